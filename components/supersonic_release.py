@@ -1,0 +1,191 @@
+"""SupersonicRelease: the SuperSONIC Helm release with scale from zero.
+
+A ``helm.v3.Release`` (a real ``helm upgrade --install``), not ``helm.v4.Chart``: the chart reads the external
+Envoy ConfigMap and the live ScaledObject with Helm's ``lookup``, which only works in a real install or upgrade,
+and its admission sidecar patches the ScaledObject at run time, which per-object management would fight.
+
+The values are a pure function of the settings (``release_values``); ``helmValues`` from the stack is merged
+underneath, and a key it shares with a computed value is a config error (``helm_values_collisions``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.settings import Settings, thaw
+
+TYPE = "supersonic-interlink:index:SupersonicRelease"
+
+POSTRENDER = "postrender/keda-trigger-timeout"
+"""Post-renderer, relative to the project directory (the provider's working directory), so the Release input
+is the same on every operator's machine and in CI."""
+
+CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
+
+# Helm's --wait covers the Triton Deployment: a Triton pod replaced during an upgrade goes through the Slurm
+# queue like a wake does, so the upgrade may take readyTimeoutSeconds before it counts as failed. The extra
+# five minutes cover the Envoy rollout and image pulls.
+UPGRADE_MARGIN_SECONDS = 300
+
+
+def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: str) -> dict[str, Any]:
+    """The chart values this program computes (before ``helmValues`` is merged underneath)."""
+    sfz, keda, triton, envoy = settings.scaleFromZero, settings.keda, settings.triton, settings.envoy
+    inference: dict[str, Any] = {
+        "image": triton.image,
+        "command": list(triton.command),
+        "args": list(triton.args),
+        "resources": thaw(triton.resources),
+        "nodeSelector": thaw(triton.nodeSelector),
+        "tolerations": thaw(triton.tolerations),
+        "annotations": thaw(triton.podAnnotations),
+        "service": {"labels": thaw(triton.service.labels), "annotations": thaw(triton.service.annotations)},
+        "modelRepository": {
+            "enabled": triton.modelRepository.enabled,
+            "storageType": triton.modelRepository.storageType,
+            "mountPath": triton.modelRepository.mountPath,
+        },
+    }
+    if triton.readinessProbe:
+        inference["readinessProbe"] = thaw(triton.readinessProbe)
+    if triton.startupProbe:
+        inference["startupProbe"] = thaw(triton.startupProbe)
+    values: dict[str, Any] = {
+        "serverLoadThreshold": settings.serverLoad.threshold,
+        "scaleFromZero": {
+            "enabled": sfz.enabled,
+            "readyTimeoutSeconds": sfz.readyTimeoutSeconds,
+            "holdMinReplicasSeconds": sfz.holdMinReplicasSeconds,
+        },
+        "keda": {
+            "enabled": keda.enabled,
+            "minReplicaCount": keda.minReplicaCount,
+            "maxReplicaCount": keda.maxReplicaCount,
+            "scaleUp": _policy(keda.scaleUp),
+            "scaleDown": _policy(keda.scaleDown),
+        },
+        "prometheus": {
+            "external": {
+                "enabled": True,
+                "url": settings.prometheus.url,
+                "port": settings.prometheus.port,
+                "scheme": settings.prometheus.scheme,
+            },
+        },
+        "grafana": {"enabled": False},
+        CHART.inference_values_key: inference,
+        "envoy": {
+            "enabled": True,
+            "image": envoy.image,
+            "nodeSelector": thaw(envoy.nodeSelector),
+            "tolerations": thaw(envoy.tolerations),
+            "loadBalancerPolicy": envoy.loadBalancerPolicy,
+            "grpc_route_timeout": f"{envoy.grpcRouteTimeoutSeconds}s",
+            "service": {"type": envoy.serviceType, "annotations": thaw(envoy.serviceAnnotations)},
+            "ingress": {"enabled": False},
+            # Envoy reads its configuration only at start: a changed checksum rolls the pods.
+            "annotations": {CONFIG_CHECKSUM_ANNOTATION: envoy_checksum},
+            "external_config": {
+                "load_from_configmap": True,
+                "configmap_name": envoy_config_map,
+                "configmap_key": CHART.envoy_config_key,
+            },
+        },
+    }
+    if settings.serverLoad.metric:
+        values["serverLoadMetric"] = settings.serverLoad.metric
+    return values
+
+
+def _policy(policy: Any) -> dict[str, int]:
+    return {
+        "stabilizationWindowSeconds": policy.stabilizationWindowSeconds,
+        "periodSeconds": policy.periodSeconds,
+        "stepsize": policy.stepsize,
+    }
+
+
+def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any], path: str = "") -> list[str]:
+    """Dotted paths where ``extra`` would override a computed value (objects on both sides are merged)."""
+    found: list[str] = []
+    for key, value in extra.items():
+        sub = f"{path}.{key}" if path else key
+        if key not in computed:
+            continue
+        if isinstance(value, Mapping) and isinstance(computed[key], Mapping):
+            found.extend(helm_values_collisions(computed[key], value, sub))
+        else:
+            found.append(sub)
+    return found
+
+
+def merge_values(computed: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` deep-merged underneath ``computed`` (computed wins; collisions are rejected before this)."""
+    merged: dict[str, Any] = {key: thaw(value) for key, value in extra.items()}
+    for key, value in computed.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge_values(value, merged[key])
+        else:
+            merged[key] = value
+    return merged
+
+
+def release_timeout_seconds(settings: Settings) -> int:
+    return settings.scaleFromZero.readyTimeoutSeconds + UPGRADE_MARGIN_SECONDS
+
+
+@dataclass(frozen=True)
+class SupersonicReleaseArgs:
+    settings: Settings
+    """The stack's settings."""
+    envoy_config_map_name: pulumi.Input[str]
+    """Name of the ConfigMap with the Envoy configuration (from ``EnvoyConfig``); wiring it as an output also
+    orders the ConfigMap's creation before the upgrade that reads it."""
+    envoy_checksum: str
+    """Checksum of the Envoy configuration, annotated on the Envoy pods so a change rolls them."""
+
+
+class SupersonicRelease(pulumi.ComponentResource):
+    """The SuperSONIC Helm release."""
+
+    release_name: pulumi.Output[str]
+    namespace: pulumi.Output[str]
+
+    def __init__(self, name: str, args: SupersonicReleaseArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TYPE, name, None, opts)
+        settings = args.settings
+        values = merge_values(
+            release_values(settings, args.envoy_config_map_name, args.envoy_checksum), settings.helmValues)
+        chart = settings.release.chart
+        if chart.path is not None:
+            source: dict[str, Any] = {"chart": chart.path}
+        else:
+            source = {
+                "chart": chart.name,
+                "version": chart.version,
+                "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+            }
+        release = k8s.helm.v3.Release(
+            f"{name}-helm",
+            name=settings.release.name,
+            namespace=settings.namespace,
+            values=values,
+            max_history=settings.release.maxHistory,
+            # atomic: a failed upgrade rolls back to the last good revision instead of leaving the release
+            # half-changed, and a failed first install is purged; cleanup_on_fail removes objects a failed
+            # upgrade created. The timeout is derived from the wake timeout (see UPGRADE_MARGIN_SECONDS).
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=release_timeout_seconds(settings),
+            postrender=POSTRENDER,
+            opts=pulumi.ResourceOptions(parent=self),
+            **source,
+        )
+        self.release_name = release.name
+        self.namespace = release.namespace
+        self.register_outputs({"release_name": self.release_name, "namespace": self.namespace})

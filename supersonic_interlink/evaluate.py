@@ -1,0 +1,95 @@
+"""Run the real program against Pulumi's mock engine and record what it registers.
+
+There is no Pulumi CLI or cluster where the program is rendered offline or tested, so the mock engine stands in
+for the engine alone: the program, its settings and its components run exactly as under ``pulumi up``, with the
+config map the CLI would pass. Every evaluation runs in a fresh context, so several can run in one process.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.settings import get_root_resource
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from .settings import PROJECT
+
+
+def plain(value: Any) -> Any:
+    """Mock inputs carry integers as floats; give them back as integers, recursively."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One custom resource as the engine received it."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+
+
+@dataclass
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Records every resource registration; outputs echo the inputs, as a provider would for these types."""
+
+    resources: list[Registered] = field(default_factory=list)
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        inputs = plain(args.inputs)
+        self.resources.append(Registered(args.typ, args.name, inputs))
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    resources: list[Registered]
+    outputs: dict[str, Any]
+
+    def of_type(self, type_token: str) -> list[Registered]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str) -> Registered:
+        found = self.of_type(type_token)
+        if len(found) != 1:
+            raise AssertionError(f"expected one {type_token}, found {len(found)}: {[r.name for r in found]}")
+        return found[0]
+
+
+def evaluate(config: Mapping[str, str], stack: str, program: Callable[[], None] | None = None) -> Evaluation:
+    """Run ``program`` (the real ``main`` by default) with ``config`` as the CLI would pass it; not a preview."""
+    if program is None:
+        from .program import main as program
+    return contextvars.Context().run(_evaluate, dict(config), stack, program)
+
+
+def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None]) -> Evaluation:
+    mocks = RecordingMocks()
+    pulumi.runtime.set_all_config(config)
+    # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
+    pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False)
+    outputs: dict[str, Any] = {}
+
+    def run() -> None:
+        program()
+        root = get_root_resource()
+        exported = dict(getattr(root, "outputs", {}) or {})
+        for key, value in exported.items():
+            outputs[key] = _sync_await(pulumi.Output.from_input(value).future())
+
+    _sync_await(run_pulumi_func(run))
+    return Evaluation(resources=list(mocks.resources), outputs=outputs)
