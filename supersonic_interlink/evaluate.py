@@ -8,7 +8,7 @@ config map the CLI would pass. Every evaluation runs in a fresh context, so seve
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import pulumi
@@ -16,6 +16,8 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
+
+from google.protobuf import json_format
 
 from .settings import PROJECT
 
@@ -33,26 +35,45 @@ def plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Registered:
-    """One custom resource as the engine received it."""
+    """One resource registration as the engine received it."""
 
     type: str
     name: str
     inputs: dict[str, Any]
+    """Inputs as sent on the wire, explicit nulls included (Helm reads a null value as "delete this default")."""
+    parent: str
+    """URN of the parent resource."""
+    custom: bool
+    """False for component resources."""
+
+    @property
+    def urn_suffix(self) -> str:
+        return f"{self.type}::{self.name}"
 
 
-@dataclass
-class RecordingMocks(pulumi.runtime.Mocks):
-    """Records every resource registration; outputs echo the inputs, as a provider would for these types."""
-
-    resources: list[Registered] = field(default_factory=list)
+class EchoMocks(pulumi.runtime.Mocks):
+    """Outputs echo the inputs, as the provider does for these types."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-        inputs = plain(args.inputs)
-        self.resources.append(Registered(args.typ, args.name, inputs))
         return f"{args.name}-id", dict(args.inputs)
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         return {}
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The mock engine's monitor, recording each registration before the mock SDK drops null inputs."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks):
+        super().__init__(mocks)
+        self.registered: list[Registered] = []
+
+    def RegisterResource(self, request):
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = plain(json_format.MessageToDict(request.object))
+            self.registered.append(
+                Registered(request.type, request.name, inputs, request.parent, bool(request.custom)))
+        return super().RegisterResource(request)
 
 
 @dataclass(frozen=True)
@@ -78,10 +99,10 @@ def evaluate(config: Mapping[str, str], stack: str, program: Callable[[], None] 
 
 
 def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None]) -> Evaluation:
-    mocks = RecordingMocks()
+    monitor = RecordingMonitor(EchoMocks())
     pulumi.runtime.set_all_config(config)
     # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
-    pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False)
+    pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     outputs: dict[str, Any] = {}
 
     def run() -> None:
@@ -92,4 +113,4 @@ def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None]) -
             outputs[key] = _sync_await(pulumi.Output.from_input(value).future())
 
     _sync_await(run_pulumi_func(run))
-    return Evaluation(resources=list(mocks.resources), outputs=outputs)
+    return Evaluation(resources=list(monitor.registered), outputs=outputs)

@@ -1,0 +1,64 @@
+#!/usr/bin/env sh
+# The two things a newcomer runs from a fresh clone, each setting up what it needs first:
+#   ./dev.sh render <stack> [--out DIR] [--check]   render a stack offline (what `pulumi up` would deploy)
+#   ./dev.sh test [pytest args]                     run the test suite
+# Both create .venv (the virtualenv Pulumi.yaml names) with Python 3.11+ and install the pinned requirements,
+# again only when a requirements file changed.
+set -eu
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+
+need_python() {
+  if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "dev.sh: needs Python 3.11 or newer as '$PYTHON' (set PYTHON=/path/to/python3.11)" >&2
+    exit 1
+  fi
+}
+
+ensure_venv() {
+  # $1: the requirements file this command needs.
+  stamp="$VENV/.installed-$(basename "$1" .txt)"
+  if [ ! -x "$VENV/bin/python" ]; then
+    need_python
+    "$PYTHON" -m venv "$VENV"
+  fi
+  wanted=$(cat "$1" requirements.txt constraints.txt | cksum)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$1" -c constraints.txt
+    echo "$wanted" > "$stamp"
+  fi
+}
+
+ensure_test_tools() {
+  # The cleanup script runs in a real busybox; the Envoy text must survive the chart's envsubst.
+  missing=""
+  command -v busybox >/dev/null 2>&1 || missing="$missing busybox"
+  command -v envsubst >/dev/null 2>&1 || missing="$missing gettext-base"
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  else
+    echo "dev.sh: the tests need these Debian packages:$missing (sudo apt-get install -y$missing)" >&2
+    exit 1
+  fi
+}
+
+case "${1:-}" in
+  render)
+    shift
+    ensure_venv requirements.txt
+    exec "$VENV/bin/python" render.py "$@"
+    ;;
+  test)
+    shift
+    ensure_test_tools
+    ensure_venv requirements-dev.txt
+    exec "$VENV/bin/python" -m pytest "$@"
+    ;;
+  *)
+    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,55 @@
+"""Shared fixtures: the program evaluated under Pulumi's mock engine, with config as the CLI passes it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from supersonic_interlink.evaluate import Evaluation, evaluate  # noqa: E402
+from supersonic_interlink.settings import PROJECT, Settings, load_settings  # noqa: E402
+from supersonic_interlink.stack_config import load_stack_config  # noqa: E402
+
+
+def cli_text(value: Any) -> str:
+    """How the CLI hands a value to the program: strings as they are, everything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def stack_config(stack: str, **overrides: Any) -> dict[str, str]:
+    """A stack's CLI config map with some top-level keys replaced (``scaleFromZero={...}``)."""
+    config = load_stack_config(stack)
+    for key, value in overrides.items():
+        config[f"{PROJECT}:{key}"] = cli_text(value)
+    return config
+
+
+def stack_settings(stack: str, **overrides: Any) -> Settings:
+    return load_settings(stack_config(stack, **overrides))
+
+
+@pytest.fixture
+def run_stack() -> Callable[..., Evaluation]:
+    """Evaluate the real program for a stack under the mock engine (preview=False), with optional overrides."""
+
+    def run(stack: str = "hammer", **overrides: Any) -> Evaluation:
+        return evaluate(stack_config(stack, **overrides), stack)
+
+    return run
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A skipped test is a test that did not run: fail the session so nothing passes by being skipped."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    skipped = len(reporter.stats.get("skipped", [])) + len(reporter.stats.get("xfailed", []))
+    if skipped and session.exitstatus == 0:
+        reporter.write_line(f"FAILED: {skipped} test(s) skipped or xfailed; every test must run", red=True)
+        session.exitstatus = 1
