@@ -1,0 +1,180 @@
+"""The SuperSONIC Helm release as the program registers it, evaluated under the mock engine."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from components.supersonic_release import (
+    CONFIG_CHECKSUM_ANNOTATION,
+    POSTRENDER,
+    UPGRADE_MARGIN_SECONDS,
+    helm_values_collisions,
+    merge_values,
+)
+from conftest import stack_settings
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.evaluate import evaluate
+from supersonic_interlink.program import build
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+@pytest.fixture(scope="module")
+def hammer():
+    from conftest import stack_config
+
+    return evaluate(stack_config("hammer"), "hammer")
+
+
+def values_of(evaluation) -> dict:
+    return evaluation.one(RELEASE).inputs["values"]
+
+
+def test_hammer_release_scales_from_zero_with_a_900_second_wake(hammer) -> None:
+    values = values_of(hammer)
+    assert values["scaleFromZero"] == {"enabled": True, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900}, \
+        "waking on Hammer queues a Slurm job: 900 s, and the hold may not be shorter (the chart refuses)"
+    assert values["keda"]["enabled"] is True
+    assert values["keda"]["minReplicaCount"] == 0, "no Slurm allocation is held while idle"
+    assert values["keda"]["maxReplicaCount"] == 10
+    assert values["keda"]["scaleUp"] == {"stabilizationWindowSeconds": 120, "periodSeconds": 120, "stepsize": 1}
+    assert values["keda"]["scaleDown"] == {"stabilizationWindowSeconds": 120, "periodSeconds": 30, "stepsize": 1}
+
+
+def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
+    triton = values_of(hammer)[CHART.inference_values_key]
+    assert triton["nodeSelector"] == {"kubernetes.io/hostname": "interlink-hammer"}
+    assert triton["tolerations"] == [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists"}], \
+        "without the toleration the virtual node's taint keeps Triton Pending forever"
+    assert triton["image"] == "/cvmfs/unpacked.cern.ch/nvcr.io/nvidia/tritonserver:26.04-py3"
+    assert triton["resources"]["requests"] == {"cpu": "2", "memory": "8G"}
+
+
+def test_hammer_triton_pods_carry_the_slurm_and_wstunnel_annotations(hammer) -> None:
+    annotations = values_of(hammer)[CHART.inference_values_key]["annotations"]
+    assert annotations == {
+        "slurm-job.vk.io/singularity-options": "--unsquash --bind /cvmfs --no-home --compat",
+        "slurm-job.vk.io/flags": "--uid=616617 -A cms --gres=gpu:1 --time=0-04:00:00",
+        "interlink.virtual-kubelet.io/wstunnel-timeout": "5m",
+        "interlink.eu/wstunnel-extra-ports": "8000:http:TCP,8001:grpc:TCP,8002:metrics:TCP",
+    }
+
+
+def test_hammer_triton_service_probes_and_model_repository_match_the_running_release(hammer) -> None:
+    triton = values_of(hammer)[CHART.inference_values_key]
+    assert triton["service"] == {"labels": {"scrape_metrics": "true"},
+                                 "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"}}
+    assert triton["modelRepository"] == {"enabled": True, "storageType": "cvmfs-pvc", "mountPath": "/cvmfs"}
+    assert triton["readinessProbe"] == {"exec": None, "grpc": {"port": 8001}, "successThreshold": 3}, \
+        "the explicit null removes the chart's exec probe; a probe may have only one handler"
+    assert triton["startupProbe"] == {"httpGet": {"path": "/v2/health/ready", "port": "http"},
+                                      "periodSeconds": 5, "failureThreshold": 60}
+    assert triton["args"][0].startswith("tritonserver --model-repository=/cvmfs/")
+    assert "--exit-timeout-secs=60" in triton["args"][0]
+
+
+def test_hammer_envoy_stays_on_the_af_nodes_and_loads_the_external_config(hammer) -> None:
+    envoy = values_of(hammer)["envoy"]
+    assert envoy["nodeSelector"] == {"cms-af-prod": "true"}
+    assert envoy["tolerations"] == [{"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af",
+                                     "effect": "NoSchedule"}]
+    assert envoy["service"]["type"] == "LoadBalancer"
+    assert envoy["loadBalancerPolicy"] == "ROUND_ROBIN"
+    assert envoy["ingress"] == {"enabled": False}
+    config_map = hammer.one(CONFIG_MAP).inputs
+    assert envoy["external_config"] == {"load_from_configmap": True,
+                                        "configmap_name": config_map["metadata"]["name"],
+                                        "configmap_key": CHART.envoy_config_key}, \
+        "the chart copies exactly this ConfigMap and key; a wrong name fails the install"
+    assert config_map["metadata"]["namespace"] == "cms", "the chart's lookup reads the release namespace only"
+    assert envoy["annotations"][CONFIG_CHECKSUM_ANNOTATION] == \
+        config_map["metadata"]["annotations"]["supersonic-interlink/config-sha256"]
+
+
+def test_hammer_prometheus_grafana_and_load_metric(hammer) -> None:
+    values = values_of(hammer)
+    assert values["prometheus"] == {"external": {"enabled": True, "url": "prometheus-server.cms.svc.cluster.local",
+                                                 "port": 9090, "scheme": "http"}}
+    assert values["grafana"] == {"enabled": False}
+    assert values["serverLoadThreshold"] == 20
+    assert "nv_inference_queue_duration_us" in values["serverLoadMetric"]
+    assert "nv_inference_exec_count" in values["serverLoadMetric"]
+
+
+def test_release_is_pinned_named_and_rolls_back_on_failure(hammer) -> None:
+    release = hammer.one(RELEASE).inputs
+    assert release["name"] == "supersonic-interlink"
+    assert release["namespace"] == "cms"
+    assert release["chart"] == "supersonic"
+    assert release["version"] == "0.4.0", "an exact chart version, so every preview is reproducible"
+    assert release["repositoryOpts"] == {"repo": "https://fastmachinelearning.org/SuperSONIC"}
+    assert release["maxHistory"] == 10, "the provider keeps every revision by default"
+    assert release["atomic"] is True and release["cleanupOnFail"] is True, \
+        "a failed upgrade must return to the last good revision, not stay half-changed"
+    assert release["timeout"] == 900 + UPGRADE_MARGIN_SECONDS, "a Triton replaced mid-upgrade waits in Slurm's queue"
+    assert release["postrender"] == POSTRENDER
+
+
+def test_children_are_parented_to_their_components(hammer) -> None:
+    by_name = {r.name: r for r in hammer.resources}
+    assert by_name["supersonic-helm"].parent.endswith("supersonic-interlink:index:SupersonicRelease::supersonic")
+    assert by_name["envoy-configmap"].parent.endswith("supersonic-interlink:index:EnvoyConfig::envoy")
+    assert not by_name["supersonic"].custom and not by_name["envoy"].custom
+
+
+def test_exports_name_the_release_its_config_map_and_the_client_endpoint(hammer) -> None:
+    outputs = hammer.outputs
+    assert outputs["releaseName"] == "supersonic-interlink"
+    assert outputs["namespace"] == "cms"
+    assert outputs["envoyConfigMap"] == hammer.one(CONFIG_MAP).inputs["metadata"]["name"]
+    assert outputs["clientEndpoint"] == "supersonic-interlink.cms.svc.cluster.local:8001"
+
+
+def test_second_stack_runs_triton_on_cluster_gpus_with_the_default_wake(run_stack) -> None:
+    values = values_of(run_stack("geddes-gpu"))
+    triton = values[CHART.inference_values_key]
+    assert values["scaleFromZero"]["readyTimeoutSeconds"] == 300
+    assert triton["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert triton["tolerations"] == [] and triton["annotations"] == {}, "no interLink: no virtual node, no Slurm"
+    assert triton["resources"]["limits"]["nvidia.com/gpu"] == 1
+
+
+def test_helm_values_fill_in_what_settings_do_not_model(run_stack) -> None:
+    values = values_of(run_stack(helmValues={"envoy": {"replicas": 2}, "triton": {"affinity": {"x": "y"}}}))
+    assert values["envoy"]["replicas"] == 2
+    assert values["triton"]["affinity"] == {"x": "y"}
+    assert values["envoy"]["loadBalancerPolicy"] == "ROUND_ROBIN", "merging underneath keeps computed values"
+
+
+def test_helm_values_collisions_are_found_at_every_depth() -> None:
+    computed = {"a": {"b": 1, "c": {"d": 2}}, "e": 3}
+    assert helm_values_collisions(computed, {"a": {"c": {"d": 9}}, "e": 4, "f": 5}) == ["a.c.d", "e"]
+    assert helm_values_collisions(computed, {"a": {"x": 1}}) == []
+    assert merge_values(computed, {"a": {"x": 1}}) == {"a": {"b": 1, "c": {"d": 2}, "x": 1}, "e": 3}
+
+
+def test_outputs_checked_inside_apply_really_ran() -> None:
+    """The same program under the engine's own apply machinery: the check counts its runs."""
+    settings = stack_settings("hammer")
+    ran: list[str] = []
+
+    def program() -> None:
+        build(settings)
+        from pulumi.runtime.settings import get_root_resource
+
+        outputs = get_root_resource().outputs
+
+        def check(args: list) -> None:
+            name, endpoint = args
+            assert name == "supersonic-interlink"
+            assert endpoint.endswith(":8001")
+            ran.append("checked")
+
+        pulumi.Output.all(outputs["releaseName"], outputs["clientEndpoint"]).apply(check)
+
+    from conftest import stack_config
+
+    evaluate(stack_config("hammer"), "hammer", program=program)
+    assert ran == ["checked"], "an apply callback that never runs would pass silently"

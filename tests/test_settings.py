@@ -1,0 +1,191 @@
+"""Stack config -> typed settings: defaults from Pulumi.yaml only, every mistake reported at once by its key."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import stack_config, stack_settings
+from supersonic_interlink.program import settings_from_config
+from supersonic_interlink.settings import ConfigError, Settings, load_settings, project_defaults
+from supersonic_interlink.stack_config import cli_config, stack_names
+
+ROOT = Path(__file__).resolve().parent.parent
+P = "supersonic-interlink"
+
+
+def problems(**overrides) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        settings_from_config(stack_config("hammer", **overrides))
+    return caught.value.problems
+
+
+def test_every_stack_file_loads() -> None:
+    assert stack_names() == ["geddes-gpu", "hammer"]
+    for stack in stack_names():
+        assert isinstance(settings_from_config(stack_config(stack)), Settings)
+
+
+def test_a_partial_object_in_a_stack_keeps_the_other_defaults_from_pulumi_yaml() -> None:
+    settings = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 950})
+    assert settings.scaleFromZero.enabled is True, "enabled comes from the Pulumi.yaml default"
+    assert settings.scaleFromZero.holdMinReplicasSeconds == 950
+    assert settings.envoy.bufferMaxRequestBytes == 33554432
+
+
+def test_every_setting_has_its_default_in_pulumi_yaml_or_is_required_per_stack() -> None:
+    """The dataclasses and Pulumi.yaml describe the same keys; no default lives anywhere else."""
+    required = {"namespace", "release.name", "prometheus.url", "triton.args"}
+    defaults = project_defaults()
+    undeclared, missing = [], []
+
+    def walk(cls, default, path):
+        names = {f.name for f in dataclasses.fields(cls)}
+        for extra in set(default or {}) - names:
+            undeclared.append(f"{path}{extra}")
+        for f in dataclasses.fields(cls):
+            key = f"{path}{f.name}"
+            hint = typing.get_type_hints(cls)[f.name]
+            if dataclasses.is_dataclass(hint) and not f.metadata.get("replace"):
+                walk(hint, (default or {}).get(f.name), key + ".")
+            elif key not in required and f.name not in (default or {}):
+                missing.append(key)
+
+    walk(Settings, defaults, "")
+    assert undeclared == [], f"Pulumi.yaml declares defaults for keys the program does not read: {undeclared}"
+    assert missing == [], f"settings with no default in Pulumi.yaml and not required per stack: {missing}"
+    declared = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    for key, declaration in declared.items():
+        assert declaration.get("type") and declaration.get("description"), f"{key} needs a type and a description"
+
+
+def test_the_cli_merge_replaces_a_whole_default_object_like_the_pulumi_cli() -> None:
+    merged = cli_config({f"{P}:keda": {"maxReplicaCount": 3}}, defaults={"keda": {"enabled": True}, "x": "y"})
+    assert json.loads(merged[f"{P}:keda"]) == {"maxReplicaCount": 3}
+    assert merged[f"{P}:x"] == "y", "strings pass as they are"
+
+
+def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> None:
+    found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
+    assert found == [f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number >= 1"]
+
+
+def test_a_hold_shorter_than_the_wake_is_refused_as_the_chart_would() -> None:
+    found = problems(scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 300})
+    assert len(found) == 1
+    assert found[0].startswith(f"{P}:scaleFromZero.holdMinReplicasSeconds = 300: expected a value >= ")
+    assert "(900)" in found[0]
+
+
+def test_min_replicas_above_max_is_refused() -> None:
+    found = problems(keda={"minReplicaCount": 11, "maxReplicaCount": 10})
+    assert found == [f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)"]
+
+
+def test_zero_replicas_without_scale_from_zero_is_refused() -> None:
+    found = problems(scaleFromZero={"enabled": False}, keda={"minReplicaCount": 0})
+    assert any(p.startswith(f"{P}:keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled")
+               for p in found), found
+
+
+def test_names_must_be_kubernetes_names() -> None:
+    found = problems(namespace="CMS_prod", release={"name": "Supersonic"})
+    assert any(p.startswith(f'{P}:namespace = "CMS_prod": expected a Kubernetes name') for p in found), found
+    assert any(p.startswith(f'{P}:release.name = "Supersonic": expected a release name') for p in found), found
+
+
+def test_a_release_name_too_long_for_the_cleanup_cronjob_is_refused() -> None:
+    found = problems(release={"name": "a" * 34})
+    assert len(found) == 1 and "at most 33 characters" in found[0]
+
+
+@pytest.mark.parametrize("chart, complaint", [
+    ({"repo": "https://example.org/charts", "name": "supersonic", "version": "^0.4"}, "an exact chart version"),
+    ({"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.*"}, "an exact chart version"),
+    ({"repo": "https://example.org/charts", "name": "supersonic"}, "{repo, name, version}"),
+    ({"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.0", "path": "./chart"},
+     "not both"),
+    ({"repo": "example.org", "name": "supersonic", "version": "0.4.0"}, "https://"),
+])
+def test_a_chart_source_is_repo_name_and_exact_version_or_a_path(chart, complaint) -> None:
+    found = problems(release={"name": "supersonic-interlink", "chart": chart})
+    assert len(found) == 1 and f"{P}:release.chart" in found[0] and complaint in found[0], found
+
+
+def test_a_local_chart_path_is_accepted() -> None:
+    settings = stack_settings("hammer", release={"name": "supersonic-interlink", "chart": {"path": "./supersonic"}})
+    assert settings.release.chart.path == "./supersonic" and settings.release.chart.version is None
+
+
+def test_a_typo_is_an_unknown_key_not_a_silent_default() -> None:
+    found = problems(scaleFromZero={"readyTimeoutSecond": 900})
+    assert found[0].startswith(f"{P}:scaleFromZero.readyTimeoutSecond: unknown key (allowed under "
+                               f"{P}:scaleFromZero: enabled, holdMinReplicasSeconds, readyTimeoutSeconds)")
+
+
+def test_an_unknown_top_level_key_is_reported() -> None:
+    config = stack_config("hammer")
+    config[f"{P}:scaleFromZro"] = json.dumps({"enabled": True})
+    config["kubernetes:context"] = "geddes"  # another namespace: the provider's, not ours
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config)
+    assert len(caught.value.problems) == 1 and f"{P}:scaleFromZro: unknown key" in caught.value.problems[0]
+
+
+def test_unpinned_images_are_refused() -> None:
+    found = problems(envoy={"image": "envoyproxy/envoy:latest"}, cleanup={"image": "alpine/kubectl"})
+    assert any(p.startswith(f'{P}:envoy.image = "envoyproxy/envoy:latest": expected an image with a pinned')
+               for p in found), found
+    assert any(p.startswith(f'{P}:cleanup.image = "alpine/kubectl"') for p in found), found
+
+
+def test_wrong_types_are_named() -> None:
+    found = problems(triton={"args": "tritonserver", "nodeSelector": {"gpu": True}},
+                     cleanup={"schedule": "every 5 minutes", "dryRun": "yes"})
+    assert f'{P}:triton.args = "tritonserver": expected a list' in found
+    assert any(p.startswith(f"{P}:triton.nodeSelector = ") and "values are strings" in p for p in found), found
+    assert any(p.startswith(f'{P}:cleanup.schedule = "every 5 minutes": expected a five-field cron') for p in found)
+    assert f'{P}:cleanup.dryRun = "yes": expected true or false' in found
+
+
+def test_values_as_the_cli_passes_them_from_pulumi_config_set_are_understood() -> None:
+    """`pulumi config set --path scaleFromZero.readyTimeoutSeconds 900` may store text; it means the number."""
+    settings = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": "900",
+                                                       "enabled": "true"})
+    assert settings.scaleFromZero.readyTimeoutSeconds == 900 and settings.scaleFromZero.enabled is True
+
+
+def test_several_problems_are_reported_together() -> None:
+    found = problems(
+        namespace="Bad",
+        scaleFromZero={"readyTimeoutSeconds": 0},
+        keda={"maxReplicaCount": "ten"},
+        envoy={"loadBalancerPolicy": "FASTEST"},
+        cleanup={"keep": -1},
+    )
+    keys = sorted(p.split(" ")[0].rstrip(":") for p in found)
+    assert keys == [f"{P}:cleanup.keep", f"{P}:envoy.loadBalancerPolicy", f"{P}:keda.maxReplicaCount",
+                    f"{P}:namespace", f"{P}:scaleFromZero.readyTimeoutSeconds"], found
+    assert any("one of ROUND_ROBIN, LEAST_REQUEST" in p for p in found)
+
+
+def test_helm_values_may_not_override_a_computed_value() -> None:
+    found = problems(helmValues={"scaleFromZero": {"readyTimeoutSeconds": 60}, "envoy": {"replicas": 2}})
+    assert found == [f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
+                     f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"]
+
+
+def test_invalid_config_stops_the_real_program_with_the_messages_and_no_traceback(tmp_path: Path) -> None:
+    """What `pulumi up` shows: pulumi.RunError carries the message alone."""
+    import pulumi
+
+    from supersonic_interlink.evaluate import evaluate
+
+    with pytest.raises(pulumi.RunError) as caught:
+        evaluate(stack_config("hammer", keda={"minReplicaCount": -1}), "hammer")
+    assert f"{P}:keda.minReplicaCount = -1: expected a whole number >= 0" in str(caught.value)
