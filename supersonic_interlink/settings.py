@@ -298,6 +298,8 @@ def _key(path: str) -> str:
 class _Loader:
     def __init__(self) -> None:
         self.problems: list[str] = []
+        self.sections: dict[str, Any] = {}
+        """Top-level sections that parsed, for the cross-key rules."""
 
     def problem(self, path: str, value: Any, allowed: str) -> None:
         self.problems.append(f"{_key(path)} = {_show(value)}: expected {allowed}")
@@ -332,6 +334,8 @@ class _Loader:
             value = self.convert(hints[f.name], f, sub, raw, default.get(f.name))
             if value is _BAD:
                 ok = False
+            elif not path:
+                self.sections[f.name] = value
             values[f.name] = value
         if not ok:
             return None
@@ -441,10 +445,8 @@ def _parse_cli_value(key: str, text: Any) -> Any:
     return text
 
 
-def _cross_checks(s: Settings) -> list[str]:
-    """Rules that relate several keys; each message names the key to change."""
+def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[str]:
     problems: list[str] = []
-    sfz, keda = s.scaleFromZero, s.keda
     if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
         problems.append(
             f"{_key('scaleFromZero.holdMinReplicasSeconds')} = {sfz.holdMinReplicasSeconds}: expected a value >= "
@@ -461,32 +463,63 @@ def _cross_checks(s: Settings) -> list[str]:
         problems.append(
             f"{_key('keda.minReplicaCount')} = 0: expected >= 1 unless scaleFromZero.enabled is true "
             f"(nothing would wake Triton from zero)")
-    chart = s.release.chart
+    return problems
+
+
+def _check_chart(release: ReleaseSettings) -> list[str]:
+    chart = release.chart
     by_repo = (chart.repo, chart.name, chart.version)
     if chart.path is not None:
         if any(v is not None for v in by_repo):
-            problems.append(f"{_key('release.chart')} = {_show(thaw(dataclasses.asdict(chart)))}: expected either "
-                            f"{{repo, name, version}} or {{path}}, not both")
+            return [f"{_key('release.chart')} = {_show(thaw(dataclasses.asdict(chart)))}: expected either "
+                    f"{{repo, name, version}} or {{path}}, not both"]
     elif any(v is None for v in by_repo):
-        problems.append(f"{_key('release.chart')} = {_show({k: v for k, v in dataclasses.asdict(chart).items() if v})}"
-                        f": expected {{repo, name, version}} (all three, version exact) or {{path}}")
-    inf = s.envoy.inferenceRetry
+        return [f"{_key('release.chart')} = {_show({k: v for k, v in dataclasses.asdict(chart).items() if v})}"
+                f": expected {{repo, name, version}} (all three, version exact) or {{path}}"]
+    return []
+
+
+def _check_envoy(envoy: EnvoySettings) -> list[str]:
+    problems: list[str] = []
+    inf = envoy.inferenceRetry
     if inf.backOffBaseMs > inf.backOffMaxMs:
         problems.append(f"{_key('envoy.inferenceRetry.backOffBaseMs')} = {inf.backOffBaseMs}: expected a value <= "
                         f"envoy.inferenceRetry.backOffMaxMs ({inf.backOffMaxMs})")
-    if s.envoy.outlierDetection.maxEjectionPercent > 100:
+    if envoy.outlierDetection.maxEjectionPercent > 100:
         problems.append(f"{_key('envoy.outlierDetection.maxEjectionPercent')} = "
-                        f"{s.envoy.outlierDetection.maxEjectionPercent}: expected a percentage from 1 to 100")
-    ports = {"envoy.grpcPort": s.envoy.grpcPort, "envoy.adminPort": s.envoy.adminPort,
-             "envoy.admissionPort": s.envoy.admissionPort}
+                        f"{envoy.outlierDetection.maxEjectionPercent}: expected a percentage from 1 to 100")
+    ports = {"envoy.grpcPort": envoy.grpcPort, "envoy.adminPort": envoy.adminPort,
+             "envoy.admissionPort": envoy.admissionPort}
     for name, port in ports.items():
         if port > 65535:
             problems.append(f"{_key(name)} = {port}: expected a port from 1 to 65535")
     if len(set(ports.values())) != len(ports):
         problems.append(f"{_key('envoy.grpcPort')}, envoy.adminPort, envoy.admissionPort = "
                         f"{_show(list(ports.values()))}: expected three different ports (they share the Envoy pod)")
-    if s.prometheus.port > 65535:
-        problems.append(f"{_key('prometheus.port')} = {s.prometheus.port}: expected a port from 1 to 65535")
+    return problems
+
+
+def _check_prometheus(prometheus: PrometheusSettings) -> list[str]:
+    if prometheus.port > 65535:
+        return [f"{_key('prometheus.port')} = {prometheus.port}: expected a port from 1 to 65535"]
+    return []
+
+
+_CROSS_CHECKS = (
+    (("scaleFromZero", "keda"), _check_scaling),
+    (("release",), _check_chart),
+    (("envoy",), _check_envoy),
+    (("prometheus",), _check_prometheus),
+)
+"""Rules that relate several keys, with the top-level sections each needs. A rule runs whenever its sections
+parsed, so a type error in one section does not hide a conflict in another."""
+
+
+def _cross_checks(sections: Mapping[str, Any]) -> list[str]:
+    problems: list[str] = []
+    for needs, check in _CROSS_CHECKS:
+        if all(sections.get(name) is not None for name in needs):
+            problems.extend(check(*(sections[name] for name in needs)))
     return problems
 
 
@@ -504,9 +537,7 @@ def load_settings(config: Mapping[str, Any], defaults: Mapping[str, Any] | None 
             ours[key] = _parse_cli_value(key, text)
     loader = _Loader()
     settings = loader.build(Settings, "", ours, dict(defaults))
-    problems = loader.problems
-    if settings is not None:
-        problems = problems + _cross_checks(settings)
+    problems = loader.problems + _cross_checks(loader.sections)
     if problems:
         raise ConfigError(problems)
     return settings

@@ -189,3 +189,9 @@ def test_invalid_config_stops_the_real_program_with_the_messages_and_no_tracebac
     with pytest.raises(pulumi.RunError) as caught:
         evaluate(stack_config("hammer", keda={"minReplicaCount": -1}), "hammer")
     assert f"{P}:keda.minReplicaCount = -1: expected a whole number >= 0" in str(caught.value)
+
+
+def test_a_type_error_in_one_section_does_not_hide_a_conflict_in_another() -> None:
+    found = problems(namespace="Bad_NS", keda={"minReplicaCount": 11, "maxReplicaCount": 10})
+    assert any(p.startswith(f"{P}:namespace") for p in found), found
+    assert f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)" in found
