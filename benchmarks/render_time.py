@@ -1,0 +1,59 @@
+"""How long `python render.py <stack>` takes, against the bare cost of importing Pulumi's SDKs.
+
+    python benchmarks/render_time.py [--runs N] [--stack hammer]
+
+Each run is a fresh interpreter, as a user runs it. Prints medians and spreads in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=120)
+    return time.perf_counter() - start
+
+
+def series(command: list[str], runs: int) -> list[float]:
+    timed(command)  # warm the bytecode cache and the page cache
+    return [timed(command) for _ in range(runs)]
+
+
+def describe(label: str, samples: list[float]) -> str:
+    return (f"{label:<38} median {statistics.median(samples):.3f} s   min {min(samples):.3f}   "
+            f"max {max(samples):.3f}   (n={len(samples)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--stack", default="hammer")
+    args = parser.parse_args()
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as out:
+        rows = [
+            ("python -c 'import pulumi, pulumi_kubernetes'",
+             series([python, "-c", "import pulumi, pulumi_kubernetes"], args.runs)),
+            (f"render.py {args.stack}", series([python, "render.py", args.stack], args.runs)),
+            (f"render.py {args.stack} --out DIR", series([python, "render.py", args.stack, "--out", out], args.runs)),
+            (f"render.py {args.stack} --check", series([python, "render.py", args.stack, "--check"], args.runs)),
+        ]
+    for label, samples in rows:
+        print(describe(label, samples))
+    bare = statistics.median(rows[0][1])
+    print(f"render over bare import: +{statistics.median(rows[1][1]) - bare:.3f} s "
+          f"(of which importing the typed Kubernetes resource modules is most)")
+
+
+if __name__ == "__main__":
+    main()
