@@ -8,6 +8,8 @@ config map the CLI would pass. Every evaluation runs in a fresh context, so seve
 from __future__ import annotations
 
 import contextvars
+import runpy
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -91,10 +93,16 @@ class Evaluation:
         return found[0]
 
 
-def evaluate(config: Mapping[str, str], stack: str, program: Callable[[], None] | None = None) -> Evaluation:
-    """Run ``program`` (the real ``main`` by default) with ``config`` as the CLI would pass it; not a preview."""
-    if program is None:
-        from .program import main as program
+ENTRY_POINT = Path(__file__).resolve().parent.parent / "__main__.py"
+
+
+def run_entry_point() -> None:
+    """Execute the project's ``__main__.py``, as the Python language host does under ``pulumi up``."""
+    runpy.run_path(str(ENTRY_POINT), run_name="__main__")
+
+
+def evaluate(config: Mapping[str, str], stack: str, program: Callable[[], None] = run_entry_point) -> Evaluation:
+    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview."""
     return contextvars.Context().run(_evaluate, dict(config), stack, program)
 
 

@@ -1,4 +1,4 @@
-"""The program: settings in, components out. ``__main__.py``, ``render.py`` and the tests all run this."""
+"""The program: settings in, components out. ``__main__.py`` runs it; ``render.py`` and the tests run that."""
 
 from __future__ import annotations
 
@@ -59,10 +59,11 @@ def current_config() -> dict[str, Any]:
     return merged
 
 
-def main() -> None:
+def settings_or_stop() -> Settings:
+    """The stack's settings from the config the CLI passed; stops the program cleanly on any problem."""
     try:
-        settings = settings_from_config(current_config())
+        return settings_from_config(current_config())
     except ConfigError as error:
         # RunError ends the program with the message alone: these are the operator's mistakes, not bugs.
         raise pulumi.RunError("invalid stack config:\n  " + "\n  ".join(error.problems)) from None
-    build(settings)
+
