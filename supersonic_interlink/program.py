@@ -7,6 +7,7 @@ from typing import Any, Mapping
 import pulumi
 
 from components.envoy_config import EnvoyConfig, EnvoyConfigArgs
+from components.failed_pod_cleanup import FailedPodCleanup, FailedPodCleanupArgs
 from components.supersonic_release import (
     SupersonicRelease,
     SupersonicReleaseArgs,
@@ -42,9 +43,11 @@ def build(settings: Settings) -> None:
             envoy_checksum=envoy.checksum,
         ),
     )
+    cleanup = FailedPodCleanup("cleanup", FailedPodCleanupArgs(settings=settings))
     pulumi.export("releaseName", release.release_name)
     pulumi.export("namespace", release.namespace)
     pulumi.export("envoyConfigMap", envoy.config_map_name)
+    pulumi.export("cleanupCronJob", cleanup.cronjob_name)
     pulumi.export(
         "clientEndpoint",
         f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{settings.envoy.grpcPort}")

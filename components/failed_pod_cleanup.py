@@ -1,0 +1,231 @@
+"""FailedPodCleanup: a CronJob that deletes the release's Failed Triton pods, keeping the newest for diagnosis.
+
+interLink marks a Triton pod Failed when its Slurm job exits non-zero; the ReplicaSet replaces it and the Failed
+pod stays, holding interLink's shadow wstunnel objects, until something deletes it. PodGC acts only above the
+cluster-wide threshold and ``ttlSecondsAfterFinished`` is a Job field, so nothing else will. This component owns the
+ServiceAccount, the namespaced Role (pods: get, list, delete; nothing else), its RoleBinding and the CronJob, all in
+the release namespace and named ``<release>-failed-pod-cleanup``. The work itself is ``scripts/cleanup-failed-pods.sh``,
+read into the container's command; its parameters are environment variables computed here, so the script text is the
+same for every stack and the values show in the manifest. A stack with ``cleanup.enabled: false`` gets the component
+and no objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.settings import Settings, thaw
+
+TYPE = "supersonic-interlink:index:FailedPodCleanup"
+
+COMPONENT = "failed-pod-cleanup"
+"""Suffix of every object name and value of the component label on them (ours, not the chart's)."""
+
+SCRIPT_PATH = Path(__file__).resolve().parent.parent / "scripts" / "cleanup-failed-pods.sh"
+SCRIPT_NAME = "cleanup-failed-pods"
+"""``$0`` of the script under ``sh -c``, so its messages name it."""
+CONTAINER_NAME = "cleanup"
+
+# The Role's whole grant: list the Failed pods and delete them; ``get`` reads a single pod (kubectl's wait, should
+# --wait=false ever go, and an operator checking by hand as the account). No other resource, no cluster scope,
+# no wildcard.
+ROLE_RULES = ({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "delete"]},)
+
+# A run takes seconds. If the controller was down past this at a scheduled time, that run is skipped rather than
+# started late next to the following one; it also stops the controller from counting missed runs since forever.
+STARTING_DEADLINE_SECONDS = 120
+# The last successful run's Job keeps its log (the record of what was deleted); the last three failed runs stay
+# for diagnosis, as the cleaner itself does for Triton's Failed pods.
+SUCCESSFUL_JOBS_HISTORY_LIMIT = 1
+FAILED_JOBS_HISTORY_LIMIT = 3
+# No retry inside a Job: the next scheduled run is the retry, and a retried pod would be one more Failed pod.
+BACKOFF_LIMIT = 0
+# Below the default 5-minute interval, so a hung run (an API call that never returns) ends before the next is due
+# and concurrencyPolicy Forbid never skips a run because of it. Covers scheduling and the image pull.
+ACTIVE_DEADLINE_SECONDS = 240
+# Finished Jobs (and their pods and logs) are gone a day later at the latest; the history limits bound their count
+# before that. A day leaves a night's failures readable in the morning.
+TTL_SECONDS_AFTER_FINISHED = 86400
+
+# kubectl is the whole footprint. With --sort-by it lists without chunking and holds every listed pod decoded, so
+# the memory limit leaves room for a backlog of Failed pods, not just the few a 5-minute cadence leaves.
+RESOURCES = {
+    "requests": {"cpu": "10m", "memory": "64Mi"},
+    "limits": {"cpu": "200m", "memory": "256Mi"},
+}
+# nobody:nogroup, a numeric UID so runAsNonRoot can be verified without reading /etc/passwd in the image.
+RUN_AS_ID = 65534
+# kubectl writes its discovery cache under HOME; the root filesystem is read-only, so both live on an emptyDir.
+SCRATCH_PATH = "/tmp"
+SCRATCH_SIZE_LIMIT = "64Mi"
+
+
+def object_name(release_name: str) -> str:
+    """``<release>-failed-pod-cleanup``; ``RELEASE_NAME_MAX`` keeps it within a CronJob name's 52 characters."""
+    return f"{CHART.instance_name(release_name)}-{COMPONENT}"
+
+
+def inference_pod_selector(release_name: str) -> str:
+    """The label selector of the release's inference-server pods, as kubectl's ``-l`` takes it."""
+    return ",".join(f"{key}={value}" for key, value in CHART.inference_pod_labels(release_name).items())
+
+
+def object_labels(release_name: str) -> dict[str, str]:
+    """Labels of every cleanup object and of the cleaner's pods: the release's instance, our own component."""
+    return {
+        CHART.instance_label: CHART.instance_name(release_name),
+        CHART.component_label: COMPONENT,
+        "app.kubernetes.io/managed-by": "pulumi",
+    }
+
+
+def script_text() -> str:
+    return SCRIPT_PATH.read_text()
+
+
+def container_command(text: str) -> list[str]:
+    """alpine/kubectl's entrypoint is kubectl, so the command names the shell."""
+    return ["/bin/sh", "-c", text, SCRIPT_NAME]
+
+
+def script_environment(settings: Settings) -> dict[str, str]:
+    """The script's parameters (NAMESPACE comes from the downward API) and kubectl's writable places."""
+    cleanup = settings.cleanup
+    return {
+        "SELECTOR": inference_pod_selector(settings.release.name),
+        "KEEP": str(cleanup.keep),
+        "DRY_RUN": "true" if cleanup.dryRun else "false",
+        "HOME": SCRATCH_PATH,
+        "KUBECACHEDIR": f"{SCRATCH_PATH}/.kube/cache",
+    }
+
+
+@dataclass(frozen=True)
+class FailedPodCleanupArgs:
+    settings: Settings
+    """The stack's settings: ``namespace``, ``release.name`` and the ``cleanup`` block."""
+
+
+class FailedPodCleanup(pulumi.ComponentResource):
+    """The CronJob that clears the release's Failed Triton pods, with the least RBAC it needs."""
+
+    cronjob_name: Optional[pulumi.Output[str]]
+    """Name of the CronJob; None when the stack disables the cleanup."""
+    service_account_name: Optional[pulumi.Output[str]]
+    """Name of the ServiceAccount the cleaner runs as; None when disabled."""
+
+    def __init__(self, name: str, args: FailedPodCleanupArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TYPE, name, None, opts)
+        self.cronjob_name = None
+        self.service_account_name = None
+        settings = args.settings
+        if settings.cleanup.enabled:
+            self._create(name, settings)
+        self.register_outputs({"cronjob_name": self.cronjob_name,
+                               "service_account_name": self.service_account_name})
+
+    def _create(self, name: str, settings: Settings) -> None:
+        cleanup = settings.cleanup
+        release = settings.release.name
+        labels = object_labels(release)
+        child = pulumi.ResourceOptions(parent=self)
+
+        def metadata() -> k8s.meta.v1.ObjectMetaArgs:
+            return k8s.meta.v1.ObjectMetaArgs(name=object_name(release), namespace=settings.namespace, labels=labels)
+
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-serviceaccount",
+            metadata=metadata(),
+            # Only the cleaner's pods get this account's token, and they ask for it themselves.
+            automount_service_account_token=False,
+            opts=child,
+        )
+        role = k8s.rbac.v1.Role(
+            f"{name}-role",
+            metadata=metadata(),
+            rules=[k8s.rbac.v1.PolicyRuleArgs(api_groups=rule["apiGroups"], resources=rule["resources"],
+                                              verbs=rule["verbs"]) for rule in ROLE_RULES],
+            opts=child,
+        )
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-rolebinding",
+            metadata=metadata(),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role",
+                                             name=role.metadata.apply(lambda m: m.name)),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=account.metadata.apply(lambda m: m.name),
+                                              namespace=settings.namespace)],
+            opts=child,
+        )
+        environment = [k8s.core.v1.EnvVarArgs(
+            name="NAMESPACE",
+            value_from=k8s.core.v1.EnvVarSourceArgs(
+                field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="metadata.namespace")))]
+        environment += [k8s.core.v1.EnvVarArgs(name=key, value=value)
+                        for key, value in script_environment(settings).items()]
+        container = k8s.core.v1.ContainerArgs(
+            name=CONTAINER_NAME,
+            image=cleanup.image,
+            image_pull_policy="IfNotPresent",
+            command=container_command(script_text()),
+            env=environment,
+            resources=k8s.core.v1.ResourceRequirementsArgs(requests=RESOURCES["requests"],
+                                                           limits=RESOURCES["limits"]),
+            security_context=k8s.core.v1.SecurityContextArgs(
+                allow_privilege_escalation=False,
+                privileged=False,
+                read_only_root_filesystem=True,
+                capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+            ),
+            volume_mounts=[k8s.core.v1.VolumeMountArgs(name="scratch", mount_path=SCRATCH_PATH)],
+        )
+        pod_spec = k8s.core.v1.PodSpecArgs(
+            service_account_name=account.metadata.apply(lambda m: m.name),
+            # The one pod that needs the API token: the account itself does not mount it elsewhere.
+            automount_service_account_token=True,
+            enable_service_links=False,
+            restart_policy="Never",
+            node_selector=thaw(cleanup.nodeSelector),
+            tolerations=thaw(cleanup.tolerations),
+            security_context=k8s.core.v1.PodSecurityContextArgs(
+                run_as_non_root=True,
+                run_as_user=RUN_AS_ID,
+                run_as_group=RUN_AS_ID,
+                fs_group=RUN_AS_ID,
+                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+            ),
+            containers=[container],
+            volumes=[k8s.core.v1.VolumeArgs(
+                name="scratch", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=SCRATCH_SIZE_LIMIT))],
+        )
+        cronjob = k8s.batch.v1.CronJob(
+            f"{name}-cronjob",
+            metadata=metadata(),
+            spec=k8s.batch.v1.CronJobSpecArgs(
+                schedule=cleanup.schedule,
+                concurrency_policy="Forbid",
+                starting_deadline_seconds=STARTING_DEADLINE_SECONDS,
+                successful_jobs_history_limit=SUCCESSFUL_JOBS_HISTORY_LIMIT,
+                failed_jobs_history_limit=FAILED_JOBS_HISTORY_LIMIT,
+                job_template=k8s.batch.v1.JobTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=k8s.batch.v1.JobSpecArgs(
+                        backoff_limit=BACKOFF_LIMIT,
+                        active_deadline_seconds=ACTIVE_DEADLINE_SECONDS,
+                        ttl_seconds_after_finished=TTL_SECONDS_AFTER_FINISHED,
+                        template=k8s.core.v1.PodTemplateSpecArgs(
+                            metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                            spec=pod_spec,
+                        ),
+                    ),
+                ),
+            ),
+            opts=child,
+        )
+        self.service_account_name = account.metadata.apply(lambda m: m.name)
+        self.cronjob_name = cronjob.metadata.apply(lambda m: m.name)
