@@ -1,0 +1,336 @@
+"""probe.py: the cold-start probe, from its pure parts to the real command against real endpoints.
+
+The first tests need no Envoy: they check the deadline, the outcome rules, the summary and the JSON record,
+and run the probe against a closed port, a silent port and a direct stand-in Triton. The last ones run it
+through the real Envoy with the generated configuration in front of stand-ins that wake on demand.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+from typing import Iterator
+
+import grpc
+import pytest
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+import probe
+from conftest import ROOT, stack_config, stack_settings
+
+PROBE_RECORD_FIELDS = {
+    "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "wake_seconds",
+    "elapsed_seconds", "deadline_seconds", "ready_timeout_seconds", "grpc_status", "detail", "server_ready",
+    "model_count", "models",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
+    """A Triton answering directly (no Envoy): the parts of a session the probe uses."""
+
+    def __init__(self, *, ready: bool = True, index_delay: float = 0.0,
+                 abort: tuple[grpc.StatusCode, tuple[tuple[str, str], ...]] | None = None):
+        self.ready = ready
+        self.index_delay = index_delay
+        self.abort = abort
+        self.models = ("particlenet_AK4_PT", "deepmet")
+        self.released = threading.Event()
+        """Set at teardown, so a handler still sleeping does not hold the test process open."""
+
+    def RepositoryIndex(self, request, context):  # noqa: N802 - gRPC method name
+        if self.abort:
+            code, trailers = self.abort
+            context.set_trailing_metadata(trailers)
+            context.abort(code, "stand-in refuses")
+        self.released.wait(self.index_delay)
+        return service_pb2.RepositoryIndexResponse(models=[
+            service_pb2.RepositoryIndexResponse.ModelIndex(name=name, version="1", state="READY")
+            for name in self.models])
+
+    def ServerReady(self, request, context):  # noqa: N802
+        return service_pb2.ServerReadyResponse(ready=self.ready)
+
+    def ServerLive(self, request, context):  # noqa: N802
+        return service_pb2.ServerLiveResponse(live=True)
+
+
+@pytest.fixture
+def direct_triton() -> Iterator[callable]:
+    """Start a DirectTriton on a free loopback port; returns its endpoint. Stopped after the test."""
+    servers: list[grpc.Server] = []
+    servicers: list[DirectTriton] = []
+
+    def start(servicer: DirectTriton) -> str:
+        servicers.append(servicer)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        return f"127.0.0.1:{port}"
+
+    yield start
+    for servicer in servicers:
+        servicer.released.set()
+    for server in servers:
+        server.stop(0).wait(5)
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts TCP connections and never says a word, like a port-forward to a vanished pod."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def run_main(*args: str, **overrides) -> tuple[int, str, str]:
+    """Run probe.main in-process with captured output; ``overrides`` replace stack config keys."""
+    out, err = io.StringIO(), io.StringIO()
+    config = stack_config(args[0], **overrides) if overrides else None
+    code = probe.main(list(args), config=config, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+# --------------------------------------------------------------------------------------------- pure parts
+
+
+def test_deadline_is_ready_timeout_plus_the_route_margin() -> None:
+    assert probe.probe_deadline_seconds(stack_settings("hammer")) == 900 + 120, \
+        "Hammer's clients may wait readyTimeoutSeconds plus the route margin: the RepositoryIndex idle_timeout"
+    short = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": 3, "holdMinReplicasSeconds": 3})
+    assert probe.probe_deadline_seconds(short) == 123, "the deadline must follow the stack's readyTimeoutSeconds"
+
+
+def test_default_endpoint_is_the_stacks_in_cluster_envoy_service() -> None:
+    assert probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", \
+        "without --endpoint the probe must reach Envoy where CMSSW clients in the cluster do"
+    moved = stack_settings("hammer", envoy={"grpcPort": 9001})
+    assert probe.default_endpoint(moved).endswith(":9001"), "the port must come from envoy.grpcPort"
+
+
+@pytest.mark.parametrize("text", ["127.0.0.1:8001", "[::1]:8001", "svc.ns.svc.cluster.local:1"])
+def test_well_formed_endpoints_are_accepted(text: str) -> None:
+    assert probe.parse_endpoint(text) == text
+
+
+@pytest.mark.parametrize("text", ["localhost", ":8001", "host:0", "host:http", "::1:8001", "host:70000"])
+def test_malformed_endpoints_are_refused_with_the_expected_form(text: str) -> None:
+    with pytest.raises(ValueError, match="--endpoint"):
+        probe.parse_endpoint(text)
+
+
+@pytest.mark.parametrize(("status", "answered", "outcome"), [
+    ("CANCELLED", True, probe.REJECTED),
+    ("CANCELLED", None, probe.REJECTED),
+    ("DEADLINE_EXCEEDED", False, probe.DEADLINE_EXCEEDED),
+    ("DEADLINE_EXCEEDED", True, probe.DEADLINE_EXCEEDED),
+    ("UNAVAILABLE", False, probe.UNREACHABLE),
+    ("UNAVAILABLE", True, probe.REJECTED),
+    ("UNAVAILABLE", None, probe.REJECTED),
+    ("UNIMPLEMENTED", True, probe.REJECTED),
+    ("RESOURCE_EXHAUSTED", True, probe.REJECTED),
+])
+def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answered(
+        status: str, answered: bool | None, outcome: str) -> None:
+    assert probe.classify_failure(status, answered) == outcome, (
+        f"{status} (answered={answered}) must be {outcome}: an Envoy whose Triton is down answers UNAVAILABLE "
+        f"with its own headers, a dead endpoint gives UNAVAILABLE with none")
+
+
+def test_every_outcome_has_its_own_exit_code_apart_from_the_config_error_code() -> None:
+    codes = [probe.EXIT_CODES[outcome] for outcome in probe.OUTCOMES]
+    assert len(set(codes)) == len(codes), "cron and CI tell outcomes apart by exit code alone"
+    assert probe.EXIT_CONFIG not in codes and 1 not in codes, \
+        "2 is a usage/config error (as in render.py) and 1 a crash; no outcome may share them"
+    assert probe.EXIT_CODES[probe.READY] == 0
+
+
+def _result(outcome: str, wake: float | None, **fields) -> probe.ProbeResult:
+    return probe.ProbeResult(stack="hammer", endpoint="127.0.0.1:8001", outcome=outcome, started=1_700_000_000.0,
+                             finished=1_700_000_010.5, deadline_seconds=1020, ready_timeout_seconds=900,
+                             elapsed_seconds=wake or 3.0, wake_seconds=wake, **fields)
+
+
+def test_summary_gives_count_wake_statistics_and_outcomes() -> None:
+    results = [_result(probe.READY, 4.0), _result(probe.READY, 12.0), _result(probe.REJECTED, None),
+               _result(probe.READY, 5.0)]
+    summary = probe.summarize(results)
+    assert summary["count"] == 4
+    assert summary["wake_seconds"] == {"count": 3, "min": 4.0, "median": 5.0, "max": 12.0}, \
+        "min/median/max must cover the answered probes only; a rejection has no wake time"
+    assert summary["outcomes"] == {probe.READY: 3, probe.NOT_READY: 0, probe.REJECTED: 1,
+                                   probe.DEADLINE_EXCEEDED: 0, probe.UNREACHABLE: 0}
+    assert summary["worst_outcome"] == probe.REJECTED and summary["exit_code"] == 3, \
+        "one rejection in a run must fail a cron job even if the others woke"
+    assert "median 5.0s" in probe.describe_summary(summary)
+
+
+def test_the_worst_outcome_decides_the_exit_code_of_a_run() -> None:
+    results = [_result(probe.NOT_READY, 2.0), _result(probe.UNREACHABLE, None), _result(probe.DEADLINE_EXCEEDED, None)]
+    summary = probe.summarize(results)
+    assert summary["worst_outcome"] == probe.UNREACHABLE and summary["exit_code"] == 5, \
+        "unreachable is worse than a timeout, which is worse than not ready"
+    assert summary["wake_seconds"] == {"count": 1, "min": 2.0, "median": 2.0, "max": 2.0}
+
+
+def test_a_summary_without_answers_has_no_wake_statistics() -> None:
+    summary = probe.summarize([_result(probe.UNREACHABLE, None)] * 2)
+    assert summary["wake_seconds"] == {"count": 0, "min": None, "median": None, "max": None}, \
+        "no answered probe means no wake time, not a wake time of zero"
+    assert "no probe was answered" in probe.describe_summary(summary)
+
+
+@pytest.mark.parametrize("outcome", probe.OUTCOMES)
+def test_the_json_record_has_every_field_whatever_the_outcome(outcome: str) -> None:
+    answered = outcome in (probe.READY, probe.NOT_READY)
+    result = _result(outcome, 2.5 if answered else None,
+                     models=[{"name": "m", "version": "1", "state": "READY"}] if answered else None)
+    record = json.loads(json.dumps(result.record()))
+    assert set(record) == PROBE_RECORD_FIELDS, "a cron consumer must be able to read every field of every record"
+    assert record["outcome"] == outcome and record["exit_code"] == probe.EXIT_CODES[outcome]
+    assert record["started_at"] == "2023-11-14T22:13:20.000Z", "timestamps are UTC ISO 8601, sortable as text"
+    assert record["model_count"] == (1 if answered else None)
+
+
+def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
+    stream = io.StringIO()
+    progress = probe.Progress(stream, deadline=1020, every=30, live=False)
+    progress.start("probe hammer")
+    for elapsed in (0.5, 29.9, 30.1, 31.0, 60.2, 95.0):
+        progress.tick(elapsed)
+    progress.done()
+    lines = stream.getvalue().splitlines()
+    assert lines == ["probe hammer: still waiting, 30s of 17m00s",
+                     "probe hammer: still waiting, 1m00s of 17m00s",
+                     "probe hammer: still waiting, 1m35s of 17m00s"], \
+        "a log must show the wait is alive without a line per second and without carriage returns"
+
+
+def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
+    stream = io.StringIO()
+    progress = probe.Progress(stream, deadline=123, every=30, live=True)
+    progress.start("probe hammer")
+    for elapsed in (0.1, 0.6, 1.2, 2.5):
+        progress.tick(elapsed)
+    progress.done()
+    text = stream.getvalue()
+    assert "\n" not in text, "the live display must stay on one line"
+    assert text.count("waiting") == 3, "one update per elapsed second, not per tick"
+    assert "waiting 2s of 2m03s" in text and text.endswith("\r\033[K"), "the line is cleared before the result"
+
+
+# --------------------------------------------------------------------------------------------- no Envoy
+
+
+def test_a_closed_port_is_unreachable_at_once() -> None:
+    begin = time.monotonic()
+    code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{free_port()}", "--json")
+    took = time.monotonic() - begin
+    record = json.loads(out)
+    assert code == 5 and record["outcome"] == probe.UNREACHABLE, f"nothing listens there: {record}"
+    assert "refused" in record["detail"].lower(), "the operator must see why: the connection was refused"
+    assert took < 3, f"a refused connection must be reported at once, not after the deadline (took {took:.1f}s)"
+
+
+def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_connect_timeout(
+        silent_port: int) -> None:
+    begin = time.monotonic()
+    code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{silent_port}", "--json", "--connect-timeout", "1")
+    took = time.monotonic() - begin
+    record = json.loads(out)
+    assert code == 5 and record["outcome"] == probe.UNREACHABLE, \
+        f"a TCP accept without an HTTP/2 answer is no endpoint (a dead port-forward looks like this): {record}"
+    assert took < 4, f"the connection check is bounded by --connect-timeout, not the 1020 s deadline ({took:.1f}s)"
+
+
+def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
+    endpoint = direct_triton(DirectTriton(index_delay=0.3))
+    result = probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
+    assert result.outcome == probe.READY and result.server_ready is True, result
+    assert [m["name"] for m in result.models] == ["particlenet_AK4_PT", "deepmet"], \
+        "the models the server reports must be listed"
+    assert 0.3 <= result.wake_seconds < 1.3, f"wake time is the RepositoryIndex round trip: {result.wake_seconds}"
+
+
+def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_triton) -> None:
+    endpoint = direct_triton(DirectTriton(ready=False))
+    result = probe.probe_once(endpoint, 10, stack="hammer")
+    assert result.outcome == probe.NOT_READY and result.exit_code == 6, \
+        "a session that starts against a Triton reporting not ready must not pass as ready"
+    assert result.wake_seconds is not None and result.model_count == 2
+
+
+def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) -> None:
+    endpoint = direct_triton(DirectTriton(index_delay=5))
+    result = probe.probe_once(endpoint, 1.0, stack="hammer")
+    assert result.outcome == probe.DEADLINE_EXCEEDED and result.exit_code == 4, result
+    assert 0.9 <= result.elapsed_seconds < 2.0, f"the client's deadline must end the wait: {result.elapsed_seconds}"
+
+
+def test_the_triton_client_error_still_shows_whether_the_server_answered(direct_triton) -> None:
+    answered = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, (("server", "envoy"),))))
+    result = probe.probe_once(answered, 5, stack="hammer")
+    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", \
+        "UNAVAILABLE sent with response headers (Envoy with no upstream) is the proxy answering, not a dead address"
+    silent = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, ())))
+    result = probe.probe_once(silent, 5, stack="hammer")
+    assert result.outcome == probe.UNREACHABLE, \
+        "without any response metadata UNAVAILABLE must read as unreachable; if this fails, tritonclient no " \
+        "longer keeps the grpc.RpcError as the exception's __context__"
+
+
+def test_a_connection_lost_while_waiting_is_unreachable() -> None:
+    servicer = DirectTriton(index_delay=5)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    stopper = threading.Timer(0.5, lambda: server.stop(0))
+    stopper.start()
+    try:
+        result = probe.probe_once(f"127.0.0.1:{port}", 5, stack="hammer")
+    finally:
+        stopper.cancel()
+        servicer.released.set()
+        server.stop(0).wait(5)
+    assert result.outcome == probe.UNREACHABLE and "lost" in result.detail, \
+        f"an Envoy restarting mid-wait gave no answer; it must not count as a proxy rejection: {result}"
+
+
+def test_an_unknown_stack_is_a_config_error_with_exit_code_2() -> None:
+    code, out, err = run_main("no-such-stack")
+    assert code == 2 and out == "", "config problems exit 2 like render.py and print no result"
+    assert "no file stacks/Pulumi.no-such-stack.yaml" in err and "Traceback" not in err
+
+
+def test_an_invalid_stack_setting_is_reported_per_problem_with_exit_code_2() -> None:
+    code, _, err = run_main("hammer", scaleFromZero={"readyTimeoutSeconds": 0})
+    assert code == 2, "a stack the program would refuse gives no deadline to probe with"
+    assert "scaleFromZero.readyTimeoutSeconds" in err, f"the problem must name the key: {err}"
+
+
+def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_triton) -> None:
+    endpoint = direct_triton(DirectTriton())
+    code, out, _ = run_main("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["kind"] for r in records] == ["probe", "probe", "probe", "summary"], \
+        "--json with --repeat is JSON Lines: one record per probe, then the summary"
+    summary = records[-1]
+    assert summary["count"] == 3 and summary["outcomes"][probe.READY] == 3 and code == 0
+    assert summary["wake_seconds"]["min"] <= summary["wake_seconds"]["median"] <= summary["wake_seconds"]["max"]
