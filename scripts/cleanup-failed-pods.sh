@@ -14,10 +14,11 @@
 # an environment name: the kubelet expands those in a container's command.
 set -eu
 
-NAMESPACE=${NAMESPACE:?NAMESPACE must name the namespace to clean}
-SELECTOR=${SELECTOR:?SELECTOR must select the release inference-server pods}
-KEEP=${KEEP:-1}
-DRY_RUN=${DRY_RUN:-false}
+# All four are required: the defaults live in the stack configuration, not here.
+NAMESPACE=${NAMESPACE:?must name the namespace to clean}
+SELECTOR=${SELECTOR:?must select the release inference-server pods}
+KEEP=${KEEP:?must be the number of newest Failed pods to keep}
+DRY_RUN=${DRY_RUN:?must be true or false}
 
 case $KEEP in
   '' | *[!0-9]*) echo "cleanup: KEEP='$KEEP' is not a whole number; nothing deleted" >&2; exit 2 ;;
