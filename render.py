@@ -46,6 +46,16 @@ def dump_all(documents: list[Any]) -> str:
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
 
 
+def _overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _overlay(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def render(stack: str) -> dict[str, Any]:
     """Evaluate the stack; return its manifests, release description and Envoy text. Raises ConfigError."""
     from supersonic_interlink.evaluate import evaluate
@@ -63,13 +73,18 @@ def render(stack: str) -> dict[str, Any]:
                  "version": release_inputs["version"]}
     else:
         chart = {"path": release_inputs["chart"]}
+    # What Helm receives: the value files first, then `values` over them (Helm's own order).
+    values: dict[str, Any] = {}
+    for asset in release_inputs.get("valueYamlFiles", []):
+        values = _overlay(values, yaml.safe_load(asset["text"]) or {})
+    values = _overlay(values, release_inputs["values"])
     release = {
         "name": release_inputs["name"],
         "namespace": release_inputs["namespace"],
         "chart": chart,
         "options": {key: release_inputs[key] for key in
                     ("atomic", "cleanupOnFail", "maxHistory", "postrender", "timeout") if key in release_inputs},
-        "values": release_inputs["values"],
+        "values": values,
     }
     config_name = release["values"]["envoy"]["external_config"]["configmap_name"]
     envoy_text = next(m["data"][CHART.envoy_config_key] for m in manifests

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import Settings, thaw
@@ -135,6 +136,28 @@ def merge_values(computed: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[
     return merged
 
 
+def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Separate the explicit nulls ("delete this chart default") from the other values.
+
+    Returns (values without nulls, the nulls alone in the same nesting). Only a null that reaches Helm deletes a
+    chart default, and the provider documents ``valueYamlFiles`` as the path that keeps nulls from every SDK
+    language, so the nulls travel there.
+    """
+    kept: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None:
+            nulls[key] = None
+        elif isinstance(value, Mapping):
+            sub_kept, sub_nulls = split_nulls(value)
+            kept[key] = sub_kept
+            if sub_nulls:
+                nulls[key] = sub_nulls
+        else:
+            kept[key] = value
+    return kept, nulls
+
+
 def release_timeout_seconds(settings: Settings) -> int:
     return settings.scaleFromZero.readyTimeoutSeconds + UPGRADE_MARGIN_SECONDS
 
@@ -159,8 +182,8 @@ class SupersonicRelease(pulumi.ComponentResource):
     def __init__(self, name: str, args: SupersonicReleaseArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TYPE, name, None, opts)
         settings = args.settings
-        values = merge_values(
-            release_values(settings, args.envoy_config_map_name, args.envoy_checksum), settings.helmValues)
+        values, nulls = split_nulls(merge_values(
+            release_values(settings, args.envoy_config_map_name, args.envoy_checksum), settings.helmValues))
         chart = settings.release.chart
         if chart.path is not None:
             source: dict[str, Any] = {"chart": chart.path}
@@ -175,6 +198,7 @@ class SupersonicRelease(pulumi.ComponentResource):
             name=settings.release.name,
             namespace=settings.namespace,
             values=values,
+            value_yaml_files=[pulumi.StringAsset(yaml.safe_dump(nulls, sort_keys=True))] if nulls else None,
             max_history=settings.release.maxHistory,
             # atomic: a failed upgrade rolls back to the last good revision instead of leaving the release
             # half-changed, and a failed first install is purged; cleanup_on_fail removes objects a failed

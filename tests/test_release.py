@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pulumi
 import pytest
+import yaml
 
 from components.supersonic_release import (
     CONFIG_CHECKSUM_ANNOTATION,
@@ -11,6 +12,7 @@ from components.supersonic_release import (
     UPGRADE_MARGIN_SECONDS,
     helm_values_collisions,
     merge_values,
+    split_nulls,
 )
 from conftest import stack_settings
 from supersonic_interlink.contract import CHART
@@ -67,8 +69,10 @@ def test_hammer_triton_service_probes_and_model_repository_match_the_running_rel
     assert triton["service"] == {"labels": {"scrape_metrics": "true"},
                                  "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"}}
     assert triton["modelRepository"] == {"enabled": True, "storageType": "cvmfs-pvc", "mountPath": "/cvmfs"}
-    assert triton["readinessProbe"] == {"exec": None, "grpc": {"port": 8001}, "successThreshold": 3}, \
-        "the explicit null removes the chart's exec probe; a probe may have only one handler"
+    assert triton["readinessProbe"] == {"grpc": {"port": 8001}, "successThreshold": 3}
+    null_files = [yaml.safe_load(f["text"]) for f in hammer.one(RELEASE).inputs["valueYamlFiles"]]
+    assert null_files == [{"triton": {"readinessProbe": {"exec": None}}}], \
+        "the explicit null must reach Helm to remove the chart's exec probe: a probe may have only one handler"
     assert triton["startupProbe"] == {"httpGet": {"path": "/v2/health/ready", "port": "http"},
                                       "periodSeconds": 5, "failureThreshold": 60}
     assert triton["args"][0].startswith("tritonserver --model-repository=/cvmfs/")
@@ -178,3 +182,13 @@ def test_outputs_checked_inside_apply_really_ran() -> None:
 
     evaluate(stack_config("hammer"), "hammer", program=program)
     assert ran == ["checked"], "an apply callback that never runs would pass silently"
+
+
+def test_nulls_are_split_out_with_their_nesting() -> None:
+    kept, nulls = split_nulls({"a": {"b": None, "c": 1}, "d": None, "e": {"f": {"g": None}}, "h": 2})
+    assert kept == {"a": {"c": 1}, "e": {"f": {}}, "h": 2}
+    assert nulls == {"a": {"b": None}, "d": None, "e": {"f": {"g": None}}}
+
+
+def test_a_stack_without_nulls_sends_no_value_files(run_stack) -> None:
+    assert "valueYamlFiles" not in run_stack("geddes-gpu").one(RELEASE).inputs
