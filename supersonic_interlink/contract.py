@@ -45,6 +45,8 @@ class ChartContract:
     ready_timeout_margin_seconds: int
     """What the chart adds to ``readyTimeoutSeconds`` for the RepositoryIndex route's ``idle_timeout``: the
     /wake call (30 s), a Prometheus query (5 s), the route's own retries (~41 s) and scheduling slack."""
+    inference_grpc_port: int
+    """gRPC port of the headless inference Service (Triton's own port), the Envoy cluster's endpoint port."""
 
     def instance_name(self, release_name: str) -> str:
         """The chart's instance name: ``nameOverride`` or the release name (this program never overrides)."""
@@ -94,4 +96,5 @@ CHART = ChartContract(
     envoy_config_key="envoy.yaml",
     repository_index_path="/inference.GRPCInferenceService/RepositoryIndex",
     ready_timeout_margin_seconds=120,
+    inference_grpc_port=8001,
 )

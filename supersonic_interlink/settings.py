@@ -148,6 +148,26 @@ class InferenceRetrySettings:
 
 
 @dataclass(frozen=True)
+class RepositoryIndexRetrySettings:
+    """The retry policy of the RepositoryIndex route (the chart's numbers by default)."""
+
+    numRetries: int = setting(minimum=0)
+    perTryTimeoutMs: int = setting(minimum=1)
+    backOffBaseMs: int = setting(minimum=1)
+    backOffMaxMs: int = setting(minimum=1)
+
+
+@dataclass(frozen=True)
+class CircuitBreakerSettings:
+    """Default-priority circuit-breaker thresholds of the Triton cluster (see docs/envoy.md for the choice)."""
+
+    maxConnections: int = setting(minimum=1)
+    maxPendingRequests: int = setting(minimum=1)
+    maxRequests: int = setting(minimum=1)
+    maxRetries: int = setting(minimum=1)
+
+
+@dataclass(frozen=True)
 class EnvoySettings:
     image: str = setting(check="image")
     nodeSelector: Mapping[str, str] = setting()
@@ -160,8 +180,12 @@ class EnvoySettings:
     admissionPort: int = setting(minimum=1)
     grpcRouteTimeoutSeconds: int = setting(minimum=0)
     bufferMaxRequestBytes: int = setting(minimum=1)
+    connectTimeoutMs: int = setting(minimum=1)
+    dnsRefreshMs: int = setting(minimum=1)
     outlierDetection: OutlierDetectionSettings = setting()
     inferenceRetry: InferenceRetrySettings = setting()
+    repositoryIndexRetry: RepositoryIndexRetrySettings = setting()
+    circuitBreakers: CircuitBreakerSettings = setting()
 
 
 @dataclass(frozen=True)
@@ -481,10 +505,11 @@ def _check_chart(release: ReleaseSettings) -> list[str]:
 
 def _check_envoy(envoy: EnvoySettings) -> list[str]:
     problems: list[str] = []
-    inf = envoy.inferenceRetry
-    if inf.backOffBaseMs > inf.backOffMaxMs:
-        problems.append(f"{_key('envoy.inferenceRetry.backOffBaseMs')} = {inf.backOffBaseMs}: expected a value <= "
-                        f"envoy.inferenceRetry.backOffMaxMs ({inf.backOffMaxMs})")
+    for name in ("inferenceRetry", "repositoryIndexRetry"):
+        retry = getattr(envoy, name)
+        if retry.backOffBaseMs > retry.backOffMaxMs:
+            problems.append(f"{_key(f'envoy.{name}.backOffBaseMs')} = {retry.backOffBaseMs}: expected a value <= "
+                            f"envoy.{name}.backOffMaxMs ({retry.backOffMaxMs})")
     if envoy.outlierDetection.maxEjectionPercent > 100:
         problems.append(f"{_key('envoy.outlierDetection.maxEjectionPercent')} = "
                         f"{envoy.outlierDetection.maxEjectionPercent}: expected a percentage from 1 to 100")

