@@ -1,0 +1,238 @@
+"""FailedPodCleanup under the mock engine: what the real program registers for the cleanup, and that it validates."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components.failed_pod_cleanup import (
+    COMPONENT,
+    TYPE,
+    container_command,
+    inference_pod_selector,
+    object_labels,
+    object_name,
+    script_text,
+)
+from supersonic_interlink.checks import KUBERNETES_VERSIONS, kubernetes_findings
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.evaluate import Evaluation, Registered
+from supersonic_interlink.settings import RELEASE_NAME_MAX
+
+SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+CRONJOB = "kubernetes:batch/v1:CronJob"
+CLEANUP_TYPES = (SERVICE_ACCOUNT, ROLE, ROLE_BINDING, CRONJOB)
+RELEASE = "supersonic-interlink"
+
+
+def cleanup_children(evaluation: Evaluation) -> list[Registered]:
+    return [r for r in evaluation.resources if r.parent.endswith(f"${TYPE}::cleanup")]
+
+
+def pod_spec(evaluation: Evaluation) -> dict[str, Any]:
+    return evaluation.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+
+
+def container(evaluation: Evaluation) -> dict[str, Any]:
+    containers = pod_spec(evaluation)["containers"]
+    assert len(containers) == 1, "one container: the cleaner"
+    return containers[0]
+
+
+def env_of(evaluation: Evaluation) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(evaluation)["env"]}
+
+
+@pytest.fixture(scope="module")
+def hammer() -> Evaluation:
+    from conftest import stack_config
+    from supersonic_interlink.evaluate import evaluate
+
+    return evaluate(stack_config("hammer"), "hammer")
+
+
+# ------------------------------------------------------------------------------------------------ objects
+
+
+def test_the_component_owns_a_service_account_role_binding_and_cronjob(hammer: Evaluation) -> None:
+    assert hammer.one(TYPE).name == "cleanup"
+    children = cleanup_children(hammer)
+    assert sorted(r.type for r in children) == sorted(CLEANUP_TYPES), (
+        "the component creates exactly these four objects, each parented to it")
+    assert sorted(r.name for r in children) == sorted(
+        f"cleanup-{role}" for role in ("serviceaccount", "role", "rolebinding", "cronjob"))
+
+
+def test_every_cleanup_object_is_named_after_the_release_in_its_namespace(hammer: Evaluation) -> None:
+    for registered in cleanup_children(hammer):
+        metadata = registered.inputs["metadata"]
+        assert metadata["name"] == f"{RELEASE}-failed-pod-cleanup", f"{registered.type} is named from the release"
+        assert metadata["namespace"] == "cms", f"{registered.type} lives in the release namespace"
+        assert metadata["labels"] == object_labels(RELEASE)
+
+
+def test_the_longest_release_name_keeps_the_cronjob_name_within_52_characters() -> None:
+    longest = "r" * RELEASE_NAME_MAX
+    assert len(object_name(longest)) <= 52, "the API server rejects a CronJob name over 52 characters"
+
+
+def test_the_export_names_the_cronjob(hammer: Evaluation) -> None:
+    assert hammer.outputs["cleanupCronJob"] == f"{RELEASE}-failed-pod-cleanup"
+
+
+# ------------------------------------------------------------------------------------------------ RBAC
+
+
+def test_the_role_grants_get_list_and_delete_on_pods_and_nothing_else(hammer: Evaluation) -> None:
+    rules = hammer.one(ROLE).inputs["rules"]
+    assert rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "delete"]}], (
+        "least privilege: the cleaner lists and deletes pods, in its namespace only")
+
+
+def test_no_cluster_wide_grant_and_no_wildcard_anywhere(hammer: Evaluation) -> None:
+    types = {r.type for r in hammer.resources}
+    assert not any("ClusterRole" in t for t in types), "the cleanup needs no cluster-scoped RBAC"
+    for registered in (hammer.one(ROLE), hammer.one(ROLE_BINDING)):
+        assert "*" not in repr(registered.inputs), f"{registered.type}: no wildcard in any rule or reference"
+
+
+def test_the_binding_ties_the_role_to_the_cleanup_service_account(hammer: Evaluation) -> None:
+    binding = hammer.one(ROLE_BINDING).inputs
+    name = f"{RELEASE}-failed-pod-cleanup"
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "cms"}]
+    assert pod_spec(hammer)["serviceAccountName"] == name, "the Job pods run as the bound account"
+
+
+def test_only_the_cleaner_pods_mount_the_account_token(hammer: Evaluation) -> None:
+    assert hammer.one(SERVICE_ACCOUNT).inputs["automountServiceAccountToken"] is False
+    assert pod_spec(hammer)["automountServiceAccountToken"] is True, "kubectl needs the token in its own pod"
+
+
+# ------------------------------------------------------------------------------------------------ CronJob
+
+
+def test_the_cronjob_runs_on_the_configured_schedule_one_at_a_time(hammer: Evaluation) -> None:
+    spec = hammer.one(CRONJOB).inputs["spec"]
+    assert spec["schedule"] == "*/5 * * * *", "the default cadence from Pulumi.yaml"
+    assert spec["concurrencyPolicy"] == "Forbid", "two cleaners at once would race over the same pods"
+    assert 0 < spec["startingDeadlineSeconds"] <= 300, "a run missed by more than an interval is skipped"
+    assert spec["successfulJobsHistoryLimit"] == 1
+    assert 1 <= spec["failedJobsHistoryLimit"] <= 3, "a few failed runs stay for diagnosis, never a pile"
+
+
+def test_the_jobs_are_bounded_so_the_cleaner_never_piles_up(hammer: Evaluation) -> None:
+    job = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]
+    assert job["backoffLimit"] == 0, "the next scheduled run is the retry"
+    assert 0 < job["activeDeadlineSeconds"] < 300, "a hung run ends before the next is due"
+    assert job["ttlSecondsAfterFinished"] > 0, "finished Jobs are removed"
+    assert pod_spec(hammer)["restartPolicy"] == "Never"
+
+
+def test_the_container_runs_the_script_file_with_the_images_shell(hammer: Evaluation) -> None:
+    command = container(hammer)["command"]
+    assert command == container_command(script_text()), "the script text is read from its file into the command"
+    assert command[:2] == ["/bin/sh", "-c"], "alpine/kubectl's entrypoint is kubectl, so the shell is named"
+    assert command[2] == script_text() and "kubectl delete" in command[2]
+    assert container(hammer)["image"] == "alpine/kubectl:1.34.1", "the pinned image from Pulumi.yaml"
+
+
+def test_the_script_parameters_are_in_the_container_environment(hammer: Evaluation) -> None:
+    env = env_of(hammer)
+    assert env["NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, "the pod's own namespace"
+    assert env["SELECTOR"] == inference_pod_selector(RELEASE)
+    assert env["KEEP"] == "1" and env["DRY_RUN"] == "false", "defaults from Pulumi.yaml, as strings"
+    assert env["HOME"] == "/tmp" and env["KUBECACHEDIR"].startswith("/tmp/"), "kubectl writes on the emptyDir"
+
+
+def test_the_selector_is_the_chart_contracts_inference_pod_labels() -> None:
+    selector = inference_pod_selector(RELEASE)
+    assert dict(part.split("=", 1) for part in selector.split(",")) == CHART.inference_pod_labels(RELEASE)
+    assert f"{CHART.instance_label}={RELEASE}" in selector
+    assert f"{CHART.component_label}={CHART.inference_component}" in selector
+
+
+def test_the_cleaners_own_pods_do_not_match_the_selector_they_clean(hammer: Evaluation) -> None:
+    labels = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+    wanted = CHART.inference_pod_labels(RELEASE)
+    assert any(labels.get(key) != value for key, value in wanted.items()), "the cleaner never selects itself"
+    assert labels[CHART.component_label] == COMPONENT
+
+
+def test_keep_and_dry_run_come_from_the_stack(run_stack) -> None:
+    env = env_of(run_stack(cleanup={"keep": 0, "dryRun": True, "schedule": "*/10 * * * *"}))
+    assert env["KEEP"] == "0", "keep: 0 is allowed and reaches the script"
+    assert env["DRY_RUN"] == "true"
+    other = run_stack("geddes-gpu")
+    assert env_of(other)["KEEP"] == "2", "the geddes-gpu stack keeps two"
+    assert env_of(other)["SELECTOR"] == inference_pod_selector("supersonic-gpu"), "each stack cleans its release"
+
+
+def test_the_cleaner_runs_on_the_af_nodes_on_hammer(hammer: Evaluation) -> None:
+    spec = pod_spec(hammer)
+    assert spec["nodeSelector"] == {"cms-af-prod": "true"}, "beside Envoy, never on the interLink virtual node"
+    assert spec["tolerations"] == [
+        {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}]
+
+
+def test_the_cleaner_pod_is_hardened(hammer: Evaluation) -> None:
+    spec = pod_spec(hammer)
+    pod_security = spec["securityContext"]
+    assert pod_security["runAsNonRoot"] is True
+    assert isinstance(pod_security["runAsUser"], int) and pod_security["runAsUser"] > 0, "a numeric non-root UID"
+    assert pod_security["runAsGroup"] > 0 and pod_security["fsGroup"] > 0
+    assert pod_security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec["enableServiceLinks"] is False, "no Service environment variables in the cleaner"
+    security = container(hammer)["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    mounts = {m["name"]: m["mountPath"] for m in container(hammer)["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert mounts == {"scratch": "/tmp"} and "emptyDir" in volumes["scratch"], (
+        "with a read-only root, kubectl's HOME and cache need a writable emptyDir")
+
+
+def test_the_cleaner_asks_for_little_and_is_capped(hammer: Evaluation) -> None:
+    resources = container(hammer)["resources"]
+    assert set(resources) == {"requests", "limits"}
+    assert resources["requests"] == {"cpu": "10m", "memory": "64Mi"}
+    assert set(resources["limits"]) == {"cpu", "memory"}, "both capped, so a runaway cleaner cannot crowd Envoy"
+
+
+# ------------------------------------------------------------------------------------------------ disabled
+
+
+def test_a_disabled_stack_creates_no_cleanup_objects(run_stack) -> None:
+    evaluation = run_stack(cleanup={"enabled": False})
+    assert cleanup_children(evaluation) == [], "cleanup.enabled: false creates nothing"
+    assert not [r for r in evaluation.resources if r.type in CLEANUP_TYPES], "no SA, Role, RoleBinding or CronJob"
+    assert evaluation.outputs["cleanupCronJob"] is None, "the export is there, and empty"
+    assert evaluation.one(TYPE).name == "cleanup", "the component itself is still registered (attributes assigned)"
+
+
+# ------------------------------------------------------------------------------------------------ validation
+
+
+def cleanup_manifests(evaluation: Evaluation) -> list[dict[str, Any]]:
+    return [r.inputs for r in cleanup_children(evaluation)]
+
+
+def test_every_cleanup_manifest_passes_strict_validation_for_kubernetes_1_30_to_1_34(hammer: Evaluation) -> None:
+    manifests = cleanup_manifests(hammer)
+    assert len(manifests) == 4
+    assert [v.rsplit(".", 1)[0] for v in KUBERNETES_VERSIONS] == ["1.30", "1.31", "1.32", "1.33", "1.34"]
+    assert kubernetes_findings(manifests) == [], "every cleanup object is valid on every supported Kubernetes"
+
+
+def test_the_strict_validation_catches_a_misspelled_cronjob_field(hammer: Evaluation) -> None:
+    broken = copy.deepcopy(hammer.one(CRONJOB).inputs)
+    broken["spec"]["concurrencypolicy"] = broken["spec"].pop("concurrencyPolicy")
+    findings = kubernetes_findings([broken], versions=("1.34.0",))
+    assert findings and "concurrencypolicy" in findings[0], "strict mode rejects an unknown field"
+    unknown = {**hammer.one(CRONJOB).inputs, "apiVersion": "batch/v1beta1"}
+    assert kubernetes_findings([unknown], versions=("1.34.0",)), "a removed apiVersion is a finding, not a pass"
