@@ -1,0 +1,581 @@
+"""state_backend.py: the bucket settings as data, the commands under moto, and one run over HTTP against moto's
+standalone server the way a Ceph or MinIO endpoint is used."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import boto3
+import botocore.config
+import botocore.loaders
+import botocore.session
+import pytest
+from moto import mock_aws
+from moto.core import set_initial_no_auth_action_count
+from moto.server import ThreadedMotoServer
+
+import state_backend as sb
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "state_backend.py"
+BUCKET = "sonic-pulumi-state"
+PROJECT = "supersonic-interlink"
+STATE_KEY = f".pulumi/stacks/{PROJECT}/hammer.json"
+REGION = "eu-west-1"
+# A real restore is of a Pulumi checkpoint; the exact bytes, including the trailing newline, must come back.
+OLD_STATE = b'{"version": 3, "checkpoint": {"stack": "organization/supersonic-interlink/hammer", "good": true}}\n'
+BAD_STATE = b'{"version": 3, "checkpoint": {"stack": "organization/supersonic-interlink/hammer", "good": fal'
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_service_models():
+    """Every command builds a fresh client, as one CLI run does. Sharing botocore's read-only cache of service
+    models between those clients saves a quarter second per command and keeps this file fast."""
+    loader = botocore.loaders.create_loader()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader", lambda *args, **kwargs: loader)
+        yield
+
+
+@pytest.fixture
+def aws_env(monkeypatch, tmp_path):
+    """Dummy credentials from the environment only; no profile or metadata service of the machine leaks in."""
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture
+def aws(aws_env):
+    with mock_aws():
+        yield boto3.client("s3", region_name=REGION)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Every S3 operation the commands send, by name, so a test can prove what was (not) written."""
+    sent: list[str] = []
+    make_client = sb.make_client
+
+    def recording_client(endpoint_url):
+        client = make_client(endpoint_url)
+        client.meta.events.register("before-call.s3.*", lambda model, **_: sent.append(model.name))
+        return client
+
+    monkeypatch.setattr(sb, "make_client", recording_client)
+    return sent
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = sb.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def versioned_bucket(s3, name: str = BUCKET) -> None:
+    s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+
+
+def write_state(s3, body: bytes, key: str = STATE_KEY, bucket: str = BUCKET) -> str:
+    return s3.put_object(Bucket=bucket, Key=key, Body=body)["VersionId"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The required settings and their comparison, as plain data.
+
+
+def test_lifecycle_rule_expires_only_replaced_versions_and_never_current_state():
+    rule = sb.state_lifecycle_rule(30)
+    assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}, "replaced versions go after the set days"
+    assert "Expiration" not in rule and "Transitions" not in rule, "the current state must never expire or move"
+    assert rule["Filter"] == {"Prefix": ".pulumi/"}, "only Pulumi's own objects are in scope"
+    assert rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] > 0, "abandoned uploads are cleaned"
+
+
+def test_policy_statement_denies_every_request_without_tls():
+    statement = sb.deny_insecure_transport_statement(BUCKET)
+    assert statement["Effect"] == "Deny" and statement["Principal"] == "*"
+    assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert set(statement["Resource"]) == {f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"}, (
+        "the bucket and every object in it are covered"
+    )
+
+
+def test_login_url_for_aws_names_the_bucket_region():
+    assert sb.login_url(BUCKET, None, "eu-west-1") == f"s3://{BUCKET}?region=eu-west-1"
+
+
+def test_login_url_for_an_endpoint_forces_path_style_and_names_a_region():
+    url = sb.login_url(BUCKET, "https://rgw.example.org:8443", None)
+    assert url == f"s3://{BUCKET}?endpoint=rgw.example.org:8443&s3ForcePathStyle=true&region=us-east-1", (
+        "Ceph and MinIO are addressed path-style, and Pulumi's S3 driver needs some region to sign with"
+    )
+
+
+def test_login_url_for_a_plain_http_endpoint_disables_ssl():
+    url = sb.login_url(BUCKET, "http://127.0.0.1:9000", "us-east-1")
+    assert url.endswith("&disableSSL=true"), "without it Pulumi would speak TLS to a plain HTTP port"
+
+
+def test_policy_merge_keeps_other_statements_and_replaces_its_own():
+    reader = {"Sid": "Readers", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::1:root"}, "Action": "s3:Get*"}
+    stale = {"Sid": sb.POLICY_SID, "Effect": "Deny", "Principal": "*", "Action": "s3:PutObject"}
+    statement = sb.deny_insecure_transport_statement(BUCKET)
+    merged = sb.merged_policy({"Version": "2012-10-17", "Statement": [reader, stale]}, statement)
+    assert merged["Statement"] == [reader, statement], "an operator's statements survive bootstrap"
+
+
+def test_lifecycle_merge_keeps_other_rules():
+    logs = {"ID": "expire-logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"}, "Expiration": {"Days": 7}}
+    merged = sb.merged_lifecycle([logs, sb.state_lifecycle_rule(10)], sb.state_lifecycle_rule(90))
+    assert merged == [logs, sb.state_lifecycle_rule(90)], "other rules stay; ours is replaced, not duplicated"
+
+
+def settings(**changes) -> sb.BucketSettings:
+    req = sb.Requirements(BUCKET)
+    good = sb.BucketSettings(
+        versioning="Enabled",
+        encryption={"SSEAlgorithm": "AES256"},
+        public_access_block=dict(sb.PUBLIC_ACCESS_BLOCK),
+        policy={"Version": "2012-10-17", "Statement": [sb.deny_insecure_transport_statement(BUCKET)]},
+        lifecycle_rules=[sb.state_lifecycle_rule(req.noncurrent_days)],
+    )
+    return sb.BucketSettings(**{**good.__dict__, **changes})
+
+
+def test_settings_that_meet_the_requirements_have_no_drift():
+    assert sb.find_drift(settings(), sb.Requirements(BUCKET)) == []
+
+
+def test_a_rule_that_expires_current_state_is_reported_and_left_to_a_person():
+    everything = {"ID": "tidy", "Status": "Enabled", "Filter": {}, "Expiration": {"Days": 365}}
+    drift = sb.find_drift(settings(lifecycle_rules=[sb.state_lifecycle_rule(90), everything]), sb.Requirements(BUCKET))
+    assert [(d.setting, d.fixable) for d in drift] == [("lifecycle rule 'tidy'", False)], (
+        "a whole-bucket expiry would delete the current state one day; bootstrap must not silently remove it"
+    )
+
+
+def test_rules_for_other_prefixes_or_tagged_objects_are_not_hazards():
+    rules = [
+        sb.state_lifecycle_rule(90),
+        {"ID": "logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"}, "Expiration": {"Days": 1}},
+        {"ID": "tmp", "Status": "Enabled", "Filter": {"Tag": {"Key": "tmp", "Value": "1"}}, "Expiration": {"Days": 1}},
+        {"ID": "off", "Status": "Disabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 1}},
+    ]
+    assert sb.find_drift(settings(lifecycle_rules=rules), sb.Requirements(BUCKET)) == [], (
+        "Pulumi never writes under logs/ or tags its objects, and a disabled rule does nothing"
+    )
+
+
+def test_a_shorter_noncurrent_expiry_or_archive_transition_elsewhere_is_reported():
+    rules = [
+        sb.state_lifecycle_rule(90),
+        {
+            "ID": "short",
+            "Status": "Enabled",
+            "Prefix": ".pulumi/",
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 3},
+        },
+        {
+            "ID": "cold",
+            "Status": "Enabled",
+            "Filter": {"Prefix": ""},
+            "Transitions": [{"Days": 30, "StorageClass": "GLACIER"}],
+        },
+    ]
+    drift = sb.find_drift(settings(lifecycle_rules=rules), sb.Requirements(BUCKET))
+    assert [d.setting for d in drift] == ["lifecycle rule 'short'", "lifecycle rule 'cold'"], (
+        "3 days undercuts the promised retention, and Pulumi cannot read state from Glacier"
+    )
+
+
+def test_kms_encryption_meets_the_requirement_unless_another_key_is_asked_for():
+    kms = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": "alias/state"}
+    assert sb.find_drift(settings(encryption=kms), sb.Requirements(BUCKET)) == [], "KMS is not downgraded to AES256"
+    drift = sb.find_drift(settings(encryption=kms), sb.Requirements(BUCKET, kms_key_id="alias/other"))
+    assert [d.setting for d in drift] == ["default encryption"], "an explicitly required key must be the one used"
+
+
+def test_a_policy_statement_granting_everyone_access_is_reported():
+    grant = {"Sid": "Public", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "*"}
+    policy = {"Statement": [sb.deny_insecure_transport_statement(BUCKET), grant]}
+    drift = sb.find_drift(settings(policy=policy), sb.Requirements(BUCKET))
+    assert [(d.setting, d.found, d.fixable) for d in drift] == [("bucket policy", grant, False)], (
+        "state holds every resource's inputs; a public read is a leak bootstrap must not decide about"
+    )
+
+
+def test_an_endpoint_without_public_access_block_is_not_drift():
+    assert sb.find_drift(settings(public_access_block=sb.UNSUPPORTED), sb.Requirements(BUCKET)) == [], (
+        "MinIO has no such API; check would otherwise fail forever on a bucket that cannot be fixed"
+    )
+
+
+def test_project_name_comes_from_pulumi_yaml_or_the_default(tmp_path):
+    pulumi_yaml = tmp_path / "Pulumi.yaml"
+    assert sb.project_name(pulumi_yaml) == PROJECT, "no Pulumi.yaml: the project's known name"
+    pulumi_yaml.write_text("# a comment\nname: 'other-project'  # renamed\nruntime: python\n")
+    assert sb.project_name(pulumi_yaml) == "other-project"
+    assert sb.project_name() == PROJECT, "the repository's own Pulumi.yaml names this project"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bootstrap and check, under moto.
+
+
+def test_bootstrap_creates_a_bucket_with_every_required_setting(aws, capsys):
+    code, out, _ = run(capsys, "bootstrap", "--bucket", BUCKET, "--noncurrent-days", "45")
+    assert code == 0, out
+    assert f"created bucket {BUCKET}" in out
+    assert aws.get_bucket_versioning(Bucket=BUCKET)["Status"] == "Enabled"
+    rules = aws.get_bucket_lifecycle_configuration(Bucket=BUCKET)["Rules"]
+    assert [r["NoncurrentVersionExpiration"]["NoncurrentDays"] for r in rules] == [45], "the days given are used"
+    assert aws.get_bucket_location(Bucket=BUCKET)["LocationConstraint"] == REGION, "created in the session region"
+    assert sb.find_drift(sb.read_settings(aws, BUCKET), sb.Requirements(BUCKET, noncurrent_days=45)) == []
+    assert f"pulumi login 's3://{BUCKET}?region={REGION}'" in out, "the operator is told how to log in"
+
+
+def test_bootstrap_twice_changes_nothing_the_second_time(aws, capsys, calls):
+    assert run(capsys, "bootstrap", "--bucket", BUCKET)[0] == 0
+    first_writes = [c for c in calls if c.startswith(("Put", "Create"))]
+    calls.clear()
+    code, out, _ = run(capsys, "bootstrap", "--bucket", BUCKET)
+    assert code == 0
+    assert "nothing to change" in out
+    assert len(first_writes) == 6, f"the first run creates the bucket and sets five settings: {first_writes}"
+    assert [c for c in calls if c.startswith(("Put", "Create"))] == [], f"second run wrote something: {calls}"
+    assert calls, "the second run did read the bucket (the recorder saw its calls)"
+
+
+def test_bootstrap_fixes_an_existing_bucket_and_keeps_what_operators_added(aws, capsys):
+    aws.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    logs = {"ID": "expire-logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"}, "Expiration": {"Days": 7}}
+    aws.put_bucket_lifecycle_configuration(Bucket=BUCKET, LifecycleConfiguration={"Rules": [logs]})
+    reader = {
+        "Sid": "Readers",
+        "Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+        "Action": "s3:GetObject",
+        "Resource": f"arn:aws:s3:::{BUCKET}/*",
+    }
+    aws.put_bucket_policy(Bucket=BUCKET, Policy=json.dumps({"Version": "2012-10-17", "Statement": [reader]}))
+
+    code, out, _ = run(capsys, "bootstrap", "--bucket", BUCKET)
+
+    assert code == 0, out
+    assert "created bucket" not in out, "an existing bucket is adopted, not recreated"
+    rule_ids = [r["ID"] for r in aws.get_bucket_lifecycle_configuration(Bucket=BUCKET)["Rules"]]
+    assert rule_ids == ["expire-logs", sb.LIFECYCLE_RULE_ID], "the operator's rule is kept"
+    sids = [s["Sid"] for s in json.loads(aws.get_bucket_policy(Bucket=BUCKET)["Policy"])["Statement"]]
+    assert sids == ["Readers", sb.POLICY_SID], "the operator's statement is kept"
+
+
+def test_bootstrap_reports_a_hazard_it_will_not_fix_and_fails(aws, capsys):
+    aws.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    tidy = {"ID": "tidy", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 30}}
+    aws.put_bucket_lifecycle_configuration(Bucket=BUCKET, LifecycleConfiguration={"Rules": [tidy]})
+
+    code, _, err = run(capsys, "bootstrap", "--bucket", BUCKET)
+
+    assert code == sb.EXIT_DRIFT, "a bucket that can still lose state must not look bootstrapped"
+    assert "NOT FIXED lifecycle rule 'tidy'" in err
+    assert "tidy" in [r["ID"] for r in aws.get_bucket_lifecycle_configuration(Bucket=BUCKET)["Rules"]], (
+        "bootstrap removes nothing an operator configured"
+    )
+
+
+def test_check_passes_on_a_bootstrapped_bucket(aws, capsys):
+    run(capsys, "bootstrap", "--bucket", BUCKET)
+    code, out, _ = run(capsys, "check", "--bucket", BUCKET)
+    assert code == 0, out
+    assert "has the required settings" in out and "pulumi login" in out
+
+
+DRIFTS = {
+    "versioning": lambda s3: s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Suspended"}),
+    "default encryption": lambda s3: s3.delete_bucket_encryption(Bucket=BUCKET),
+    "public access block": lambda s3: s3.put_public_access_block(
+        Bucket=BUCKET, PublicAccessBlockConfiguration={**sb.PUBLIC_ACCESS_BLOCK, "BlockPublicPolicy": False}
+    ),
+    "bucket policy": lambda s3: s3.delete_bucket_policy(Bucket=BUCKET),
+    "lifecycle rule": lambda s3: s3.put_bucket_lifecycle_configuration(
+        Bucket=BUCKET, LifecycleConfiguration={"Rules": [sb.state_lifecycle_rule(1)]}
+    ),
+}
+
+
+@pytest.mark.parametrize("setting", DRIFTS)
+def test_check_finds_each_drifted_setting(aws, capsys, setting):
+    run(capsys, "bootstrap", "--bucket", BUCKET)
+    DRIFTS[setting](aws)
+
+    code, out, _ = run(capsys, "check", "--bucket", BUCKET)
+
+    assert code == sb.EXIT_DRIFT, "CI must fail on a drifted state bucket"
+    reported = [line for line in out.splitlines() if line.startswith("DRIFT ")]
+    assert len(reported) == 1 and reported[0].startswith(f"DRIFT {setting}: found "), (
+        f"exactly the changed setting is named, with what was found and what is expected: {reported}"
+    )
+    assert "expected" in reported[0]
+
+
+def test_check_then_bootstrap_repairs_drift(aws, capsys):
+    run(capsys, "bootstrap", "--bucket", BUCKET)
+    for drift in DRIFTS.values():
+        drift(aws)
+    code, out, _ = run(capsys, "check", "--bucket", BUCKET)
+    assert code == sb.EXIT_DRIFT and out.count("DRIFT ") == len(DRIFTS), "every drifted setting is reported"
+    assert run(capsys, "bootstrap", "--bucket", BUCKET)[0] == 0
+    assert run(capsys, "check", "--bucket", BUCKET)[0] == 0, "bootstrap puts every drifted setting back"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# history and restore, under moto.
+
+
+def test_history_lists_the_stack_state_versions_newest_first(aws, capsys):
+    versioned_bucket(aws)
+    old = write_state(aws, OLD_STATE)
+    new = write_state(aws, BAD_STATE)
+    write_state(aws, b"{}", key=f".pulumi/stacks/{PROJECT}/hammer.json.bak")
+
+    code, out, _ = run(capsys, "history", "hammer", "--bucket", BUCKET)
+
+    assert code == 0, out
+    rows = out.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == [new, old], "newest first, and only the state object itself"
+    assert rows[0].endswith("(current)") and not rows[1].endswith("(current)")
+    assert f"{len(OLD_STATE)} bytes" in rows[1]
+
+
+def test_restore_brings_back_the_older_state_bytes_and_keeps_the_newer_version(aws, capsys, calls):
+    versioned_bucket(aws)
+    old = write_state(aws, OLD_STATE)
+    bad = write_state(aws, BAD_STATE)
+
+    code, out, _ = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", old)
+
+    assert code == 0, out
+    assert aws.get_object(Bucket=BUCKET, Key=STATE_KEY)["Body"].read() == OLD_STATE, "the good state is current"
+    assert aws.get_object(Bucket=BUCKET, Key=STATE_KEY, VersionId=bad)["Body"].read() == BAD_STATE, (
+        "the bad version stays, so the restore itself can be undone"
+    )
+    versions = [v["VersionId"] for v in aws.list_object_versions(Bucket=BUCKET, Prefix=STATE_KEY)["Versions"]]
+    assert len(versions) == 3 and {old, bad} < set(versions), "restore adds a version and removes none"
+    assert f"kept as version {bad}" in out, "the operator is told how to undo"
+    assert "CopyObject" in calls, "the old version is copied server-side onto the key"
+
+
+def test_restoring_the_current_version_changes_nothing(aws, capsys, calls):
+    versioned_bucket(aws)
+    current = write_state(aws, OLD_STATE)
+    code, out, _ = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", current)
+    assert code == 0 and "nothing to do" in out
+    assert "CopyObject" not in calls, "no needless new version"
+
+
+def test_restore_refuses_while_the_stack_is_locked(aws, capsys):
+    versioned_bucket(aws)
+    old = write_state(aws, OLD_STATE)
+    write_state(aws, BAD_STATE)
+    lock = f".pulumi/locks/organization/{PROJECT}/hammer/0b4c1e1a.json"
+    aws.put_object(Bucket=BUCKET, Key=lock, Body=b"{}")
+
+    code, _, err = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", old)
+
+    assert code == sb.EXIT_ERROR, "a running update would overwrite the restored state when it finishes"
+    assert "locked" in err and "pulumi cancel" in err
+    assert aws.get_object(Bucket=BUCKET, Key=STATE_KEY)["Body"].read() == BAD_STATE, "nothing was restored"
+
+
+def test_gzipped_state_is_found_too(aws, capsys):
+    versioned_bucket(aws)
+    old = write_state(aws, b"\x1f\x8bold", key=f"{STATE_KEY}.gz")
+    write_state(aws, b"\x1f\x8bnew", key=f"{STATE_KEY}.gz")
+    assert run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", old)[0] == 0
+    assert aws.get_object(Bucket=BUCKET, Key=f"{STATE_KEY}.gz")["Body"].read() == b"\x1f\x8bold"
+
+
+def test_no_command_deletes_anything(aws, capsys, calls):
+    run(capsys, "bootstrap", "--bucket", BUCKET)
+    run(capsys, "check", "--bucket", BUCKET)
+    aws.delete_bucket_policy(Bucket=BUCKET)  # moto applies the TLS-only policy to its own plain calls
+    old = write_state(aws, OLD_STATE)
+    write_state(aws, BAD_STATE)
+    run(capsys, "history", "hammer", "--bucket", BUCKET)
+    run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", old)
+    assert {"CreateBucket", "CopyObject", "ListObjectVersions"} <= set(calls), "all four commands ran"
+    assert [c for c in calls if c.startswith("Delete")] == [], calls
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Errors: one clear line on stderr, no traceback, non-zero exit.
+
+
+def assert_clear_error(code: int, err: str, *phrases: str) -> None:
+    assert code == sb.EXIT_ERROR
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), f"one error line: {err!r}"
+    for phrase in phrases:
+        assert phrase in lines[0], f"{phrase!r} missing from {lines[0]!r}"
+
+
+@pytest.mark.parametrize("command", [["check"], ["history", "hammer"], ["restore", "hammer", "--version-id", "v1"]])
+def test_a_missing_bucket_is_named_with_how_to_create_it(aws, capsys, command):
+    code, _, err = run(capsys, *command, "--bucket", "no-such-state-bucket")
+    assert_clear_error(code, err, "'no-such-state-bucket' does not exist", "bootstrap")
+
+
+def test_restore_on_a_bucket_without_versioning_says_to_bootstrap(aws, capsys):
+    aws.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    aws.put_object(Bucket=BUCKET, Key=STATE_KEY, Body=OLD_STATE)
+    code, _, err = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", "null")
+    assert_clear_error(code, err, "does not have versioning enabled", "bootstrap")
+
+
+def test_an_unknown_version_id_points_to_history(aws, capsys):
+    versioned_bucket(aws)
+    write_state(aws, OLD_STATE)
+    code, _, err = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", "no-such-version")
+    assert_clear_error(code, err, "'no-such-version' is not a version of", "history hammer")
+
+
+def test_a_delete_marker_cannot_be_restored(aws, capsys):
+    versioned_bucket(aws)
+    write_state(aws, OLD_STATE)
+    marker = aws.delete_object(Bucket=BUCKET, Key=STATE_KEY)["VersionId"]
+    code, _, err = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", marker)
+    assert_clear_error(code, err, "is a delete marker")
+
+
+def test_an_unknown_stack_lists_the_stacks_that_have_state(aws, capsys):
+    versioned_bucket(aws)
+    write_state(aws, OLD_STATE)
+    code, _, err = run(capsys, "history", "hamer", "--bucket", BUCKET)
+    assert_clear_error(code, err, "no state for stack 'hamer'", "stacks with state there: hammer")
+
+
+@set_initial_no_auth_action_count(4)
+def test_denied_access_names_the_bucket_and_the_operation(aws, capsys, monkeypatch):
+    aws.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    iam = boto3.client("iam", region_name=REGION)
+    iam.create_user(UserName="previewer")
+    only_identity = {"Effect": "Allow", "Action": "sts:GetCallerIdentity", "Resource": "*"}
+    iam.put_user_policy(
+        UserName="previewer",
+        PolicyName="no-s3",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [only_identity]}),
+    )
+    key = iam.create_access_key(UserName="previewer")["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+
+    code, _, err = run(capsys, "check", "--bucket", BUCKET)
+
+    assert_clear_error(code, err, f"access denied on bucket '{BUCKET}'", "(HeadBucket)", "AWS_PROFILE")
+
+
+def test_missing_credentials_say_where_they_are_read_from(aws_env, capsys, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    # Port 9 (discard) on loopback: if credentials were somehow found, nothing leaves the machine.
+    code, _, err = run(capsys, "check", "--bucket", BUCKET, "--endpoint-url", "http://127.0.0.1:9")
+    assert_clear_error(code, err, "no AWS credentials found", "AWS_ACCESS_KEY_ID", "AWS_PROFILE")
+
+
+def test_noncurrent_days_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        sb.main(["bootstrap", "--bucket", BUCKET, "--noncurrent-days", "0"])
+    assert exit_info.value.code == 2
+    assert "at least 1 day" in capsys.readouterr().err, "0 days would expire replaced state at once"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Over HTTP against moto's standalone server, the way a Ceph RGW or MinIO endpoint is used.
+
+
+@pytest.fixture
+def s3_endpoint():
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    starter = threading.Thread(target=server.start, daemon=True)
+    starter.start()
+    starter.join(timeout=10)
+    assert not starter.is_alive(), "moto's server did not start within 10 s"
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def state_tool(endpoint: str, *argv: str) -> subprocess.CompletedProcess:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "AWS_ACCESS_KEY_ID": "rgw-user",
+        "AWS_SECRET_ACCESS_KEY": "rgw-secret",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *argv, "--endpoint-url", endpoint],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_whole_path_over_http_against_a_standalone_s3_endpoint(s3_endpoint):
+    first = state_tool(s3_endpoint, "bootstrap", "--bucket", BUCKET)
+    assert first.returncode == 0, first.stderr
+    assert f"created bucket {BUCKET}" in first.stdout
+    assert "plain HTTP" in first.stderr, "an http:// endpoint is called out, since the policy denies it"
+    host_port = s3_endpoint.removeprefix("http://")
+    assert (
+        f"pulumi login 's3://{BUCKET}?endpoint={host_port}&s3ForcePathStyle=true&region=us-east-1&disableSSL=true'"
+        in first.stdout
+    )
+
+    second = state_tool(s3_endpoint, "bootstrap", "--bucket", BUCKET)
+    assert second.returncode == 0 and "nothing to change" in second.stdout, second.stdout + second.stderr
+    checked = state_tool(s3_endpoint, "check", "--bucket", BUCKET)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    # Pulumi writing two updates, the second one bad. The bucket is versioned but without the TLS-only policy,
+    # since a plain HTTP request is exactly what that policy refuses.
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="rgw-user",
+        aws_secret_access_key="rgw-secret",
+        config=botocore.config.Config(s3={"addressing_style": "path"}),
+    )
+    s3.create_bucket(Bucket="state-over-http")
+    s3.put_bucket_versioning(Bucket="state-over-http", VersioningConfiguration={"Status": "Enabled"})
+    old = write_state(s3, OLD_STATE, bucket="state-over-http")
+    bad = write_state(s3, BAD_STATE, bucket="state-over-http")
+
+    history = state_tool(s3_endpoint, "history", "hammer", "--bucket", "state-over-http")
+    assert history.returncode == 0, history.stderr
+    assert [line.split()[0] for line in history.stdout.splitlines()[1:]] == [bad, old]
+
+    restored = state_tool(s3_endpoint, "restore", "hammer", "--bucket", "state-over-http", "--version-id", old)
+    assert restored.returncode == 0, restored.stderr
+    assert s3.get_object(Bucket="state-over-http", Key=STATE_KEY)["Body"].read() == OLD_STATE
+    assert s3.get_object(Bucket="state-over-http", Key=STATE_KEY, VersionId=bad)["Body"].read() == BAD_STATE
