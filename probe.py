@@ -30,7 +30,7 @@ import statistics
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, TextIO
 
@@ -331,7 +331,8 @@ def _status_name(error: Any) -> str:
     return status.rsplit(".", 1)[-1]
 
 
-def _wait_for_call(call: Callable[[], Any], limit: float, progress: Progress | None) -> tuple[Any, BaseException | None, float, bool]:
+def _wait_for_call(call: Callable[[], Any], limit: float,
+                   progress: Progress | None) -> tuple[Any, BaseException | None, float, bool]:
     """Run ``call`` in a worker thread, showing progress; return (result, error, seconds, finished)."""
     box: dict[str, Any] = {}
     done = threading.Event()
@@ -503,7 +504,7 @@ def main(argv: list[str] | None = None, *, config: Mapping[str, Any] | None = No
     results: list[ProbeResult] = []
 
     def emit(document: Mapping[str, Any], text: str) -> None:
-        print(json.dumps(document, sort_keys=False) if args.json else text, file=stdout, flush=True)
+        print(json.dumps(document) if args.json else text, file=stdout, flush=True)
 
     try:
         for index in range(args.repeat):
@@ -516,7 +517,7 @@ def main(argv: list[str] | None = None, *, config: Mapping[str, Any] | None = No
             emit(result.record(), describe(result))
     except KeyboardInterrupt:
         print("probe: interrupted", file=stderr)
-        if len(results) > 1 or (results and args.repeat > 1):
+        if args.repeat > 1 and results:
             summary = summarize(results)
             emit(summary, describe_summary(summary))
         return EXIT_INTERRUPTED

@@ -24,6 +24,7 @@ from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 import probe
 from conftest import ROOT, stack_config, stack_settings
+from loopback import loopback_settings, loopback_stack
 
 PROBE_RECORD_FIELDS = {
     "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "wake_seconds",
@@ -251,12 +252,12 @@ def test_a_closed_port_is_unreachable_at_once() -> None:
 def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_connect_timeout(
         silent_port: int) -> None:
     begin = time.monotonic()
-    code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{silent_port}", "--json", "--connect-timeout", "1")
+    code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{silent_port}", "--json", "--connect-timeout", "0.5")
     took = time.monotonic() - begin
     record = json.loads(out)
     assert code == 5 and record["outcome"] == probe.UNREACHABLE, \
         f"a TCP accept without an HTTP/2 answer is no endpoint (a dead port-forward looks like this): {record}"
-    assert took < 4, f"the connection check is bounded by --connect-timeout, not the 1020 s deadline ({took:.1f}s)"
+    assert took < 3, f"the connection check is bounded by --connect-timeout, not the 1020 s deadline ({took:.1f}s)"
 
 
 def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
@@ -278,9 +279,9 @@ def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_
 
 def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=5))
-    result = probe.probe_once(endpoint, 1.0, stack="hammer")
+    result = probe.probe_once(endpoint, 0.5, stack="hammer")
     assert result.outcome == probe.DEADLINE_EXCEEDED and result.exit_code == 4, result
-    assert 0.9 <= result.elapsed_seconds < 2.0, f"the client's deadline must end the wait: {result.elapsed_seconds}"
+    assert 0.45 <= result.elapsed_seconds < 1.5, f"the client's deadline must end the wait: {result.elapsed_seconds}"
 
 
 def test_the_triton_client_error_still_shows_whether_the_server_answered(direct_triton) -> None:
@@ -334,3 +335,100 @@ def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_
     summary = records[-1]
     assert summary["count"] == 3 and summary["outcomes"][probe.READY] == 3 and code == 0
     assert summary["wake_seconds"]["min"] <= summary["wake_seconds"]["median"] <= summary["wake_seconds"]["max"]
+
+
+# --------------------------------------------------------------------------------------------- through Envoy
+
+# The real Envoy with the generated configuration in front of a stand-in Triton, a stand-in admission sidecar
+# and the test Lua filter (tests/loopback.py). DNS refreshes every 50 ms instead of 1 s, so a Triton that comes
+# up is seen within the Lua filter's next round rather than a second later.
+FAST_DNS = {"dnsRefreshMs": 50}
+
+
+def short_wake(seconds: int) -> dict[str, int]:
+    return {"readyTimeoutSeconds": seconds, "holdMinReplicasSeconds": seconds}
+
+
+class WakeClock:
+    """When the admission sidecar got /wake and when the stand-in Triton was up: the true wake time."""
+
+    def __init__(self, stack) -> None:
+        self.woken_at: float | None = None
+        self.up_at: float | None = None
+        wake, come_up = stack.admission.on_wake, stack.triton.come_up
+
+        def timed_wake() -> None:
+            self.woken_at = time.monotonic()
+            wake()
+
+        def timed_come_up() -> None:
+            come_up()
+            self.up_at = time.monotonic()
+
+        stack.admission.on_wake = timed_wake
+        stack.triton.come_up = timed_come_up
+
+    @property
+    def seconds(self) -> float:
+        assert self.woken_at is not None and self.up_at is not None, "the probe's call never woke the stand-in"
+        return self.up_at - self.woken_at
+
+
+def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_time() -> None:
+    settings = loopback_settings("hammer", envoy=FAST_DNS)
+    with loopback_stack(settings, ready=False, wake_delay_seconds=2.0) as stack:
+        clock = WakeClock(stack)
+        command = [sys.executable, str(ROOT / "probe.py"), "hammer", "--endpoint", stack.envoy.target, "--json",
+                   "--progress-every", "0.5"]
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=30, cwd=ROOT)
+        truth = clock.seconds
+    assert finished.returncode == 0, f"a wake inside readyTimeoutSeconds is ready:\n{finished.stdout}{finished.stderr}"
+    record = json.loads(finished.stdout)
+    assert set(record) == PROBE_RECORD_FIELDS, "the record a cron job parses must have every field"
+    assert record["outcome"] == "ready" and record["server_ready"] is True
+    assert record["stack"] == "hammer" and record["endpoint"] == stack.envoy.target
+    assert record["deadline_seconds"] == 1020 and record["ready_timeout_seconds"] == 900, \
+        "the deadline comes from the stack file: 900 s plus the 120 s route margin"
+    assert record["model_count"] == 1 and record["models"][0]["name"] == "standin", \
+        "the models the woken Triton reports must be listed"
+    assert abs(record["wake_seconds"] - truth) < 1.0, \
+        f"wake time {record['wake_seconds']} s must be within a second of the true {truth:.2f} s"
+    assert record["started_at"] < record["finished_at"]
+    assert "still waiting" in finished.stderr and "\r" not in finished.stderr, \
+        f"piped stderr gets periodic plain progress lines, so a log shows the wait is alive:\n{finished.stderr}"
+
+
+def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready_timeout() -> None:
+    settings = loopback_settings("hammer", scale_from_zero=short_wake(2), envoy=FAST_DNS)
+    with loopback_stack(settings, ready=False) as stack:
+        code, out, err = run_main("hammer", "--endpoint", stack.envoy.target, "--json",
+                                  scaleFromZero=short_wake(2))
+        wakes = stack.admission.wakes
+    record = json.loads(out)
+    assert code == 3 and record["outcome"] == probe.REJECTED, f"no Triton within the timeout: {record}\n{err}"
+    assert record["grpc_status"] == "CANCELLED", "the Lua filter gives up with grpc-status 1"
+    assert record["deadline_seconds"] == 122, "a short stack timeout must shorten the probe's deadline too"
+    # The Lua filter counts whole seconds (os.time), so it gives up between 1 and 2 s after the wake.
+    assert 1.0 <= record["elapsed_seconds"] < 4.0, \
+        f"the rejection comes at readyTimeoutSeconds (2 s), not at the deadline: {record['elapsed_seconds']}"
+    assert record["wake_seconds"] is None and wakes == 1, "the probe's one call asked for one wake"
+
+
+def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoint() -> None:
+    settings = loopback_settings("hammer", envoy={
+        **FAST_DNS, "repositoryIndexRetry": {"numRetries": 1, "perTryTimeoutMs": 500, "backOffBaseMs": 10,
+                                             "backOffMaxMs": 20}})
+    with loopback_stack(settings, ready=True) as stack:
+        stack.triton.crash()  # still in DNS, so the Lua filter lets the call through to a dead upstream
+        result = probe.probe_once(stack.envoy.target, 10, stack="hammer", connect_timeout=2)
+    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", \
+        f"Envoy answered (UNAVAILABLE from the proxy); calling that unreachable would send the operator " \
+        f"to check the wrong thing: {result}"
+
+
+def test_a_warm_release_is_ready_at_once() -> None:
+    settings = loopback_settings("hammer", envoy=FAST_DNS)
+    with loopback_stack(settings, ready=True) as stack:
+        result = probe.probe_once(stack.envoy.target, 1020, stack="hammer", ready_timeout=900)
+    assert result.outcome == probe.READY and result.wake_seconds < 1.0, \
+        f"a Triton already up answers on the Lua filter's first look: {result}"
