@@ -1,0 +1,204 @@
+"""The GitHub workflows: zizmor finds nothing in them (offline, every persona), their shell steps do what the
+pull-request checks rely on when run, and the rules the review process depends on hold. actionlint needs its
+binary downloaded from GitHub when it installs, so it runs in the workflow's own lint job instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+ZIZMOR = Path(sys.executable).with_name("zizmor")
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
+
+
+def workflow_files() -> list[Path]:
+    return sorted(WORKFLOWS.glob("*.yml")) + sorted(WORKFLOWS.glob("*.yaml"))
+
+
+def load(path: Path) -> dict:
+    # PyYAML reads the `on:` key as True; rename it back.
+    document = yaml.safe_load(path.read_text())
+    document["on"] = document.pop(True)
+    return document
+
+
+def pull_request_workflow() -> dict:
+    return load(WORKFLOWS / "pull-request.yml")
+
+
+def step(job: str, name: str) -> dict:
+    steps = pull_request_workflow()["jobs"][job]["steps"]
+    return next(s for s in steps if s.get("id") == name or s.get("name") == name)
+
+
+def zizmor(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(ZIZMOR), "--offline", "--no-progress", "--format=json", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        # No token: with --offline zizmor must not need one, and none should reach it from CI.
+        env={k: v for k, v in os.environ.items() if k not in {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN"}},
+    )
+
+
+def run_step(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run a `run:` block the way a GitHub-hosted runner does (bash -e), with the given environment."""
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": os.environ["PATH"], **env},
+    )
+
+
+def test_the_pull_request_workflow_is_there_to_check():
+    assert "pull-request.yml" in [p.name for p in workflow_files()], "the tests below read it"
+
+
+@pytest.mark.parametrize("persona", ["regular", "pedantic", "auditor"])
+def test_zizmor_finds_nothing_in_the_workflows(persona):
+    result = zizmor(f"--persona={persona}", str(WORKFLOWS))
+    findings = json.loads(result.stdout or "[]")
+    summary = [f"{f['ident']}: {f['desc']}" for f in findings]
+    assert result.returncode == 0 and findings == [], f"zizmor ({persona}) findings: {summary}\n{result.stderr}"
+    for path in workflow_files():
+        assert f"completed {path}" in result.stderr, (
+            f"zizmor did not audit {path.name}; a clean result would mean nothing"
+        )
+
+
+def test_zizmor_does_catch_what_the_workflows_avoid(tmp_path):
+    bad = tmp_path / ".github" / "workflows" / "bad.yml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(
+        "name: bad\non: pull_request\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - uses: actions/checkout@v6\n"
+        '      - run: echo "${{ github.event.pull_request.title }}"\n'
+    )
+    found = {f["ident"] for f in json.loads(zizmor(str(bad.parent)).stdout)}
+    assert {"unpinned-uses", "template-injection", "artipacked", "excessive-permissions"} <= found, (
+        f"this zizmor would not notice the mistakes the real workflows are checked for: {found}"
+    )
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_version_named():
+    for path in workflow_files():
+        text = path.read_text()
+        uses = re.findall(r"uses: (.+)$", text, re.MULTILINE)
+        assert uses, f"{path.name} uses no actions?"
+        for ref in uses:
+            assert PINNED.match(ref.strip()), f"{path.name}: {ref!r} is not pinned to a full SHA with '# vX.Y.Z'"
+
+
+def test_permissions_are_empty_by_default_and_granted_per_job():
+    workflow = pull_request_workflow()
+    assert workflow["permissions"] == {}, "no job gets the token's default permissions"
+    writers = {name for name, job in workflow["jobs"].items() if "write" in job["permissions"].values()}
+    assert writers == {"rendered-diff", "preview"}, "only the two commenting jobs may write, and only to PRs"
+    for name in writers:
+        assert workflow["jobs"][name]["permissions"] == {"contents": "read", "pull-requests": "write"}, name
+
+
+def test_a_newer_push_cancels_the_older_run():
+    concurrency = pull_request_workflow()["concurrency"]
+    assert concurrency["cancel-in-progress"] is True
+    assert "github.event.pull_request.number" in concurrency["group"], "one group per pull request"
+
+
+def test_no_expression_is_expanded_inside_a_shell_script():
+    for path in workflow_files():
+        for name, job in load(path)["jobs"].items():
+            for item in job.get("steps", []):
+                assert "${{" not in item.get("run", ""), (
+                    f"{path.name} {name}: pass values through env:, a `run:` expansion is a script injection"
+                )
+
+
+def test_preview_runs_per_stack_with_the_official_action_and_comments():
+    jobs = pull_request_workflow()["jobs"]
+    preview = jobs["preview"]
+    assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
+    assert "needs.preview-secrets.outputs.ready == 'true'" in preview["if"], "forks skip instead of failing"
+    action = next(s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions@"))
+    assert action["with"]["command"] == "preview" and action["with"]["diff"] is True
+    assert action["with"]["comment-on-pr"] is True
+    assert action["with"]["cloud-url"] == "${{ secrets.PULUMI_BACKEND_URL }}", "the backend comes from a secret"
+    assert action["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
+
+
+def test_the_stack_list_is_the_stack_files(tmp_path):
+    output = tmp_path / "output"
+    result = run_step(step("stacks", "list")["run"], ROOT, GITHUB_OUTPUT=str(output))
+    assert result.returncode == 0, result.stdout + result.stderr
+    expected = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    assert expected, "the repository has stack files"
+    assert output.read_text() == f"stacks={json.dumps(expected, separators=(',', ':'))}\n"
+
+
+def test_a_stack_file_name_that_is_not_a_stack_name_stops_the_run(tmp_path):
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.hammer.yaml").write_text("config: {}\n")
+    (tmp_path / "stacks" / "Pulumi.$(reboot).yaml").write_text("config: {}\n")
+    result = run_step(step("stacks", "list")["run"], tmp_path, GITHUB_OUTPUT=str(tmp_path / "output"))
+    assert result.returncode == 1 and "Bad stack file name" in result.stdout
+
+
+def test_the_rendered_diff_shows_changed_stacks_and_names_unchanged_ones(tmp_path):
+    for side, replicas in (("base", 1), ("head", 2)):
+        changed = tmp_path / "rendered" / side / "hammer"
+        changed.mkdir(parents=True)
+        (changed / "release.yaml").write_text(f"replicas: {replicas}\nname: supersonic\n")
+        same = tmp_path / "rendered" / side / "geddes-gpu"
+        same.mkdir()
+        (same / "release.yaml").write_text("replicas: 1\n")
+    summary = tmp_path / "summary.md"
+    marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
+
+    result = run_step(
+        step("rendered-diff", "Diff per stack")["run"], tmp_path, MARKER=marker, GITHUB_STEP_SUMMARY=str(summary)
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    comment = (tmp_path / "rendered" / "comment.md").read_text()
+    assert comment.startswith(marker), "the marker lets the next push edit this comment instead of adding one"
+    assert "- **geddes-gpu**: no change" in comment
+    assert "<b>hammer</b>: 2 changed lines" in comment
+    assert "-replicas: 1\n+replicas: 2\n" in comment, "the reviewer sees the changed line itself"
+    assert "1 stack(s) change" in summary.read_text()
+
+
+def test_a_huge_rendered_diff_points_to_the_artifact_instead(tmp_path):
+    for side in ("base", "head"):
+        stack = tmp_path / "rendered" / side / "hammer"
+        stack.mkdir(parents=True)
+        (stack / "manifests.yaml").write_text("".join(f"line {i} {side}\n" for i in range(5000)))
+    result = run_step(
+        step("rendered-diff", "Diff per stack")["run"],
+        tmp_path,
+        MARKER="<!-- m -->",
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+    )
+    assert result.returncode == 0, result.stderr
+    comment = (tmp_path / "rendered" / "comment.md").read_text()
+    assert len(comment) < 65536, "GitHub rejects longer comments"
+    assert "- **hammer**: 10000 changed lines" in comment and "rendered-diff` artifact" in comment
+
+
+def test_the_shell_steps_need_only_tools_a_runner_has():
+    for tool in ("bash", "jq", "diff", "find"):
+        assert shutil.which(tool), f"{tool} is needed to run the workflow's shell steps in these tests"
