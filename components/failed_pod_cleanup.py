@@ -53,6 +53,12 @@ ACTIVE_DEADLINE_SECONDS = 240
 # before that. A day leaves a night's failures readable in the morning.
 TTL_SECONDS_AFTER_FINISHED = 86400
 
+# kubectl deletes named pods one request at a time, paced by client-go's default client-side limit (5 requests/s,
+# burst 10). 500 deletions take about 100 s, inside ACTIVE_DEADLINE_SECONDS with the start-up and the list; a larger
+# backlog (the cleaner was off, or Slurm failed for hours) goes oldest first over several clean runs instead of one
+# run killed at its deadline. It also keeps the single delete command small (about 30 KB of names).
+MAX_DELETIONS_PER_RUN = 500
+
 # kubectl is the whole footprint. With --sort-by it lists without chunking and holds every listed pod decoded, so
 # the memory limit leaves room for a backlog of Failed pods, not just the few a 5-minute cadence leaves.
 RESOURCES = {
@@ -100,6 +106,7 @@ def script_environment(settings: Settings) -> dict[str, str]:
     return {
         "SELECTOR": inference_pod_selector(settings.release.name),
         "KEEP": str(cleanup.keep),
+        "MAX_DELETE": str(MAX_DELETIONS_PER_RUN),
         "DRY_RUN": "true" if cleanup.dryRun else "false",
         "HOME": SCRATCH_PATH,
         "KUBECACHEDIR": f"{SCRATCH_PATH}/.kube/cache",

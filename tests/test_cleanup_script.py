@@ -132,6 +132,23 @@ def test_keep_zero_deletes_every_failed_pod(namespace) -> None:
     assert run.remaining_names() == set(), "keep: 0 leaves no Failed pod"
 
 
+def test_a_backlog_past_the_per_run_cap_goes_oldest_first_over_several_runs(namespace) -> None:
+    pods = failed_triton(22)
+    order = list(reversed(newest_first(pods)))
+    fake = namespace(pods)
+    env = {**environment(), "MAX_DELETE": "8"}
+    first = fake.run(env)
+    assert_ok(first)
+    assert_call_budget(first)
+    assert first.deleted_names() == order[:8], "the oldest go first, so every run makes progress on the backlog"
+    assert first.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 8, kept 1, 13 left for the next run"
+    assert len(re.findall(r"^delete pod/", first.stdout, re.M)) == 8, "a line per pod deleted, not per pod left"
+    second, third, fourth = fake.run(env), fake.run(env), fake.run(env)
+    assert [len(r.deleted_names()) for r in (second, third, fourth)] == [8, 5, 0]
+    assert fourth.remaining_names() == {order[-1]}, "the newest survives every run"
+    assert all(r.verbs().count("delete") <= 1 for r in (second, third, fourth))
+
+
 def test_fewer_failed_pods_than_keep_deletes_none(namespace) -> None:
     pods = failed_triton(3)
     run = namespace(pods).run(environment(keep=5))
@@ -242,14 +259,16 @@ def test_the_list_call_selects_on_the_server_by_labels_and_phase(namespace) -> N
     assert get[get.index("--sort-by") + 1] == ".metadata.creationTimestamp"
 
 
-@pytest.mark.parametrize("keep", ["-1", "one", ""])
-def test_a_keep_that_is_not_a_whole_number_stops_before_any_call(namespace, keep: str) -> None:
-    run = namespace(failed_triton(3)).run({**environment(), "KEEP": keep})
+@pytest.mark.parametrize(("name", "value"), [("KEEP", "-1"), ("KEEP", "one"), ("KEEP", "1.5"),
+                                             ("MAX_DELETE", "0"), ("MAX_DELETE", "-5"), ("MAX_DELETE", "all")])
+def test_a_count_that_is_not_a_whole_number_stops_before_any_call(namespace, name: str, value: str) -> None:
+    run = namespace(failed_triton(3)).run({**environment(), name: value})
     assert run.returncode == 2, "a bad parameter is a configuration error, reported as such"
     assert run.calls == [], "nothing is listed or deleted with a parameter the script cannot trust"
+    assert name in run.stderr
 
 
-@pytest.mark.parametrize("missing", ["NAMESPACE", "SELECTOR", "KEEP", "DRY_RUN"])
+@pytest.mark.parametrize("missing", ["NAMESPACE", "SELECTOR", "KEEP", "MAX_DELETE", "DRY_RUN"])
 def test_a_missing_parameter_stops_before_any_call(namespace, missing: str) -> None:
     fake = namespace(failed_triton(3))
     env = {**environment(), "NAMESPACE": NAMESPACE}

@@ -9,6 +9,7 @@ import pytest
 
 from components.failed_pod_cleanup import (
     COMPONENT,
+    MAX_DELETIONS_PER_RUN,
     TYPE,
     container_command,
     inference_pod_selector,
@@ -146,6 +147,7 @@ def test_the_script_parameters_are_in_the_container_environment(hammer: Evaluati
     assert env["NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, "the pod's own namespace"
     assert env["SELECTOR"] == inference_pod_selector(RELEASE)
     assert env["KEEP"] == "1" and env["DRY_RUN"] == "false", "defaults from Pulumi.yaml, as strings"
+    assert env["MAX_DELETE"] == str(MAX_DELETIONS_PER_RUN)
     assert env["HOME"] == "/tmp" and env["KUBECACHEDIR"].startswith("/tmp/"), "kubectl writes on the emptyDir"
 
 
