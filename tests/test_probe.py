@@ -15,8 +15,7 @@ import sys
 import threading
 import time
 from concurrent import futures
-from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import grpc
 import pytest
@@ -69,7 +68,7 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
 
 
 @pytest.fixture
-def direct_triton() -> Iterator[callable]:
+def direct_triton() -> Iterator[Callable[[DirectTriton], str]]:
     """Start a DirectTriton on a free loopback port; returns its endpoint. Stopped after the test."""
     servers: list[grpc.Server] = []
     servicers: list[DirectTriton] = []
