@@ -51,12 +51,19 @@ PUBLIC_ACCESS_BLOCK = {
     "RestrictPublicBuckets": True,
 }
 
+# The settings bootstrap owns, by the name check reports them under.
+VERSIONING = "versioning"
+ENCRYPTION = "default encryption"
+ACCESS_BLOCK = "public access block"
+POLICY = "bucket policy"
+LIFECYCLE = "lifecycle rule"
+
 # Answers that mean "this bucket has no such configuration", per setting.
 NOT_CONFIGURED = {
-    "encryption": {"ServerSideEncryptionConfigurationNotFoundError"},
-    "public access block": {"NoSuchPublicAccessBlockConfiguration"},
-    "bucket policy": {"NoSuchBucketPolicy"},
-    "lifecycle": {"NoSuchLifecycleConfiguration", "NoSuchLifecycle"},
+    ENCRYPTION: {"ServerSideEncryptionConfigurationNotFoundError"},
+    ACCESS_BLOCK: {"NoSuchPublicAccessBlockConfiguration"},
+    POLICY: {"NoSuchBucketPolicy"},
+    LIFECYCLE: {"NoSuchLifecycleConfiguration", "NoSuchLifecycle"},
 }
 NOT_IMPLEMENTED = {"NotImplemented", "XNotImplemented"}
 ACCESS_DENIED = {"AccessDenied", "AllAccessDisabled", "403", "Forbidden"}
@@ -151,11 +158,11 @@ def default_encryption(kms_key_id: str | None) -> dict:
 def required_settings(req: Requirements) -> dict:
     """The whole required configuration in one document, the way `check` compares it."""
     return {
-        "versioning": "Enabled",
-        "default encryption": default_encryption(req.kms_key_id),
-        "public access block": PUBLIC_ACCESS_BLOCK,
-        "bucket policy statement": deny_insecure_transport_statement(req.bucket, req.partition),
-        "lifecycle rule": state_lifecycle_rule(req.noncurrent_days),
+        VERSIONING: "Enabled",
+        ENCRYPTION: default_encryption(req.kms_key_id),
+        ACCESS_BLOCK: PUBLIC_ACCESS_BLOCK,
+        POLICY: deny_insecure_transport_statement(req.bucket, req.partition),
+        LIFECYCLE: state_lifecycle_rule(req.noncurrent_days),
     }
 
 
@@ -276,21 +283,21 @@ def find_drift(found: BucketSettings, req: Requirements) -> list[Drift]:
     wanted = required_settings(req)
     drift = []
     if found.versioning != "Enabled":
-        drift.append(Drift("versioning", found.versioning, "Enabled"))
+        drift.append(Drift(VERSIONING, found.versioning, wanted[VERSIONING]))
     if not encryption_satisfies(found.encryption, req.kms_key_id):
-        expected = wanted["default encryption"] if req.kms_key_id else "AES256 or aws:kms"
-        drift.append(Drift("default encryption", found.encryption, expected))
+        expected = wanted[ENCRYPTION] if req.kms_key_id else "AES256 or aws:kms"
+        drift.append(Drift(ENCRYPTION, found.encryption, expected))
     if found.public_access_block is not UNSUPPORTED and found.public_access_block != PUBLIC_ACCESS_BLOCK:
-        drift.append(Drift("public access block", found.public_access_block, PUBLIC_ACCESS_BLOCK))
+        drift.append(Drift(ACCESS_BLOCK, found.public_access_block, PUBLIC_ACCESS_BLOCK))
     lifecycle = [r for r in found.lifecycle_rules if r.get("ID") == LIFECYCLE_RULE_ID]
-    if not lifecycle or normalized_rule(lifecycle[0]) != normalized_rule(wanted["lifecycle rule"]):
-        drift.append(Drift("lifecycle rule", lifecycle[0] if lifecycle else None, wanted["lifecycle rule"]))
+    if not lifecycle or normalized_rule(lifecycle[0]) != normalized_rule(wanted[LIFECYCLE]):
+        drift.append(Drift(LIFECYCLE, lifecycle[0] if lifecycle else None, wanted[LIFECYCLE]))
     drift.extend(lifecycle_hazards(found.lifecycle_rules, req.noncurrent_days))
     statements = _as_list((found.policy or {}).get("Statement"))
     if not any(denies_insecure_transport(s, req.bucket, req.partition) for s in statements):
-        drift.append(Drift("bucket policy", "no statement denying non-TLS access", wanted["bucket policy statement"]))
+        drift.append(Drift(POLICY, "no statement denying non-TLS access", wanted[POLICY]))
     for grant in public_grants(found.policy):
-        drift.append(Drift("bucket policy", grant, "no statement allowing everyone (Principal '*')", False))
+        drift.append(Drift(POLICY, grant, "no statement allowing everyone (Principal '*')", False))
     return drift
 
 
@@ -393,18 +400,18 @@ def _optional(call, setting: str, **kwargs) -> dict | Unsupported | None:
 
 def read_settings(client, bucket: str) -> BucketSettings:
     versioning = client.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")
-    encryption = _optional(client.get_bucket_encryption, "encryption", Bucket=bucket)
+    encryption = _optional(client.get_bucket_encryption, ENCRYPTION, Bucket=bucket)
     if isinstance(encryption, dict):
         rules = encryption["ServerSideEncryptionConfiguration"].get("Rules", [])
         encryption = rules[0].get("ApplyServerSideEncryptionByDefault") if rules else None
     elif encryption is UNSUPPORTED:
         encryption = None
-    access_block = _optional(client.get_public_access_block, "public access block", Bucket=bucket)
+    access_block = _optional(client.get_public_access_block, ACCESS_BLOCK, Bucket=bucket)
     if isinstance(access_block, dict):
         access_block = access_block["PublicAccessBlockConfiguration"]
-    policy = _optional(client.get_bucket_policy, "bucket policy", Bucket=bucket)
+    policy = _optional(client.get_bucket_policy, POLICY, Bucket=bucket)
     policy = json.loads(policy["Policy"]) if isinstance(policy, dict) else None
-    lifecycle = _optional(client.get_bucket_lifecycle_configuration, "lifecycle", Bucket=bucket)
+    lifecycle = _optional(client.get_bucket_lifecycle_configuration, LIFECYCLE, Bucket=bucket)
     rules = lifecycle.get("Rules", []) if isinstance(lifecycle, dict) else []
     return BucketSettings(versioning, encryption, access_block, policy, rules)
 
@@ -430,22 +437,20 @@ def create_bucket(client, bucket: str, region: str | None, endpoint_url: str | N
 def apply_fix(client, drift: Drift, found: BucketSettings, req: Requirements) -> None:
     bucket = req.bucket
     wanted = required_settings(req)
-    if drift.setting == "versioning":
+    if drift.setting == VERSIONING:
         client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-    elif drift.setting == "default encryption":
+    elif drift.setting == ENCRYPTION:
         client.put_bucket_encryption(
             Bucket=bucket,
-            ServerSideEncryptionConfiguration={
-                "Rules": [{"ApplyServerSideEncryptionByDefault": wanted["default encryption"]}]
-            },
+            ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": wanted[ENCRYPTION]}]},
         )
-    elif drift.setting == "public access block":
+    elif drift.setting == ACCESS_BLOCK:
         client.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=PUBLIC_ACCESS_BLOCK)
-    elif drift.setting == "lifecycle rule":
-        rules = merged_lifecycle(found.lifecycle_rules, wanted["lifecycle rule"])
+    elif drift.setting == LIFECYCLE:
+        rules = merged_lifecycle(found.lifecycle_rules, wanted[LIFECYCLE])
         client.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
-    elif drift.setting == "bucket policy":
-        policy = merged_policy(found.policy, wanted["bucket policy statement"])
+    elif drift.setting == POLICY:
+        policy = merged_policy(found.policy, wanted[POLICY])
         client.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
     else:
         raise AssertionError(f"no fix for {drift.setting!r}")
@@ -659,7 +664,11 @@ def bucket_region(client, bucket: str, endpoint_url: str | None) -> str | None:
     """The region to put in the login URL: where an AWS bucket really is; the client's for other endpoints."""
     if endpoint_url:
         return region_of(client)
-    location = client.get_bucket_location(Bucket=bucket).get("LocationConstraint")
+    try:
+        location = client.get_bucket_location(Bucket=bucket).get("LocationConstraint")
+    except botocore.exceptions.ClientError:
+        # Only the login hint needs it; an identity without s3:GetBucketLocation still gets its answer.
+        return region_of(client)
     return location or "us-east-1"
 
 
@@ -678,7 +687,7 @@ def command_bootstrap(client, args) -> int:
     warn_if_plain_http(args.endpoint_url)
     result = bootstrap(client, req, region=region, endpoint_url=args.endpoint_url)
     if result.created:
-        print(f"created bucket {req.bucket}")
+        print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
     for drift in result.changed:
         print(f"set {drift.setting} (was: {show(drift.found)})")
     if not result.created and not result.changed:

@@ -237,7 +237,7 @@ def test_project_name_comes_from_pulumi_yaml_or_the_default(tmp_path):
 def test_bootstrap_creates_a_bucket_with_every_required_setting(aws, capsys):
     code, out, _ = run(capsys, "bootstrap", "--bucket", BUCKET, "--noncurrent-days", "45")
     assert code == 0, out
-    assert f"created bucket {BUCKET}" in out
+    assert f"created bucket {BUCKET} in {REGION}" in out, "on AWS the operator sees where the bucket went"
     assert aws.get_bucket_versioning(Bucket=BUCKET)["Status"] == "Enabled"
     rules = aws.get_bucket_lifecycle_configuration(Bucket=BUCKET)["Rules"]
     assert [r["NoncurrentVersionExpiration"]["NoncurrentDays"] for r in rules] == [45], "the days given are used"
