@@ -1,0 +1,183 @@
+"""The generated Envoy configuration, run by the real Envoy on loopback, does what the release relies on.
+
+Envoy runs the configuration ``build_envoy_config`` computes, with only its surroundings moved onto loopback
+(``tests/loopback.py``): stand-ins for Triton, the admission sidecar and the headless Service's DNS, and a Lua
+filter following the chart's wake protocol. Timeouts and back-offs are shrunk through the stack settings so the
+file runs in seconds; the behaviour under test is the same.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from concurrent import futures
+
+import grpc
+import pytest
+from tritonclient.utils import InferenceServerException
+
+from loopback import LOOPBACK as LOOPBACK_HOST, infer, loopback_settings, loopback_stack, triton_client, wait_until
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
+from supersonic_interlink.stack_config import stack_names
+
+MIB = 1024 * 1024
+CLUSTER = f"cluster.{CHART.inference_cluster}"
+
+FAST = {
+    # A DNS refresh every 50 ms instead of 1 s, and back-offs a tenth as long: same policy, shorter waits.
+    "dnsRefreshMs": 50,
+    "inferenceRetry": {"backOffBaseMs": 20, "backOffMaxMs": 200},
+    "repositoryIndexRetry": {"backOffBaseMs": 20, "backOffMaxMs": 100},
+}
+
+
+def fast_settings(ready_timeout_seconds: int = 5, **envoy):
+    return loopback_settings("hammer", scale_from_zero={"readyTimeoutSeconds": ready_timeout_seconds},
+                             envoy={**FAST, **envoy})
+
+
+@pytest.fixture(scope="module")
+def warm():
+    """One Envoy in front of one ready stand-in Triton, shared by the tests that script it call by call."""
+    with loopback_stack(fast_settings(), front=True) as stack:
+        yield stack
+
+
+@pytest.fixture
+def triton(warm):
+    warm.triton.reset_counts()
+    yield warm.triton
+    warm.triton.reset_counts()
+
+
+# --------------------------------------------------------------------------------------------- wake
+
+
+def test_a_repository_index_sent_while_triton_is_down_is_held_and_answered_once_it_comes_up():
+    with loopback_stack(fast_settings(), ready=False, wake_delay_seconds=0.8) as stack:
+        client = triton_client(stack.envoy.target)
+        started = time.monotonic()
+        index = client.get_model_repository_index(client_timeout=10)
+        held = time.monotonic() - started
+        assert [m.name for m in index.models] == ["standin"], "the held call must be answered by Triton itself"
+        assert held >= 0.8, f"answered after {held:.2f} s, before the stand-in Triton was up: nothing was held"
+        assert stack.admission.wakes == 1, "the first RepositoryIndex must ask the admission sidecar to wake Triton"
+        assert stack.admission.sleeps >= 1, "the wait is paced by the sidecar's /sleep"
+        assert stack.triton.calls["RepositoryIndex"] == 1, "held, not failed and retried by the client"
+
+
+def test_a_repository_index_is_cancelled_when_no_triton_comes_up_within_the_ready_timeout():
+    with loopback_stack(fast_settings(ready_timeout_seconds=1), ready=False) as stack:
+        client = triton_client(stack.envoy.target)
+        started = time.monotonic()
+        with pytest.raises(InferenceServerException) as failure:
+            client.get_model_repository_index(client_timeout=10)
+        waited = time.monotonic() - started
+        assert failure.value.status() == "StatusCode.CANCELLED", \
+            "the chart's filter answers grpc-status 1 when the wake times out"
+        assert waited < 4, f"held {waited:.1f} s, well past readyTimeoutSeconds (1 s)"
+        assert stack.admission.wakes == 1
+
+
+def test_inference_calls_do_not_wake_triton_or_wait(triton, warm):
+    wakes = warm.admission.wakes
+    assert infer(triton_client(warm.envoy.target), 16) == 16
+    assert warm.admission.wakes == wakes, "only RepositoryIndex starts a wake; inference goes straight through"
+
+
+# --------------------------------------------------------------------------------------------- retries
+
+
+@pytest.mark.parametrize("status", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL,
+                                    grpc.StatusCode.RESOURCE_EXHAUSTED])
+def test_an_inference_call_survives_triton_failing_with(status, triton, warm):
+    triton.fail_next(3, status)
+    assert infer(triton_client(warm.envoy.target), 64) == 64, f"three {status.name} answers must be retried"
+    assert triton.calls["ModelInfer"] == 4, "three failed attempts and the one that succeeded"
+
+
+def test_an_inference_call_survives_http_503_from_in_front_of_triton(triton, warm):
+    triton.fail_next(2, http_status=503)
+    assert infer(triton_client(warm.envoy.target), 64) == 64, "a 503 (wstunnel, ingress) must be retried"
+    assert triton.http_errors_served == 2, "both 503s were actually sent to Envoy"
+    assert triton.calls["ModelInfer"] == 1
+
+
+def test_a_31_mib_request_passes_and_is_replayed_whole_on_retry(triton, warm):
+    size = 31 * MIB
+    triton.fail_next(1, grpc.StatusCode.UNAVAILABLE)
+    assert infer(triton_client(warm.envoy.target), size, timeout=30) == size
+    assert triton.infer_sizes == [size, size], \
+        "the buffer holds the whole body, so the retry sends all of it again, not an empty or cut request"
+
+
+def test_a_33_mib_request_is_refused_without_reaching_triton(triton, warm):
+    too_large = warm.envoy.stat("http.ingress_grpc.downstream_rq_too_large")
+    with pytest.raises(InferenceServerException, match="Payload Too Large"):
+        infer(triton_client(warm.envoy.target), 33 * MIB, timeout=30)
+    assert triton.infer_sizes == [], "an over-limit request must stop at Envoy's buffer"
+    assert warm.envoy.stat("http.ingress_grpc.downstream_rq_too_large") == too_large + 1
+
+
+def test_a_failing_triton_among_two_is_ejected_and_every_call_is_served_by_the_healthy_one():
+    with loopback_stack(fast_settings(), tritons=2) as stack:
+        good, bad = stack.tritons
+        bad.fail_next(1000, grpc.StatusCode.UNAVAILABLE)
+        client = triton_client(stack.envoy.target)
+        for _ in range(12):
+            assert infer(client, 8) == 8, "every call must succeed, retried onto the healthy Triton"
+        assert good.calls["ModelInfer"] == 12, "each call completed exactly once, on the healthy Triton"
+        assert bad.calls["ModelInfer"] >= 5, "the failing Triton was tried (consecutive5xx needs five failures)"
+        wait_until(lambda: stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_enforced_consecutive_5xx"),
+                   2.0, "the failing host to be ejected")
+        assert stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_active") == 1, \
+            "one host of two may be ejected under maxEjectionPercent 50"
+        flags = {line.rsplit("::", 1)[-1] for line in stack.envoy.admin("/clusters").splitlines()
+                 if line.startswith(f"{CHART.inference_cluster}::{LOOPBACK_HOST}:{bad.port}::health_flags")}
+        assert flags == {"/failed_outlier_check"}, "the failing host, and only it, is marked ejected"
+        assert stack.envoy.stat(f"{CLUSTER}.membership_healthy") == 1
+
+
+@pytest.mark.parametrize("max_retries, all_survive", [(1024, True), (3, False)])
+def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_not_capped(max_retries,
+                                                                                           all_survive):
+    clients = 24
+    settings = fast_settings(circuitBreakers={"maxRetries": max_retries})
+    with loopback_stack(settings) as stack:
+        stack.triton.infer_delay_seconds = 0.05
+        channels = [triton_client(stack.envoy.target) for _ in range(clients)]
+        stack.triton.crash()
+
+        def call(client):
+            try:
+                return infer(client, 8, timeout=15) == 8
+            except InferenceServerException:
+                return False
+
+        with futures.ThreadPoolExecutor(clients) as pool:
+            results = [pool.submit(call, client) for client in channels]
+            time.sleep(0.5)
+            stack.triton.come_up()
+            survived = sum(r.result(timeout=20) for r in results)
+        overflow = stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry_overflow")
+        if all_survive:
+            assert (survived, overflow) == (clients, 0), \
+                f"with maxRetries {max_retries}, {clients - survived} clients failed and {overflow} retries overflowed"
+        else:
+            assert overflow > 0 and survived < clients, \
+                "Envoy's default of 3 concurrent retries must show here as overflowing retries and failed clients"
+
+
+# --------------------------------------------------------------------------------------------- the file itself
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_the_config_text_is_unchanged_by_the_charts_envsubst(stack):
+    from conftest import stack_settings
+
+    text = render_envoy_yaml(build_envoy_config(stack_settings(stack)))
+    result = subprocess.run(["envsubst"], input=text, capture_output=True, text=True, timeout=10,
+                            env={"POD_NAME": "supersonic-interlink-envoy-0", "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == text, "the chart's entrypoint pipes the file through envsubst before Envoy reads it"
