@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -19,7 +20,13 @@ import pytest
 
 import kubectl_standin
 from busybox_harness import MISSING_IN_IMAGE, FakeNamespace, Run, make_bin
-from components.failed_pod_cleanup import COMPONENT, object_labels, script_environment, script_text
+from components.failed_pod_cleanup import (
+    COMPONENT,
+    SCRIPT_PATH,
+    object_labels,
+    script_environment,
+    script_text,
+)
 from conftest import stack_settings
 from supersonic_interlink.contract import CHART
 
@@ -327,6 +334,13 @@ def test_the_script_uses_nothing_the_image_lacks() -> None:
         assert not re.search(rf"\b{missing}\b", code), f"alpine/kubectl has no {missing}"
     assert not re.search(r"head\s+-n\s*-", code), "busybox head has no negative counts"
     assert "pipefail" not in code, "busybox ash in the image is not guaranteed pipefail"
+
+
+def test_shellcheck_finds_nothing_in_the_script_as_posix_sh() -> None:
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck is a test dependency (dev.sh test and CI install it)"
+    result = subprocess.run([shellcheck, "--shell=sh", str(SCRIPT_PATH)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"busybox ash runs POSIX sh; shellcheck found:\n{result.stdout}"
 
 
 def test_the_harness_path_holds_only_busybox_applets_and_the_standin(bin_dir: Path) -> None:
