@@ -221,6 +221,9 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
             "split_external_local_origin_errors": True,
             "consecutive_5xx": od.consecutive5xx,
             "consecutive_gateway_failure": od.consecutiveGatewayFailure,
+            # Envoy enforces this rule 0 % of the time unless told otherwise, which would make the threshold
+            # decoration: a wstunnel answering 502/503/504 for a dead Slurm job is exactly what it should eject.
+            "enforcing_consecutive_gateway_failure": 100,
             "interval": duration(od.intervalSeconds * 1000),
             "base_ejection_time": duration(od.baseEjectionTimeSeconds * 1000),
             "max_ejection_percent": od.maxEjectionPercent,

@@ -145,10 +145,11 @@ def test_the_triton_cluster_ejects_failing_hosts_as_the_change_request_specifies
         "split_external_local_origin_errors": True,
         "consecutive_5xx": 5,
         "consecutive_gateway_failure": 5,
+        "enforcing_consecutive_gateway_failure": 100,
         "interval": "10s",
         "base_ejection_time": "30s",
         "max_ejection_percent": 50,
-    }
+    }, "enforcing_consecutive_gateway_failure defaults to 0 %: without it the gateway-failure threshold never ejects"
 
 
 def test_the_triton_cluster_lets_every_request_retry_at_once(hammer):
