@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import ConfigError
+from supersonic_interlink.settings import ConfigError, load_yaml
 from supersonic_interlink.stack_config import load_stack_config, stack_names
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -76,7 +76,7 @@ def render(stack: str) -> dict[str, Any]:
     # What Helm receives: the value files first, then `values` over them (Helm's own order).
     values: dict[str, Any] = {}
     for asset in release_inputs.get("valueYamlFiles", []):
-        values = _overlay(values, yaml.safe_load(asset["text"]) or {})
+        values = _overlay(values, load_yaml(asset["text"]) or {})
     values = _overlay(values, release_inputs["values"])
     release = {
         "name": release_inputs["name"],

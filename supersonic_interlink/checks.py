@@ -71,11 +71,12 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     import yaml
 
     from .contract import CHART
+    from .settings import load_yaml
 
     findings = [f"envoy.yaml line {n}: contains '$', which the chart's envsubst would substitute"
                 for n, line in enumerate(envoy_yaml.splitlines(), 1) if "$" in line]
     try:
-        config = yaml.safe_load(envoy_yaml)
+        config = load_yaml(envoy_yaml)
     except yaml.YAMLError as error:
         return findings + [f"envoy.yaml: not YAML: {error}"]
     with tempfile.TemporaryDirectory(prefix="envoy-validate-") as tmp:

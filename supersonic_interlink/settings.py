@@ -10,7 +10,9 @@ what is allowed.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import json
 import re
 import typing
@@ -301,14 +303,29 @@ _CHECKS = {
 # --------------------------------------------------------------------------------------------- loading
 
 
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` through libyaml when PyYAML has it (several times faster on the files read here)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@functools.lru_cache(maxsize=None)
+def _project_document(project_file: Path) -> Any:
+    return load_yaml(project_file.read_text())
+
+
 def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
     """The ``default:`` of every key declared in ``Pulumi.yaml`` (the only place defaults are written)."""
-    document = yaml.safe_load(project_file.read_text())
+    document = _project_document(project_file)
     defaults: dict[str, Any] = {}
     for key, declaration in (document.get("config") or {}).items():
         if isinstance(declaration, dict) and "default" in declaration:
-            defaults[key] = declaration["default"]
+            defaults[key] = copy.deepcopy(declaration["default"])
     return defaults
+
+
+@functools.lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _show(value: Any) -> str:
@@ -341,7 +358,7 @@ class _Loader:
             self.problems.append(
                 f"{_key(_join(path, unknown))}: unknown key (allowed under "
                 f"{_key(path) if path else PROJECT}: {', '.join(sorted(names))})")
-        hints = typing.get_type_hints(cls)
+        hints = _type_hints(cls)
         values: dict[str, Any] = {}
         ok = True
         for f in dataclasses.fields(cls):

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from .settings import PROJECT, PROJECT_FILE, ConfigError, project_defaults
+from .settings import PROJECT, PROJECT_FILE, ConfigError, load_yaml, project_defaults
 
 ROOT = PROJECT_FILE.parent
 STACKS_DIR = ROOT / "stacks"
@@ -54,7 +54,7 @@ def load_stack_config(stack: str) -> dict[str, str]:
         known = ", ".join(stack_names()) or "none"
         raise ConfigError([f"stack {stack!r}: no file {path.relative_to(ROOT)} (stacks: {known})"])
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        document = load_yaml(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError([f"{path.relative_to(ROOT)}: not valid YAML: {exc}"]) from None
     values = document.get("config") or {}
