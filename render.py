@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import ConfigError, load_yaml
+from supersonic_interlink.settings import ConfigError, deep_merge, load_yaml
 from supersonic_interlink.stack_config import load_stack_config, stack_names
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -46,16 +46,6 @@ def dump_all(documents: list[Any]) -> str:
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
 
 
-def _overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in top.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _overlay(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def render(stack: str) -> dict[str, Any]:
     """Evaluate the stack; return its manifests, release description and Envoy text. Raises ConfigError."""
     from supersonic_interlink.evaluate import evaluate
@@ -76,8 +66,8 @@ def render(stack: str) -> dict[str, Any]:
     # What Helm receives: the value files first, then `values` over them (Helm's own order).
     values: dict[str, Any] = {}
     for asset in release_inputs.get("valueYamlFiles", []):
-        values = _overlay(values, load_yaml(asset["text"]) or {})
-    values = _overlay(values, release_inputs["values"])
+        values = deep_merge(values, load_yaml(asset["text"]) or {})
+    values = deep_merge(values, release_inputs["values"])
     release = {
         "name": release_inputs["name"],
         "namespace": release_inputs["namespace"],

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import Settings, thaw
+from supersonic_interlink.settings import Settings, deep_merge, thaw
 
 TYPE = "supersonic-interlink:index:SupersonicRelease"
 
@@ -125,17 +125,6 @@ def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any]
     return found
 
 
-def merge_values(computed: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``extra`` deep-merged underneath ``computed`` (computed wins; collisions are rejected before this)."""
-    merged: dict[str, Any] = {key: thaw(value) for key, value in extra.items()}
-    for key, value in computed.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = merge_values(value, merged[key])
-        else:
-            merged[key] = value
-    return merged
-
-
 def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Separate the explicit nulls ("delete this chart default") from the other values.
 
@@ -182,8 +171,9 @@ class SupersonicRelease(pulumi.ComponentResource):
     def __init__(self, name: str, args: SupersonicReleaseArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TYPE, name, None, opts)
         settings = args.settings
-        values, nulls = split_nulls(merge_values(
-            release_values(settings, args.envoy_config_map_name, args.envoy_checksum), settings.helmValues))
+        # helmValues goes underneath: collisions with computed values were rejected before anything registered.
+        values, nulls = split_nulls(deep_merge(
+            settings.helmValues, release_values(settings, args.envoy_config_map_name, args.envoy_checksum)))
         chart = settings.release.chart
         if chart.path is not None:
             source: dict[str, Any] = {"chart": chart.path}

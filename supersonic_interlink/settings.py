@@ -473,6 +473,17 @@ def thaw(value: Any) -> Any:
     return value
 
 
+def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``: objects on both sides merge key by key, anything else in ``top`` wins."""
+    merged = thaw(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = thaw(value)
+    return merged
+
+
 def _parse_cli_value(key: str, text: Any) -> Any:
     """The CLI passes every value as a string: objects and lists as JSON, scalars as their text."""
     if not isinstance(text, str):

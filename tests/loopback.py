@@ -79,7 +79,7 @@ if str(ROOT) not in sys.path:
 from supersonic_interlink.checks import envoy_binary  # noqa: E402
 from supersonic_interlink.contract import CHART  # noqa: E402
 from supersonic_interlink.envoy import build_envoy_config  # noqa: E402
-from supersonic_interlink.settings import PROJECT, Settings, load_settings  # noqa: E402
+from supersonic_interlink.settings import PROJECT, Settings, deep_merge, load_settings  # noqa: E402
 from supersonic_interlink.stack_config import load_stack_config  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
@@ -123,18 +123,8 @@ def loopback_settings(stack: str = "hammer", *, scale_from_zero: Mapping[str, An
             continue
         full = f"{PROJECT}:{key}"
         current = json.loads(config[full]) if full in config else {}
-        config[full] = json.dumps(_deep_merge(current, changes))
+        config[full] = json.dumps(deep_merge(current, changes))
     return load_settings(config)
-
-
-def _deep_merge(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in changes.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def triton_client(target: str):

@@ -11,12 +11,12 @@ from components.supersonic_release import (
     POSTRENDER,
     UPGRADE_MARGIN_SECONDS,
     helm_values_collisions,
-    merge_values,
     split_nulls,
 )
 from conftest import stack_settings
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.evaluate import evaluate
+from supersonic_interlink.settings import deep_merge
 from supersonic_interlink.program import build
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -156,7 +156,7 @@ def test_helm_values_collisions_are_found_at_every_depth() -> None:
     computed = {"a": {"b": 1, "c": {"d": 2}}, "e": 3}
     assert helm_values_collisions(computed, {"a": {"c": {"d": 9}}, "e": 4, "f": 5}) == ["a.c.d", "e"]
     assert helm_values_collisions(computed, {"a": {"x": 1}}) == []
-    assert merge_values(computed, {"a": {"x": 1}}) == {"a": {"b": 1, "c": {"d": 2}, "x": 1}, "e": 3}
+    assert deep_merge({"a": {"x": 1}}, computed) == {"a": {"b": 1, "c": {"d": 2}, "x": 1}, "e": 3}
 
 
 def test_outputs_checked_inside_apply_really_ran() -> None:
