@@ -24,6 +24,8 @@ import tritonclient.grpc as triton_grpc  # noqa: E402
 
 from loopback import MODEL, loopback_settings, loopback_stack, triton_client  # noqa: E402
 
+from supersonic_interlink.contract import CHART  # noqa: E402
+
 
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
@@ -65,7 +67,7 @@ def main() -> int:
             print(f"{size:>10}  {d50:>8.0f}us {d99:>6.0f}us  {e50:>8.0f}us {e99:>6.0f}us  "
                   f"{e50 - d50:>8.0f}us {e99 - d99:>6.0f}us   ({calls} calls each, "
                   f"mean {statistics.fmean(proxied) - statistics.fmean(direct):.0f}us)")
-        retried = stack.envoy.stat("cluster.triton_grpc_service.upstream_rq_retry")
+        retried = stack.envoy.stat(f"cluster.{CHART.inference_cluster}.upstream_rq_retry")
         print(f"retries during the run: {retried} (0 expected: every call succeeded first time)")
     return 0
 
