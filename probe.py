@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, TextIO
 import grpc
 
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.envoy import repository_index_idle_timeout_seconds
 from supersonic_interlink.settings import ConfigError, Settings
 from supersonic_interlink.stack_config import load_stack_config, stack_names
 
@@ -75,7 +76,7 @@ def probe_deadline_seconds(settings: Settings) -> int:
     A client with a shorter deadline would give up on wakes the release is configured to allow; past this
     one, Envoy itself has closed the stream.
     """
-    return settings.scaleFromZero.readyTimeoutSeconds + CHART.ready_timeout_margin_seconds
+    return repository_index_idle_timeout_seconds(settings)
 
 
 def default_endpoint(settings: Settings) -> str:

@@ -23,7 +23,6 @@ from supersonic_interlink.settings import ConfigError, deep_merge, load_yaml
 from supersonic_interlink.stack_config import load_stack_config, stack_names
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
-CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -103,6 +102,19 @@ def findings(rendered: dict[str, Any]) -> list[str]:
     return kubernetes_findings(rendered["manifests"]) + envoy_findings(rendered["envoy"])
 
 
+def _repository_index_idle_timeout(envoy_yaml: str) -> str:
+    """The idle_timeout of the RepositoryIndex route as the rendered configuration states it."""
+    config = load_yaml(envoy_yaml)
+    for listener in config["static_resources"]["listeners"]:
+        for chain in listener["filter_chains"]:
+            for network_filter in chain["filters"]:
+                for host in network_filter["typed_config"].get("route_config", {}).get("virtual_hosts", []):
+                    for route in host["routes"]:
+                        if route["match"].get("path") == CHART.repository_index_path:
+                            return route["route"]["idle_timeout"]
+    return "missing"
+
+
 def summary(stack: str, rendered: dict[str, Any]) -> str:
     release = rendered["release"]
     values = release["values"]
@@ -113,7 +125,7 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
         f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
         f"  chart: {source}",
         f"  scale from zero: {'on' if sfz['enabled'] else 'off'}, readyTimeoutSeconds {sfz['readyTimeoutSeconds']}"
-        f" (RepositoryIndex idle_timeout {sfz['readyTimeoutSeconds'] + CHART.ready_timeout_margin_seconds}s),"
+        f" (RepositoryIndex idle_timeout {_repository_index_idle_timeout(rendered['envoy'])}),"
         f" KEDA {values['keda']['minReplicaCount']}..{values['keda']['maxReplicaCount']} replicas",
         f"  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
         f"  client endpoint: {rendered['outputs'].get('clientEndpoint')}",

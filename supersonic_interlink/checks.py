@@ -92,6 +92,8 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
                 capture_output=True, text=True, timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
             return findings + [f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
+        except FileNotFoundError as missing:
+            return findings + [f"envoy --mode validate: could not run: {missing}"]
     output = (result.stdout + result.stderr).splitlines()
     reported = [line.split("] ", 3)[-1] if line.startswith("[") else line for line in output
                 if "Deprecated field" in line or "[critical]" in line or "[error]" in line]

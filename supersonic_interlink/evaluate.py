@@ -48,10 +48,6 @@ class Registered:
     custom: bool
     """False for component resources."""
 
-    @property
-    def urn_suffix(self) -> str:
-        return f"{self.type}::{self.name}"
-
 
 class EchoMocks(pulumi.runtime.Mocks):
     """Outputs echo the inputs, as the provider does for these types."""

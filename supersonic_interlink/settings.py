@@ -56,7 +56,7 @@ class ChartSource:
     """Where the SuperSONIC chart comes from: a repository with an exact version, or a local path."""
 
     repo: str | None = setting(check="chart_repo")
-    name: str | None = setting(check="k8s_name")
+    name: str | None = setting(check="k8s_label")
     version: str | None = setting(check="exact_version")
     path: str | None = setting()
 
@@ -235,10 +235,6 @@ def _check_k8s_label(value: str) -> str | None:
     return None
 
 
-def _check_k8s_name(value: str) -> str | None:
-    return _check_k8s_label(value)
-
-
 def _check_release_name(value: str) -> str | None:
     if len(value) > RELEASE_NAME_MAX or not _DNS_1035.match(value):
         return (f"a release name: lowercase letters, digits and '-', starting with a letter, at most "
@@ -289,7 +285,6 @@ def _check_cron(value: str) -> str | None:
 
 _CHECKS = {
     "k8s_label": _check_k8s_label,
-    "k8s_name": _check_k8s_name,
     "release_name": _check_release_name,
     "exact_version": _check_exact_version,
     "chart_repo": _check_chart_repo,
@@ -484,7 +479,7 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
     return merged
 
 
-def _parse_cli_value(key: str, text: Any) -> Any:
+def _parse_cli_value(text: Any) -> Any:
     """The CLI passes every value as a string: objects and lists as JSON, scalars as their text."""
     if not isinstance(text, str):
         return text
@@ -587,7 +582,7 @@ def load_settings(config: Mapping[str, Any], defaults: Mapping[str, Any] | None 
     for full_key, text in config.items():
         namespace, _, key = full_key.partition(":")
         if namespace == PROJECT:
-            ours[key] = _parse_cli_value(key, text)
+            ours[key] = _parse_cli_value(text)
     loader = _Loader()
     settings = loader.build(Settings, "", ours, dict(defaults))
     problems = loader.problems + _cross_checks(loader.sections)

