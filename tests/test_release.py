@@ -51,7 +51,7 @@ def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
     assert triton["tolerations"] == [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists"}], \
         "without the toleration the virtual node's taint keeps Triton Pending forever"
     assert triton["image"] == "/cvmfs/unpacked.cern.ch/nvcr.io/nvidia/tritonserver:26.04-py3"
-    assert triton["resources"]["requests"] == {"cpu": "2", "memory": "8G"}
+    assert triton["resources"]["requests"] == {"cpu": 2, "memory": "8G"}, "the chart's values schema types cpu as an integer"
 
 
 def test_hammer_triton_pods_carry_the_slurm_and_wstunnel_annotations(hammer) -> None:
