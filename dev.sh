@@ -20,13 +20,18 @@ need_python() {
 ensure_venv() {
   # $1: the requirements file this command needs.
   stamp="$VENV/.installed-$(basename "$1" .txt)"
-  if [ ! -x "$VENV/bin/python" ]; then
+  if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
     need_python
-    "$PYTHON" -m venv "$VENV"
+    rm -rf "$VENV"  # missing, or left half-made by an earlier failure
+    if ! "$PYTHON" -m venv "$VENV"; then
+      rm -rf "$VENV"
+      echo "dev.sh: '$PYTHON -m venv' failed (on Debian or Ubuntu: apt-get install python3-venv)" >&2
+      exit 1
+    fi
   fi
-  wanted=$(cat "$1" requirements.txt constraints.txt | cksum)
+  wanted=$(cat "$1" requirements*.txt constraints.txt | cksum)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$1" -c constraints.txt
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$1"
     echo "$wanted" > "$stamp"
   fi
 }
@@ -51,7 +56,7 @@ ensure_test_tools() {
 case "${1:-}" in
   render)
     shift
-    ensure_venv requirements.txt
+    ensure_venv requirements-tools.txt
     exec "$VENV/bin/python" render.py "$@"
     ;;
   test)
