@@ -104,3 +104,15 @@ def test_a_scaled_object_under_an_unexpected_name_is_an_error_not_a_silent_skip(
     result = post_render(renamed)
     assert result.returncode != 0, "a chart rename must not ship a ScaledObject without the timeout"
     assert "contract.py" in result.stderr
+
+
+def test_without_the_project_virtualenv_it_says_what_to_run(tmp_path: Path) -> None:
+    copy = tmp_path / "postrender"
+    copy.mkdir()
+    for name in ("keda-trigger-timeout", "keda_trigger_timeout.py"):
+        (copy / name).write_bytes((ROOT / "postrender" / name).read_bytes())
+    (copy / "keda-trigger-timeout").chmod(0o755)
+    result = subprocess.run([str(copy / "keda-trigger-timeout")], input=SCALED_OBJECT, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 1, "a post-renderer that cannot run must stop the upgrade"
+    assert "run 'pulumi install'" in result.stderr
