@@ -2,7 +2,6 @@
 
 from supersonic_interlink.program import build, settings_or_stop
 
-# The whole stack config, checked before any resource is registered; every problem is reported at once.
+# Checked whole before any resource is registered, so a config mistake deploys nothing.
 settings = settings_or_stop()
-# The Envoy ConfigMap, the SuperSONIC release and the failed-pod cleanup, and the stack's exports.
 build(settings)

@@ -1,6 +1,6 @@
 """The deployed Envoy configuration, run for real on loopback against stand-ins for what surrounds it in the pod.
 
-Used by the functional tests, the benchmarks and ``probe.py``. Everything binds 127.0.0.1 on free ports, every
+Used by the functional tests, the probe's tests and the benchmarks. Everything binds 127.0.0.1 on free ports, every
 wait is bounded, and every context manager stops what it started, also when the body raises.
 
 The pieces
