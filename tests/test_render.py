@@ -108,3 +108,19 @@ def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
     result = run_render("nope")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
+
+
+def test_helm_template_arguments_name_the_pinned_chart_and_turn_off_only_the_lookup(tmp_path: Path) -> None:
+    """What the pull-request workflow hands `helm template` (which cannot answer the chart's lookup)."""
+    render.write(render.render("hammer"), tmp_path)
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "helm_template_args.py"), str(tmp_path)],
+                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "supersonic-interlink", "supersonic", "--repo", "https://fastmachinelearning.org/SuperSONIC",
+        "--version", "0.4.0", "--namespace", "cms", "--values", str(tmp_path / "template-values.yaml")]
+    values = yaml.safe_load((tmp_path / "template-values.yaml").read_text())
+    release = yaml.safe_load((tmp_path / "release.yaml").read_text())
+    assert values["envoy"]["external_config"]["load_from_configmap"] is False
+    release["values"]["envoy"]["external_config"]["load_from_configmap"] = False
+    assert values == release["values"], "everything else is the release's values as Helm gets them"
