@@ -205,14 +205,18 @@ def describe(result: ProbeResult) -> str:
     head = f"{result.outcome}: {result.endpoint} (stack {result.stack})"
     if result.outcome in (READY, NOT_READY):
         names = ", ".join(m["name"] for m in result.models or []) or "none"
-        line = (f"{head}: RepositoryIndex answered after {result.wake_seconds:.1f}s, ServerReady "
-                f"{str(result.server_ready).lower()}, {result.model_count or 0} model(s): {names}")
+        line = (
+            f"{head}: RepositoryIndex answered after {result.wake_seconds:.1f}s, ServerReady "
+            f"{str(result.server_ready).lower()}, {result.model_count or 0} model(s): {names}"
+        )
         return line + (f"; {result.detail}" if result.detail else "")
     if result.outcome == REJECTED:
-        why = " (the Lua filter found no healthy Triton within readyTimeoutSeconds)" \
-            if result.grpc_status == LUA_REJECT_STATUS else ""
-        return (f"{head}: grpc-status {result.grpc_status} after {result.elapsed_seconds:.1f}s{why}: "
-                f"{result.detail}")
+        why = (
+            " (the Lua filter found no healthy Triton within readyTimeoutSeconds)"
+            if result.grpc_status == LUA_REJECT_STATUS
+            else ""
+        )
+        return f"{head}: grpc-status {result.grpc_status} after {result.elapsed_seconds:.1f}s{why}: {result.detail}"
     if result.outcome == DEADLINE_EXCEEDED:
         return f"{head}: no answer within the {clock(result.deadline_seconds)} deadline: {result.detail}"
     return f"{head}: {result.detail}"
@@ -222,8 +226,10 @@ def describe_summary(summary: Mapping[str, Any]) -> str:
     wakes = summary["wake_seconds"]
     seen = ", ".join(f"{n} {o}" for o, n in summary["outcomes"].items() if n)
     if wakes["count"]:
-        wake = (f"wake time over {wakes['count']} answered: min {wakes['min']:.1f}s, median "
-                f"{wakes['median']:.1f}s, max {wakes['max']:.1f}s")
+        wake = (
+            f"wake time over {wakes['count']} answered: min {wakes['min']:.1f}s, median "
+            f"{wakes['median']:.1f}s, max {wakes['max']:.1f}s"
+        )
     else:
         wake = "no probe was answered"
     return f"summary: {summary['count']} probe(s): {seen}; {wake}; worst: {summary['worst_outcome']}"
@@ -239,8 +245,9 @@ class Progress:
     seconds.
     """
 
-    def __init__(self, stream: TextIO, deadline: float, every: float = DEFAULT_PROGRESS_EVERY,
-                 live: bool | None = None):
+    def __init__(
+        self, stream: TextIO, deadline: float, every: float = DEFAULT_PROGRESS_EVERY, live: bool | None = None
+    ):
         self.stream = stream
         self.deadline = deadline
         self.every = every
@@ -290,8 +297,11 @@ def grpc_connection_problem(endpoint: str, timeout: float) -> str | None:
     channel = grpc.insecure_channel(endpoint)
     settled = threading.Event()
     final: list[grpc.ChannelConnectivity] = []
-    ends = (grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.TRANSIENT_FAILURE,
-            grpc.ChannelConnectivity.SHUTDOWN)
+    ends = (
+        grpc.ChannelConnectivity.READY,
+        grpc.ChannelConnectivity.TRANSIENT_FAILURE,
+        grpc.ChannelConnectivity.SHUTDOWN,
+    )
 
     def watch(state: grpc.ChannelConnectivity) -> None:
         if state in ends and not settled.is_set():
@@ -301,8 +311,10 @@ def grpc_connection_problem(endpoint: str, timeout: float) -> str | None:
     channel.subscribe(watch, try_to_connect=True)
     try:
         if not settled.wait(timeout):
-            return (f"no gRPC connection within {timeout:g}s: the address accepts no connection or "
-                    f"answers without HTTP/2 (not a gRPC endpoint, or a port-forward whose pod is gone)")
+            return (
+                f"no gRPC connection within {timeout:g}s: the address accepts no connection or "
+                f"answers without HTTP/2 (not a gRPC endpoint, or a port-forward whose pod is gone)"
+            )
         if final[0] == grpc.ChannelConnectivity.READY:
             return None
         return CONNECTION_FAILED
@@ -332,8 +344,9 @@ def _status_name(error: Any) -> str:
     return status.rsplit(".", 1)[-1]
 
 
-def _wait_for_call(call: Callable[[], Any], limit: float,
-                   progress: Progress | None) -> tuple[Any, BaseException | None, float, bool]:
+def _wait_for_call(
+    call: Callable[[], Any], limit: float, progress: Progress | None
+) -> tuple[Any, BaseException | None, float, bool]:
     """Run ``call`` in a worker thread, showing progress; return (result, error, seconds, finished)."""
     box: dict[str, Any] = {}
     done = threading.Event()
@@ -364,8 +377,15 @@ def _wait_for_call(call: Callable[[], Any], limit: float,
     return box.get("result"), box.get("error"), elapsed, done.is_set()
 
 
-def probe_once(endpoint: str, deadline: float, *, stack: str, ready_timeout: int | None = None,
-               connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, progress: Progress | None = None) -> ProbeResult:
+def probe_once(
+    endpoint: str,
+    deadline: float,
+    *,
+    stack: str,
+    ready_timeout: int | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    progress: Progress | None = None,
+) -> ProbeResult:
     """Start one client session against ``endpoint`` and report how it went."""
     # Imported here so `--help` and config errors answer without loading the gRPC client stack.
     import tritonclient.grpc as triton_grpc
@@ -374,9 +394,17 @@ def probe_once(endpoint: str, deadline: float, *, stack: str, ready_timeout: int
     started = time.time()
 
     def result(outcome: str, elapsed: float = 0.0, **fields: Any) -> ProbeResult:
-        return ProbeResult(stack=stack, endpoint=endpoint, outcome=outcome, started=started, finished=time.time(),
-                           deadline_seconds=deadline, ready_timeout_seconds=ready_timeout, elapsed_seconds=elapsed,
-                           **fields)
+        return ProbeResult(
+            stack=stack,
+            endpoint=endpoint,
+            outcome=outcome,
+            started=started,
+            finished=time.time(),
+            deadline_seconds=deadline,
+            ready_timeout_seconds=ready_timeout,
+            elapsed_seconds=elapsed,
+            **fields,
+        )
 
     problem = grpc_connection_problem(endpoint, min(connect_timeout, deadline))
     # The client as a CMSSW session creates it: default channel options, no keepalive pings, plain gRPC.
@@ -385,8 +413,9 @@ def probe_once(endpoint: str, deadline: float, *, stack: str, ready_timeout: int
         if problem == CONNECTION_FAILED:
             # gRPC's own wording (refused, name not found, socket closed) says more than the channel state.
             # ServerLive, not RepositoryIndex: should the endpoint have just come up, this must not wake Triton.
-            _, error, _, _ = _wait_for_call(lambda: client.is_server_live(client_timeout=connect_timeout),
-                                            connect_timeout + DEADLINE_GRACE, None)
+            _, error, _, _ = _wait_for_call(
+                lambda: client.is_server_live(client_timeout=connect_timeout), connect_timeout + DEADLINE_GRACE, None
+            )
             if isinstance(error, InferenceServerException) and error.message():
                 problem = error.message()
         if problem is not None:
@@ -395,10 +424,15 @@ def probe_once(endpoint: str, deadline: float, *, stack: str, ready_timeout: int
         if progress:
             progress.start(f"probe {stack} {endpoint}")
         response, error, elapsed, finished = _wait_for_call(
-            lambda: client.get_model_repository_index(client_timeout=deadline), deadline + DEADLINE_GRACE, progress)
+            lambda: client.get_model_repository_index(client_timeout=deadline), deadline + DEADLINE_GRACE, progress
+        )
         if not finished:
-            return result(DEADLINE_EXCEEDED, elapsed, grpc_status="DEADLINE_EXCEEDED",
-                          detail=f"the client did not report its {deadline:g}s deadline; gave up waiting")
+            return result(
+                DEADLINE_EXCEEDED,
+                elapsed,
+                grpc_status="DEADLINE_EXCEEDED",
+                detail=f"the client did not report its {deadline:g}s deadline; gave up waiting",
+            )
         if error is not None:
             if not isinstance(error, InferenceServerException):
                 raise error
@@ -414,12 +448,24 @@ def probe_once(endpoint: str, deadline: float, *, stack: str, ready_timeout: int
         try:
             ready = bool(client.is_server_ready(client_timeout=min(SERVER_READY_TIMEOUT, remaining)))
         except InferenceServerException as ready_error:
-            return result(NOT_READY, elapsed, wake_seconds=elapsed, server_ready=False, models=models,
-                          grpc_status=_status_name(ready_error),
-                          detail=f"ServerReady failed: {ready_error.message()}")
+            return result(
+                NOT_READY,
+                elapsed,
+                wake_seconds=elapsed,
+                server_ready=False,
+                models=models,
+                grpc_status=_status_name(ready_error),
+                detail=f"ServerReady failed: {ready_error.message()}",
+            )
         if not ready:
-            return result(NOT_READY, elapsed, wake_seconds=elapsed, server_ready=False, models=models,
-                          detail="ServerReady is false (a model failed to load, or Triton is shutting down)")
+            return result(
+                NOT_READY,
+                elapsed,
+                wake_seconds=elapsed,
+                server_ready=False,
+                models=models,
+                detail="ServerReady is false (a model failed to load, or Triton is shutting down)",
+            )
         return result(READY, elapsed, wake_seconds=elapsed, server_ready=True, models=models)
     finally:
         client.close()
@@ -460,29 +506,54 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=summary.split("\n\n", 1)[0],
         epilog="outcomes and exit codes:" + outcomes.rstrip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}): gives the deadline and the "
-                                      f"default endpoint")
-    parser.add_argument("--endpoint", metavar="HOST:PORT",
-                        help="Envoy's gRPC endpoint; default the stack's in-cluster Service "
-                             "(<release>.<namespace>.svc.cluster.local:<envoy.grpcPort>)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object per probe (and a summary object after several) to stdout")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "stack", help=f"stack name ({', '.join(stack_names())}): gives the deadline and the default endpoint"
+    )
+    parser.add_argument(
+        "--endpoint",
+        metavar="HOST:PORT",
+        help="Envoy's gRPC endpoint; default the stack's in-cluster Service "
+        "(<release>.<namespace>.svc.cluster.local:<envoy.grpcPort>)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per probe (and a summary object after several) to stdout",
+    )
     parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="probe N times (default 1)")
-    parser.add_argument("--interval", type=_at_least_zero, default=DEFAULT_INTERVAL, metavar="S",
-                        help=f"seconds between the end of one probe and the start of the next (default "
-                             f"{DEFAULT_INTERVAL:g})")
-    parser.add_argument("--connect-timeout", type=_positive, default=DEFAULT_CONNECT_TIMEOUT, metavar="S",
-                        help=f"seconds allowed to establish the gRPC connection (default "
-                             f"{DEFAULT_CONNECT_TIMEOUT:g})")
-    parser.add_argument("--progress-every", type=_positive, default=DEFAULT_PROGRESS_EVERY, metavar="S",
-                        help=f"when stderr is not a terminal, a progress line every S seconds (default "
-                             f"{DEFAULT_PROGRESS_EVERY:g})")
+    parser.add_argument(
+        "--interval",
+        type=_at_least_zero,
+        default=DEFAULT_INTERVAL,
+        metavar="S",
+        help=f"seconds between the end of one probe and the start of the next (default {DEFAULT_INTERVAL:g})",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=_positive,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="S",
+        help=f"seconds allowed to establish the gRPC connection (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--progress-every",
+        type=_positive,
+        default=DEFAULT_PROGRESS_EVERY,
+        metavar="S",
+        help=f"when stderr is not a terminal, a progress line every S seconds (default {DEFAULT_PROGRESS_EVERY:g})",
+    )
     return parser
 
 
-def main(argv: list[str] | None = None, *, config: Mapping[str, Any] | None = None,
-         stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def main(
+    argv: list[str] | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
     """Run the command; ``config`` replaces the stack file's config map (the tests shorten timeouts with it)."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -511,9 +582,14 @@ def main(argv: list[str] | None = None, *, config: Mapping[str, Any] | None = No
         for index in range(args.repeat):
             if index:
                 time.sleep(args.interval)
-            result = probe_once(endpoint, deadline, stack=args.stack,
-                                ready_timeout=settings.scaleFromZero.readyTimeoutSeconds,
-                                connect_timeout=args.connect_timeout, progress=progress)
+            result = probe_once(
+                endpoint,
+                deadline,
+                stack=args.stack,
+                ready_timeout=settings.scaleFromZero.readyTimeoutSeconds,
+                connect_timeout=args.connect_timeout,
+                progress=progress,
+            )
             results.append(result)
             emit(result.record(), describe(result))
     except KeyboardInterrupt:

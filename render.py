@@ -53,13 +53,19 @@ def render(stack: str) -> dict[str, Any]:
     config = load_stack_config(stack)
     settings_from_config(config)  # every config problem, before anything is evaluated
     evaluation = evaluate(config, stack)
-    manifests = [r.inputs for r in evaluation.resources
-                 if r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE_TYPE]
+    manifests = [
+        r.inputs
+        for r in evaluation.resources
+        if r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE_TYPE
+    ]
     manifests.sort(key=lambda m: (m["kind"], m["metadata"]["name"]))
     release_inputs = evaluation.one(RELEASE_TYPE).inputs
     if "repositoryOpts" in release_inputs:
-        chart = {"repo": release_inputs["repositoryOpts"]["repo"], "name": release_inputs["chart"],
-                 "version": release_inputs["version"]}
+        chart = {
+            "repo": release_inputs["repositoryOpts"]["repo"],
+            "name": release_inputs["chart"],
+            "version": release_inputs["version"],
+        }
     else:
         chart = {"path": release_inputs["chart"]}
     # What Helm receives: the value files first, then `values` over them (Helm's own order).
@@ -71,13 +77,19 @@ def render(stack: str) -> dict[str, Any]:
         "name": release_inputs["name"],
         "namespace": release_inputs["namespace"],
         "chart": chart,
-        "options": {key: release_inputs[key] for key in
-                    ("atomic", "cleanupOnFail", "maxHistory", "postrender", "timeout") if key in release_inputs},
+        "options": {
+            key: release_inputs[key]
+            for key in ("atomic", "cleanupOnFail", "maxHistory", "postrender", "timeout")
+            if key in release_inputs
+        },
         "values": values,
     }
     config_name = release["values"]["envoy"]["external_config"]["configmap_name"]
-    envoy_text = next(m["data"][CHART.envoy_config_key] for m in manifests
-                      if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name)
+    envoy_text = next(
+        m["data"][CHART.envoy_config_key]
+        for m in manifests
+        if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name
+    )
     return {"manifests": manifests, "release": release, "envoy": envoy_text, "outputs": evaluation.outputs}
 
 

@@ -55,16 +55,29 @@ def backlog(settings, count: int) -> list[dict]:
     for i in range(count):
         suffix = hashlib.sha256(str(i).encode()).hexdigest()[:5]
         created = (start + timedelta(minutes=2 * i)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        pods.append(kubectl_standin.pod(f"{CHART.inference_object_name(release)}-7c9d8f6b5-{suffix}", created=created,
-                                        phase="Failed", labels=CHART.inference_pod_labels(release),
-                                        namespace=settings.namespace, container_reason="Error", exit_code=255))
+        pods.append(
+            kubectl_standin.pod(
+                f"{CHART.inference_object_name(release)}-7c9d8f6b5-{suffix}",
+                created=created,
+                phase="Failed",
+                labels=CHART.inference_pod_labels(release),
+                namespace=settings.namespace,
+                container_reason="Error",
+                exit_code=255,
+            )
+        )
     for i in range(BYSTANDERS):
         created = (start + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
         running = i % 2 == 0
-        pods.append(kubectl_standin.pod(
-            f"bystander-{i}", created=created, phase="Running" if running else "Failed",
-            labels=CHART.inference_pod_labels(release if running else "supersonic-gpu"),
-            namespace=settings.namespace))
+        pods.append(
+            kubectl_standin.pod(
+                f"bystander-{i}",
+                created=created,
+                phase="Running" if running else "Failed",
+                labels=CHART.inference_pod_labels(release if running else "supersonic-gpu"),
+                namespace=settings.namespace,
+            )
+        )
     return pods
 
 
@@ -76,8 +89,14 @@ def run_measured(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, 
     """
     usage_file = cwd / "usage.txt"
     started = time.perf_counter()
-    result = subprocess.run([busybox_path(), "time", "-v", "-o", str(usage_file), *argv], env=env, cwd=cwd,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [busybox_path(), "time", "-v", "-o", str(usage_file), *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     seconds = time.perf_counter() - started
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", usage_file.read_text())
     if peak is None:
@@ -96,7 +115,8 @@ def replay_bin(directory: Path, response: Path, log: Path) -> Path:
         f"  get) cat '{response}' ;;\n"
         f"  delete) echo \"delete $#\" >> '{log}' ;;\n"
         "  *) exit 1 ;;\n"
-        "esac\n")
+        "esac\n"
+    )
     kubectl.chmod(0o755)
     return directory
 
@@ -136,15 +156,21 @@ def main(argv: list[str] | None = None) -> int:
         # The first run's list (the whole backlog), replayed with busybox alone.
         fresh = root / "fresh.json"
         kubectl_standin.write_state(fresh, pods)
-        answer = subprocess.run([sys.executable, kubectl_standin.__file__, *first.calls[0]], capture_output=True,
-                                env={kubectl_standin.STATE_ENV: str(fresh)}, timeout=120, check=True)
+        answer = subprocess.run(
+            [sys.executable, kubectl_standin.__file__, *first.calls[0]],
+            capture_output=True,
+            env={kubectl_standin.STATE_ENV: str(fresh)},
+            timeout=120,
+            check=True,
+        )
         response = root / "list-response.txt"
         response.write_bytes(answer.stdout)
         replay_log = root / "replay.log"
         replay = replay_bin(root / "replay-bin", response, replay_log)
         command = container_command(script_text())
         status, replay_seconds, peak_kib, replay_out = run_measured(
-            [busybox_path(), "sh", *command[1:]], {"PATH": str(replay), **environment}, root)
+            [busybox_path(), "sh", *command[1:]], {"PATH": str(replay), **environment}, root
+        )
         if status != 0:
             print(replay_out, file=sys.stderr)
             return 1
@@ -156,31 +182,58 @@ def main(argv: list[str] | None = None) -> int:
     delete_calls = sum(r.verbs().count("delete") for r in runs)
     with_deletions = sum(1 for r in runs if r.deleted_names())
     version = subprocess.run([busybox_path()], capture_output=True, text=True, timeout=30).stdout.split()[1]
-    print(f"cleanup benchmark: {args.pods} Failed Triton pods (+{BYSTANDERS} bystanders), stack {STACK} "
-          f"(keep {keep}, at most {MAX_DELETIONS_PER_RUN} per run), busybox {version}")
-    print(f"  runs to clear the backlog: {with_deletions} deleting + 1 finding nothing "
-          f"({with_deletions * 5} min at the default 5-minute schedule); deleted {deleted}, kept {len(left)}")
-    print(f"  wall time per run (stand-in kubectl, end to end): first {first.seconds:.2f} s, "
-          f"max {max(r.seconds for r in runs):.2f} s, all {sum(r.seconds for r in runs):.2f} s")
-    print(f"  kubectl invocations: {invocations} over {len(runs)} runs ({len(runs)} list + {delete_calls} delete; "
-          f"never more than 1 list + 1 delete per run); largest delete command "
-          f"{sum(len(a) + 1 for a in first_delete) / 1024:.1f} KiB")
-    print(f"  API requests: {len(runs)} LIST + {deleted} DELETE = {len(runs) + deleted} (kubectl sends one DELETE "
-          f"per named pod; --sort-by lists unchunked)")
-    print(f"  script alone on the full {args.pods}-pod list ({response_size(answer.stdout)}), busybox-only replay: "
-          f"{replay_seconds:.3f} s wall, peak RSS {peak_kib / 1024:.1f} MiB (`busybox true` measures "
-          f"{floor_kib / 1024:.1f} MiB the same way), {replay_deletes} delete call")
-    print(f"  per-pod approach for the same backlog: descheduler RemoveFailedPods = {deleted + keep} eviction "
-          f"requests (no keep-newest; plus its cluster-wide pod list/watch); a kubectl-per-pod loop = "
-          f"{1 + deleted} kubectl invocations, each with its own start-up and discovery")
-    print(json.dumps({
-        "pods": args.pods, "keep": keep, "max_per_run": MAX_DELETIONS_PER_RUN, "runs": len(runs),
-        "deleted": deleted, "first_run_seconds": round(first.seconds, 3),
-        "total_seconds": round(sum(r.seconds for r in runs), 3), "kubectl_invocations": invocations,
-        "delete_calls": delete_calls, "api_requests": len(runs) + deleted,
-        "replay_seconds": round(replay_seconds, 3), "replay_peak_rss_kib": peak_kib, "floor_rss_kib": floor_kib,
-        "per_pod_eviction_requests": deleted + keep, "per_pod_kubectl_invocations": 1 + deleted,
-    }))
+    print(
+        f"cleanup benchmark: {args.pods} Failed Triton pods (+{BYSTANDERS} bystanders), stack {STACK} "
+        f"(keep {keep}, at most {MAX_DELETIONS_PER_RUN} per run), busybox {version}"
+    )
+    print(
+        f"  runs to clear the backlog: {with_deletions} deleting + 1 finding nothing "
+        f"({with_deletions * 5} min at the default 5-minute schedule); deleted {deleted}, kept {len(left)}"
+    )
+    print(
+        f"  wall time per run (stand-in kubectl, end to end): first {first.seconds:.2f} s, "
+        f"max {max(r.seconds for r in runs):.2f} s, all {sum(r.seconds for r in runs):.2f} s"
+    )
+    print(
+        f"  kubectl invocations: {invocations} over {len(runs)} runs ({len(runs)} list + {delete_calls} delete; "
+        f"never more than 1 list + 1 delete per run); largest delete command "
+        f"{sum(len(a) + 1 for a in first_delete) / 1024:.1f} KiB"
+    )
+    print(
+        f"  API requests: {len(runs)} LIST + {deleted} DELETE = {len(runs) + deleted} (kubectl sends one DELETE "
+        f"per named pod; --sort-by lists unchunked)"
+    )
+    print(
+        f"  script alone on the full {args.pods}-pod list ({response_size(answer.stdout)}), busybox-only replay: "
+        f"{replay_seconds:.3f} s wall, peak RSS {peak_kib / 1024:.1f} MiB (`busybox true` measures "
+        f"{floor_kib / 1024:.1f} MiB the same way), {replay_deletes} delete call"
+    )
+    print(
+        f"  per-pod approach for the same backlog: descheduler RemoveFailedPods = {deleted + keep} eviction "
+        f"requests (no keep-newest; plus its cluster-wide pod list/watch); a kubectl-per-pod loop = "
+        f"{1 + deleted} kubectl invocations, each with its own start-up and discovery"
+    )
+    print(
+        json.dumps(
+            {
+                "pods": args.pods,
+                "keep": keep,
+                "max_per_run": MAX_DELETIONS_PER_RUN,
+                "runs": len(runs),
+                "deleted": deleted,
+                "first_run_seconds": round(first.seconds, 3),
+                "total_seconds": round(sum(r.seconds for r in runs), 3),
+                "kubectl_invocations": invocations,
+                "delete_calls": delete_calls,
+                "api_requests": len(runs) + deleted,
+                "replay_seconds": round(replay_seconds, 3),
+                "replay_peak_rss_kib": peak_kib,
+                "floor_rss_kib": floor_kib,
+                "per_pod_eviction_requests": deleted + keep,
+                "per_pod_kubectl_invocations": 1 + deleted,
+            }
+        )
+    )
     return 0
 
 

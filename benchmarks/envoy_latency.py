@@ -64,9 +64,11 @@ def main() -> int:
             proxied = timed_calls(stack.envoy.target, size, calls)
             d50, d99 = percentile(direct, 50), percentile(direct, 99)
             e50, e99 = percentile(proxied, 50), percentile(proxied, 99)
-            print(f"{size:>10}  {d50:>8.0f}us {d99:>6.0f}us  {e50:>8.0f}us {e99:>6.0f}us  "
-                  f"{e50 - d50:>8.0f}us {e99 - d99:>6.0f}us   ({calls} calls each, "
-                  f"mean {statistics.fmean(proxied) - statistics.fmean(direct):.0f}us)")
+            print(
+                f"{size:>10}  {d50:>8.0f}us {d99:>6.0f}us  {e50:>8.0f}us {e99:>6.0f}us  "
+                f"{e50 - d50:>8.0f}us {e99 - d99:>6.0f}us   ({calls} calls each, "
+                f"mean {statistics.fmean(proxied) - statistics.fmean(direct):.0f}us)"
+            )
         retried = stack.envoy.stat(f"cluster.{CHART.inference_cluster}.upstream_rq_retry")
         print(f"retries during the run: {retried} (0 expected: every call succeeded first time)")
     return 0

@@ -45,10 +45,15 @@ def variant_config(base: dict, name: str) -> dict:
         del cluster["circuit_breakers"]
     elif name.startswith("retry budget"):
         percent = float(name.split()[2])
-        cluster["circuit_breakers"] = {"thresholds": [{
-            "priority": "DEFAULT",
-            "retry_budget": {"budget_percent": {"value": percent}, "min_retry_concurrency": 3},
-            "track_remaining": True}]}
+        cluster["circuit_breakers"] = {
+            "thresholds": [
+                {
+                    "priority": "DEFAULT",
+                    "retry_budget": {"budget_percent": {"value": percent}, "min_retry_concurrency": 3},
+                    "track_remaining": True,
+                }
+            ]
+        }
     return config
 
 
@@ -88,8 +93,10 @@ def run(name: str, clients: int, outage: float, duration: float) -> str:
     failed = sum(1 for _, ok, _ in outcomes if not ok)
     hit = len({i for i, ok, _ in outcomes if not ok})
     longest = max((t for _, ok, t in outcomes if ok), default=0.0)
-    return (f"{name:<30} clients failed {hit:>3}/{clients}  calls failed {failed:>5}/{len(outcomes):<5}  "
-            f"retries overflowed {overflow:>5}  retried {retries:>4}  longest successful call {longest:4.1f} s")
+    return (
+        f"{name:<30} clients failed {hit:>3}/{clients}  calls failed {failed:>5}/{len(outcomes):<5}  "
+        f"retries overflowed {overflow:>5}  retried {retries:>4}  longest successful call {longest:4.1f} s"
+    )
 
 
 def main() -> int:
@@ -98,10 +105,16 @@ def main() -> int:
     parser.add_argument("--outage", type=float, default=2.0, help="seconds the stand-in Triton stays down")
     parser.add_argument("--duration", type=float, default=6.0, help="seconds the clients keep calling")
     args = parser.parse_args()
-    print(f"{args.clients} concurrent clients, Triton down for {args.outage:g} s (still in DNS), "
-          f"calls for {args.duration:g} s")
-    for name in ("envoy default (max_retries 3)", "retry budget 20 % (min 3)", "retry budget 100 % (min 3)",
-                 "chosen (max_retries 1024)"):
+    print(
+        f"{args.clients} concurrent clients, Triton down for {args.outage:g} s (still in DNS), "
+        f"calls for {args.duration:g} s"
+    )
+    for name in (
+        "envoy default (max_retries 3)",
+        "retry budget 20 % (min 3)",
+        "retry budget 100 % (min 3)",
+        "chosen (max_retries 1024)",
+    ):
         print(run(name, args.clients, args.outage, args.duration), flush=True)
     return 0
 

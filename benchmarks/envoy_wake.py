@@ -27,10 +27,12 @@ from loopback import loopback_settings, loopback_stack, triton_client  # noqa: E
 
 
 def trial(dns_refresh_ms: int, sleep_seconds: float, wake_delay: float) -> float:
-    settings = loopback_settings("hammer", scale_from_zero={"readyTimeoutSeconds": 60},
-                                 envoy={"dnsRefreshMs": dns_refresh_ms})
+    settings = loopback_settings(
+        "hammer", scale_from_zero={"readyTimeoutSeconds": 60}, envoy={"dnsRefreshMs": dns_refresh_ms}
+    )
     published: list[float] = []
     with loopback_stack(settings, ready=False, sleep_seconds=sleep_seconds) as stack:
+
         def wake() -> None:
             time.sleep(wake_delay)
             stack.triton.come_up()
@@ -49,12 +51,16 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=10)
     args = parser.parse_args()
     rng = random.Random(1)
-    for label, refresh_ms, sleep_s in (("deployed: DNS refresh 1 s, /sleep 1 s", 1000, 1.0),
-                                       ("fast: DNS refresh 50 ms, /sleep 50 ms", 50, 0.05)):
+    for label, refresh_ms, sleep_s in (
+        ("deployed: DNS refresh 1 s, /sleep 1 s", 1000, 1.0),
+        ("fast: DNS refresh 50 ms, /sleep 50 ms", 50, 0.05),
+    ):
         overheads = [trial(refresh_ms, sleep_s, rng.uniform(0.5, 1.5)) * 1000 for _ in range(args.trials)]
         overheads.sort()
-        print(f"{label}: ready -> answered over {args.trials} wakes: min {overheads[0]:.0f} ms, "
-              f"median {statistics.median(overheads):.0f} ms, max {overheads[-1]:.0f} ms")
+        print(
+            f"{label}: ready -> answered over {args.trials} wakes: min {overheads[0]:.0f} ms, "
+            f"median {statistics.median(overheads):.0f} ms, max {overheads[-1]:.0f} ms"
+        )
     return 0
 
 

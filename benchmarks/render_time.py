@@ -19,8 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # What any evaluation of the program imports before it can register a resource.
-TYPED_MODULES = ("import pulumi, pulumi_kubernetes.core.v1, pulumi_kubernetes.batch.v1, pulumi_kubernetes.rbac.v1, "
-                 "pulumi_kubernetes.helm.v3, pulumi_kubernetes.meta.v1")
+TYPED_MODULES = (
+    "import pulumi, pulumi_kubernetes.core.v1, pulumi_kubernetes.batch.v1, pulumi_kubernetes.rbac.v1, "
+    "pulumi_kubernetes.helm.v3, pulumi_kubernetes.meta.v1"
+)
 
 
 def timed(command: list[str]) -> float:
@@ -35,8 +37,10 @@ def series(command: list[str], runs: int) -> list[float]:
 
 
 def describe(label: str, samples: list[float]) -> str:
-    return (f"{label:<38} median {statistics.median(samples):.3f} s   min {min(samples):.3f}   "
-            f"max {max(samples):.3f}   (n={len(samples)})")
+    return (
+        f"{label:<38} median {statistics.median(samples):.3f} s   min {min(samples):.3f}   "
+        f"max {max(samples):.3f}   (n={len(samples)})"
+    )
 
 
 def main() -> None:
@@ -47,8 +51,10 @@ def main() -> None:
     python = sys.executable
     with tempfile.TemporaryDirectory() as out:
         rows = [
-            ("python -c 'import pulumi, pulumi_kubernetes'",
-             series([python, "-c", "import pulumi, pulumi_kubernetes"], args.runs)),
+            (
+                "python -c 'import pulumi, pulumi_kubernetes'",
+                series([python, "-c", "import pulumi, pulumi_kubernetes"], args.runs),
+            ),
             ("+ the typed modules the program uses", series([python, "-c", TYPED_MODULES], args.runs)),
             (f"render.py {args.stack}", series([python, "render.py", args.stack], args.runs)),
             (f"render.py {args.stack} --out DIR", series([python, "render.py", args.stack, "--out", out], args.runs)),
@@ -57,8 +63,10 @@ def main() -> None:
     for label, samples in rows:
         print(describe(label, samples))
     bare, typed, rendered = (statistics.median(rows[i][1]) for i in range(3))
-    print(f"render over the bare import: +{rendered - bare:.3f} s; over importing the typed modules the program "
-          f"needs anyway: +{rendered - typed:.3f} s")
+    print(
+        f"render over the bare import: +{rendered - bare:.3f} s; over importing the typed modules the program "
+        f"needs anyway: +{rendered - typed:.3f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -134,8 +134,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
         settings = args.settings
         if settings.cleanup.enabled:
             self._create(name, settings)
-        self.register_outputs({"cronjob_name": self.cronjob_name,
-                               "service_account_name": self.service_account_name})
+        self.register_outputs({"cronjob_name": self.cronjob_name, "service_account_name": self.service_account_name})
 
     def _create(self, name: str, settings: Settings) -> None:
         cleanup = settings.cleanup
@@ -156,33 +155,45 @@ class FailedPodCleanup(pulumi.ComponentResource):
         role = k8s.rbac.v1.Role(
             f"{name}-role",
             metadata=metadata(),
-            rules=[k8s.rbac.v1.PolicyRuleArgs(api_groups=rule["apiGroups"], resources=rule["resources"],
-                                              verbs=rule["verbs"]) for rule in ROLE_RULES],
+            rules=[
+                k8s.rbac.v1.PolicyRuleArgs(
+                    api_groups=rule["apiGroups"], resources=rule["resources"], verbs=rule["verbs"]
+                )
+                for rule in ROLE_RULES
+            ],
             opts=child,
         )
         k8s.rbac.v1.RoleBinding(
             f"{name}-rolebinding",
             metadata=metadata(),
-            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role",
-                                             name=role.metadata.apply(lambda m: m.name)),
-            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=account.metadata.apply(lambda m: m.name),
-                                              namespace=settings.namespace)],
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="Role", name=role.metadata.apply(lambda m: m.name)
+            ),
+            subjects=[
+                k8s.rbac.v1.SubjectArgs(
+                    kind="ServiceAccount", name=account.metadata.apply(lambda m: m.name), namespace=settings.namespace
+                )
+            ],
             opts=child,
         )
-        environment = [k8s.core.v1.EnvVarArgs(
-            name="NAMESPACE",
-            value_from=k8s.core.v1.EnvVarSourceArgs(
-                field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="metadata.namespace")))]
-        environment += [k8s.core.v1.EnvVarArgs(name=key, value=value)
-                        for key, value in script_environment(settings).items()]
+        environment = [
+            k8s.core.v1.EnvVarArgs(
+                name="NAMESPACE",
+                value_from=k8s.core.v1.EnvVarSourceArgs(
+                    field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="metadata.namespace")
+                ),
+            )
+        ]
+        environment += [
+            k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in script_environment(settings).items()
+        ]
         container = k8s.core.v1.ContainerArgs(
             name=CONTAINER_NAME,
             image=cleanup.image,
             image_pull_policy="IfNotPresent",
             command=container_command(script_text()),
             env=environment,
-            resources=k8s.core.v1.ResourceRequirementsArgs(requests=RESOURCES["requests"],
-                                                           limits=RESOURCES["limits"]),
+            resources=k8s.core.v1.ResourceRequirementsArgs(requests=RESOURCES["requests"], limits=RESOURCES["limits"]),
             security_context=k8s.core.v1.SecurityContextArgs(
                 allow_privilege_escalation=False,
                 privileged=False,
@@ -207,8 +218,11 @@ class FailedPodCleanup(pulumi.ComponentResource):
                 seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
             ),
             containers=[container],
-            volumes=[k8s.core.v1.VolumeArgs(
-                name="scratch", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=SCRATCH_SIZE_LIMIT))],
+            volumes=[
+                k8s.core.v1.VolumeArgs(
+                    name="scratch", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=SCRATCH_SIZE_LIMIT)
+                )
+            ],
         )
         cronjob = k8s.batch.v1.CronJob(
             f"{name}-cronjob",

@@ -172,8 +172,9 @@ class SupersonicRelease(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         settings = args.settings
         # helmValues goes underneath: collisions with computed values were rejected before anything registered.
-        values, nulls = split_nulls(deep_merge(
-            settings.helmValues, release_values(settings, args.envoy_config_map_name, args.envoy_checksum)))
+        values, nulls = split_nulls(
+            deep_merge(settings.helmValues, release_values(settings, args.envoy_config_map_name, args.envoy_checksum))
+        )
         chart = settings.release.chart
         if chart.path is not None:
             source: dict[str, Any] = {"chart": chart.path}

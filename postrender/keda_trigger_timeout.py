@@ -66,7 +66,8 @@ def patch(stream: str) -> str:
         if not name.endswith(f"-{CHART.scaled_object_suffix}"):
             raise PostRenderError(
                 f"ScaledObject {name!r} does not end in -{CHART.scaled_object_suffix}: the chart's naming changed; "
-                f"update supersonic_interlink/contract.py")
+                f"update supersonic_interlink/contract.py"
+            )
         triggers = (document.get("spec") or {}).get("triggers") or []
         if not triggers or not isinstance(triggers[0], dict):
             raise PostRenderError(f"ScaledObject {name!r} has no triggers to set the timeout on")

@@ -25,8 +25,9 @@ def template_args(rendered: Path) -> list[str]:
     values_file = rendered / "template-values.yaml"
     values_file.write_text(yaml.safe_dump(values, sort_keys=True))
     chart = release["chart"]
-    source = [chart["path"]] if "path" in chart else [chart["name"], "--repo", chart["repo"], "--version",
-                                                      chart["version"]]
+    source = (
+        [chart["path"]] if "path" in chart else [chart["name"], "--repo", chart["repo"], "--version", chart["version"]]
+    )
     return [release["name"], *source, "--namespace", release["namespace"], "--values", str(values_file)]
 
 

@@ -8,8 +8,9 @@ KUBERNETES_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
 """Kubernetes releases the manifests are checked against (the clusters this runs on span these)."""
 
 
-def kubernetes_findings(manifests: Iterable[dict[str, Any]],
-                        versions: Iterable[str] = KUBERNETES_VERSIONS) -> list[str]:
+def kubernetes_findings(
+    manifests: Iterable[dict[str, Any]], versions: Iterable[str] = KUBERNETES_VERSIONS
+) -> list[str]:
     """One line per manifest and Kubernetes version that fails strict schema validation.
 
     Strict mode rejects unknown fields; an unknown kind or apiVersion is a finding, not a pass.
@@ -27,8 +28,9 @@ def kubernetes_findings(manifests: Iterable[dict[str, Any]],
                 where = ".".join(str(p) for p in error.path) or "(top)"
                 findings.append(f"{ident}: Kubernetes {version}: {where}: {error.message}")
             except SchemaNotFoundError:
-                findings.append(f"{ident}: Kubernetes {version}: no schema for "
-                                f"{manifest.get('apiVersion')} {manifest.get('kind')}")
+                findings.append(
+                    f"{ident}: Kubernetes {version}: no schema for {manifest.get('apiVersion')} {manifest.get('kind')}"
+                )
     return findings
 
 
@@ -73,8 +75,11 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     from .contract import CHART
     from .settings import load_yaml
 
-    findings = [f"envoy.yaml line {n}: contains '$', which the chart's envsubst would substitute"
-                for n, line in enumerate(envoy_yaml.splitlines(), 1) if "$" in line]
+    findings = [
+        f"envoy.yaml line {n}: contains '$', which the chart's envsubst would substitute"
+        for n, line in enumerate(envoy_yaml.splitlines(), 1)
+        if "$" in line
+    ]
     try:
         config = load_yaml(envoy_yaml)
     except yaml.YAMLError as error:
@@ -87,20 +92,33 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
         config_path.write_text(yaml.safe_dump(pointed, sort_keys=False))
         try:
             result = subprocess.run(
-                [envoy_binary(), "--mode", "validate", "-c", str(config_path), "--disable-hot-restart",
-                 "--log-level", "warn"],
-                capture_output=True, text=True, timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS)
+                [
+                    envoy_binary(),
+                    "--mode",
+                    "validate",
+                    "-c",
+                    str(config_path),
+                    "--disable-hot-restart",
+                    "--log-level",
+                    "warn",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS,
+            )
         except subprocess.TimeoutExpired:
             return findings + [f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
         except FileNotFoundError as missing:
             return findings + [f"envoy --mode validate: could not run: {missing}"]
     output = (result.stdout + result.stderr).splitlines()
-    reported = [line.split("] ", 3)[-1] if line.startswith("[") else line for line in output
-                if "Deprecated field" in line or "[critical]" in line or "[error]" in line]
+    reported = [
+        line.split("] ", 3)[-1] if line.startswith("[") else line
+        for line in output
+        if "Deprecated field" in line or "[critical]" in line or "[error]" in line
+    ]
     findings += [f"envoy --mode validate: {line.strip()}" for line in reported]
     if result.returncode != 0 and not reported:
-        findings.append(f"envoy --mode validate: exit {result.returncode}: "
-                        + (output[-1] if output else "no output"))
+        findings.append(f"envoy --mode validate: exit {result.returncode}: " + (output[-1] if output else "no output"))
     return findings
 
 

@@ -32,7 +32,8 @@ REPOSITORY_INDEX_RETRY_ON = "5xx,connect-failure,refused-stream,unavailable"
 
 INFERENCE_RETRY_ON = (
     "5xx,gateway-error,reset,reset-before-request,connect-failure,refused-stream,retriable-status-codes,"
-    "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable")
+    "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable"
+)
 """The change request's retry conditions on the inference route: every transport failure a wstunnel to a Slurm
 node can produce, and the gRPC statuses a restarting or overloaded Triton answers with."""
 
@@ -81,10 +82,12 @@ def _static_cluster(name: str, address: str, port: int) -> dict[str, Any]:
 
 def _admin(settings: Settings) -> dict[str, Any]:
     return {
-        "access_log": [{
-            "name": "envoy.access_loggers.file",
-            "typed_config": {"@type": _FILE_ACCESS_LOG, "path": ADMIN_ACCESS_LOG},
-        }],
+        "access_log": [
+            {
+                "name": "envoy.access_loggers.file",
+                "typed_config": {"@type": _FILE_ACCESS_LOG, "path": ADMIN_ACCESS_LOG},
+            }
+        ],
         "address": _socket_address(LISTEN_ADDRESS, settings.envoy.adminPort),
     }
 
@@ -123,10 +126,12 @@ def _routes(settings: Settings) -> list[dict[str, Any]]:
                     "num_retries": inf.numRetries,
                     "retriable_status_codes": list(INFERENCE_RETRIABLE_STATUS_CODES),
                     # A retry goes to another Triton when there is one.
-                    "retry_host_predicate": [{
-                        "name": "envoy.retry_host_predicates.previous_hosts",
-                        "typed_config": {"@type": _PREVIOUS_HOSTS},
-                    }],
+                    "retry_host_predicate": [
+                        {
+                            "name": "envoy.retry_host_predicates.previous_hosts",
+                            "typed_config": {"@type": _PREVIOUS_HOSTS},
+                        }
+                    ],
                     "host_selection_retry_max_attempts": inf.hostSelectionRetryMaxAttempts,
                     "retry_back_off": {
                         "base_interval": duration(inf.backOffBaseMs),
@@ -159,23 +164,29 @@ def _listener(settings: Settings) -> dict[str, Any]:
     return {
         "name": LISTENER_NAME,
         "address": _socket_address(LISTEN_ADDRESS, settings.envoy.grpcPort),
-        "filter_chains": [{
-            "filters": [{
-                "name": "envoy.filters.network.http_connection_manager",
-                "typed_config": {
-                    "@type": _HTTP_CONNECTION_MANAGER,
-                    "stat_prefix": STAT_PREFIX,
-                    "codec_type": "AUTO",
-                    "generate_request_id": True,
-                    "http2_protocol_options": {},
-                    "route_config": {
-                        "name": "local_route",
-                        "virtual_hosts": [{"name": VIRTUAL_HOST, "domains": ["*"], "routes": _routes(settings)}],
-                    },
-                    "http_filters": _http_filters(settings),
-                },
-            }],
-        }],
+        "filter_chains": [
+            {
+                "filters": [
+                    {
+                        "name": "envoy.filters.network.http_connection_manager",
+                        "typed_config": {
+                            "@type": _HTTP_CONNECTION_MANAGER,
+                            "stat_prefix": STAT_PREFIX,
+                            "codec_type": "AUTO",
+                            "generate_request_id": True,
+                            "http2_protocol_options": {},
+                            "route_config": {
+                                "name": "local_route",
+                                "virtual_hosts": [
+                                    {"name": VIRTUAL_HOST, "domains": ["*"], "routes": _routes(settings)}
+                                ],
+                            },
+                            "http_filters": _http_filters(settings),
+                        },
+                    }
+                ],
+            }
+        ],
     }
 
 
@@ -208,14 +219,16 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
         # Envoy's defaults allow 3 concurrent retries per cluster, which would fail every other client at once
         # when a Triton restarts under load; see docs/envoy.md for the measurement behind these thresholds.
         "circuit_breakers": {
-            "thresholds": [{
-                "priority": "DEFAULT",
-                "max_connections": cb.maxConnections,
-                "max_pending_requests": cb.maxPendingRequests,
-                "max_requests": cb.maxRequests,
-                "max_retries": cb.maxRetries,
-                "track_remaining": True,
-            }],
+            "thresholds": [
+                {
+                    "priority": "DEFAULT",
+                    "max_connections": cb.maxConnections,
+                    "max_pending_requests": cb.maxPendingRequests,
+                    "max_requests": cb.maxRequests,
+                    "max_retries": cb.maxRetries,
+                    "track_remaining": True,
+                }
+            ],
         },
         "outlier_detection": {
             "split_external_local_origin_errors": True,
@@ -230,9 +243,20 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
         },
         "load_assignment": {
             "cluster_name": name,
-            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket_address(
-                CHART.inference_service_fqdn(settings.release.name, settings.namespace),
-                CHART.inference_grpc_port)}}]}],
+            "endpoints": [
+                {
+                    "lb_endpoints": [
+                        {
+                            "endpoint": {
+                                "address": _socket_address(
+                                    CHART.inference_service_fqdn(settings.release.name, settings.namespace),
+                                    CHART.inference_grpc_port,
+                                )
+                            }
+                        }
+                    ]
+                }
+            ],
         },
     }
 

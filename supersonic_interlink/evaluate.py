@@ -69,8 +69,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
             inputs = plain(json_format.MessageToDict(request.object))
-            self.registered.append(
-                Registered(request.type, request.name, inputs, request.parent, bool(request.custom)))
+            self.registered.append(Registered(request.type, request.name, inputs, request.parent, bool(request.custom)))
         return super().RegisterResource(request)
 
 

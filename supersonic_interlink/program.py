@@ -26,9 +26,13 @@ def settings_from_config(config: Mapping[str, Any]) -> Settings:
     settings = load_settings(config)
     collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     if collisions:
-        raise ConfigError([
-            f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
-            f"(see Pulumi.yaml) or remove it from helmValues" for path in collisions])
+        raise ConfigError(
+            [
+                f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
+                f"(see Pulumi.yaml) or remove it from helmValues"
+                for path in collisions
+            ]
+        )
     return settings
 
 
@@ -50,7 +54,8 @@ def build(settings: Settings) -> None:
     pulumi.export("cleanupCronJob", cleanup.cronjob_name)
     pulumi.export(
         "clientEndpoint",
-        f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{settings.envoy.grpcPort}")
+        f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{settings.envoy.grpcPort}",
+    )
 
 
 def current_config() -> dict[str, Any]:
@@ -69,4 +74,3 @@ def settings_or_stop() -> Settings:
     except ConfigError as error:
         # RunError ends the program with the message alone: these are the operator's mistakes, not bugs.
         raise pulumi.RunError("invalid stack config:\n  " + "\n  ".join(error.problems)) from None
-

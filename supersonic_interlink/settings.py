@@ -38,8 +38,13 @@ class ConfigError(Exception):
         super().__init__("\n".join(self.problems))
 
 
-def setting(*, minimum: int | None = None, choices: tuple[str, ...] | None = None,
-            check: str | None = None, replace: bool = False) -> Any:
+def setting(
+    *,
+    minimum: int | None = None,
+    choices: tuple[str, ...] | None = None,
+    check: str | None = None,
+    replace: bool = False,
+) -> Any:
     """Declare how a field is checked.
 
     ``minimum`` bounds an integer; ``choices`` lists the allowed strings; ``check`` names a rule in ``_CHECKS``;
@@ -237,9 +242,11 @@ def _check_k8s_label(value: str) -> str | None:
 
 def _check_release_name(value: str) -> str | None:
     if len(value) > RELEASE_NAME_MAX or not _DNS_1035.match(value):
-        return (f"a release name: lowercase letters, digits and '-', starting with a letter, at most "
-                f"{RELEASE_NAME_MAX} characters (objects are named '<release>-failed-pod-cleanup', and "
-                f"a CronJob name may have at most 52)")
+        return (
+            f"a release name: lowercase letters, digits and '-', starting with a letter, at most "
+            f"{RELEASE_NAME_MAX} characters (objects are named '<release>-failed-pod-cleanup', and "
+            f"a CronJob name may have at most 52)"
+        )
     return None
 
 
@@ -352,7 +359,8 @@ class _Loader:
         for unknown in sorted(set(given) - names):
             self.problems.append(
                 f"{_key(_join(path, unknown))}: unknown key (allowed under "
-                f"{_key(path) if path else PROJECT}: {', '.join(sorted(names))})")
+                f"{_key(path) if path else PROJECT}: {', '.join(sorted(names))})"
+            )
         hints = _type_hints(cls)
         values: dict[str, Any] = {}
         ok = True
@@ -498,18 +506,23 @@ def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[str]:
         problems.append(
             f"{_key('scaleFromZero.holdMinReplicasSeconds')} = {sfz.holdMinReplicasSeconds}: expected a value >= "
             f"scaleFromZero.readyTimeoutSeconds ({sfz.readyTimeoutSeconds}); the chart refuses a hold shorter "
-            f"than the wake it protects")
+            f"than the wake it protects"
+        )
     if sfz.enabled and not keda.enabled:
-        problems.append(f"{_key('keda.enabled')} = false: expected true while scaleFromZero.enabled is true "
-                        f"(KEDA is what scales Triton back down)")
+        problems.append(
+            f"{_key('keda.enabled')} = false: expected true while scaleFromZero.enabled is true "
+            f"(KEDA is what scales Triton back down)"
+        )
     if keda.minReplicaCount > keda.maxReplicaCount:
         problems.append(
             f"{_key('keda.minReplicaCount')} = {keda.minReplicaCount}: expected a value <= "
-            f"keda.maxReplicaCount ({keda.maxReplicaCount})")
+            f"keda.maxReplicaCount ({keda.maxReplicaCount})"
+        )
     if keda.minReplicaCount == 0 and not sfz.enabled:
         problems.append(
             f"{_key('keda.minReplicaCount')} = 0: expected >= 1 unless scaleFromZero.enabled is true "
-            f"(nothing would wake Triton from zero)")
+            f"(nothing would wake Triton from zero)"
+        )
     return problems
 
 
@@ -518,11 +531,15 @@ def _check_chart(release: ReleaseSettings) -> list[str]:
     by_repo = (chart.repo, chart.name, chart.version)
     if chart.path is not None:
         if any(v is not None for v in by_repo):
-            return [f"{_key('release.chart')} = {_show(thaw(dataclasses.asdict(chart)))}: expected either "
-                    f"{{repo, name, version}} or {{path}}, not both"]
+            return [
+                f"{_key('release.chart')} = {_show(thaw(dataclasses.asdict(chart)))}: expected either "
+                f"{{repo, name, version}} or {{path}}, not both"
+            ]
     elif any(v is None for v in by_repo):
-        return [f"{_key('release.chart')} = {_show({k: v for k, v in dataclasses.asdict(chart).items() if v})}"
-                f": expected {{repo, name, version}} (all three, version exact) or {{path}}"]
+        return [
+            f"{_key('release.chart')} = {_show({k: v for k, v in dataclasses.asdict(chart).items() if v})}"
+            f": expected {{repo, name, version}} (all three, version exact) or {{path}}"
+        ]
     return []
 
 
@@ -531,19 +548,28 @@ def _check_envoy(envoy: EnvoySettings) -> list[str]:
     for name in ("inferenceRetry", "repositoryIndexRetry"):
         retry = getattr(envoy, name)
         if retry.backOffBaseMs > retry.backOffMaxMs:
-            problems.append(f"{_key(f'envoy.{name}.backOffBaseMs')} = {retry.backOffBaseMs}: expected a value <= "
-                            f"envoy.{name}.backOffMaxMs ({retry.backOffMaxMs})")
+            problems.append(
+                f"{_key(f'envoy.{name}.backOffBaseMs')} = {retry.backOffBaseMs}: expected a value <= "
+                f"envoy.{name}.backOffMaxMs ({retry.backOffMaxMs})"
+            )
     if envoy.outlierDetection.maxEjectionPercent > 100:
-        problems.append(f"{_key('envoy.outlierDetection.maxEjectionPercent')} = "
-                        f"{envoy.outlierDetection.maxEjectionPercent}: expected a percentage from 1 to 100")
-    ports = {"envoy.grpcPort": envoy.grpcPort, "envoy.adminPort": envoy.adminPort,
-             "envoy.admissionPort": envoy.admissionPort}
+        problems.append(
+            f"{_key('envoy.outlierDetection.maxEjectionPercent')} = "
+            f"{envoy.outlierDetection.maxEjectionPercent}: expected a percentage from 1 to 100"
+        )
+    ports = {
+        "envoy.grpcPort": envoy.grpcPort,
+        "envoy.adminPort": envoy.adminPort,
+        "envoy.admissionPort": envoy.admissionPort,
+    }
     for name, port in ports.items():
         if port > 65535:
             problems.append(f"{_key(name)} = {port}: expected a port from 1 to 65535")
     if len(set(ports.values())) != len(ports):
-        problems.append(f"{_key('envoy.grpcPort')}, envoy.adminPort, envoy.admissionPort = "
-                        f"{_show(list(ports.values()))}: expected three different ports (they share the Envoy pod)")
+        problems.append(
+            f"{_key('envoy.grpcPort')}, envoy.adminPort, envoy.admissionPort = "
+            f"{_show(list(ports.values()))}: expected three different ports (they share the Envoy pod)"
+        )
     return problems
 
 

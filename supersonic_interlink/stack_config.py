@@ -26,7 +26,7 @@ def stack_file(stack: str) -> Path:
 
 def stack_names() -> list[str]:
     """Every stack with a file in ``stacks/``, sorted."""
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 
 def _as_cli_text(value: Any) -> str:

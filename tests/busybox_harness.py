@@ -34,8 +34,9 @@ def make_bin(directory: Path) -> Path:
     """A directory of busybox applet links (less the image's missing ones) and the stand-in kubectl."""
     busybox = busybox_path()
     directory.mkdir(parents=True, exist_ok=True)
-    listing = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True,
-                             timeout=RUN_TIMEOUT_SECONDS).stdout.split()
+    listing = subprocess.run(
+        [busybox, "--list"], capture_output=True, text=True, check=True, timeout=RUN_TIMEOUT_SECONDS
+    ).stdout.split()
     for applet in listing:
         if applet not in MISSING_IN_IMAGE:
             (directory / applet).symlink_to(busybox)
@@ -58,8 +59,13 @@ class Run:
         return [call[0] for call in self.calls]
 
     def deleted_names(self) -> list[str]:
-        return [arg.split("/", 1)[1] for call in self.calls if call[0] == "delete"
-                for arg in call[1:] if arg.startswith("pod/")]
+        return [
+            arg.split("/", 1)[1]
+            for call in self.calls
+            if call[0] == "delete"
+            for arg in call[1:]
+            if arg.startswith("pod/")
+        ]
 
     def remaining_names(self) -> set[str]:
         return {p["metadata"]["name"] for p in self.remaining}
@@ -88,9 +94,20 @@ class FakeNamespace:
             kubectl_standin.FAIL_ENV: ",".join(fail),
         }
         started = time.perf_counter()
-        result = subprocess.run([busybox_path(), "sh", *command[1:]], env=env, cwd=self.root, capture_output=True,
-                                text=True, timeout=RUN_TIMEOUT_SECONDS)
+        result = subprocess.run(
+            [busybox_path(), "sh", *command[1:]],
+            env=env,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_SECONDS,
+        )
         seconds = time.perf_counter() - started
-        return Run(result.returncode, result.stdout, result.stderr, kubectl_standin.read_calls(log),
-                   kubectl_standin.read_state(self.state), seconds)
-
+        return Run(
+            result.returncode,
+            result.stdout,
+            result.stderr,
+            kubectl_standin.read_calls(log),
+            kubectl_standin.read_state(self.state),
+            seconds,
+        )

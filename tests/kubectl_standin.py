@@ -52,9 +52,18 @@ class KubectlError(Exception):
 # ----------------------------------------------------------------------------------------------- fixtures
 
 
-def pod(name: str, *, created: str, phase: str, labels: dict[str, str], namespace: str = "cms",
-        reason: str | None = None, exit_code: int | None = None, container_reason: str | None = None,
-        node: str = "interlink-hammer") -> dict[str, Any]:
+def pod(
+    name: str,
+    *,
+    created: str,
+    phase: str,
+    labels: dict[str, str],
+    namespace: str = "cms",
+    reason: str | None = None,
+    exit_code: int | None = None,
+    container_reason: str | None = None,
+    node: str = "interlink-hammer",
+) -> dict[str, Any]:
     """A pod as the API server returns it, with the fields the cleanup reads."""
     status: dict[str, Any] = {"phase": phase}
     if reason is not None:
@@ -100,7 +109,8 @@ def install(bin_dir: Path, python: str = sys.executable) -> Path:
         "import sys\n"
         f"sys.path.insert(0, {str(here)!r})\n"
         "import kubectl_standin\n"
-        "sys.exit(kubectl_standin.main(sys.argv[1:]))\n")
+        "sys.exit(kubectl_standin.main(sys.argv[1:]))\n"
+    )
     target.chmod(0o755)
     return target
 
@@ -154,7 +164,7 @@ def parse_field_selector(text: str) -> list[tuple[str, str, str]]:
             raise KubectlError(f"invalid field selector: {part!r}")
         field, op, value = match.group(1), match.group(2), match.group(3)
         if field not in POD_FIELDS:
-            raise KubectlError(f'Error from server (BadRequest): field label not supported: {field}')
+            raise KubectlError(f"Error from server (BadRequest): field label not supported: {field}")
         requirements.append((field, "!=" if op == "!=" else "=", value))
     return requirements
 
@@ -197,8 +207,9 @@ def evaluate_path(value: Any, path: str) -> list[Any]:
                 index = int(step[1:-1])
                 if isinstance(item, list):
                     if not -len(item) <= index < len(item):
-                        raise KubectlError(f"error executing jsonpath: array index out of bounds: index {index}, "
-                                           f"length {len(item)}")
+                        raise KubectlError(
+                            f"error executing jsonpath: array index out of bounds: index {index}, length {len(item)}"
+                        )
                     following.append(item[index])
             elif isinstance(item, dict) and step in item:
                 following.append(item[step])
@@ -229,7 +240,7 @@ def _template_tokens(template: str) -> list[tuple[str, str]]:
             end += 1
         if end >= len(template):
             raise KubectlError(f"error parsing jsonpath {template!r}: unclosed action")
-        tokens.append(("expr", template[start + 1:end].strip()))
+        tokens.append(("expr", template[start + 1 : end].strip()))
         position = end + 1
     return tokens
 
@@ -244,9 +255,9 @@ def _render(tokens: list[tuple[str, str]], context: Any) -> tuple[str, int]:
         elif text == "end":
             return "".join(out), index
         elif text.startswith("range "):
-            body = tokens[index + 1:]
+            body = tokens[index + 1 :]
             consumed = 0
-            for item in evaluate_path(context, text[len("range "):]):
+            for item in evaluate_path(context, text[len("range ") :]):
                 rendered, consumed = _render(body, item)
                 out.append(rendered)
             if consumed == 0:
@@ -320,18 +331,32 @@ _NAMESPACE_FLAGS = {"-n": "namespace", "--namespace": "namespace"}
 
 
 def _get(argv: list[str], pods: list[dict[str, Any]], out: list[str], err: list[str]) -> None:
-    args = _Args(argv, {**_NAMESPACE_FLAGS, "-l": "selector", "--selector": "selector",
-                        "--field-selector": "field_selector", "--sort-by": "sort_by", "-o": "output",
-                        "--output": "output"}, {})
+    args = _Args(
+        argv,
+        {
+            **_NAMESPACE_FLAGS,
+            "-l": "selector",
+            "--selector": "selector",
+            "--field-selector": "field_selector",
+            "--sort-by": "sort_by",
+            "-o": "output",
+            "--output": "output",
+        },
+        {},
+    )
     if not args.positional or args.positional[0] not in POD_RESOURCES or len(args.positional) > 1:
         raise KubectlError(f"stand-in: only `get pods` is supported, got {args.positional}")
     namespace = args.values.get("namespace", DEFAULT_NAMESPACE)
     labels = parse_label_selector(args.values["selector"]) if "selector" in args.values else []
     fields = parse_field_selector(args.values["field_selector"]) if "field_selector" in args.values else []
     # The API server lists in key order (namespace/name), then filters.
-    found = [p for p in sorted(pods, key=lambda p: p["metadata"]["name"])
-             if p["metadata"].get("namespace", DEFAULT_NAMESPACE) == namespace
-             and labels_match(p["metadata"].get("labels") or {}, labels) and fields_match(p, fields)]
+    found = [
+        p
+        for p in sorted(pods, key=lambda p: p["metadata"]["name"])
+        if p["metadata"].get("namespace", DEFAULT_NAMESPACE) == namespace
+        and labels_match(p["metadata"].get("labels") or {}, labels)
+        and fields_match(p, fields)
+    ]
     if "sort_by" in args.values:
         sort_path = args.values["sort_by"].strip()
         if sort_path.startswith("{") and sort_path.endswith("}"):
@@ -341,7 +366,7 @@ def _get(argv: list[str], pods: list[dict[str, Any]], out: list[str], err: list[
     if output == "name":
         out.extend(f"pod/{p['metadata']['name']}\n" for p in found)
     elif output is not None and output.startswith("jsonpath="):
-        out.append(render_jsonpath(output[len("jsonpath="):], {"apiVersion": "v1", "kind": "List", "items": found}))
+        out.append(render_jsonpath(output[len("jsonpath=") :], {"apiVersion": "v1", "kind": "List", "items": found}))
     else:
         raise KubectlError(f"stand-in: output {output!r} is not supported (use -o name or -o jsonpath=...)")
     if not found and output == "name":
@@ -367,8 +392,11 @@ def _delete(argv: list[str], pods: list[dict[str, Any]], out: list[str], err: li
     remaining = list(pods)
     failed = False
     for name in names:
-        match = [p for p in remaining if p["metadata"]["name"] == name
-                 and p["metadata"].get("namespace", DEFAULT_NAMESPACE) == namespace]
+        match = [
+            p
+            for p in remaining
+            if p["metadata"]["name"] == name and p["metadata"].get("namespace", DEFAULT_NAMESPACE) == namespace
+        ]
         if not match:
             if not ignore:
                 err.append(f'Error from server (NotFound): pods "{name}" not found\n')

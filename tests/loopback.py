@@ -114,8 +114,9 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval
         time.sleep(interval)
 
 
-def loopback_settings(stack: str = "hammer", *, scale_from_zero: Mapping[str, Any] | None = None,
-                      envoy: Mapping[str, Any] | None = None) -> Settings:
+def loopback_settings(
+    stack: str = "hammer", *, scale_from_zero: Mapping[str, Any] | None = None, envoy: Mapping[str, Any] | None = None
+) -> Settings:
     """The stack's settings with the given sub-keys of ``scaleFromZero`` and ``envoy`` changed."""
     config = load_stack_config(stack)
     for key, changes in (("scaleFromZero", scale_from_zero), ("envoy", envoy)):
@@ -201,20 +202,20 @@ class DnsStandIn:
         labels, offset = [], 12
         while offset < len(query) and query[offset] != 0:
             length = query[offset]
-            labels.append(query[offset + 1:offset + 1 + length].decode("ascii", "replace"))
+            labels.append(query[offset + 1 : offset + 1 + length].decode("ascii", "replace"))
             offset += 1 + length
         offset += 1
         if offset + 4 > len(query):
             return None
-        qtype, _qclass = struct.unpack("!HH", query[offset:offset + 4])
-        question = query[12:offset + 4]
+        qtype, _qclass = struct.unpack("!HH", query[offset : offset + 4])
+        question = query[12 : offset + 4]
         name = self._normal(".".join(labels))
         self.queries[name] += 1
         with self._lock:
             address = self._records.get(name)
         answers = b""
         if address is not None and qtype == 1:
-            answers = (struct.pack("!HHHIH", 0xC00C, 1, 1, 0, 4) + socket.inet_aton(address))
+            answers = struct.pack("!HHHIH", 0xC00C, 1, 1, 0, 4) + socket.inet_aton(address)
         flags = 0x8180  # response, recursion desired and available, NOERROR
         header = struct.pack("!HHHHHH", ident, flags, 1, 1 if answers else 0, 0, 0)
         return header + question + answers
@@ -261,15 +262,20 @@ class _Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
     def ModelMetadata(self, request, context):
         self._enter("ModelMetadata", context)
         return service_pb2.ModelMetadataResponse(
-            name=MODEL, versions=["1"], platform="standin",
+            name=MODEL,
+            versions=["1"],
+            platform="standin",
             inputs=[service_pb2.ModelMetadataResponse.TensorMetadata(name="INPUT0", datatype="UINT8", shape=[-1])],
-            outputs=[service_pb2.ModelMetadataResponse.TensorMetadata(
-                name="RECEIVED_BYTES", datatype="INT64", shape=[1])])
+            outputs=[
+                service_pb2.ModelMetadataResponse.TensorMetadata(name="RECEIVED_BYTES", datatype="INT64", shape=[1])
+            ],
+        )
 
     def RepositoryIndex(self, request, context):
         self._enter("RepositoryIndex", context)
         return service_pb2.RepositoryIndexResponse(
-            models=[service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")])
+            models=[service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")]
+        )
 
     def ModelInfer(self, request, context):
         size = sum(len(raw) for raw in request.raw_input_contents)
@@ -279,17 +285,28 @@ class _Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
         if self.owner.infer_delay_seconds:
             time.sleep(self.owner.infer_delay_seconds)
         return service_pb2.ModelInferResponse(
-            model_name=MODEL, model_version="1", id=request.id,
-            outputs=[service_pb2.ModelInferResponse.InferOutputTensor(
-                name="RECEIVED_BYTES", datatype="INT64", shape=[1])],
-            raw_output_contents=[struct.pack("<q", size)])
+            model_name=MODEL,
+            model_version="1",
+            id=request.id,
+            outputs=[
+                service_pb2.ModelInferResponse.InferOutputTensor(name="RECEIVED_BYTES", datatype="INT64", shape=[1])
+            ],
+            raw_output_contents=[struct.pack("<q", size)],
+        )
 
 
 class TritonStandIn:
     """A scriptable stand-in Triton on ``port``, registered in ``dns`` under ``hostname`` while it is up."""
 
-    def __init__(self, *, port: int | None = None, dns: DnsStandIn | None = None, hostname: str | None = None,
-                 front: bool = False, workers: int = 64):
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        dns: DnsStandIn | None = None,
+        hostname: str | None = None,
+        front: bool = False,
+        workers: int = 64,
+    ):
         self.port: int = port or free_port()
         self.dns = dns
         self.hostname = hostname
@@ -315,9 +332,12 @@ class TritonStandIn:
         if self._server is None:
             server = grpc.server(
                 futures.ThreadPoolExecutor(max_workers=self.workers),
-                options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                         ("grpc.so_reuseport", 0)])
+                options=[
+                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                    ("grpc.so_reuseport", 0),
+                ],
+            )
             service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(_Servicer(self), server)
             if server.add_insecure_port(f"{LOOPBACK}:{self.grpc_port}") != self.grpc_port:
                 raise OSError(f"stand-in Triton could not bind {LOOPBACK}:{self.grpc_port}")
@@ -344,8 +364,14 @@ class TritonStandIn:
 
     # -- scripting
 
-    def fail_next(self, count: int, status: grpc.StatusCode | None = None, *, http_status: int | None = None,
-                  methods: tuple[str, ...] = ("ModelInfer",)) -> None:
+    def fail_next(
+        self,
+        count: int,
+        status: grpc.StatusCode | None = None,
+        *,
+        http_status: int | None = None,
+        methods: tuple[str, ...] = ("ModelInfer",),
+    ) -> None:
         """Fail the next ``count`` calls of ``methods`` with a gRPC ``status``, or the next ``count`` requests
         of any method with ``http_status`` (503) at the HTTP/2 level."""
         if http_status is not None:
@@ -383,8 +409,14 @@ class TritonStandIn:
 
 
 @contextlib.contextmanager
-def triton_standin(*, port: int | None = None, dns: DnsStandIn | None = None, hostname: str | None = None,
-                   ready: bool = True, front: bool = False) -> Iterator[TritonStandIn]:
+def triton_standin(
+    *,
+    port: int | None = None,
+    dns: DnsStandIn | None = None,
+    hostname: str | None = None,
+    ready: bool = True,
+    front: bool = False,
+) -> Iterator[TritonStandIn]:
     triton = TritonStandIn(port=port, dns=dns, hostname=hostname, front=front)
     try:
         if ready:
@@ -500,8 +532,10 @@ class _HttpErrorFront:
                         continue
                     # HPACK literal without indexing, name index 8 (":status"), so no dynamic-table state.
                     block = bytes([0x08, 3]) + str(status).encode()
-                    conn.sendall(_frame(_HEADERS, _END_STREAM | _END_HEADERS, stream, block)
-                                 + _frame(_RST_STREAM, 0, stream, struct.pack("!I", 0)))
+                    conn.sendall(
+                        _frame(_HEADERS, _END_STREAM | _END_HEADERS, stream, block)
+                        + _frame(_RST_STREAM, 0, stream, struct.pack("!I", 0))
+                    )
                     with self._lock:
                         self.http_errors_served += 1
                         more = bool(self._pending)
@@ -595,8 +629,9 @@ class AdmissionStandIn:
         self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="admission-standin", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="admission-standin", daemon=True
+        )
         self._thread.start()
 
     def _woken(self) -> None:
@@ -612,8 +647,9 @@ class AdmissionStandIn:
 
 
 @contextlib.contextmanager
-def admission_standin(*, on_wake: Callable[[], None] | None = None,
-                      sleep_seconds: float = 0.05) -> Iterator[AdmissionStandIn]:
+def admission_standin(
+    *, on_wake: Callable[[], None] | None = None, sleep_seconds: float = 0.05
+) -> Iterator[AdmissionStandIn]:
     server = AdmissionStandIn(on_wake=on_wake, sleep_seconds=sleep_seconds)
     try:
         yield server
@@ -639,9 +675,17 @@ def render_test_lua(settings: Settings) -> str:
     return text
 
 
-def loopback_config(config: Mapping[str, Any], *, grpc_port: int, admin_port: int, admission_port: int,
-                    tritons: list[tuple[str, int]], dns_port: int, lua_path: str,
-                    admin_access_log: str) -> dict[str, Any]:
+def loopback_config(
+    config: Mapping[str, Any],
+    *,
+    grpc_port: int,
+    admin_port: int,
+    admission_port: int,
+    tritons: list[tuple[str, int]],
+    dns_port: int,
+    lua_path: str,
+    admin_access_log: str,
+) -> dict[str, Any]:
     """The deployed configuration with only its surroundings changed: loopback addresses and free ports, the
     Triton endpoints (one per ``(hostname, port)``), the DNS cluster's resolver, the Lua path, the admin log.
 
@@ -659,9 +703,14 @@ def loopback_config(config: Mapping[str, Any], *, grpc_port: int, admin_port: in
     lua["typed_config"]["default_source_code"]["filename"] = lua_path
     clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
     inference = clusters[CHART.inference_cluster]
-    inference["load_assignment"]["endpoints"] = [{"lb_endpoints": [
-        {"endpoint": {"address": {"socket_address": {"address": host, "port_value": port}}}}
-        for host, port in tritons]}]
+    inference["load_assignment"]["endpoints"] = [
+        {
+            "lb_endpoints": [
+                {"endpoint": {"address": {"socket_address": {"address": host, "port_value": port}}}}
+                for host, port in tritons
+            ]
+        }
+    ]
     dns = inference["cluster_type"]["typed_config"]
     dns["typed_dns_resolver_config"] = {
         "name": "envoy.network.dns_resolver.cares",
@@ -715,9 +764,15 @@ class EnvoyProcess:
 
 
 @contextlib.contextmanager
-def envoy_running(settings: Settings, *, tritons: list[TritonStandIn], admission: AdmissionStandIn,
-                  dns: DnsStandIn, config: Mapping[str, Any] | None = None,
-                  concurrency: int = 2) -> Iterator[EnvoyProcess]:
+def envoy_running(
+    settings: Settings,
+    *,
+    tritons: list[TritonStandIn],
+    admission: AdmissionStandIn,
+    dns: DnsStandIn,
+    config: Mapping[str, Any] | None = None,
+    concurrency: int = 2,
+) -> Iterator[EnvoyProcess]:
     """Run Envoy with ``build_envoy_config(settings)`` (or ``config``) rewritten for loopback.
 
     Each Triton stand-in must have its ``hostname``; ``loopback_stack`` assigns them.
@@ -730,16 +785,32 @@ def envoy_running(settings: Settings, *, tritons: list[TritonStandIn], admission
         grpc_port, admin_port = free_port(), free_port()
         rewritten = loopback_config(
             build_envoy_config(settings) if config is None else config,
-            grpc_port=grpc_port, admin_port=admin_port, admission_port=admission.port,
-            tritons=[(t.hostname or "", t.port) for t in tritons], dns_port=dns.port, lua_path=str(lua_path),
-            admin_access_log=str(workdir / "admin_access.log"))
+            grpc_port=grpc_port,
+            admin_port=admin_port,
+            admission_port=admission.port,
+            tritons=[(t.hostname or "", t.port) for t in tritons],
+            dns_port=dns.port,
+            lua_path=str(lua_path),
+            admin_access_log=str(workdir / "admin_access.log"),
+        )
         config_path = workdir / "envoy.json"
         config_path.write_text(json.dumps(rewritten, indent=1))
         log = open(workdir / "envoy.log", "wb")
         process = subprocess.Popen(
-            [envoy_binary(), "-c", str(config_path), "--disable-hot-restart", "--concurrency", str(concurrency),
-             "--log-level", "warn"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            [
+                envoy_binary(),
+                "-c",
+                str(config_path),
+                "--disable-hot-restart",
+                "--concurrency",
+                str(concurrency),
+                "--log-level",
+                "warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         log.close()
         envoy = EnvoyProcess(process, grpc_port, admin_port, workdir, rewritten)
 
@@ -793,10 +864,17 @@ def standin_hostnames(settings: Settings, count: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def loopback_stack(settings: Settings, *, tritons: int = 1, ready: bool = True,
-                   wake_delay_seconds: float | None = None, front: bool = False,
-                   sleep_seconds: float = 0.05, config: Mapping[str, Any] | None = None,
-                   concurrency: int = 2) -> Iterator[LoopbackStack]:
+def loopback_stack(
+    settings: Settings,
+    *,
+    tritons: int = 1,
+    ready: bool = True,
+    wake_delay_seconds: float | None = None,
+    front: bool = False,
+    sleep_seconds: float = 0.05,
+    config: Mapping[str, Any] | None = None,
+    concurrency: int = 2,
+) -> Iterator[LoopbackStack]:
     """Envoy plus ``tritons`` stand-in Tritons (up when ``ready``), the admission sidecar and DNS.
 
     With ``wake_delay_seconds``, a ``/wake`` brings every stand-in Triton up after that many seconds (a cold
@@ -804,8 +882,10 @@ def loopback_stack(settings: Settings, *, tritons: int = 1, ready: bool = True,
     """
     with contextlib.ExitStack() as stack:
         dns = stack.enter_context(dns_standin())
-        standins = [stack.enter_context(triton_standin(dns=dns, hostname=name, ready=ready, front=front))
-                    for name in standin_hostnames(settings, tritons)]
+        standins = [
+            stack.enter_context(triton_standin(dns=dns, hostname=name, ready=ready, front=front))
+            for name in standin_hostnames(settings, tritons)
+        ]
 
         closing = threading.Event()
 
@@ -815,10 +895,14 @@ def loopback_stack(settings: Settings, *, tritons: int = 1, ready: bool = True,
             for triton in standins:
                 triton.come_up()
 
-        admission = stack.enter_context(admission_standin(
-            on_wake=wake if wake_delay_seconds is not None else None, sleep_seconds=sleep_seconds))
-        envoy = stack.enter_context(envoy_running(settings, tritons=standins, admission=admission, dns=dns,
-                                                  config=config, concurrency=concurrency))
+        admission = stack.enter_context(
+            admission_standin(on_wake=wake if wake_delay_seconds is not None else None, sleep_seconds=sleep_seconds)
+        )
+        envoy = stack.enter_context(
+            envoy_running(
+                settings, tritons=standins, admission=admission, dns=dns, config=config, concurrency=concurrency
+            )
+        )
         # Registered last, so it runs first on exit: a pending wake must not start a server after teardown.
         stack.callback(closing.set)
         result = LoopbackStack(envoy, standins, admission, dns, settings)

@@ -46,15 +46,21 @@ def failed_triton(count: int, *, release: str = RELEASE, first_minute: int = 0) 
     pods = []
     for i in range(count):
         suffix = hashlib.sha256(f"{release}-{i}".encode()).hexdigest()[:5]
-        pods.append(kubectl_standin.pod(
-            f"{CHART.inference_object_name(release)}-7c9d8f6b5-{suffix}", created=stamp(first_minute + 2 * i),
-            phase="Failed", labels=labels, container_reason="Error", exit_code=255))
+        pods.append(
+            kubectl_standin.pod(
+                f"{CHART.inference_object_name(release)}-7c9d8f6b5-{suffix}",
+                created=stamp(first_minute + 2 * i),
+                phase="Failed",
+                labels=labels,
+                container_reason="Error",
+                exit_code=255,
+            )
+        )
     return pods
 
 
 def newest_first(pods: list[dict[str, Any]]) -> list[str]:
-    return [p["metadata"]["name"] for p in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"],
-                                                   reverse=True)]
+    return [p["metadata"]["name"] for p in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"], reverse=True)]
 
 
 def bystanders() -> list[dict[str, Any]]:
@@ -67,16 +73,32 @@ def bystanders() -> list[dict[str, Any]]:
         pod("triton-pending", created=stamp(-20), phase="Pending", labels=TRITON),
         pod("triton-succeeded", created=stamp(-25), phase="Succeeded", labels=TRITON, exit_code=0),
         pod("triton-unknown", created=stamp(-24), phase="Unknown", labels=TRITON),
-        pod("other-release-failed-old", created=stamp(-60), phase="Failed",
-            labels=CHART.inference_pod_labels("supersonic-gpu"), exit_code=1),
-        pod("other-release-failed-new", created=stamp(-50), phase="Failed",
-            labels=CHART.inference_pod_labels("supersonic-gpu"), exit_code=1),
+        pod(
+            "other-release-failed-old",
+            created=stamp(-60),
+            phase="Failed",
+            labels=CHART.inference_pod_labels("supersonic-gpu"),
+            exit_code=1,
+        ),
+        pod(
+            "other-release-failed-new",
+            created=stamp(-50),
+            phase="Failed",
+            labels=CHART.inference_pod_labels("supersonic-gpu"),
+            exit_code=1,
+        ),
         pod("envoy-failed", created=stamp(-40), phase="Failed", labels=envoy, exit_code=1),
         pod("other-chart-failed", created=stamp(-45), phase="Failed", labels=other_chart, exit_code=1),
         pod("cleaner-failed", created=stamp(-35), phase="Failed", labels=object_labels(RELEASE), exit_code=1),
         pod("unlabelled-failed", created=stamp(-33), phase="Failed", labels={}, exit_code=1),
-        pod("triton-failed-in-another-namespace", created=stamp(-55), phase="Failed", labels=TRITON,
-            namespace="cms-dev", exit_code=255),
+        pod(
+            "triton-failed-in-another-namespace",
+            created=stamp(-55),
+            phase="Failed",
+            labels=TRITON,
+            namespace="cms-dev",
+            exit_code=255,
+        ),
     ]
 
 
@@ -89,6 +111,7 @@ def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def namespace(tmp_path: Path, bin_dir: Path):
     def make(pods: list[dict[str, Any]]) -> FakeNamespace:
         return FakeNamespace(tmp_path, bin_dir, pods)
+
     return make
 
 
@@ -113,8 +136,9 @@ def assert_ok(run: Run) -> None:
 
 def test_the_22_failed_pods_of_the_change_request_leave_only_the_newest(namespace) -> None:
     pods = failed_triton(22)
-    assert [p["metadata"]["name"] for p in sorted(pods, key=lambda p: p["metadata"]["name"])][-1] != \
-        newest_first(pods)[0], "fixture: name order must not find the newest, only creation-time order does"
+    assert [p["metadata"]["name"] for p in sorted(pods, key=lambda p: p["metadata"]["name"])][-1] != newest_first(pods)[
+        0
+    ], "fixture: name order must not find the newest, only creation-time order does"
     run = namespace(pods).run(environment())
     assert_ok(run)
     assert_call_budget(run)
@@ -179,7 +203,8 @@ def test_running_pending_succeeded_and_other_owners_pods_are_never_deleted(names
     assert_call_budget(run)
     assert run.remaining_names() == {p["metadata"]["name"] for p in others}, (
         "only this release's Failed Triton pods in its namespace may go; other phases, releases, components, "
-        "charts, the cleaner's own pods and other namespaces stay")
+        "charts, the cleaner's own pods and other namespaces stay"
+    )
     assert sorted(run.deleted_names()) == sorted(p["metadata"]["name"] for p in failed)
 
 
@@ -232,8 +257,9 @@ def test_a_second_run_finds_only_the_kept_pod_and_deletes_nothing(namespace) -> 
 
 def test_each_pod_is_logged_with_creation_time_reason_and_exit_code_before_the_delete(namespace) -> None:
     pods = failed_triton(3)
-    provider_failed = kubectl_standin.pod("triton-provider-failed", created=stamp(-10), phase="Failed",
-                                          labels=TRITON, reason="ProviderFailed")
+    provider_failed = kubectl_standin.pod(
+        "triton-provider-failed", created=stamp(-10), phase="Failed", labels=TRITON, reason="ProviderFailed"
+    )
     run = namespace(pods + [provider_failed]).run(environment())
     assert_ok(run)
     lines = run.stdout.splitlines()
@@ -241,7 +267,8 @@ def test_each_pod_is_logged_with_creation_time_reason_and_exit_code_before_the_d
     record = f"delete pod/{oldest} created={stamp(0)} reason=Error exit=255"
     assert record in lines, f"each deleted pod gets a line with name, creation time, reason, exit code:\n{run.stdout}"
     assert f"delete pod/triton-provider-failed created={stamp(-10)} reason=ProviderFailed exit=-" in lines, (
-        "a pod with no container status still gets its line, with the pod's reason")
+        "a pod with no container status still gets its line, with the pod's reason"
+    )
     assert f"keep pod/{newest_first(pods)[0]} created={stamp(4)} reason=Error exit=255" in lines
     assert lines.index(record) < lines.index(f'pod "{oldest}" deleted'), "the record is written before the delete"
     assert lines[-1] == "cleanup: deleted 3, kept 1"
@@ -251,9 +278,8 @@ def test_the_delete_call_names_pods_and_does_not_wait(namespace) -> None:
     run = namespace(failed_triton(3)).run(environment())
     delete = run.calls[-1]
     assert delete[0] == "delete" and "--wait=false" in delete, "the Job must not wait on each pod's termination"
-    assert ["--namespace", NAMESPACE] == delete[delete.index("--namespace"):delete.index("--namespace") + 2]
-    assert all(arg.startswith("pod/") for arg in delete if not arg.startswith("-") and arg not in ("delete",
-                                                                                                  NAMESPACE))
+    assert ["--namespace", NAMESPACE] == delete[delete.index("--namespace") : delete.index("--namespace") + 2]
+    assert all(arg.startswith("pod/") for arg in delete if not arg.startswith("-") and arg not in ("delete", NAMESPACE))
 
 
 def test_the_list_call_selects_on_the_server_by_labels_and_phase(namespace) -> None:
@@ -261,13 +287,23 @@ def test_the_list_call_selects_on_the_server_by_labels_and_phase(namespace) -> N
     get = run.calls[0]
     selector = get[get.index("--selector") + 1]
     assert dict(part.split("=", 1) for part in selector.split(",")) == TRITON, (
-        "the selector is the chart contract's label set for the release's inference pods")
+        "the selector is the chart contract's label set for the release's inference pods"
+    )
     assert get[get.index("--field-selector") + 1] == "status.phase=Failed"
     assert get[get.index("--sort-by") + 1] == ".metadata.creationTimestamp"
 
 
-@pytest.mark.parametrize(("name", "value"), [("KEEP", "-1"), ("KEEP", "one"), ("KEEP", "1.5"),
-                                             ("MAX_DELETE", "0"), ("MAX_DELETE", "-5"), ("MAX_DELETE", "all")])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("KEEP", "-1"),
+        ("KEEP", "one"),
+        ("KEEP", "1.5"),
+        ("MAX_DELETE", "0"),
+        ("MAX_DELETE", "-5"),
+        ("MAX_DELETE", "all"),
+    ],
+)
 def test_a_count_that_is_not_a_whole_number_stops_before_any_call(namespace, name: str, value: str) -> None:
     run = namespace(failed_triton(3)).run({**environment(), name: value})
     assert run.returncode == 2, "a bad parameter is a configuration error, reported as such"
@@ -309,7 +345,7 @@ def kubelet_expand(text: str, defined: dict[str, str]) -> str:
             if nxt == "(":
                 close = text.find(")", i + 2)
                 if close >= 0:
-                    name = text[i + 2:close]
+                    name = text[i + 2 : close]
                     out.append(defined.get(name, f"$({name})"))
                     i = close + 1
                     continue
@@ -325,7 +361,8 @@ def test_the_script_text_survives_the_kubelets_variable_expansion() -> None:
     names = {name: "<expanded>" for name in [*environment(), "NAMESPACE"]}
     assert kubelet_expand("a $(KEEP) $$(KEEP) $$", names) == "a <expanded> $(KEEP) $", "fixture: the expansion"
     assert kubelet_expand(script_text(), names) == script_text(), (
-        "the kubelet rewrites $(NAME) and $$ in a container command; the script must contain neither")
+        "the kubelet rewrites $(NAME) and $$ in a container command; the script must contain neither"
+    )
 
 
 def test_the_script_uses_nothing_the_image_lacks() -> None:
@@ -357,8 +394,9 @@ def test_the_harness_path_holds_only_busybox_applets_and_the_standin(bin_dir: Pa
 
 def standin(state: Path, *argv: str) -> subprocess.CompletedProcess:
     env = {kubectl_standin.STATE_ENV: str(state)}
-    return subprocess.run([sys.executable, kubectl_standin.__file__, *argv], env=env, capture_output=True,
-                          text=True, timeout=30)
+    return subprocess.run(
+        [sys.executable, kubectl_standin.__file__, *argv], env=env, capture_output=True, text=True, timeout=30
+    )
 
 
 def test_the_standin_selects_by_labels_and_phase_as_the_api_server_does(tmp_path: Path) -> None:
@@ -366,32 +404,50 @@ def test_the_standin_selects_by_labels_and_phase_as_the_api_server_does(tmp_path
     pods = failed_triton(2) + bystanders()
     kubectl_standin.write_state(state, pods)
     selector = ",".join(f"{k}={v}" for k, v in TRITON.items())
-    result = standin(state, "get", "pods", "-n", NAMESPACE, "-l", selector, "--field-selector=status.phase=Failed",
-                     "--sort-by=.metadata.creationTimestamp", "-o", "name")
+    result = standin(
+        state,
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        selector,
+        "--field-selector=status.phase=Failed",
+        "--sort-by=.metadata.creationTimestamp",
+        "-o",
+        "name",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [f"pod/{name}" for name in reversed(newest_first(failed_triton(2)))], (
-        "only the release's Failed Triton pods in the namespace, oldest first")
+        "only the release's Failed Triton pods in the namespace, oldest first"
+    )
     everything = standin(state, "get", "pods", "-n", NAMESPACE, "-o", "name")
     assert len(everything.stdout.split()) == len([p for p in pods if p["metadata"]["namespace"] == NAMESPACE]), (
-        "unfiltered, the stand-in lists the whole namespace: the filtering is the selectors' doing")
+        "unfiltered, the stand-in lists the whole namespace: the filtering is the selectors' doing"
+    )
 
 
 def test_the_standin_renders_the_jsonpath_the_script_asks_for(tmp_path: Path) -> None:
     state = tmp_path / "pods.json"
     kubectl_standin.write_state(state, failed_triton(1))
-    template = '{range .items[*]}{.metadata.name}{"\\t"}{.status.containerStatuses[*].state.terminated.exitCode}' \
-               '{"\\t"}{.status.reason}{"\\n"}{end}'
+    template = (
+        '{range .items[*]}{.metadata.name}{"\\t"}{.status.containerStatuses[*].state.terminated.exitCode}'
+        '{"\\t"}{.status.reason}{"\\n"}{end}'
+    )
     result = standin(state, "get", "pods", "-n", NAMESPACE, "-o", f"jsonpath={template}")
     name = failed_triton(1)[0]["metadata"]["name"]
     assert result.stdout == f"{name}\t255\t\n", "missing keys print empty, as kubectl's jsonpath allows"
 
 
-@pytest.mark.parametrize("argv", [
-    ["get", "pods", "-n", NAMESPACE, "-l", "app in (a,b)", "-o", "name"],
-    ["get", "pods", "-n", NAMESPACE, "--field-selector", "status.podReason=Error", "-o", "name"],
-    ["get", "pods", "-n", NAMESPACE, "--no-such-flag", "-o", "name"],
-    ["delete", "-n", NAMESPACE, "pod/not-there"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["get", "pods", "-n", NAMESPACE, "-l", "app in (a,b)", "-o", "name"],
+        ["get", "pods", "-n", NAMESPACE, "--field-selector", "status.podReason=Error", "-o", "name"],
+        ["get", "pods", "-n", NAMESPACE, "--no-such-flag", "-o", "name"],
+        ["delete", "-n", NAMESPACE, "pod/not-there"],
+    ],
+)
 def test_the_standin_refuses_what_it_does_not_model(tmp_path: Path, argv: list[str]) -> None:
     state = tmp_path / "pods.json"
     kubectl_standin.write_state(state, failed_triton(1))

@@ -50,8 +50,9 @@ def endpoint_of(cluster):
 
 def test_admin_listens_on_the_admin_port_with_a_file_access_log(hammer):
     admin = hammer["admin"]
-    assert admin["address"]["socket_address"] == {"address": "0.0.0.0", "port_value": 9901}, \
+    assert admin["address"]["socket_address"] == {"address": "0.0.0.0", "port_value": 9901}, (
         "the chart's admin address; the envoy_admin cluster and the Lua filter's /stats read it"
+    )
     (log,) = admin["access_log"]
     assert log["typed_config"]["path"] == "/tmp/admin_access.log", "the chart's admin access log file"
 
@@ -59,45 +60,63 @@ def test_admin_listens_on_the_admin_port_with_a_file_access_log(hammer):
 def test_the_grpc_listener_is_the_charts_listener_on_the_grpc_port(hammer):
     (listener,) = hammer["static_resources"]["listeners"]
     assert listener["name"] == "listener_grpc"
-    assert listener["address"]["socket_address"] == {"address": "0.0.0.0", "port_value": 8001}, \
+    assert listener["address"]["socket_address"] == {"address": "0.0.0.0", "port_value": 8001}, (
         "clients reach Envoy on 8001 through the chart's Service"
+    )
     hcm = hcm_of(hammer)
-    assert (hcm["stat_prefix"], hcm["codec_type"], hcm["generate_request_id"], hcm["http2_protocol_options"]) == \
-        ("ingress_grpc", "AUTO", True, {}), "the HTTP connection manager as the chart sets it"
+    assert (hcm["stat_prefix"], hcm["codec_type"], hcm["generate_request_id"], hcm["http2_protocol_options"]) == (
+        "ingress_grpc",
+        "AUTO",
+        True,
+        {},
+    ), "the HTTP connection manager as the chart sets it"
 
 
 def test_the_repository_index_route_comes_first_and_is_held_for_the_ready_timeout_plus_the_margin(hammer):
     first, second = routes_of(hammer)
-    assert first["match"] == {"path": CHART.repository_index_path}, \
+    assert first["match"] == {"path": CHART.repository_index_path}, (
         "an exact-path RepositoryIndex route ahead of the catch-all, or the wake route is never chosen"
-    assert first["route"]["idle_timeout"] == "1020s", \
+    )
+    assert first["route"]["idle_timeout"] == "1020s", (
         "hammer waits 900 s for a Slurm job; the held request must outlive that plus the chart's 120 s margin"
+    )
     assert first["route"]["retry_policy"] == {
-        "retry_on": REPOSITORY_INDEX_RETRY_ON, "num_retries": 15, "per_try_timeout": "2s",
-        "retry_back_off": {"base_interval": "0.25s", "max_interval": "1s"}}, "the chart's RepositoryIndex retries"
+        "retry_on": REPOSITORY_INDEX_RETRY_ON,
+        "num_retries": 15,
+        "per_try_timeout": "2s",
+        "retry_back_off": {"base_interval": "0.25s", "max_interval": "1s"},
+    }, "the chart's RepositoryIndex retries"
     assert second["match"] == {"prefix": "/"}
     assert {r["route"]["cluster"] for r in (first, second)} == {CHART.inference_cluster}
 
 
 def test_the_idle_timeout_is_derived_from_the_ready_timeout_not_a_second_setting():
     for ready in (30, 300, 900):
-        settings = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": ready,
-                                                           "holdMinReplicasSeconds": ready})
+        settings = stack_settings(
+            "hammer", scaleFromZero={"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": ready}
+        )
         (first, _) = routes_of(build_envoy_config(settings))
-        assert first["route"]["idle_timeout"] == f"{ready + CHART.ready_timeout_margin_seconds}s", \
+        assert first["route"]["idle_timeout"] == f"{ready + CHART.ready_timeout_margin_seconds}s", (
             "the two numbers must move together, which the change request could only do by hand"
+        )
 
 
 def test_the_inference_route_carries_the_change_requests_aggressive_retry_policy(hammer):
     (_, inference) = routes_of(hammer)
     policy = inference["route"]["retry_policy"]
-    assert policy["retry_on"] == (
-        "5xx,gateway-error,reset,reset-before-request,connect-failure,refused-stream,retriable-status-codes,"
-        "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable") == INFERENCE_RETRY_ON
+    assert (
+        policy["retry_on"]
+        == (
+            "5xx,gateway-error,reset,reset-before-request,connect-failure,refused-stream,retriable-status-codes,"
+            "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable"
+        )
+        == INFERENCE_RETRY_ON
+    )
     assert policy["num_retries"] == 15
     assert policy["retriable_status_codes"] == [404, 502, 503, 504]
-    assert [p["name"] for p in policy["retry_host_predicate"]] == ["envoy.retry_host_predicates.previous_hosts"], \
+    assert [p["name"] for p in policy["retry_host_predicate"]] == ["envoy.retry_host_predicates.previous_hosts"], (
         "a retry should go to another Triton when there is one"
+    )
     assert policy["host_selection_retry_max_attempts"] == 10
     assert policy["retry_back_off"] == {"base_interval": "0.2s", "max_interval": "5s"}
     assert inference["route"]["timeout"] == "0s", "grpc_route_timeout 0: no route timeout on a long inference"
@@ -105,18 +124,23 @@ def test_the_inference_route_carries_the_change_requests_aggressive_retry_policy
 
 def test_http_filters_run_lua_then_buffer_then_router(hammer):
     filters = hcm_of(hammer)["http_filters"]
-    assert [f["name"] for f in filters] == \
-        ["envoy.filters.http.lua", "envoy.filters.http.buffer", "envoy.filters.http.router"], \
-        "Lua ahead of the buffer, so a wake starts on the headers, not after a body is buffered"
-    assert filters[0]["typed_config"]["default_source_code"] == {"filename": CHART.lua_filter_path}, \
+    assert [f["name"] for f in filters] == [
+        "envoy.filters.http.lua",
+        "envoy.filters.http.buffer",
+        "envoy.filters.http.router",
+    ], "Lua ahead of the buffer, so a wake starts on the headers, not after a body is buffered"
+    assert filters[0]["typed_config"]["default_source_code"] == {"filename": CHART.lua_filter_path}, (
         "the chart mounts its wake filter at this path"
+    )
     assert filters[1]["typed_config"]["max_request_bytes"] == 33554432
 
 
 def test_there_are_exactly_the_three_clusters_the_lua_filter_and_routes_name(hammer):
-    assert [c["name"] for c in hammer["static_resources"]["clusters"]] == \
-        ["triton_grpc_service", "triton_admission", "envoy_admin"], \
-        "the chart's Lua filter calls these clusters by name and reads stats under the first"
+    assert [c["name"] for c in hammer["static_resources"]["clusters"]] == [
+        "triton_grpc_service",
+        "triton_admission",
+        "envoy_admin",
+    ], "the chart's Lua filter calls these clusters by name and reads stats under the first"
     clusters = clusters_of(hammer)
     assert endpoint_of(clusters["triton_admission"]) == {"address": "127.0.0.1", "port_value": 8080}
     assert endpoint_of(clusters["envoy_admin"]) == {"address": "127.0.0.1", "port_value": 9901}
@@ -125,19 +149,24 @@ def test_there_are_exactly_the_three_clusters_the_lua_filter_and_routes_name(ham
 
 def test_the_triton_cluster_resolves_the_headless_service_by_dns_every_second(hammer):
     cluster = clusters_of(hammer)["triton_grpc_service"]
-    assert "type" not in cluster and "dns_refresh_rate" not in cluster, \
+    assert "type" not in cluster and "dns_refresh_rate" not in cluster, (
         "Cluster.dns_refresh_rate is deprecated at 1.39; the DNS cluster extension carries it"
+    )
     assert cluster["cluster_type"]["name"] == "envoy.cluster.dns"
     dns = cluster["cluster_type"]["typed_config"]
-    assert (dns["dns_refresh_rate"], dns["dns_lookup_family"], dns["all_addresses_in_single_endpoint"]) == \
-        ("1s", "V4_ONLY", False), "STRICT_DNS semantics: every address of the headless Service is a host"
+    assert (dns["dns_refresh_rate"], dns["dns_lookup_family"], dns["all_addresses_in_single_endpoint"]) == (
+        "1s",
+        "V4_ONLY",
+        False,
+    ), "STRICT_DNS semantics: every address of the headless Service is a host"
     assert cluster["connect_timeout"] == "2s"
     assert cluster["lb_policy"] == "ROUND_ROBIN"
     options = cluster["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
     assert options["explicit_http_config"] == {"http2_protocol_options": {}}, "Triton's gRPC needs HTTP/2 upstream"
-    assert endpoint_of(cluster) == {"address": "supersonic-interlink-triton.cms.svc.cluster.local.",
-                                    "port_value": 8001}, \
-        "the absolute FQDN with the trailing dot skips the resolver's search-domain walk"
+    assert endpoint_of(cluster) == {
+        "address": "supersonic-interlink-triton.cms.svc.cluster.local.",
+        "port_value": 8001,
+    }, "the absolute FQDN with the trailing dot skips the resolver's search-domain walk"
 
 
 def test_the_triton_cluster_ejects_failing_hosts_as_the_change_request_specifies(hammer):
@@ -154,8 +183,9 @@ def test_the_triton_cluster_ejects_failing_hosts_as_the_change_request_specifies
 
 def test_the_triton_cluster_lets_every_request_retry_at_once(hammer):
     (thresholds,) = clusters_of(hammer)["triton_grpc_service"]["circuit_breakers"]["thresholds"]
-    assert thresholds["max_retries"] == thresholds["max_requests"] == 1024, \
+    assert thresholds["max_retries"] == thresholds["max_requests"] == 1024, (
         "Envoy's default of 3 concurrent retries fails every other client at once when a Triton restarts"
+    )
     assert thresholds["track_remaining"] is True, "remaining_retries gauges show how close the breaker is"
 
 
@@ -167,15 +197,28 @@ NUMBERS = {
     "connectTimeoutMs": ("connect timeout", 3456),
     "dnsRefreshMs": ("DNS refresh", 789),
     "grpcRouteTimeoutSeconds": ("route timeout", 77),
-    "outlierDetection": ("outlier detection", {"consecutive5xx": 11, "consecutiveGatewayFailure": 12,
-                                               "intervalSeconds": 13, "baseEjectionTimeSeconds": 14,
-                                               "maxEjectionPercent": 35}),
-    "inferenceRetry": ("inference retry", {"numRetries": 21, "hostSelectionRetryMaxAttempts": 22,
-                                           "backOffBaseMs": 230, "backOffMaxMs": 2400}),
-    "repositoryIndexRetry": ("RepositoryIndex retry", {"numRetries": 31, "perTryTimeoutMs": 3200,
-                                                       "backOffBaseMs": 330, "backOffMaxMs": 3400}),
-    "circuitBreakers": ("circuit breakers", {"maxConnections": 41, "maxPendingRequests": 42, "maxRequests": 43,
-                                             "maxRetries": 44}),
+    "outlierDetection": (
+        "outlier detection",
+        {
+            "consecutive5xx": 11,
+            "consecutiveGatewayFailure": 12,
+            "intervalSeconds": 13,
+            "baseEjectionTimeSeconds": 14,
+            "maxEjectionPercent": 35,
+        },
+    ),
+    "inferenceRetry": (
+        "inference retry",
+        {"numRetries": 21, "hostSelectionRetryMaxAttempts": 22, "backOffBaseMs": 230, "backOffMaxMs": 2400},
+    ),
+    "repositoryIndexRetry": (
+        "RepositoryIndex retry",
+        {"numRetries": 31, "perTryTimeoutMs": 3200, "backOffBaseMs": 330, "backOffMaxMs": 3400},
+    ),
+    "circuitBreakers": (
+        "circuit breakers",
+        {"maxConnections": 41, "maxPendingRequests": 42, "maxRequests": 43, "maxRetries": 44},
+    ),
 }
 
 
@@ -193,8 +236,16 @@ def test_every_number_of_the_configuration_comes_from_a_stack_setting(key):
 
 
 def test_every_retry_back_off_in_milliseconds_becomes_an_exact_duration():
-    assert [duration(ms) for ms in (0, 1, 200, 250, 1000, 1500, 5000, 120000)] == \
-        ["0s", "0.001s", "0.2s", "0.25s", "1s", "1.5s", "5s", "120s"]
+    assert [duration(ms) for ms in (0, 1, 200, 250, 1000, 1500, 5000, 120000)] == [
+        "0s",
+        "0.001s",
+        "0.2s",
+        "0.25s",
+        "1s",
+        "1.5s",
+        "5s",
+        "120s",
+    ]
 
 
 @pytest.mark.parametrize("stack", stack_names())

@@ -33,8 +33,9 @@ FAST = {
 
 
 def fast_settings(ready_timeout_seconds: int = 5, **envoy):
-    return loopback_settings("hammer", scale_from_zero={"readyTimeoutSeconds": ready_timeout_seconds},
-                             envoy={**FAST, **envoy})
+    return loopback_settings(
+        "hammer", scale_from_zero={"readyTimeoutSeconds": ready_timeout_seconds}, envoy={**FAST, **envoy}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +75,9 @@ def test_a_repository_index_is_cancelled_when_no_triton_comes_up_within_the_read
         with pytest.raises(InferenceServerException) as failure:
             client.get_model_repository_index(client_timeout=10)
         waited = time.monotonic() - started
-        assert failure.value.status() == "StatusCode.CANCELLED", \
+        assert failure.value.status() == "StatusCode.CANCELLED", (
             "the chart's filter answers grpc-status 1 when the wake times out"
+        )
         assert waited < 4, f"held {waited:.1f} s, well past readyTimeoutSeconds (1 s)"
         assert stack.admission.wakes == 1
 
@@ -89,8 +91,9 @@ def test_inference_calls_do_not_wake_triton_or_wait(triton, warm):
 # --------------------------------------------------------------------------------------------- retries
 
 
-@pytest.mark.parametrize("status", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL,
-                                    grpc.StatusCode.RESOURCE_EXHAUSTED])
+@pytest.mark.parametrize(
+    "status", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.RESOURCE_EXHAUSTED]
+)
 def test_an_inference_call_survives_triton_failing_with(status, triton, warm):
     triton.fail_next(3, status)
     assert infer(triton_client(warm.envoy.target), 64) == 64, f"three {status.name} answers must be retried"
@@ -108,8 +111,9 @@ def test_a_31_mib_request_passes_and_is_replayed_whole_on_retry(triton, warm):
     size = 31 * MIB
     triton.fail_next(1, grpc.StatusCode.UNAVAILABLE)
     assert infer(triton_client(warm.envoy.target), size, timeout=30) == size
-    assert triton.infer_sizes == [size, size], \
+    assert triton.infer_sizes == [size, size], (
         "the buffer holds the whole body, so the retry sends all of it again, not an empty or cut request"
+    )
 
 
 def test_a_33_mib_request_is_refused_without_reaching_triton(triton, warm):
@@ -130,19 +134,25 @@ def test_a_failing_triton_among_two_is_ejected_and_every_call_is_served_by_the_h
         assert good.calls["ModelInfer"] == 12, "each call completed exactly once, on the healthy Triton"
         assert bad.calls["ModelInfer"] >= 5, "the failing Triton was tried (consecutive5xx needs five failures)"
         # UNAVAILABLE is a 503: both the 5xx and the gateway-failure rule count it; whichever reaches 5 ejects.
-        wait_until(lambda: stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_enforced_total"),
-                   2.0, "the failing host to be ejected")
-        assert stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_active") == 1, \
+        wait_until(
+            lambda: stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_enforced_total"),
+            2.0,
+            "the failing host to be ejected",
+        )
+        assert stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_active") == 1, (
             "one host of two may be ejected under maxEjectionPercent 50"
-        flags = {line.rsplit("::", 1)[-1] for line in stack.envoy.admin("/clusters").splitlines()
-                 if line.startswith(f"{CHART.inference_cluster}::{LOOPBACK_HOST}:{bad.port}::health_flags")}
+        )
+        flags = {
+            line.rsplit("::", 1)[-1]
+            for line in stack.envoy.admin("/clusters").splitlines()
+            if line.startswith(f"{CHART.inference_cluster}::{LOOPBACK_HOST}:{bad.port}::health_flags")
+        }
         assert flags == {"/failed_outlier_check"}, "the failing host, and only it, is marked ejected"
         assert stack.envoy.stat(f"{CLUSTER}.membership_healthy") == 1
 
 
 @pytest.mark.parametrize("max_retries, all_survive", [(1024, True), (3, False)])
-def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_not_capped(max_retries,
-                                                                                           all_survive):
+def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_not_capped(max_retries, all_survive):
     clients = 24
     settings = fast_settings(circuitBreakers={"maxRetries": max_retries})
     with loopback_stack(settings) as stack:
@@ -163,11 +173,13 @@ def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_
             survived = sum(r.result(timeout=20) for r in results)
         overflow = stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry_overflow")
         if all_survive:
-            assert (survived, overflow) == (clients, 0), \
+            assert (survived, overflow) == (clients, 0), (
                 f"with maxRetries {max_retries}, {clients - survived} clients failed and {overflow} retries overflowed"
+            )
         else:
-            assert overflow > 0 and survived < clients, \
+            assert overflow > 0 and survived < clients, (
                 "Envoy's default of 3 concurrent retries must show here as overflowing retries and failed clients"
+            )
 
 
 # --------------------------------------------------------------------------------------------- the file itself
@@ -178,7 +190,13 @@ def test_the_config_text_is_unchanged_by_the_charts_envsubst(stack):
     from conftest import stack_settings
 
     text = render_envoy_yaml(build_envoy_config(stack_settings(stack)))
-    result = subprocess.run(["envsubst"], input=text, capture_output=True, text=True, timeout=10,
-                            env={"POD_NAME": "supersonic-interlink-envoy-0", "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        ["envsubst"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        env={"POD_NAME": "supersonic-interlink-envoy-0", "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == text, "the chart's entrypoint pipes the file through envsubst before Envoy reads it"

@@ -62,18 +62,21 @@ def pair():
 
 def test_one_changed_number_changes_the_release_values_so_helm_upgrades(pair):
     before, after = pair
-    assert release_values(before) != release_values(after), \
+    assert release_values(before) != release_values(after), (
         "identical values mean no Helm upgrade, and the chart would keep its copy of the old configuration"
+    )
     assert differences(release_values(before), release_values(after)) == [
-        f"envoy.annotations.{CONFIG_CHECKSUM_ANNOTATION}", "envoy.external_config.configmap_name"], \
-        "the configuration reaches the release only through the ConfigMap name and the checksum annotation"
+        f"envoy.annotations.{CONFIG_CHECKSUM_ANNOTATION}",
+        "envoy.external_config.configmap_name",
+    ], "the configuration reaches the release only through the ConfigMap name and the checksum annotation"
 
 
 def test_one_changed_number_changes_the_envoy_pod_annotations_so_the_pods_roll(pair):
     before, after = pair
-    assert envoy_pod_annotations(before)[CONFIG_CHECKSUM_ANNOTATION] != \
-        envoy_pod_annotations(after)[CONFIG_CHECKSUM_ANNOTATION], \
-        "Envoy reads its file only at start; an unchanged pod template leaves the old configuration running"
+    assert (
+        envoy_pod_annotations(before)[CONFIG_CHECKSUM_ANNOTATION]
+        != envoy_pod_annotations(after)[CONFIG_CHECKSUM_ANNOTATION]
+    ), "Envoy reads its file only at start; an unchanged pod template leaves the old configuration running"
 
 
 def test_one_changed_number_gives_a_config_map_of_a_new_name(pair):
@@ -83,8 +86,10 @@ def test_one_changed_number_gives_a_config_map_of_a_new_name(pair):
     prefix = f"{CHART.envoy_object_name('supersonic-interlink')}-external-"
     assert old.startswith(prefix) and new.startswith(prefix)
     for evaluation in pair:
-        assert release_values(evaluation)["envoy"]["external_config"]["configmap_name"] == \
-            config_map(evaluation)["metadata"]["name"], "the release must read the ConfigMap created with it"
+        assert (
+            release_values(evaluation)["envoy"]["external_config"]["configmap_name"]
+            == config_map(evaluation)["metadata"]["name"]
+        ), "the release must read the ConfigMap created with it"
 
 
 def test_identical_configurations_give_identical_values_annotations_and_config_map(run_stack):
@@ -98,8 +103,9 @@ def test_a_change_outside_the_envoy_configuration_leaves_the_envoy_pods_alone(ru
     first = run_stack("hammer")
     second = run_stack("hammer", keda={"maxReplicaCount": 9})
     assert release_values(first) != release_values(second)
-    assert envoy_pod_annotations(first) == envoy_pod_annotations(second), \
+    assert envoy_pod_annotations(first) == envoy_pod_annotations(second), (
         "rolling Envoy cuts every client's connection; only an Envoy configuration change should do it"
+    )
 
 
 class _OptionRecordingMonitor(evaluate_module.RecordingMonitor):
@@ -119,14 +125,17 @@ def test_the_config_map_is_immutable_created_before_the_release_reads_it_and_rep
     requests = _OptionRecordingMonitor.requests
     assert set(requests) >= {RELEASE, CONFIG_MAP}, "the recording monitor must have seen both registrations"
     config_map_request, release_request = requests[CONFIG_MAP], requests[RELEASE]
-    assert config_map(evaluation)["immutable"] is True, \
+    assert config_map(evaluation)["immutable"] is True, (
         "immutable, so the provider replaces rather than edits it when the data changes"
-    assert not config_map_request.deleteBeforeReplace, \
+    )
+    assert not config_map_request.deleteBeforeReplace, (
         "delete-before-replace would leave a moment with no ConfigMap for the chart's lookup to find"
+    )
     config_map_urn = next(r for r in evaluation.resources if r.type == CONFIG_MAP)
     dependencies = set(release_request.dependencies)
     for deps in release_request.propertyDependencies.values():
         dependencies |= set(deps.urns)
-    assert any(urn.endswith(f"{CONFIG_MAP}::{config_map_urn.name}") for urn in dependencies), \
-        "the Release must depend on the ConfigMap, so the new one exists before the upgrade and the old one " \
+    assert any(urn.endswith(f"{CONFIG_MAP}::{config_map_urn.name}") for urn in dependencies), (
+        "the Release must depend on the ConfigMap, so the new one exists before the upgrade and the old one "
         "is deleted only after it"
+    )

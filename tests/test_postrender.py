@@ -112,7 +112,8 @@ def test_without_the_project_virtualenv_it_says_what_to_run(tmp_path: Path) -> N
     for name in ("keda-trigger-timeout", "keda_trigger_timeout.py"):
         (copy / name).write_bytes((ROOT / "postrender" / name).read_bytes())
     (copy / "keda-trigger-timeout").chmod(0o755)
-    result = subprocess.run([str(copy / "keda-trigger-timeout")], input=SCALED_OBJECT, capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [str(copy / "keda-trigger-timeout")], input=SCALED_OBJECT, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 1, "a post-renderer that cannot run must stop the upgrade"
     assert "run 'pulumi install'" in result.stderr

@@ -26,9 +26,22 @@ from conftest import ROOT, stack_config, stack_settings
 from loopback import loopback_settings, loopback_stack
 
 PROBE_RECORD_FIELDS = {
-    "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "wake_seconds",
-    "elapsed_seconds", "deadline_seconds", "ready_timeout_seconds", "grpc_status", "detail", "server_ready",
-    "model_count", "models",
+    "kind",
+    "stack",
+    "endpoint",
+    "outcome",
+    "exit_code",
+    "started_at",
+    "finished_at",
+    "wake_seconds",
+    "elapsed_seconds",
+    "deadline_seconds",
+    "ready_timeout_seconds",
+    "grpc_status",
+    "detail",
+    "server_ready",
+    "model_count",
+    "models",
 }
 
 
@@ -41,8 +54,13 @@ def free_port() -> int:
 class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
     """A Triton answering directly (no Envoy): the parts of a session the probe uses."""
 
-    def __init__(self, *, ready: bool = True, index_delay: float = 0.0,
-                 abort: tuple[grpc.StatusCode, tuple[tuple[str, str], ...]] | None = None):
+    def __init__(
+        self,
+        *,
+        ready: bool = True,
+        index_delay: float = 0.0,
+        abort: tuple[grpc.StatusCode, tuple[tuple[str, str], ...]] | None = None,
+    ):
         self.ready = ready
         self.index_delay = index_delay
         self.abort = abort
@@ -56,9 +74,12 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
             context.set_trailing_metadata(trailers)
             context.abort(code, "stand-in refuses")
         self.released.wait(self.index_delay)
-        return service_pb2.RepositoryIndexResponse(models=[
-            service_pb2.RepositoryIndexResponse.ModelIndex(name=name, version="1", state="READY")
-            for name in self.models])
+        return service_pb2.RepositoryIndexResponse(
+            models=[
+                service_pb2.RepositoryIndexResponse.ModelIndex(name=name, version="1", state="READY")
+                for name in self.models
+            ]
+        )
 
     def ServerReady(self, request, context):  # noqa: N802
         return service_pb2.ServerReadyResponse(ready=self.ready)
@@ -111,15 +132,17 @@ def run_main(*args: str, **overrides) -> tuple[int, str, str]:
 
 
 def test_deadline_is_ready_timeout_plus_the_route_margin() -> None:
-    assert probe.probe_deadline_seconds(stack_settings("hammer")) == 900 + 120, \
+    assert probe.probe_deadline_seconds(stack_settings("hammer")) == 900 + 120, (
         "Hammer's clients may wait readyTimeoutSeconds plus the route margin: the RepositoryIndex idle_timeout"
+    )
     short = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": 3, "holdMinReplicasSeconds": 3})
     assert probe.probe_deadline_seconds(short) == 123, "the deadline must follow the stack's readyTimeoutSeconds"
 
 
 def test_default_endpoint_is_the_stacks_in_cluster_envoy_service() -> None:
-    assert probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", \
+    assert probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", (
         "without --endpoint the probe must reach Envoy where CMSSW clients in the cluster do"
+    )
     moved = stack_settings("hammer", envoy={"grpcPort": 9001})
     assert probe.default_endpoint(moved).endswith(":9001"), "the port must come from envoy.grpcPort"
 
@@ -135,72 +158,103 @@ def test_malformed_endpoints_are_refused_with_the_expected_form(text: str) -> No
         probe.parse_endpoint(text)
 
 
-@pytest.mark.parametrize(("status", "answered", "outcome"), [
-    ("CANCELLED", True, probe.REJECTED),
-    ("CANCELLED", None, probe.REJECTED),
-    ("DEADLINE_EXCEEDED", False, probe.DEADLINE_EXCEEDED),
-    ("DEADLINE_EXCEEDED", True, probe.DEADLINE_EXCEEDED),
-    ("UNAVAILABLE", False, probe.UNREACHABLE),
-    ("UNAVAILABLE", True, probe.REJECTED),
-    ("UNAVAILABLE", None, probe.REJECTED),
-    ("UNIMPLEMENTED", True, probe.REJECTED),
-    ("RESOURCE_EXHAUSTED", True, probe.REJECTED),
-])
+@pytest.mark.parametrize(
+    ("status", "answered", "outcome"),
+    [
+        ("CANCELLED", True, probe.REJECTED),
+        ("CANCELLED", None, probe.REJECTED),
+        ("DEADLINE_EXCEEDED", False, probe.DEADLINE_EXCEEDED),
+        ("DEADLINE_EXCEEDED", True, probe.DEADLINE_EXCEEDED),
+        ("UNAVAILABLE", False, probe.UNREACHABLE),
+        ("UNAVAILABLE", True, probe.REJECTED),
+        ("UNAVAILABLE", None, probe.REJECTED),
+        ("UNIMPLEMENTED", True, probe.REJECTED),
+        ("RESOURCE_EXHAUSTED", True, probe.REJECTED),
+    ],
+)
 def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answered(
-        status: str, answered: bool | None, outcome: str) -> None:
+    status: str, answered: bool | None, outcome: str
+) -> None:
     assert probe.classify_failure(status, answered) == outcome, (
         f"{status} (answered={answered}) must be {outcome}: an Envoy whose Triton is down answers UNAVAILABLE "
-        f"with its own headers, a dead endpoint gives UNAVAILABLE with none")
+        f"with its own headers, a dead endpoint gives UNAVAILABLE with none"
+    )
 
 
 def test_every_outcome_has_its_own_exit_code_apart_from_the_config_error_code() -> None:
     codes = [probe.EXIT_CODES[outcome] for outcome in probe.OUTCOMES]
     assert len(set(codes)) == len(codes), "cron and CI tell outcomes apart by exit code alone"
-    assert probe.EXIT_CONFIG not in codes and 1 not in codes, \
+    assert probe.EXIT_CONFIG not in codes and 1 not in codes, (
         "2 is a usage/config error (as in render.py) and 1 a crash; no outcome may share them"
+    )
     assert probe.EXIT_CODES[probe.READY] == 0
 
 
 def _result(outcome: str, wake: float | None, **fields) -> probe.ProbeResult:
-    return probe.ProbeResult(stack="hammer", endpoint="127.0.0.1:8001", outcome=outcome, started=1_700_000_000.0,
-                             finished=1_700_000_010.5, deadline_seconds=1020, ready_timeout_seconds=900,
-                             elapsed_seconds=wake or 3.0, wake_seconds=wake, **fields)
+    return probe.ProbeResult(
+        stack="hammer",
+        endpoint="127.0.0.1:8001",
+        outcome=outcome,
+        started=1_700_000_000.0,
+        finished=1_700_000_010.5,
+        deadline_seconds=1020,
+        ready_timeout_seconds=900,
+        elapsed_seconds=wake or 3.0,
+        wake_seconds=wake,
+        **fields,
+    )
 
 
 def test_summary_gives_count_wake_statistics_and_outcomes() -> None:
-    results = [_result(probe.READY, 4.0), _result(probe.READY, 12.0), _result(probe.REJECTED, None),
-               _result(probe.READY, 5.0)]
+    results = [
+        _result(probe.READY, 4.0),
+        _result(probe.READY, 12.0),
+        _result(probe.REJECTED, None),
+        _result(probe.READY, 5.0),
+    ]
     summary = probe.summarize(results)
     assert summary["count"] == 4
-    assert summary["wake_seconds"] == {"count": 3, "min": 4.0, "median": 5.0, "max": 12.0}, \
+    assert summary["wake_seconds"] == {"count": 3, "min": 4.0, "median": 5.0, "max": 12.0}, (
         "min/median/max must cover the answered probes only; a rejection has no wake time"
-    assert summary["outcomes"] == {probe.READY: 3, probe.NOT_READY: 0, probe.REJECTED: 1,
-                                   probe.DEADLINE_EXCEEDED: 0, probe.UNREACHABLE: 0}
-    assert summary["worst_outcome"] == probe.REJECTED and summary["exit_code"] == 3, \
+    )
+    assert summary["outcomes"] == {
+        probe.READY: 3,
+        probe.NOT_READY: 0,
+        probe.REJECTED: 1,
+        probe.DEADLINE_EXCEEDED: 0,
+        probe.UNREACHABLE: 0,
+    }
+    assert summary["worst_outcome"] == probe.REJECTED and summary["exit_code"] == 3, (
         "one rejection in a run must fail a cron job even if the others woke"
+    )
     assert "median 5.0s" in probe.describe_summary(summary)
 
 
 def test_the_worst_outcome_decides_the_exit_code_of_a_run() -> None:
     results = [_result(probe.NOT_READY, 2.0), _result(probe.UNREACHABLE, None), _result(probe.DEADLINE_EXCEEDED, None)]
     summary = probe.summarize(results)
-    assert summary["worst_outcome"] == probe.UNREACHABLE and summary["exit_code"] == 5, \
+    assert summary["worst_outcome"] == probe.UNREACHABLE and summary["exit_code"] == 5, (
         "unreachable is worse than a timeout, which is worse than not ready"
+    )
     assert summary["wake_seconds"] == {"count": 1, "min": 2.0, "median": 2.0, "max": 2.0}
 
 
 def test_a_summary_without_answers_has_no_wake_statistics() -> None:
     summary = probe.summarize([_result(probe.UNREACHABLE, None)] * 2)
-    assert summary["wake_seconds"] == {"count": 0, "min": None, "median": None, "max": None}, \
+    assert summary["wake_seconds"] == {"count": 0, "min": None, "median": None, "max": None}, (
         "no answered probe means no wake time, not a wake time of zero"
+    )
     assert "no probe was answered" in probe.describe_summary(summary)
 
 
 @pytest.mark.parametrize("outcome", probe.OUTCOMES)
 def test_the_json_record_has_every_field_whatever_the_outcome(outcome: str) -> None:
     answered = outcome in (probe.READY, probe.NOT_READY)
-    result = _result(outcome, 2.5 if answered else None,
-                     models=[{"name": "m", "version": "1", "state": "READY"}] if answered else None)
+    result = _result(
+        outcome,
+        2.5 if answered else None,
+        models=[{"name": "m", "version": "1", "state": "READY"}] if answered else None,
+    )
     record = json.loads(json.dumps(result.record()))
     assert set(record) == PROBE_RECORD_FIELDS, "a cron consumer must be able to read every field of every record"
     assert record["outcome"] == outcome and record["exit_code"] == probe.EXIT_CODES[outcome]
@@ -216,10 +270,11 @@ def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
         progress.tick(elapsed)
     progress.done()
     lines = stream.getvalue().splitlines()
-    assert lines == ["probe hammer: still waiting, 30s of 17m00s",
-                     "probe hammer: still waiting, 1m00s of 17m00s",
-                     "probe hammer: still waiting, 1m35s of 17m00s"], \
-        "a log must show the wait is alive without a line per second and without carriage returns"
+    assert lines == [
+        "probe hammer: still waiting, 30s of 17m00s",
+        "probe hammer: still waiting, 1m00s of 17m00s",
+        "probe hammer: still waiting, 1m35s of 17m00s",
+    ], "a log must show the wait is alive without a line per second and without carriage returns"
 
 
 def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
@@ -248,14 +303,14 @@ def test_a_closed_port_is_unreachable_at_once() -> None:
     assert took < 3, f"a refused connection must be reported at once, not after the deadline (took {took:.1f}s)"
 
 
-def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_connect_timeout(
-        silent_port: int) -> None:
+def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_connect_timeout(silent_port: int) -> None:
     begin = time.monotonic()
     code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{silent_port}", "--json", "--connect-timeout", "0.5")
     took = time.monotonic() - begin
     record = json.loads(out)
-    assert code == 5 and record["outcome"] == probe.UNREACHABLE, \
+    assert code == 5 and record["outcome"] == probe.UNREACHABLE, (
         f"a TCP accept without an HTTP/2 answer is no endpoint (a dead port-forward looks like this): {record}"
+    )
     assert took < 3, f"the connection check is bounded by --connect-timeout, not the 1020 s deadline ({took:.1f}s)"
 
 
@@ -263,16 +318,18 @@ def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=0.3))
     result = probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
     assert result.outcome == probe.READY and result.server_ready is True, result
-    assert [m["name"] for m in result.models] == ["particlenet_AK4_PT", "deepmet"], \
+    assert [m["name"] for m in result.models] == ["particlenet_AK4_PT", "deepmet"], (
         "the models the server reports must be listed"
+    )
     assert 0.3 <= result.wake_seconds < 1.3, f"wake time is the RepositoryIndex round trip: {result.wake_seconds}"
 
 
 def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(ready=False))
     result = probe.probe_once(endpoint, 10, stack="hammer")
-    assert result.outcome == probe.NOT_READY and result.exit_code == 6, \
+    assert result.outcome == probe.NOT_READY and result.exit_code == 6, (
         "a session that starts against a Triton reporting not ready must not pass as ready"
+    )
     assert result.wake_seconds is not None and result.model_count == 2
 
 
@@ -286,13 +343,15 @@ def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) ->
 def test_the_triton_client_error_still_shows_whether_the_server_answered(direct_triton) -> None:
     answered = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, (("server", "envoy"),))))
     result = probe.probe_once(answered, 5, stack="hammer")
-    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", \
+    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
         "UNAVAILABLE sent with response headers (Envoy with no upstream) is the proxy answering, not a dead address"
+    )
     silent = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, ())))
     result = probe.probe_once(silent, 5, stack="hammer")
-    assert result.outcome == probe.UNREACHABLE, \
-        "without any response metadata UNAVAILABLE must read as unreachable; if this fails, tritonclient no " \
+    assert result.outcome == probe.UNREACHABLE, (
+        "without any response metadata UNAVAILABLE must read as unreachable; if this fails, tritonclient no "
         "longer keeps the grpc.RpcError as the exception's __context__"
+    )
 
 
 def test_a_connection_lost_while_waiting_is_unreachable() -> None:
@@ -309,8 +368,9 @@ def test_a_connection_lost_while_waiting_is_unreachable() -> None:
         stopper.cancel()
         servicer.released.set()
         server.stop(0).wait(5)
-    assert result.outcome == probe.UNREACHABLE and "lost" in result.detail, \
+    assert result.outcome == probe.UNREACHABLE and "lost" in result.detail, (
         f"an Envoy restarting mid-wait gave no answer; it must not count as a proxy rejection: {result}"
+    )
 
 
 def test_an_unknown_stack_is_a_config_error_with_exit_code_2() -> None:
@@ -329,8 +389,9 @@ def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_
     endpoint = direct_triton(DirectTriton())
     code, out, _ = run_main("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0")
     records = [json.loads(line) for line in out.splitlines()]
-    assert [r["kind"] for r in records] == ["probe", "probe", "probe", "summary"], \
+    assert [r["kind"] for r in records] == ["probe", "probe", "probe", "summary"], (
         "--json with --repeat is JSON Lines: one record per probe, then the summary"
+    )
     summary = records[-1]
     assert summary["count"] == 3 and summary["outcomes"][probe.READY] == 3 and code == 0
     assert summary["wake_seconds"]["min"] <= summary["wake_seconds"]["median"] <= summary["wake_seconds"]["max"]
@@ -377,8 +438,16 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
     settings = loopback_settings("hammer", envoy=FAST_DNS)
     with loopback_stack(settings, ready=False, wake_delay_seconds=2.0) as stack:
         clock = WakeClock(stack)
-        command = [sys.executable, str(ROOT / "probe.py"), "hammer", "--endpoint", stack.envoy.target, "--json",
-                   "--progress-every", "0.5"]
+        command = [
+            sys.executable,
+            str(ROOT / "probe.py"),
+            "hammer",
+            "--endpoint",
+            stack.envoy.target,
+            "--json",
+            "--progress-every",
+            "0.5",
+        ]
         finished = subprocess.run(command, capture_output=True, text=True, timeout=30, cwd=ROOT)
         truth = clock.seconds
     assert finished.returncode == 0, f"a wake inside readyTimeoutSeconds is ready:\n{finished.stdout}{finished.stderr}"
@@ -386,48 +455,58 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
     assert set(record) == PROBE_RECORD_FIELDS, "the record a cron job parses must have every field"
     assert record["outcome"] == "ready" and record["server_ready"] is True
     assert record["stack"] == "hammer" and record["endpoint"] == stack.envoy.target
-    assert record["deadline_seconds"] == 1020 and record["ready_timeout_seconds"] == 900, \
+    assert record["deadline_seconds"] == 1020 and record["ready_timeout_seconds"] == 900, (
         "the deadline comes from the stack file: 900 s plus the 120 s route margin"
-    assert record["model_count"] == 1 and record["models"][0]["name"] == "standin", \
+    )
+    assert record["model_count"] == 1 and record["models"][0]["name"] == "standin", (
         "the models the woken Triton reports must be listed"
-    assert abs(record["wake_seconds"] - truth) < 1.0, \
+    )
+    assert abs(record["wake_seconds"] - truth) < 1.0, (
         f"wake time {record['wake_seconds']} s must be within a second of the true {truth:.2f} s"
+    )
     assert record["started_at"] < record["finished_at"]
-    assert "still waiting" in finished.stderr and "\r" not in finished.stderr, \
+    assert "still waiting" in finished.stderr and "\r" not in finished.stderr, (
         f"piped stderr gets periodic plain progress lines, so a log shows the wait is alive:\n{finished.stderr}"
+    )
 
 
 def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready_timeout() -> None:
     settings = loopback_settings("hammer", scale_from_zero=short_wake(2), envoy=FAST_DNS)
     with loopback_stack(settings, ready=False) as stack:
-        code, out, err = run_main("hammer", "--endpoint", stack.envoy.target, "--json",
-                                  scaleFromZero=short_wake(2))
+        code, out, err = run_main("hammer", "--endpoint", stack.envoy.target, "--json", scaleFromZero=short_wake(2))
         wakes = stack.admission.wakes
     record = json.loads(out)
     assert code == 3 and record["outcome"] == probe.REJECTED, f"no Triton within the timeout: {record}\n{err}"
     assert record["grpc_status"] == "CANCELLED", "the Lua filter gives up with grpc-status 1"
     assert record["deadline_seconds"] == 122, "a short stack timeout must shorten the probe's deadline too"
     # The Lua filter counts whole seconds (os.time), so it gives up between 1 and 2 s after the wake.
-    assert 1.0 <= record["elapsed_seconds"] < 4.0, \
+    assert 1.0 <= record["elapsed_seconds"] < 4.0, (
         f"the rejection comes at readyTimeoutSeconds (2 s), not at the deadline: {record['elapsed_seconds']}"
+    )
     assert record["wake_seconds"] is None and wakes == 1, "the probe's one call asked for one wake"
 
 
 def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoint() -> None:
-    settings = loopback_settings("hammer", envoy={
-        **FAST_DNS, "repositoryIndexRetry": {"numRetries": 1, "perTryTimeoutMs": 500, "backOffBaseMs": 10,
-                                             "backOffMaxMs": 20}})
+    settings = loopback_settings(
+        "hammer",
+        envoy={
+            **FAST_DNS,
+            "repositoryIndexRetry": {"numRetries": 1, "perTryTimeoutMs": 500, "backOffBaseMs": 10, "backOffMaxMs": 20},
+        },
+    )
     with loopback_stack(settings, ready=True) as stack:
         stack.triton.crash()  # still in DNS, so the Lua filter lets the call through to a dead upstream
         result = probe.probe_once(stack.envoy.target, 10, stack="hammer", connect_timeout=2)
-    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", \
-        f"Envoy answered (UNAVAILABLE from the proxy); calling that unreachable would send the operator " \
+    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
+        f"Envoy answered (UNAVAILABLE from the proxy); calling that unreachable would send the operator "
         f"to check the wrong thing: {result}"
+    )
 
 
 def test_a_warm_release_is_ready_at_once() -> None:
     settings = loopback_settings("hammer", envoy=FAST_DNS)
     with loopback_stack(settings, ready=True) as stack:
         result = probe.probe_once(stack.envoy.target, 1020, stack="hammer", ready_timeout=900)
-    assert result.outcome == probe.READY and result.wake_seconds < 1.0, \
+    assert result.outcome == probe.READY and result.wake_seconds < 1.0, (
         f"a Triton already up answers on the Lua filter's first look: {result}"
+    )

@@ -36,8 +36,9 @@ def values_of(evaluation) -> dict:
 
 def test_hammer_release_scales_from_zero_with_a_900_second_wake(hammer) -> None:
     values = values_of(hammer)
-    assert values["scaleFromZero"] == {"enabled": True, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900}, \
+    assert values["scaleFromZero"] == {"enabled": True, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900}, (
         "waking on Hammer queues a Slurm job: 900 s, and the hold may not be shorter (the chart refuses)"
+    )
     assert values["keda"]["enabled"] is True
     assert values["keda"]["minReplicaCount"] == 0, "no Slurm allocation is held while idle"
     assert values["keda"]["maxReplicaCount"] == 10
@@ -48,10 +49,13 @@ def test_hammer_release_scales_from_zero_with_a_900_second_wake(hammer) -> None:
 def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
     triton = values_of(hammer)[CHART.inference_values_key]
     assert triton["nodeSelector"] == {"kubernetes.io/hostname": "interlink-hammer"}
-    assert triton["tolerations"] == [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists"}], \
+    assert triton["tolerations"] == [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists"}], (
         "without the toleration the virtual node's taint keeps Triton Pending forever"
+    )
     assert triton["image"] == "/cvmfs/unpacked.cern.ch/nvcr.io/nvidia/tritonserver:26.04-py3"
-    assert triton["resources"]["requests"] == {"cpu": 2, "memory": "8G"}, "the chart's values schema types cpu as an integer"
+    assert triton["resources"]["requests"] == {"cpu": 2, "memory": "8G"}, (
+        "the chart's values schema types cpu as an integer"
+    )
 
 
 def test_hammer_triton_pods_carry_the_slurm_and_wstunnel_annotations(hammer) -> None:
@@ -66,15 +70,21 @@ def test_hammer_triton_pods_carry_the_slurm_and_wstunnel_annotations(hammer) -> 
 
 def test_hammer_triton_service_probes_and_model_repository_match_the_running_release(hammer) -> None:
     triton = values_of(hammer)[CHART.inference_values_key]
-    assert triton["service"] == {"labels": {"scrape_metrics": "true"},
-                                 "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"}}
+    assert triton["service"] == {
+        "labels": {"scrape_metrics": "true"},
+        "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"},
+    }
     assert triton["modelRepository"] == {"enabled": True, "storageType": "cvmfs-pvc", "mountPath": "/cvmfs"}
     assert triton["readinessProbe"] == {"grpc": {"port": 8001}, "successThreshold": 3}
     null_files = [yaml.safe_load(f["text"]) for f in hammer.one(RELEASE).inputs["valueYamlFiles"]]
-    assert null_files == [{"triton": {"readinessProbe": {"exec": None}}}], \
+    assert null_files == [{"triton": {"readinessProbe": {"exec": None}}}], (
         "the explicit null must reach Helm to remove the chart's exec probe: a probe may have only one handler"
-    assert triton["startupProbe"] == {"httpGet": {"path": "/v2/health/ready", "port": "http"},
-                                      "periodSeconds": 5, "failureThreshold": 60}
+    )
+    assert triton["startupProbe"] == {
+        "httpGet": {"path": "/v2/health/ready", "port": "http"},
+        "periodSeconds": 5,
+        "failureThreshold": 60,
+    }
     assert triton["args"][0].startswith("tritonserver --model-repository=/cvmfs/")
     assert "--exit-timeout-secs=60" in triton["args"][0]
 
@@ -82,25 +92,30 @@ def test_hammer_triton_service_probes_and_model_repository_match_the_running_rel
 def test_hammer_envoy_stays_on_the_af_nodes_and_loads_the_external_config(hammer) -> None:
     envoy = values_of(hammer)["envoy"]
     assert envoy["nodeSelector"] == {"cms-af-prod": "true"}
-    assert envoy["tolerations"] == [{"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af",
-                                     "effect": "NoSchedule"}]
+    assert envoy["tolerations"] == [
+        {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}
+    ]
     assert envoy["service"]["type"] == "LoadBalancer"
     assert envoy["loadBalancerPolicy"] == "ROUND_ROBIN"
     assert envoy["ingress"] == {"enabled": False}
     config_map = hammer.one(CONFIG_MAP).inputs
-    assert envoy["external_config"] == {"load_from_configmap": True,
-                                        "configmap_name": config_map["metadata"]["name"],
-                                        "configmap_key": CHART.envoy_config_key}, \
-        "the chart copies exactly this ConfigMap and key; a wrong name fails the install"
+    assert envoy["external_config"] == {
+        "load_from_configmap": True,
+        "configmap_name": config_map["metadata"]["name"],
+        "configmap_key": CHART.envoy_config_key,
+    }, "the chart copies exactly this ConfigMap and key; a wrong name fails the install"
     assert config_map["metadata"]["namespace"] == "cms", "the chart's lookup reads the release namespace only"
-    assert envoy["annotations"][CONFIG_CHECKSUM_ANNOTATION] == \
-        config_map["metadata"]["annotations"]["supersonic-interlink/config-sha256"]
+    assert (
+        envoy["annotations"][CONFIG_CHECKSUM_ANNOTATION]
+        == config_map["metadata"]["annotations"]["supersonic-interlink/config-sha256"]
+    )
 
 
 def test_hammer_prometheus_grafana_and_load_metric(hammer) -> None:
     values = values_of(hammer)
-    assert values["prometheus"] == {"external": {"enabled": True, "url": "prometheus-server.cms.svc.cluster.local",
-                                                 "port": 9090, "scheme": "http"}}
+    assert values["prometheus"] == {
+        "external": {"enabled": True, "url": "prometheus-server.cms.svc.cluster.local", "port": 9090, "scheme": "http"}
+    }
     assert values["grafana"] == {"enabled": False}
     assert values["serverLoadThreshold"] == 20
     assert "nv_inference_queue_duration_us" in values["serverLoadMetric"]
@@ -115,8 +130,9 @@ def test_release_is_pinned_named_and_rolls_back_on_failure(hammer) -> None:
     assert release["version"] == "0.4.0", "an exact chart version, so every preview is reproducible"
     assert release["repositoryOpts"] == {"repo": "https://fastmachinelearning.org/SuperSONIC"}
     assert release["maxHistory"] == 10, "the provider keeps every revision by default"
-    assert release["atomic"] is True and release["cleanupOnFail"] is True, \
+    assert release["atomic"] is True and release["cleanupOnFail"] is True, (
         "a failed upgrade must return to the last good revision, not stay half-changed"
+    )
     assert release["timeout"] == 900 + UPGRADE_MARGIN_SECONDS, "a Triton replaced mid-upgrade waits in Slurm's queue"
     assert release["postrender"] == POSTRENDER
 

@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_render(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "render.py"), *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "render.py"), *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
 
 
 @pytest.mark.parametrize("stack", stack_names())
@@ -59,8 +60,11 @@ def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(tmp_path:
     render.write(render.render("hammer"), tmp_path)
     release = yaml.safe_load((tmp_path / "release.yaml").read_text())
     assert release["name"] == "supersonic-interlink" and release["namespace"] == "cms"
-    assert release["chart"] == {"repo": "https://fastmachinelearning.org/SuperSONIC", "name": "supersonic",
-                                "version": "0.4.0"}
+    assert release["chart"] == {
+        "repo": "https://fastmachinelearning.org/SuperSONIC",
+        "name": "supersonic",
+        "version": "0.4.0",
+    }
     assert release["values"]["scaleFromZero"]["readyTimeoutSeconds"] == 900
     assert release["values"]["triton"]["readinessProbe"]["exec"] is None, "explicit nulls reach Helm"
 
@@ -68,8 +72,12 @@ def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(tmp_path:
 def test_envoy_yaml_is_the_text_stored_in_the_config_map(tmp_path: Path) -> None:
     rendered = render.render("hammer")
     render.write(rendered, tmp_path)
-    stored = [m["data"]["envoy.yaml"] for m in rendered["manifests"] if m["kind"] == "ConfigMap"
-              and m["metadata"]["name"] == rendered["release"]["values"]["envoy"]["external_config"]["configmap_name"]]
+    stored = [
+        m["data"]["envoy.yaml"]
+        for m in rendered["manifests"]
+        if m["kind"] == "ConfigMap"
+        and m["metadata"]["name"] == rendered["release"]["values"]["envoy"]["external_config"]["configmap_name"]
+    ]
     assert stored == [(tmp_path / "envoy.yaml").read_text()]
 
 
@@ -89,15 +97,22 @@ def test_invalid_config_exits_2_with_every_problem_and_no_traceback(tmp_path: Pa
         if (ROOT / package).is_dir():
             subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
     (root / "stacks").mkdir()
-    (root / "stacks" / "Pulumi.broken.yaml").write_text(yaml.safe_dump({"config": {
-        "supersonic-interlink:namespace": "cms",
-        "supersonic-interlink:release": {"name": "supersonic-interlink"},
-        "supersonic-interlink:prometheus": {"url": "prometheus", "port": 99999},
-        "supersonic-interlink:triton": {"args": ["tritonserver"]},
-        "supersonic-interlink:scaleFromZero": {"readyTimeoutSeconds": 900},
-    }}))
-    result = subprocess.run([sys.executable, "render.py", "broken"], capture_output=True, text=True, timeout=60,
-                            cwd=root)
+    (root / "stacks" / "Pulumi.broken.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "supersonic-interlink:namespace": "cms",
+                    "supersonic-interlink:release": {"name": "supersonic-interlink"},
+                    "supersonic-interlink:prometheus": {"url": "prometheus", "port": 99999},
+                    "supersonic-interlink:triton": {"args": ["tritonserver"]},
+                    "supersonic-interlink:scaleFromZero": {"readyTimeoutSeconds": 900},
+                }
+            }
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "render.py", "broken"], capture_output=True, text=True, timeout=60, cwd=root
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert "supersonic-interlink:scaleFromZero.holdMinReplicasSeconds = 300: expected a value >= " in result.stderr
@@ -113,12 +128,26 @@ def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
 def test_helm_template_arguments_name_the_pinned_chart_and_turn_off_only_the_lookup(tmp_path: Path) -> None:
     """What the pull-request workflow hands `helm template` (which cannot answer the chart's lookup)."""
     render.write(render.render("hammer"), tmp_path)
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "helm_template_args.py"), str(tmp_path)],
-                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "helm_template_args.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "supersonic-interlink", "supersonic", "--repo", "https://fastmachinelearning.org/SuperSONIC",
-        "--version", "0.4.0", "--namespace", "cms", "--values", str(tmp_path / "template-values.yaml")]
+        "supersonic-interlink",
+        "supersonic",
+        "--repo",
+        "https://fastmachinelearning.org/SuperSONIC",
+        "--version",
+        "0.4.0",
+        "--namespace",
+        "cms",
+        "--values",
+        str(tmp_path / "template-values.yaml"),
+    ]
     values = yaml.safe_load((tmp_path / "template-values.yaml").read_text())
     release = yaml.safe_load((tmp_path / "release.yaml").read_text())
     assert values["envoy"]["external_config"]["load_from_configmap"] is False

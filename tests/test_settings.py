@@ -89,8 +89,9 @@ def test_min_replicas_above_max_is_refused() -> None:
 
 def test_zero_replicas_without_scale_from_zero_is_refused() -> None:
     found = problems(scaleFromZero={"enabled": False}, keda={"minReplicaCount": 0})
-    assert any(p.startswith(f"{P}:keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled")
-               for p in found), found
+    assert any(
+        p.startswith(f"{P}:keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled") for p in found
+    ), found
 
 
 def test_names_must_be_kubernetes_names() -> None:
@@ -104,14 +105,19 @@ def test_a_release_name_too_long_for_the_cleanup_cronjob_is_refused() -> None:
     assert len(found) == 1 and "at most 33 characters" in found[0]
 
 
-@pytest.mark.parametrize("chart, complaint", [
-    ({"repo": "https://example.org/charts", "name": "supersonic", "version": "^0.4"}, "an exact chart version"),
-    ({"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.*"}, "an exact chart version"),
-    ({"repo": "https://example.org/charts", "name": "supersonic"}, "{repo, name, version}"),
-    ({"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.0", "path": "./chart"},
-     "not both"),
-    ({"repo": "example.org", "name": "supersonic", "version": "0.4.0"}, "https://"),
-])
+@pytest.mark.parametrize(
+    "chart, complaint",
+    [
+        ({"repo": "https://example.org/charts", "name": "supersonic", "version": "^0.4"}, "an exact chart version"),
+        ({"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.*"}, "an exact chart version"),
+        ({"repo": "https://example.org/charts", "name": "supersonic"}, "{repo, name, version}"),
+        (
+            {"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.0", "path": "./chart"},
+            "not both",
+        ),
+        ({"repo": "example.org", "name": "supersonic", "version": "0.4.0"}, "https://"),
+    ],
+)
 def test_a_chart_source_is_repo_name_and_exact_version_or_a_path(chart, complaint) -> None:
     found = problems(release={"name": "supersonic-interlink", "chart": chart})
     assert len(found) == 1 and f"{P}:release.chart" in found[0] and complaint in found[0], found
@@ -124,8 +130,10 @@ def test_a_local_chart_path_is_accepted() -> None:
 
 def test_a_typo_is_an_unknown_key_not_a_silent_default() -> None:
     found = problems(scaleFromZero={"readyTimeoutSecond": 900})
-    assert found[0].startswith(f"{P}:scaleFromZero.readyTimeoutSecond: unknown key (allowed under "
-                               f"{P}:scaleFromZero: enabled, holdMinReplicasSeconds, readyTimeoutSeconds)")
+    assert found[0].startswith(
+        f"{P}:scaleFromZero.readyTimeoutSecond: unknown key (allowed under "
+        f"{P}:scaleFromZero: enabled, holdMinReplicasSeconds, readyTimeoutSeconds)"
+    )
 
 
 def test_an_unknown_top_level_key_is_reported() -> None:
@@ -139,14 +147,17 @@ def test_an_unknown_top_level_key_is_reported() -> None:
 
 def test_unpinned_images_are_refused() -> None:
     found = problems(envoy={"image": "envoyproxy/envoy:latest"}, cleanup={"image": "alpine/kubectl"})
-    assert any(p.startswith(f'{P}:envoy.image = "envoyproxy/envoy:latest": expected an image with a pinned')
-               for p in found), found
+    assert any(
+        p.startswith(f'{P}:envoy.image = "envoyproxy/envoy:latest": expected an image with a pinned') for p in found
+    ), found
     assert any(p.startswith(f'{P}:cleanup.image = "alpine/kubectl"') for p in found), found
 
 
 def test_wrong_types_are_named() -> None:
-    found = problems(triton={"args": "tritonserver", "nodeSelector": {"gpu": True}},
-                     cleanup={"schedule": "every 5 minutes", "dryRun": "yes"})
+    found = problems(
+        triton={"args": "tritonserver", "nodeSelector": {"gpu": True}},
+        cleanup={"schedule": "every 5 minutes", "dryRun": "yes"},
+    )
     assert f'{P}:triton.args = "tritonserver": expected a list' in found
     assert any(p.startswith(f"{P}:triton.nodeSelector = ") and "values are strings" in p for p in found), found
     assert any(p.startswith(f'{P}:cleanup.schedule = "every 5 minutes": expected a five-field cron') for p in found)
@@ -155,8 +166,9 @@ def test_wrong_types_are_named() -> None:
 
 def test_values_as_the_cli_passes_them_from_pulumi_config_set_are_understood() -> None:
     """`pulumi config set --path scaleFromZero.readyTimeoutSeconds 900` may store text; it means the number."""
-    settings = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": "900",
-                                                       "enabled": "true"})
+    settings = stack_settings(
+        "hammer", scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": "900", "enabled": "true"}
+    )
     assert settings.scaleFromZero.readyTimeoutSeconds == 900 and settings.scaleFromZero.enabled is True
 
 
@@ -169,15 +181,22 @@ def test_several_problems_are_reported_together() -> None:
         cleanup={"keep": -1},
     )
     keys = sorted(p.split(" ")[0].rstrip(":") for p in found)
-    assert keys == [f"{P}:cleanup.keep", f"{P}:envoy.loadBalancerPolicy", f"{P}:keda.maxReplicaCount",
-                    f"{P}:namespace", f"{P}:scaleFromZero.readyTimeoutSeconds"], found
+    assert keys == [
+        f"{P}:cleanup.keep",
+        f"{P}:envoy.loadBalancerPolicy",
+        f"{P}:keda.maxReplicaCount",
+        f"{P}:namespace",
+        f"{P}:scaleFromZero.readyTimeoutSeconds",
+    ], found
     assert any("one of ROUND_ROBIN, LEAST_REQUEST" in p for p in found)
 
 
 def test_helm_values_may_not_override_a_computed_value() -> None:
     found = problems(helmValues={"scaleFromZero": {"readyTimeoutSeconds": 60}, "envoy": {"replicas": 2}})
-    assert found == [f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
-                     f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"]
+    assert found == [
+        f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
+        f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"
+    ]
 
 
 def test_invalid_config_stops_the_real_program_with_the_messages_and_no_traceback(tmp_path: Path) -> None:

@@ -9,17 +9,25 @@ from pathlib import Path
 
 def test_a_skipped_test_fails_the_run(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text((Path(__file__).parent / "conftest.py").read_text())
-    (tmp_path / "test_x.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_x.py").write_text(
+        textwrap.dedent("""
         import pytest
         def test_runs():
             assert True
         @pytest.mark.skip(reason="not here")
         def test_skipped():
             pass
-    """))
+    """)
+    )
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                            capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 1, f"a skip must fail the run, got {result.returncode}:\n{result.stdout}"
     assert "every test must run" in result.stdout

@@ -207,8 +207,9 @@ def test_the_shell_steps_need_only_tools_a_runner_has():
 
 
 def actionlint(*paths: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(ACTIONLINT), "-no-color", *map(str, paths)], capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run(
+        [str(ACTIONLINT), "-no-color", *map(str, paths)], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_actionlint_and_shellcheck_find_nothing_in_the_workflows() -> None:
@@ -219,9 +220,11 @@ def test_actionlint_and_shellcheck_find_nothing_in_the_workflows() -> None:
 
 def test_actionlint_really_reports_a_broken_workflow(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yml"
-    broken.write_text("on: pull_request\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
-                      "      - run: echo ${{ github.event.pull_request.title }} $undefined_var\n"
-                      "      - uses: actions/checkout@v4\n        with: {nonsense: 1}\n")
+    broken.write_text(
+        "on: pull_request\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - run: echo ${{ github.event.pull_request.title }} $undefined_var\n"
+        "      - uses: actions/checkout@v4\n        with: {nonsense: 1}\n"
+    )
     result = actionlint(broken)
     assert result.returncode == 1, "a linter that passes everything proves nothing"
     assert "nonsense" in result.stdout
