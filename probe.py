@@ -30,9 +30,10 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, TextIO
+from datetime import UTC, datetime
+from typing import Any, TextIO
 
 import grpc
 
@@ -117,7 +118,7 @@ def worst_outcome(outcomes: Iterable[str]) -> str:
 
 
 def utc_timestamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def clock(seconds: float) -> str:

@@ -139,7 +139,7 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
         f"  scale from zero: {'on' if sfz['enabled'] else 'off'}, readyTimeoutSeconds {sfz['readyTimeoutSeconds']}"
         f" (RepositoryIndex idle_timeout {_repository_index_idle_timeout(rendered['envoy'])}),"
         f" KEDA {values['keda']['minReplicaCount']}..{values['keda']['maxReplicaCount']} replicas",
-        f"  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
+        "  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
         f"  client endpoint: {rendered['outputs'].get('clientEndpoint')}",
     ]
     return "\n".join(lines)

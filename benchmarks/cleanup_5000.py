@@ -25,23 +25,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import kubectl_standin  # noqa: E402
-from busybox_harness import FakeNamespace, busybox_path, make_bin  # noqa: E402
-from components.failed_pod_cleanup import (  # noqa: E402
+import kubectl_standin
+from busybox_harness import FakeNamespace, busybox_path, make_bin
+
+from components.failed_pod_cleanup import (
     MAX_DELETIONS_PER_RUN,
     container_command,
     script_environment,
     script_text,
 )
-from supersonic_interlink.contract import CHART  # noqa: E402
-from supersonic_interlink.settings import load_settings  # noqa: E402
-from supersonic_interlink.stack_config import load_stack_config  # noqa: E402
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.settings import load_settings
+from supersonic_interlink.stack_config import load_stack_config
 
 STACK = "hammer"
 BYSTANDERS = 500
@@ -50,7 +51,7 @@ BYSTANDERS = 500
 
 def backlog(settings, count: int) -> list[dict]:
     release = settings.release.name
-    start = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    start = datetime(2025, 6, 1, tzinfo=UTC)
     pods = []
     for i in range(count):
         suffix = hashlib.sha256(str(i).encode()).hexdigest()[:5]

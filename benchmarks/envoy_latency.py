@@ -19,12 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import numpy as np  # noqa: E402
-import tritonclient.grpc as triton_grpc  # noqa: E402
+import numpy as np
+import tritonclient.grpc as triton_grpc
+from loopback import MODEL, loopback_settings, loopback_stack, triton_client
 
-from loopback import MODEL, loopback_settings, loopback_stack, triton_client  # noqa: E402
-
-from supersonic_interlink.contract import CHART  # noqa: E402
+from supersonic_interlink.contract import CHART
 
 
 def percentile(samples: list[float], q: float) -> float:

@@ -29,11 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from tritonclient.utils import InferenceServerException  # noqa: E402
+from loopback import infer, loopback_settings, loopback_stack, triton_client
+from tritonclient.utils import InferenceServerException
 
-from loopback import infer, loopback_settings, loopback_stack, triton_client  # noqa: E402
-from supersonic_interlink.contract import CHART  # noqa: E402
-from supersonic_interlink.envoy import build_envoy_config  # noqa: E402
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.envoy import build_envoy_config
 
 CLUSTER = f"cluster.{CHART.inference_cluster}"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from loopback import loopback_settings, loopback_stack, triton_client  # noqa: E402
+from loopback import loopback_settings, loopback_stack, triton_client
 
 
 def trial(dns_refresh_ms: int, sleep_seconds: float, wake_delay: float) -> float:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -54,7 +53,7 @@ class EnvoyConfig(pulumi.ComponentResource):
     text: str
     """The configuration text as stored."""
 
-    def __init__(self, name: str, args: EnvoyConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: EnvoyConfigArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
         settings = args.settings
         self.text = envoy_config_text(settings)

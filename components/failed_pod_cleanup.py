@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -122,12 +121,12 @@ class FailedPodCleanupArgs:
 class FailedPodCleanup(pulumi.ComponentResource):
     """The CronJob that clears the release's Failed Triton pods, with the least RBAC it needs."""
 
-    cronjob_name: Optional[pulumi.Output[str]]
+    cronjob_name: pulumi.Output[str] | None
     """Name of the CronJob; None when the stack disables the cleanup."""
-    service_account_name: Optional[pulumi.Output[str]]
+    service_account_name: pulumi.Output[str] | None
     """Name of the ServiceAccount the cleaner runs as; None when disabled."""
 
-    def __init__(self, name: str, args: FailedPodCleanupArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: FailedPodCleanupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
         self.cronjob_name = None
         self.service_account_name = None

@@ -10,8 +10,9 @@ underneath, and a key it shares with a computed value is a config error (``helm_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -168,7 +169,7 @@ class SupersonicRelease(pulumi.ComponentResource):
     release_name: pulumi.Output[str]
     namespace: pulumi.Output[str]
 
-    def __init__(self, name: str, args: SupersonicReleaseArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: SupersonicReleaseArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
         settings = args.settings
         # helmValues goes underneath: collisions with computed values were rejected before anything registered.

@@ -17,7 +17,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from supersonic_interlink.contract import CHART  # noqa: E402
+from supersonic_interlink.contract import CHART
 
 # KEDA's Prometheus scaler gives up on a query after 3 s by default; the external Prometheus on Geddes answers
 # the serverLoadMetric query more slowly under load, and a timed-out query reads as "no load", scaling Triton

@@ -15,7 +15,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from supersonic_interlink.settings import load_yaml  # noqa: E402
+from supersonic_interlink.settings import load_yaml
 
 
 def template_args(rendered: Path) -> list[str]:

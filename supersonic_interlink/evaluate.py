@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import contextvars
 import runpy
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import pulumi
+from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
-
-from google.protobuf import json_format
 
 from .settings import PROJECT
 

@@ -16,10 +16,11 @@ import functools
 import json
 import re
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -310,7 +311,7 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _project_document(project_file: Path) -> Any:
     return load_yaml(project_file.read_text())
 
@@ -325,7 +326,7 @@ def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
     return defaults
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 

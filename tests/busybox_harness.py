@@ -11,11 +11,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import kubectl_standin
+
 from components.failed_pod_cleanup import container_command, script_text
 
 # alpine/kubectl:1.34.1 has no `tac` (checked in the image by the change request), Debian's busybox does.

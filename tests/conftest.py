@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from supersonic_interlink.evaluate import Evaluation, evaluate  # noqa: E402
-from supersonic_interlink.settings import PROJECT, Settings, load_settings  # noqa: E402
-from supersonic_interlink.stack_config import load_stack_config  # noqa: E402
+from supersonic_interlink.evaluate import Evaluation, evaluate
+from supersonic_interlink.settings import PROJECT, Settings, load_settings
+from supersonic_interlink.stack_config import load_stack_config
 
 
 def cli_text(value: Any) -> str:

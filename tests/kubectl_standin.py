@@ -24,9 +24,10 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 STATE_ENV = "KUBECTL_STANDIN_STATE"
 LOG_ENV = "KUBECTL_STANDIN_LOG"

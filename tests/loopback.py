@@ -64,10 +64,11 @@ import threading
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
@@ -76,11 +77,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from supersonic_interlink.checks import envoy_binary  # noqa: E402
-from supersonic_interlink.contract import CHART  # noqa: E402
-from supersonic_interlink.envoy import build_envoy_config  # noqa: E402
-from supersonic_interlink.settings import PROJECT, Settings, deep_merge, load_settings  # noqa: E402
-from supersonic_interlink.stack_config import load_stack_config  # noqa: E402
+from supersonic_interlink.checks import envoy_binary
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.envoy import build_envoy_config
+from supersonic_interlink.settings import PROJECT, Settings, deep_merge, load_settings
+from supersonic_interlink.stack_config import load_stack_config
 
 LOOPBACK = "127.0.0.1"
 LUA_TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "wake-filter.lua"
@@ -186,7 +187,7 @@ class DnsStandIn:
         while not self._stopping.is_set():
             try:
                 query, peer = self._sock.recvfrom(4096)
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             answer = self._answer(query)
             if answer is not None:
@@ -234,7 +235,7 @@ def dns_standin() -> Iterator[DnsStandIn]:
 
 
 class _Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-    def __init__(self, owner: "TritonStandIn"):
+    def __init__(self, owner: TritonStandIn):
         self.owner = owner
 
     def _enter(self, method: str, context) -> None:
@@ -605,7 +606,7 @@ class AdmissionStandIn:
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/wake":
                     owner._woken()

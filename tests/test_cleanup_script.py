@@ -12,14 +12,15 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import kubectl_standin
+import pytest
 from busybox_harness import MISSING_IN_IMAGE, FakeNamespace, Run, make_bin
+from conftest import stack_settings
+
 from components.failed_pod_cleanup import (
     COMPONENT,
     SCRIPT_PATH,
@@ -27,13 +28,12 @@ from components.failed_pod_cleanup import (
     script_environment,
     script_text,
 )
-from conftest import stack_settings
 from supersonic_interlink.contract import CHART
 
 RELEASE = "supersonic-interlink"
 NAMESPACE = "cms"
 TRITON = CHART.inference_pod_labels(RELEASE)
-START = datetime(2025, 6, 1, 8, 0, tzinfo=timezone.utc)
+START = datetime(2025, 6, 1, 8, 0, tzinfo=UTC)
 
 
 def stamp(minutes: float) -> str:
@@ -173,7 +173,7 @@ def test_a_backlog_past_the_per_run_cap_goes_oldest_first_over_several_runs(name
     assert_call_budget(first)
     assert first.deleted_names() == order[:8], "the oldest go first, so every run makes progress on the backlog"
     assert first.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 8, kept 1, 13 left for the next run"
-    assert len(re.findall(r"^delete pod/", first.stdout, re.M)) == 8, "a line per pod deleted, not per pod left"
+    assert len(re.findall(r"^delete pod/", first.stdout, re.MULTILINE)) == 8, "a line per pod deleted, not per pod left"
     second, third, fourth = fake.run(env), fake.run(env), fake.run(env)
     assert [len(r.deleted_names()) for r in (second, third, fourth)] == [8, 5, 0]
     assert fourth.remaining_names() == {order[-1]}, "the newest survives every run"
@@ -238,7 +238,7 @@ def test_the_dry_run_deletes_nothing_and_says_what_would_go(namespace) -> None:
     assert_ok(run)
     assert run.verbs() == ["get"], "a dry run makes no delete call"
     assert len(run.remaining) == 22
-    assert len(re.findall(r"^would delete pod/", run.stdout, re.M)) == 21
+    assert len(re.findall(r"^would delete pod/", run.stdout, re.MULTILINE)) == 21
     assert "cleanup (dry run): deleted 0, would delete 21, kept 1" in run.stdout
 
 

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 import yaml
-
 from conftest import stack_settings
+
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import (
     INFERENCE_RETRY_ON,

@@ -14,9 +14,10 @@ from concurrent import futures
 
 import grpc
 import pytest
+from loopback import LOOPBACK as LOOPBACK_HOST
+from loopback import infer, loopback_settings, loopback_stack, triton_client, wait_until
 from tritonclient.utils import InferenceServerException
 
-from loopback import LOOPBACK as LOOPBACK_HOST, infer, loopback_settings, loopback_stack, triton_client, wait_until
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.stack_config import stack_names

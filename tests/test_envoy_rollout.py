@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 import pytest
+from conftest import stack_config
 
 import supersonic_interlink.evaluate as evaluate_module
 from components.supersonic_release import CONFIG_CHECKSUM_ANNOTATION
-from conftest import stack_config
 from supersonic_interlink.contract import CHART
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -53,6 +53,7 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
 def pair():
     """Hammer as it is, and hammer with one number of the Envoy configuration changed (the buffer limit)."""
     from conftest import stack_config as config_of
+
     from supersonic_interlink.evaluate import evaluate
 
     before = evaluate(config_of("hammer", envoy=hammer_envoy()), "hammer")

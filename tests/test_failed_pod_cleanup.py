@@ -51,6 +51,7 @@ def env_of(evaluation: Evaluation) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def hammer() -> Evaluation:
     from conftest import stack_config
+
     from supersonic_interlink.evaluate import evaluate
 
     return evaluate(stack_config("hammer"), "hammer")

@@ -14,16 +14,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
-from typing import Callable, Iterator
 
 import grpc
 import pytest
+from conftest import ROOT, stack_config, stack_settings
+from loopback import loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 import probe
-from conftest import ROOT, stack_config, stack_settings
-from loopback import loopback_settings, loopback_stack
 
 PROBE_RECORD_FIELDS = {
     "kind",
@@ -68,7 +68,7 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.released = threading.Event()
         """Set at teardown, so a handler still sleeping does not hold the test process open."""
 
-    def RepositoryIndex(self, request, context):  # noqa: N802 - gRPC method name
+    def RepositoryIndex(self, request, context):
         if self.abort:
             code, trailers = self.abort
             context.set_trailing_metadata(trailers)
@@ -81,10 +81,10 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
             ]
         )
 
-    def ServerReady(self, request, context):  # noqa: N802
+    def ServerReady(self, request, context):
         return service_pb2.ServerReadyResponse(ready=self.ready)
 
-    def ServerLive(self, request, context):  # noqa: N802
+    def ServerLive(self, request, context):
         return service_pb2.ServerLiveResponse(live=True)
 
 

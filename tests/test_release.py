@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pytest
 import yaml
+from conftest import stack_settings
 
 from components.supersonic_release import (
     CONFIG_CHECKSUM_ANNOTATION,
@@ -13,11 +14,10 @@ from components.supersonic_release import (
     helm_values_collisions,
     split_nulls,
 )
-from conftest import stack_settings
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.evaluate import evaluate
-from supersonic_interlink.settings import deep_merge
 from supersonic_interlink.program import build
+from supersonic_interlink.settings import deep_merge
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"

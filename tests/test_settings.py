@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import stack_config, stack_settings
+
 from supersonic_interlink.program import settings_from_config
 from supersonic_interlink.settings import ConfigError, Settings, load_settings, project_defaults
 from supersonic_interlink.stack_config import cli_config, stack_names
