@@ -81,8 +81,8 @@ def probe_deadline_seconds(settings: Settings) -> int:
 
 
 def default_endpoint(settings: Settings) -> str:
-    """Where clients inside the cluster reach Envoy: ``<release>.<namespace>.svc.cluster.local:<grpcPort>``."""
-    return f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{settings.envoy.grpcPort}"
+    """Where clients inside the cluster reach Envoy: ``<release>.<namespace>.svc.cluster.local:8001``."""
+    return f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{CHART.envoy_grpc_port}"
 
 
 def parse_endpoint(text: str) -> str:
@@ -516,7 +516,7 @@ def _parser() -> argparse.ArgumentParser:
         "--endpoint",
         metavar="HOST:PORT",
         help="Envoy's gRPC endpoint; default the stack's in-cluster Service "
-        "(<release>.<namespace>.svc.cluster.local:<envoy.grpcPort>)",
+        "(<release>.<namespace>.svc.cluster.local:8001)",
     )
     parser.add_argument(
         "--json",

@@ -88,7 +88,7 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             "tolerations": thaw(envoy.tolerations),
             "loadBalancerPolicy": envoy.loadBalancerPolicy,
             "grpc_route_timeout": f"{envoy.grpcRouteTimeoutSeconds}s",
-            "service": {"type": envoy.serviceType, "annotations": thaw(envoy.serviceAnnotations)},
+            "service": {"type": envoy.serviceType},
             "ingress": {"enabled": False},
             # Envoy reads its configuration only at start: a changed checksum rolls the pods.
             "annotations": {CONFIG_CHECKSUM_ANNOTATION: envoy_checksum},

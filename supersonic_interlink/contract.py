@@ -47,6 +47,12 @@ class ChartContract:
     /wake call (30 s), a Prometheus query (5 s), the route's own retries (~41 s) and scheduling slack."""
     inference_grpc_port: int
     """gRPC port of the headless inference Service (Triton's own port), the Envoy cluster's endpoint port."""
+    envoy_grpc_port: int
+    """Port of Envoy's client listener: the chart's Envoy Service and probes target it and take no value for it."""
+    envoy_admin_port: int
+    """Envoy's admin port: the chart's Envoy probes and the Lua filter's ``envoy_admin`` cluster use it."""
+    admission_port: int
+    """Port of the chart's admission sidecar in the Envoy pod (fixed in the sidecar's own code)."""
 
     def instance_name(self, release_name: str) -> str:
         """The chart's instance name: ``nameOverride`` or the release name (this program never overrides)."""
@@ -94,4 +100,7 @@ CHART = ChartContract(
     repository_index_path="/inference.GRPCInferenceService/RepositoryIndex",
     ready_timeout_margin_seconds=120,
     inference_grpc_port=8001,
+    envoy_grpc_port=8001,
+    envoy_admin_port=9901,
+    admission_port=8080,
 )

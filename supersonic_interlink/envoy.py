@@ -88,7 +88,7 @@ def _admin(settings: Settings) -> dict[str, Any]:
                 "typed_config": {"@type": _FILE_ACCESS_LOG, "path": ADMIN_ACCESS_LOG},
             }
         ],
-        "address": _socket_address(LISTEN_ADDRESS, settings.envoy.adminPort),
+        "address": _socket_address(LISTEN_ADDRESS, CHART.envoy_admin_port),
     }
 
 
@@ -163,7 +163,7 @@ def _http_filters(settings: Settings) -> list[dict[str, Any]]:
 def _listener(settings: Settings) -> dict[str, Any]:
     return {
         "name": LISTENER_NAME,
-        "address": _socket_address(LISTEN_ADDRESS, settings.envoy.grpcPort),
+        "address": _socket_address(LISTEN_ADDRESS, CHART.envoy_grpc_port),
         "filter_chains": [
             {
                 "filters": [
@@ -269,8 +269,8 @@ def build_envoy_config(settings: Settings) -> dict[str, Any]:
             "listeners": [_listener(settings)],
             "clusters": [
                 _inference_cluster(settings),
-                _static_cluster(CHART.admission_cluster, CHART.admission_host, settings.envoy.admissionPort),
-                _static_cluster(CHART.admin_cluster, LOOPBACK, settings.envoy.adminPort),
+                _static_cluster(CHART.admission_cluster, CHART.admission_host, CHART.admission_port),
+                _static_cluster(CHART.admin_cluster, LOOPBACK, CHART.envoy_admin_port),
             ],
         },
     }

@@ -55,7 +55,7 @@ def build(settings: Settings) -> None:
     pulumi.export("cleanupCronJob", cleanup.cronjob_name)
     pulumi.export(
         "clientEndpoint",
-        f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{settings.envoy.grpcPort}",
+        f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{CHART.envoy_grpc_port}",
     )
 
 

@@ -59,12 +59,31 @@ def setting(
 
 @dataclass(frozen=True)
 class ChartSource:
-    """Where the SuperSONIC chart comes from: a repository with an exact version, or a local path."""
+    """Where the SuperSONIC chart comes from.
+
+    One of: a chart repository with an exact version (``repo``, ``name``, ``version``); a local chart directory
+    (``path`` alone); or a git repository (``git`` URL, ``commit`` as a full 40-hex id, ``path`` of the chart
+    inside it). A git source without ``commit`` is unpinned: it renders offline but is never deployed.
+    """
 
     repo: str | None = setting(check="chart_repo")
     name: str | None = setting(check="k8s_label")
     version: str | None = setting(check="exact_version")
     path: str | None = setting()
+    git: str | None = setting(check="git_url")
+    commit: str | None = setting(check="git_commit")
+
+    @property
+    def kind(self) -> str:
+        """``repo``, ``path`` or ``git``: which of the three sources this is."""
+        if self.git is not None:
+            return "git"
+        return "path" if self.path is not None else "repo"
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the source names one exact chart (a git source needs its commit)."""
+        return self.kind != "git" or self.commit is not None
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,8 @@ class ReleaseSettings:
     name: str = setting(check="release_name")
     chart: ChartSource = setting(replace=True)
     maxHistory: int = setting(minimum=1)
+    adopt: bool = setting()
+    """Take over a Helm release of this name that already runs in the namespace (see docs/takeover.md)."""
 
 
 @dataclass(frozen=True)
@@ -181,11 +202,7 @@ class EnvoySettings:
     nodeSelector: Mapping[str, str] = setting()
     tolerations: tuple[JSONObject, ...] = setting()
     serviceType: str = setting(choices=("LoadBalancer", "ClusterIP", "NodePort"))
-    serviceAnnotations: Mapping[str, str] = setting()
     loadBalancerPolicy: str = setting(choices=("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV"))
-    grpcPort: int = setting(minimum=1)
-    adminPort: int = setting(minimum=1)
-    admissionPort: int = setting(minimum=1)
     grpcRouteTimeoutSeconds: int = setting(minimum=0)
     bufferMaxRequestBytes: int = setting(minimum=1)
     connectTimeoutMs: int = setting(minimum=1)
@@ -263,6 +280,18 @@ def _check_chart_repo(value: str) -> str | None:
     return None
 
 
+def _check_git_url(value: str) -> str | None:
+    if not re.fullmatch(r"https://[A-Za-z0-9.-]+(:[0-9]+)?/[^\s]+", value):
+        return "a git repository URL starting with https://"
+    return None
+
+
+def _check_git_commit(value: str) -> str | None:
+    if not re.fullmatch(r"[0-9a-f]{40}", value):
+        return "a full commit id: 40 lowercase hexadecimal digits (a branch, tag or short id is not a pin)"
+    return None
+
+
 def _check_image(value: str) -> str | None:
     if "@sha256:" in value:
         return None
@@ -296,6 +325,8 @@ _CHECKS = {
     "release_name": _check_release_name,
     "exact_version": _check_exact_version,
     "chart_repo": _check_chart_repo,
+    "git_url": _check_git_url,
+    "git_commit": _check_git_commit,
     "image": _check_image,
     "host": _check_host,
     "absolute_path": _check_absolute_path,
@@ -529,18 +560,28 @@ def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[str]:
 
 def _check_chart(release: ReleaseSettings) -> list[str]:
     chart = release.chart
+    given = {k: v for k, v in dataclasses.asdict(chart).items() if v is not None}
     by_repo = (chart.repo, chart.name, chart.version)
-    if chart.path is not None:
-        if any(v is not None for v in by_repo):
+    allowed = "{repo, name, version} (version exact), {path} (a chart directory) or {git, commit, path}"
+    if chart.git is not None:
+        if any(v is not None for v in by_repo) or not chart.path:
             return [
-                f"{_key('release.chart')} = {_show(thaw(dataclasses.asdict(chart)))}: expected either "
-                f"{{repo, name, version}} or {{path}}, not both"
+                f"{_key('release.chart')} = {_show(given)}: expected {allowed}; a git source takes git, "
+                f"commit and path (the chart's directory in the repository) and nothing else"
             ]
+        if chart.path.startswith("/") or ".." in chart.path.split("/"):
+            return [
+                f"{_key('release.chart.path')} = {_show(chart.path)}: expected the chart's directory inside "
+                f"the git repository, relative and without '..' (for example helm/supersonic)"
+            ]
+        return []
+    if chart.commit is not None:
+        return [f"{_key('release.chart')} = {_show(given)}: expected {allowed}; commit goes with git"]
+    if chart.path is not None:
+        if any(v is not None for v in by_repo) or chart.path == "":
+            return [f"{_key('release.chart')} = {_show(given)}: expected {allowed}, not a mix"]
     elif any(v is None for v in by_repo):
-        return [
-            f"{_key('release.chart')} = {_show({k: v for k, v in dataclasses.asdict(chart).items() if v})}"
-            f": expected {{repo, name, version}} (all three, version exact) or {{path}}"
-        ]
+        return [f"{_key('release.chart')} = {_show(given)}: expected {allowed}"]
     return []
 
 
@@ -557,19 +598,6 @@ def _check_envoy(envoy: EnvoySettings) -> list[str]:
         problems.append(
             f"{_key('envoy.outlierDetection.maxEjectionPercent')} = "
             f"{envoy.outlierDetection.maxEjectionPercent}: expected a percentage from 1 to 100"
-        )
-    ports = {
-        "envoy.grpcPort": envoy.grpcPort,
-        "envoy.adminPort": envoy.adminPort,
-        "envoy.admissionPort": envoy.admissionPort,
-    }
-    for name, port in ports.items():
-        if port > 65535:
-            problems.append(f"{_key(name)} = {port}: expected a port from 1 to 65535")
-    if len(set(ports.values())) != len(ports):
-        problems.append(
-            f"{_key('envoy.grpcPort')}, envoy.adminPort, envoy.admissionPort = "
-            f"{_show(list(ports.values()))}: expected three different ports (they share the Envoy pod)"
         )
     return problems
 

@@ -190,9 +190,6 @@ def test_the_triton_cluster_lets_every_request_retry_at_once(hammer):
 
 
 NUMBERS = {
-    "grpcPort": ("listener port", 18001),
-    "adminPort": ("admin port", 19901),
-    "admissionPort": ("admission port", 18080),
     "bufferMaxRequestBytes": ("buffer limit", 12345678),
     "connectTimeoutMs": ("connect timeout", 3456),
     "dnsRefreshMs": ("DNS refresh", 789),

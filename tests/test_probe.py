@@ -143,8 +143,6 @@ def test_default_endpoint_is_the_stacks_in_cluster_envoy_service() -> None:
     assert probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", (
         "without --endpoint the probe must reach Envoy where CMSSW clients in the cluster do"
     )
-    moved = stack_settings("hammer", envoy={"grpcPort": 9001})
-    assert probe.default_endpoint(moved).endswith(":9001"), "the port must come from envoy.grpcPort"
 
 
 @pytest.mark.parametrize("text", ["127.0.0.1:8001", "[::1]:8001", "svc.ns.svc.cluster.local:1"])

@@ -113,9 +113,20 @@ def test_a_release_name_too_long_for_the_cleanup_cronjob_is_refused() -> None:
         ({"repo": "https://example.org/charts", "name": "supersonic"}, "{repo, name, version}"),
         (
             {"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.0", "path": "./chart"},
-            "not both",
+            "not a mix",
         ),
         ({"repo": "example.org", "name": "supersonic", "version": "0.4.0"}, "https://"),
+        ({"path": ""}, "not a mix"),
+        ({"git": "https://github.com/fastmachinelearning/SuperSONIC"}, "{git, commit, path}"),
+        ({"git": "git@github.com:fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}, "https://"),
+        ({"git": "https://github.com/fastmachinelearning/SuperSONIC", "path": "../x"}, "without '..'"),
+        ({"git": "https://github.com/f/S", "commit": "main", "path": "helm/supersonic"}, "40 lowercase hexadecimal"),
+        ({"git": "https://github.com/f/S", "commit": "e578801", "path": "helm/supersonic"}, "40 lowercase hexadecimal"),
+        ({"commit": "0" * 40, "path": "./chart"}, "commit goes with git"),
+        (
+            {"git": "https://github.com/f/S", "path": "helm/supersonic", "name": "supersonic", "version": "0.3.1"},
+            "nothing else",
+        ),
     ],
 )
 def test_a_chart_source_is_repo_name_and_exact_version_or_a_path(chart, complaint) -> None:
@@ -126,6 +137,17 @@ def test_a_chart_source_is_repo_name_and_exact_version_or_a_path(chart, complain
 def test_a_local_chart_path_is_accepted() -> None:
     settings = stack_settings("hammer", release={"name": "supersonic-interlink", "chart": {"path": "./supersonic"}})
     assert settings.release.chart.path == "./supersonic" and settings.release.chart.version is None
+    assert settings.release.chart.kind == "path" and settings.release.chart.pinned
+
+
+def test_a_git_chart_source_without_a_commit_is_unpinned_and_with_one_is_pinned() -> None:
+    source = {"git": "https://github.com/fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}
+    unpinned = stack_settings("hammer", release={"name": "supersonic-interlink", "chart": source}).release.chart
+    assert unpinned.kind == "git" and not unpinned.pinned, "a branch must never count as a pinned chart"
+    pinned = stack_settings(
+        "hammer", release={"name": "supersonic-interlink", "chart": {**source, "commit": "a" * 40}}
+    ).release.chart
+    assert pinned.kind == "git" and pinned.pinned and pinned.commit == "a" * 40
 
 
 def test_a_typo_is_an_unknown_key_not_a_silent_default() -> None:
