@@ -53,16 +53,23 @@ ensure_test_tools() {
   fi
 }
 
+ensure_binaries() {
+  # Real Helm v3 (the chart conformance check) and kubectl 1.34 (the cleanup tests), pinned and verified.
+  "$VENV/bin/python" -m supersonic_interlink.binaries install helm kubectl >/dev/null
+}
+
 case "${1:-}" in
   render)
     shift
     ensure_venv requirements-tools.txt
+    ensure_binaries
     exec "$VENV/bin/python" render.py "$@"
     ;;
   test)
     shift
     ensure_test_tools
     ensure_venv requirements-dev.txt
+    ensure_binaries
     exec "$VENV/bin/python" -m pytest "$@"
     ;;
   *)
