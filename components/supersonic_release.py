@@ -86,8 +86,8 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             "image": envoy.image,
             "nodeSelector": thaw(envoy.nodeSelector),
             "tolerations": thaw(envoy.tolerations),
-            "loadBalancerPolicy": envoy.loadBalancerPolicy,
-            "grpc_route_timeout": f"{envoy.grpcRouteTimeoutSeconds}s",
+            # No loadBalancerPolicy or grpc_route_timeout: with an external configuration the chart reads them
+            # only for the configuration it would generate itself. They are in the computed envoy.yaml instead.
             "service": {"type": envoy.serviceType},
             "ingress": {"enabled": False},
             # Envoy reads its configuration only at start: a changed checksum rolls the pods.
