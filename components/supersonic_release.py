@@ -18,6 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from supersonic_interlink.chart_source import release_chart
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import Settings, deep_merge, thaw
 
@@ -177,8 +178,12 @@ class SupersonicRelease(pulumi.ComponentResource):
             deep_merge(settings.helmValues, release_values(settings, args.envoy_config_map_name, args.envoy_checksum))
         )
         chart = settings.release.chart
-        if chart.path is not None:
-            source: dict[str, Any] = {"chart": chart.path}
+        if chart.kind == "git":
+            # The fetched commit, relative to the project directory (see chart_source). A chart checked out from
+            # git has no dependencies in charts/: the provider downloads them, at the versions Chart.yaml names.
+            source: dict[str, Any] = {"chart": release_chart(chart), "dependency_update": True}
+        elif chart.kind == "path":
+            source = {"chart": release_chart(chart)}
         else:
             source = {
                 "chart": chart.name,

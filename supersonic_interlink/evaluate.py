@@ -21,6 +21,7 @@ from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from . import chart_source
 from .settings import PROJECT
 
 
@@ -96,12 +97,19 @@ def run_entry_point() -> None:
     runpy.run_path(str(ENTRY_POINT), run_name="__main__")
 
 
-def evaluate(config: Mapping[str, str], stack: str, program: Callable[[], None] = run_entry_point) -> Evaluation:
-    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview."""
-    return contextvars.Context().run(_evaluate, dict(config), stack, program)
+def evaluate(
+    config: Mapping[str, str], stack: str, program: Callable[[], None] = run_entry_point, *, offline: bool = True
+) -> Evaluation:
+    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview.
+
+    ``offline`` (the default) evaluates as ``render.py`` does: no chart is fetched, and an unpinned git chart is
+    rendered instead of refused. ``offline=False`` is what ``pulumi preview``/``up`` do before registering.
+    """
+    return contextvars.Context().run(_evaluate, dict(config), stack, program, offline)
 
 
-def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None]) -> Evaluation:
+def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None], offline: bool) -> Evaluation:
+    chart_source.OFFLINE.set(offline)
     monitor = RecordingMonitor(EchoMocks())
     pulumi.runtime.set_all_config(config)
     # preview=False: outputs are known, so every apply callback runs and what the tests read is real.

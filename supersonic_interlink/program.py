@@ -15,6 +15,7 @@ from components.supersonic_release import (
     helm_values_collisions,
     release_values,
 )
+from supersonic_interlink import chart_source
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import PROJECT, ConfigError, Settings, load_settings
 
@@ -69,9 +70,15 @@ def current_config() -> dict[str, Any]:
 
 
 def settings_or_stop() -> Settings:
-    """The stack's settings from the config the CLI passed; stops the program cleanly on any problem."""
+    """The stack's settings from the config the CLI passed, with its chart on disk (a git chart fetched at its
+    pinned commit); stops the program cleanly on any problem, before any resource is registered."""
     try:
-        return settings_from_config(current_config())
+        settings = settings_from_config(current_config())
     except ConfigError as error:
         # RunError ends the program with the message alone: these are the operator's mistakes, not bugs.
         raise pulumi.RunError("invalid stack config:\n  " + "\n  ".join(error.problems)) from None
+    try:
+        chart_source.prepare(settings.release.chart, pulumi.get_stack())
+    except chart_source.ChartSourceError as error:
+        raise pulumi.RunError(str(error)) from None
+    return settings

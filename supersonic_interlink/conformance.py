@@ -1,0 +1,398 @@
+"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3, as an install would.
+
+The check renders the release (``helm.ChartRenderer``: ``helm template --dry-run=server`` against a stand-in API
+serving the stack's Envoy ConfigMap, so the chart's ``lookup`` answers as on the cluster, with the project's
+post-renderer) and names each way the result falls short:
+
+- the chart refuses the values: its own ``fail`` message, verbatim;
+- a name of the contract table (``contract.CHART``) the chart does not render: the Triton Deployment and its
+  headless Service, the ScaledObject, the Envoy Deployment and Service, the Envoy configuration and the scale-from-
+  zero Lua filter mounted where Envoy reads them from ConfigMaps the chart renders with those keys, the admission
+  sidecar on its port;
+- the ScaledObject's ``minReplicaCount`` is not the one set, or its first trigger lacks the post-renderer's timeout;
+- the chart's Envoy ConfigMap does not carry this stack's envoy.yaml (a trailing newline aside), the Envoy pods lack
+  the checksum annotation, the Triton pods lack their labels, placement or annotations;
+- a value the program passes that the chart ignores: each leaf of the values is changed on its own and the chart
+  rendered again; identical output means the chart never reads it, and it is reported by its values path.
+
+Pure in its inputs (the chart directory and what ``render.py`` rendered); the re-renders run in parallel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import posixpath
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .contract import CHART
+from .helm import ChartRenderer, ChartRenderError
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE_KEY = "conformance-probe"
+"""Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
+
+
+def _post_renderer_module() -> Any:
+    """``postrender/keda_trigger_timeout.py``, the code the post-renderer executable runs (not a package)."""
+    spec = importlib.util.spec_from_file_location("keda_trigger_timeout", ROOT / "postrender" / "keda_trigger_timeout.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def post_renderer_function() -> Callable[[str], str]:
+    """What the project's post-renderer does to Helm's output, as a function of this process."""
+    return _post_renderer_module().patch  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------------------------- values leaves
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One leaf of the values: its path as keys and indices, and its value (an empty object or list counts)."""
+
+    path: tuple[str | int, ...]
+    value: Any
+
+    @property
+    def name(self) -> str:
+        """The values path as a reader writes it: ``triton.args[0]``, ``triton.nodeSelector["kubernetes.io/os"]``."""
+        text = ""
+        for part in self.path:
+            if isinstance(part, int):
+                text += f"[{part}]"
+            elif "." in part or "/" in part or not part:
+                text += f"[{json.dumps(part)}]"
+            else:
+                text += f".{part}" if text else part
+        return text
+
+
+def leaves(values: Any, path: tuple[str | int, ...] = ()) -> Iterator[Leaf]:
+    """Every leaf of ``values``, depth first in key order."""
+    if isinstance(values, Mapping) and values:
+        for key, value in values.items():
+            yield from leaves(value, (*path, key))
+    elif isinstance(values, list) and values:
+        for index, value in enumerate(values):
+            yield from leaves(value, (*path, index))
+    else:
+        yield Leaf(path, values)
+
+
+def changed(value: Any) -> Any:
+    """A different value of the same kind, so that a chart reading it renders something else."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, str):
+        return f"{value}-{PROBE_KEY}" if value else PROBE_KEY
+    if isinstance(value, Mapping):
+        return {PROBE_KEY: PROBE_KEY}
+    if isinstance(value, list):
+        return [PROBE_KEY]
+    return PROBE_KEY  # null
+
+
+def with_leaf(values: Any, path: tuple[str | int, ...], new: Any) -> Any:
+    """A copy of ``values`` with the leaf at ``path`` replaced by ``new``."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(values, list):
+        assert isinstance(head, int)
+        return [with_leaf(v, rest, new) if i == head else v for i, v in enumerate(values)]
+    return {k: with_leaf(v, rest, new) if k == head else v for k, v in values.items()}
+
+
+def canonical(objects: list[dict[str, Any]]) -> str:
+    """The rendered objects, independent of document order, for an exact comparison."""
+    return json.dumps(sorted(json.dumps(o, sort_keys=True) for o in objects))
+
+
+# --------------------------------------------------------------------------------------------- rendered objects
+
+
+def _find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any] | None:
+    return next((o for o in objects if o.get("kind") == kind and (o.get("metadata") or {}).get("name") == name), None)
+
+
+def _pod_spec(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    return ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def _pod_metadata(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    return ((deployment.get("spec") or {}).get("template") or {}).get("metadata") or {}
+
+
+def mounted_key(deployment: Mapping[str, Any], container: str, file_path: str) -> tuple[str, str] | None:
+    """(ConfigMap name, key) that provides ``file_path`` in ``container`` of the Deployment's pods, or None."""
+    spec = _pod_spec(deployment)
+    found = next((c for c in spec.get("containers") or [] if c.get("name") == container), None)
+    if found is None:
+        return None
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    for mount in found.get("volumeMounts") or []:
+        mount_path = str(mount.get("mountPath", "")).rstrip("/")
+        config_map = (volumes.get(mount.get("name")) or {}).get("configMap")
+        if not config_map:
+            continue
+        if mount.get("subPath"):
+            relative = str(mount["subPath"]) if file_path == mount_path else None
+        elif file_path.startswith(mount_path + "/"):
+            relative = file_path[len(mount_path) + 1 :]
+        else:
+            relative = None
+        if relative is None:
+            continue
+        items = config_map.get("items")
+        if items:
+            key = next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
+        else:
+            key = relative if "/" not in relative else None
+        if key is not None:
+            return str(config_map.get("name")), str(key)
+    return None
+
+
+# --------------------------------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What this stack expects of the chart's render, taken from what ``render.py`` rendered."""
+
+    release_name: str
+    namespace: str
+    values: dict[str, Any]
+    """The values exactly as Helm receives them."""
+    envoy_yaml: str
+    served: list[dict[str, Any]]
+    """What the stand-in API serves: the stack's Envoy ConfigMap."""
+
+    @classmethod
+    def from_rendered(cls, rendered: Mapping[str, Any]) -> Expected:
+        release = rendered["release"]
+        values = release["values"]
+        config_map = values["envoy"]["external_config"]["configmap_name"]
+        served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_map]
+        return cls(release["name"], release["namespace"], values, rendered["envoy"], served)
+
+
+def _section(values: Mapping[str, Any], *path: str) -> dict[str, Any]:
+    for key in path:
+        values = values.get(key) or {}
+    return dict(values)
+
+
+def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list[str]:
+    """What the rendered objects lack that this stack's values and the contract table require."""
+    from components.supersonic_release import CONFIG_CHECKSUM_ANNOTATION
+
+    trigger_timeout = _post_renderer_module().TRIGGER_TIMEOUT_MS
+    release, values = expected.release_name, expected.values
+    findings: list[str] = []
+
+    def need(kind: str, name: str, what: str) -> dict[str, Any] | None:
+        found = _find(objects, kind, name)
+        if found is None:
+            findings.append(f"no {kind} {name} ({what}) in what the chart renders")
+        return found
+
+    def rendered_key(deployment: dict[str, Any], file_path: str, what: str) -> str | None:
+        """The text of ``file_path`` in the Envoy container, from the chart's ConfigMap; a finding if it is not."""
+        source = mounted_key(deployment, CHART.envoy_container, file_path)
+        name = deployment["metadata"]["name"]
+        if source is None:
+            findings.append(
+                f"{what}: no ConfigMap is mounted at {file_path} in container {CHART.envoy_container} of {name}"
+            )
+            return None
+        config_map = _find(objects, "ConfigMap", source[0])
+        if config_map is None:
+            findings.append(
+                f"{what}: {file_path} in {name} is mounted from ConfigMap {source[0]}, which the chart does not render"
+            )
+            return None
+        data = config_map.get("data") or {}
+        if source[1] not in data:
+            findings.append(
+                f"{what}: {file_path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has "
+                f"no such key (keys: {', '.join(sorted(data)) or 'none'})"
+            )
+            return None
+        return str(data[source[1]])
+
+    inference = CHART.inference_object_name(release)
+    triton = need("Deployment", inference, "the inference server")
+    service = need("Service", inference, "the inference server's headless Service")
+    if service is not None and (service.get("spec") or {}).get("clusterIP") != "None":
+        findings.append(
+            f"Service {inference} is not headless (clusterIP {service['spec'].get('clusterIP')!r}, not 'None')"
+        )
+    if triton is not None:
+        findings += _triton_pod_findings(triton, _section(values, CHART.inference_values_key), release)
+
+    keda = _section(values, "keda")
+    if keda.get("enabled"):
+        scaled = need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
+        if scaled is not None:
+            spec = scaled.get("spec") or {}
+            if spec.get("minReplicaCount") != keda.get("minReplicaCount"):
+                findings.append(
+                    f"ScaledObject {scaled['metadata']['name']}: minReplicaCount is {spec.get('minReplicaCount')!r}, "
+                    f"not the {keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
+                )
+            if (spec.get("scaleTargetRef") or {}).get("name") != inference:
+                findings.append(f"ScaledObject {scaled['metadata']['name']} does not scale Deployment {inference}")
+            triggers = spec.get("triggers") or [{}]
+            timeout = (triggers[0].get("metadata") or {}).get("timeout")
+            if timeout != trigger_timeout:
+                findings.append(
+                    f"ScaledObject {scaled['metadata']['name']}: first trigger's metadata.timeout is {timeout!r}, "
+                    f"not {trigger_timeout!r} (the post-renderer's)"
+                )
+
+    envoy_values = _section(values, "envoy")
+    if envoy_values.get("enabled", True):
+        need("Service", CHART.envoy_service_name(release), "the Envoy Service clients connect to")
+        envoy = need("Deployment", CHART.envoy_object_name(release), "Envoy")
+        if envoy is not None:
+            findings += _envoy_findings(envoy, expected, rendered_key, CONFIG_CHECKSUM_ANNOTATION)
+    return findings
+
+
+def _triton_pod_findings(deployment: dict[str, Any], triton: dict[str, Any], release: str) -> list[str]:
+    findings = []
+    name = deployment["metadata"]["name"]
+    metadata, spec = _pod_metadata(deployment), _pod_spec(deployment)
+    labels = metadata.get("labels") or {}
+    for key, value in CHART.inference_pod_labels(release).items():
+        if labels.get(key) != value:
+            findings.append(f"Deployment {name}: pods lack label {key}={value} (the cleanup selects them by it)")
+    annotations = metadata.get("annotations") or {}
+    for key, value in (triton.get("annotations") or {}).items():
+        if annotations.get(key) != value:
+            findings.append(f"Deployment {name}: pods lack annotation {key}: {value!r}")
+    node_selector = spec.get("nodeSelector") or {}
+    for key, value in (triton.get("nodeSelector") or {}).items():
+        if node_selector.get(key) != value:
+            findings.append(f"Deployment {name}: pods lack nodeSelector {key}: {value!r}")
+    for toleration in triton.get("tolerations") or []:
+        if toleration not in (spec.get("tolerations") or []):
+            findings.append(f"Deployment {name}: pods lack toleration {json.dumps(toleration, sort_keys=True)}")
+    return findings
+
+
+def _envoy_findings(
+    envoy: dict[str, Any], expected: Expected, rendered_key: Any, checksum_annotation: str
+) -> list[str]:
+    findings = []
+    name = envoy["metadata"]["name"]
+    wanted_checksum = (_section(expected.values, "envoy", "annotations")).get(checksum_annotation)
+    if wanted_checksum is not None:
+        got = (_pod_metadata(envoy).get("annotations") or {}).get(checksum_annotation)
+        if got != wanted_checksum:
+            findings.append(
+                f"Deployment {name}: pods carry {checksum_annotation} {got!r}, not {wanted_checksum!r} "
+                f"(a changed configuration would not roll Envoy)"
+            )
+    config = rendered_key(envoy, CHART.envoy_config_path, "Envoy configuration")
+    if config is not None:
+        source = mounted_key(envoy, CHART.envoy_container, CHART.envoy_config_path)
+        assert source is not None
+        if source[0] != CHART.envoy_config_map_name(expected.release_name):
+            findings.append(
+                f"Envoy configuration: {CHART.envoy_config_path} comes from ConfigMap {source[0]}, not "
+                f"{CHART.envoy_config_map_name(expected.release_name)}"
+            )
+        if config.rstrip("\n") != expected.envoy_yaml.rstrip("\n"):
+            findings.append(
+                f"Envoy configuration: key {source[1]!r} of ConfigMap {source[0]} is not this stack's envoy.yaml "
+                f"(the chart did not copy the external ConfigMap's key {CHART.envoy_config_key!r})"
+            )
+    if _section(expected.values, "scaleFromZero").get("enabled"):
+        rendered_key(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
+        sidecar = next(
+            (c for c in _pod_spec(envoy).get("containers") or [] if c.get("name") == CHART.admission_container), None
+        )
+        if sidecar is None:
+            findings.append(
+                f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake Triton)"
+            )
+        elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
+            findings.append(
+                f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port {CHART.admission_port}"
+            )
+    return findings
+
+
+def ignored_values(
+    renderer: ChartRenderer,
+    values: dict[str, Any],
+    baseline: str,
+    workers: int,
+    post_render: Callable[[str], str] | None = None,
+    selected: Iterable[Leaf] | None = None,
+) -> list[str]:
+    """Values paths whose change leaves the render identical to ``baseline`` (the canonical baseline render).
+
+    ``post_render``: the post-renderer's own function, run in this process for each re-render (see
+    ``ChartRenderer.render_text``); it halves the processes the re-renders start. ``selected``: the leaves to try
+    (default: every leaf of ``values``).
+    """
+
+    def same_as_baseline(leaf: Leaf) -> bool:
+        variant = with_leaf(values, leaf.path, changed(leaf.value))
+        try:
+            return canonical(renderer.render(variant, post_render=post_render)) == baseline
+        except ChartRenderError:
+            return False  # the chart refuses the changed value: it read it
+
+    every = list(leaves(values) if selected is None else selected)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(same_as_baseline, every))
+    return [leaf.name for leaf, same in zip(every, results) if same]
+
+
+def default_workers() -> int:
+    return max(2, os.cpu_count() or 2)
+
+
+def check(
+    chart_dir: Path,
+    expected: Expected,
+    *,
+    post_renderer: Path | None = None,
+    helm: Path | None = None,
+    workers: int | None = None,
+) -> list[str]:
+    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms)."""
+    from components.supersonic_release import POSTRENDER
+
+    in_process = None
+    if post_renderer is None:
+        post_renderer, in_process = ROOT / POSTRENDER, post_renderer_function()
+    with ChartRenderer(
+        chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer, helm=helm
+    ) as renderer:
+        try:
+            # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
+            objects = renderer.render(expected.values)
+        except ChartRenderError as error:
+            return [f"the chart refuses this stack's values: {error}"]
+        findings = contract_findings(objects, expected)
+        ignored = ignored_values(
+            renderer, expected.values, canonical(objects), workers or default_workers(), in_process
+        )
+    findings += [f"{path}: ignored by the chart (changing it changes nothing the chart renders)" for path in ignored]
+    return findings
