@@ -40,7 +40,9 @@ PROBE_KEY = "conformance-probe"
 
 def _post_renderer_module() -> Any:
     """``postrender/keda_trigger_timeout.py``, the code the post-renderer executable runs (not a package)."""
-    spec = importlib.util.spec_from_file_location("keda_trigger_timeout", ROOT / "postrender" / "keda_trigger_timeout.py")
+    spec = importlib.util.spec_from_file_location(
+        "keda_trigger_timeout", ROOT / "postrender" / "keda_trigger_timeout.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -196,144 +198,155 @@ def _section(values: Mapping[str, Any], *path: str) -> dict[str, Any]:
 
 def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list[str]:
     """What the rendered objects lack that this stack's values and the contract table require."""
-    from components.supersonic_release import CONFIG_CHECKSUM_ANNOTATION
+    review = _Review(objects, expected)
+    review.inference_server()
+    review.scaled_object()
+    review.envoy()
+    return review.findings
 
-    trigger_timeout = _post_renderer_module().TRIGGER_TIMEOUT_MS
-    release, values = expected.release_name, expected.values
-    findings: list[str] = []
 
-    def need(kind: str, name: str, what: str) -> dict[str, Any] | None:
-        found = _find(objects, kind, name)
+class _Review:
+    """One pass over a render, collecting findings."""
+
+    def __init__(self, objects: list[dict[str, Any]], expected: Expected):
+        self.objects = objects
+        self.expected = expected
+        self.release = expected.release_name
+        self.values = expected.values
+        self.findings: list[str] = []
+
+    def need(self, kind: str, name: str, what: str) -> dict[str, Any] | None:
+        found = _find(self.objects, kind, name)
         if found is None:
-            findings.append(f"no {kind} {name} ({what}) in what the chart renders")
+            self.findings.append(f"no {kind} {name} ({what}) in what the chart renders")
         return found
 
-    def rendered_key(deployment: dict[str, Any], file_path: str, what: str) -> str | None:
-        """The text of ``file_path`` in the Envoy container, from the chart's ConfigMap; a finding if it is not."""
+    def mounted_text(self, deployment: dict[str, Any], file_path: str, what: str) -> tuple[str, str, str] | None:
+        """(ConfigMap, key, text) of ``file_path`` in the Envoy container, from a ConfigMap the chart renders; a
+        finding and None if it is not there."""
         source = mounted_key(deployment, CHART.envoy_container, file_path)
         name = deployment["metadata"]["name"]
         if source is None:
-            findings.append(
+            self.findings.append(
                 f"{what}: no ConfigMap is mounted at {file_path} in container {CHART.envoy_container} of {name}"
             )
             return None
-        config_map = _find(objects, "ConfigMap", source[0])
+        config_map_name, key = source
+        config_map = _find(self.objects, "ConfigMap", config_map_name)
         if config_map is None:
-            findings.append(
-                f"{what}: {file_path} in {name} is mounted from ConfigMap {source[0]}, which the chart does not render"
+            self.findings.append(
+                f"{what}: {file_path} in {name} is mounted from ConfigMap {config_map_name}, which the chart does "
+                f"not render"
             )
             return None
         data = config_map.get("data") or {}
-        if source[1] not in data:
-            findings.append(
-                f"{what}: {file_path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has "
-                f"no such key (keys: {', '.join(sorted(data)) or 'none'})"
+        if key not in data:
+            self.findings.append(
+                f"{what}: {file_path} in {name} is key {key!r} of ConfigMap {config_map_name}, which has no such "
+                f"key (keys: {', '.join(sorted(data)) or 'none'})"
             )
             return None
-        return str(data[source[1]])
+        return config_map_name, key, str(data[key])
 
-    inference = CHART.inference_object_name(release)
-    triton = need("Deployment", inference, "the inference server")
-    service = need("Service", inference, "the inference server's headless Service")
-    if service is not None and (service.get("spec") or {}).get("clusterIP") != "None":
-        findings.append(
-            f"Service {inference} is not headless (clusterIP {service['spec'].get('clusterIP')!r}, not 'None')"
-        )
-    if triton is not None:
-        findings += _triton_pod_findings(triton, _section(values, CHART.inference_values_key), release)
-
-    keda = _section(values, "keda")
-    if keda.get("enabled"):
-        scaled = need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
-        if scaled is not None:
-            spec = scaled.get("spec") or {}
-            if spec.get("minReplicaCount") != keda.get("minReplicaCount"):
-                findings.append(
-                    f"ScaledObject {scaled['metadata']['name']}: minReplicaCount is {spec.get('minReplicaCount')!r}, "
-                    f"not the {keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
+    def inference_server(self) -> None:
+        name = CHART.inference_object_name(self.release)
+        deployment = self.need("Deployment", name, "the inference server")
+        service = self.need("Service", name, "the inference server's headless Service")
+        cluster_ip = ((service or {}).get("spec") or {}).get("clusterIP")
+        if service is not None and cluster_ip != "None":
+            self.findings.append(f"Service {name} is not headless (clusterIP {cluster_ip!r}, not 'None')")
+        if deployment is None:
+            return
+        wanted = _section(self.values, CHART.inference_values_key)
+        metadata, spec = _pod_metadata(deployment), _pod_spec(deployment)
+        labels = metadata.get("labels") or {}
+        for key, value in CHART.inference_pod_labels(self.release).items():
+            if labels.get(key) != value:
+                self.findings.append(f"Deployment {name}: pods lack label {key}={value} (the cleanup selects by it)")
+        annotations = metadata.get("annotations") or {}
+        for key, value in (wanted.get("annotations") or {}).items():
+            if annotations.get(key) != value:
+                self.findings.append(f"Deployment {name}: pods lack annotation {key}: {value!r}")
+        node_selector = spec.get("nodeSelector") or {}
+        for key, value in (wanted.get("nodeSelector") or {}).items():
+            if node_selector.get(key) != value:
+                self.findings.append(f"Deployment {name}: pods lack nodeSelector {key}: {value!r}")
+        for toleration in wanted.get("tolerations") or []:
+            if toleration not in (spec.get("tolerations") or []):
+                self.findings.append(
+                    f"Deployment {name}: pods lack toleration {json.dumps(toleration, sort_keys=True)}"
                 )
-            if (spec.get("scaleTargetRef") or {}).get("name") != inference:
-                findings.append(f"ScaledObject {scaled['metadata']['name']} does not scale Deployment {inference}")
-            triggers = spec.get("triggers") or [{}]
-            timeout = (triggers[0].get("metadata") or {}).get("timeout")
-            if timeout != trigger_timeout:
-                findings.append(
-                    f"ScaledObject {scaled['metadata']['name']}: first trigger's metadata.timeout is {timeout!r}, "
-                    f"not {trigger_timeout!r} (the post-renderer's)"
-                )
 
-    envoy_values = _section(values, "envoy")
-    if envoy_values.get("enabled", True):
-        need("Service", CHART.envoy_service_name(release), "the Envoy Service clients connect to")
-        envoy = need("Deployment", CHART.envoy_object_name(release), "Envoy")
-        if envoy is not None:
-            findings += _envoy_findings(envoy, expected, rendered_key, CONFIG_CHECKSUM_ANNOTATION)
-    return findings
+    def scaled_object(self) -> None:
+        keda = _section(self.values, "keda")
+        if not keda.get("enabled"):
+            return
+        name = CHART.scaled_object_name(self.release)
+        scaled = self.need("ScaledObject", name, "KEDA's autoscaling of the inference server")
+        if scaled is None:
+            return
+        spec = scaled.get("spec") or {}
+        if spec.get("minReplicaCount") != keda.get("minReplicaCount"):
+            self.findings.append(
+                f"ScaledObject {name}: minReplicaCount is {spec.get('minReplicaCount')!r}, "
+                f"not the {keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
+            )
+        inference = CHART.inference_object_name(self.release)
+        if (spec.get("scaleTargetRef") or {}).get("name") != inference:
+            self.findings.append(f"ScaledObject {name} does not scale Deployment {inference}")
+        timeout = (((spec.get("triggers") or [{}])[0]).get("metadata") or {}).get("timeout")
+        wanted = _post_renderer_module().TRIGGER_TIMEOUT_MS
+        if timeout != wanted:
+            self.findings.append(
+                f"ScaledObject {name}: first trigger's metadata.timeout is {timeout!r}, not {wanted!r} "
+                f"(the post-renderer's)"
+            )
 
+    def envoy(self) -> None:
+        from components.supersonic_release import CONFIG_CHECKSUM_ANNOTATION
 
-def _triton_pod_findings(deployment: dict[str, Any], triton: dict[str, Any], release: str) -> list[str]:
-    findings = []
-    name = deployment["metadata"]["name"]
-    metadata, spec = _pod_metadata(deployment), _pod_spec(deployment)
-    labels = metadata.get("labels") or {}
-    for key, value in CHART.inference_pod_labels(release).items():
-        if labels.get(key) != value:
-            findings.append(f"Deployment {name}: pods lack label {key}={value} (the cleanup selects them by it)")
-    annotations = metadata.get("annotations") or {}
-    for key, value in (triton.get("annotations") or {}).items():
-        if annotations.get(key) != value:
-            findings.append(f"Deployment {name}: pods lack annotation {key}: {value!r}")
-    node_selector = spec.get("nodeSelector") or {}
-    for key, value in (triton.get("nodeSelector") or {}).items():
-        if node_selector.get(key) != value:
-            findings.append(f"Deployment {name}: pods lack nodeSelector {key}: {value!r}")
-    for toleration in triton.get("tolerations") or []:
-        if toleration not in (spec.get("tolerations") or []):
-            findings.append(f"Deployment {name}: pods lack toleration {json.dumps(toleration, sort_keys=True)}")
-    return findings
-
-
-def _envoy_findings(
-    envoy: dict[str, Any], expected: Expected, rendered_key: Any, checksum_annotation: str
-) -> list[str]:
-    findings = []
-    name = envoy["metadata"]["name"]
-    wanted_checksum = (_section(expected.values, "envoy", "annotations")).get(checksum_annotation)
-    if wanted_checksum is not None:
-        got = (_pod_metadata(envoy).get("annotations") or {}).get(checksum_annotation)
-        if got != wanted_checksum:
-            findings.append(
-                f"Deployment {name}: pods carry {checksum_annotation} {got!r}, not {wanted_checksum!r} "
+        if not _section(self.values, "envoy").get("enabled", True):
+            return
+        self.need("Service", CHART.envoy_service_name(self.release), "the Envoy Service clients connect to")
+        envoy = self.need("Deployment", CHART.envoy_object_name(self.release), "Envoy")
+        if envoy is None:
+            return
+        name = envoy["metadata"]["name"]
+        checksum = _section(self.values, "envoy", "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
+        carried = (_pod_metadata(envoy).get("annotations") or {}).get(CONFIG_CHECKSUM_ANNOTATION)
+        if checksum is not None and carried != checksum:
+            self.findings.append(
+                f"Deployment {name}: pods carry {CONFIG_CHECKSUM_ANNOTATION} {carried!r}, not {checksum!r} "
                 f"(a changed configuration would not roll Envoy)"
             )
-    config = rendered_key(envoy, CHART.envoy_config_path, "Envoy configuration")
-    if config is not None:
-        source = mounted_key(envoy, CHART.envoy_container, CHART.envoy_config_path)
-        assert source is not None
-        if source[0] != CHART.envoy_config_map_name(expected.release_name):
-            findings.append(
-                f"Envoy configuration: {CHART.envoy_config_path} comes from ConfigMap {source[0]}, not "
-                f"{CHART.envoy_config_map_name(expected.release_name)}"
-            )
-        if config.rstrip("\n") != expected.envoy_yaml.rstrip("\n"):
-            findings.append(
-                f"Envoy configuration: key {source[1]!r} of ConfigMap {source[0]} is not this stack's envoy.yaml "
-                f"(the chart did not copy the external ConfigMap's key {CHART.envoy_config_key!r})"
-            )
-    if _section(expected.values, "scaleFromZero").get("enabled"):
-        rendered_key(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
-        sidecar = next(
-            (c for c in _pod_spec(envoy).get("containers") or [] if c.get("name") == CHART.admission_container), None
-        )
+        config = self.mounted_text(envoy, CHART.envoy_config_path, "Envoy configuration")
+        if config is not None:
+            config_map, key, text = config
+            own = CHART.envoy_config_map_name(self.release)
+            if config_map != own:
+                self.findings.append(
+                    f"Envoy configuration: {CHART.envoy_config_path} comes from ConfigMap {config_map}, not {own}"
+                )
+            if text.rstrip("\n") != self.expected.envoy_yaml.rstrip("\n"):
+                self.findings.append(
+                    f"Envoy configuration: key {key!r} of ConfigMap {config_map} is not this stack's envoy.yaml "
+                    f"(the chart did not copy the external ConfigMap's key {CHART.envoy_config_key!r})"
+                )
+        if not _section(self.values, "scaleFromZero").get("enabled"):
+            return
+        self.mounted_text(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
+        containers = _pod_spec(envoy).get("containers") or []
+        sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
         if sidecar is None:
-            findings.append(
-                f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake Triton)"
+            self.findings.append(
+                f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake "
+                f"Triton)"
             )
         elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
-            findings.append(
-                f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port {CHART.admission_port}"
+            self.findings.append(
+                f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port "
+                f"{CHART.admission_port}"
             )
-    return findings
 
 
 def ignored_values(

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import chart_source
 from .settings import PROJECT, ChartSource, load_settings
 from .stack_config import load_stack_config, stack_file
 
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+
 DEFAULT_REF = "main"
 RELEASE_KEY = f"{PROJECT}:release"
 
 
-def _round_trip():  # type: ignore[no-untyped-def]
+def _round_trip() -> YAML:
     from ruamel.yaml import YAML
 
     yaml = YAML()  # round-trip: comments, key order, quoting and flow style survive
