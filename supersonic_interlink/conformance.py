@@ -7,8 +7,8 @@ post-renderer) and names each way the result falls short:
 - the chart refuses the values: its own ``fail`` message, verbatim;
 - a name of the contract table (``contract.CHART``) the chart does not render: the Triton Deployment and its
   headless Service, the ScaledObject, the Envoy Deployment and Service, the Envoy configuration and the scale-from-
-  zero Lua filter mounted where Envoy reads them from ConfigMaps the chart renders with those keys, the admission
-  sidecar on its port;
+  zero Lua filter mounted where Envoy reads them from ConfigMaps the chart renders with those keys, the Envoy
+  clusters the Lua filter calls, the admission sidecar on its port;
 - the ScaledObject's ``minReplicaCount`` is not the one set, or its first trigger lacks the post-renderer's timeout;
 - the chart's Envoy ConfigMap does not carry this stack's envoy.yaml (a trailing newline aside), the Envoy pods lack
   the checksum annotation, the Triton pods lack their labels, placement or annotations;
@@ -334,7 +334,13 @@ class _Review:
                 )
         if not _section(self.values, "scaleFromZero").get("enabled"):
             return
-        self.mounted_text(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
+        lua = self.mounted_text(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
+        for cluster in (CHART.admission_cluster, CHART.admin_cluster, CHART.inference_cluster):
+            if lua is not None and cluster not in lua[2]:
+                self.findings.append(
+                    f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
+                    f"envoy.yaml defines for it to call"
+                )
         containers = _pod_spec(envoy).get("containers") or []
         sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
         if sidecar is None:

@@ -130,6 +130,27 @@ def test_a_lua_filter_that_envoy_does_not_mount_is_a_finding(hammer, tmp_path) -
     assert found == [LUA_NOT_MOUNTED], "Envoy 1.39 refuses a Lua filename that does not exist and crash-loops"
 
 
+def test_a_lua_filter_mounted_from_a_config_map_the_chart_does_not_render_is_a_finding(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("lua-config-map-skipped", tmp_path), hammer)
+    assert found == [
+        (
+            "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is mounted "
+            "from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
+        )
+    ], "the Envoy pod would never start: its volume's ConfigMap does not exist"
+
+
+def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("lua-calls-other-clusters", tmp_path), hammer)
+    assert found == [
+        (
+            f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's envoy.yaml "
+            "defines for it to call"
+        )
+        for cluster in ("triton_admission", "triton_grpc_service")
+    ], "a wake would call a cluster this configuration does not have (the inferenceServer rename)"
+
+
 def test_a_chart_copying_another_key_of_the_external_config_map_is_caught(hammer, tmp_path) -> None:
     found = findings_of(fixture_chart("wrong-configmap-key", tmp_path), hammer, ignored_under="envoy.external_config")
     assert found == [
