@@ -171,6 +171,7 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
 
 def conformance(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
     """The chart conformance check's findings, or none (with a line saying why) when the chart is not on disk."""
+    from supersonic_interlink.binaries import BinaryError
     from supersonic_interlink.conformance import Expected, check
 
     chart = rendered["chart_source"]
@@ -187,7 +188,10 @@ def conformance(stack: str, rendered: dict[str, Any], chart_dir: Path | None) ->
             why = "the chart is in a chart repository, not on disk (give --chart DIR)"
         print(f"stack {stack}: chart conformance not run: {why}")
         return []
-    found = [f"chart {chart_dir}: {finding}" for finding in check(chart_dir, Expected.from_rendered(rendered))]
+    try:
+        found = [f"chart {chart_dir}: {finding}" for finding in check(chart_dir, Expected.from_rendered(rendered))]
+    except BinaryError as error:
+        return [f"chart conformance could not run: {error}"]
     if not found:
         print(f"stack {stack}: chart {chart_dir} conforms")
     return found

