@@ -131,6 +131,9 @@ class LookupApi:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes; with Nagle's algorithm the body waits for the client's
+            # delayed ACK of the headers (~40 ms), on each of the few requests a render makes.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
