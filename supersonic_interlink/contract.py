@@ -70,6 +70,10 @@ class ChartContract:
     def envoy_object_name(self, release_name: str) -> str:
         return f"{self.instance_name(release_name)}-{self.envoy_component}"
 
+    def scaled_object_name(self, release_name: str) -> str:
+        """Name of the KEDA ScaledObject (the admission sidecar patches its ``minReplicaCount`` at run time)."""
+        return f"{self.instance_name(release_name)}-{self.scaled_object_suffix}"
+
     def inference_service_fqdn(self, release_name: str, namespace: str) -> str:
         """Absolute DNS name of the headless inference Service; the trailing dot skips the search-domain walk."""
         return f"{self.inference_object_name(release_name)}.{namespace}.svc.cluster.local."

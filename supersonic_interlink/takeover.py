@@ -75,6 +75,9 @@ class Adoption:
     import_id: str
     envoy_service: str
     envoy_deployment: str
+    triton_deployment: str
+    scaled_object: str
+    hold_seconds: int
     new_envoy_config_map: str
     cleanup_cronjob: str
     flux: FluxObjects
@@ -95,6 +98,9 @@ def adoption(stack: str, settings: Settings) -> Adoption:
         import_id=live_release_id(settings),
         envoy_service=CHART.instance_name(settings.release.name),
         envoy_deployment=CHART.envoy_object_name(settings.release.name),
+        triton_deployment=CHART.inference_object_name(settings.release.name),
+        scaled_object=CHART.scaled_object_name(settings.release.name),
+        hold_seconds=settings.scaleFromZero.holdMinReplicasSeconds,
         new_envoy_config_map=config_map_name(settings.release.name, envoy_config_text(settings)),
         cleanup_cronjob=cleanup_object_name(settings.release.name),
         flux=flux_objects(settings),
@@ -220,7 +226,12 @@ def steps(a: Adoption) -> list[Step]:
                 f"{kubectl} rollout status deployment/{a.envoy_deployment};",
                 (
                     f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'  "
-                    "prints the address from step 1."
+                    "prints the address from step 1;"
+                ),
+                (
+                    f"{kubectl} get scaledobject {a.scaled_object} -o jsonpath='{{.spec.minReplicaCount}}'  still "
+                    "prints the live value: the chart keeps the live ScaledObject's minReplicaCount across upgrades "
+                    "(step 7 sets it to 0)."
                 ),
             ),
             (
@@ -272,14 +283,32 @@ def steps(a: Adoption) -> list[Step]:
             ("Revert the GitOps commit.",),
         ),
         Step(
-            "Acceptance: a cold start through the new path",
-            "Wakes Triton once (a Slurm job on the virtual node).",
-            (Do(f"python probe.py {a.stack}"),),
+            "Acceptance: scale to zero, then a cold start through the new path",
+            f"ScaledObject {a.scaled_object} gets minReplicaCount 0 (the value the stack deploys; the chart's lookup "
+            "kept the live one) and KEDA scales Triton to zero; the probe then wakes it once (a Slurm job).",
             (
-                "ends `ready` with exit 0;",
+                Do(
+                    f"{kubectl} patch scaledobject {a.scaled_object} --type merge "
+                    """-p '{"spec":{"minReplicaCount":0}}'"""
+                ),
+                Do(f"{kubectl} get deployment {a.triton_deployment} -o jsonpath='{{.spec.replicas}}'"),
+                Do(f"python probe.py {a.stack}"),
+            ),
+            (
+                "the deployment prints 0 before the probe runs (KEDA scales down once nothing is inferring);",
+                "the probe ends `ready` with exit 0: a cold start woke Triton through the Lua filter and the sidecar;",
+                (
+                    f"about {a.hold_seconds} s (holdMinReplicasSeconds) after the wake, minReplicaCount is 0 again "
+                    "and Triton goes back to zero replicas;"
+                ),
                 f"then set `adopt: false` in {stack_path} (a follow-up pull request): its preview shows no changes.",
             ),
-            ("Nothing to undo.",),
+            (
+                (
+                    f"{kubectl} patch scaledobject {a.scaled_object} --type merge "
+                    """-p '{"spec":{"minReplicaCount":1}}'   (keeps one Triton up; later upgrades keep it too)"""
+                ),
+            ),
         ),
     ]
 

@@ -143,7 +143,11 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
     old_pruner = _index(plan_steps, "RoleBinding supersonic-interlink-pod-pruner")
     ran = _index(plan_steps, "get cronjob supersonic-interlink-failed-pod-cleanup")
     assert ran == old_pruner > upgrade, "the old pruner goes in the step that first checks the new CronJob ran"
-    assert plan_steps[-1].actions[0].text == "python probe.py hammer", "the acceptance test ends the takeover"
+    acceptance = [a.text for a in plan_steps[-1].actions]
+    assert acceptance[-1] == "python probe.py hammer", "the acceptance test ends the takeover"
+    assert '{"spec":{"minReplicaCount":0}}' in acceptance[0], (
+        "the chart keeps the live ScaledObject's minReplicaCount, so the probe would find Triton awake, not cold"
+    )
 
 
 def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(hammer_steps) -> None:
