@@ -42,7 +42,7 @@ def settings_from_config(config: Mapping[str, Any]) -> Settings:
         # Adopting upgrades the live release at once: with a moving chart that upgrade could be any commit.
         problems.append(
             f"{PROJECT}:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is unset); "
-            f"pin the commit the live release runs (docs/takeover.md, step 1)"
+            f"pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
         )
     if problems:
         raise ConfigError(problems)
