@@ -23,6 +23,19 @@ from supersonic_interlink.settings import Settings, deep_merge, thaw
 
 TYPE = "supersonic-interlink:index:SupersonicRelease"
 
+
+def _type_token(resource_class: type) -> str:
+    token = pulumi.get_type_token(resource_class)
+    if not token:
+        raise RuntimeError(f"{resource_class.__qualname__} carries no Pulumi type token")
+    return token
+
+
+HELM_RELEASE_TYPE = _type_token(k8s.helm.v3.Release)
+"""The provider's type token of the Release, read off the SDK class (engine URNs and evaluations use it)."""
+HELM_CHILD = "helm"
+"""Role suffix of the Release's resource name inside the component."""
+
 POSTRENDER = "postrender/keda-trigger-timeout"
 """Post-renderer, relative to the project directory (the provider's working directory), so the Release input
 is the same on every operator's machine and in CI."""
@@ -148,6 +161,26 @@ def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     return kept, nulls
 
 
+def helm_release_resource_name(component_name: str) -> str:
+    """Pulumi resource name of the Release (not the Helm release name): ``<component>-helm``."""
+    return f"{component_name}-{HELM_CHILD}"
+
+
+def live_release_id(settings: Settings) -> str:
+    """The id the provider reads a live Helm release by: ``<namespace>/<name>``."""
+    return f"{settings.namespace}/{settings.release.name}"
+
+
+def import_id(settings: Settings) -> str | None:
+    """With ``release.adopt``, the live release to import (the ``import`` resource option), else None.
+
+    The engine reads the live release into the state, diffs it against this program's inputs and upgrades it in
+    place (Pulumi CLI 3.174 on; older CLIs refused an import whose inputs differ). If no such release runs, the
+    import fails and nothing is installed. See docs/takeover.md.
+    """
+    return live_release_id(settings) if settings.release.adopt else None
+
+
 def release_timeout_seconds(settings: Settings) -> int:
     return settings.scaleFromZero.readyTimeoutSeconds + UPGRADE_MARGIN_SECONDS
 
@@ -186,7 +219,7 @@ class SupersonicRelease(pulumi.ComponentResource):
                 "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
             }
         release = k8s.helm.v3.Release(
-            f"{name}-helm",
+            helm_release_resource_name(name),
             name=settings.release.name,
             namespace=settings.namespace,
             values=values,
@@ -199,7 +232,7 @@ class SupersonicRelease(pulumi.ComponentResource):
             cleanup_on_fail=True,
             timeout=release_timeout_seconds(settings),
             postrender=POSTRENDER,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, import_=import_id(settings)),
             **source,
         )
         self.release_name = release.name

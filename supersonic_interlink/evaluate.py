@@ -47,6 +47,8 @@ class Registered:
     """URN of the parent resource."""
     custom: bool
     """False for component resources."""
+    import_id: str = ""
+    """The ``import`` resource option: the id of a live resource the engine reads into the state ("" for none)."""
 
 
 class EchoMocks(pulumi.runtime.Mocks):
@@ -69,7 +71,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
             inputs = plain(json_format.MessageToDict(request.object))
-            self.registered.append(Registered(request.type, request.name, inputs, request.parent, bool(request.custom)))
+            self.registered.append(
+                Registered(request.type, request.name, inputs, request.parent, bool(request.custom), request.importId)
+            )
         return super().RegisterResource(request)
 
 

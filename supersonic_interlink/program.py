@@ -18,6 +18,12 @@ from components.supersonic_release import (
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import PROJECT, ConfigError, Settings, load_settings
 
+ENVOY_COMPONENT = "envoy"
+RELEASE_COMPONENT = "supersonic"
+CLEANUP_COMPONENT = "cleanup"
+"""Pulumi resource names of the three components: part of every URN in the state, so renaming one would make
+the engine replace what it names (for the release: a second Helm release, then the first uninstalled)."""
+
 
 def settings_from_config(config: Mapping[str, Any]) -> Settings:
     """Load and check a stack's settings completely, before any resource exists.
@@ -26,29 +32,35 @@ def settings_from_config(config: Mapping[str, Any]) -> Settings:
     """
     settings = load_settings(config)
     collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
-    if collisions:
-        raise ConfigError(
-            [
-                f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
-                f"(see Pulumi.yaml) or remove it from helmValues"
-                for path in collisions
-            ]
+    problems = [
+        f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
+        f"(see Pulumi.yaml) or remove it from helmValues"
+        for path in collisions
+    ]
+    chart = settings.release.chart
+    if settings.release.adopt and not chart.pinned:
+        # Adopting upgrades the live release at once: with a moving chart that upgrade could be any commit.
+        problems.append(
+            f"{PROJECT}:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is unset); "
+            f"pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
         )
+    if problems:
+        raise ConfigError(problems)
     return settings
 
 
 def build(settings: Settings) -> None:
     """Register every resource of the stack and export what operators and other tooling read."""
-    envoy = EnvoyConfig("envoy", EnvoyConfigArgs(settings=settings))
+    envoy = EnvoyConfig(ENVOY_COMPONENT, EnvoyConfigArgs(settings=settings))
     release = SupersonicRelease(
-        "supersonic",
+        RELEASE_COMPONENT,
         SupersonicReleaseArgs(
             settings=settings,
             envoy_config_map_name=envoy.config_map_name,
             envoy_checksum=envoy.checksum,
         ),
     )
-    cleanup = FailedPodCleanup("cleanup", FailedPodCleanupArgs(settings=settings))
+    cleanup = FailedPodCleanup(CLEANUP_COMPONENT, FailedPodCleanupArgs(settings=settings))
     pulumi.export("releaseName", release.release_name)
     pulumi.export("namespace", release.namespace)
     pulumi.export("envoyConfigMap", envoy.config_map_name)

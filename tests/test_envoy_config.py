@@ -145,6 +145,15 @@ def test_there_are_exactly_the_three_clusters_the_lua_filter_and_routes_name(ham
     assert endpoint_of(clusters["triton_admission"]) == {"address": "127.0.0.1", "port_value": 8080}
     assert endpoint_of(clusters["envoy_admin"]) == {"address": "127.0.0.1", "port_value": 9901}
     assert {clusters[n]["type"] for n in ("triton_admission", "envoy_admin")} == {"STATIC"}
+    assert {clusters[n]["connect_timeout"] for n in ("triton_admission", "envoy_admin")} == {"1s"}, (
+        "the chart's 1 s on both loopback clusters (the live config has it too); left out, Envoy waits 5 s"
+    )
+
+
+def test_the_route_configuration_has_the_charts_name(hammer):
+    assert hcm_of(hammer)["route_config"]["name"] == "local_route_grpc", (
+        "the name the chart's own config and the live release use, so a config dump compares one to one"
+    )
 
 
 def test_the_triton_cluster_resolves_the_headless_service_by_dns_every_second(hammer):
