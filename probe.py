@@ -1,6 +1,7 @@
-"""Cold-start probe: measure wakes against a live endpoint and keep them.
+"""Cold-start probe: measure wakes against a live endpoint, keep them, and turn them into a readyTimeoutSeconds.
 
     python probe.py <stack> [--endpoint HOST:PORT] [--json] [--repeat N --interval S] [--record FILE]
+    python probe.py report FILE [--stack S] [--since DATE] [--json] [--png OUT]
 
 A probe starts a session the way a CMSSW client does: a gRPC RepositoryIndex through the Triton client, which on a
 release scaled to zero makes Envoy's Lua filter wake Triton and hold the call until a Triton is healthy. Before
@@ -8,7 +9,8 @@ it, a ServerReady (which wakes nothing) tells a cold wake from a warm answer. Th
 readyTimeoutSeconds plus the chart's route margin (the RepositoryIndex route's idle_timeout). While it waits,
 elapsed time is shown on stderr. The result goes to stdout as text or, with --json, one JSON object per probe (and
 a summary after several); --record FILE appends each probe's JSON object to FILE (JSON Lines, safe to share).
-See docs/probe.md.
+`report` reads such a file and prints, per stack, the cold wakes' outcomes and wake-time distribution, the share
+the current readyTimeoutSeconds covered and the one the history supports; --png draws it. See docs/probe.md.
 
 Outcomes and exit codes:
   0  ready              RepositoryIndex answered and ServerReady is true; wake time and models reported
@@ -21,7 +23,8 @@ Outcomes and exit codes:
   7  not recorded       a result could not be appended to the --record file
   2  usage error or invalid stack config (one line per problem); 130 when interrupted
 With --repeat the exit code is that of the worst outcome, in the order: ready, not ready, rejected,
-deadline exceeded, unreachable.
+deadline exceeded, unreachable. `report` exits 0, 1 when FILE holds no probe of the selection, 2 on bad usage
+or an unreadable FILE.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from supersonic_interlink import wake_history
+from supersonic_interlink import wake_history, wake_report
 from supersonic_interlink.settings import ConfigError, Settings
 from supersonic_interlink.stack_config import load_stack_config, stack_names
 from supersonic_interlink.wake_probe import (
@@ -55,6 +59,11 @@ from supersonic_interlink.wake_probe import (
     probe_once,
     summarize,
 )
+
+REPORT = "report"
+EXIT_NOTHING_TO_REPORT = 1
+DAMAGED_SHOWN = 20
+"""Damaged lines listed one by one on stderr; past this many, only their count."""
 
 
 class UsageError(Exception):
@@ -91,11 +100,20 @@ def _count(text: str) -> int:
     return value
 
 
+def _since(text: str) -> datetime:
+    try:
+        return wake_history.parse_time(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a date (2026-05-01) or an ISO 8601 time (2026-05-01T03:00:00Z), got {text!r}"
+        ) from None
+
+
 def _probe_parser() -> _Parser:
     summary, _, outcomes = (__doc__ or "").partition("Outcomes and exit codes:")
     parser = _Parser(
         prog="probe.py",
-        usage="%(prog)s <stack> [options]",
+        usage="%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]",
         description=summary.split("\n\n", 2)[2].strip(),
         epilog="outcomes and exit codes:" + outcomes.rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -141,6 +159,22 @@ def _probe_parser() -> _Parser:
         default=DEFAULT_PROGRESS_EVERY,
         metavar="S",
         help=f"when stderr is not a terminal, a progress line every S seconds (default {DEFAULT_PROGRESS_EVERY:g})",
+    )
+    return parser
+
+
+def _report_parser() -> _Parser:
+    parser = _Parser(
+        prog=f"probe.py {REPORT}",
+        description="Per stack: cold wakes, their outcomes and wake times, the share the current readyTimeoutSeconds "
+        "covered, and the readyTimeoutSeconds the history supports (docs/probe.md).",
+    )
+    parser.add_argument("file", metavar="FILE", type=Path, help="a history written by probe.py --record")
+    parser.add_argument("--stack", metavar="S", help="only this stack")
+    parser.add_argument("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per stack instead of text")
+    parser.add_argument(
+        "--png", metavar="OUT", type=Path, help="draw each stack's cold-wake distribution and timeouts to OUT"
     )
     return parser
 
@@ -212,18 +246,76 @@ def run_probes(args: argparse.Namespace, config: Mapping[str, Any] | None, stdou
     return results[0].exit_code
 
 
+def run_report(
+    args: argparse.Namespace,
+    stack_configs: Mapping[str, Mapping[str, str]] | None,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    if args.png is not None and not args.png.parent.is_dir():
+        print(f"probe.py report: --png {str(args.png)!r}: no directory {str(args.png.parent)!r}", file=stderr)
+        return EXIT_CONFIG
+    try:
+        history = wake_history.read(args.file)
+    except OSError as error:
+        print(f"probe.py report: cannot read {str(args.file)!r}: {error.strerror}", file=stderr)
+        return EXIT_CONFIG
+    for damaged in history.damaged[:DAMAGED_SHOWN]:
+        print(damaged.describe(args.file), file=stderr)
+    if len(history.damaged) > DAMAGED_SHOWN:
+        print(f"{args.file}: {len(history.damaged) - DAMAGED_SHOWN} more damaged line(s) skipped", file=stderr)
+
+    chosen = wake_report.select(history.wakes, args.stack, args.since)
+    if not chosen:
+        which = (f" of stack {args.stack}" if args.stack else "") + (
+            f" since {args.since.isoformat()}" if args.since else ""
+        )
+        print(f"probe.py report: no probe records{which} in {str(args.file)!r}", file=stderr)
+        return EXIT_NOTHING_TO_REPORT
+
+    reports = []
+    for stack, wakes in chosen.items():
+        if stack_configs is not None and stack in stack_configs:
+            config = wake_report.StackConfig(stack_configs[stack], f"the given config of {stack}")
+        else:
+            config = wake_report.load_config(stack)
+        reports.append(wake_report.build_report(stack, wakes, config))
+
+    for index, report in enumerate(reports):
+        if args.json:
+            print(json.dumps(report.record()), file=stdout)
+        else:
+            if index:
+                print(file=stdout)
+            print("\n".join(wake_report.describe(report)), file=stdout)
+    if history.damaged and not args.json:
+        print(f"\n{len(history.damaged)} damaged line(s) of {args.file} skipped (listed on stderr)", file=stdout)
+    if args.png is not None:
+        try:
+            wake_report.save_png(wake_report.figure(reports), args.png)
+        except OSError as error:
+            print(f"probe.py report: --png {str(args.png)!r}: cannot write: {error.strerror}", file=stderr)
+            return EXIT_CONFIG
+        print(f"probe.py report: wrote {args.png}", file=stderr)
+    return 0
+
+
 def main(
     argv: list[str] | None = None,
     *,
     config: Mapping[str, Any] | None = None,
+    stack_configs: Mapping[str, Mapping[str, str]] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Run the command; ``config`` replaces the stack file's config map (the tests shorten timeouts with it)."""
+    """Run the command. The tests shorten timeouts with ``config`` (replaces the probed stack's config map) and
+    ``stack_configs`` (the config map of each stack a report names)."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     argv = sys.argv[1:] if argv is None else argv
     try:
+        if argv[:1] == [REPORT]:
+            return run_report(_report_parser().parse_args(argv[1:]), stack_configs, stdout, stderr)
         return run_probes(_probe_parser().parse_args(argv), config, stdout, stderr)
     except UsageError as error:
         print(error, file=stderr)

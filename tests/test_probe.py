@@ -24,7 +24,7 @@ from loopback import loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 import probe
-from supersonic_interlink import wake_probe
+from supersonic_interlink import wake_history, wake_probe, wake_report
 
 PROBE_RECORD_FIELDS = {
     "kind",
@@ -566,6 +566,10 @@ def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready
         "the probe's RepositoryIndex asked for one wake; its ServerReady before the call asked for none"
     )
     assert record["cold"] is True
+    (wake,) = wake_history.parse_lines([wake_history.encode_line(record)]).wakes
+    assert wake_report.wake_time(wake) == wake_report.WakeTime(record["elapsed_seconds"], cut_off=True), (
+        "the Lua filter's CANCELLED at the timeout is a wake cut off by it, for the report"
+    )
 
 
 def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoint() -> None:
