@@ -126,14 +126,20 @@ def _reject_constant(name: str) -> Any:
     raise DamagedRecord(f"{name} is not a JSON number")
 
 
-def _number(record: Mapping[str, Any], key: str, *, optional: bool) -> float | None:
+def _seconds(record: Mapping[str, Any], key: str) -> float:
     value = record.get(key)
-    if value is None and optional and key in record:
-        return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        allowed = "a number >= 0 or null" if optional else "a number >= 0"
-        raise DamagedRecord(f"{key} = {json.dumps(value)}: expected {allowed}")
+        raise DamagedRecord(f"{key} = {json.dumps(value)}: expected a number of seconds >= 0")
     return float(value)
+
+
+def _optional_seconds(record: Mapping[str, Any], key: str) -> float | None:
+    if key in record and record[key] is None:
+        return None
+    try:
+        return _seconds(record, key)
+    except DamagedRecord as error:
+        raise DamagedRecord(f"{error} or null") from None
 
 
 def _text(record: Mapping[str, Any], key: str, *, optional: bool) -> str | None:
@@ -169,8 +175,8 @@ def wake_from_record(line: int, record: Mapping[str, Any]) -> Wake:
         started_at=started_at,
         outcome=str(outcome),
         cold=cold,
-        wake_seconds=_number(record, "wake_seconds", optional=True),
-        elapsed_seconds=_number(record, "elapsed_seconds", optional=False) or 0.0,
+        wake_seconds=_optional_seconds(record, "wake_seconds"),
+        elapsed_seconds=_seconds(record, "elapsed_seconds"),
         ready_timeout_seconds=ready_timeout,
         grpc_status=_text(record, "grpc_status", optional=True),
     )
@@ -183,16 +189,22 @@ def parse_lines(lines: Iterable[bytes]) -> History:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            text = raw.decode("utf-8")
         except UnicodeDecodeError:
             history.damaged.append(DamagedLine(number, "not UTF-8 text"))
             continue
+        text = text.rstrip("\r\n")
+        try:
+            record = json.loads(text, parse_constant=_reject_constant)
         except DamagedRecord as error:
             history.damaged.append(DamagedLine(number, str(error)))
             continue
         except json.JSONDecodeError as error:
-            reason = "cut short, the record ends mid-way" if error.pos >= len(raw.rstrip()) else "not JSON"
-            history.damaged.append(DamagedLine(number, f"{reason} ({error.msg} at column {error.colno})"))
+            if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
+                reason = f"cut short: the record ends mid-way, after {len(text.rstrip())} characters"
+            else:
+                reason = f"not JSON: {error.msg} at column {error.colno}"
+            history.damaged.append(DamagedLine(number, reason))
             continue
         if not isinstance(record, dict):
             history.damaged.append(DamagedLine(number, f"a JSON {type(record).__name__}, not an object"))

@@ -91,9 +91,9 @@ def test_a_line_left_unfinished_by_a_killed_writer_does_not_spoil_the_next_recor
     assert [w.stack for w in read.wakes] == ["hammer", "geddes-gpu"], (
         "the record appended after a torn line must start on a line of its own and read back whole"
     )
-    assert [(d.line, d.reason.split(" (")[0]) for d in read.damaged] == [(2, "cut short, the record ends mid-way")], (
-        "the torn fragment is reported as line 2, cut short"
-    )
+    assert [(d.line, d.reason.split(", after")[0]) for d in read.damaged] == [
+        (2, "cut short: the record ends mid-way")
+    ], "the torn fragment is reported as line 2, cut short"
 
 
 def test_the_record_file_holds_exactly_what_json_prints(tmp_path: Path) -> None:

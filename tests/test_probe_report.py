@@ -98,7 +98,7 @@ def test_the_text_report_gives_the_evidence_and_lists_the_damaged_line(hundred_w
     code, out, err = run_report(hundred_wakes)
     assert code == 0
     (damaged,) = err.splitlines()
-    assert damaged.startswith(f"{hundred_wakes}:41: damaged line skipped: cut short, the record ends mid-way"), (
+    assert damaged.startswith(f"{hundred_wakes}:41: damaged line skipped: cut short: the record ends mid-way"), (
         f"the damaged line is reported once, with its number and why: {err}"
     )
     assert "stack hammer: 107 probe(s)" in out and "100 cold, 7 warm" in out
