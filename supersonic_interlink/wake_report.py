@@ -476,12 +476,20 @@ def _panel(ax: Axes, report: StackReport) -> None:
     marks = [report.current_ready_timeout or 0, recommendation.ready_timeout_seconds if recommendation else 0]
     right = max([*measured, *cut, *marks, 1.0]) * 1.08
     bins = [right * i / 30 for i in range(31)]
+    right += bins[1]  # room for a cut-off bar that starts at the largest bound
     if measured:
         ax.hist(measured, bins=bins, color="#4c72b0", label=f"measured cold wakes ({len(measured)})")
     if cut:
-        ax.hist(
-            cut,
-            bins=bins,
+        # A cut-off wake is only known to be longer than its bound: its bar starts there, not at a bin's edge.
+        width = bins[1]
+        piles: dict[int, list[float]] = {}
+        for bound in cut:
+            piles.setdefault(int(bound // width), []).append(bound)
+        ax.bar(
+            [min(pile) for pile in piles.values()],
+            [len(pile) for pile in piles.values()],
+            width=width,
+            align="edge",
             color="#dd8452",
             hatch="//",
             label=f"cut off: took longer than this ({len(cut)})",
@@ -511,8 +519,8 @@ def _panel(ax: Axes, report: StackReport) -> None:
     ax.set_xlabel("wake time: RepositoryIndex sent to answered (s)")
     ax.set_ylabel("cold wakes")
     ax.set_title(
-        f"stack {report.stack}: {report.samples} cold wakes, {_stamp(report.first)} to {_stamp(report.last)}"
-        + ("" if recommendation else " (no recommendation)")
+        f"stack {report.stack}: {report.samples} cold wakes, {report.first:%Y-%m-%d} to {report.last:%Y-%m-%d}"
+        + ("" if recommendation else "; no recommendation")
     )
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     # Below the axes: the marks run the full height, so no corner inside is free of them.

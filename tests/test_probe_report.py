@@ -307,3 +307,21 @@ def test_report_png_writes_a_picture_of_one_panel_per_stack(tmp_path: Path) -> N
 
     with Image.open(out) as image:
         image.verify()
+
+
+def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_recommendation(tmp_path: Path) -> None:
+    from supersonic_interlink import wake_history
+
+    records = [cold_wake(5.0 * i) for i in range(1, 98)] + [cut_off_wake(899.6) for _ in range(3)]
+    history = write_history(tmp_path / "wakes.jsonl", records)
+    report = wake_report.build_report("hammer", wake_history.read(history).wakes, wake_report.load_config("hammer"))
+    (ax,) = wake_report.figure([report]).axes
+    hatched = [patch for patch in ax.patches if patch.get_hatch()]
+    assert [(patch.get_x(), patch.get_height()) for patch in hatched] == [(899.6, 3)], (
+        "the three cut-off wakes are one bar starting where they were given up: they took longer than that"
+    )
+    assert ax.get_title().endswith("; no recommendation")
+    labels = {line.get_label() for line in ax.get_lines()}
+    assert labels == {"p99 > 899.6 s (cut off)", "current readyTimeoutSeconds 900 (covered 97 of 100 (97.0%))"}, (
+        "no recommended line may be drawn when the report recommends nothing"
+    )
