@@ -138,7 +138,8 @@ def steps(a: Adoption) -> list[Step]:
     stack_path = stack_file(a.stack).relative_to(ROOT)
     urn = shlex.quote(a.release_urn)
     hr = f"{kubectl} get helmrelease {flux.helm_release}"
-    owner = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/namespace} {.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/name}"
+    label = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/"
+    owner = f"{label}namespace}} {label}name}}"
     reconcile = Do("flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)")
     return [
         Step(
@@ -164,8 +165,8 @@ def steps(a: Adoption) -> list[Step]:
                     "`git rev-parse <12 hex>^{commit}` in a clone of the chart's repository);"
                 ),
                 (
-                    "note the HelmChart's namespace, the Kustomization (namespace and name) that applies the HelmRelease, "
-                    "the last deployed revision and the LoadBalancer address."
+                    "note the HelmChart's namespace, the Kustomization (namespace and name) that applies the "
+                    "HelmRelease, the last deployed revision and the LoadBalancer address."
                 ),
             ),
             ("Nothing to undo.",),
@@ -255,14 +256,19 @@ def steps(a: Adoption) -> list[Step]:
                 ),
                 reconcile,
                 Do(
-                    f"test \"$({hr} -o jsonpath='{{.spec.suspend}}')\" = true && {kubectl} delete helmrelease {flux.helm_release}"
+                    f"test \"$({hr} -o jsonpath='{{.spec.suspend}}')\" = true"
+                    f" && {kubectl} delete helmrelease {flux.helm_release}"
                 ),
                 Do(
-                    f"kubectl -n <HelmChart namespace from step 1> delete helmchart {flux.helm_chart} --ignore-not-found"
+                    f"kubectl -n <HelmChart namespace from step 1> delete helmchart {flux.helm_chart}"
+                    " --ignore-not-found"
                 ),
             ),
             (
-                f"{hr}  and  {kubectl} get configmap {flux.values_config_map} {flux.envoy_config_map}  report NotFound;",
+                (
+                    f"{hr}  and  {kubectl} get configmap {flux.values_config_map} {flux.envoy_config_map}"
+                    "  report NotFound;"
+                ),
                 f"{helm} status {rel}  still deployed at the revision of step 4;",
                 f"pulumi preview --stack {a.stack}  shows no changes.",
             ),

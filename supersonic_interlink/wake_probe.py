@@ -74,7 +74,7 @@ def default_endpoint(settings: Settings) -> str:
 def parse_endpoint(text: str) -> str:
     """Check ``HOST:PORT`` (``[v6]:PORT`` for IPv6) and return it unchanged; ValueError says what is wrong."""
     host, sep, port = text.rpartition(":")
-    if not sep or not host or host in ("[]",):
+    if not sep or not host or host == "[]":
         raise ValueError(f"--endpoint {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8001")
     if not port.isdigit() or not 1 <= int(port) <= 65535:
         raise ValueError(f"--endpoint {text!r}: port {port!r} is not a number from 1 to 65535")
@@ -334,7 +334,7 @@ def _response_metadata(error: BaseException) -> bool | None:
         return None
     try:
         return bool(tuple(call.initial_metadata() or ()) or tuple(call.trailing_metadata() or ()))
-    except Exception:  # noqa: BLE001 - metadata only refines the classification
+    except Exception:
         return None
 
 
@@ -373,7 +373,7 @@ def _wait_for_call(
     def work() -> None:
         try:
             box["result"] = call()
-        except BaseException as error:  # noqa: BLE001 - handed back to the caller's thread
+        except BaseException as error:
             box["error"] = error
         finally:
             done.set()

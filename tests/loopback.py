@@ -58,7 +58,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -73,15 +72,13 @@ from typing import Any
 import grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 from supersonic_interlink.checks import envoy_binary
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import build_envoy_config
 from supersonic_interlink.settings import PROJECT, Settings, deep_merge, load_settings
 from supersonic_interlink.stack_config import load_stack_config
+
+ROOT = Path(__file__).resolve().parent.parent
 
 LOOPBACK = "127.0.0.1"
 LUA_TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "wake-filter.lua"
@@ -796,7 +793,7 @@ def envoy_running(
         )
         config_path = workdir / "envoy.json"
         config_path.write_text(json.dumps(rewritten, indent=1))
-        log = open(workdir / "envoy.log", "wb")
+        log = open(workdir / "envoy.log", "wb")  # noqa: SIM115 -- Envoy writes to it until stop() closes it
         process = subprocess.Popen(
             [
                 envoy_binary(),

@@ -482,7 +482,7 @@ def test_each_pod_is_logged_with_creation_time_reason_and_exit_code_before_the_d
     provider_failed = pod(
         "triton-provider-failed", created=stamp(-10), phase="Failed", labels=TRITON, reason="ProviderFailed"
     )
-    run = cluster(pods + [provider_failed]).run(environment())
+    run = cluster([*pods, provider_failed]).run(environment())
     assert_ok(run)
     lines = run.stdout.splitlines()
     oldest, newest = newest_first(pods)[-1], newest_first(pods)[0]
@@ -592,7 +592,7 @@ def kubelet_expand(text: str, defined: dict[str, str]) -> str:
 
 
 def test_the_script_text_survives_the_kubelets_variable_expansion() -> None:
-    names = {name: "<expanded>" for name in [*environment(), "NAMESPACE"]}
+    names = dict.fromkeys([*environment(), "NAMESPACE"], "<expanded>")
     assert kubelet_expand("a $(KEEP) $$(KEEP) $$", names) == "a <expanded> $(KEEP) $", "fixture: the expansion"
     assert kubelet_expand(script_text(), names) == script_text(), (
         "the kubelet rewrites $(NAME) and $$ in a container command; the script must contain neither"

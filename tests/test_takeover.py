@@ -71,7 +71,7 @@ def test_the_release_urn_names_the_types_and_names_the_program_registers(both_mo
     chain = _ancestry(evaluation, release)
     registered_chain = "$".join(r.type for r in chain)
     assert [r.type for r in chain] == ["supersonic-interlink:index:SupersonicRelease", RELEASE]
-    assert RELEASE_URN == f"urn:pulumi:hammer::supersonic-interlink::{registered_chain}::{release.name}", (
+    assert f"urn:pulumi:hammer::supersonic-interlink::{registered_chain}::{release.name}" == RELEASE_URN, (
         "the URN the steps print must be the one the engine gives what the program registers, or `pulumi state "
         "delete` in the undo step names nothing"
     )

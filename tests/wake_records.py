@@ -79,7 +79,10 @@ def write_history(path: Path, records: Iterable[dict[str, Any] | bytes]) -> Path
             chunks.append(record)
             continue
         if record["started_at"] == wake_probe.utc_timestamp(T0):
-            record = {**record, "started_at": wake_probe.utc_timestamp(T0 + index * HOUR)}
-        chunks.append(wake_history.encode_line(record))
+            chunks.append(
+                wake_history.encode_line({**record, "started_at": wake_probe.utc_timestamp(T0 + index * HOUR)})
+            )
+        else:
+            chunks.append(wake_history.encode_line(record))
     path.write_bytes(b"".join(chunks))
     return path
