@@ -392,7 +392,7 @@ class _Decoder:
                 merged.add(marker)
             if isinstance(k, (dict, list)):
                 raise YAMLInputError(f"line {key.line}: invalid map key: a mapping or sequence as a key")
-            if not isinstance(k, str):
+            if not isinstance(k, str) or _resolves_to_timestamp(key):
                 # workspace/project.go SimplifyMarshalledValue: "expected only string keys".
                 raise YAMLInputError(
                     f"line {key.line}: key {key.value!r} is read as {_kind(k)}, not text: the Pulumi CLI accepts only "
@@ -432,6 +432,13 @@ class _Decoder:
                 self.alias_depth -= 1
             return
         self.mapping(node, out)
+
+
+def _resolves_to_timestamp(node: _Node) -> bool:
+    """A key yaml.v3 decodes to a ``time.Time`` (its text here is the time's string, but Go's key is no string)."""
+    while node.kind == "alias" and node.alias is not None:
+        node = node.alias
+    return node.kind == "scalar" and node.tag == TIMESTAMP
 
 
 def _check_collection_tag(node: _Node) -> None:

@@ -95,6 +95,13 @@ class Expect:
         return f"Expect({self.text!r})"
 
 
+class Why:
+    """Why a field has its limits, for ``Pulumi.yaml``'s description (the type line already shows the range)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 def _fail(text: str) -> PydanticCustomError:
     return PydanticCustomError("expected", "{expected}", {"expected": text})
 
@@ -126,7 +133,7 @@ Frozen = AfterValidator(_freeze)
 
 def Count(low: int, high: int, text: str) -> Any:
     """A whole number from ``low`` to ``high``; ``text`` says why those are the limits."""
-    return Annotated[int, Field(ge=low, le=high), Expect(f"a whole number from {low} to {high} ({text})")]
+    return Annotated[int, Field(ge=low, le=high), Expect(f"a whole number from {low} to {high} ({text})"), Why(text)]
 
 
 def Pattern(pattern: str, text: str, max_length: int | None = None) -> Any:
@@ -330,14 +337,36 @@ class ChartSource(Model):
 class ReleaseSettings(Model):
     """The SuperSONIC Helm release."""
 
-    name: Annotated[ReleaseName, Field(description="Helm release name and the chart's instance name (required)")]
-    chart: Annotated[ChartSource, Field(description="where the chart comes from; replaced whole")]
-    maxHistory: Annotated[Count(1, INT32_MAX, "Helm revisions"), Field(description="revisions kept for rollback")]
-    adopt: Annotated[bool, Field(description="take over a running Helm release of this name (docs/takeover.md)")]
+    name: Annotated[
+        ReleaseName,
+        Field(
+            description="required per stack. Helm release name and the chart's instance name: it names the Triton "
+            "Deployment/Service (<name>-triton), the Envoy Service clients use (<name>) and the cleanup objects. "
+            "Changing it (or namespace) on a deployed stack uninstalls the release first (README: Renaming)"
+        ),
+    ]
+    chart: Annotated[
+        ChartSource,
+        Field(
+            description="{repo, name, version} with an exact version, {path} to a chart directory, or {git, commit, "
+            "path}: an https git URL, a full 40-hex commit and the chart's directory in it (without commit it renders "
+            "offline, but preview and up refuse it). Replaced whole, not merged"
+        ),
+    ]
+    maxHistory: Annotated[
+        Count(1, INT32_MAX, "Helm revisions"), Field(description="Helm revisions kept for `helm rollback`")
+    ]
+    adopt: Annotated[
+        bool,
+        Field(
+            description="take over a Helm release of this name that already runs in the namespace instead of "
+            "installing one (docs/takeover.md)"
+        ),
+    ]
 
 
 class ScaleFromZeroSettings(Model):
-    """Scale from zero: Envoy's Lua filter wakes Triton on a client's first RepositoryIndex."""
+    """Scale from zero (SuperSONIC #90): Envoy's Lua filter wakes Triton on a client's first RepositoryIndex."""
 
     enabled: Annotated[bool, Field(description="turn it on; requires keda.enabled")]
     readyTimeoutSeconds: Annotated[
@@ -346,7 +375,10 @@ class ScaleFromZeroSettings(Model):
             ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
             f"the RepositoryIndex idle_timeout, this + {CHART.ready_timeout_margin_seconds} s, is an Envoy duration",
         ),
-        Field(description="how long a RepositoryIndex is held waiting for a healthy Triton"),
+        Field(
+            description="how long a RepositoryIndex is held waiting for a healthy Triton; the RepositoryIndex "
+            "route's idle_timeout follows at this + 120 s, derived, never set separately"
+        ),
     ]
     holdMinReplicasSeconds: Annotated[
         Count(1, PULUMI_NUMBER_MAX, "exact through Pulumi"),
@@ -365,7 +397,7 @@ class ScalingPolicy(Model):
 class KedaSettings(Model):
     """KEDA autoscaling of the Triton Deployment."""
 
-    enabled: bool
+    enabled: Annotated[bool, Field(description="required while scaleFromZero.enabled")]
     minReplicaCount: Annotated[
         Count(0, INT32_MAX, "a Kubernetes int32"), Field(description="0 only with scale from zero")
     ]
@@ -384,7 +416,7 @@ class ServerLoadSettings(Model):
 class PrometheusSettings(Model):
     """The cluster's Prometheus that KEDA queries (the chart's prometheus.external)."""
 
-    url: Annotated[Host, Field(description="host name without scheme (required)")]
+    url: Annotated[Host, Field(description="required per stack: host name without scheme or port")]
     port: Port
     scheme: Choice("http", "https")
 
@@ -522,13 +554,17 @@ class CircuitBreakerSettings(Model):
 
 
 class EnvoySettings(Model):
-    """The Envoy proxy in front of Triton and the configuration this program computes for it."""
+    """The Envoy proxy in front of Triton and the configuration this program computes for it. Envoy's ports are the
+    chart's (8001, 9901, 8080), not settings: the chart takes no value for them."""
 
     image: Image
     nodeSelector: StringMap
     tolerations: Tolerations
     serviceType: Choice("LoadBalancer", "ClusterIP", "NodePort")
-    loadBalancerPolicy: Choice("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV")
+    loadBalancerPolicy: Annotated[
+        Choice("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV"),
+        Field(description="of the Triton cluster in the computed Envoy configuration"),
+    ]
     grpcRouteTimeoutSeconds: Annotated[EnvoySeconds(0), Field(description="route timeout of both routes; 0 = none")]
     bufferMaxRequestBytes: Annotated[
         EnvoyCount, Field(description="largest request body buffered (and so replayable); larger gets 413")
@@ -541,7 +577,14 @@ class EnvoySettings(Model):
     outlierDetection: OutlierDetectionSettings
     inferenceRetry: InferenceRetrySettings
     repositoryIndexRetry: RepositoryIndexRetrySettings
-    circuitBreakers: CircuitBreakerSettings
+    circuitBreakers: Annotated[
+        CircuitBreakerSettings,
+        Field(
+            description="with Envoy's default maxRetries (3), when a Triton restarts under load every retry beyond "
+            "the third concurrent one fails at once; maxRetries equal to maxRequests refuses a retry only when a "
+            "new request would be refused too (docs/envoy.md)"
+        ),
+    ]
 
 
 class CleanupSettings(Model):
@@ -555,14 +598,19 @@ class CleanupSettings(Model):
     ]
     dryRun: Annotated[bool, Field(description="log what would go, delete nothing")]
     image: Image
-    nodeSelector: StringMap
+    nodeSelector: Annotated[StringMap, Field(description="where the cleaner runs (not on the virtual node)")]
     tolerations: Tolerations
 
 
 class Settings(Model):
     """Everything one stack deploys. Top-level fields are the project's config keys."""
 
-    namespace: Annotated[KubernetesName, Field(description="namespace of everything this stack deploys (required)")]
+    namespace: Annotated[
+        KubernetesName,
+        Field(
+            description="Namespace of the Helm release, the Envoy ConfigMap and the cleanup CronJob. Required per stack."
+        ),
+    ]
     release: ReleaseSettings
     scaleFromZero: ScaleFromZeroSettings
     keda: KedaSettings
@@ -573,7 +621,10 @@ class Settings(Model):
     cleanup: CleanupSettings
     helmValues: Annotated[
         JSONObject,
-        Field(description="chart values the keys above do not model, merged underneath; a computed key is an error"),
+        Field(
+            description="Extra chart values for what the keys above do not model, deep-merged underneath the computed "
+            "values. A key here that the program computes is an error, never a silent override."
+        ),
     ]
 
     _secret_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
