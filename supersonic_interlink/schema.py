@@ -25,7 +25,7 @@ from pydantic.fields import FieldInfo
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from .settings import PROJECT_FILE, Expect, Model, Settings, Why
+from .settings import PROJECT_FILE, Expect, Model, Settings, Why, expanded
 
 WIDTH = 112
 """Description lines are wrapped to fit Pulumi.yaml's 120 columns at their indentation."""
@@ -35,7 +35,7 @@ def _unwrap(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
     while True:
         if typing.get_origin(annotation) is Annotated:
             inner, *extra = typing.get_args(annotation)
-            annotation, metadata = inner, [*metadata, *extra]
+            annotation, metadata = inner, [*metadata, *expanded(extra)]
             continue
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if typing.get_origin(annotation) in (typing.Union, type(int | None)) and len(args) == 1:
@@ -52,7 +52,7 @@ def _bounds(metadata: list[Any]) -> str:
 
 def type_word(info: FieldInfo) -> str:
     """The Pulumi config type of a field, with its bounds for integers."""
-    annotation, metadata = _unwrap(info.annotation, list(info.metadata))
+    annotation, metadata = _unwrap(info.annotation, expanded(info.metadata))
     if isinstance(annotation, type) and issubclass(annotation, Model):
         return "object"
     if annotation is bool:
@@ -72,7 +72,7 @@ def type_word(info: FieldInfo) -> str:
 def _what(info: FieldInfo) -> str:
     if info.description:
         return info.description
-    _, metadata = _unwrap(info.annotation, list(info.metadata))
+    _, metadata = _unwrap(info.annotation, expanded(info.metadata))
     for marker in (Why, Expect):
         text = next((m.text for m in reversed(metadata) if isinstance(m, marker)), None)
         if text:

@@ -15,17 +15,19 @@ fails when the two drift.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
 import re
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any
 
+import annotated_types
 from cronsim import CronSim, CronSimError
 from pydantic import (
     AfterValidator,
@@ -131,56 +133,107 @@ def _freeze(value: Any) -> Any:
 Frozen = AfterValidator(_freeze)
 
 
-def Count(low: int, high: int, text: str) -> Any:
-    """A whole number from ``low`` to ``high``; ``text`` says why those are the limits."""
-    return Annotated[int, Field(ge=low, le=high), Expect(f"a whole number from {low} to {high} ({text})"), Why(text)]
+@dataclasses.dataclass(frozen=True)
+class Limits(annotated_types.GroupedMetadata):
+    """A whole number from ``low`` to ``high``; ``why`` names the consumer whose limits they are."""
+
+    low: int
+    high: int
+    why: str
+
+    def __iter__(self) -> Iterator[Any]:
+        yield annotated_types.Ge(self.low)
+        yield annotated_types.Le(self.high)
+        yield Expect(f"a whole number from {self.low} to {self.high} ({self.why})")
+        yield Why(self.why)
 
 
-def Pattern(pattern: str, text: str, max_length: int | None = None) -> Any:
+@dataclasses.dataclass(frozen=True)
+class Matches(annotated_types.GroupedMetadata):
     """A string matched whole (``fullmatch``: no trailing newline slips through), ASCII only."""
-    compiled = re.compile(pattern, re.ASCII)
 
-    def check(value: str) -> bool:
-        return compiled.fullmatch(value) is not None and (max_length is None or len(value) <= max_length)
+    pattern: str
+    text: str
+    max_length: int | None = None
 
-    return Annotated[str, _rule(check, text), Expect(text)]
+    def __iter__(self) -> Iterator[Any]:
+        compiled = re.compile(self.pattern, re.ASCII)
+        limit = self.max_length
+
+        def check(value: str) -> bool:
+            return compiled.fullmatch(value) is not None and (limit is None or len(value) <= limit)
+
+        yield _rule(check, self.text)
+        yield Expect(self.text)
 
 
-def Choice(*choices: str) -> Any:
-    text = "one of " + ", ".join(choices)
-    return Annotated[str, _rule(lambda value: value in choices, text), Expect(text)]
+@dataclasses.dataclass(frozen=True)
+class OneOf(annotated_types.GroupedMetadata):
+    """One of a few strings."""
+
+    choices: tuple[str, ...]
+
+    def __iter__(self) -> Iterator[Any]:
+        text = "one of " + ", ".join(self.choices)
+        choices = self.choices
+        yield _rule(lambda value: value in choices, text)
+        yield Expect(text)
+
+
+def expanded(metadata: Iterable[Any]) -> list[Any]:
+    """Annotated metadata with grouped items (``Limits``, ``Matches``, ``OneOf``) spread out."""
+    return [item for m in metadata for item in (m if isinstance(m, annotated_types.GroupedMetadata) else [m])]
 
 
 # ---------------------------------------------------------------------------------------- value types
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-KubernetesName = Pattern(
-    _DNS_LABEL,
-    "a Kubernetes name: lowercase letters, digits and '-', starting and ending alphanumeric, at most 63",
-    max_length=63,
-)
-ReleaseName = Pattern(
-    r"[a-z]([-a-z0-9]*[a-z0-9])?",
-    f"a release name: lowercase letters, digits and '-', starting with a letter, at most {RELEASE_NAME_MAX} "
-    f"characters (objects are named '<release>-failed-pod-cleanup', and a CronJob name may have at most 52)",
-    max_length=RELEASE_NAME_MAX,
-)
-ExactVersion = Pattern(
-    r"v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?",
-    "an exact chart version such as 0.4.2 (no ranges, no wildcards, so every preview is reproducible)",
-)
-ChartRepo = Pattern(r"(https?|oci)://[^\s]+", "a chart repository URL starting with https://, http:// or oci://")
-GitURL = Pattern(r"https://[A-Za-z0-9.-]+(:[0-9]+)?/[^\s]+", "a git repository URL starting with https://")
-GitCommit = Pattern(
-    r"[0-9a-f]{40}", "a full commit id: 40 lowercase hexadecimal digits (a branch, tag or short id is not a pin)"
-)
-ChartPath = Pattern(r"[^\s]+", "a chart directory: a non-empty path without spaces")
-Host = Pattern(
-    r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*",
-    "a host name without scheme or port (DNS labels of letters, digits and '-', joined by dots)",
-    max_length=253,
-)
-AbsolutePath = Pattern(r"/[^\s\x00]*", "an absolute path (starting with '/', no spaces)")
+KubernetesName = Annotated[
+    str,
+    Matches(
+        _DNS_LABEL,
+        "a Kubernetes name: lowercase letters, digits and '-', starting and ending alphanumeric, at most 63",
+        max_length=63,
+    ),
+]
+ReleaseName = Annotated[
+    str,
+    Matches(
+        r"[a-z]([-a-z0-9]*[a-z0-9])?",
+        f"a release name: lowercase letters, digits and '-', starting with a letter, at most {RELEASE_NAME_MAX} "
+        f"characters (objects are named '<release>-failed-pod-cleanup', and a CronJob name may have at most 52)",
+        max_length=RELEASE_NAME_MAX,
+    ),
+]
+ExactVersion = Annotated[
+    str,
+    Matches(
+        r"v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?",
+        "an exact chart version such as 0.4.2 (no ranges, no wildcards, so every preview is reproducible)",
+    ),
+]
+ChartRepo = Annotated[
+    str, Matches(r"(https?|oci)://[^\s]+", "a chart repository URL starting with https://, http:// or oci://")
+]
+GitURL = Annotated[
+    str, Matches(r"https://[A-Za-z0-9.-]+(:[0-9]+)?/[^\s]+", "a git repository URL starting with https://")
+]
+GitCommit = Annotated[
+    str,
+    Matches(
+        r"[0-9a-f]{40}", "a full commit id: 40 lowercase hexadecimal digits (a branch, tag or short id is not a pin)"
+    ),
+]
+ChartPath = Annotated[str, Matches(r"[^\s]+", "a chart directory: a non-empty path without spaces")]
+Host = Annotated[
+    str,
+    Matches(
+        r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*",
+        "a host name without scheme or port (DNS labels of letters, digits and '-', joined by dots)",
+        max_length=253,
+    ),
+]
+AbsolutePath = Annotated[str, Matches(r"/[^\s\x00]*", "an absolute path (starting with '/', no spaces)")]
 Port = Annotated[int, Field(ge=1, le=65535), Expect("a port from 1 to 65535")]
 
 # The OCI reference grammar (distribution/reference): [domain[:port]/]path[:tag][@sha256:<64 hex>].
@@ -354,7 +407,8 @@ class ReleaseSettings(Model):
         ),
     ]
     maxHistory: Annotated[
-        Count(1, INT32_MAX, "Helm revisions"), Field(description="Helm revisions kept for `helm rollback`")
+        Annotated[int, Limits(1, INT32_MAX, "Helm revisions")],
+        Field(description="Helm revisions kept for `helm rollback`"),
     ]
     adopt: Annotated[
         bool,
@@ -370,18 +424,21 @@ class ScaleFromZeroSettings(Model):
 
     enabled: Annotated[bool, Field(description="turn it on; requires keda.enabled")]
     readyTimeoutSeconds: Annotated[
-        Count(
-            1,
-            ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
-            f"the RepositoryIndex idle_timeout, this + {CHART.ready_timeout_margin_seconds} s, is an Envoy duration",
-        ),
+        Annotated[
+            int,
+            Limits(
+                1,
+                ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
+                f"the RepositoryIndex idle_timeout, this + {CHART.ready_timeout_margin_seconds} s, is an Envoy duration",
+            ),
+        ],
         Field(
             description="how long a RepositoryIndex is held waiting for a healthy Triton; the RepositoryIndex "
             "route's idle_timeout follows at this + 120 s, derived, never set separately"
         ),
     ]
     holdMinReplicasSeconds: Annotated[
-        Count(1, PULUMI_NUMBER_MAX, "exact through Pulumi"),
+        Annotated[int, Limits(1, PULUMI_NUMBER_MAX, "exact through Pulumi")],
         Field(description="how long a woken Triton is kept; at least readyTimeoutSeconds"),
     ]
 
@@ -389,9 +446,9 @@ class ScaleFromZeroSettings(Model):
 class ScalingPolicy(Model):
     """One direction of KEDA's scaling behaviour (a Kubernetes HPA policy)."""
 
-    stabilizationWindowSeconds: Count(0, HPA_MAX_STABILIZATION_WINDOW_SECONDS, "Kubernetes' HPA limit")
-    periodSeconds: Count(1, HPA_MAX_PERIOD_SECONDS, "Kubernetes' HPA limit")
-    stepsize: Count(1, INT32_MAX, "a Kubernetes int32")
+    stabilizationWindowSeconds: Annotated[int, Limits(0, HPA_MAX_STABILIZATION_WINDOW_SECONDS, "Kubernetes' HPA limit")]
+    periodSeconds: Annotated[int, Limits(1, HPA_MAX_PERIOD_SECONDS, "Kubernetes' HPA limit")]
+    stepsize: Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")]
 
 
 class KedaSettings(Model):
@@ -399,9 +456,9 @@ class KedaSettings(Model):
 
     enabled: Annotated[bool, Field(description="required while scaleFromZero.enabled")]
     minReplicaCount: Annotated[
-        Count(0, INT32_MAX, "a Kubernetes int32"), Field(description="0 only with scale from zero")
+        Annotated[int, Limits(0, INT32_MAX, "a Kubernetes int32")], Field(description="0 only with scale from zero")
     ]
-    maxReplicaCount: Count(1, INT32_MAX, "a Kubernetes int32")
+    maxReplicaCount: Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")]
     scaleUp: ScalingPolicy
     scaleDown: ScalingPolicy
 
@@ -410,7 +467,9 @@ class ServerLoadSettings(Model):
     """The load signal KEDA scales on."""
 
     metric: Annotated[str, Field(description="PromQL for the chart's serverLoadMetric; empty keeps the chart's")]
-    threshold: Annotated[Count(1, PULUMI_NUMBER_MAX, "exact through Pulumi"), Field(description="serverLoadThreshold")]
+    threshold: Annotated[
+        Annotated[int, Limits(1, PULUMI_NUMBER_MAX, "exact through Pulumi")], Field(description="serverLoadThreshold")
+    ]
 
 
 class PrometheusSettings(Model):
@@ -418,14 +477,14 @@ class PrometheusSettings(Model):
 
     url: Annotated[Host, Field(description="required per stack: host name without scheme or port")]
     port: Port
-    scheme: Choice("http", "https")
+    scheme: Annotated[str, OneOf(("http", "https"))]
 
 
 class ModelRepositorySettings(Model):
     """Where Triton finds its models."""
 
     enabled: bool
-    storageType: Choice("cvmfs-pvc", "cvmfs-hostPath", "pvc", "nfs")
+    storageType: Annotated[str, OneOf(("cvmfs-pvc", "cvmfs-hostPath", "pvc", "nfs"))]
     mountPath: AbsolutePath
 
 
@@ -451,10 +510,10 @@ class Toleration(Model):
     """A Kubernetes toleration."""
 
     key: str | None = None
-    operator: Choice("Exists", "Equal") | None = None
+    operator: Annotated[str, OneOf(("Exists", "Equal"))] | None = None
     value: str | None = None
-    effect: Choice("NoSchedule", "PreferNoSchedule", "NoExecute") | None = None
-    tolerationSeconds: Count(-(2**63), INT64_MAX, "a Kubernetes int64") | None = None
+    effect: Annotated[str, OneOf(("NoSchedule", "PreferNoSchedule", "NoExecute"))] | None = None
+    tolerationSeconds: Annotated[int, Limits(-(2**63), INT64_MAX, "a Kubernetes int64")] | None = None
 
 
 Tolerations = Annotated[tuple[Toleration, ...], Frozen, Expect("a list of tolerations")]
@@ -486,15 +545,10 @@ class TritonSettings(Model):
 _ENVOY_MS_MAX = ENVOY_DURATION_MAX_SECONDS * 1000
 
 
-def EnvoyMillis(low: int = 1) -> Any:
-    return Count(low, _ENVOY_MS_MAX, "milliseconds of an Envoy duration")
-
-
-def EnvoySeconds(low: int = 1) -> Any:
-    return Count(low, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")
-
-
-EnvoyCount = Count(1, UINT32_MAX, "an Envoy uint32")
+EnvoyMillis = Annotated[int, Limits(1, _ENVOY_MS_MAX, "milliseconds of an Envoy duration")]
+EnvoySeconds = Annotated[int, Limits(1, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")]
+EnvoySecondsOrZero = Annotated[int, Limits(0, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")]
+EnvoyCount = Annotated[int, Limits(1, UINT32_MAX, "an Envoy uint32")]
 
 
 class OutlierDetectionSettings(Model):
@@ -502,18 +556,18 @@ class OutlierDetectionSettings(Model):
 
     consecutive5xx: EnvoyCount
     consecutiveGatewayFailure: EnvoyCount
-    intervalSeconds: EnvoySeconds()
-    baseEjectionTimeSeconds: EnvoySeconds()
-    maxEjectionPercent: Count(1, 100, "a percentage")
+    intervalSeconds: EnvoySeconds
+    baseEjectionTimeSeconds: EnvoySeconds
+    maxEjectionPercent: Annotated[int, Limits(1, 100, "a percentage")]
 
 
 class InferenceRetrySettings(Model):
     """The retry policy of the inference route."""
 
     numRetries: EnvoyCount
-    hostSelectionRetryMaxAttempts: Count(1, INT64_MAX, "an Envoy int64")
-    backOffBaseMs: EnvoyMillis()
-    backOffMaxMs: EnvoyMillis()
+    hostSelectionRetryMaxAttempts: Annotated[int, Limits(1, INT64_MAX, "an Envoy int64")]
+    backOffBaseMs: EnvoyMillis
+    backOffMaxMs: EnvoyMillis
 
     @model_validator(mode="after")
     def _back_off(self) -> InferenceRetrySettings:
@@ -524,10 +578,10 @@ class InferenceRetrySettings(Model):
 class RepositoryIndexRetrySettings(Model):
     """The retry policy of the RepositoryIndex route (the chart's numbers by default)."""
 
-    numRetries: Count(0, UINT32_MAX, "an Envoy uint32")
-    perTryTimeoutMs: EnvoyMillis()
-    backOffBaseMs: EnvoyMillis()
-    backOffMaxMs: EnvoyMillis()
+    numRetries: Annotated[int, Limits(0, UINT32_MAX, "an Envoy uint32")]
+    perTryTimeoutMs: EnvoyMillis
+    backOffBaseMs: EnvoyMillis
+    backOffMaxMs: EnvoyMillis
 
     @model_validator(mode="after")
     def _back_off(self) -> RepositoryIndexRetrySettings:
@@ -560,18 +614,18 @@ class EnvoySettings(Model):
     image: Image
     nodeSelector: StringMap
     tolerations: Tolerations
-    serviceType: Choice("LoadBalancer", "ClusterIP", "NodePort")
+    serviceType: Annotated[str, OneOf(("LoadBalancer", "ClusterIP", "NodePort"))]
     loadBalancerPolicy: Annotated[
-        Choice("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV"),
+        Annotated[str, OneOf(("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV"))],
         Field(description="of the Triton cluster in the computed Envoy configuration"),
     ]
-    grpcRouteTimeoutSeconds: Annotated[EnvoySeconds(0), Field(description="route timeout of both routes; 0 = none")]
+    grpcRouteTimeoutSeconds: Annotated[EnvoySecondsOrZero, Field(description="route timeout of both routes; 0 = none")]
     bufferMaxRequestBytes: Annotated[
         EnvoyCount, Field(description="largest request body buffered (and so replayable); larger gets 413")
     ]
-    connectTimeoutMs: EnvoyMillis()
+    connectTimeoutMs: EnvoyMillis
     dnsRefreshMs: Annotated[
-        Count(2, _ENVOY_MS_MAX, "Envoy requires a DNS refresh rate above 1 ms"),
+        Annotated[int, Limits(2, _ENVOY_MS_MAX, "Envoy requires a DNS refresh rate above 1 ms")],
         Field(description="DNS refresh period of the Triton cluster"),
     ]
     outlierDetection: OutlierDetectionSettings
@@ -593,7 +647,7 @@ class CleanupSettings(Model):
     enabled: bool
     schedule: Cron
     keep: Annotated[
-        Count(0, INT64_MAX, "the cleanup script's busybox arithmetic is 64-bit"),
+        Annotated[int, Limits(0, INT64_MAX, "the cleanup script's busybox arithmetic is 64-bit")],
         Field(description="newest Failed pods kept (0 allowed)"),
     ]
     dryRun: Annotated[bool, Field(description="log what would go, delete nothing")]
@@ -758,7 +812,7 @@ def _expected(cls: type[Model], loc: tuple[Any, ...]) -> str | None:
                 while typing.get_origin(annotation) is Annotated:
                     inner, *extra = typing.get_args(annotation)
                     annotation, metadata = inner, [*extra, *metadata]
-    return next((m.text for m in reversed(metadata) if isinstance(m, Expect)), None)
+    return next((m.text for m in reversed(expanded(metadata)) if isinstance(m, Expect)), None)
 
 
 _TYPE_WORDS = {
@@ -937,7 +991,8 @@ def load_settings(
 def _adapter(name: str) -> TypeAdapter[Any]:
     """A validator for a top-level key that is not an object model, with its declared constraints."""
     info = Settings.model_fields[name]
-    return TypeAdapter(Annotated[(info.annotation, *info.metadata)], config=ConfigDict(strict=True))
+    annotated: Any = Annotated[(info.annotation, *info.metadata)]  # type: ignore[valid-type]
+    return TypeAdapter(annotated, config=ConfigDict(strict=True))
 
 
 # ---------------------------------------------------------------------------------------- cross-key rules

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from conftest import stack_config, stack_settings
-
 from pydantic import BaseModel
 
 from supersonic_interlink.program import settings_from_config
@@ -77,8 +76,10 @@ def test_the_cli_merge_replaces_a_whole_default_object_like_the_pulumi_cli() -> 
 def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> None:
     found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
     assert found == [
-        f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number from 1 to 9223371915 "
-        f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)"
+        (
+            f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number from 1 to 9223371915 "
+            f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)"
+        )
     ], "9223371915 = 9223372035 (the longest duration envoy --mode validate 1.39.1 accepts) - 120"
 
 
@@ -201,8 +202,10 @@ def test_numbers_and_booleans_written_as_text_are_refused_as_the_cli_types_them(
     found = problems(scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": 900, "enabled": "true"})
     assert found == [
         f'{P}:scaleFromZero.enabled = "true": expected true or false',
-        f'{P}:scaleFromZero.readyTimeoutSeconds = "900": expected a whole number from 1 to 9223371915 '
-        f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)",
+        (
+            f'{P}:scaleFromZero.readyTimeoutSeconds = "900": expected a whole number from 1 to 9223371915 '
+            f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)"
+        ),
     ]
 
 
@@ -228,8 +231,10 @@ def test_several_problems_are_reported_together() -> None:
 def test_helm_values_may_not_override_a_computed_value() -> None:
     found = problems(helmValues={"scaleFromZero": {"readyTimeoutSeconds": 60}, "envoy": {"replicas": 2}})
     assert found == [
-        f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
-        f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"
+        (
+            f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
+            f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"
+        )
     ]
 
 
