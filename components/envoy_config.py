@@ -71,7 +71,10 @@ class EnvoyConfig(pulumi.ComponentResource):
                 annotations={"supersonic-interlink/config-sha256": self.checksum},
             ),
             immutable=True,
-            data={CHART.envoy_config_key: self.text},
+            # Secret in state and previews when a setting it is computed from was set with --secret.
+            data=pulumi.Output.secret({CHART.envoy_config_key: self.text})
+            if settings.is_secret("envoy", "scaleFromZero")
+            else {CHART.envoy_config_key: self.text},
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.config_map_name = config_map.metadata.apply(lambda m: m.name)

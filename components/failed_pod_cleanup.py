@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -139,6 +140,12 @@ class FailedPodCleanup(pulumi.ComponentResource):
 
     def _create(self, name: str, settings: Settings) -> None:
         cleanup = settings.cleanup
+        # Every value taken from `cleanup` is a Pulumi secret when the key was set with --secret.
+        hidden = settings.is_secret("cleanup")
+
+        def hide(value: Any) -> Any:
+            return pulumi.Output.secret(value) if hidden else value
+
         release = settings.release.name
         labels = object_labels(release)
         child = pulumi.ResourceOptions(parent=self)
@@ -186,11 +193,11 @@ class FailedPodCleanup(pulumi.ComponentResource):
             )
         ]
         environment += [
-            k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in script_environment(settings).items()
+            k8s.core.v1.EnvVarArgs(name=key, value=hide(value)) for key, value in script_environment(settings).items()
         ]
         container = k8s.core.v1.ContainerArgs(
             name=CONTAINER_NAME,
-            image=cleanup.image,
+            image=hide(cleanup.image),
             image_pull_policy="IfNotPresent",
             command=container_command(script_text()),
             env=environment,
@@ -209,8 +216,8 @@ class FailedPodCleanup(pulumi.ComponentResource):
             automount_service_account_token=True,
             enable_service_links=False,
             restart_policy="Never",
-            node_selector=thaw(cleanup.nodeSelector),
-            tolerations=thaw(cleanup.tolerations),
+            node_selector=hide(thaw(cleanup.nodeSelector)),
+            tolerations=hide(thaw(cleanup.tolerations)),
             security_context=k8s.core.v1.PodSecurityContextArgs(
                 run_as_non_root=True,
                 run_as_user=RUN_AS_ID,
@@ -229,7 +236,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             f"{name}-cronjob",
             metadata=metadata(),
             spec=k8s.batch.v1.CronJobSpecArgs(
-                schedule=cleanup.schedule,
+                schedule=hide(cleanup.schedule),
                 concurrency_policy="Forbid",
                 starting_deadline_seconds=STARTING_DEADLINE_SECONDS,
                 successful_jobs_history_limit=SUCCESSFUL_JOBS_HISTORY_LIMIT,

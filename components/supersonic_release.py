@@ -181,6 +181,15 @@ def import_id(settings: Settings) -> str | None:
     return live_release_id(settings) if settings.release.adopt else None
 
 
+RELEASE_VALUE_KEYS = ("helmValues", "scaleFromZero", "keda", "serverLoad", "prometheus", "triton", "envoy")
+"""The config keys the chart values are computed from: if any came from a secret, the values are a secret."""
+
+
+def secret_if(value: Any, secret: bool) -> Any:
+    """``value`` as a Pulumi secret when it came from a secret config key, as it is otherwise."""
+    return pulumi.Output.secret(value) if secret else value
+
+
 def release_timeout_seconds(settings: Settings) -> int:
     return settings.scaleFromZero.readyTimeoutSeconds + UPGRADE_MARGIN_SECONDS
 
@@ -209,6 +218,8 @@ class SupersonicRelease(pulumi.ComponentResource):
         values, nulls = split_nulls(
             deep_merge(settings.helmValues, release_values(settings, args.envoy_config_map_name, args.envoy_checksum))
         )
+        # A value set with `pulumi config set --secret` stays a secret in state and in `preview --diff`.
+        hidden = settings.is_secret(*RELEASE_VALUE_KEYS)
         chart = settings.release.chart
         if chart.path is not None:
             source: dict[str, Any] = {"chart": chart.path}
@@ -222,17 +233,23 @@ class SupersonicRelease(pulumi.ComponentResource):
             helm_release_resource_name(name),
             name=settings.release.name,
             namespace=settings.namespace,
-            values=values,
-            value_yaml_files=[pulumi.StringAsset(yaml.safe_dump(nulls, sort_keys=True))] if nulls else None,
+            values=secret_if(values, hidden),
+            value_yaml_files=(
+                secret_if([pulumi.StringAsset(yaml.safe_dump(nulls, sort_keys=True))], hidden) if nulls else None
+            ),
             max_history=settings.release.maxHistory,
             # atomic: a failed upgrade rolls back to the last good revision instead of leaving the release
             # half-changed, and a failed first install is purged; cleanup_on_fail removes objects a failed
             # upgrade created. The timeout is derived from the wake timeout (see UPGRADE_MARGIN_SECONDS).
             atomic=True,
             cleanup_on_fail=True,
-            timeout=release_timeout_seconds(settings),
+            timeout=secret_if(release_timeout_seconds(settings), settings.is_secret("scaleFromZero")),
             postrender=POSTRENDER,
-            opts=pulumi.ResourceOptions(parent=self, import_=import_id(settings)),
+            # A new name or namespace replaces the release. The provider asks for create-before-delete
+            # (helm_release.go Diff: DeleteBeforeReplace false), and the chart's objects whose names do not carry
+            # the release name (the cvmfs PersistentVolumeClaim) would collide with the old release's: the old
+            # release is uninstalled first instead (README: "Renaming a release").
+            opts=pulumi.ResourceOptions(parent=self, import_=import_id(settings), delete_before_replace=True),
             **source,
         )
         self.release_name = release.name

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import runpy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,8 @@ class Registered:
     """False for component resources."""
     import_id: str = ""
     """The ``import`` resource option: the id of a live resource the engine reads into the state ("" for none)."""
+    delete_before_replace: bool = False
+    """The resource option: on a replacement, the old resource goes before the new one is created."""
 
 
 class EchoMocks(pulumi.runtime.Mocks):
@@ -72,7 +74,15 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         if request.type != "pulumi:pulumi:Stack":
             inputs = plain(json_format.MessageToDict(request.object))
             self.registered.append(
-                Registered(request.type, request.name, inputs, request.parent, bool(request.custom), request.importId)
+                Registered(
+                    request.type,
+                    request.name,
+                    inputs,
+                    request.parent,
+                    bool(request.custom),
+                    request.importId,
+                    bool(request.deleteBeforeReplace),
+                )
             )
         return super().RegisterResource(request)
 
@@ -100,14 +110,22 @@ def run_entry_point() -> None:
     runpy.run_path(str(ENTRY_POINT), run_name="__main__")
 
 
-def evaluate(config: Mapping[str, str], stack: str, program: Callable[[], None] = run_entry_point) -> Evaluation:
-    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview."""
-    return contextvars.Context().run(_evaluate, dict(config), stack, program)
+def evaluate(
+    config: Mapping[str, str],
+    stack: str,
+    program: Callable[[], None] = run_entry_point,
+    secret_keys: Collection[str] = (),
+) -> Evaluation:
+    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview.
+
+    ``secret_keys`` are the keys the CLI would list in ``PULUMI_CONFIG_SECRET_KEYS`` (set with ``--secret``).
+    """
+    return contextvars.Context().run(_evaluate, dict(config), stack, program, list(secret_keys))
 
 
-def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None]) -> Evaluation:
+def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None], secret_keys: list[str]) -> Evaluation:
     monitor = RecordingMonitor(EchoMocks())
-    pulumi.runtime.set_all_config(config)
+    pulumi.runtime.set_all_config(config, secret_keys)
     # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
     pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     outputs: dict[str, Any] = {}
