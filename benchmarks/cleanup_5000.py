@@ -77,7 +77,7 @@ def triton_pod(settings: Settings, name: str, created: str, *, phase: str, relea
             "blockOwnerDeletion": True,
         }
     ]
-    fields = {f"f:{key}": {} for key in ("metadata", "spec", "status")}
+    fields: dict[str, JSONObject] = {f"f:{key}": {} for key in ("metadata", "spec", "status")}
     metadata["managedFields"] = [
         {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": created,
          "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {f"f:{k}": {} for k in labels}}, **fields}},

@@ -37,6 +37,13 @@ def config_map_name(release_name: str, text: str) -> str:
     return f"{CHART.envoy_object_name(release_name)}-external-{config_checksum(text)[:HASH_LENGTH]}"
 
 
+def created_name(metadata: k8s.meta.v1.outputs.ObjectMeta) -> str:
+    """The name of the created ConfigMap: it is created with ``metadata.name`` set."""
+    if metadata.name is None:
+        raise ValueError("the created ConfigMap has no metadata.name")
+    return metadata.name
+
+
 @dataclass(frozen=True)
 class EnvoyConfigArgs:
     settings: Settings
@@ -77,5 +84,5 @@ class EnvoyConfig(pulumi.ComponentResource):
             else {CHART.envoy_config_key: self.text},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.config_map_name = config_map.metadata.apply(lambda m: m.name)
+        self.config_map_name = config_map.metadata.apply(created_name)
         self.register_outputs({"config_map_name": self.config_map_name, "checksum": self.checksum})

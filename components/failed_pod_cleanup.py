@@ -92,6 +92,13 @@ def object_labels(release_name: str) -> dict[str, str]:
     }
 
 
+def created_name(metadata: k8s.meta.v1.outputs.ObjectMeta) -> str:
+    """The name of an object this component created: every one is created with ``metadata.name`` set."""
+    if metadata.name is None:
+        raise ValueError("a created object has no metadata.name")
+    return metadata.name
+
+
 def script_text() -> str:
     return SCRIPT_PATH.read_text()
 
@@ -175,11 +182,11 @@ class FailedPodCleanup(pulumi.ComponentResource):
             f"{name}-rolebinding",
             metadata=metadata(),
             role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="Role", name=role.metadata.apply(lambda m: m.name)
+                api_group="rbac.authorization.k8s.io", kind="Role", name=role.metadata.apply(created_name)
             ),
             subjects=[
                 k8s.rbac.v1.SubjectArgs(
-                    kind="ServiceAccount", name=account.metadata.apply(lambda m: m.name), namespace=settings.namespace
+                    kind="ServiceAccount", name=account.metadata.apply(created_name), namespace=settings.namespace
                 )
             ],
             opts=child,
@@ -211,7 +218,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             volume_mounts=[k8s.core.v1.VolumeMountArgs(name="scratch", mount_path=SCRATCH_PATH)],
         )
         pod_spec = k8s.core.v1.PodSpecArgs(
-            service_account_name=account.metadata.apply(lambda m: m.name),
+            service_account_name=account.metadata.apply(created_name),
             # The one pod that needs the API token: the account itself does not mount it elsewhere.
             automount_service_account_token=True,
             enable_service_links=False,
@@ -256,5 +263,5 @@ class FailedPodCleanup(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        self.service_account_name = account.metadata.apply(lambda m: m.name)
-        self.cronjob_name = cronjob.metadata.apply(lambda m: m.name)
+        self.service_account_name = account.metadata.apply(created_name)
+        self.cronjob_name = cronjob.metadata.apply(created_name)

@@ -689,17 +689,17 @@ def loopback_config(
 
     Each rewrite finds its target or raises, so a config whose shape moved fails here instead of testing less.
     """
-    config = copy.deepcopy(dict(config))
-    admin = config["admin"]
+    rewritten = copy.deepcopy(dict(config))
+    admin = rewritten["admin"]
     admin["address"]["socket_address"].update(address=LOOPBACK, port_value=admin_port)
     for log in admin["access_log"]:
         log["typed_config"]["path"] = admin_access_log
-    (listener,) = config["static_resources"]["listeners"]
+    (listener,) = rewritten["static_resources"]["listeners"]
     listener["address"]["socket_address"].update(address=LOOPBACK, port_value=grpc_port)
     (hcm,) = [f["typed_config"] for chain in listener["filter_chains"] for f in chain["filters"]]
     (lua,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.lua"]
     lua["typed_config"]["default_source_code"]["filename"] = lua_path
-    clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
+    clusters = {c["name"]: c for c in rewritten["static_resources"]["clusters"]}
     inference = clusters[CHART.inference_cluster]
     inference["load_assignment"]["endpoints"] = [
         {
@@ -722,7 +722,7 @@ def loopback_config(
         (group,) = clusters[name]["load_assignment"]["endpoints"]
         (endpoint,) = group["lb_endpoints"]
         endpoint["endpoint"]["address"]["socket_address"].update(address=LOOPBACK, port_value=port)
-    return config
+    return rewritten
 
 
 @dataclass

@@ -49,7 +49,14 @@ def stamp(minutes: float) -> str:
     return (START + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def failed_triton(count: int, *, release: str = RELEASE, first_minute: int = 0, **fields: Any) -> list[JSONObject]:
+def failed_triton(
+    count: int,
+    *,
+    release: str = RELEASE,
+    first_minute: int = 0,
+    container_reason: str | None = "Error",
+    exit_code: int | None = 255,
+) -> list[JSONObject]:
     """``count`` Failed Triton pods, one every two minutes, with ReplicaSet-style names in no particular order."""
     labels = CHART.inference_pod_labels(release)
     pods = []
@@ -61,7 +68,8 @@ def failed_triton(count: int, *, release: str = RELEASE, first_minute: int = 0, 
                 created=stamp(first_minute + 2 * i),
                 phase="Failed",
                 labels=labels,
-                **({"container_reason": "Error", "exit_code": 255} | fields),
+                container_reason=container_reason,
+                exit_code=exit_code,
             )
         )
     assert len({p["metadata"]["name"] for p in pods}) == count, "fixture: pod names are unique"

@@ -323,6 +323,9 @@ def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=0.3))
     result = wake_probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
     assert result.outcome == wake_probe.READY and result.server_ready is True, result
+    assert result.models is not None and result.wake_seconds is not None, (
+        f"a ready answer has models and a wake time: {result}"
+    )
     assert [m["name"] for m in result.models] == ["particlenet_AK4_PT", "deepmet"], (
         "the models the server reports must be listed"
     )
@@ -593,6 +596,7 @@ def test_a_warm_release_is_ready_at_once() -> None:
     settings = loopback_settings("hammer", envoy=FAST_DNS)
     with loopback_stack(settings, ready=True) as stack:
         result = wake_probe.probe_once(stack.envoy.target, 1020, stack="hammer", ready_timeout=900)
+    assert result.wake_seconds is not None, f"a ready answer has a wake time: {result}"
     assert result.outcome == wake_probe.READY and result.wake_seconds < 1.0, (
         f"a Triton already up answers on the Lua filter's first look: {result}"
     )

@@ -70,7 +70,12 @@ def test_an_append_waits_for_the_lock_another_writer_holds(tmp_path: Path) -> No
     holder = os.open(history, os.O_RDWR | os.O_CREAT)
     fcntl.flock(holder, fcntl.LOCK_EX)
     done = threading.Event()
-    writer = threading.Thread(target=lambda: (wake_history.append(history, probe_record()), done.set()))
+
+    def append_then_signal() -> None:
+        wake_history.append(history, probe_record())
+        done.set()
+
+    writer = threading.Thread(target=append_then_signal)
     writer.start()
     try:
         assert not done.wait(0.3), "an append must not write while another writer holds the file's lock"

@@ -12,7 +12,9 @@ import io
 import json
 import random
 import struct
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from conftest import stack_config
@@ -21,14 +23,21 @@ from wake_records import HOUR, T0, cold_wake, cut_off_wake, probe_record, warm_a
 import probe
 from supersonic_interlink import wake_probe, wake_report
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.patches import Rectangle
 
-def run_report(*args: str, stack_configs=None) -> tuple[int, str, str]:
+StackConfigs = Mapping[str, Mapping[str, str]]
+"""Stack config maps by stack name, in place of the stack files (``probe.main``'s ``stack_configs``)."""
+
+
+def run_report(*args: str | Path, stack_configs: StackConfigs | None = None) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = probe.main(["report", *map(str, args)], stack_configs=stack_configs, stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
 
 
-def json_reports(*args: str, stack_configs=None) -> dict[str, dict]:
+def json_reports(*args: str | Path, stack_configs: StackConfigs | None = None) -> dict[str, dict]:
     code, out, err = run_report(*args, "--json", stack_configs=stack_configs)
     assert code == 0, f"the report must succeed: {err}"
     return {r["stack"]: r for r in map(json.loads, out.splitlines())}
@@ -270,9 +279,20 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+def bars(ax: Axes) -> list[Rectangle]:
+    """The histogram's bars: every patch on the axes, each a Rectangle."""
+    from matplotlib.patches import Rectangle
+
+    patches = list(ax.patches)
+    assert all(isinstance(patch, Rectangle) for patch in patches), f"the histogram draws only rectangles: {patches}"
+    return [patch for patch in patches if isinstance(patch, Rectangle)]
+
+
 def test_the_figure_shows_the_distribution_and_marks_the_current_and_recommended_timeouts(
     hundred_wakes: Path,
 ) -> None:
+    import numpy as np
+
     from supersonic_interlink import wake_history
 
     wakes = wake_report.select(wake_history.read(hundred_wakes).wakes)["hammer"]
@@ -280,14 +300,16 @@ def test_the_figure_shows_the_distribution_and_marks_the_current_and_recommended
     fig = wake_report.figure([report])
     (ax,) = fig.axes
     assert ax.get_title().startswith("stack hammer: 100 cold wakes"), ax.get_title()
-    assert sum(patch.get_height() for patch in ax.patches) == 100, "the histogram holds every cold wake, no warm one"
-    lines = {line.get_label(): line.get_xdata()[0] for line in ax.get_lines()}
+    assert sum(patch.get_height() for patch in bars(ax)) == 100, "the histogram holds every cold wake, no warm one"
+    lines = {line.get_label(): np.asarray(line.get_xdata())[0] for line in ax.get_lines()}
     assert lines == {
         "p99 495.0 s": 495.0,
         "current readyTimeoutSeconds 900 (covered 100 of 100 (100.0%))": 900,
         "recommended 600: p99 495.0 s + 20%, to the minute": 600,
     }, f"the picture must mark p99, the current and the recommended timeout where they are: {lines}"
-    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    legend_box = ax.get_legend()
+    assert legend_box is not None, "the figure must have a legend"
+    legend = [text.get_text() for text in legend_box.get_texts()]
     assert "measured cold wakes (100)" in legend, legend
     assert ax.get_xlim()[1] > 900, "the current timeout must be inside the picture"
 
@@ -316,7 +338,7 @@ def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_re
     history = write_history(tmp_path / "wakes.jsonl", records)
     report = wake_report.build_report("hammer", wake_history.read(history).wakes, wake_report.load_config("hammer"))
     (ax,) = wake_report.figure([report]).axes
-    hatched = [patch for patch in ax.patches if patch.get_hatch()]
+    hatched = [patch for patch in bars(ax) if patch.get_hatch()]
     assert [(patch.get_x(), patch.get_height()) for patch in hatched] == [(899.6, 3)], (
         "the three cut-off wakes are one bar starting where they were given up: they took longer than that"
     )
