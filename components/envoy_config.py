@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import created_name
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.settings import Settings
@@ -35,13 +36,6 @@ def config_checksum(text: str) -> str:
 def config_map_name(release_name: str, text: str) -> str:
     """``<release>-envoy-external-<hash>``: distinct from the chart's own ``<release>-envoy-config``."""
     return f"{CHART.envoy_object_name(release_name)}-external-{config_checksum(text)[:HASH_LENGTH]}"
-
-
-def created_name(metadata: k8s.meta.v1.outputs.ObjectMeta) -> str:
-    """The name of the created ConfigMap: it is created with ``metadata.name`` set."""
-    if metadata.name is None:
-        raise ValueError("the created ConfigMap has no metadata.name")
-    return metadata.name
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import created_name
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import Settings, thaw
 
@@ -90,13 +91,6 @@ def object_labels(release_name: str) -> dict[str, str]:
         CHART.component_label: COMPONENT,
         "app.kubernetes.io/managed-by": "pulumi",
     }
-
-
-def created_name(metadata: k8s.meta.v1.outputs.ObjectMeta) -> str:
-    """The name of an object this component created: every one is created with ``metadata.name`` set."""
-    if metadata.name is None:
-        raise ValueError("a created object has no metadata.name")
-    return metadata.name
 
 
 def script_text() -> str:
