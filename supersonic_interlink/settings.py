@@ -994,7 +994,7 @@ def load_settings(
 def _adapter(name: str) -> TypeAdapter[Any]:
     """A validator for a top-level key that is not an object model, with its declared constraints."""
     info = Settings.model_fields[name]
-    annotated: Any = Annotated[(info.annotation, *info.metadata)]  # type: ignore[valid-type]
+    annotated: Any = Annotated[(info.annotation, *info.metadata)]
     return TypeAdapter(annotated, config=ConfigDict(strict=True))
 
 

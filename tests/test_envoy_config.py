@@ -3,6 +3,8 @@ every number from the stack settings, deterministic text that survives the chart
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import yaml
 from conftest import stack_settings
@@ -190,7 +192,7 @@ def test_the_triton_cluster_lets_every_request_retry_at_once(hammer):
     assert thresholds["track_remaining"] is True, "remaining_retries gauges show how close the breaker is"
 
 
-NUMBERS = {
+NUMBERS: dict[str, tuple[str, Any]] = {
     "bufferMaxRequestBytes": ("buffer limit", 12345678),
     "connectTimeoutMs": ("connect timeout", 3456),
     "dnsRefreshMs": ("DNS refresh", 789),

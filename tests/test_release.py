@@ -89,10 +89,13 @@ def test_hammer_triton_service_probes_and_model_repository_match_the_running_rel
     }
     assert triton["command"] == ["/bin/sh", "-c"], "the one argument is a shell command line"
     assert triton["args"] == [
-        "/opt/tritonserver/bin/tritonserver"
-        " --model-repository=/cvmfs/cms.cern.ch/el9_amd64_gcc13/cms/cmssw/CMSSW_16_0_0_pre4/external/el9_amd64_gcc13"
-        "/data/RecoBTag/Combined/data/models/"
-        " --allow-gpu-metrics=true --log-verbose=0 --strict-model-config=false --exit-timeout-secs=60"
+        (
+            "/opt/tritonserver/bin/tritonserver"
+            " --model-repository=/cvmfs/cms.cern.ch/el9_amd64_gcc13/cms/cmssw/CMSSW_16_0_0_pre4/external"
+            "/el9_amd64_gcc13"
+            "/data/RecoBTag/Combined/data/models/"
+            " --allow-gpu-metrics=true --log-verbose=0 --strict-model-config=false --exit-timeout-secs=60"
+        )
     ], "the live release's Triton command line, CMSSW_16_0_0_pre4's model repository"
 
 
@@ -193,8 +196,11 @@ def test_outputs_checked_inside_apply_really_ran() -> None:
     def program() -> None:
         build(settings)
         from pulumi.runtime.settings import get_root_resource
+        from pulumi.runtime.stack import Stack
 
-        outputs = get_root_resource().outputs
+        root = get_root_resource()
+        assert isinstance(root, Stack), "the mock engine runs the program under a Stack"
+        outputs = root.outputs
 
         def check(args: list) -> None:
             name, endpoint = args
