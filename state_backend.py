@@ -772,7 +772,8 @@ def command_check(client, args) -> int:
     drift = find_drift(found, req)
     if not req.require_tls:
         print(
-            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS is required"
+            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS "
+            "is required"
         )
     if found.public_access_block is UNSUPPORTED:
         print("note: the endpoint has no public access block; the bucket policy is checked for public grants instead")

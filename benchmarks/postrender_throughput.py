@@ -97,9 +97,10 @@ def main() -> None:
         raise SystemExit("the output is not the input with the ScaledObject patched")
     megabytes = len(stream) / 1024 / 1024
     median = statistics.median(samples)
+    script = args.script.relative_to(ROOT) if args.script.is_relative_to(ROOT) else args.script
+    parsed = " (every one parsed)" if args.parse_every_document else ""
     print(
-        f"{args.script.relative_to(ROOT) if args.script.is_relative_to(ROOT) else args.script}: "
-        f"{megabytes:.1f} MB, {count} documents{' (every one parsed)' if args.parse_every_document else ''}: median {median:.2f} s "
+        f"{script}: {megabytes:.1f} MB, {count} documents{parsed}: median {median:.2f} s "
         f"(min {min(samples):.2f}, max {max(samples):.2f}, n={len(samples)}), {megabytes / median:.1f} MB/s"
     )
 

@@ -85,7 +85,7 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     try:
         config = load_yaml(envoy_yaml)
     except yaml.YAMLError as error:
-        return findings + [f"envoy.yaml: not YAML: {error}"]
+        return [*findings, f"envoy.yaml: not YAML: {error}"]
     with tempfile.TemporaryDirectory(prefix="envoy-validate-") as tmp:
         stub = Path(tmp) / "envoy-filter.lua"
         stub.write_text(STUB_LUA_FILTER)
@@ -109,9 +109,9 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
                 timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS,
             )
         except subprocess.TimeoutExpired:
-            return findings + [f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
+            return [*findings, f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
         except FileNotFoundError as missing:
-            return findings + [f"envoy --mode validate: could not run: {missing}"]
+            return [*findings, f"envoy --mode validate: could not run: {missing}"]
     records = envoy_log_records(result.stdout + result.stderr)
     reported = [
         envoy_reason(message).replace(str(config_path), "envoy.yaml")

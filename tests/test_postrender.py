@@ -142,15 +142,15 @@ MALFORMED = {
         "document 2 (supersonic/templates/keda/so.yaml), ScaledObject: metadata is null; expected a mapping",
     ),
     "triggers a mapping": (
-        SCALED_OBJECT.split("  triggers:\n")[0] + "  triggers:\n    type: prometheus\n",
+        SCALED_OBJECT.partition("  triggers:\n")[0] + "  triggers:\n    type: prometheus\n",
         "ScaledObject 'supersonic-interlink-keda-so': spec.triggers is a mapping; expected a list of triggers",
     ),
     "spec a list": (
-        SCALED_OBJECT.split("spec:\n")[0] + "spec:\n- minReplicaCount: 0\n",
+        SCALED_OBJECT.partition("spec:\n")[0] + "spec:\n- minReplicaCount: 0\n",
         "ScaledObject 'supersonic-interlink-keda-so': spec is a list; expected a mapping",
     ),
     "first trigger a string": (
-        SCALED_OBJECT.split("  triggers:\n")[0] + "  triggers:\n  - prometheus\n",
+        SCALED_OBJECT.partition("  triggers:\n")[0] + "  triggers:\n  - prometheus\n",
         "spec.triggers[0] is the string 'prometheus'; expected a mapping",
     ),
     "trigger metadata null": (
@@ -166,7 +166,7 @@ MALFORMED = {
         "ScaledObject: metadata.name is the number 7; expected the object's name",
     ),
     "no spec": (
-        SCALED_OBJECT.split("spec:\n")[0],
+        SCALED_OBJECT.partition("spec:\n")[0],
         "ScaledObject 'supersonic-interlink-keda-so': spec is missing; expected a mapping",
     ),
 }
@@ -202,7 +202,7 @@ def test_a_scaled_object_inside_a_list_is_patched_there() -> None:
 
 
 def test_a_malformed_scaled_object_inside_a_list_names_the_item() -> None:
-    broken = SCALED_OBJECT.split("spec:\n")[0] + "spec:\n- 1\n"
+    broken = SCALED_OBJECT.partition("spec:\n")[0] + "spec:\n- 1\n"
     result = post_render(as_list(DEPLOYMENT, broken))
     assert_one_line_error(
         result, "document 1 (supersonic/templates/all.yaml), items[1], ScaledObject", "spec is a list"
