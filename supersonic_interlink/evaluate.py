@@ -3,16 +3,25 @@
 There is no Pulumi CLI or cluster where the program is rendered offline or tested, so the mock engine stands in
 for the engine alone: the program, its settings and its components run exactly as under ``pulumi up``, with the
 config map the CLI would pass. Every evaluation runs in a fresh context, so several can run in one process.
+
+Each evaluation also brings its own event loop and worker threads and closes them when it ends. The mock monitor
+answers registrations on threads of the loop's default executor, and Pulumi's ``_ensure_event_loop`` gives each
+such thread a loop of its own; left open, those loops are closed by ``__del__`` at interpreter exit, in whatever
+order the garbage collector finalizes them and their self-pipe sockets, and a socket finalized first makes Python
+print ``Exception ignored ... Invalid file descriptor: -1`` after a successful run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import runpy
+import threading
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pulumi
 from google.protobuf import json_format
@@ -125,9 +134,6 @@ def evaluate(
 
 def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None], secret_keys: list[str]) -> Evaluation:
     monitor = RecordingMonitor(EchoMocks())
-    pulumi.runtime.set_all_config(config, secret_keys)
-    # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
-    pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     outputs: dict[str, Any] = {}
 
     def run() -> None:
@@ -137,5 +143,48 @@ def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None], s
         for key, value in exported.items():
             outputs[key] = _sync_await(pulumi.Output.from_input(value).future())
 
-    _sync_await(run_pulumi_func(run))
+    # The loop is in place before set_mocks, which already creates the root stack's futures on it.
+    with _OwnEventLoops():
+        pulumi.runtime.set_all_config(config, secret_keys)
+        # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
+        pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+        _sync_await(run_pulumi_func(run))
     return Evaluation(resources=list(monitor.registered), outputs=outputs)
+
+
+class _OwnEventLoops:
+    """A fresh event loop for this thread and a default executor whose threads get theirs up front, all closed on
+    exit, so nothing of the evaluation is left for the garbage collector to finalize at interpreter exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._worker_loops: list[asyncio.AbstractEventLoop] = []
+        self.loop = asyncio.new_event_loop()
+        self._executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=self._give_worker_a_loop)
+        self.loop.set_default_executor(self._executor)
+
+    def _give_worker_a_loop(self) -> None:
+        # What _ensure_event_loop would create in this thread, but made here so it can be closed.
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        with self._lock:
+            self._worker_loops.append(loop)
+
+    def __enter__(self) -> Self:
+        asyncio.set_event_loop(self.loop)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            pending = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        finally:
+            self._executor.shutdown(wait=True)
+            asyncio.set_event_loop(None)
+            self.loop.close()
+            for loop in self._worker_loops:
+                loop.close()
