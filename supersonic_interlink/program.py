@@ -10,10 +10,10 @@ import pulumi
 from components.envoy_config import EnvoyConfig, EnvoyConfigArgs
 from components.failed_pod_cleanup import FailedPodCleanup, FailedPodCleanupArgs
 from components.supersonic_release import (
+    UPGRADE_MARGIN_SECONDS,
     SupersonicRelease,
     SupersonicReleaseArgs,
     helm_values_collisions,
-    UPGRADE_MARGIN_SECONDS,
     release_timeout_seconds,
     release_values,
 )
@@ -37,9 +37,11 @@ def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str]
     if release_timeout_seconds(settings) > GO_DURATION_MAX_SECONDS:
         raise ConfigError(
             [
-                f"{PROJECT}:scaleFromZero.readyTimeoutSeconds = {settings.scaleFromZero.readyTimeoutSeconds}: "
-                f"expected at most {GO_DURATION_MAX_SECONDS - UPGRADE_MARGIN_SECONDS} (the Helm timeout, this + "
-                f"{UPGRADE_MARGIN_SECONDS} s, is a Go duration)"
+                (
+                    f"{PROJECT}:scaleFromZero.readyTimeoutSeconds = {settings.scaleFromZero.readyTimeoutSeconds}: "
+                    f"expected at most {GO_DURATION_MAX_SECONDS - UPGRADE_MARGIN_SECONDS} (the Helm timeout, this + "
+                    f"{UPGRADE_MARGIN_SECONDS} s, is a Go duration)"
+                )
             ]
         )
     collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)

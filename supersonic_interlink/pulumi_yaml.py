@@ -42,16 +42,16 @@ _KNOWN = _RESOLVABLE | {BINARY, MAP, SEQ, MERGE}
 
 # resolve.go: resolveMapList (YAML 1.2 core schema; no yes/no/on/off, no base-60 numbers).
 _WORDS: dict[str, tuple[str, Any]] = {
-    **{s: (BOOL, True) for s in ("true", "True", "TRUE")},
-    **{s: (BOOL, False) for s in ("false", "False", "FALSE")},
-    **{s: (NULL, None) for s in ("", "~", "null", "Null", "NULL")},
-    **{s: (FLOAT, math.nan) for s in (".nan", ".NaN", ".NAN")},
-    **{s: (FLOAT, math.inf) for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
-    **{s: (FLOAT, -math.inf) for s in ("-.inf", "-.Inf", "-.INF")},
+    **dict.fromkeys(("true", "True", "TRUE"), (BOOL, True)),
+    **dict.fromkeys(("false", "False", "FALSE"), (BOOL, False)),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), (NULL, None)),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), (FLOAT, math.nan)),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), (FLOAT, math.inf)),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), (FLOAT, -math.inf)),
     "<<": (MERGE, "<<"),
 }
 # resolve.go: resolveTable, the first character's hint.
-_HINT = {**{c: "S" for c in "+-"}, **{c: "D" for c in "0123456789"}, **{c: "M" for c in "yYnNtTfFoO~"}, ".": "."}
+_HINT = {**dict.fromkeys("+-", "S"), **dict.fromkeys("0123456789", "D"), **dict.fromkeys("yYnNtTfFoO~", "M"), ".": "."}
 _YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")  # what Go's ParseFloat takes from a text starting with '.'
 _INT64 = (-(2**63), 2**63 - 1)

@@ -432,7 +432,8 @@ class ScaleFromZeroSettings(Model):
             Limits(
                 1,
                 ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
-                f"the RepositoryIndex idle_timeout, this + {CHART.ready_timeout_margin_seconds} s, is an Envoy duration",
+                f"the RepositoryIndex idle_timeout, this + {CHART.ready_timeout_margin_seconds} s,"
+                " is an Envoy duration",
             ),
         ],
         Field(
@@ -665,7 +666,9 @@ class Settings(Model):
     namespace: Annotated[
         KubernetesName,
         Field(
-            description="Namespace of the Helm release, the Envoy ConfigMap and the cleanup CronJob. Required per stack."
+            description=(
+                "Namespace of the Helm release, the Envoy ConfigMap and the cleanup CronJob. Required per stack."
+            )
         ),
     ]
     release: ReleaseSettings

@@ -66,7 +66,7 @@ def test_a_secret_triton_annotation_makes_the_release_values_secret() -> None:
 
 def test_a_secret_envoy_setting_makes_the_envoy_configmap_data_secret() -> None:
     evaluation = run([f"{P}:envoy"])
-    config_maps = [r for r in evaluation.of_type("kubernetes:core/v1:ConfigMap")]
+    config_maps = list(evaluation.of_type("kubernetes:core/v1:ConfigMap"))
     assert len(config_maps) == 1
     found = occurrences(config_maps[0].inputs, "triton_grpc_service")
     assert found and all(secret for _, secret in found), "the Envoy configuration is computed from envoy.*"
