@@ -2,7 +2,8 @@
 # The two things a newcomer runs from a fresh clone, each setting up what it needs first:
 #   ./dev.sh render <stack> [--out DIR] [--check]   render a stack offline (what `pulumi up` would deploy)
 #   ./dev.sh test [pytest args]                     run the test suite
-# Both create .venv (the virtualenv Pulumi.yaml names) with Python 3.11+ and install the pinned requirements,
+#   ./dev.sh lint                                   every static check CI and the pre-commit hooks run
+# Each creates .venv (the virtualenv Pulumi.yaml names) with Python 3.11+ and install the pinned requirements,
 # again only when a requirements file changed.
 set -eu
 cd "$(dirname "$0")"
@@ -74,8 +75,15 @@ case "${1:-}" in
     ensure_binaries
     exec "$VENV/bin/python" -m pytest "$@"
     ;;
+  lint)
+    shift
+    ensure_test_tools
+    ensure_venv requirements-dev.txt
+    ensure_binaries
+    exec scripts/lint.sh
+    ;;
   *)
-    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

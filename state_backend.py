@@ -5,13 +5,17 @@
     python state_backend.py history STACK --bucket NAME [--endpoint-url URL] [--project NAME]
     python state_backend.py restore STACK --version-id ID --bucket NAME [--endpoint-url URL] [--project NAME]
 
+Every command also takes --allow-plain-http, needed for an http:// endpoint (tests, loopback).
+
 `bootstrap` creates the bucket, or brings an existing one to the required settings, changing only what differs;
 `check` reports every difference and exits 1 if there is any. `history` lists the versions of a stack's state
 object and `restore` makes an earlier version current again by copying it on top, so every newer version stays.
 No command deletes anything.
 
 Works against AWS S3 and, with --endpoint-url, against S3-compatible storage (Ceph RGW, MinIO) addressed
-path-style. Credentials come only from the standard AWS environment variables and profile files.
+path-style. Credentials come only from the standard AWS environment variables and profile files. A plain http://
+endpoint is refused unless --allow-plain-http is given; then bootstrap leaves out the bucket policy that denies
+requests without TLS, since that policy would refuse the very endpoint it was set up through.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import hashlib
 import json
 import re
 import sys
+import time
 from dataclasses import dataclass
 from datetime import UTC
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, NoReturn
 from urllib.parse import urlsplit
 
 import boto3
@@ -73,19 +79,40 @@ NO_SUCH_BUCKET = {"NoSuchBucket", "404", "NotFound"}
 EXIT_DRIFT = 1
 EXIT_ERROR = 2
 
+# An endpoint that accepts connections and never answers must fail fast, not after botocore's default 60 s read
+# timeout per attempt. Each attempt waits at most CONNECT + READ seconds; standard-mode retries back off by at most
+# 50 ms and 100 ms between attempts for such errors (botocore.retries.standard.ExponentialBackoff).
+CONNECT_TIMEOUT_SECONDS = 3.0
+READ_TIMEOUT_SECONDS = 6.0
+MAX_ATTEMPTS = 3
+RETRY_BACKOFF_ALLOWANCE_SECONDS = 1.0
+
+
+def give_up_after_seconds() -> float:
+    """The longest a request to an unresponsive endpoint can take before the command fails."""
+    return MAX_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + RETRY_BACKOFF_ALLOWANCE_SECONDS
+
 
 class StateBackendError(Exception):
     """A failure the operator can act on; its message says what went wrong and what to do."""
 
 
-class Unsupported:
-    """The endpoint does not implement this setting at all (MinIO has no public access block API)."""
-
-    def __repr__(self) -> str:
-        return "not implemented by the endpoint"
+class NoState(StateBackendError):
+    """The bucket holds no state object for the stack."""
 
 
-UNSUPPORTED = Unsupported()
+class Unsupported(Enum):
+    """The endpoint does not implement this setting at all (MinIO has no public access block API).
+
+    A one-member enum, so that type checkers narrow ``x is UNSUPPORTED`` (a plain object would not)."""
+
+    NOT_IMPLEMENTED = "not implemented by the endpoint"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+UNSUPPORTED: Final = Unsupported.NOT_IMPLEMENTED
 
 
 @dataclass(frozen=True)
@@ -96,6 +123,8 @@ class Requirements:
     noncurrent_days: int = DEFAULT_NONCURRENT_DAYS
     kms_key_id: str | None = None
     partition: str = "aws"
+    require_tls: bool = True
+    """False only for an endpoint allowed to be plain HTTP: a policy denying requests without TLS would lock it out."""
 
 
 @dataclass(frozen=True)
@@ -157,13 +186,15 @@ def default_encryption(kms_key_id: str | None) -> dict:
 
 def required_settings(req: Requirements) -> dict:
     """The whole required configuration in one document, the way `check` compares it."""
-    return {
+    required = {
         VERSIONING: "Enabled",
         ENCRYPTION: default_encryption(req.kms_key_id),
         ACCESS_BLOCK: PUBLIC_ACCESS_BLOCK,
-        POLICY: deny_insecure_transport_statement(req.bucket, req.partition),
         LIFECYCLE: state_lifecycle_rule(req.noncurrent_days),
     }
+    if req.require_tls:
+        required[POLICY] = deny_insecure_transport_statement(req.bucket, req.partition)
+    return required
 
 
 def partition_for_region(region: str | None) -> str:
@@ -294,7 +325,7 @@ def find_drift(found: BucketSettings, req: Requirements) -> list[Drift]:
         drift.append(Drift(LIFECYCLE, lifecycle[0] if lifecycle else None, wanted[LIFECYCLE]))
     drift.extend(lifecycle_hazards(found.lifecycle_rules, req.noncurrent_days))
     statements = _as_list((found.policy or {}).get("Statement"))
-    if not any(denies_insecure_transport(s, req.bucket, req.partition) for s in statements):
+    if req.require_tls and not any(denies_insecure_transport(s, req.bucket, req.partition) for s in statements):
         drift.append(Drift(POLICY, "no statement denying non-TLS access", wanted[POLICY]))
     for grant in public_grants(found.policy):
         drift.append(Drift(POLICY, grant, "no statement allowing everyone (Principal '*')", False))
@@ -370,9 +401,9 @@ def state_keys(project: str, stack: str) -> list[str]:
 def make_client(endpoint_url: str | None):
     """An S3 client using only the standard AWS credential chain; path-style addressing for other endpoints."""
     options: dict[str, Any] = {
-        "connect_timeout": 10,
-        "read_timeout": 60,
-        "retries": {"max_attempts": 3, "mode": "standard"},
+        "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+        "read_timeout": READ_TIMEOUT_SECONDS,
+        "retries": {"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"},
     }
     if endpoint_url:
         options["s3"] = {"addressing_style": "path"}
@@ -400,12 +431,12 @@ def _optional(call, setting: str, **kwargs) -> dict | Unsupported | None:
 
 def read_settings(client, bucket: str) -> BucketSettings:
     versioning = client.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")
-    encryption = _optional(client.get_bucket_encryption, ENCRYPTION, Bucket=bucket)
-    if isinstance(encryption, dict):
-        rules = encryption["ServerSideEncryptionConfiguration"].get("Rules", [])
+    # An endpoint without default encryption reads as none configured; bootstrap's fix then says what it answered.
+    encryption: dict | None = None
+    configured = _optional(client.get_bucket_encryption, ENCRYPTION, Bucket=bucket)
+    if isinstance(configured, dict):
+        rules = configured["ServerSideEncryptionConfiguration"].get("Rules", [])
         encryption = rules[0].get("ApplyServerSideEncryptionByDefault") if rules else None
-    elif encryption is UNSUPPORTED:
-        encryption = None
     access_block = _optional(client.get_public_access_block, ACCESS_BLOCK, Bucket=bucket)
     if isinstance(access_block, dict):
         access_block = access_block["PublicAccessBlockConfiguration"]
@@ -535,7 +566,7 @@ def state_versions(client, bucket: str, project: str, stack: str) -> list[StateV
         if versions:
             return versions
     known = ", ".join(stack_names(client, bucket, project)) or "none"
-    raise StateBackendError(
+    raise NoState(
         f"no state for stack {stack!r} of project {project!r} in bucket {bucket!r} "
         f"(looked for {state_keys(project, stack)[0]}); stacks with state there: {known}. "
         "Check the stack name, or pass --project if Pulumi.yaml names another project"
@@ -621,10 +652,31 @@ def restore(client, bucket: str, project: str, stack: str, version_id: str) -> R
 # Command line.
 
 
-def describe_error(error: Exception, bucket: str, endpoint_url: str | None) -> str:
+def is_plain_http(endpoint_url: str | None) -> bool:
+    return bool(endpoint_url) and urlsplit(endpoint_url).scheme == "http"
+
+
+PLAIN_HTTP_DENIED_HINT = (
+    "; over plain HTTP, a bucket policy that denies requests without TLS (aws:SecureTransport) refuses every "
+    "request: use the endpoint's https:// URL"
+)
+
+
+def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elapsed_seconds: float = 0.0) -> str:
     where = endpoint_url or "AWS S3"
     if isinstance(error, StateBackendError):
         return str(error)
+    if isinstance(error, botocore.exceptions.ReadTimeoutError):
+        return (
+            f"no answer from {where} within {READ_TIMEOUT_SECONDS:g} s in each of {MAX_ATTEMPTS} attempts "
+            f"(gave up after {elapsed_seconds:.1f} s; never more than {give_up_after_seconds():g} s): it accepts "
+            "connections but does not respond; check --endpoint-url and the storage service"
+        )
+    if isinstance(error, botocore.exceptions.ConnectTimeoutError):
+        return (
+            f"could not connect to {where} within {CONNECT_TIMEOUT_SECONDS:g} s in each of {MAX_ATTEMPTS} attempts "
+            f"(gave up after {elapsed_seconds:.1f} s); check --endpoint-url and the network"
+        )
     if isinstance(error, botocore.exceptions.NoCredentialsError):
         return (
             "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "
@@ -647,7 +699,8 @@ def describe_error(error: Exception, bucket: str, endpoint_url: str | None) -> s
         if code in ACCESS_DENIED:
             return (
                 f"access denied on bucket {bucket!r} at {where} ({operation}): the credentials from the AWS "
-                "environment/profile lack that permission; grant it, or use an identity that has it (AWS_PROFILE)"
+                "environment/profile lack that permission, or a bucket policy denies it; grant it, or use an "
+                "identity that has it (AWS_PROFILE)" + (PLAIN_HTTP_DENIED_HINT if is_plain_http(endpoint_url) else "")
             )
         if code in BAD_CREDENTIALS:
             return f"{where} rejected the AWS credentials ({code}); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
@@ -672,31 +725,39 @@ def bucket_region(client, bucket: str, endpoint_url: str | None) -> str | None:
     return location or "us-east-1"
 
 
-def warn_if_plain_http(endpoint_url: str | None) -> None:
-    if endpoint_url and urlsplit(endpoint_url).scheme == "http":
-        print(
-            "warning: the endpoint is plain HTTP; the bucket policy denies non-TLS requests, so storage that "
-            "enforces it refuses this endpoint. Use its https:// URL outside tests.",
-            file=sys.stderr,
-        )
-
-
 def command_bootstrap(client, args) -> int:
     region = region_of(client)
     req = requirements_from(args, region)
-    warn_if_plain_http(args.endpoint_url)
     result = bootstrap(client, req, region=region, endpoint_url=args.endpoint_url)
     if result.created:
         print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
+    not_kept = {d.setting for d in result.remaining if d.fixable}
     for drift in result.changed:
-        print(f"set {drift.setting} (was: {show(drift.found)})")
-    if not result.created and not result.changed:
+        if drift.setting in not_kept:
+            print(f"tried to set {drift.setting} (was: {show(drift.found)}); the endpoint did not keep it")
+        else:
+            print(f"set {drift.setting} (was: {show(drift.found)})")
+    if not req.require_tls:
+        print(
+            "left out the bucket policy that denies requests without TLS: the endpoint is plain HTTP "
+            "(--allow-plain-http), and that policy would refuse every request made through it, Pulumi's included"
+        )
+    if result.remaining:
+        for drift in result.remaining:
+            print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
+        print(
+            f"bucket {req.bucket} does NOT have the required settings: {len(result.remaining)} left to a person "
+            "(NOT FIXED above); fix them and run bootstrap again",
+            file=sys.stderr,
+        )
+        return EXIT_DRIFT
+    if result.created or result.changed:
+        print(f"bucket {req.bucket} now has the required settings")
+    else:
         print(f"bucket {req.bucket} already has the required settings; nothing to change")
-    for drift in result.remaining:
-        print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
     region = bucket_region(client, req.bucket, args.endpoint_url)
     print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
-    return EXIT_DRIFT if result.remaining else 0
+    return 0
 
 
 def command_check(client, args) -> int:
@@ -709,6 +770,11 @@ def command_check(client, args) -> int:
         )
     found = read_settings(client, req.bucket)
     drift = find_drift(found, req)
+    if not req.require_tls:
+        print(
+            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS "
+            "is required"
+        )
     if found.public_access_block is UNSUPPORTED:
         print("note: the endpoint has no public access block; the bucket policy is checked for public grants instead")
     for item in drift:
@@ -729,7 +795,10 @@ def command_history(client, args) -> int:
     status = client.get_bucket_versioning(Bucket=args.bucket).get("Status", "never enabled")
     if status != "Enabled":
         print(f"warning: versioning on bucket {args.bucket} is {status}; older states are not kept", file=sys.stderr)
-    versions = state_versions(client, args.bucket, project, args.stack)
+    try:
+        versions = state_versions(client, args.bucket, project, args.stack)
+    except NoState as no_state:
+        raise explained(client, args, no_state) from None
     print(f"versions of s3://{args.bucket}/{versions[0].key}, newest first:")
     for version in versions:
         when = version.last_modified.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -739,9 +808,34 @@ def command_history(client, args) -> int:
     return 0
 
 
+def explained(client, args, no_state: NoState) -> StateBackendError:
+    """Over plain HTTP, "no state" under a TLS-only bucket policy is the denial it is: storage that enforces that
+    policy on object requests only lists no state, since nothing, Pulumi included, could write any."""
+    if is_plain_http(args.endpoint_url) and denies_plain_http(client, args.bucket):
+        return StateBackendError(
+            f"access denied on bucket {args.bucket!r} at {args.endpoint_url}: its policy denies requests without "
+            "TLS (aws:SecureTransport), so no state can be written or read over this plain-HTTP endpoint; use the "
+            "endpoint's https:// URL"
+        )
+    return no_state
+
+
+def denies_plain_http(client, bucket: str) -> bool:
+    found = _optional(client.get_bucket_policy, POLICY, Bucket=bucket)
+    policy = json.loads(found["Policy"]) if isinstance(found, dict) else {}
+    return any(
+        str(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")).lower() == "false"
+        and s.get("Effect") == "Deny"
+        for s in _as_list(policy.get("Statement"))
+    )
+
+
 def command_restore(client, args) -> int:
     project = args.project or project_name()
-    restored = restore(client, args.bucket, project, args.stack, args.version_id)
+    try:
+        restored = restore(client, args.bucket, project, args.stack, args.version_id)
+    except NoState as no_state:
+        raise explained(client, args, no_state) from None
     if restored is None:
         print(f"version {args.version_id} is already the current state of stack {args.stack}; nothing to do")
         return 0
@@ -763,6 +857,7 @@ def requirements_from(args, region: str | None) -> Requirements:
         noncurrent_days=args.noncurrent_days,
         kms_key_id=args.kms_key_id,
         partition=partition_for_region(region),
+        require_tls=not is_plain_http(args.endpoint_url),
     )
 
 
@@ -773,13 +868,51 @@ def positive_days(text: str) -> int:
     return days
 
 
+ENDPOINT_FORM = "https://HOST[:PORT], e.g. https://s3.example.org"
+
+
+def endpoint_url(text: str) -> str:
+    """An endpoint URL botocore can use: http or https, a host, maybe a port, nothing else."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is empty; expected {ENDPOINT_FORM}, or leave it out for AWS S3")
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({error}); expected {ENDPOINT_FORM}") from None
+    if parts.scheme not in ("https", "http"):
+        raise argparse.ArgumentTypeError(f"{text!r} has no https:// or http:// scheme; expected {ENDPOINT_FORM}")
+    if not parts.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(f"{text!r} names no host, or a bad port; expected {ENDPOINT_FORM}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has more than scheme, host and port; expected {ENDPOINT_FORM} (buckets are addressed path-style)"
+        )
+    return text
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line that names the option, the value and what is allowed."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    common = argparse.ArgumentParser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument("--bucket", required=True, help="the bucket that holds Pulumi state")
     common.add_argument(
-        "--endpoint-url", help="an S3-compatible endpoint (Ceph RGW, MinIO), e.g. https://s3.example.org"
+        "--endpoint-url",
+        type=endpoint_url,
+        help="an S3-compatible endpoint (Ceph RGW, MinIO), e.g. https://s3.example.org",
     )
-    settings = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--allow-plain-http",
+        action="store_true",
+        help="accept an http:// endpoint (tests, loopback): requests and state then cross the network "
+        "unencrypted, and bootstrap leaves out the policy that denies requests without TLS",
+    )
+    settings = OneLineParser(add_help=False)
     settings.add_argument(
         "--noncurrent-days",
         type=positive_days,
@@ -787,11 +920,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"keep replaced state versions this many days before they expire (default {DEFAULT_NONCURRENT_DAYS})",
     )
     settings.add_argument("--kms-key-id", help="require SSE-KMS with this key instead of any default encryption")
-    stack = argparse.ArgumentParser(add_help=False)
+    stack = OneLineParser(add_help=False)
     stack.add_argument("stack", help="the stack name, as in stacks/Pulumi.<stack>.yaml")
     stack.add_argument("--project", help="the Pulumi project name (default: name: in Pulumi.yaml)")
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("bootstrap", parents=[common, settings], help="create or fix the bucket")
     commands.add_parser("check", parents=[common, settings], help="report settings that differ; exit 1 if any")
@@ -800,7 +933,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "restore", parents=[common, stack], help="make an earlier state version current again"
     )
     restore_parser.add_argument("--version-id", required=True, help="a version ID from `history`")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    command = commands.choices[args.command]
+    plain_http = is_plain_http(args.endpoint_url)
+    if plain_http and not args.allow_plain_http:
+        command.error(
+            f"argument --endpoint-url: {args.endpoint_url!r} is plain HTTP: requests and state would cross the network "
+            "unencrypted, and the bucket policy bootstrap sets refuses requests without TLS; use the https:// URL, "
+            "or pass --allow-plain-http (tests, a loopback endpoint)"
+        )
+    if args.allow_plain_http and not plain_http:
+        command.error("argument --allow-plain-http: applies only to an http:// --endpoint-url")
+    return args
 
 
 COMMANDS = {
@@ -813,10 +957,18 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.allow_plain_http:
+        print(
+            f"warning: {args.endpoint_url} is plain HTTP (--allow-plain-http): requests and state cross the network "
+            "unencrypted; use the endpoint's https:// URL outside tests",
+            file=sys.stderr,
+        )
+    start = time.monotonic()
     try:
         return COMMANDS[args.command](make_client(args.endpoint_url), args)
     except (StateBackendError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
-        print(f"error: {describe_error(error, args.bucket, args.endpoint_url)}", file=sys.stderr)
+        elapsed = time.monotonic() - start
+        print(f"error: {describe_error(error, args.bucket, args.endpoint_url, elapsed)}", file=sys.stderr)
         return EXIT_ERROR
 
 

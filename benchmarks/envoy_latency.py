@@ -28,7 +28,7 @@ from supersonic_interlink.contract import CHART
 
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def timed_calls(target: str, size: int, calls: int, warmup: int = 50) -> list[float]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import created_name
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.settings import Settings
@@ -71,8 +72,11 @@ class EnvoyConfig(pulumi.ComponentResource):
                 annotations={"supersonic-interlink/config-sha256": self.checksum},
             ),
             immutable=True,
-            data={CHART.envoy_config_key: self.text},
+            # Secret in state and previews when a setting it is computed from was set with --secret.
+            data=pulumi.Output.secret({CHART.envoy_config_key: self.text})
+            if settings.is_secret("envoy", "scaleFromZero")
+            else {CHART.envoy_config_key: self.text},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.config_map_name = config_map.metadata.apply(lambda m: m.name)
+        self.config_map_name = config_map.metadata.apply(created_name)
         self.register_outputs({"config_map_name": self.config_map_name, "checksum": self.checksum})

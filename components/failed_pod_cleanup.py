@@ -3,21 +3,23 @@
 interLink marks a Triton pod Failed when its Slurm job exits non-zero; the ReplicaSet replaces it and the Failed
 pod stays, holding interLink's shadow wstunnel objects, until something deletes it. PodGC acts only above the
 cluster-wide threshold and ``ttlSecondsAfterFinished`` is a Job field, so nothing else will. This component owns the
-ServiceAccount, the namespaced Role (pods: get, list, delete; nothing else), its RoleBinding and the CronJob, all in
-the release namespace and named ``<release>-failed-pod-cleanup``. The work itself is ``scripts/cleanup-failed-pods.sh``,
-read into the container's command; its parameters are environment variables computed here, so the script text is the
-same for every stack and the values show in the manifest. A stack with ``cleanup.enabled: false`` gets the component
-and no objects.
+ServiceAccount, the namespaced Role (pods: list, deletecollection; nothing else), its RoleBinding and the CronJob, all
+in the release namespace and named ``<release>-failed-pod-cleanup``. The work itself is
+``scripts/cleanup-failed-pods.sh``, read into the container's command; its parameters are environment variables
+computed here, so the script text is the same for every stack and the values show in the manifest. A stack with
+``cleanup.enabled: false`` gets the component and no objects.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import created_name
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import Settings, thaw
 
@@ -31,10 +33,10 @@ SCRIPT_NAME = "cleanup-failed-pods"
 """``$0`` of the script under ``sh -c``, so its messages name it."""
 CONTAINER_NAME = "cleanup"
 
-# The Role's whole grant: list the Failed pods and delete them; ``get`` reads a single pod (kubectl's wait, should
-# --wait=false ever go, and an operator checking by hand as the account). No other resource, no cluster scope,
-# no wildcard.
-ROLE_RULES = ({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "delete"]},)
+# The Role's whole grant: the script makes two requests on pods, a LIST of the release's Failed pods and one
+# DELETE of that collection (``deletecollection``), both in the release namespace. It never reads or deletes a pod by
+# name, so neither ``get`` nor ``delete`` is granted. No other resource, no cluster scope, no wildcard.
+ROLE_RULES = ({"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "deletecollection"]},)
 
 # A run takes seconds. If the controller was down past this at a scheduled time, that run is skipped rather than
 # started late next to the following one; it also stops the controller from counting missed runs since forever.
@@ -52,17 +54,18 @@ ACTIVE_DEADLINE_SECONDS = 240
 # before that. A day leaves a night's failures readable in the morning.
 TTL_SECONDS_AFTER_FINISHED = 86400
 
-# kubectl deletes named pods one request at a time, paced by client-go's default client-side limit (5 requests/s,
-# burst 10). 500 deletions take about 100 s, inside ACTIVE_DEADLINE_SECONDS with the start-up and the list; a larger
-# backlog (the cleaner was off, or Slurm failed for hours) goes oldest first over several clean runs instead of one
-# run killed at its deadline. It also keeps the single delete command small (about 30 KB of names).
-MAX_DELETIONS_PER_RUN = 500
-
-# kubectl is the whole footprint. With --sort-by it lists without chunking and holds every listed pod decoded, so
-# the memory limit leaves room for a backlog of Failed pods, not just the few a 5-minute cadence leaves.
+# kubectl is the whole footprint, and its list is most of it: `kubectl get` holds every listed pod decoded, about three
+# times over (the answer, the list it composes, the template's copy), whether it lists in chunks or not.
+# benchmarks/cleanup_5000.py, 5,000 Failed pods of 3.5 KiB: the earlier script's list peaked at 293 MiB, so the
+# earlier 256 MiB limit would have killed every run on that backlog and it would never have cleared; this script
+# peaks at 335-414 MiB, 427-431 MiB for 10,000, and 47 MiB with nothing to list. GOMEMLIMIT, below the container
+# limit, makes kubectl's garbage collector work harder as the heap nears it instead of letting it grow to twice the
+# live data. The request stays what a usual run of a few pods needs.
+MEMORY_LIMIT_MIB = 512
+GO_MEMORY_LIMIT_MIB = 384
 RESOURCES = {
     "requests": {"cpu": "10m", "memory": "64Mi"},
-    "limits": {"cpu": "200m", "memory": "256Mi"},
+    "limits": {"cpu": "200m", "memory": f"{MEMORY_LIMIT_MIB}Mi"},
 }
 # nobody:nogroup, a numeric UID so runAsNonRoot can be verified without reading /etc/passwd in the image.
 RUN_AS_ID = 65534
@@ -100,13 +103,14 @@ def container_command(text: str) -> list[str]:
 
 
 def script_environment(settings: Settings) -> dict[str, str]:
-    """The script's parameters (NAMESPACE comes from the downward API) and kubectl's writable places."""
+    """The script's parameters (NAMESPACE comes from the downward API), kubectl's writable places and its Go
+    runtime's memory limit."""
     cleanup = settings.cleanup
     return {
         "SELECTOR": inference_pod_selector(settings.release.name),
         "KEEP": str(cleanup.keep),
-        "MAX_DELETE": str(MAX_DELETIONS_PER_RUN),
         "DRY_RUN": "true" if cleanup.dryRun else "false",
+        "GOMEMLIMIT": f"{GO_MEMORY_LIMIT_MIB}MiB",
         "HOME": SCRATCH_PATH,
         "KUBECACHEDIR": f"{SCRATCH_PATH}/.kube/cache",
     }
@@ -137,6 +141,12 @@ class FailedPodCleanup(pulumi.ComponentResource):
 
     def _create(self, name: str, settings: Settings) -> None:
         cleanup = settings.cleanup
+        # Every value taken from `cleanup` is a Pulumi secret when the key was set with --secret.
+        hidden = settings.is_secret("cleanup")
+
+        def hide(value: Any) -> Any:
+            return pulumi.Output.secret(value) if hidden else value
+
         release = settings.release.name
         labels = object_labels(release)
         child = pulumi.ResourceOptions(parent=self)
@@ -166,11 +176,11 @@ class FailedPodCleanup(pulumi.ComponentResource):
             f"{name}-rolebinding",
             metadata=metadata(),
             role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="Role", name=role.metadata.apply(lambda m: m.name)
+                api_group="rbac.authorization.k8s.io", kind="Role", name=role.metadata.apply(created_name)
             ),
             subjects=[
                 k8s.rbac.v1.SubjectArgs(
-                    kind="ServiceAccount", name=account.metadata.apply(lambda m: m.name), namespace=settings.namespace
+                    kind="ServiceAccount", name=account.metadata.apply(created_name), namespace=settings.namespace
                 )
             ],
             opts=child,
@@ -184,11 +194,11 @@ class FailedPodCleanup(pulumi.ComponentResource):
             )
         ]
         environment += [
-            k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in script_environment(settings).items()
+            k8s.core.v1.EnvVarArgs(name=key, value=hide(value)) for key, value in script_environment(settings).items()
         ]
         container = k8s.core.v1.ContainerArgs(
             name=CONTAINER_NAME,
-            image=cleanup.image,
+            image=hide(cleanup.image),
             image_pull_policy="IfNotPresent",
             command=container_command(script_text()),
             env=environment,
@@ -202,13 +212,13 @@ class FailedPodCleanup(pulumi.ComponentResource):
             volume_mounts=[k8s.core.v1.VolumeMountArgs(name="scratch", mount_path=SCRATCH_PATH)],
         )
         pod_spec = k8s.core.v1.PodSpecArgs(
-            service_account_name=account.metadata.apply(lambda m: m.name),
+            service_account_name=account.metadata.apply(created_name),
             # The one pod that needs the API token: the account itself does not mount it elsewhere.
             automount_service_account_token=True,
             enable_service_links=False,
             restart_policy="Never",
-            node_selector=thaw(cleanup.nodeSelector),
-            tolerations=thaw(cleanup.tolerations),
+            node_selector=hide(thaw(cleanup.nodeSelector)),
+            tolerations=hide(thaw(cleanup.tolerations)),
             security_context=k8s.core.v1.PodSecurityContextArgs(
                 run_as_non_root=True,
                 run_as_user=RUN_AS_ID,
@@ -227,7 +237,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             f"{name}-cronjob",
             metadata=metadata(),
             spec=k8s.batch.v1.CronJobSpecArgs(
-                schedule=cleanup.schedule,
+                schedule=hide(cleanup.schedule),
                 concurrency_policy="Forbid",
                 starting_deadline_seconds=STARTING_DEADLINE_SECONDS,
                 successful_jobs_history_limit=SUCCESSFUL_JOBS_HISTORY_LIMIT,
@@ -247,5 +257,5 @@ class FailedPodCleanup(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        self.service_account_name = account.metadata.apply(lambda m: m.name)
-        self.cronjob_name = cronjob.metadata.apply(lambda m: m.name)
+        self.service_account_name = account.metadata.apply(created_name)
+        self.cronjob_name = cronjob.metadata.apply(created_name)

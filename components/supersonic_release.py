@@ -24,6 +24,19 @@ from supersonic_interlink.settings import Settings, deep_merge, thaw
 
 TYPE = "supersonic-interlink:index:SupersonicRelease"
 
+
+def _type_token(resource_class: type) -> str:
+    token = pulumi.get_type_token(resource_class)
+    if not token:
+        raise RuntimeError(f"{resource_class.__qualname__} carries no Pulumi type token")
+    return token
+
+
+HELM_RELEASE_TYPE = _type_token(k8s.helm.v3.Release)
+"""The provider's type token of the Release, read off the SDK class (engine URNs and evaluations use it)."""
+HELM_CHILD = "helm"
+"""Role suffix of the Release's resource name inside the component."""
+
 POSTRENDER = "postrender/keda-trigger-timeout"
 """Post-renderer, relative to the project directory (the provider's working directory), so the Release input
 is the same on every operator's machine and in CI."""
@@ -149,6 +162,35 @@ def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     return kept, nulls
 
 
+def helm_release_resource_name(component_name: str) -> str:
+    """Pulumi resource name of the Release (not the Helm release name): ``<component>-helm``."""
+    return f"{component_name}-{HELM_CHILD}"
+
+
+def live_release_id(settings: Settings) -> str:
+    """The id the provider reads a live Helm release by: ``<namespace>/<name>``."""
+    return f"{settings.namespace}/{settings.release.name}"
+
+
+def import_id(settings: Settings) -> str | None:
+    """With ``release.adopt``, the live release to import (the ``import`` resource option), else None.
+
+    The engine reads the live release into the state, diffs it against this program's inputs and upgrades it in
+    place (Pulumi CLI 3.174 on; older CLIs refused an import whose inputs differ). If no such release runs, the
+    import fails and nothing is installed. See docs/takeover.md.
+    """
+    return live_release_id(settings) if settings.release.adopt else None
+
+
+RELEASE_VALUE_KEYS = ("helmValues", "scaleFromZero", "keda", "serverLoad", "prometheus", "triton", "envoy")
+"""The config keys the chart values are computed from: if any came from a secret, the values are a secret."""
+
+
+def secret_if(value: Any, secret: bool) -> Any:
+    """``value`` as a Pulumi secret when it came from a secret config key, as it is otherwise."""
+    return pulumi.Output.secret(value) if secret else value
+
+
 def release_timeout_seconds(settings: Settings) -> int:
     return settings.scaleFromZero.readyTimeoutSeconds + UPGRADE_MARGIN_SECONDS
 
@@ -167,8 +209,8 @@ class SupersonicReleaseArgs:
 class SupersonicRelease(pulumi.ComponentResource):
     """The SuperSONIC Helm release."""
 
-    release_name: pulumi.Output[str]
-    namespace: pulumi.Output[str]
+    release_name: pulumi.Output[str | None]
+    namespace: pulumi.Output[str | None]
 
     def __init__(self, name: str, args: SupersonicReleaseArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
@@ -177,6 +219,8 @@ class SupersonicRelease(pulumi.ComponentResource):
         values, nulls = split_nulls(
             deep_merge(settings.helmValues, release_values(settings, args.envoy_config_map_name, args.envoy_checksum))
         )
+        # A value set with `pulumi config set --secret` stays a secret in state and in `preview --diff`.
+        hidden = settings.is_secret(*RELEASE_VALUE_KEYS)
         chart = settings.release.chart
         if chart.kind == "git":
             # The fetched commit, relative to the project directory (see chart_source). A chart checked out from
@@ -191,20 +235,26 @@ class SupersonicRelease(pulumi.ComponentResource):
                 "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
             }
         release = k8s.helm.v3.Release(
-            f"{name}-helm",
+            helm_release_resource_name(name),
             name=settings.release.name,
             namespace=settings.namespace,
-            values=values,
-            value_yaml_files=[pulumi.StringAsset(yaml.safe_dump(nulls, sort_keys=True))] if nulls else None,
+            values=secret_if(values, hidden),
+            value_yaml_files=(
+                secret_if([pulumi.StringAsset(yaml.safe_dump(nulls, sort_keys=True))], hidden) if nulls else None
+            ),
             max_history=settings.release.maxHistory,
             # atomic: a failed upgrade rolls back to the last good revision instead of leaving the release
             # half-changed, and a failed first install is purged; cleanup_on_fail removes objects a failed
             # upgrade created. The timeout is derived from the wake timeout (see UPGRADE_MARGIN_SECONDS).
             atomic=True,
             cleanup_on_fail=True,
-            timeout=release_timeout_seconds(settings),
+            timeout=secret_if(release_timeout_seconds(settings), settings.is_secret("scaleFromZero")),
             postrender=POSTRENDER,
-            opts=pulumi.ResourceOptions(parent=self),
+            # A new name or namespace replaces the release. The provider asks for create-before-delete
+            # (helm_release.go Diff: DeleteBeforeReplace false), and the chart's objects whose names do not carry
+            # the release name (the cvmfs PersistentVolumeClaim) would collide with the old release's: the old
+            # release is uninstalled first instead (README: "Renaming a release").
+            opts=pulumi.ResourceOptions(parent=self, import_=import_id(settings), delete_before_replace=True),
             **source,
         )
         self.release_name = release.name

@@ -1,10 +1,12 @@
 """Helm post-renderer: give the ScaledObject's first trigger ``metadata.timeout: "60000"``.
 
 Helm pipes the rendered manifests through this program on every install and upgrade of the release. It sets
-``spec.triggers[0].metadata.timeout`` on the release's ScaledObject (``<instance>-keda-so``) and copies every
-other document through byte for byte. Running it on its own output changes nothing. Bad YAML, or a ScaledObject
-under a name the chart contract does not expect, stops the upgrade with a message instead of deploying a
-ScaledObject without the timeout.
+``spec.triggers[0].metadata.timeout`` on the release's ScaledObject (``<instance>-keda-so``), also when the
+ScaledObject sits in the ``items`` of a list object (Kubernetes deploys each item of a list), and copies every
+other document through byte for byte, CRLF line endings included. A patched document keeps the line endings it
+came with. Running it on its own output changes nothing. Bad YAML, a ScaledObject whose fields are not the shape
+KEDA defines, or one under a name the chart contract does not expect, stops the upgrade with a one-line message
+naming the document and the field, instead of deploying a ScaledObject without the timeout.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -24,7 +27,15 @@ from supersonic_interlink.contract import CHART
 # down mid-burst. The old release carried the same patch.
 TRIGGER_TIMEOUT_MS = "60000"
 
-_SEPARATOR = re.compile(r"^---[ \t]*(?:#.*)?$", re.MULTILINE)
+# libyaml: the pure-Python parser takes minutes on a large release.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+# A document starts at a line that begins with "---" followed by a blank or the line's end (YAML's document
+# marker; it cannot occur at the start of a line inside a scalar).
+_SEPARATOR = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.MULTILINE)
+_SEPARATOR_ONLY = re.compile(r"---(?:[ \t]+(?:#.*)?)?")
+_SOURCE = re.compile(r"^# Source: (.+?)\r?$", re.MULTILINE)
 
 
 class PostRenderError(Exception):
@@ -35,54 +46,147 @@ def _split(stream: str) -> list[str]:
     """Documents with their own text, each keeping the separator line that opened it."""
     starts = [m.start() for m in _SEPARATOR.finditer(stream)]
     if not starts or starts[0] != 0:
-        starts = [0] + starts
-    return [stream[a:b] for a, b in zip(starts, starts[1:] + [len(stream)]) if stream[a:b]]
+        starts = [0, *starts]
+    ends = [*starts[1:], len(stream)]
+    return [stream[a:b] for a, b in zip(starts, ends, strict=True) if b > a]
 
 
 def _header(chunk: str) -> str:
-    """The separator and leading comment lines (``# Source: ...``) of a document chunk."""
-    lines = chunk.splitlines(keepends=True)
+    """The separator and leading comment lines (``# Source: ...``) of a document chunk, kept when it is rewritten.
+
+    A separator that carries content (``--- {kind: ...}``) is not kept as it is; a bare one takes its place."""
     kept = []
-    for line in lines:
-        if _SEPARATOR.match(line.rstrip("\n")) or line.startswith("#") or not line.strip():
+    for line in chunk.splitlines(keepends=True):
+        text = line.rstrip("\r\n")
+        if _SEPARATOR_ONLY.fullmatch(text) or text.startswith("#") or not text.strip():
             kept.append(line)
         else:
+            if not kept and _SEPARATOR.match(text):
+                kept.append("---" + _line_break(chunk))
             break
     return "".join(kept)
+
+
+def _line_break(chunk: str) -> str:
+    return "\r\n" if "\r\n" in chunk else "\n"
+
+
+def _may_hold_scaled_object(chunk: str) -> bool:
+    """False only for a document that cannot be, or hold, a ScaledObject: the word does not occur in it, and with
+    no backslash there is no double-quoted escape that could spell it. Anchors, aliases and tags cannot reach
+    across documents. Such documents are copied without being parsed."""
+    return "ScaledObject" in chunk or "\\" in chunk
+
+
+def _shape(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _mapping(parent: dict, key: str, where: str, path: str) -> dict:
+    if key not in parent:
+        raise PostRenderError(f"{where}: {path} is missing; expected a mapping")
+    value = parent[key]
+    if not isinstance(value, dict):
+        raise PostRenderError(f"{where}: {path} is {_shape(value)}; expected a mapping")
+    return value
+
+
+def _set_timeout(scaled_object: dict, where: str) -> bool:
+    """Set the first trigger's timeout; True if the object changed. Raises PostRenderError on a malformed object."""
+    where = f"{where}, ScaledObject"
+    name = _mapping(scaled_object, "metadata", where, "metadata").get("name")
+    if not isinstance(name, str) or not name:
+        raise PostRenderError(f"{where}: metadata.name is {_shape(name)}; expected the object's name")
+    where = f"{where} {name!r}"
+    if not name.endswith(f"-{CHART.scaled_object_suffix}"):
+        raise PostRenderError(
+            f"{where} does not end in -{CHART.scaled_object_suffix}: the chart's naming changed; "
+            f"update supersonic_interlink/contract.py"
+        )
+    spec = _mapping(scaled_object, "spec", where, "spec")
+    triggers = spec.get("triggers")
+    if triggers is not None and not isinstance(triggers, list):
+        raise PostRenderError(f"{where}: spec.triggers is {_shape(triggers)}; expected a list of triggers")
+    if not triggers:
+        raise PostRenderError(f"{where} has no triggers to set the timeout on")
+    first = triggers[0]
+    if not isinstance(first, dict):
+        raise PostRenderError(f"{where}: spec.triggers[0] is {_shape(first)}; expected a mapping")
+    if "metadata" not in first:
+        first["metadata"] = {}
+    metadata = _mapping(first, "metadata", where, "spec.triggers[0].metadata")
+    if metadata.get("timeout") == TRIGGER_TIMEOUT_MS:
+        return False
+    metadata["timeout"] = TRIGGER_TIMEOUT_MS
+    return True
+
+
+def _patch_object(obj: Any, where: str) -> bool:
+    """Patch ``obj`` in place if it is, or lists, the ScaledObject; True if anything changed.
+
+    Kubernetes reads any object that has ``items`` as a list of objects (``kind: List`` and ``<Kind>List``
+    alike) and deploys each item, so a ScaledObject inside one is patched there."""
+    if not isinstance(obj, dict):
+        return False
+    items = obj.get("items")
+    if isinstance(items, list):
+        changed = [_patch_object(item, f"{where}, items[{i}]") for i, item in enumerate(items)]
+        return any(changed)
+    if obj.get("kind") != "ScaledObject":
+        return False
+    return _set_timeout(obj, where)
+
+
+def _describe(index: int, chunk: str) -> str:
+    source = _SOURCE.search(_header(chunk))
+    return f"document {index}" + (f" ({source.group(1)})" if source else "")
 
 
 def patch(stream: str) -> str:
     """The rendered stream with the trigger timeout set; raises PostRenderError on bad input."""
     out = []
-    for index, chunk in enumerate(_split(stream)):
+    for index, chunk in enumerate(_split(stream), 1):
+        if not _may_hold_scaled_object(chunk):
+            out.append(chunk)
+            continue
+        where = _describe(index, chunk)
         try:
-            document = yaml.safe_load(chunk)
+            documents = list(yaml.load_all(chunk, Loader=LOADER))
         except yaml.YAMLError as error:
-            raise PostRenderError(f"document {index + 1} is not valid YAML: {error}") from None
-        if not isinstance(document, dict) or document.get("kind") != "ScaledObject":
+            reason = " ".join(str(error).split())
+            raise PostRenderError(f"{where} is not valid YAML: {reason}") from None
+        # Every document is checked, not only up to the first that changes.
+        changed = [_patch_object(document, where) for document in documents]
+        if not any(changed):
             out.append(chunk)
             continue
-        name = (document.get("metadata") or {}).get("name", "")
-        if not name.endswith(f"-{CHART.scaled_object_suffix}"):
-            raise PostRenderError(
-                f"ScaledObject {name!r} does not end in -{CHART.scaled_object_suffix}: the chart's naming changed; "
-                f"update supersonic_interlink/contract.py"
-            )
-        triggers = (document.get("spec") or {}).get("triggers") or []
-        if not triggers or not isinstance(triggers[0], dict):
-            raise PostRenderError(f"ScaledObject {name!r} has no triggers to set the timeout on")
-        metadata = triggers[0].setdefault("metadata", {})
-        if metadata.get("timeout") == TRIGGER_TIMEOUT_MS:
-            out.append(chunk)
-            continue
-        metadata["timeout"] = TRIGGER_TIMEOUT_MS
-        out.append(_header(chunk) + yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
+        text = yaml.dump_all(
+            documents, Dumper=DUMPER, sort_keys=False, default_flow_style=False, line_break=_line_break(chunk)
+        )
+        out.append(_header(chunk) + text)
     return "".join(out)
 
 
 def main() -> int:
+    data = sys.stdin.buffer.read()
     try:
-        sys.stdout.write(patch(sys.stdin.read()))
+        try:
+            stream = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise PostRenderError(f"the rendered manifests are not UTF-8 (byte {error.start})") from None
+        sys.stdout.buffer.write(patch(stream).encode("utf-8"))
     except PostRenderError as error:
         print(f"keda-trigger-timeout post-renderer: {error}", file=sys.stderr)
         return 1

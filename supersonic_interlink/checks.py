@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -84,7 +85,7 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     try:
         config = load_yaml(envoy_yaml)
     except yaml.YAMLError as error:
-        return findings + [f"envoy.yaml: not YAML: {error}"]
+        return [*findings, f"envoy.yaml: not YAML: {error}"]
     with tempfile.TemporaryDirectory(prefix="envoy-validate-") as tmp:
         stub = Path(tmp) / "envoy-filter.lua"
         stub.write_text(STUB_LUA_FILTER)
@@ -108,19 +109,78 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
                 timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS,
             )
         except subprocess.TimeoutExpired:
-            return findings + [f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
+            return [*findings, f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
         except FileNotFoundError as missing:
-            return findings + [f"envoy --mode validate: could not run: {missing}"]
-    output = (result.stdout + result.stderr).splitlines()
+            return [*findings, f"envoy --mode validate: could not run: {missing}"]
+    records = envoy_log_records(result.stdout + result.stderr)
     reported = [
-        line.split("] ", 3)[-1] if line.startswith("[") else line
-        for line in output
-        if "Deprecated field" in line or "[critical]" in line or "[error]" in line
+        envoy_reason(message).replace(str(config_path), "envoy.yaml")
+        for level, message in records
+        if level in ("critical", "error") or "Deprecated field" in message
     ]
-    findings += [f"envoy --mode validate: {line.strip()}" for line in reported]
+    findings += [f"envoy --mode validate: {line}" for line in reported]
     if result.returncode != 0 and not reported:
-        findings.append(f"envoy --mode validate: exit {result.returncode}: " + (output[-1] if output else "no output"))
+        last = envoy_reason(records[-1][1]) if records else "no output"
+        findings.append(f"envoy --mode validate: exit {result.returncode}: {last}")
     return findings
+
+
+# An Envoy log line: [2026-11-30 17:30:54.144][15313][critical][main] [source/...:76] message
+_LOG_HEADER = re.compile(r"^\[[^\]]*\]\[\d+\]\[(\w+)\]\[[^\]]*\] (?:\[[^\]]*\] )?")
+# Protobuf prefixes every DebugString() with a marker like goo.gle/debugstr, goo.gle/debugonly or
+# goo.gle/debugproto (randomized on purpose), and Envoy puts such a dump of the offending message into its errors.
+_DEBUG_DUMP_MARKER = re.compile(r"goo\.gle/debug\w*")
+_JSON_AS_PROTO = "Unable to parse JSON as proto ("
+
+
+def envoy_log_records(output: str) -> list[tuple[str, str]]:
+    """Envoy's log as (level, message) records; a message goes on over the lines that carry no log header."""
+    records: list[tuple[str, list[str]]] = []
+    for line in output.splitlines():
+        header = _LOG_HEADER.match(line)
+        if header:
+            records.append((header.group(1), [line[header.end() :]]))
+        elif records:
+            records[-1][1].append(line)
+        elif line.strip():
+            records.append(("", [line]))
+    return [(level, "\n".join(lines)) for level, lines in records]
+
+
+def envoy_reason(message: str) -> str:
+    """One line saying what Envoy found wrong, without the dump of the configuration it appends.
+
+    A proto-validation error reads ``error initializing configuration 'F': goo.gle/debugstr <the message as
+    text proto, many lines> : Proto constraint validation failed (<reason>)``; a JSON type error ends in the whole
+    configuration as JSON. The reason is kept, the dump dropped.
+    """
+    marker = _DEBUG_DUMP_MARKER.search(message)
+    if marker:
+        before = message[: marker.start()]
+        after = message[marker.end() :].splitlines()[1:]
+        # The dump is text-format protobuf (``field: value``, ``field {``, ``}``); Envoy's own text resumes on the
+        # first line that starts with ':'.
+        resume = next((i for i, line in enumerate(after) if line.lstrip().startswith(":")), len(after))
+        rest = " ".join(after[resume:]).strip().lstrip(":")
+        message = before.rstrip().rstrip(":") + (": " + rest.strip() if rest.strip() else "")
+    at = message.find(_JSON_AS_PROTO)
+    if at >= 0:
+        close = _matching_paren(message, at + len(_JSON_AS_PROTO) - 1)
+        if close is not None:
+            message = message[: close + 1]
+    return " ".join(message.split())
+
+
+def _matching_paren(text: str, open_at: int) -> int | None:
+    depth = 0
+    for index in range(open_at, len(text)):
+        if text[index] == "(":
+            depth += 1
+        elif text[index] == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
 
 
 def _replace_value(data: Any, old: Any, new: Any) -> Any:

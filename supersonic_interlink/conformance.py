@@ -55,7 +55,8 @@ def _post_renderer_module() -> Any:
 
 def post_renderer_function() -> Callable[[str], str]:
     """What the project's post-renderer does to Helm's output, as a function of this process."""
-    return _post_renderer_module().patch  # type: ignore[no-any-return]
+    patch: Callable[[str], str] = _post_renderer_module().patch
+    return patch
 
 
 # --------------------------------------------------------------------------------------------- values leaves
@@ -364,6 +365,7 @@ def ignored_values(
     values: dict[str, Any],
     baseline: str,
     workers: int,
+    *,
     post_render: Callable[[str], str] | None = None,
     selected: Iterable[Leaf] | None = None,
 ) -> list[str]:
@@ -384,7 +386,7 @@ def ignored_values(
     every = list(leaves(values) if selected is None else selected)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(same_as_baseline, every))
-    return [leaf.name for leaf, same in zip(every, results) if same]
+    return [leaf.name for leaf, same in zip(every, results, strict=True) if same]
 
 
 def default_workers() -> int:
@@ -422,6 +424,8 @@ def check(
         baseline = canonical(objects)
         if canonical(again) != baseline:
             return [*findings, UNSTABLE_RENDER]
-        ignored = ignored_values(renderer, expected.values, baseline, workers or default_workers(), in_process)
+        ignored = ignored_values(
+            renderer, expected.values, baseline, workers or default_workers(), post_render=in_process
+        )
     findings += [f"{path}: ignored by the chart (changing it changes nothing the chart renders)" for path in ignored]
     return findings

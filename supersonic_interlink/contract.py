@@ -61,6 +61,11 @@ class ChartContract:
     """Envoy's admin port: the chart's Envoy probes and the Lua filter's ``envoy_admin`` cluster use it."""
     admission_port: int
     """Port of the chart's admission sidecar in the Envoy pod (fixed in the sidecar's own code)."""
+    route_config_name: str
+    """Name of the route configuration in the chart's generated Envoy config (``/config_dump`` shows it)."""
+    loopback_connect_timeout_ms: int
+    """Connect timeout the chart's config gives the two loopback clusters (``admission_cluster``, ``admin_cluster``);
+    Envoy's own default, when the field is left out, is 5 s."""
 
     def instance_name(self, release_name: str) -> str:
         """The chart's instance name: ``nameOverride`` or the release name (this program never overrides)."""
@@ -82,7 +87,7 @@ class ChartContract:
         return f"{self.instance_name(release_name)}-{self.envoy_config_suffix}"
 
     def scaled_object_name(self, release_name: str) -> str:
-        """The KEDA ScaledObject scaling the inference Deployment."""
+        """Name of the KEDA ScaledObject (the admission sidecar patches its ``minReplicaCount`` at run time)."""
         return f"{self.instance_name(release_name)}-{self.scaled_object_suffix}"
 
     def inference_service_fqdn(self, release_name: str, namespace: str) -> str:
@@ -127,4 +132,6 @@ CHART = ChartContract(
     envoy_grpc_port=8001,
     envoy_admin_port=9901,
     admission_port=8080,
+    route_config_name="local_route_grpc",
+    loopback_connect_timeout_ms=1000,
 )

@@ -73,6 +73,7 @@ def _static_cluster(name: str, address: str, port: int) -> dict[str, Any]:
     return {
         "name": name,
         "type": "STATIC",
+        "connect_timeout": duration(CHART.loopback_connect_timeout_ms),
         "load_assignment": {
             "cluster_name": name,
             "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket_address(address, port)}}]}],
@@ -176,7 +177,7 @@ def _listener(settings: Settings) -> dict[str, Any]:
                             "generate_request_id": True,
                             "http2_protocol_options": {},
                             "route_config": {
-                                "name": "local_route",
+                                "name": CHART.route_config_name,
                                 "virtual_hosts": [
                                     {"name": VIRTUAL_HOST, "domains": ["*"], "routes": _routes(settings)}
                                 ],

@@ -3,16 +3,25 @@
 There is no Pulumi CLI or cluster where the program is rendered offline or tested, so the mock engine stands in
 for the engine alone: the program, its settings and its components run exactly as under ``pulumi up``, with the
 config map the CLI would pass. Every evaluation runs in a fresh context, so several can run in one process.
+
+Each evaluation also brings its own event loop and worker threads and closes them when it ends. The mock monitor
+answers registrations on threads of the loop's default executor, and Pulumi's ``_ensure_event_loop`` gives each
+such thread a loop of its own; left open, those loops are closed by ``__del__`` at interpreter exit, in whatever
+order the garbage collector finalizes them and their self-pipe sockets, and a socket finalized first makes Python
+print ``Exception ignored ... Invalid file descriptor: -1`` after a successful run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import runpy
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pulumi
 from google.protobuf import json_format
@@ -48,6 +57,10 @@ class Registered:
     """URN of the parent resource."""
     custom: bool
     """False for component resources."""
+    import_id: str = ""
+    """The ``import`` resource option: the id of a live resource the engine reads into the state ("" for none)."""
+    delete_before_replace: bool = False
+    """The resource option: on a replacement, the old resource goes before the new one is created."""
 
 
 class EchoMocks(pulumi.runtime.Mocks):
@@ -70,7 +83,17 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
             inputs = plain(json_format.MessageToDict(request.object))
-            self.registered.append(Registered(request.type, request.name, inputs, request.parent, bool(request.custom)))
+            self.registered.append(
+                Registered(
+                    request.type,
+                    request.name,
+                    inputs,
+                    request.parent,
+                    bool(request.custom),
+                    request.importId,
+                    bool(request.deleteBeforeReplace),
+                )
+            )
         return super().RegisterResource(request)
 
 
@@ -98,22 +121,27 @@ def run_entry_point() -> None:
 
 
 def evaluate(
-    config: Mapping[str, str], stack: str, program: Callable[[], None] = run_entry_point, *, offline: bool = True
+    config: Mapping[str, str],
+    stack: str,
+    program: Callable[[], None] = run_entry_point,
+    secret_keys: Collection[str] = (),
+    *,
+    offline: bool = True,
 ) -> Evaluation:
     """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview.
 
+    ``secret_keys`` are the keys the CLI would list in ``PULUMI_CONFIG_SECRET_KEYS`` (set with ``--secret``).
     ``offline`` (the default) evaluates as ``render.py`` does: no chart is fetched, and an unpinned git chart is
     rendered instead of refused. ``offline=False`` is what ``pulumi preview``/``up`` do before registering.
     """
-    return contextvars.Context().run(_evaluate, dict(config), stack, program, offline)
+    return contextvars.Context().run(_evaluate, dict(config), stack, program, list(secret_keys), offline)
 
 
-def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None], offline: bool) -> Evaluation:
+def _evaluate(
+    config: dict[str, str], stack: str, program: Callable[[], None], secret_keys: list[str], offline: bool
+) -> Evaluation:
     chart_source.OFFLINE.set(offline)
     monitor = RecordingMonitor(EchoMocks())
-    pulumi.runtime.set_all_config(config)
-    # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
-    pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     outputs: dict[str, Any] = {}
 
     def run() -> None:
@@ -123,5 +151,48 @@ def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None], o
         for key, value in exported.items():
             outputs[key] = _sync_await(pulumi.Output.from_input(value).future())
 
-    _sync_await(run_pulumi_func(run))
+    # The loop is in place before set_mocks, which already creates the root stack's futures on it.
+    with _OwnEventLoops():
+        pulumi.runtime.set_all_config(config, secret_keys)
+        # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
+        pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+        _sync_await(run_pulumi_func(run))
     return Evaluation(resources=list(monitor.registered), outputs=outputs)
+
+
+class _OwnEventLoops:
+    """A fresh event loop for this thread and a default executor whose threads get theirs up front, all closed on
+    exit, so nothing of the evaluation is left for the garbage collector to finalize at interpreter exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._worker_loops: list[asyncio.AbstractEventLoop] = []
+        self.loop = asyncio.new_event_loop()
+        self._executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=self._give_worker_a_loop)
+        self.loop.set_default_executor(self._executor)
+
+    def _give_worker_a_loop(self) -> None:
+        # What _ensure_event_loop would create in this thread, but made here so it can be closed.
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        with self._lock:
+            self._worker_loops.append(loop)
+
+    def __enter__(self) -> Self:
+        asyncio.set_event_loop(self.loop)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            pending = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        finally:
+            self._executor.shutdown(wait=True)
+            asyncio.set_event_loop(None)
+            self.loop.close()
+            for loop in self._worker_loops:
+                loop.close()

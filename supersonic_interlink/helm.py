@@ -230,7 +230,7 @@ class ChartRenderer:
             return result.stdout
         try:
             return post_render(result.stdout)
-        except Exception as error:  # noqa: BLE001 - any refusal of the post-renderer, reported as Helm does
+        except Exception as error:  # any refusal of the post-renderer, reported as Helm reports one
             raise ChartRenderError(f"error while running post render on files: {error}") from None
 
     def render(
@@ -255,8 +255,8 @@ def render_chart(
     namespace: str,
     values: Mapping[str, Any],
     served_objects: Iterable[Mapping[str, Any]] = (),
-    post_renderer: Path | None = None,
     *,
+    post_renderer: Path | None = None,
     is_upgrade: bool = False,
 ) -> list[dict[str, Any]]:
     """Render ``chart_dir`` once as release ``release_name`` in ``namespace`` (see ``ChartRenderer``)."""

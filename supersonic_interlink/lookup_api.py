@@ -114,7 +114,7 @@ class LookupApi:
             raise LookupApiError(f"{ident}: an object to serve needs metadata.name")
         if resource.namespaced and not namespace:
             raise LookupApiError(f"{ident}: a namespaced object to serve needs metadata.namespace")
-        key = (resource.group_version, resource.plural, namespace if resource.namespaced else "", name)
+        key = (resource.group_version, resource.plural, str(namespace) if resource.namespaced else "", str(name))
         self._objects[key] = copy.deepcopy(dict(obj))
 
     # ----------------------------------------------------------------------------------------- serving
@@ -123,8 +123,7 @@ class LookupApi:
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("the stand-in API is not running (use it as a context manager)")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     def __enter__(self) -> Self:
         api = self

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import pulumi
@@ -10,46 +10,71 @@ import pulumi
 from components.envoy_config import EnvoyConfig, EnvoyConfigArgs
 from components.failed_pod_cleanup import FailedPodCleanup, FailedPodCleanupArgs
 from components.supersonic_release import (
+    UPGRADE_MARGIN_SECONDS,
     SupersonicRelease,
     SupersonicReleaseArgs,
     helm_values_collisions,
+    release_timeout_seconds,
     release_values,
 )
 from supersonic_interlink import chart_source
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import PROJECT, ConfigError, Settings, load_settings
+from supersonic_interlink.settings import GO_DURATION_MAX_SECONDS, PROJECT, ConfigError, Settings, load_settings
+
+ENVOY_COMPONENT = "envoy"
+RELEASE_COMPONENT = "supersonic"
+CLEANUP_COMPONENT = "cleanup"
+"""Pulumi resource names of the three components: part of every URN in the state, so renaming one would make
+the engine replace what it names (for the release: a second Helm release, then the first uninstalled)."""
 
 
-def settings_from_config(config: Mapping[str, Any]) -> Settings:
+def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str] = ()) -> Settings:
     """Load and check a stack's settings completely, before any resource exists.
 
-    Raises ``ConfigError`` with every problem, including ``helmValues`` keys that would override computed values.
+    ``secret_keys`` are the config keys the CLI passed as secrets. Raises ``ConfigError`` with every problem,
+    including ``helmValues`` keys that would override computed values.
     """
-    settings = load_settings(config)
-    collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
-    if collisions:
+    settings = load_settings(config, secret_keys=frozenset(secret_keys))
+    if release_timeout_seconds(settings) > GO_DURATION_MAX_SECONDS:
         raise ConfigError(
             [
-                f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
-                f"(see Pulumi.yaml) or remove it from helmValues"
-                for path in collisions
+                (
+                    f"{PROJECT}:scaleFromZero.readyTimeoutSeconds = {settings.scaleFromZero.readyTimeoutSeconds}: "
+                    f"expected at most {GO_DURATION_MAX_SECONDS - UPGRADE_MARGIN_SECONDS} (the Helm timeout, this + "
+                    f"{UPGRADE_MARGIN_SECONDS} s, is a Go duration)"
+                )
             ]
         )
+    collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
+    problems = [
+        f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
+        f"(see Pulumi.yaml) or remove it from helmValues"
+        for path in collisions
+    ]
+    chart = settings.release.chart
+    if settings.release.adopt and not chart.pinned:
+        # Adopting upgrades the live release at once: with a moving chart that upgrade could be any commit.
+        problems.append(
+            f"{PROJECT}:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is unset); "
+            f"pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
+        )
+    if problems:
+        raise ConfigError(problems)
     return settings
 
 
 def build(settings: Settings) -> None:
     """Register every resource of the stack and export what operators and other tooling read."""
-    envoy = EnvoyConfig("envoy", EnvoyConfigArgs(settings=settings))
+    envoy = EnvoyConfig(ENVOY_COMPONENT, EnvoyConfigArgs(settings=settings))
     release = SupersonicRelease(
-        "supersonic",
+        RELEASE_COMPONENT,
         SupersonicReleaseArgs(
             settings=settings,
             envoy_config_map_name=envoy.config_map_name,
             envoy_checksum=envoy.checksum,
         ),
     )
-    cleanup = FailedPodCleanup("cleanup", FailedPodCleanupArgs(settings=settings))
+    cleanup = FailedPodCleanup(CLEANUP_COMPONENT, FailedPodCleanupArgs(settings=settings))
     pulumi.export("releaseName", release.release_name)
     pulumi.export("namespace", release.namespace)
     pulumi.export("envoyConfigMap", envoy.config_map_name)
@@ -69,11 +94,21 @@ def current_config() -> dict[str, Any]:
     return merged
 
 
+def current_secret_keys(config: Mapping[str, Any]) -> frozenset[str]:
+    """The config keys the CLI passed as secrets: ``PULUMI_CONFIG_SECRET_KEYS`` (how the Python language host hands
+    them over) and any the runtime was told about (``set_all_config``, as under the mock engine)."""
+    from pulumi.runtime import config as runtime_config
+
+    listed = set(runtime_config.get_config_secret_keys_env())
+    return frozenset(listed | {key for key in config if runtime_config.is_config_secret(key)})
+
+
 def settings_or_stop() -> Settings:
     """The stack's settings from the config the CLI passed, with its chart on disk (a git chart fetched at its
     pinned commit); stops the program cleanly on any problem, before any resource is registered."""
     try:
-        settings = settings_from_config(current_config())
+        config = current_config()
+        settings = settings_from_config(config, current_secret_keys(config))
     except ConfigError as error:
         # RunError ends the program with the message alone: these are the operator's mistakes, not bugs.
         raise pulumi.RunError("invalid stack config:\n  " + "\n  ".join(error.problems)) from None

@@ -1,28 +1,32 @@
-"""Runs the cleanup script as the CronJob's container does, in a real busybox, against the stand-in kubectl.
+"""Runs the cleanup script as the CronJob's container does: a real busybox, the real kubectl 1.34, an API server.
 
 The container is alpine/kubectl: busybox ash and applets, plus kubectl. Here the shell is Debian's busybox and
-PATH holds only links to its applets and the stand-in ``kubectl`` (Debian's busybox prefers GNU tools it finds on
-PATH, so nothing else may be there). Applets the change request found missing in the image are left out too.
-The tests and ``benchmarks/cleanup_5000.py`` share this.
+PATH holds only links to its applets and to the real kubectl 1.34.5 the project installs (Debian's busybox prefers
+GNU tools it finds on PATH, so nothing else may be there). Applets the change request found missing in the image
+are left out too. kubectl talks to the stand-in API server of ``kube_api_standin`` on loopback through a kubeconfig,
+with a fresh HOME and discovery cache each run, as the Job's emptyDir gives it. The tests and
+``benchmarks/cleanup_5000.py`` share this.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
+import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import kubectl_standin
+from kube_api_standin import KubeApiStandIn, Recorded
 
 from components.failed_pod_cleanup import container_command, script_text
+from supersonic_interlink import binaries
 
 # alpine/kubectl:1.34.1 has no `tac` (checked in the image by the change request), Debian's busybox does.
 MISSING_IN_IMAGE = frozenset({"tac"})
-RUN_TIMEOUT_SECONDS = 60
+RUN_TIMEOUT_SECONDS = 120
 
 
 def busybox_path() -> str:
@@ -32,8 +36,14 @@ def busybox_path() -> str:
     return found
 
 
+@functools.cache
+def kubectl_path() -> Path:
+    """The real kubectl 1.34.5, verified (``binaries.ensure`` hashes it, so once per process)."""
+    return binaries.ensure("kubectl")
+
+
 def make_bin(directory: Path) -> Path:
-    """A directory of busybox applet links (less the image's missing ones) and the stand-in kubectl."""
+    """A directory of busybox applet links (less the image's missing ones) and a link to the real kubectl."""
     busybox = busybox_path()
     directory.mkdir(parents=True, exist_ok=True)
     listing = subprocess.run(
@@ -42,7 +52,7 @@ def make_bin(directory: Path) -> Path:
     for applet in listing:
         if applet not in MISSING_IN_IMAGE:
             (directory / applet).symlink_to(busybox)
-    kubectl_standin.install(directory)
+    (directory / "kubectl").symlink_to(kubectl_path())
     return directory
 
 
@@ -51,65 +61,80 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
-    calls: list[list[str]]
-    """Every kubectl call's argv, in order."""
-    remaining: list[dict[str, Any]]
-    """The pods left in the stand-in's state after the run."""
+    requests: list[Recorded]
+    """Every request the API server received during the run, in order."""
+    before: frozenset[str]
+    after: frozenset[str]
+    """Names of every pod in the API server before and after the run."""
     seconds: float
 
+    @property
+    def deleted(self) -> set[str]:
+        return set(self.before - self.after)
+
     def verbs(self) -> list[str]:
-        return [call[0] for call in self.calls]
+        return [r.verb for r in self.requests]
 
-    def deleted_names(self) -> list[str]:
-        return [
-            arg.split("/", 1)[1]
-            for call in self.calls
-            if call[0] == "delete"
-            for arg in call[1:]
-            if arg.startswith("pod/")
-        ]
-
-    def remaining_names(self) -> set[str]:
-        return {p["metadata"]["name"] for p in self.remaining}
+    def pod_requests(self) -> list[Recorded]:
+        """The requests on pods: everything but kubectl's discovery of the API."""
+        return [r for r in self.requests if r.verb != "discovery"]
 
 
-class FakeNamespace:
-    """A state file of pods the stand-in serves, and the runs of the script against it."""
+class Cluster:
+    """The stand-in API server and the runs of the script against it."""
 
-    def __init__(self, root: Path, bin_dir: Path, pods: Iterable[dict[str, Any]]):
+    def __init__(self, root: Path, bin_dir: Path, server: KubeApiStandIn, *, namespace: str = "cms"):
         self.root = root
         self.bin_dir = bin_dir
-        self.state = root / "pods.json"
-        kubectl_standin.write_state(self.state, pods)
+        self.server = server
+        self.kubeconfig = server.kubeconfig(root / "kubeconfig", namespace)
 
-    def run(self, environment: Mapping[str, str], *, namespace: str = "cms", fail: Iterable[str] = ()) -> Run:
-        """Run the container's command with the container's environment (plus the downward API's NAMESPACE)."""
-        log = self.root / f"calls-{time.monotonic_ns()}.jsonl"
-        command = container_command(script_text())
+    def run(
+        self,
+        environment: Mapping[str, str],
+        *,
+        namespace: str = "cms",
+        text: str | None = None,
+        usage_file: Path | None = None,
+    ) -> Run:
+        """Run the container's command with the container's environment (plus the downward API's NAMESPACE).
+
+        ``text`` replaces the script's text (a benchmark runs an earlier version); with ``usage_file``, ``busybox
+        time -v`` starts the run and writes its resource usage there (its peak RSS is the largest process's).
+        """
+        command = container_command(script_text() if text is None else text)
         assert command[0] == "/bin/sh", "the container runs the script with the image's /bin/sh (busybox ash)"
+        timing = [] if usage_file is None else [busybox_path(), "time", "-v", "-o", str(usage_file)]
+        scratch = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
         env = {
             "PATH": str(self.bin_dir),
             "NAMESPACE": namespace,
             **environment,
-            kubectl_standin.STATE_ENV: str(self.state),
-            kubectl_standin.LOG_ENV: str(log),
-            kubectl_standin.FAIL_ENV: ",".join(fail),
+            # The Job's emptyDir: a fresh HOME and discovery cache every run.
+            "HOME": str(scratch),
+            "KUBECACHEDIR": str(scratch / ".kube" / "cache"),
+            "KUBECONFIG": str(self.kubeconfig),
         }
+        before = frozenset(self.server.names())
+        start = len(self.server.requests)
         started = time.perf_counter()
         result = subprocess.run(
-            [busybox_path(), "sh", *command[1:]],
+            [*timing, busybox_path(), "sh", *command[1:]],
             env=env,
-            cwd=self.root,
+            cwd=scratch,
             capture_output=True,
             text=True,
             timeout=RUN_TIMEOUT_SECONDS,
+            check=False,
         )
         seconds = time.perf_counter() - started
+        shutil.rmtree(scratch, ignore_errors=True)
         return Run(
             result.returncode,
             result.stdout,
             result.stderr,
-            kubectl_standin.read_calls(log),
-            kubectl_standin.read_state(self.state),
+            self.server.requests_since(start),
+            before,
+            frozenset(self.server.names()),
             seconds,
         )

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 from supersonic_interlink.evaluate import Evaluation, evaluate
 from supersonic_interlink.settings import PROJECT, Settings, load_settings
 from supersonic_interlink.stack_config import load_stack_config
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli_text(value: Any) -> str:

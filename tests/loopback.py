@@ -58,7 +58,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -73,15 +72,13 @@ from typing import Any
 import grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 from supersonic_interlink.checks import envoy_binary
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import build_envoy_config
 from supersonic_interlink.settings import PROJECT, Settings, deep_merge, load_settings
 from supersonic_interlink.stack_config import load_stack_config
+
+ROOT = Path(__file__).resolve().parent.parent
 
 LOOPBACK = "127.0.0.1"
 LUA_TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "wake-filter.lua"
@@ -692,17 +689,17 @@ def loopback_config(
 
     Each rewrite finds its target or raises, so a config whose shape moved fails here instead of testing less.
     """
-    config = copy.deepcopy(dict(config))
-    admin = config["admin"]
+    rewritten = copy.deepcopy(dict(config))
+    admin = rewritten["admin"]
     admin["address"]["socket_address"].update(address=LOOPBACK, port_value=admin_port)
     for log in admin["access_log"]:
         log["typed_config"]["path"] = admin_access_log
-    (listener,) = config["static_resources"]["listeners"]
+    (listener,) = rewritten["static_resources"]["listeners"]
     listener["address"]["socket_address"].update(address=LOOPBACK, port_value=grpc_port)
     (hcm,) = [f["typed_config"] for chain in listener["filter_chains"] for f in chain["filters"]]
     (lua,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.lua"]
     lua["typed_config"]["default_source_code"]["filename"] = lua_path
-    clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
+    clusters = {c["name"]: c for c in rewritten["static_resources"]["clusters"]}
     inference = clusters[CHART.inference_cluster]
     inference["load_assignment"]["endpoints"] = [
         {
@@ -725,7 +722,7 @@ def loopback_config(
         (group,) = clusters[name]["load_assignment"]["endpoints"]
         (endpoint,) = group["lb_endpoints"]
         endpoint["endpoint"]["address"]["socket_address"].update(address=LOOPBACK, port_value=port)
-    return config
+    return rewritten
 
 
 @dataclass
@@ -796,7 +793,7 @@ def envoy_running(
         )
         config_path = workdir / "envoy.json"
         config_path.write_text(json.dumps(rewritten, indent=1))
-        log = open(workdir / "envoy.log", "wb")
+        log = open(workdir / "envoy.log", "wb")  # noqa: SIM115 -- Envoy writes to it until stop() closes it
         process = subprocess.Popen(
             [
                 envoy_binary(),

@@ -64,7 +64,8 @@ def findings_of(chart: Path, expected: Expected, ignored_under: str | None = Non
             selected = [leaf for leaf in leaves(expected.values) if leaf.name.startswith(ignored_under)]
             assert selected, f"no values under {ignored_under}: the test would try nothing"
             found += [
-                f"{path}: ignored" for path in ignored_values(r, expected.values, canonical(objects), 2, None, selected)
+                f"{path}: ignored"
+                for path in ignored_values(r, expected.values, canonical(objects), 2, selected=selected)
             ]
     return found
 

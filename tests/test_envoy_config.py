@@ -3,7 +3,7 @@ every number from the stack settings, deterministic text that survives the chart
 
 from __future__ import annotations
 
-import dataclasses
+from typing import Any
 
 import pytest
 import yaml
@@ -11,8 +11,6 @@ from conftest import stack_settings
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import (
-    INFERENCE_RETRY_ON,
-    REPOSITORY_INDEX_RETRY_ON,
     build_envoy_config,
     duration,
     render_envoy_yaml,
@@ -81,7 +79,7 @@ def test_the_repository_index_route_comes_first_and_is_held_for_the_ready_timeou
         "hammer waits 900 s for a Slurm job; the held request must outlive that plus the chart's 120 s margin"
     )
     assert first["route"]["retry_policy"] == {
-        "retry_on": REPOSITORY_INDEX_RETRY_ON,
+        "retry_on": "5xx,connect-failure,refused-stream,unavailable",
         "num_retries": 15,
         "per_try_timeout": "2s",
         "retry_back_off": {"base_interval": "0.25s", "max_interval": "1s"},
@@ -96,7 +94,7 @@ def test_the_idle_timeout_is_derived_from_the_ready_timeout_not_a_second_setting
             "hammer", scaleFromZero={"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": ready}
         )
         (first, _) = routes_of(build_envoy_config(settings))
-        assert first["route"]["idle_timeout"] == f"{ready + CHART.ready_timeout_margin_seconds}s", (
+        assert first["route"]["idle_timeout"] == f"{ready + 120}s", (
             "the two numbers must move together, which the change request could only do by hand"
         )
 
@@ -104,13 +102,9 @@ def test_the_idle_timeout_is_derived_from_the_ready_timeout_not_a_second_setting
 def test_the_inference_route_carries_the_change_requests_aggressive_retry_policy(hammer):
     (_, inference) = routes_of(hammer)
     policy = inference["route"]["retry_policy"]
-    assert (
-        policy["retry_on"]
-        == (
-            "5xx,gateway-error,reset,reset-before-request,connect-failure,refused-stream,retriable-status-codes,"
-            "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable"
-        )
-        == INFERENCE_RETRY_ON
+    assert policy["retry_on"] == (
+        "5xx,gateway-error,reset,reset-before-request,connect-failure,refused-stream,retriable-status-codes,"
+        "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable"
     )
     assert policy["num_retries"] == 15
     assert policy["retriable_status_codes"] == [404, 502, 503, 504]
@@ -145,6 +139,15 @@ def test_there_are_exactly_the_three_clusters_the_lua_filter_and_routes_name(ham
     assert endpoint_of(clusters["triton_admission"]) == {"address": "127.0.0.1", "port_value": 8080}
     assert endpoint_of(clusters["envoy_admin"]) == {"address": "127.0.0.1", "port_value": 9901}
     assert {clusters[n]["type"] for n in ("triton_admission", "envoy_admin")} == {"STATIC"}
+    assert {clusters[n]["connect_timeout"] for n in ("triton_admission", "envoy_admin")} == {"1s"}, (
+        "the chart's 1 s on both loopback clusters (the live config has it too); left out, Envoy waits 5 s"
+    )
+
+
+def test_the_route_configuration_has_the_charts_name(hammer):
+    assert hcm_of(hammer)["route_config"]["name"] == "local_route_grpc", (
+        "the name the chart's own config and the live release use, so a config dump compares one to one"
+    )
 
 
 def test_the_triton_cluster_resolves_the_headless_service_by_dns_every_second(hammer):
@@ -189,7 +192,7 @@ def test_the_triton_cluster_lets_every_request_retry_at_once(hammer):
     assert thresholds["track_remaining"] is True, "remaining_retries gauges show how close the breaker is"
 
 
-NUMBERS = {
+NUMBERS: dict[str, tuple[str, Any]] = {
     "bufferMaxRequestBytes": ("buffer limit", 12345678),
     "connectTimeoutMs": ("connect timeout", 3456),
     "dnsRefreshMs": ("DNS refresh", 789),
@@ -249,7 +252,7 @@ def test_every_retry_back_off_in_milliseconds_becomes_an_exact_duration():
 def test_the_text_is_deterministic_readable_yaml_without_dollar_signs(stack):
     settings = stack_settings(stack)
     text = render_envoy_yaml(build_envoy_config(settings))
-    again = render_envoy_yaml(build_envoy_config(dataclasses.replace(settings)))
+    again = render_envoy_yaml(build_envoy_config(settings.model_copy()))
     assert text == again, "the ConfigMap name hashes this text; it may only change when the config does"
     assert "$" not in text, "the chart's entrypoint runs envsubst over the file"
     assert yaml.safe_load(text) == build_envoy_config(settings), "the text says exactly what the data says"

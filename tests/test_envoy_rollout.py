@@ -9,7 +9,7 @@ with the old one deleted only after it. Evaluated under the mock engine with the
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from conftest import stack_config
@@ -112,7 +112,7 @@ def test_a_change_outside_the_envoy_configuration_leaves_the_envoy_pods_alone(ru
 class _OptionRecordingMonitor(evaluate_module.RecordingMonitor):
     """Also records the resource options and dependencies each registration carried."""
 
-    requests: dict[str, Any] = {}
+    requests: ClassVar[dict[str, Any]] = {}
 
     def RegisterResource(self, request):
         _OptionRecordingMonitor.requests[request.type] = request

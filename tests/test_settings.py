@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import typing
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import stack_config, stack_settings
+from pydantic import BaseModel
 
 from supersonic_interlink.program import settings_from_config
+from supersonic_interlink.pulumi_yaml import read_pulumi_yaml
 from supersonic_interlink.settings import ConfigError, Settings, load_settings, project_defaults
 from supersonic_interlink.stack_config import cli_config, stack_names
 
@@ -39,27 +38,31 @@ def test_a_partial_object_in_a_stack_keeps_the_other_defaults_from_pulumi_yaml()
 
 
 def test_every_setting_has_its_default_in_pulumi_yaml_or_is_required_per_stack() -> None:
-    """The dataclasses and Pulumi.yaml describe the same keys; no default lives anywhere else."""
+    """The models and Pulumi.yaml describe the same keys; no default lives anywhere else."""
     required = {"namespace", "release.name", "prometheus.url", "triton.args"}
+    optional = {"triton.resources.requests", "triton.resources.limits"}  # a container may leave either out
     defaults = project_defaults()
     undeclared, missing = [], []
 
     def walk(cls, default, path):
-        names = {f.name for f in dataclasses.fields(cls)}
-        for extra in set(default or {}) - names:
+        for extra in set(default or {}) - set(cls.model_fields):
             undeclared.append(f"{path}{extra}")
-        for f in dataclasses.fields(cls):
-            key = f"{path}{f.name}"
-            hint = typing.get_type_hints(cls)[f.name]
-            if dataclasses.is_dataclass(hint) and not f.metadata.get("replace"):
-                walk(hint, (default or {}).get(f.name), key + ".")
-            elif key not in required and f.name not in (default or {}):
+        for name, info in cls.model_fields.items():
+            key = f"{path}{name}"
+            sub = (
+                info.annotation
+                if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
+                else None
+            )
+            if sub is not None and key != "release.chart":
+                walk(sub, (default or {}).get(name), key + ".")
+            elif key not in required | optional and name not in (default or {}):
                 missing.append(key)
 
     walk(Settings, defaults, "")
     assert undeclared == [], f"Pulumi.yaml declares defaults for keys the program does not read: {undeclared}"
     assert missing == [], f"settings with no default in Pulumi.yaml and not required per stack: {missing}"
-    declared = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    declared = read_pulumi_yaml((ROOT / "Pulumi.yaml").read_bytes())["config"]
     for key, declaration in declared.items():
         assert declaration.get("type") and declaration.get("description"), f"{key} needs a type and a description"
 
@@ -72,7 +75,12 @@ def test_the_cli_merge_replaces_a_whole_default_object_like_the_pulumi_cli() -> 
 
 def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> None:
     found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
-    assert found == [f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number >= 1"]
+    assert found == [
+        (
+            f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number from 1 to 9223371915 "
+            f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)"
+        )
+    ], "9223371915 = 9223372035 (the longest duration envoy --mode validate 1.39.1 accepts) - 120"
 
 
 def test_a_hold_shorter_than_the_wake_is_refused_as_the_chart_would() -> None:
@@ -116,7 +124,7 @@ def test_a_release_name_too_long_for_the_cleanup_cronjob_is_refused() -> None:
             "not a mix",
         ),
         ({"repo": "example.org", "name": "supersonic", "version": "0.4.0"}, "https://"),
-        ({"path": ""}, "not a mix"),
+        ({"path": ""}, "a chart directory: a non-empty path"),
         ({"git": "https://github.com/fastmachinelearning/SuperSONIC"}, "{git, commit, path}"),
         ({"git": "git@github.com:fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}, "https://"),
         ({"git": "https://github.com/fastmachinelearning/SuperSONIC", "path": "../x"}, "without '..'"),
@@ -180,18 +188,25 @@ def test_wrong_types_are_named() -> None:
         triton={"args": "tritonserver", "nodeSelector": {"gpu": True}},
         cleanup={"schedule": "every 5 minutes", "dryRun": "yes"},
     )
-    assert f'{P}:triton.args = "tritonserver": expected a list' in found
-    assert any(p.startswith(f"{P}:triton.nodeSelector = ") and "values are strings" in p for p in found), found
-    assert any(p.startswith(f'{P}:cleanup.schedule = "every 5 minutes": expected a five-field cron') for p in found)
+    assert f'{P}:triton.args = "tritonserver": expected a non-empty list of strings' in found[0]
+    assert f"{P}:triton.nodeSelector.gpu = true: expected a string (quote numbers and booleans)" in found, found
+    assert any(
+        p.startswith(f'{P}:cleanup.schedule = "every 5 minutes": expected a Kubernetes CronJob schedule') for p in found
+    )
     assert f'{P}:cleanup.dryRun = "yes": expected true or false' in found
 
 
-def test_values_as_the_cli_passes_them_from_pulumi_config_set_are_understood() -> None:
-    """`pulumi config set --path scaleFromZero.readyTimeoutSeconds 900` may store text; it means the number."""
-    settings = stack_settings(
-        "hammer", scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": "900", "enabled": "true"}
-    )
-    assert settings.scaleFromZero.readyTimeoutSeconds == 900 and settings.scaleFromZero.enabled is True
+def test_numbers_and_booleans_written_as_text_are_refused_as_the_cli_types_them() -> None:
+    """`pulumi config set --path scaleFromZero.readyTimeoutSeconds 900` stores the number 900 (config/map.go Set
+    coerces "900" and "true"); only a quoted "900" in a stack file is text, and text is not a number."""
+    found = problems(scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": 900, "enabled": "true"})
+    assert found == [
+        f'{P}:scaleFromZero.enabled = "true": expected true or false',
+        (
+            f'{P}:scaleFromZero.readyTimeoutSeconds = "900": expected a whole number from 1 to 9223371915 '
+            f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)"
+        ),
+    ]
 
 
 def test_several_problems_are_reported_together() -> None:
@@ -216,8 +231,10 @@ def test_several_problems_are_reported_together() -> None:
 def test_helm_values_may_not_override_a_computed_value() -> None:
     found = problems(helmValues={"scaleFromZero": {"readyTimeoutSeconds": 60}, "envoy": {"replicas": 2}})
     assert found == [
-        f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
-        f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"
+        (
+            f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
+            f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"
+        )
     ]
 
 
@@ -229,7 +246,9 @@ def test_invalid_config_stops_the_real_program_with_the_messages_and_no_tracebac
 
     with pytest.raises(pulumi.RunError) as caught:
         evaluate(stack_config("hammer", keda={"minReplicaCount": -1}), "hammer")
-    assert f"{P}:keda.minReplicaCount = -1: expected a whole number >= 0" in str(caught.value)
+    assert f"{P}:keda.minReplicaCount = -1: expected a whole number from 0 to 2147483647 (a Kubernetes int32)" in str(
+        caught.value
+    )
 
 
 def test_a_type_error_in_one_section_does_not_hide_a_conflict_in_another() -> None:

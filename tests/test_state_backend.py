@@ -1,23 +1,33 @@
-"""state_backend.py: the bucket settings as data, the commands under moto, and one run over HTTP against moto's
-standalone server the way a Ceph or MinIO endpoint is used."""
+"""state_backend.py: the bucket settings as data, the commands under moto, and runs over HTTP against moto's
+standalone server the way a Ceph RGW or MinIO endpoint is used, with bucket policies enforced as RGW does."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import botocore.config
+import botocore.exceptions
 import botocore.loaders
 import botocore.session
 import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.retries.standard import ExponentialBackoff, RetryContext
 from moto import mock_aws
 from moto.core import set_initial_no_auth_action_count
-from moto.server import ThreadedMotoServer
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from moto.s3.models import s3_backends
+from werkzeug.serving import make_server
 
 import state_backend as sb
 
@@ -423,6 +433,11 @@ def test_no_command_deletes_anything(aws, capsys, calls):
 # Errors: one clear line on stderr, no traceback, non-zero exit.
 
 
+def warning_free(err: str) -> str:
+    """stderr without the warning every command prints for an http:// endpoint allowed by --allow-plain-http."""
+    return "".join(line for line in err.splitlines(keepends=True) if not line.startswith("warning: "))
+
+
 def assert_clear_error(code: int, err: str, *phrases: str) -> None:
     assert code == sb.EXIT_ERROR
     assert "Traceback" not in err
@@ -491,8 +506,10 @@ def test_missing_credentials_say_where_they_are_read_from(aws_env, capsys, monke
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     # Port 9 (discard) on loopback: if credentials were somehow found, nothing leaves the machine.
-    code, _, err = run(capsys, "check", "--bucket", BUCKET, "--endpoint-url", "http://127.0.0.1:9")
-    assert_clear_error(code, err, "no AWS credentials found", "AWS_ACCESS_KEY_ID", "AWS_PROFILE")
+    code, _, err = run(
+        capsys, "check", "--bucket", BUCKET, "--endpoint-url", "http://127.0.0.1:9", "--allow-plain-http"
+    )
+    assert_clear_error(code, warning_free(err), "no AWS credentials found", "AWS_ACCESS_KEY_ID", "AWS_PROFILE")
 
 
 def test_noncurrent_days_must_be_positive(capsys):
@@ -506,18 +523,214 @@ def test_noncurrent_days_must_be_positive(capsys):
 # Over HTTP against moto's standalone server, the way a Ceph RGW or MinIO endpoint is used.
 
 
-@pytest.fixture
-def s3_endpoint():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    starter = threading.Thread(target=server.start, daemon=True)
-    starter.start()
-    starter.join(timeout=10)
-    assert not starter.is_alive(), "moto's server did not start within 10 s"
-    host, port = server.get_host_and_port()
+def test_a_second_bootstrap_with_a_hazard_left_gives_one_verdict(aws, capsys):
+    aws.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    tidy = {"ID": "tidy", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 30}}
+    aws.put_bucket_lifecycle_configuration(Bucket=BUCKET, LifecycleConfiguration={"Rules": [tidy]})
+    run(capsys, "bootstrap", "--bucket", BUCKET)
+
+    code, out, err = run(capsys, "bootstrap", "--bucket", BUCKET)
+
+    assert code == sb.EXIT_DRIFT
+    assert "nothing to change" not in out and "has the required settings" not in out, (
+        f"a bucket that can still lose state must not also be called fine: {out!r}"
+    )
+    assert "NOT FIXED lifecycle rule 'tidy'" in err
+    assert err.strip().splitlines()[-1].startswith(f"bucket {BUCKET} does NOT have the required settings: 1 left"), err
+    assert "pulumi login" not in out, "no go-ahead to log in next to a verdict that says the bucket is not safe"
+
+
+def test_a_setting_the_endpoint_accepts_but_does_not_keep_is_reported_once_as_not_kept(aws, capsys, monkeypatch):
+    """An endpoint that answers 200 to a configuration write and keeps nothing: the read-back catches it."""
+    make_client = sb.make_client
+
+    def forgetful_client(endpoint_url):
+        client = make_client(endpoint_url)
+        accepted = (AWSResponse("", 200, {}, None), {"ResponseMetadata": {"HTTPStatusCode": 200}})
+        client.meta.events.register("before-call.s3.PutBucketLifecycleConfiguration", lambda **_: accepted)
+        return client
+
+    monkeypatch.setattr(sb, "make_client", forgetful_client)
+
+    code, out, err = run(capsys, "bootstrap", "--bucket", BUCKET)
+
+    assert code == sb.EXIT_DRIFT
+    assert "tried to set lifecycle rule (was: nothing configured); the endpoint did not keep it" in out
+    assert "set lifecycle rule" not in out.replace("tried to set lifecycle rule", ""), "never also 'set' it"
+    assert "NOT FIXED lifecycle rule: found nothing configured" in err
+    assert "now has the required settings" not in out and "nothing to change" not in out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad command lines: one line, exit 2, nothing sent.
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("", "'' is empty"),
+        ("s3.example.org", "'s3.example.org' has no https:// or http:// scheme"),
+        ("ftp://s3.example.org", "'ftp://s3.example.org' has no https:// or http:// scheme"),
+        ("https://", "'https://' names no host"),
+        ("https://s3.example.org:99999", "Port out of range"),
+        ("https://s3.example.org/bucket", "has more than scheme, host and port"),
+    ],
+)
+def test_a_bad_endpoint_url_is_a_one_line_usage_error(aws_env, capsys, calls, value, says):
+    with pytest.raises(SystemExit) as exit_info:
+        sb.main(["check", "--bucket", BUCKET, "--endpoint-url", value])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == sb.EXIT_ERROR
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: argument --endpoint-url: ") and says in err, err
+    assert "https://HOST[:PORT]" in err or "Port out of range" in err, "the form that is allowed is named"
+    assert calls == [], "nothing is sent for a command line that is wrong"
+
+
+def test_a_plain_http_endpoint_is_refused_without_the_flag_and_nothing_is_sent(aws_env, capsys, calls):
+    with pytest.raises(SystemExit) as exit_info:
+        sb.main(["bootstrap", "--bucket", BUCKET, "--endpoint-url", "http://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == sb.EXIT_ERROR
+    assert len(err.strip().splitlines()) == 1, err
+    assert "'http://127.0.0.1:9' is plain HTTP" in err and "--allow-plain-http" in err, err
+    assert calls == [], "no bucket is created or changed over an endpoint that was refused"
+
+
+def test_allow_plain_http_with_an_https_endpoint_is_a_usage_error(aws_env, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        sb.main(["check", "--bucket", BUCKET, "--endpoint-url", "https://s3.example.org", "--allow-plain-http"])
+    assert exit_info.value.code == sb.EXIT_ERROR
+    assert "argument --allow-plain-http: applies only to an http:// --endpoint-url" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# An endpoint that accepts connections and never answers.
+
+
+def test_the_configured_timeouts_give_up_within_30_seconds():
+    assert sb.give_up_after_seconds() <= 30, "an unresponsive endpoint must fail within 30 s, not 240 s"
+    client = sb.make_client("https://s3.example.org")
+    assert (client.meta.config.connect_timeout, client.meta.config.read_timeout) == (
+        sb.CONNECT_TIMEOUT_SECONDS,
+        sb.READ_TIMEOUT_SECONDS,
+    ), "the bound is computed from what the client really uses"
+    assert client.meta.config.retries["total_max_attempts"] == sb.MAX_ATTEMPTS
+    backoff = ExponentialBackoff(random=lambda: 1.0, service_name="s3")
+    longest = sum(
+        backoff.delay_amount(
+            RetryContext(attempt_number=n, caught_exception=botocore.exceptions.ReadTimeoutError(endpoint_url="x"))
+        )
+        for n in range(1, sb.MAX_ATTEMPTS)
+    )
+    assert longest <= sb.RETRY_BACKOFF_ALLOWANCE_SECONDS, "botocore's waits between attempts fit the allowance"
+
+
+@contextlib.contextmanager
+def silent_endpoint() -> Iterator[tuple[str, list[socket.socket]]]:
+    """A loopback port that accepts every connection and never sends a byte."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
     try:
-        yield f"http://{host}:{port}"
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", held
     finally:
-        server.stop()
+        stop.set()
+        acceptor.join(timeout=5)
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+def test_an_endpoint_that_never_answers_fails_within_the_bound_and_says_so(aws_env, capsys, monkeypatch):
+    # The same code path with short timeouts, so the suite stays fast; the test above holds the real bound.
+    monkeypatch.setattr(sb, "CONNECT_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(sb, "READ_TIMEOUT_SECONDS", 0.4)
+    monkeypatch.setattr(sb, "MAX_ATTEMPTS", 2)
+    with silent_endpoint() as (endpoint, held):
+        start = time.monotonic()
+        code, _, err = run(capsys, "check", "--bucket", BUCKET, "--endpoint-url", endpoint, "--allow-plain-http")
+        elapsed = time.monotonic() - start
+        connections = len(held)
+    assert_clear_error(
+        code, warning_free(err), f"no answer from {endpoint} within 0.4 s in each of 2 attempts", "--endpoint-url"
+    )
+    assert "never more than 2.8 s" in err, "the message states the bound"
+    assert 0.8 <= elapsed <= sb.give_up_after_seconds() + 1, f"gave up after {elapsed:.1f} s"
+    assert connections == 2, "each attempt reached the endpoint (the loopback socket accepted them)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Over HTTP against moto's standalone server, the way a Ceph RGW or MinIO endpoint is used.
+
+
+def policy_denies_requests_without_tls(bucket_name: str) -> bool:
+    located = s3_backends.bucket_accounts.get(bucket_name)
+    if located is None:
+        return False
+    partition, account = located
+    policy = s3_backends[account][partition].get_bucket(bucket_name).policy
+    statements = json.loads(policy).get("Statement", []) if policy else []
+    return any(
+        s.get("Effect") == "Deny"
+        and str(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport")).lower() == "false"
+        for s in (statements if isinstance(statements, list) else [statements])
+    )
+
+
+class EnforcesTlsPolicyLikeRgw:
+    """moto's S3 with the bucket policy's TLS condition enforced as Ceph RGW does: a Deny for requests without TLS
+    refuses every request to the bucket over plain HTTP, bucket requests (listing, versioning, policy) included.
+    moto alone checks bucket policies on object reads and writes only, without looking at the transport."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        bucket = environ.get("PATH_INFO", "/").lstrip("/").split("/", 1)[0]
+        if bucket and environ["wsgi.url_scheme"] == "http" and policy_denies_requests_without_tls(bucket):
+            body = b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+            start_response("403 Forbidden", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+            return [body]
+        return self.app(environ, start_response)
+
+
+@contextlib.contextmanager
+def s3_server(like_rgw: bool = True) -> Iterator[str]:
+    app = DomainDispatcherApplication(create_backend_app)
+    server = make_server(
+        "127.0.0.1", 0, EnforcesTlsPolicyLikeRgw(app) if like_rgw else app, True, request_handler=MotoRequestHandler
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def s3_endpoint() -> Iterator[str]:
+    with s3_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def bucket() -> str:
+    """The server keeps its buckets for the whole test process: each test gets a name of its own."""
+    return f"state-{uuid.uuid4().hex[:12]}"
 
 
 def state_tool(endpoint: str, *argv: str) -> subprocess.CompletedProcess:
@@ -531,7 +744,7 @@ def state_tool(endpoint: str, *argv: str) -> subprocess.CompletedProcess:
         "AWS_EC2_METADATA_DISABLED": "true",
     }
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *argv, "--endpoint-url", endpoint],
+        [sys.executable, str(SCRIPT), *argv, "--endpoint-url", endpoint, "--allow-plain-http"],
         env=env,
         capture_output=True,
         text=True,
@@ -540,42 +753,104 @@ def state_tool(endpoint: str, *argv: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_whole_path_over_http_against_a_standalone_s3_endpoint(s3_endpoint):
-    first = state_tool(s3_endpoint, "bootstrap", "--bucket", BUCKET)
-    assert first.returncode == 0, first.stderr
-    assert f"created bucket {BUCKET}" in first.stdout
-    assert "plain HTTP" in first.stderr, "an http:// endpoint is called out, since the policy denies it"
-    host_port = s3_endpoint.removeprefix("http://")
-    assert (
-        f"pulumi login 's3://{BUCKET}?endpoint={host_port}&s3ForcePathStyle=true&region=us-east-1&disableSSL=true'"
-        in first.stdout
-    )
-
-    second = state_tool(s3_endpoint, "bootstrap", "--bucket", BUCKET)
-    assert second.returncode == 0 and "nothing to change" in second.stdout, second.stdout + second.stderr
-    checked = state_tool(s3_endpoint, "check", "--bucket", BUCKET)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-
-    # Pulumi writing two updates, the second one bad. The bucket is versioned but without the TLS-only policy,
-    # since a plain HTTP request is exactly what that policy refuses.
-    s3 = boto3.client(
+def endpoint_client(endpoint: str):
+    """What Pulumi's S3 driver does through the login URL: plain requests to the same endpoint."""
+    return boto3.client(
         "s3",
-        endpoint_url=s3_endpoint,
+        endpoint_url=endpoint,
         region_name="us-east-1",
         aws_access_key_id="rgw-user",
         aws_secret_access_key="rgw-secret",
         config=botocore.config.Config(s3={"addressing_style": "path"}),
     )
-    s3.create_bucket(Bucket="state-over-http")
-    s3.put_bucket_versioning(Bucket="state-over-http", VersioningConfiguration={"Status": "Enabled"})
-    old = write_state(s3, OLD_STATE, bucket="state-over-http")
-    bad = write_state(s3, BAD_STATE, bucket="state-over-http")
 
-    history = state_tool(s3_endpoint, "history", "hammer", "--bucket", "state-over-http")
+
+def test_the_whole_path_over_plain_http_leaves_out_the_policy_that_would_lock_it_out(s3_endpoint, bucket):
+    first = state_tool(s3_endpoint, "bootstrap", "--bucket", bucket)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert f"created bucket {bucket}" in first.stdout
+    assert "left out the bucket policy that denies requests without TLS" in first.stdout, (
+        "the operator is told the bucket lacks the TLS-only policy, and why"
+    )
+    assert "set bucket policy" not in first.stdout
+    assert first.stderr.startswith(f"warning: {s3_endpoint} is plain HTTP"), first.stderr
+    host_port = s3_endpoint.removeprefix("http://")
+    assert (
+        f"pulumi login 's3://{bucket}?endpoint={host_port}&s3ForcePathStyle=true&region=us-east-1&disableSSL=true'"
+        in first.stdout
+    )
+
+    # Pulumi writing two updates through the endpoint it was told to use, the second one bad.
+    s3 = endpoint_client(s3_endpoint)
+    old = write_state(s3, OLD_STATE, bucket=bucket)
+    bad = write_state(s3, BAD_STATE, bucket=bucket)
+
+    second = state_tool(s3_endpoint, "bootstrap", "--bucket", bucket)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "nothing to change" in second.stdout and "NOT FIXED" not in second.stderr
+    checked = state_tool(s3_endpoint, "check", "--bucket", bucket)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "no policy denying requests without TLS is required" in checked.stdout
+
+    history = state_tool(s3_endpoint, "history", "hammer", "--bucket", bucket)
     assert history.returncode == 0, history.stderr
     assert [line.split()[0] for line in history.stdout.splitlines()[1:]] == [bad, old]
 
-    restored = state_tool(s3_endpoint, "restore", "hammer", "--bucket", "state-over-http", "--version-id", old)
+    restored = state_tool(s3_endpoint, "restore", "hammer", "--bucket", bucket, "--version-id", old)
     assert restored.returncode == 0, restored.stderr
-    assert s3.get_object(Bucket="state-over-http", Key=STATE_KEY)["Body"].read() == OLD_STATE
-    assert s3.get_object(Bucket="state-over-http", Key=STATE_KEY, VersionId=bad)["Body"].read() == BAD_STATE
+    assert s3.get_object(Bucket=bucket, Key=STATE_KEY)["Body"].read() == OLD_STATE
+    assert s3.get_object(Bucket=bucket, Key=STATE_KEY, VersionId=bad)["Body"].read() == BAD_STATE
+
+
+def test_the_server_refuses_plain_http_under_a_tls_only_policy_as_rgw_does(s3_endpoint, bucket):
+    """The stand-in is what the tests below rely on: without this, they would prove nothing."""
+    s3 = endpoint_client(s3_endpoint)
+    s3.create_bucket(Bucket=bucket)
+    s3.list_objects_v2(Bucket=bucket)
+    policy = {"Version": "2012-10-17", "Statement": [sb.deny_insecure_transport_statement(bucket)]}
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+    for request in (lambda: s3.list_object_versions(Bucket=bucket), lambda: s3.put_object(Bucket=bucket, Key="k")):
+        with pytest.raises(botocore.exceptions.ClientError) as denied:
+            request()
+        assert denied.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+
+
+@pytest.mark.parametrize("like_rgw", [True, False], ids=["denies-every-request", "denies-object-requests-only"])
+def test_reading_state_over_plain_http_under_a_tls_only_policy_is_access_denied_not_no_state(bucket, like_rgw):
+    """The bucket was bootstrapped over https; someone now points the tool at its http:// port. RGW refuses the
+    listing itself; storage that enforces the policy on objects only lists nothing, since nothing could be written."""
+    with s3_server(like_rgw=like_rgw) as endpoint:
+        s3 = endpoint_client(endpoint)
+        s3.create_bucket(Bucket=bucket)
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        policy = {"Version": "2012-10-17", "Statement": [sb.deny_insecure_transport_statement(bucket)]}
+        s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+
+        result = state_tool(endpoint, "history", "hammer", "--bucket", bucket)
+
+    err = warning_free(result.stderr)
+    assert_clear_error(result.returncode, err, f"access denied on bucket '{bucket}'", "https://")
+    assert "no state for stack" not in err, "a refused request is not an empty bucket"
+    assert "aws:SecureTransport" in err, "the operator is told which policy refuses them"
+
+
+@set_initial_no_auth_action_count(6)
+def test_a_denied_listing_is_reported_as_access_denied_not_as_no_state(aws, capsys, monkeypatch):
+    versioned_bucket(aws)
+    write_state(aws, OLD_STATE)
+    iam = boto3.client("iam", region_name=REGION)
+    iam.create_user(UserName="reader")
+    no_versions = {"Effect": "Allow", "Action": ["s3:GetBucketVersioning", "s3:ListBucket"], "Resource": "*"}
+    iam.put_user_policy(
+        UserName="reader",
+        PolicyName="no-version-listing",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [no_versions]}),
+    )
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+
+    code, _, err = run(capsys, "history", "hammer", "--bucket", BUCKET)
+
+    assert_clear_error(code, err, f"access denied on bucket '{BUCKET}'", "(ListObjectVersions)")
+    assert "no state" not in err

@@ -1,0 +1,549 @@
+"""Read a Pulumi stack file or ``Pulumi.yaml`` exactly as the Pulumi CLI reads it, or refuse it in one line.
+
+The CLI decodes these files with Go's ``gopkg.in/yaml.v3`` (v3.0.1) into an ``interface{}``, keeps only string keys,
+writes the result back out and decodes it again into its config values (``sdk/go/common/workspace/loaders.go``,
+``sdk/go/common/resource/config/object.go`` in pulumi/pulumi). PyYAML reads YAML 1.1 and would disagree
+(``yes`` a boolean, duplicate keys silently merged, unbounded alias expansion), so this module parses the text
+with ruamel.yaml (a YAML 1.2 parser; only its event stream is used) and gives each node the meaning yaml.v3 gives
+it: the scalar resolver of ``resolve.go``, the duplicate-key, merge and alias-expansion rules of ``decode.go``.
+The result is plain data as the program receives it: a timestamp becomes the text Go's ``time.Time.String()``
+prints (what Pulumi's config object stores), a float with an integral value below 1e21 an ``int`` (Go's JSON
+encoding of it, which the program parses).
+
+Where the CLI would silently give a value another meaning, the reader refuses instead and says how to write it:
+an unknown or local tag (yaml.v3 drops it and keeps the text), a second document (yaml.v3 reads only the first),
+a timestamp with a numeric zone offset (its text then depends on the CLI machine's time zone) and ``!!binary``
+that is not UTF-8 text. ``tests/test_pulumi_yaml.py`` pins every case with the line of yaml.v3 it follows.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml import events as ev
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
+
+__all__ = ["YAMLInputError", "read_pulumi_yaml"]
+
+_LONG = "tag:yaml.org,2002:"
+STR, INT, FLOAT, BOOL, NULL, TIMESTAMP = "!!str", "!!int", "!!float", "!!bool", "!!null", "!!timestamp"
+BINARY, MAP, SEQ, MERGE = "!!binary", "!!map", "!!seq", "!!merge"
+_RESOLVABLE = {"", STR, INT, FLOAT, BOOL, NULL, TIMESTAMP}
+_KNOWN = _RESOLVABLE | {BINARY, MAP, SEQ, MERGE}
+
+# resolve.go: resolveMapList (YAML 1.2 core schema; no yes/no/on/off, no base-60 numbers).
+_WORDS: dict[str, tuple[str, Any]] = {
+    **dict.fromkeys(("true", "True", "TRUE"), (BOOL, True)),
+    **dict.fromkeys(("false", "False", "FALSE"), (BOOL, False)),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), (NULL, None)),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), (FLOAT, math.nan)),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), (FLOAT, math.inf)),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), (FLOAT, -math.inf)),
+    "<<": (MERGE, "<<"),
+}
+# resolve.go: resolveTable, the first character's hint.
+_HINT = {**dict.fromkeys("+-", "S"), **dict.fromkeys("0123456789", "D"), **dict.fromkeys("yYnNtTfFoO~", "M"), ".": "."}
+_YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")  # what Go's ParseFloat takes from a text starting with '.'
+_INT64 = (-(2**63), 2**63 - 1)
+_UINT64_MAX = 2**64 - 1
+
+# decode.go: allowedAliasRatio.
+_ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
+
+
+class YAMLInputError(ValueError):
+    """A file the CLI would refuse or read differently; the message is one line without the file name."""
+
+
+@dataclass(eq=False)
+class _Node:
+    kind: str  # "scalar", "mapping", "sequence", "alias"
+    tag: str  # short tag as yaml.v3's parser.node() sets it ("" for untagged collections)
+    explicit: bool  # the tag was written in the file
+    value: str = ""
+    quoted: bool = False  # quoted or block style: yaml.v3's indicatedString
+    line: int = 0
+    content: list[_Node] = field(default_factory=list)
+    alias: _Node | None = None
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len(_LONG) :] if tag.startswith(_LONG) else tag
+
+
+# --------------------------------------------------------------------------------------------- resolve.go
+
+
+def _go_digits(text: str, base: int) -> int | None:
+    """The unsigned part of Go's ``strconv.ParseInt``/``ParseUint``: base 0 reads 0x/0o/0b prefixes and a leading 0
+    as octal; None when a character is not a digit of the base."""
+    digits = text
+    if base == 0:
+        base = 10
+        prefix = text[:2].lower()
+        if prefix in ("0x", "0o", "0b"):
+            base, digits = {"0x": 16, "0o": 8, "0b": 2}[prefix], text[2:]
+        elif len(text) > 1 and text[0] == "0":
+            base, digits = 8, text[1:]
+    if not digits or any(c not in "0123456789abcdef"[:base] for c in digits.lower()):
+        return None
+    return int(digits, base)
+
+
+def _go_int(text: str, base: int) -> int | None:
+    """Go's ``strconv.ParseInt(text, base, 64)``: an optional sign, then digits; None on failure or overflow."""
+    sign, body = 1, text
+    if body[:1] in ("+", "-"):
+        sign, body = (-1 if body[0] == "-" else 1), body[1:]
+    value = _go_digits(body, base)
+    if value is None or not _INT64[0] <= sign * value <= _INT64[1]:
+        return None
+    return sign * value
+
+
+def _go_uint(text: str, base: int) -> int | None:
+    """Go's ``strconv.ParseUint(text, base, 64)``: no sign, up to 2**64 - 1."""
+    if text[:1] in ("+", "-"):
+        return None
+    value = _go_digits(text, base)
+    return value if value is not None and value <= _UINT64_MAX else None
+
+
+def _days_in(month: int, year: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+_TIMESTAMP = re.compile(
+    r"(?P<y>[0-9]{4})-(?P<m>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
+    r"(?:(?P<sep>[Tt ])(?P<H>[0-9]{1,2}):(?P<M>[0-9]{1,2}):(?P<S>[0-9]{1,2})(?:[.,](?P<frac>[0-9]+))?"
+    r"(?P<zone>Z|[+-][0-9]{2}:[0-9]{2})?)?"
+)
+
+
+def _parse_timestamp(text: str) -> str | None:
+    """resolve.go's ``parseTimestamp``: Go's ``time.Parse`` with the four ``allowedTimestampFormats``.
+
+    Returns the text Go's ``time.Time.String()`` prints for it (UTC), None when it is not a timestamp.
+    """
+    match = _TIMESTAMP.fullmatch(text)
+    if not match:
+        return None
+    year, month, day = int(match["y"]), int(match["m"]), int(match["d"])
+    sep, zone = match["sep"], match["zone"]
+    if (sep == " ") == (zone is not None) and sep is not None:
+        return None  # "2006-1-2T15:4:5.999999999Z07:00" needs a zone; "2006-1-2 15:4:5.999999999" has none
+    if not 1 <= month <= 12 or not 1 <= day <= _days_in(month, year):
+        return None
+    hour = minute = second = 0
+    fraction = ""
+    if sep is not None:
+        hour, minute, second = int(match["H"]), int(match["M"]), int(match["S"])
+        if hour > 23 or minute > 59 or second > 59:
+            return None
+        fraction = (match["frac"] or "")[:9].rstrip("0")
+        if zone not in (None, "Z"):
+            hh, mm = int(zone[1:3]), int(zone[4:6])
+            if hh > 24 or mm > 60:
+                return None
+            raise YAMLInputError(
+                f"timestamp {text!r} has a zone offset: the Pulumi CLI turns it into text that depends on the time "
+                f"zone of the machine running it; quote it, or write it in UTC with Z"
+            )
+    frac = f".{fraction}" if fraction else ""
+    return f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}{frac} +0000 UTC"
+
+
+def _resolve(tag: str, text: str) -> tuple[str, Any]:
+    """resolve.go's ``resolve``: the tag and value yaml.v3 gives a scalar (tag "" = untagged plain scalar)."""
+    if tag not in _RESOLVABLE:
+        return tag, text
+    rtag, value = _resolve_plain(tag, text)
+    if tag in ("", rtag, STR):
+        return rtag, value
+    if tag == FLOAT and rtag == INT:
+        return FLOAT, float(value)
+    raise YAMLInputError(f"cannot decode {rtag} `{text}` as a {tag}")
+
+
+def _resolve_plain(tag: str, text: str) -> tuple[str, Any]:
+    hint = _HINT.get(text[0]) if text else "N"
+    if hint is None or tag == STR:
+        return STR, text
+    if text in _WORDS:
+        return _WORDS[text]
+    if hint == "." and _DOT_FLOAT.fullmatch(text):
+        return FLOAT, float(text)
+    if hint in ("D", "S"):
+        if tag in ("", TIMESTAMP):
+            stamp = _parse_timestamp(text)
+            if stamp is not None:
+                return TIMESTAMP, stamp
+        plain = text.replace("_", "")
+        for number in (_go_int(plain, 0), _go_uint(plain, 0)):
+            if number is not None:
+                return INT, number
+        if _YAML_STYLE_FLOAT.fullmatch(plain):
+            return FLOAT, float(plain)
+        for prefix, base in (("0b", 2), ("0o", 8)):
+            if plain.startswith(prefix):
+                for number in (_go_int(plain[2:], base), _go_uint(plain[2:], base)):
+                    if number is not None:
+                        return INT, number
+            elif plain.startswith("-" + prefix):
+                number = _go_int("-" + plain[3:], base)
+                if number is not None:
+                    return INT, number
+    return STR, text
+
+
+# --------------------------------------------------------------------------------------------- parser.go
+
+
+def _events(text: str) -> Iterator[Any]:
+    # The pure safe parser: the round-trip one marks folded line breaks with \a inside the values.
+    yield from YAML(typ="safe", pure=True).parse(io.StringIO(text))
+
+
+class _Composer:
+    """Nodes from the event stream, as yaml.v3's parser builds them (first document only)."""
+
+    def __init__(self, text: str) -> None:
+        self.events = _events(text)
+        self.anchors: dict[str, _Node] = {}
+        self.current: Any = None
+
+    def next(self) -> Any:
+        self.current = next(self.events)
+        return self.current
+
+    def document(self) -> _Node | None:
+        self.next()  # StreamStart
+        start = self.next()
+        if isinstance(start, ev.StreamEndEvent):
+            return None
+        version = getattr(start, "version", None)
+        if version is not None and tuple(version) != (1, 1):
+            # parserc.go: yaml_parser_process_directives accepts only %YAML 1.1.
+            raise YAMLInputError(
+                f"line {start.start_mark.line + 1}: %YAML {'.'.join(map(str, version))} directive: the Pulumi CLI's "
+                f"YAML reader refuses it (found incompatible YAML document); remove the directive"
+            )
+        root = self.node(self.next())
+        self.next()  # DocumentEnd
+        after = self.next()
+        if not isinstance(after, ev.StreamEndEvent):
+            raise YAMLInputError(
+                f"line {after.start_mark.line + 1}: a second YAML document: the Pulumi CLI reads only the first "
+                f"and ignores the rest; keep one document"
+            )
+        return root
+
+    def _tag(self, event: Any) -> tuple[str, bool]:
+        tag = event.tag
+        if tag is not None and not isinstance(tag, str):
+            tag = getattr(tag, "value", None) or str(tag)
+        if tag and tag != "!":
+            return _short_tag(tag), True
+        return "", False
+
+    def node(self, event: Any) -> _Node:
+        line = event.start_mark.line + 1
+        if isinstance(event, ev.AliasEvent):
+            target = self.anchors.get(event.anchor)
+            if target is None:
+                raise YAMLInputError(f"line {line}: unknown anchor '{event.anchor}' referenced")
+            return _Node("alias", "", False, value=event.anchor, line=line, alias=target)
+        tag, explicit = self._tag(event)
+        if isinstance(event, ev.ScalarEvent):
+            quoted = event.style is not None
+            if not explicit:
+                tag = STR if quoted else ("" if event.value != "<<" else MERGE)
+                if not tag:
+                    try:
+                        tag = _resolve_plain("", event.value)[0]
+                    except YAMLInputError as error:
+                        raise YAMLInputError(f"line {line}: {error}") from None
+            node = _Node("scalar", tag, explicit, value=event.value, quoted=quoted, line=line)
+            self._anchor(event, node)
+            return node
+        kind = "mapping" if isinstance(event, ev.MappingStartEvent) else "sequence"
+        node = _Node(kind, tag or (MAP if kind == "mapping" else SEQ), explicit, line=line)
+        self._anchor(event, node)
+        end = ev.MappingEndEvent if kind == "mapping" else ev.SequenceEndEvent
+        while not isinstance(self.next(), end):
+            node.content.append(self.node(self.current))
+        return node
+
+    def _anchor(self, event: Any, node: _Node) -> None:
+        if event.anchor is not None:
+            self.anchors[event.anchor] = node
+
+
+# --------------------------------------------------------------------------------------------- decode.go
+
+
+class _Decoder:
+    """yaml.v3's decoder into an ``interface{}``, counting as it counts."""
+
+    def __init__(self) -> None:
+        self.decode_count = 0
+        self.alias_count = 0
+        self.alias_depth = 0
+        self.active: set[int] = set()
+        self.merged: set[Any] | None = None
+
+    def count(self) -> None:
+        self.decode_count += 1
+        if self.alias_depth > 0:
+            self.alias_count += 1
+        if (
+            self.alias_count > 100
+            and self.decode_count > 1000
+            and self.alias_count / self.decode_count > _allowed_alias_ratio(self.decode_count)
+        ):
+            raise YAMLInputError(
+                f"document contains excessive aliasing (more than the Pulumi CLI's YAML reader expands; "
+                f"{self.alias_count} of {self.decode_count} values came from aliases)"
+            )
+
+    def unmarshal(self, node: _Node) -> Any:
+        self.count()
+        if node.kind == "alias":
+            return self.alias(node)
+        if node.kind == "scalar":
+            return self.scalar(node)
+        _check_collection_tag(node)
+        if node.kind == "mapping":
+            return self.mapping(node, {})
+        return [self.unmarshal(child) for child in node.content]
+
+    def alias(self, node: _Node) -> Any:
+        if id(node) in self.active:
+            raise YAMLInputError(f"line {node.line}: anchor '{node.value}' value contains itself")
+        assert node.alias is not None
+        self.active.add(id(node))
+        self.alias_depth += 1
+        try:
+            return self.unmarshal(node.alias)
+        finally:
+            self.alias_depth -= 1
+            self.active.discard(id(node))
+
+    def scalar(self, node: _Node) -> Any:
+        if node.explicit and node.tag not in _KNOWN:
+            raise YAMLInputError(
+                f"line {node.line}: tag {node.tag} on {node.value!r}: the Pulumi CLI ignores tags it does not know and "
+                f"reads the text; remove the tag"
+            )
+        if node.explicit and node.tag in (MAP, SEQ, MERGE):
+            raise YAMLInputError(
+                f"line {node.line}: tag {node.tag} on the scalar {node.value!r}: the Pulumi CLI ignores it and reads "
+                f"the text; remove the tag"
+            )
+        if node.tag == STR:  # quoted, block or !!str: yaml.v3's indicatedString
+            return node.value
+        try:
+            tag, value = _resolve(node.tag if node.explicit else "", node.value)
+        except YAMLInputError as error:
+            raise YAMLInputError(f"line {node.line}: {error}") from None
+        if tag == BINARY:
+            return _binary(node)
+        if tag == FLOAT and not math.isfinite(value):
+            raise YAMLInputError(
+                f"line {node.line}: {node.value!r} is not a finite number; the Pulumi CLI cannot pass it to the "
+                f"program (json: unsupported value)"
+            )
+        if tag == FLOAT and value.is_integer() and abs(value) < 1e21:
+            return int(value)  # Go's JSON writes it without a fraction; the program reads an integer
+        return value
+
+    def mapping(self, node: _Node, out: dict[Any, Any]) -> dict[Any, Any]:
+        pairs = list(zip(node.content[::2], node.content[1::2], strict=True))
+        for i, (key, _) in enumerate(pairs):
+            for other, _ in pairs[i + 1 :]:
+                if key.kind == other.kind and key.value == other.value:
+                    raise YAMLInputError(
+                        f"line {other.line}: mapping key {_quote(key.value)} already defined at line {key.line} "
+                        f"(the Pulumi CLI refuses the file)"
+                    )
+        merged, self.merged = self.merged, None
+        merge_node: _Node | None = None
+        for key, value in pairs:
+            if _is_merge(key):
+                merge_node = value
+                continue
+            k = self.unmarshal(key)
+            if merged is not None:
+                marker = _hashable(k)
+                if marker in merged:
+                    continue
+                merged.add(marker)
+            if isinstance(k, (dict, list)):
+                raise YAMLInputError(f"line {key.line}: invalid map key: a mapping or sequence as a key")
+            if not isinstance(k, str) or _resolves_to_timestamp(key):
+                # workspace/project.go SimplifyMarshalledValue: "expected only string keys".
+                raise YAMLInputError(
+                    f"line {key.line}: key {key.value!r} is read as {_kind(k)}, not text: the Pulumi CLI accepts only "
+                    f"string keys; quote it"
+                )
+            out[k] = self.unmarshal(value)
+        self.merged = merged
+        if merge_node is not None:
+            self.merge(node, merge_node, out)
+        return out
+
+    def merge(self, parent: _Node, merge: _Node, out: dict[Any, Any]) -> None:
+        outer = self.merged
+        if outer is None:
+            self.merged = {_hashable(self.unmarshal(k)) for k in parent.content[::2]}
+        target = merge.alias if merge.kind == "alias" else merge
+        if target is not None and target.kind == "mapping":
+            self._merge_one(merge, out)
+        elif merge.kind == "sequence":
+            for item in merge.content:
+                resolved = item.alias if item.kind == "alias" else item
+                if resolved is None or resolved.kind != "mapping":
+                    raise YAMLInputError(f"line {item.line}: map merge requires map or sequence of maps as the value")
+                self._merge_one(item, out)
+        else:
+            raise YAMLInputError(f"line {merge.line}: map merge requires map or sequence of maps as the value")
+        self.merged = outer
+
+    def _merge_one(self, node: _Node, out: dict[Any, Any]) -> None:
+        self.count()  # decode.go unmarshals the merged node (and an alias to it) into the same map
+        if node.kind == "alias":
+            assert node.alias is not None
+            self.alias_depth += 1
+            try:
+                self._merge_one(node.alias, out)
+            finally:
+                self.alias_depth -= 1
+            return
+        self.mapping(node, out)
+
+
+def _resolves_to_timestamp(node: _Node) -> bool:
+    """A key yaml.v3 decodes to a ``time.Time`` (its text here is the time's string, but Go's key is no string)."""
+    while node.kind == "alias" and node.alias is not None:
+        node = node.alias
+    return node.kind == "scalar" and node.tag == TIMESTAMP
+
+
+def _check_collection_tag(node: _Node) -> None:
+    wanted = MAP if node.kind == "mapping" else SEQ
+    if node.explicit and node.tag != wanted:
+        raise YAMLInputError(
+            f"line {node.line}: tag {node.tag} on a {node.kind}: the Pulumi CLI ignores it; remove the tag"
+        )
+
+
+def _allowed_alias_ratio(count: int) -> float:
+    if count <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if count >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * ((count - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW))
+
+
+def _is_merge(node: _Node) -> bool:
+    return node.kind == "scalar" and node.value == "<<" and not node.quoted and node.tag in ("", MERGE)
+
+
+def _hashable(value: Any) -> Any:
+    return repr(value) if isinstance(value, (dict, list)) else (type(value).__name__, value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a timestamp" if isinstance(value, str) else type(value).__name__
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _binary(node: _Node) -> str:
+    """decode.go: ``!!binary`` is standard base64 (newlines skipped); the decoded bytes become a string."""
+    data = node.value.replace("\n", "").replace("\r", "")
+    stripped = data.rstrip("=")
+    try:
+        if "=" in stripped or len(data) % 4:
+            raise binascii.Error("padding")
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise YAMLInputError(f"line {node.line}: !!binary value contains invalid base64 data") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise YAMLInputError(
+            f"line {node.line}: !!binary value is not UTF-8 text; the Pulumi CLI would pass it to the program with "
+            f"its bytes replaced"
+        ) from None
+
+
+# --------------------------------------------------------------------------------------------- entry point
+
+
+def _text(data: bytes | str) -> str:
+    """loaders.go's readFileStripUTF8BOM, then yaml.v3's reader: UTF-16 with its BOM, else strict UTF-8."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as error:
+            raise YAMLInputError(f"not valid UTF-16 text at byte {error.start}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise YAMLInputError(
+            f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); save the file as UTF-8"
+        ) from None
+
+
+def _one_line(error: YAMLError) -> str:
+    if isinstance(error, ReaderError):
+        return f"not valid YAML: character #x{error.character:04x} at offset {error.position}: {error.reason}"
+    if isinstance(error, MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        what = " ".join(p for p in (error.context, error.problem) if p)
+        return f"not valid YAML: {where}{what}"
+    return "not valid YAML: " + " ".join(str(error).split())
+
+
+def read_pulumi_yaml(data: bytes | str) -> Any:
+    """The content of a Pulumi YAML file as the CLI hands it on (None for an empty file).
+
+    Raises ``YAMLInputError`` with a one-line message (without the file name) for anything the CLI refuses or
+    would read differently from what the text suggests.
+    """
+    text = _text(data)
+    try:
+        root = _Composer(text).document()
+    except YAMLError as error:
+        raise YAMLInputError(_one_line(error)) from None
+    if root is None:
+        return None
+    decoder = _Decoder()
+    decoder.decode_count += 1  # the document node
+    return decoder.unmarshal(root)

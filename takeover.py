@@ -1,0 +1,80 @@
+"""Take over a live Flux-managed release with a stack: the steps, and the values the first upgrade changes.
+
+    python takeover.py <stack> steps
+    python takeover.py <stack> values --live FILE [--out FILE]
+
+`steps` prints the runbook (docs/takeover.md) for the stack with its real URNs and object names. `values` compares
+the live release's values (`helm get values -n <ns> <release> -o yaml`, or Flux's values ConfigMap) with the values
+the stack deploys and prints the difference table as markdown for the pull request; it exits 1 when a difference is
+not declared in supersonic_interlink/values_diff.py or a declared one no longer differs. Invalid stack config or an
+unreadable live file exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from supersonic_interlink.settings import ConfigError
+from supersonic_interlink.stack_config import stack_names
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())})")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("steps", help="print the takeover steps with this stack's URNs and names")
+    values = commands.add_parser("values", help="the live values against this stack's, as a markdown table")
+    values.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
+    values.add_argument("--out", type=Path, help="write the table here instead of standard output")
+    args = parser.parse_args(argv)
+
+    from supersonic_interlink.program import settings_from_config
+    from supersonic_interlink.stack_config import load_stack_config
+
+    try:
+        settings = settings_from_config(load_stack_config(args.stack))
+    except ConfigError as error:
+        print(f"stack {args.stack}: invalid config:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+
+    if args.command == "steps":
+        from supersonic_interlink.takeover import adoption, format_steps, steps
+
+        plan = adoption(args.stack, settings)
+        print(format_steps(plan, steps(plan)), end="")
+        return 0
+
+    from render import render
+    from supersonic_interlink.values_diff import LiveValuesError, compare_values, load_live_values, markdown
+
+    try:
+        live = load_live_values(args.live.read_text(), str(args.live))
+    except OSError as error:
+        print(f"--live {args.live}: cannot read: {error.strerror}", file=sys.stderr)
+        return 2
+    except LiveValuesError as error:
+        print(f"--live {error}", file=sys.stderr)
+        return 2
+    comparison = compare_values(live, render(args.stack)["release"]["values"])
+    table = markdown(comparison, args.stack)
+    if args.out:
+        args.out.write_text(table)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        print(table, end="")
+    if comparison.has_findings:
+        print(
+            f"stack {args.stack}: {len(comparison.undeclared)} undeclared and {len(comparison.stale)} stale "
+            "difference(s); see the table",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""A corpus of stack files, each with the one-line errors it must produce (``# expect:`` lines at its top).
+
+Every rule of the schema, the YAML reader and the cross-key checks has a file here that fails without it. The
+files are read exactly as ``render.py`` and ``pulumi up`` read them: the YAML reader, the CLI's merge with
+``Pulumi.yaml``'s defaults, then the program's settings check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, stack_config
+
+from supersonic_interlink.evaluate import evaluate
+from supersonic_interlink.program import settings_from_config
+from supersonic_interlink.settings import ConfigError, load_settings
+from supersonic_interlink.stack_config import cli_config, read_stack_document
+
+CORPUS = ROOT / "tests" / "fixtures" / "config"
+FILES = sorted(CORPUS.glob("*.yaml"))
+P = "supersonic-interlink"
+
+
+def expected(path: Path) -> list[str]:
+    lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+    return [line[len("# expect: ") :] for line in lines if line.startswith("# expect: ")]
+
+
+def problems_of(path: Path) -> list[str]:
+    try:
+        settings_from_config(cli_config(read_stack_document(path)))
+    except ConfigError as error:
+        return error.problems
+    return []
+
+
+def test_the_corpus_is_there_and_every_file_expects_something() -> None:
+    assert len(FILES) >= 45, "the corpus went missing"
+    assert all(expected(path) for path in FILES), [p.name for p in FILES if not expected(p)]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_each_stack_file_in_the_corpus_gets_exactly_its_one_line_errors(path: Path) -> None:
+    found = problems_of(path)
+    assert found == expected(path), f"{path.name}: got {found}"
+    assert all("\n" not in line for line in found), "one line per problem"
+
+
+@pytest.mark.parametrize("name", ["not-utf8", "top-level-list", "alias-bomb", "date-key", "cpu-lots"])
+def test_render_exits_2_with_the_same_lines_and_no_traceback(name: str, tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    for item in ("Pulumi.yaml", "render.py", "__main__.py"):
+        (root / item).parent.mkdir(parents=True, exist_ok=True)
+        (root / item).write_text((ROOT / item).read_text())
+    for package in ("supersonic_interlink", "components", "scripts", "postrender"):
+        subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
+    (root / "stacks").mkdir()
+    (root / "stacks" / "Pulumi.corpus.yaml").write_bytes((CORPUS / f"{name}.yaml").read_bytes())
+    result = subprocess.run(
+        [sys.executable, "render.py", "corpus"], capture_output=True, text=True, cwd=root, timeout=60, check=False
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    for line in expected(CORPUS / f"{name}.yaml"):
+        assert line.replace(f"tests/fixtures/config/{name}.yaml", "stacks/Pulumi.corpus.yaml") in result.stderr
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "@hourly",
+        "@daily",
+        "@midnight",
+        "@weekly",
+        "@monthly",
+        "@yearly",
+        "@annually",
+        "0 3 * * mon-fri",
+        "5/15 * * * ?",
+    ],
+)
+def test_schedules_kubernetes_accepts_are_accepted(schedule: str) -> None:
+    """robfig/cron (parser.go ParseStandard, what Kubernetes validates with): descriptors, names, N/step, '?'."""
+    settings = load_settings(stack_config("hammer", cleanup={"schedule": schedule}))
+    assert settings.cleanup.schedule == schedule
+
+
+def test_the_largest_counts_the_consumers_take_are_accepted() -> None:
+    """The upper bounds are the consumers' own: one past each is in the corpus, the bound itself passes."""
+    settings = load_settings(
+        stack_config(
+            "hammer",
+            envoy={
+                "bufferMaxRequestBytes": 4294967295,
+                "dnsRefreshMs": 2,
+                "circuitBreakers": {"maxRetries": 4294967295},
+            },
+            cleanup={"keep": 20},
+            keda={"maxReplicaCount": 2147483647, "scaleUp": {"periodSeconds": 1800}},
+        )
+    )
+    assert settings.envoy.bufferMaxRequestBytes == 4294967295 and settings.cleanup.keep == 20
+
+
+def test_an_unquoted_date_reaches_the_program_as_the_text_the_cli_makes_of_it(tmp_path: Path) -> None:
+    """yaml.v3 decodes it to a time.Time; Pulumi's config object stores time.Time.String() (config/object.go)."""
+    stack = tmp_path / "Pulumi.dated.yaml"
+    text = (ROOT / "stacks" / "Pulumi.hammer.yaml").read_text()
+    stack.write_text(
+        text.replace(
+            "      interlink.eu/wstunnel-extra-ports:",
+            "      example.org/since: 2024-01-01\n      interlink.eu/wstunnel-extra-ports:",
+        )
+    )
+    settings = settings_from_config(cli_config(read_stack_document(stack)))
+    assert settings.triton.podAnnotations["example.org/since"] == "2024-01-01 00:00:00 +0000 UTC"
+
+
+def test_a_rename_replaces_the_release_by_uninstalling_the_old_one_first() -> None:
+    """helm_release.go Diff: name and namespace force a replacement and the provider leaves DeleteBeforeReplace
+    false; the chart's cvmfs PVC (no release name in it) would collide, so the option is set on the Release."""
+    evaluation = evaluate(stack_config("hammer"), "hammer")
+    release = evaluation.one("kubernetes:helm.sh/v3:Release")
+    assert release.delete_before_replace, "create-before-delete collides on the chart's fixed-name objects"
+    others = [r for r in evaluation.resources if r.custom and r is not release]
+    assert others and not any(r.delete_before_replace for r in others), "only the Release needs it"
+
+
+def test_rendering_is_byte_identical_across_interpreters(tmp_path: Path) -> None:
+    """Two processes with different hash seeds: nothing may depend on set or dict iteration order."""
+    digests = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run(
+            [sys.executable, "render.py", "hammer", "--out", str(out)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        digests.append(
+            {name: hashlib.sha256((out / name).read_bytes()).hexdigest() for name in sorted(os.listdir(out))}
+        )
+    assert len(digests[0]) == 3 and digests[0] == digests[1]

@@ -1,0 +1,78 @@
+"""The mock-engine evaluation cleans up after itself: no event loop or worker thread outlives a run.
+
+Pulumi's mock monitor answers every registration on a thread of the event loop's default executor, and
+``pulumi.runtime.sync_await._ensure_event_loop`` gives each such thread an event loop of its own. Left open, those
+loops are closed by their ``__del__`` at interpreter exit, in whatever order the garbage collector finalizes them
+and their self-pipe sockets: when a socket goes first, Python prints ``Exception ignored ... Invalid file
+descriptor: -1`` after an otherwise successful run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import stack_config
+
+from supersonic_interlink.evaluate import evaluate, run_entry_point
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def open_event_loops() -> set[int]:
+    gc.collect()
+    return {id(o) for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop) and not o.is_closed()}
+
+
+def test_an_evaluation_leaves_no_event_loop_open() -> None:
+    before = open_event_loops()
+    evaluation = evaluate(stack_config("hammer"), "hammer")
+    assert evaluation.resources, "the program ran and registered its resources (the check below means something)"
+    left = open_event_loops() - before
+    assert left == set(), f"{len(left)} event loop(s) left open; each can print a stray exception at exit"
+
+
+def test_an_evaluation_leaves_no_worker_thread_running() -> None:
+    before = {t.ident for t in threading.enumerate()}
+    evaluate(stack_config("hammer"), "hammer")
+    left = [t.name for t in threading.enumerate() if t.ident not in before]
+    assert left == [], f"threads still running after the evaluation: {left}"
+
+
+def test_evaluations_run_one_after_another_in_one_process() -> None:
+    first = evaluate(stack_config("hammer"), "hammer")
+    second = evaluate(stack_config("hammer"), "hammer")
+    assert sorted(r.name for r in first.resources) == sorted(r.name for r in second.resources), (
+        "closing the loops of one evaluation must not break the next (the tests evaluate many times per process)"
+    )
+
+
+def test_a_failing_program_still_closes_its_event_loops() -> None:
+    def broken() -> None:
+        run_entry_point()  # registers every resource, on the executor's threads
+        raise RuntimeError("the program failed")
+
+    before = open_event_loops()
+    with pytest.raises(RuntimeError, match="the program failed"):
+        evaluate(stack_config("hammer"), "hammer", program=broken)
+    assert open_event_loops() - before == set(), "an error in the program must not leave loops behind"
+
+
+def test_render_gives_python_no_unclosed_event_loop_to_warn_about() -> None:
+    """ResourceWarning names the cause deterministically, where the stray exit message shows only now and then."""
+    result = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", str(ROOT / "render.py"), "hammer"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "stack hammer: release" in result.stdout, "the render itself ran"
+    assert result.stderr == "", f"render must exit without resource warnings:\n{result.stderr}"

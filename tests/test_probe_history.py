@@ -1,0 +1,164 @@
+"""The wake history: appending records from several processes at once, and reading back what a file holds.
+
+Two real processes append to one file at the same time with lines longer than a pipe buffer; a third party
+holding the lock must block an append; a line a killed writer left unfinished must stay a damaged line of its
+own; every kind of damage is reported with its line number and skipped, never fatal for the rest.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import wake_records
+from conftest import ROOT
+
+from supersonic_interlink import wake_history
+
+
+def probe_record(stack: str = "hammer", **fields) -> dict:
+    """A record exactly as the probe writes it, with some fields replaced as they are (even by bad values)."""
+    return {**wake_records.probe_record(stack), **fields}
+
+
+# A writer process: appends COUNT records of about 9 KiB each (more than PIPE_BUF, 4 KiB, so no pipe-like
+# atomicity could be what keeps them whole), numbered, after waiting for the go file so both start together.
+WRITER = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from supersonic_interlink import wake_history
+path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+while not os.path.exists(go):
+    time.sleep(0.001)
+models = [{{"name": "model-%03d" % i, "version": "1", "state": "READY"}} for i in range(180)]
+for seq in range(count):
+    wake_history.append(path, {{"kind": "probe", "writer": name, "seq": seq, "models": models}})
+"""
+
+
+def test_two_processes_appending_at_once_leave_every_line_whole_and_in_order(tmp_path: Path) -> None:
+    history, go = tmp_path / "wakes.jsonl", tmp_path / "go"
+    count = 300
+    script = WRITER.format(root=str(ROOT))
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(history), name, str(count), str(go)]) for name in ("a", "b")
+    ]
+    go.touch()
+    for writer in writers:
+        assert writer.wait(60) == 0, "a writer process failed"
+    raw = history.read_bytes()
+    lines = raw.split(b"\n")
+    assert lines[-1] == b"", "the file must end with a complete line"
+    records = [json.loads(line) for line in lines[:-1]]  # a torn or interleaved line fails to parse here
+    assert len(records) == 2 * count, f"{len(records)} lines for {2 * count} appends: lines were merged or lost"
+    assert all(len(line) > 4096 for line in lines[:-1]), "the test must write lines longer than PIPE_BUF"
+    for name in ("a", "b"):
+        seqs = [r["seq"] for r in records if r["writer"] == name]
+        assert seqs == list(range(count)), f"writer {name}'s records must each appear once, in its own order"
+    interleaved = sum(records[i]["writer"] != records[i + 1]["writer"] for i in range(len(records) - 1))
+    assert interleaved > 0, "the writers never alternated: the test did not exercise concurrent appends"
+
+
+def test_an_append_waits_for_the_lock_another_writer_holds(tmp_path: Path) -> None:
+    history = tmp_path / "wakes.jsonl"
+    holder = os.open(history, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    done = threading.Event()
+
+    def append_then_signal() -> None:
+        wake_history.append(history, probe_record())
+        done.set()
+
+    writer = threading.Thread(target=append_then_signal)
+    writer.start()
+    try:
+        assert not done.wait(0.3), "an append must not write while another writer holds the file's lock"
+        assert history.read_bytes() == b""
+    finally:
+        os.close(holder)  # releases the lock
+    assert done.wait(5), "the append must go ahead once the lock is released"
+    writer.join(5)
+    assert len(wake_history.read(history).wakes) == 1
+
+
+def test_a_line_left_unfinished_by_a_killed_writer_does_not_spoil_the_next_record(tmp_path: Path) -> None:
+    history = tmp_path / "wakes.jsonl"
+    whole = wake_history.encode_line(probe_record())
+    history.write_bytes(whole + whole[:57])  # the second writer died mid-line
+    wake_history.append(history, probe_record(stack="geddes-gpu"))
+    read = wake_history.read(history)
+    assert [w.stack for w in read.wakes] == ["hammer", "geddes-gpu"], (
+        "the record appended after a torn line must start on a line of its own and read back whole"
+    )
+    assert [(d.line, d.reason.split(", after")[0]) for d in read.damaged] == [
+        (2, "cut short: the record ends mid-way")
+    ], "the torn fragment is reported as line 2, cut short"
+
+
+def test_the_record_file_holds_exactly_what_json_prints(tmp_path: Path) -> None:
+    history = tmp_path / "wakes.jsonl"
+    record = probe_record()
+    wake_history.append(history, record)
+    assert json.loads(history.read_text()) == record, "--record keeps the --json object, every field"
+    assert history.read_text().count("\n") == 1
+
+
+def test_each_kind_of_damage_is_reported_with_its_line_number_and_the_rest_still_reads(tmp_path: Path) -> None:
+    good = wake_history.encode_line(probe_record())
+    lines = [
+        good,  # 1
+        b"{not json\n",  # 2
+        b"\xff\xfe garbage\n",  # 3
+        b"[1, 2]\n",  # 4
+        wake_history.encode_line(probe_record(outcome="woke up")),  # 5
+        wake_history.encode_line(probe_record(wake_seconds="fast")),  # 6
+        good.replace(b'"wake_seconds":400.0', b'"wake_seconds":NaN'),  # 7
+        wake_history.encode_line(probe_record(started_at="yesterday")),  # 8
+        wake_history.encode_line(probe_record(cold="yes")),  # 9
+        b"\n",  # 10: blank, ignored
+        wake_history.encode_line({"kind": "summary", "count": 3}),  # 11: not a wake, not damage
+        wake_history.encode_line(probe_record(kind="other")),  # 12
+        wake_history.encode_line(probe_record(wake_seconds=-1)),  # 13
+        good,  # 14
+    ]
+    history = tmp_path / "wakes.jsonl"
+    history.write_bytes(b"".join(lines))
+    read = wake_history.read(history)
+    assert [w.line for w in read.wakes] == [1, 14], "the good lines around the damage must still count"
+    damaged = {d.line: d.reason for d in read.damaged}
+    assert sorted(damaged) == [2, 3, 4, 5, 6, 7, 8, 9, 12, 13], f"every damaged line, by number: {damaged}"
+    assert damaged[2].startswith("not JSON") and damaged[3] == "not UTF-8 text"
+    assert "outcome" in damaged[5] and "ready" in damaged[5], "the reason names the field and what is allowed"
+    assert "wake_seconds" in damaged[6] and "wake_seconds" in damaged[13] and "NaN" in damaged[7]
+    assert "started_at" in damaged[8] and "cold" in damaged[9]
+    assert read.other_records == 1, "a --json --repeat summary in the file is passed over, not called damage"
+    assert read.damaged[0].describe(history) == f"{history}:2: damaged line skipped: {damaged[2]}", (
+        "the operator is told file and line, as an editor jumps to them"
+    )
+
+
+def test_a_record_from_before_cold_and_warm_were_told_apart_reads_as_not_known(tmp_path: Path) -> None:
+    old = probe_record()
+    del old["cold"], old["start_check"]
+    history = tmp_path / "wakes.jsonl"
+    wake_history.append(history, old)
+    (wake,) = wake_history.read(history).wakes
+    assert wake.cold is None, "an older record must neither count as a cold wake nor be thrown away as damage"
+
+
+@pytest.mark.parametrize(
+    ("text", "iso"),
+    [
+        ("2026-05-04", "2026-05-04T00:00:00+00:00"),
+        ("2026-05-04T03:00:00.123Z", "2026-05-04T03:00:00.123000+00:00"),
+        ("2026-05-04T05:00:00+02:00", "2026-05-04T03:00:00+00:00"),
+    ],
+)
+def test_times_are_read_as_utc(text: str, iso: str) -> None:
+    assert wake_history.parse_time(text).isoformat() == iso, "a date alone is midnight UTC; offsets convert to UTC"

@@ -1,0 +1,127 @@
+"""End to end: wakes of a known distribution through the real Envoy, recorded by the probe, recovered by the report.
+
+The real Envoy runs the generated configuration in front of the stand-ins of tests/loopback.py. The stand-in
+Triton comes up after a delay drawn from a seeded uniform distribution (Hammer's minutes scaled down to tenths of
+a second, and readyTimeoutSeconds down to 2 s with them), and goes back to zero once the probe has recorded its
+answer, so every probe of `probe.py hammer --repeat N --record FILE` is a cold wake. `probe.py report FILE`
+must then give back the drawn delays' order statistics within TOLERANCE, say that ten wakes are too few for a
+p99, and recommend from the largest wake, with everything derived from it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+import threading
+from pathlib import Path
+
+from conftest import stack_config
+from loopback import loopback_settings, loopback_stack, wait_until
+
+import probe
+
+SEED = 20260501
+WAKES = 10
+DELAY_SECONDS = (0.05, 0.35)
+"""The known distribution: uniform on this range."""
+READY_TIMEOUT = 2
+"""The Lua filter gives up between 1 and 2 s after the wake (it counts whole seconds): above every drawn delay."""
+INTERVAL = 0.1
+"""Between probes: with the next probe's gRPC connection check (about 0.2 s), time enough for the stand-in to leave
+DNS and for Envoy's 50 ms refresh to drop it, so the next probe finds Triton at zero."""
+TOLERANCE = 0.4
+"""A recorded wake is the RepositoryIndex round trip: it starts before /wake and ends after Envoy's next DNS
+refresh (50 ms here) and the Lua filter's next look (50 ms /sleep), so it is never shorter than the drawn delay
+and, on loopback, 0.06-0.13 s longer (docs/probe.md); 0.4 s leaves room for a loaded machine. Any statistic of
+values each within [0, TOLERANCE] of the truth is itself within [0, TOLERANCE] of the truth's statistic."""
+
+
+def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real_envoy(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    delays = [round(rng.uniform(*DELAY_SECONDS), 3) for _ in range(WAKES)]
+    short = {"readyTimeoutSeconds": READY_TIMEOUT, "holdMinReplicasSeconds": READY_TIMEOUT}
+    config = stack_config("hammer", scaleFromZero=short)
+    history = tmp_path / "wakes.jsonl"
+    settings = loopback_settings("hammer", scale_from_zero=short, envoy={"dnsRefreshMs": 50})
+    with loopback_stack(settings, ready=False) as stack:
+        triton, pending, stopping = stack.triton, list(delays), threading.Event()
+
+        def recorded() -> int:
+            return history.read_bytes().count(b"\n") if history.exists() else 0
+
+        def wake() -> None:
+            delay = pending.pop(0)
+            number = WAKES - len(pending)
+            if stopping.wait(delay):
+                return
+            triton.come_up()
+            # Back to zero once the probe has recorded this wake (KEDA's scale-down, sped up); not earlier, since
+            # stopping the stand-in cuts off any call it is still answering.
+            wait_until(lambda: recorded() >= number or stopping.is_set(), 10, f"probe {number} to be recorded")
+            triton.go_down()
+
+        stack.admission.on_wake = wake
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            code = probe.main(
+                [
+                    "hammer",
+                    "--endpoint",
+                    stack.envoy.target,
+                    "--repeat",
+                    str(WAKES),
+                    "--interval",
+                    str(INTERVAL),
+                    "--record",
+                    str(history),
+                ],
+                config=config,
+                stdout=out,
+                stderr=err,
+            )
+        finally:
+            stopping.set()
+        woken = stack.admission.wakes
+    assert code == 0, f"every wake came inside the timeout:\n{out.getvalue()}{err.getvalue()}"
+    assert woken == WAKES, "one wake per probe: the ServerReady before each call must not wake Triton"
+    records = [json.loads(line) for line in history.read_text().splitlines()]
+    assert len(records) == WAKES and all(r["cold"] is True for r in records), (
+        f"every probe found Triton at zero and must be recorded as a cold wake: {[r['start_check'] for r in records]}"
+    )
+    assert all("no healthy upstream" in r["start_check"] for r in records), "Envoy said why it was cold"
+    for record, delay in zip(records, delays, strict=True):
+        assert 0 <= record["wake_seconds"] - delay <= TOLERANCE, (
+            f"a recorded wake of {record['wake_seconds']} s for a Triton that took {delay} s"
+        )
+
+    report_out, report_err = io.StringIO(), io.StringIO()
+    code = probe.main(
+        ["report", str(history), "--json"],
+        stack_configs={"hammer": config},
+        stdout=report_out,
+        stderr=report_err,
+    )
+    assert code == 0, report_err.getvalue()
+    (report,) = map(json.loads, report_out.getvalue().splitlines())
+    truth = sorted(delays)
+    stats = report["wake_seconds"]
+    assert (report["cold"], report["warm"], stats["samples"], stats["cut_off"]) == (WAKES, 0, WAKES, 0)
+    for name, rank in (("min", 1), ("median", 5), ("p90", 9), ("max", 10)):
+        assert 0 <= stats[name] - truth[rank - 1] <= TOLERANCE, (
+            f"{name}: the report says {stats[name]} s, the drawn delays' nearest-rank {name} is {truth[rank - 1]} s"
+        )
+    assert stats["p99"] is None, "ten wakes are too few for a p99, and the report must say so rather than guess"
+    assert report["current"]["ready_timeout_seconds"] == READY_TIMEOUT and report["current"]["covered"] == WAKES
+    recommended = report["recommended"]
+    expected = max(60, math.ceil(1.2 * truth[-1] / 60) * 60)
+    assert recommended["basis"] == "max" and recommended["provisional"] is True
+    assert recommended["ready_timeout_seconds"] == expected == 60, (
+        "the smallest whole minute covering the largest wake plus 20% is one minute"
+    )
+    assert (
+        recommended["hold_min_replicas_seconds"],
+        recommended["idle_timeout_seconds"],
+        recommended["helm_timeout_seconds"],
+    ) == (60, 180, 360), "hold follows the timeout; idle_timeout is +120 s, the Helm timeout +300 s"

@@ -1,0 +1,174 @@
+"""The stack-file reader agrees with the Pulumi CLI, case by case, as the CLI's own source decides each case.
+
+Sources (read at these commits):
+- go-yaml/yaml branch v3 @ f6f7691b1fdeb513f56608cd2c32c51f8194bf51 (v3.0.1, the version pulumi's sdk/go.mod pins):
+  resolve.go (resolveMapList, resolve, parseTimestamp), decode.go (scalar, mapping, merge, alias,
+  allowedAliasRatio), parserc.go (version directive), readerc.go (encoding), yaml.go (unmarshal).
+- pulumi/pulumi @ 1b5949891b3cefcb9974752b24a5ecef0acc86c8: sdk/go/common/workspace/loaders.go (BOM, the decode /
+  encode / decode round trip), workspace/project.go (SimplifyMarshalledValue), resource/config/object.go
+  (unmarshalObject: a time.Time becomes its String()), go-yaml encode.go (a time.Time is written as RFC 3339).
+
+Each expectation is what the CLI hands the program for ``v: <text>``, or the refusal; "refused" rows where the CLI
+would accept the file are marked as this project's choice and say what the CLI would do instead.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from supersonic_interlink.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+
+# (YAML scalar, value the program receives, where the rule is)
+SCALARS = [
+    # resolveMapList: YAML 1.2 core booleans only.
+    ("yes", "yes", "resolve.go resolveMapList has no yes/no/on/off/y/n"),
+    ("no", "no", "resolve.go resolveMapList"),
+    ("on", "on", "resolve.go resolveMapList"),
+    ("off", "off", "resolve.go resolveMapList"),
+    ("y", "y", "resolve.go resolveMapList"),
+    ("n", "n", "resolve.go resolveMapList"),
+    ("True", True, "resolve.go resolveMapList {true, True, TRUE}"),
+    ("FALSE", False, "resolve.go resolveMapList {false, False, FALSE}"),
+    ("tRUE", "tRUE", "resolve.go: not in the map, hint 'M' resolves nothing else"),
+    ("~", None, "resolve.go resolveMapList null"),
+    ("Null", None, "resolve.go resolveMapList null"),
+    ("", None, "resolve.go resolveMapList: the empty plain scalar is null"),
+    # Integers: strconv.ParseInt(plain, 0, 64) after removing '_', then ParseUint.
+    ("0x1F", 31, "resolve.go: ParseInt base 0 reads 0x"),
+    ("0o17", 15, "resolve.go: ParseInt base 0 reads 0o"),
+    ("017", 15, "resolve.go: 'Octals from the 1.1 spec, spelled as 0777, are still decoded'"),
+    ("0b101", 5, "resolve.go: ParseInt base 0 reads 0b"),
+    ("1_000", 1000, "resolve.go: strings.Replace(in, '_', '', -1) before ParseInt"),
+    ("+5", 5, "resolve.go: hint 'S', ParseInt takes the sign"),
+    ("18446744073709551615", 18446744073709551615, "resolve.go: ParseUint after ParseInt overflows"),
+    ("08", 8, "resolve.go: octal 08 fails, yamlStyleFloat takes it: float64 8, written back as 8"),
+    # Floats: yamlStyleFloat; an integral float below 1e21 reaches the program as a JSON integer.
+    ("1.5", 1.5, "resolve.go yamlStyleFloat"),
+    (".5", 0.5, "resolve.go hint '.': ParseFloat"),
+    ("1.0", 1, "encode.go writes float64 1 as '1'; config/object.go passes it as the JSON number 1"),
+    ("1.0e+20", 100000000000000000000, "Go's JSON writes float64 1e20 as 100000000000000000000"),
+    ("1e21", 1e21, "Go's JSON writes 1e+21 from 1e21 on"),
+    ("1.", 1, "resolve.go yamlStyleFloat accepts '1.'"),
+    ("1_0.5", 10.5, "resolve.go: '_' removed before yamlStyleFloat"),
+    ("0x1p-2", "0x1p-2", "resolve.go: no rule takes a hex float; it stays text"),
+    ("1e", "1e", "resolve.go: yamlStyleFloat needs exponent digits"),
+    # Timestamps: parseTimestamp with allowedTimestampFormats; the value is time.Time, which Pulumi's config
+    # object stores as its String() (config/object.go unmarshalObject), after an RFC 3339 round trip.
+    ("2024-01-01", "2024-01-01 00:00:00 +0000 UTC", "resolve.go '2006-1-2'; object.go time.Time.String()"),
+    ("2024-1-5", "2024-01-05 00:00:00 +0000 UTC", "resolve.go '2006-1-2' takes one-digit month and day"),
+    ("2001-12-14 21:59:43.10", "2001-12-14 21:59:43.1 +0000 UTC", "resolve.go '2006-1-2 15:4:5.999999999'"),
+    ("2001-12-14t21:59:43.10Z", "2001-12-14 21:59:43.1 +0000 UTC", "resolve.go '2006-1-2t15:4:5.999999999Z07:00'"),
+    ("2024-02-30", "2024-02-30", "time.Parse refuses day 30 of February: text"),
+    ("2024-02-29", "2024-02-29 00:00:00 +0000 UTC", "2024 is a leap year"),
+    ("2024-01-01T10:00:00", "2024-01-01T10:00:00", "'T' formats need a zone; without one it is text"),
+    ("24-01-01", "24-01-01", "parseTimestamp's quick check: four digits, then '-'"),
+    # Quoting and explicit tags.
+    ("'yes'", "yes", "quoted: indicatedString"),
+    ('"2024-01-01"', "2024-01-01", "quoted: indicatedString, never a timestamp"),
+    ("!!str 12", "12", "resolve.go: tag !!str takes any text"),
+    ("!!int '12'", 12, "an explicit tag resolves a quoted scalar too (indicatedString is false)"),
+    ("!!float 1", 1, "resolve.go: an int under !!float becomes float64, written back as 1"),
+    ("! 12", 12, "parser.go node(): the non-specific tag '!' on a plain scalar resolves as untagged"),
+    ("!!binary aGVsbG8=", "hello", "decode.go scalar(): base64, the bytes become a string"),
+    ("!!timestamp 2024-01-01", "2024-01-01 00:00:00 +0000 UTC", "resolve.go: tag !!timestamp"),
+]
+
+# (document, a fragment of the one-line refusal, why)
+REFUSED = [
+    ("v: 1\nv: 2\n", 'line 2: mapping key "v" already defined at line 1', "decode.go mapping(): uniqueKeys"),
+    ("v: 1\n'v': 2\n", "already defined", "decode.go: keys compare by kind and text, so quoting does not help"),
+    ("v: !!int abc\n", "cannot decode !!str `abc` as a !!int", "resolve.go: the deferred tag check"),
+    ("v: !!bool yes\n", "cannot decode !!str `yes` as a !!bool", "resolve.go: yes is text in YAML 1.2"),
+    ("v: !!binary 'a b'\n", "!!binary value contains invalid base64 data", "decode.go scalar()"),
+    ("v: *nowhere\n", "unknown anchor 'nowhere' referenced", "decode.go parser.alias()"),
+    ("v: &a [*a]\n", "anchor 'a' value contains itself", "decode.go alias()"),
+    ("v: {<<: 1}\n", "map merge requires map or sequence of maps as the value", "decode.go merge()"),
+    ("%YAML 1.2\n---\nv: 1\n", "found incompatible YAML document", "parserc.go: only %YAML 1.1 is accepted"),
+    ("1: a\n", "accepts only string keys", "project.go SimplifyMarshalledValue: 'expected only string keys'"),
+    ("true: a\n", "accepts only string keys", "project.go SimplifyMarshalledValue"),
+    ("~: a\n", "accepts only string keys", "project.go SimplifyMarshalledValue (a nil key)"),
+    ("2024-01-01: a\n", "accepts only string keys", "project.go SimplifyMarshalledValue (a time.Time key)"),
+    ("? [a]\n: 1\n", "invalid map key", "decode.go mapping(): a slice key"),
+    ("v: .nan\n", "not a finite number", "config/object.go MarshalJSON: json: unsupported value NaN"),
+    ("v: .inf\n", "not a finite number", "config/object.go MarshalJSON: json: unsupported value +Inf"),
+    ("v: \x01\n", "character #x0001", "readerc.go: 'control characters are not allowed'"),
+    ("v: [1\n", "not valid YAML: line", "parser errors become one line"),
+    # This project's choices where the CLI would silently read something other than the text suggests:
+    ("v: !vault token\n", "the Pulumi CLI ignores tags it does not know", "choice: yaml.v3 would pass 'token'"),
+    ("v: !!str [a]\n", "the Pulumi CLI ignores it", "choice: yaml.v3 ignores a collection's tag"),
+    ("v: 1\n---\nw: 2\n", "the Pulumi CLI reads only the first", "choice: yaml.go unmarshal parses one document"),
+    ("v: 2001-12-14t21:59:43.10-05:00\n", "depends on the time zone", "choice: time.Parse picks the local zone"),
+    ("v: !!binary /w==\n", "not UTF-8 text", "choice: Go's JSON would replace the byte with U+FFFD"),
+]
+
+
+@pytest.mark.parametrize("text, expected, source", SCALARS, ids=[row[0] or "empty" for row in SCALARS])
+def test_a_scalar_means_what_yaml_v3_and_the_pulumi_cli_make_of_it(text: str, expected: object, source: str) -> None:
+    value = read_pulumi_yaml(f"v: {text}\n")["v"]
+    assert value == expected and type(value) is type(expected), f"{text!r} -> {value!r}, not {expected!r} ({source})"
+
+
+@pytest.mark.parametrize("document, complaint, source", REFUSED, ids=[row[0][:24] for row in REFUSED])
+def test_a_document_the_cli_refuses_or_misreads_is_refused_in_one_line(document: str, complaint: str, source: str):
+    with pytest.raises(YAMLInputError) as caught:
+        read_pulumi_yaml(document)
+    message = str(caught.value)
+    assert complaint in message, f"{message!r} ({source})"
+    assert "\n" not in message, "one line per problem"
+
+
+def test_merge_keys_follow_yaml_v3_the_mapping_wins_then_the_first_merged_map() -> None:
+    """decode.go merge(): keys already in the mapping stay; in a merged list, earlier maps win."""
+    assert read_pulumi_yaml("a: {<<: [{b: 1}, {b: 2, c: 3}], b: 0}\n") == {"a": {"b": 0, "c": 3}}
+    assert read_pulumi_yaml("x: &x {b: 1, c: 1}\ny:\n  <<: *x\n  c: 2\n") == {
+        "x": {"b": 1, "c": 1},
+        "y": {"c": 2, "b": 1},
+    }
+
+
+def test_a_quoted_merge_key_is_an_ordinary_key() -> None:
+    assert read_pulumi_yaml("a: {'<<': 1}\n") == {"a": {"<<": 1}}
+
+
+def test_an_alias_bomb_is_refused_at_yaml_v3s_expansion_limit_in_milliseconds() -> None:
+    """decode.go: past 1000 decodes with more than 100 from aliases, at most 99 % may come from aliases."""
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    start = time.monotonic()
+    with pytest.raises(YAMLInputError, match="excessive aliasing"):
+        read_pulumi_yaml("\n".join(lines) + "\n")
+    assert time.monotonic() - start < 5, "the limit must stop the expansion, not a MemoryError an hour later"
+
+
+def test_modest_aliasing_within_the_limit_is_expanded() -> None:
+    document = "base: &b {cpu: 2}\n" + "".join(f"k{i}: *b\n" for i in range(50))
+    value = read_pulumi_yaml(document)
+    assert value["k49"] == {"cpu": 2} and len(value) == 51
+
+
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (b"\xef\xbb\xbfv: 1\n", {"v": 1}),  # loaders.go readFileStripUTF8BOM
+        ("v: 1\n".encode("utf-16"), {"v": 1}),  # readerc.go: a UTF-16 BOM selects UTF-16
+    ],
+)
+def test_byte_order_marks_are_read_as_the_cli_reads_them(data: bytes, expected: object) -> None:
+    assert read_pulumi_yaml(data) == expected
+
+
+def test_bytes_that_are_not_utf8_are_refused_with_their_offset() -> None:
+    with pytest.raises(YAMLInputError, match=r"not UTF-8 text \(byte 0xff at offset 3\)"):
+        read_pulumi_yaml(b"v: \xff\n")
+
+
+def test_an_empty_file_or_one_with_only_comments_is_no_document() -> None:
+    """loaders.go LoadProjectStackBytes: a nil document is an empty stack."""
+    assert read_pulumi_yaml("") is None and read_pulumi_yaml("# nothing\n") is None
+
+
+def test_folded_text_is_joined_with_spaces_as_yaml_says() -> None:
+    assert read_pulumi_yaml("v: >-\n  a\n  b\n") == {"v": "a b"}

@@ -1,0 +1,125 @@
+"""Values set with `pulumi config set --secret` reach every resource as Pulumi secrets; offline they are refused.
+
+The CLI lists the keys that were secrets in PULUMI_CONFIG_SECRET_KEYS (one entry per top-level key, also when only
+a nested path under it is secret) and passes their values decrypted. The program marks what it computes from them
+as secret, so state and `preview --diff` show `[secret]`. These tests run the real program under the mock engine
+(preview=False) and read what the engine received.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, stack_config
+
+from supersonic_interlink.evaluate import Evaluation, evaluate
+from supersonic_interlink.program import current_secret_keys
+from supersonic_interlink.settings import ConfigError
+from supersonic_interlink.stack_config import cli_config
+
+P = "supersonic-interlink"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+"""How a secret travels to the engine (pulumi's rpc: the special signature key and value)."""
+CREDENTIAL = "hunter2-not-a-real-token"
+
+
+def occurrences(value: Any, needle: str, secret: bool = False, path: str = "") -> list[tuple[str, bool]]:
+    """Every place ``needle`` appears in recorded inputs, and whether it sits inside a secret."""
+    if isinstance(value, dict):
+        inside = secret or value.get(SECRET_SIG[0]) == SECRET_SIG[1]
+        return [hit for key, sub in value.items() for hit in occurrences(sub, needle, inside, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [hit for i, sub in enumerate(value) for hit in occurrences(sub, needle, secret, f"{path}[{i}]")]
+    return [(path, secret)] if isinstance(value, str) and needle in value else []
+
+
+def run(secret_keys: list[str], **overrides: Any) -> Evaluation:
+    return evaluate(stack_config("hammer", **overrides), "hammer", secret_keys=secret_keys)
+
+
+def test_a_credential_nested_under_helm_values_reaches_the_release_only_as_a_secret() -> None:
+    evaluation = run([f"{P}:helmValues"], helmValues={"extraEnv": {"auth": {"token": CREDENTIAL}}})
+    found = occurrences(evaluation.one(RELEASE).inputs, CREDENTIAL)
+    assert found, "the credential must reach the Release at all, or this test proves nothing"
+    assert all(secret for _, secret in found), f"in clear in state and in preview --diff at {found}"
+
+
+def test_without_the_secret_key_the_same_value_is_plain_so_the_check_above_can_fail() -> None:
+    evaluation = run([], helmValues={"extraEnv": {"auth": {"token": CREDENTIAL}}})
+    found = occurrences(evaluation.one(RELEASE).inputs, CREDENTIAL)
+    assert found and not any(secret for _, secret in found), found
+
+
+def test_a_secret_triton_annotation_makes_the_release_values_secret() -> None:
+    triton = json.loads(stack_config("hammer")[f"{P}:triton"])
+    triton["podAnnotations"] = {**triton["podAnnotations"], "example.org/token": CREDENTIAL}
+    evaluation = run([f"{P}:triton"], triton=triton)
+    found = occurrences(evaluation.one(RELEASE).inputs, CREDENTIAL)
+    assert found and all(secret for _, secret in found), found
+
+
+def test_a_secret_envoy_setting_makes_the_envoy_configmap_data_secret() -> None:
+    evaluation = run([f"{P}:envoy"])
+    config_maps = list(evaluation.of_type("kubernetes:core/v1:ConfigMap"))
+    assert len(config_maps) == 1
+    found = occurrences(config_maps[0].inputs, "triton_grpc_service")
+    assert found and all(secret for _, secret in found), "the Envoy configuration is computed from envoy.*"
+
+
+def test_a_secret_cleanup_setting_reaches_the_cronjob_only_as_secrets() -> None:
+    cleanup = json.loads(stack_config("hammer")[f"{P}:cleanup"])
+    cleanup["image"] = f"registry.example.org/{CREDENTIAL}/kubectl:1.34.1"
+    evaluation = run([f"{P}:cleanup"], cleanup=cleanup)
+    found = occurrences(evaluation.one("kubernetes:batch/v1:CronJob").inputs, CREDENTIAL)
+    assert found and all(secret for _, secret in found), found
+
+
+def test_a_secret_namespace_or_release_is_refused_because_it_names_objects() -> None:
+    with pytest.raises(Exception) as caught:
+        run([f"{P}:namespace", f"{P}:release"])
+    text = str(caught.value)
+    assert f"{P}:namespace: is a secret; expected a plain value" in text
+    assert f"{P}:release: is a secret; expected a plain value" in text
+
+
+def test_the_program_reads_the_secret_keys_the_language_host_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pulumi-language-python (main.go) passes them as JSON in PULUMI_CONFIG_SECRET_KEYS."""
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps([f"{P}:helmValues"]))
+    assert current_secret_keys({f"{P}:namespace": "cms"}) == {f"{P}:helmValues"}
+
+
+def test_offline_a_nested_secure_value_is_refused_without_showing_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        cli_config({"helmValues": {"auth": {"token": {"secure": "v1:ciphertext"}}}})
+    assert caught.value.problems == [
+        (
+            f"{P}:helmValues.auth.token: is a secret (secure:); rendering offline cannot decrypt it and never shows "
+            f"it (use `pulumi preview`)"
+        )
+    ]
+
+
+def test_render_refuses_a_stack_with_a_nested_secret_and_never_prints_it(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    for name in ("Pulumi.yaml", "render.py", "__main__.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text((ROOT / name).read_text())
+    for package in ("supersonic_interlink", "components", "scripts", "postrender"):
+        subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
+    (root / "stacks").mkdir()
+    text = (ROOT / "stacks" / "Pulumi.hammer.yaml").read_text()
+    text += "  supersonic-interlink:helmValues:\n    auth:\n      token:\n        secure: v1:AAAAciphertext\n"
+    (root / "stacks" / "Pulumi.secret.yaml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "render.py", "secret"], capture_output=True, text=True, cwd=root, check=False, timeout=60
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{P}:helmValues.auth.token: is a secret (secure:)" in result.stderr
+    assert "AAAAciphertext" not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,230 @@
+"""Adopting the live release: what the program registers with release.adopt on and off, the URNs the steps print,
+and the order of the steps (never an uninstall)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, stack_config, stack_settings
+
+from supersonic_interlink.evaluate import Evaluation, Registered, evaluate
+from supersonic_interlink.program import settings_from_config
+from supersonic_interlink.settings import ConfigError
+from supersonic_interlink.takeover import adoption, format_steps, resource_urn, steps
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+# Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
+PINNED_CHART = {
+    "git": "https://github.com/fastmachinelearning/SuperSONIC",
+    "path": "helm/supersonic",
+    "commit": "0123456789abcdef0123456789abcdef01234567",
+}
+HAMMER_RELEASE = {"name": "supersonic-interlink", "chart": PINNED_CHART}
+ADOPTING = {**HAMMER_RELEASE, "adopt": True}
+RELEASE_URN = (
+    "urn:pulumi:hammer::supersonic-interlink::"
+    "supersonic-interlink:index:SupersonicRelease$kubernetes:helm.sh/v3:Release::supersonic-helm"
+)
+COMPONENT_URN = "urn:pulumi:hammer::supersonic-interlink::supersonic-interlink:index:SupersonicRelease::supersonic"
+
+
+@pytest.fixture(scope="module")
+def both_modes() -> dict[bool, Evaluation]:
+    return {
+        adopt: evaluate(stack_config("hammer", release={**HAMMER_RELEASE, "adopt": adopt}), "hammer")
+        for adopt in (False, True)
+    }
+
+
+def test_urns_are_built_as_the_engine_builds_them() -> None:
+    assert resource_urn("hammer", "supersonic-interlink", ["a:b:C", "d:e/f:G"], "n") == (
+        "urn:pulumi:hammer::supersonic-interlink::a:b:C$d:e/f:G::n"
+    ), "ancestors' types first, joined by $ (pulumi/pulumi urn.New with the parent's qualified type)"
+    assert resource_urn("s", "p", ["pulumi:pulumi:Stack", "a:b:C"], "n") == "urn:pulumi:s::p::a:b:C::n", (
+        "the engine never puts the root stack's type into a child's URN"
+    )
+
+
+def test_the_printed_urns_are_the_release_and_its_component_in_the_hammer_stack() -> None:
+    plan = adoption("hammer", stack_settings("hammer"))
+    assert plan.release_urn == RELEASE_URN
+    assert plan.component_urn == COMPONENT_URN
+    assert plan.import_id == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
+
+
+def _ancestry(evaluation: Evaluation, resource: Registered) -> list[Registered]:
+    """The chain of registrations from the outermost component down to ``resource``, by the parents recorded."""
+    chain = [resource]
+    while True:
+        # The mock engine's parent URN ends in ::<parent type>::<parent name> (its own URN format otherwise differs).
+        *_, qualified_type, name = chain[0].parent.split("::")
+        parent_type = qualified_type.split("$")[-1]
+        if parent_type == "pulumi:pulumi:Stack":
+            return chain
+        (parent,) = [r for r in evaluation.resources if r.type == parent_type and r.name == name]
+        chain.insert(0, parent)
+
+
+def test_the_release_urn_names_the_types_and_names_the_program_registers(both_modes) -> None:
+    evaluation = both_modes[False]
+    release = evaluation.one(RELEASE)
+    chain = _ancestry(evaluation, release)
+    registered_chain = "$".join(r.type for r in chain)
+    assert [r.type for r in chain] == ["supersonic-interlink:index:SupersonicRelease", RELEASE]
+    assert f"urn:pulumi:hammer::supersonic-interlink::{registered_chain}::{release.name}" == RELEASE_URN, (
+        "the URN the steps print must be the one the engine gives what the program registers, or `pulumi state "
+        "delete` in the undo step names nothing"
+    )
+
+
+def test_without_adopt_the_release_is_registered_for_install(both_modes) -> None:
+    registrations = both_modes[False].resources
+    assert [r.import_id for r in registrations] == [""] * len(registrations), (
+        "a stack that does not adopt must not ask the engine to read anything"
+    )
+
+
+def test_with_adopt_only_the_release_is_imported_by_namespace_and_name(both_modes) -> None:
+    adopting = both_modes[True]
+    imported = {(r.type, r.name): r.import_id for r in adopting.resources if r.import_id}
+    assert imported == {(RELEASE, "supersonic-helm"): "cms/supersonic-interlink"}, (
+        "the live release is read into the state; the Envoy ConfigMap and the cleanup objects are created"
+    )
+
+
+def test_adopting_changes_nothing_the_release_is_upgraded_to(both_modes) -> None:
+    assert both_modes[True].one(RELEASE).inputs == both_modes[False].one(RELEASE).inputs, (
+        "adoption only decides install versus import; the upgrade must be the same release either way"
+    )
+    assert sorted((r.type, r.name) for r in both_modes[True].resources) == sorted(
+        (r.type, r.name) for r in both_modes[False].resources
+    )
+
+
+def test_adopting_with_an_unpinned_git_chart_is_a_config_error() -> None:
+    chart = {"git": "https://github.com/fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}
+    with pytest.raises(ConfigError) as caught:
+        settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": chart}))
+    assert caught.value.problems == [
+        (
+            "supersonic-interlink:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is "
+            "unset); pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
+        )
+    ]
+    pinned = {**chart, "commit": "0123456789abcdef0123456789abcdef01234567"}
+    assert settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": pinned})).release.adopt
+
+
+@pytest.fixture(scope="module")
+def hammer_steps():
+    plan = adoption("hammer", stack_settings("hammer"))
+    return plan, steps(plan)
+
+
+def _index(plan_steps, needle: str) -> int:
+    found = [i for i, s in enumerate(plan_steps) if any(needle in a.text for a in s.actions)]
+    assert len(found) == 1, f"{needle!r} should be done in exactly one step, found {found}"
+    return found[0]
+
+
+def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_after(hammer_steps) -> None:
+    _, plan_steps = hammer_steps
+    suspend = _index(plan_steps, "spec.suspend: true")
+    upgrade = _index(plan_steps, "pulumi up --stack hammer")
+    delete = _index(plan_steps, "delete helmrelease supersonic-interlink")
+    pin = _index(plan_steps, "--pin-chart")
+    assert pin < suspend < upgrade < delete, (
+        "pin first; Flux must stop before Pulumi upgrades (or it upgrades back), and the HelmRelease may go only "
+        "once it is suspended and the release is Pulumi's"
+    )
+    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in plan_steps[suspend].actions[0].text, (
+        "removing the HelmRelease from git must not let kustomize-controller delete it"
+    )
+    old_pruner = _index(plan_steps, "RoleBinding supersonic-interlink-pod-pruner")
+    ran = _index(plan_steps, "get cronjob supersonic-interlink-failed-pod-cleanup")
+    assert ran == old_pruner > upgrade, "the old pruner goes in the step that first checks the new CronJob ran"
+    acceptance = [a.text for a in plan_steps[-1].actions]
+    assert acceptance[-1] == "python probe.py hammer", "the acceptance test ends the takeover"
+    assert '{"spec":{"minReplicaCount":0}}' in acceptance[0], (
+        "the chart keeps the live ScaledObject's minReplicaCount, so the probe would find Triton awake, not cold"
+    )
+
+
+def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(hammer_steps) -> None:
+    _, plan_steps = hammer_steps
+    actions = [a.text for s in plan_steps for a in s.actions]
+    assert not [a for a in actions if "uninstall" in a or "pulumi destroy" in a or "helm delete" in a]
+    (upgrade_undo,) = [s.undo for s in plan_steps if any("pulumi up" in a.text for a in s.actions)]
+    forget = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi state delete"))
+    destroy = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi destroy"))
+    assert forget < destroy, "with the release still in the state, destroy would run helm uninstall"
+    assert shlex.split(upgrade_undo[forget])[3] == RELEASE_URN, (
+        "the URN holds a $: the shell must receive it whole, not expand $kubernetes"
+    )
+
+
+def test_steps_name_the_objects_the_program_creates(hammer_steps, both_modes) -> None:
+    plan, _ = hammer_steps
+    registered = {
+        r.inputs["kind"]: r.inputs["metadata"]["name"]
+        for r in both_modes[True].resources
+        if r.custom and r.type != RELEASE
+    }
+    assert plan.new_envoy_config_map == registered["ConfigMap"]
+    assert plan.cleanup_cronjob == registered["CronJob"]
+
+
+def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
+    """Run a printed command with a kubectl that answers ``suspended`` and records every call."""
+    calls = tmp_path / "calls"
+    kubectl = tmp_path / "bin" / "kubectl"
+    kubectl.parent.mkdir(exist_ok=True)
+    kubectl.write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\ncase "$*" in *jsonpath*) printf %s {shlex.quote(suspended)};; esac\n'
+    )
+    kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
+    subprocess.run(
+        ["/bin/sh", "-c", command], check=False, env={**os.environ, "PATH": f"{kubectl.parent}:/usr/bin:/bin"}
+    )
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+@pytest.mark.parametrize("suspended", ["false", ""])
+def test_the_printed_helmrelease_delete_does_nothing_unless_it_is_suspended(hammer_steps, tmp_path, suspended) -> None:
+    _, plan_steps = hammer_steps
+    (command,) = [a.text for s in plan_steps for a in s.actions if "delete helmrelease" in a.text]
+    calls = _run_printed(command, tmp_path, suspended)
+    assert calls and not [c for c in calls if c.startswith("-n cms delete")], (
+        "deleting a HelmRelease that is not suspended makes helm-controller uninstall the release"
+    )
+
+
+def test_the_printed_helmrelease_delete_runs_once_it_is_suspended(hammer_steps, tmp_path) -> None:
+    _, plan_steps = hammer_steps
+    (command,) = [a.text for s in plan_steps for a in s.actions if "delete helmrelease" in a.text]
+    assert _run_printed(command, tmp_path, "true")[-1] == "-n cms delete helmrelease supersonic-interlink"
+
+
+def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> None:
+    done = subprocess.run(
+        [sys.executable, "takeover.py", "hammer", "steps"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"release URN:   {RELEASE_URN}\n" in done.stdout
+    assert "release.adopt is off (step 2 turns it on)" in done.stdout
+    plan = adoption("hammer", stack_settings("hammer"))
+    assert done.stdout == format_steps(plan, steps(plan))
+
+
+def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
+    done = subprocess.run(
+        [sys.executable, "takeover.py", "nosuch", "steps"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in done.stderr

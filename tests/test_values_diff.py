@@ -1,0 +1,167 @@
+"""The live release's values against the hammer stack's: every difference declared with its reason, the table the
+operator pastes into the pull request, and the findings when a difference is not declared or no longer real."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from render import render
+from supersonic_interlink.tree_diff import ABSENT, Change
+from supersonic_interlink.values_diff import (
+    DELIBERATE,
+    Deliberate,
+    LiveValuesError,
+    compare_values,
+    load_live_values,
+    markdown,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "live-values-hammer.yaml"
+
+
+@pytest.fixture(scope="module")
+def live() -> dict:
+    return yaml.safe_load(FIXTURE.read_text())
+
+
+@pytest.fixture(scope="module")
+def project() -> dict:
+    return render("hammer")["release"]["values"]
+
+
+def test_the_hammer_stack_differs_from_the_live_release_only_where_declared(live, project) -> None:
+    comparison = compare_values(live, project)
+    assert comparison.undeclared == () and comparison.stale == (), markdown(comparison, "hammer")
+    assert [(".".join(map(str, r.change.path)), r.change.before) for r in comparison.deliberate] == [
+        ("envoy.annotations.checksum/envoy-config", ABSENT),
+        ("envoy.external_config.configmap_name", "supersonic-interlink-envoy-config-custom"),
+        ("envoy.image", ABSENT),
+        ("envoy.loadBalancerPolicy", "ROUND_ROBIN"),
+        ("keda.minReplicaCount", ABSENT),
+        ("scaleFromZero.enabled", ABSENT),
+        ("scaleFromZero.holdMinReplicasSeconds", ABSENT),
+        ("scaleFromZero.readyTimeoutSeconds", ABSENT),
+        ("triton.readinessProbe.exec", None),
+        ("triton.readinessProbe.grpc.port", 8001),
+    ], "the first upgrade changes exactly these values of the live release, each for a stated reason"
+    assert project["scaleFromZero"]["readyTimeoutSeconds"] == 900 and project["keda"]["minReplicaCount"] == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "live_value"),
+    [
+        (("triton", "image"), "/cvmfs/unpacked.cern.ch/nvcr.io/nvidia/tritonserver:26.04-py3"),
+        (("serverLoadMetric",), "sum(rate(nv_inference_queue_duration_us[2m]))"),
+        (("triton", "annotations", "slurm-job.vk.io/flags"), "--uid=616617 -A cms --gres=gpu:1 --time=0-02:00:00"),
+        (("envoy", "external_config", "configmap_key"), "config.yaml"),
+    ],
+)
+def test_a_value_the_stack_changes_without_declaring_it_is_a_finding(live, project, path, live_value) -> None:
+    changed = copy.deepcopy(live)
+    node = changed
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = live_value
+    comparison = compare_values(changed, project)
+    assert [r.change.path for r in comparison.undeclared] == [path], "an unexplained change must stop the takeover"
+    assert comparison.has_findings
+
+
+def test_a_declared_difference_that_is_no_longer_one_is_reported(live, project) -> None:
+    changed = copy.deepcopy(live)
+    changed["envoy"]["image"] = project["envoy"]["image"]
+    comparison = compare_values(changed, project)
+    assert [d.path for d in comparison.stale] == [("envoy", "image")], (
+        "the table in the pull request must not claim a change the upgrade does not make"
+    )
+    assert comparison.undeclared == () and comparison.has_findings
+
+
+def test_the_most_specific_declaration_gives_the_reason() -> None:
+    declared = (Deliberate(("a",), "block"), Deliberate(("a", "b"), "leaf"))
+    comparison = compare_values({"a": {"b": 1, "c": 1}}, {"a": {"b": 2, "c": 2}}, declared)
+    assert [(r.change.path, r.why) for r in comparison.deliberate] == [(("a", "b"), "leaf"), (("a", "c"), "block")]
+    assert comparison.stale == ()
+
+
+def test_a_key_the_project_removes_and_an_explicit_null_are_differences() -> None:
+    comparison = compare_values({"a": 1, "b": None, "c": {"d": True}}, {"b": 0, "c": {"d": 1}}, ())
+    assert [r.change for r in comparison.undeclared] == [
+        Change(("a",), 1, ABSENT),
+        Change(("b",), None, 0),
+        Change(("c", "d"), True, 1),
+    ], "Helm reads null as 'delete the default' and true is not 1: neither may compare equal"
+
+
+def test_every_declaration_has_a_reason_and_a_distinct_path() -> None:
+    assert all(len(d.why) > 40 for d in DELIBERATE), "the why column is what the reviewer reads"
+    assert len({d.path for d in DELIBERATE}) == len(DELIBERATE)
+
+
+def test_the_markdown_table_keeps_one_row_per_value_and_marks_missing_keys() -> None:
+    comparison = compare_values(
+        {"m": "a | b", "x": 1}, {"m": "a || b", "y": 2}, (Deliberate(("m",), "why m"), Deliberate(("y",), "why y"))
+    )
+    table = markdown(comparison, "s")
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert rows[0] == "| `m` | `a \\| b` | `a \\|\\| b` | why m |", "a pipe in a value must not split the row"
+    assert rows[1] == "| `y` | *(not set)* | `2` | why y |"
+    assert "**Undeclared differences**" in table and "| `x` | `1` | *(not set)* |" in table
+    assert table.endswith("2 deliberate, 1 undeclared, 0 stale.\n")
+
+
+def test_live_values_read_from_helm_or_from_the_flux_configmap_are_the_same(live) -> None:
+    text = FIXTURE.read_text()
+    config_map = yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "data": {"values.yaml": text}})
+    assert load_live_values(text, "f") == live
+    assert load_live_values("USER-SUPPLIED VALUES:\n" + text, "f") == live, "helm get values without -o yaml"
+    assert load_live_values(config_map, "f") == live, "kubectl get configmap supersonic-interlink-config -o yaml"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- a\n- b\n", "f: expected a mapping of chart values, found list"),
+        ("a: [\n", "f: not valid YAML (line 2)"),
+        ("kind: ConfigMap\ndata: {other: x}\n", "f: a ConfigMap without the key values.yaml (keys: other)"),
+    ],
+)
+def test_a_live_file_that_is_not_values_is_one_line(text, message) -> None:
+    with pytest.raises(LiveValuesError) as caught:
+        load_live_values(text, "f")
+    assert str(caught.value) == message
+
+
+def _takeover(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "takeover.py", "hammer", "values", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_values_command_prints_the_table_and_exits_0_when_every_difference_is_declared(live, project) -> None:
+    done = _takeover("--live", str(FIXTURE))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == markdown(compare_values(live, project), "hammer")
+    assert "| `keda.minReplicaCount` | *(not set)* | `0` |" in done.stdout
+
+
+def test_the_values_command_exits_1_on_a_finding_and_2_on_a_bad_file(tmp_path) -> None:
+    changed = tmp_path / "live.yaml"
+    changed.write_text(FIXTURE.read_text().replace("tritonserver:24.11-py3", "tritonserver:26.04-py3"))
+    done = _takeover("--live", str(changed))
+    assert done.returncode == 1
+    assert "| `triton.image` |" in done.stdout and "1 undeclared and 0 stale" in done.stderr
+    missing = _takeover("--live", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip() == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory"

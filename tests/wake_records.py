@@ -1,0 +1,88 @@
+"""Probe records for the history and report tests, made by the probe's own ``ProbeResult.record``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from supersonic_interlink import wake_history, wake_probe
+
+T0 = 1_780_000_000.0
+"""2026-05-28T20:26:40Z: when the made-up histories start."""
+HOUR = 3600.0
+
+
+def probe_record(
+    stack: str = "hammer",
+    *,
+    at: float = T0,
+    outcome: str = wake_probe.READY,
+    wake: float | None = 400.0,
+    elapsed: float | None = None,
+    cold: bool | None = True,
+    ready_timeout: int = 900,
+    grpc_status: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A record exactly as the probe writes it, started at epoch ``at``; ``fields`` override record keys."""
+    answered = outcome in (wake_probe.READY, wake_probe.NOT_READY)
+    took = (wake if wake is not None else 0.0) if elapsed is None else elapsed
+    result = wake_probe.ProbeResult(
+        stack=stack,
+        endpoint="127.0.0.1:8001",
+        outcome=outcome,
+        started=at,
+        finished=at + took,
+        deadline_seconds=ready_timeout + 120,
+        ready_timeout_seconds=ready_timeout,
+        elapsed_seconds=took,
+        wake_seconds=wake if answered else None,
+        cold=cold,
+        start_check={True: "UNAVAILABLE: no healthy upstream", False: "ServerReady true", None: None}[cold],
+        grpc_status=grpc_status,
+        server_ready=True if outcome == wake_probe.READY else None,
+        models=[{"name": "particlenet", "version": "1", "state": "READY"}] if answered else None,
+    )
+    record = result.record()
+    if cold is None:
+        del record["cold"], record["start_check"]  # as a probe wrote them before it told cold from warm
+    return {**record, **fields}
+
+
+def cold_wake(seconds: float, stack: str = "hammer", *, at: float = T0, **fields: Any) -> dict[str, Any]:
+    return probe_record(stack, at=at, wake=seconds, **fields)
+
+
+def warm_answer(stack: str = "hammer", *, at: float = T0, **fields: Any) -> dict[str, Any]:
+    return probe_record(stack, at=at, wake=0.02, cold=False, **fields)
+
+
+def cut_off_wake(elapsed: float, stack: str = "hammer", *, at: float = T0, ready_timeout: int = 900) -> dict[str, Any]:
+    """A cold wake the Lua filter gave up on: CANCELLED after about readyTimeoutSeconds."""
+    return probe_record(
+        stack,
+        at=at,
+        outcome=wake_probe.REJECTED,
+        wake=None,
+        elapsed=elapsed,
+        ready_timeout=ready_timeout,
+        grpc_status=wake_probe.LUA_REJECT_STATUS,
+    )
+
+
+def write_history(path: Path, records: Iterable[dict[str, Any] | bytes]) -> Path:
+    """Write records (dicts as probe lines, bytes as they are) in order, one hour apart unless ``at`` is given."""
+    chunks = []
+    for index, record in enumerate(records):
+        if isinstance(record, bytes):
+            chunks.append(record)
+            continue
+        if record["started_at"] == wake_probe.utc_timestamp(T0):
+            chunks.append(
+                wake_history.encode_line({**record, "started_at": wake_probe.utc_timestamp(T0 + index * HOUR)})
+            )
+        else:
+            chunks.append(wake_history.encode_line(record))
+    path.write_bytes(b"".join(chunks))
+    return path
