@@ -39,12 +39,14 @@ ensure_venv() {
 
 ensure_test_tools() {
   # The cleanup script runs in a real busybox; the Envoy text must survive the chart's envsubst; actionlint
-  # runs shellcheck over the workflows' shell; the workflow tests run their jq steps.
+  # runs shellcheck over the workflows' shell; the workflow tests run their jq steps; the chart source tests
+  # fetch and pin charts from git repositories they make.
   missing=""
   command -v busybox >/dev/null 2>&1 || missing="$missing busybox"
   command -v envsubst >/dev/null 2>&1 || missing="$missing gettext-base"
   command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
   command -v jq >/dev/null 2>&1 || missing="$missing jq"
+  command -v git >/dev/null 2>&1 || missing="$missing git"
   [ -z "$missing" ] && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null

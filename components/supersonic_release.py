@@ -18,6 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from supersonic_interlink.chart_source import release_chart
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import Settings, deep_merge, thaw
 
@@ -99,8 +100,8 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             "image": envoy.image,
             "nodeSelector": thaw(envoy.nodeSelector),
             "tolerations": thaw(envoy.tolerations),
-            "loadBalancerPolicy": envoy.loadBalancerPolicy,
-            "grpc_route_timeout": f"{envoy.grpcRouteTimeoutSeconds}s",
+            # No loadBalancerPolicy or grpc_route_timeout: with an external configuration the chart reads them
+            # only for the configuration it would generate itself. They are in the computed envoy.yaml instead.
             "service": {"type": envoy.serviceType},
             "ingress": {"enabled": False},
             # Envoy reads its configuration only at start: a changed checksum rolls the pods.
@@ -208,8 +209,8 @@ class SupersonicReleaseArgs:
 class SupersonicRelease(pulumi.ComponentResource):
     """The SuperSONIC Helm release."""
 
-    release_name: pulumi.Output[str]
-    namespace: pulumi.Output[str]
+    release_name: pulumi.Output[str | None]
+    namespace: pulumi.Output[str | None]
 
     def __init__(self, name: str, args: SupersonicReleaseArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
@@ -221,8 +222,12 @@ class SupersonicRelease(pulumi.ComponentResource):
         # A value set with `pulumi config set --secret` stays a secret in state and in `preview --diff`.
         hidden = settings.is_secret(*RELEASE_VALUE_KEYS)
         chart = settings.release.chart
-        if chart.path is not None:
-            source: dict[str, Any] = {"chart": chart.path}
+        if chart.kind == "git":
+            # The fetched commit, relative to the project directory (see chart_source). A chart checked out from
+            # git has no dependencies in charts/: the provider downloads them, at the versions Chart.yaml names.
+            source: dict[str, Any] = {"chart": release_chart(chart), "dependency_update": True}
+        elif chart.kind == "path":
+            source = {"chart": release_chart(chart)}
         else:
             source = {
                 "chart": chart.name,

@@ -23,6 +23,14 @@ class ChartContract:
     """``app.kubernetes.io/component`` of the inference-server pods and suffix of their Deployment/Service."""
     envoy_component: str
     """Suffix of the Envoy Deployment and ConfigMap names."""
+    envoy_config_suffix: str
+    """Suffix of the chart's own Envoy ConfigMap, into which it copies the external configuration it looks up."""
+    envoy_config_path: str
+    """Where the Envoy container reads its configuration: the chart's entrypoint runs ``envsubst`` over this file."""
+    envoy_container: str
+    """Name of the Envoy container in the Envoy pod (the one that must mount the configuration and the Lua filter)."""
+    admission_container: str
+    """Name of the scale-from-zero admission sidecar in the Envoy pod (it answers the Lua filter's /wake)."""
     scaled_object_suffix: str
     """Suffix of the KEDA ScaledObject name."""
     name_label: str
@@ -70,6 +78,14 @@ class ChartContract:
     def envoy_object_name(self, release_name: str) -> str:
         return f"{self.instance_name(release_name)}-{self.envoy_component}"
 
+    def envoy_service_name(self, release_name: str) -> str:
+        """The Envoy Service clients connect to: named after the instance itself."""
+        return self.instance_name(release_name)
+
+    def envoy_config_map_name(self, release_name: str) -> str:
+        """The chart's own Envoy ConfigMap (``<name>-envoy-config``), the one the Envoy pods mount."""
+        return f"{self.instance_name(release_name)}-{self.envoy_config_suffix}"
+
     def scaled_object_name(self, release_name: str) -> str:
         """Name of the KEDA ScaledObject (the admission sidecar patches its ``minReplicaCount`` at run time)."""
         return f"{self.instance_name(release_name)}-{self.scaled_object_suffix}"
@@ -96,6 +112,10 @@ CHART = ChartContract(
     inference_values_key="triton",
     inference_component="triton",
     envoy_component="envoy",
+    envoy_config_suffix="envoy-config",
+    envoy_config_path="/etc/envoy/envoy.yaml",
+    envoy_container="envoy",
+    admission_container="admission",
     scaled_object_suffix="keda-so",
     name_label="app.kubernetes.io/name",
     instance_label="app.kubernetes.io/instance",

@@ -30,6 +30,7 @@ from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from . import chart_source
 from .settings import PROJECT
 
 
@@ -124,15 +125,22 @@ def evaluate(
     stack: str,
     program: Callable[[], None] = run_entry_point,
     secret_keys: Collection[str] = (),
+    *,
+    offline: bool = True,
 ) -> Evaluation:
     """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview.
 
     ``secret_keys`` are the keys the CLI would list in ``PULUMI_CONFIG_SECRET_KEYS`` (set with ``--secret``).
+    ``offline`` (the default) evaluates as ``render.py`` does: no chart is fetched, and an unpinned git chart is
+    rendered instead of refused. ``offline=False`` is what ``pulumi preview``/``up`` do before registering.
     """
-    return contextvars.Context().run(_evaluate, dict(config), stack, program, list(secret_keys))
+    return contextvars.Context().run(_evaluate, dict(config), stack, program, list(secret_keys), offline)
 
 
-def _evaluate(config: dict[str, str], stack: str, program: Callable[[], None], secret_keys: list[str]) -> Evaluation:
+def _evaluate(
+    config: dict[str, str], stack: str, program: Callable[[], None], secret_keys: list[str], offline: bool
+) -> Evaluation:
+    chart_source.OFFLINE.set(offline)
     monitor = RecordingMonitor(EchoMocks())
     outputs: dict[str, Any] = {}
 

@@ -17,6 +17,7 @@ from components.supersonic_release import (
     release_timeout_seconds,
     release_values,
 )
+from supersonic_interlink import chart_source
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.settings import GO_DURATION_MAX_SECONDS, PROJECT, ConfigError, Settings, load_settings
 
@@ -103,10 +104,16 @@ def current_secret_keys(config: Mapping[str, Any]) -> frozenset[str]:
 
 
 def settings_or_stop() -> Settings:
-    """The stack's settings from the config the CLI passed; stops the program cleanly on any problem."""
+    """The stack's settings from the config the CLI passed, with its chart on disk (a git chart fetched at its
+    pinned commit); stops the program cleanly on any problem, before any resource is registered."""
     try:
         config = current_config()
-        return settings_from_config(config, current_secret_keys(config))
+        settings = settings_from_config(config, current_secret_keys(config))
     except ConfigError as error:
         # RunError ends the program with the message alone: these are the operator's mistakes, not bugs.
         raise pulumi.RunError("invalid stack config:\n  " + "\n  ".join(error.problems)) from None
+    try:
+        chart_source.prepare(settings.release.chart, pulumi.get_stack())
+    except chart_source.ChartSourceError as error:
+        raise pulumi.RunError(str(error)) from None
+    return settings

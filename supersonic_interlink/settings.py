@@ -406,7 +406,8 @@ class ReleaseSettings(Model):
         Field(
             description="{repo, name, version} with an exact version, {path} to a chart directory, or {git, commit, "
             "path}: an https git URL, a full 40-hex commit and the chart's directory in it (without commit it renders "
-            "offline, but preview and up refuse it). Replaced whole, not merged"
+            "offline, but preview and up refuse it; `python render.py <stack> --pin-chart [REF]` writes the commit). "
+            "Replaced whole, not merged"
         ),
     ]
     maxHistory: Annotated[
@@ -542,8 +543,21 @@ class TritonSettings(Model):
     podAnnotations: Annotated[StringMap, Field(description="interLink's slurm-job.vk.io/* annotations go here")]
     service: ServiceMetadata
     modelRepository: ModelRepositorySettings
-    readinessProbe: Annotated[JSONObject, Field(description="passed to the chart as given; {} keeps the chart's")]
-    startupProbe: Annotated[JSONObject, Field(description="passed to the chart as given; {} keeps the chart's")]
+    readinessProbe: Annotated[
+        JSONObject,
+        Field(
+            description="the chart's exec probe, in the form the chart renders it: command (list of strings), "
+            "initialDelaySeconds, periodSeconds, timeoutSeconds, successThreshold, failureThreshold (the chart "
+            "renders no grpc or httpGet handler); {} keeps the chart's"
+        ),
+    ]
+    startupProbe: Annotated[
+        JSONObject,
+        Field(
+            description="the chart's httpGet probe: httpGet {path, port}, initialDelaySeconds, periodSeconds, "
+            "failureThreshold; {} keeps the chart's"
+        ),
+    ]
 
 
 _ENVOY_MS_MAX = ENVOY_DURATION_MAX_SECONDS * 1000

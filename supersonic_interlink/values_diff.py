@@ -56,9 +56,19 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "the chart's default, so the image is pinned in this repository, not by whichever chart commit is deployed.",
     ),
     Deliberate(
-        ("envoy", "grpc_route_timeout"),
-        "The program always passes it; with an external Envoy configuration the chart uses it nowhere (the route "
-        "timeouts are in this program's configuration).",
+        ("envoy", "loadBalancerPolicy"),
+        "No longer passed: with an external Envoy configuration the chart reads it only for the configuration it "
+        "would generate itself. The policy is in this program's Envoy configuration (envoy.loadBalancerPolicy).",
+    ),
+    Deliberate(
+        ("triton", "readinessProbe", "exec"),
+        "No longer passed: the chart renders Triton's readiness probe as an exec probe from readinessProbe.command "
+        "whatever readinessProbe.exec says, so this null never reached the pod.",
+    ),
+    Deliberate(
+        ("triton", "readinessProbe", "grpc"),
+        "No longer passed: the chart renders no grpc readiness handler, so the probe that runs is its exec probe "
+        "(with successThreshold 3, kept); the pod's probe does not change.",
     ),
 )
 

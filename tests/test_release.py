@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pulumi
 import pytest
-import yaml
 from conftest import stack_settings
 
 from components.supersonic_release import (
@@ -77,11 +76,10 @@ def test_hammer_triton_service_probes_and_model_repository_match_the_running_rel
         "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"},
     }
     assert triton["modelRepository"] == {"enabled": True, "storageType": "cvmfs-pvc", "mountPath": "/cvmfs"}
-    assert triton["readinessProbe"] == {"grpc": {"port": 8001}, "successThreshold": 3}
-    null_files = [yaml.safe_load(f["text"]) for f in hammer.one(RELEASE).inputs["valueYamlFiles"]]
-    assert null_files == [{"triton": {"readinessProbe": {"exec": None}}}], (
-        "the explicit null must reach Helm to remove the chart's exec probe: a probe may have only one handler"
+    assert triton["readinessProbe"] == {"successThreshold": 3}, (
+        "the chart renders its own exec probe and ignores a grpc handler: only what it reads is passed"
     )
+    assert "valueYamlFiles" not in hammer.one(RELEASE).inputs, "no explicit nulls: nothing to remove from the chart"
     assert triton["startupProbe"] == {
         "httpGet": {"path": "/v2/health/ready", "port": "http"},
         "periodSeconds": 5,
@@ -106,7 +104,9 @@ def test_hammer_envoy_stays_on_the_af_nodes_and_loads_the_external_config(hammer
         {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}
     ]
     assert envoy["service"]["type"] == "LoadBalancer"
-    assert envoy["loadBalancerPolicy"] == "ROUND_ROBIN"
+    assert "loadBalancerPolicy" not in envoy and "grpc_route_timeout" not in envoy, (
+        "with an external configuration the chart reads neither; the computed envoy.yaml carries both"
+    )
     assert envoy["ingress"] == {"enabled": False}
     config_map = hammer.one(CONFIG_MAP).inputs
     assert envoy["external_config"] == {
@@ -135,13 +135,15 @@ def test_hammer_prometheus_grafana_and_load_metric(hammer) -> None:
     ), "the live release's metric exactly: KEDA's threshold of 20 is in its units"
 
 
-def test_release_is_pinned_named_and_rolls_back_on_failure(hammer) -> None:
+def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_failure(hammer) -> None:
     release = hammer.one(RELEASE).inputs
     assert release["name"] == "supersonic-interlink"
     assert release["namespace"] == "cms"
-    assert release["chart"] == "supersonic"
-    assert release["version"] == "0.4.0", "an exact chart version, so every preview is reproducible"
-    assert release["repositoryOpts"] == {"repo": "https://fastmachinelearning.org/SuperSONIC"}
+    assert release["chart"] == ".charts/unpinned/helm/supersonic", (
+        "hammer's git chart is not pinned yet: offline it renders, showing where the commit goes"
+    )
+    assert "version" not in release and "repositoryOpts" not in release, "no chart repository, no version named"
+    assert release["dependencyUpdate"] is True, "a chart checked out from git has no dependencies in charts/"
     assert release["maxHistory"] == 10, "the provider keeps every revision by default"
     assert release["atomic"] is True and release["cleanupOnFail"] is True, (
         "a failed upgrade must return to the last good revision, not stay half-changed"
@@ -178,7 +180,7 @@ def test_helm_values_fill_in_what_settings_do_not_model(run_stack) -> None:
     values = values_of(run_stack(helmValues={"envoy": {"replicas": 2}, "triton": {"affinity": {"x": "y"}}}))
     assert values["envoy"]["replicas"] == 2
     assert values["triton"]["affinity"] == {"x": "y"}
-    assert values["envoy"]["loadBalancerPolicy"] == "ROUND_ROBIN", "merging underneath keeps computed values"
+    assert values["envoy"]["service"] == {"type": "LoadBalancer"}, "merging underneath keeps computed values"
 
 
 def test_helm_values_collisions_are_found_at_every_depth() -> None:

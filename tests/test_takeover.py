@@ -19,7 +19,13 @@ from supersonic_interlink.settings import ConfigError
 from supersonic_interlink.takeover import adoption, format_steps, resource_urn, steps
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-HAMMER_RELEASE = {"name": "supersonic-interlink"}
+# Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
+PINNED_CHART = {
+    "git": "https://github.com/fastmachinelearning/SuperSONIC",
+    "path": "helm/supersonic",
+    "commit": "0123456789abcdef0123456789abcdef01234567",
+}
+HAMMER_RELEASE = {"name": "supersonic-interlink", "chart": PINNED_CHART}
 ADOPTING = {**HAMMER_RELEASE, "adopt": True}
 RELEASE_URN = (
     "urn:pulumi:hammer::supersonic-interlink::"

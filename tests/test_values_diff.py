@@ -42,12 +42,14 @@ def test_the_hammer_stack_differs_from_the_live_release_only_where_declared(live
     assert [(".".join(map(str, r.change.path)), r.change.before) for r in comparison.deliberate] == [
         ("envoy.annotations.checksum/envoy-config", ABSENT),
         ("envoy.external_config.configmap_name", "supersonic-interlink-envoy-config-custom"),
-        ("envoy.grpc_route_timeout", ABSENT),
         ("envoy.image", ABSENT),
+        ("envoy.loadBalancerPolicy", "ROUND_ROBIN"),
         ("keda.minReplicaCount", ABSENT),
         ("scaleFromZero.enabled", ABSENT),
         ("scaleFromZero.holdMinReplicasSeconds", ABSENT),
         ("scaleFromZero.readyTimeoutSeconds", ABSENT),
+        ("triton.readinessProbe.exec", None),
+        ("triton.readinessProbe.grpc.port", 8001),
     ], "the first upgrade changes exactly these values of the live release, each for a stated reason"
     assert project["scaleFromZero"]["readyTimeoutSeconds"] == 900 and project["keda"]["minReplicaCount"] == 0
 

@@ -1,0 +1,172 @@
+"""The git chart source: fetched at exactly its commit into the project's cache, pinned by resolving a ref, and
+refused by `pulumi preview`/`up` while unpinned. Every repository here is a local one the test makes (no network)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pulumi
+import pytest
+from chart_fixtures import CHART_PATH, UPSTREAM, chart_repository, commit_chart, git
+from conftest import stack_config
+
+from supersonic_interlink import chart_source
+from supersonic_interlink.chart_source import ChartSourceError, fetch, resolve, verify
+from supersonic_interlink.evaluate import evaluate, run_entry_point
+from supersonic_interlink.settings import load_settings
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Path:
+    return chart_repository(tmp_path / "remote")
+
+
+def test_a_commit_is_fetched_into_the_cache_and_verified(upstream: Path, tmp_path: Path) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    assert chart == tmp_path / "cache" / commit / CHART_PATH
+    assert (chart / "Chart.yaml").is_file() and (chart / "templates" / "keda.yaml").is_file()
+    assert git("rev-parse", "HEAD", cwd=tmp_path / "cache" / commit) == commit
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.name != commit], "no partial fetch left behind"
+
+
+def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(upstream: Path, tmp_path: Path) -> None:
+    first = git("rev-parse", "HEAD", cwd=upstream)
+    commit_chart(upstream, "default-one", "a later commit on main")
+    chart = fetch(upstream.as_uri(), first, CHART_PATH, cache=tmp_path / "cache")
+    assert "| int" in (chart / "templates" / "keda.yaml").read_text(), "the pinned commit's chart, not main's"
+
+
+def test_a_cached_commit_is_used_without_the_network(upstream: Path, tmp_path: Path) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
+    assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
+
+
+def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    (chart / "templates" / "extra.yaml").write_text("kind: ConfigMap\n")
+    with pytest.raises(ChartSourceError, match=r"the cached chart is not the pinned commit: .*extra.yaml differs"):
+        fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    (chart / "templates" / "extra.yaml").unlink()
+    (chart / "values.yaml").write_text("edited: true\n")
+    assert "values.yaml differs" in str(verify(chart.parent.parent, commit, CHART_PATH))
+
+
+def test_what_the_providers_dependency_update_writes_is_allowed(upstream: Path, tmp_path: Path) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    (chart / "charts").mkdir()
+    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")
+    assert verify(chart.parent.parent, commit, CHART_PATH) is None
+
+
+def test_a_commit_the_repository_does_not_have_is_named(upstream: Path, tmp_path: Path) -> None:
+    with pytest.raises(ChartSourceError, match=f"has no commit {'0' * 40}"):
+        fetch(upstream.as_uri(), "0" * 40, CHART_PATH, cache=tmp_path / "cache")
+
+
+def test_a_commit_without_the_chart_at_the_path_is_refused(upstream: Path, tmp_path: Path) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    with pytest.raises(ChartSourceError, match=f"commit {commit} has no chart at charts/other"):
+        fetch(upstream.as_uri(), commit, "charts/other", cache=tmp_path / "cache")
+    assert list((tmp_path / "cache").iterdir()) == [], "a refused commit is not cached"
+
+
+def test_no_network_is_said_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ChartSourceError) as unreachable:
+        resolve("https://127.0.0.1:1/SuperSONIC", "main")
+    message = str(unreachable.value)
+    assert "\n" not in message and "needs network access" in message and "127.0.0.1:1" in message
+
+
+def test_a_branch_or_tag_resolves_to_its_commit(upstream: Path) -> None:
+    first = git("rev-parse", "HEAD", cwd=upstream)
+    git("tag", "-a", "v1", "-m", "release", cwd=upstream)
+    second = commit_chart(upstream, "default-one", "later")
+    assert resolve(upstream.as_uri(), "main") == second
+    assert resolve(upstream.as_uri(), "v1") == first, "an annotated tag resolves to the commit, not the tag object"
+    assert resolve(upstream.as_uri(), first) == first, "a full commit id is taken as given (fetch then proves it)"
+    with pytest.raises(ChartSourceError, match="has no branch or tag named 'nope'"):
+        resolve(upstream.as_uri(), "nope")
+
+
+def test_the_release_is_given_the_cached_chart_by_a_path_relative_to_the_project() -> None:
+    chart = load_settings(
+        stack_config(
+            "hammer", release={"name": "x", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": "a" * 40}}
+        )
+    ).release.chart
+    assert chart_source.release_chart(chart) == f".charts/{'a' * 40}/helm/supersonic", (
+        "the same Release input on every machine; a new commit is a changed input, so preview shows the upgrade"
+    )
+
+
+# --------------------------------------------------------------------------------------------- under pulumi
+
+
+def test_preview_and_up_stop_before_registering_anything_while_the_chart_is_unpinned() -> None:
+    with pytest.raises(pulumi.RunError) as stopped:
+        evaluate(stack_config("hammer"), "hammer", offline=False)
+    assert str(stopped.value) == (
+        "supersonic-interlink:release.chart is a git source without a commit, so it names no exact chart: "
+        "run `python render.py hammer --pin-chart` and commit the stack file"
+    )
+
+
+def test_an_unpinned_stack_registers_nothing() -> None:
+    stopped: list[str] = []
+
+    def program() -> None:
+        try:
+            run_entry_point()
+        except pulumi.RunError as error:
+            stopped.append(str(error))
+
+    evaluation = evaluate(stack_config("hammer"), "hammer", program=program, offline=False)
+    assert stopped and "--pin-chart" in stopped[0], "the program did stop"
+    assert evaluation.resources == [], "the refusal comes before any resource is registered"
+
+
+def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
+    upstream: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
+    # The stack names the real https URL; git reads it from the local repository instead.
+    for key, value in {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"url.{upstream.as_uri()}.insteadOf",
+        "GIT_CONFIG_VALUE_0": UPSTREAM,
+    }.items():
+        monkeypatch.setenv(key, value)
+    config = stack_config(
+        "hammer",
+        release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": commit}},
+    )
+    evaluation = evaluate(config, "hammer", offline=False)
+    assert evaluation.one(RELEASE).inputs["chart"] == f".charts/{commit}/{CHART_PATH}"
+    assert (tmp_path / "cache" / commit / CHART_PATH / "Chart.yaml").is_file(), "fetched before registering"
+
+
+def test_a_fetch_failure_stops_preview_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "url.https://127.0.0.1:1/.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/")
+    config = stack_config(
+        "hammer",
+        release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": "b" * 40}},
+    )
+    with pytest.raises(pulumi.RunError) as stopped:
+        evaluate(config, "hammer", offline=False)
+    assert "\n" not in str(stopped.value) and "needs network access" in str(stopped.value)
+
+
+def test_git_itself_is_the_one_here() -> None:
+    assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")

@@ -1,0 +1,253 @@
+"""The chart conformance check, run with the real Helm v3 against the tests' own charts (tests/charts/).
+
+The charts stand in for the generations that matter (the real chart cannot be fetched here): ``conforming`` for a
+chart with scale from zero that reads every value the stack sets, ``no-scale-from-zero`` for the published 0.3.1,
+``refuses-external-config`` for the scale-from-zero generation that refused an external Envoy configuration, and
+one chart per other failure class.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from chart_fixtures import fixture_chart
+
+import render
+from components.supersonic_release import POSTRENDER
+from supersonic_interlink.conformance import (
+    Expected,
+    Leaf,
+    canonical,
+    changed,
+    check,
+    contract_findings,
+    ignored_values,
+    leaves,
+    mounted_key,
+    with_leaf,
+)
+from supersonic_interlink.helm import ChartRenderer
+
+ROOT = Path(__file__).resolve().parent.parent
+REFUSAL = "scaleFromZero.enabled is incompatible with envoy.external_config.load_from_configmap"
+LUA_NOT_MOUNTED = (
+    "scale-from-zero Lua filter: no ConfigMap is mounted at /etc/envoy/lua/envoy-filter.lua in container envoy "
+    "of supersonic-interlink-envoy"
+)
+
+
+@pytest.fixture(scope="module")
+def hammer() -> Expected:
+    return Expected.from_rendered(render.render("hammer"))
+
+
+def run_render(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "render.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def findings_of(chart: Path, expected: Expected, ignored_under: str | None = None) -> list[str]:
+    """The contract findings of one render, and the ignored values among the leaves under ``ignored_under``."""
+    with ChartRenderer(chart, expected.release_name, expected.namespace, expected.served, ROOT / POSTRENDER) as r:
+        objects = r.render(expected.values)
+        found = contract_findings(objects, expected)
+        if ignored_under is not None:
+            selected = [leaf for leaf in leaves(expected.values) if leaf.name.startswith(ignored_under)]
+            assert selected, f"no values under {ignored_under}: the test would try nothing"
+            found += [
+                f"{path}: ignored"
+                for path in ignored_values(r, expected.values, canonical(objects), 2, selected=selected)
+            ]
+    return found
+
+
+# --------------------------------------------------------------------------------------------- the done criteria
+
+
+def test_a_chart_with_scale_from_zero_that_reads_every_value_passes_for_hammer(tmp_path) -> None:
+    chart = fixture_chart("conforming", tmp_path)
+    result = run_render("hammer", "--check", "--chart", str(chart))
+    assert result.returncode == 0, f"nothing to report for a chart that does what the stack asks:\n{result.stderr}"
+    assert f"stack hammer: chart {chart} conforms" in result.stdout and "stack hammer: checks passed" in result.stdout
+
+
+def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scale_from_zero_wiring(tmp_path) -> None:
+    chart = fixture_chart("no-scale-from-zero", tmp_path)
+    result = run_render("hammer", "--check", "--chart", str(chart))
+    assert result.returncode == 1, result.stdout + result.stderr
+    prefix = f"check: chart {chart}: "
+    reported = {line[len(prefix) :] for line in result.stderr.splitlines() if line.startswith(prefix)}
+    assert reported == {
+        "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
+        LUA_NOT_MOUNTED,
+        "Deployment supersonic-interlink-envoy: no admission sidecar (scale from zero has nothing to wake Triton)",
+        "keda.minReplicaCount: ignored by the chart (changing it changes nothing the chart renders)",
+        "scaleFromZero.enabled: ignored by the chart (changing it changes nothing the chart renders)",
+        "scaleFromZero.readyTimeoutSeconds: ignored by the chart (changing it changes nothing the chart renders)",
+        "scaleFromZero.holdMinReplicasSeconds: ignored by the chart (changing it changes nothing the chart renders)",
+    }, "Hammer would hold a Slurm GPU job forever (1 replica) and Envoy would crash-loop on the missing Lua file"
+    assert "stack hammer: 7 finding(s)" in result.stderr
+
+
+def test_the_refusal_of_an_external_config_comes_through_verbatim(tmp_path) -> None:
+    chart = fixture_chart("refuses-external-config", tmp_path)
+    result = run_render("hammer", "--check", "--chart", str(chart))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        f"check: chart {chart}: the chart refuses this stack's values: execution error at "
+        f"(supersonic/templates/scale-from-zero-guard.yaml:4:4): {REFUSAL}\n" in result.stderr
+    ), result.stderr
+
+
+# --------------------------------------------------------------------------------------------- failure classes
+
+
+def test_a_default_1_turns_hammers_zero_replicas_into_one(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("default-one", tmp_path), hammer, ignored_under="keda.")
+    assert found == [
+        "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
+        "keda.minReplicaCount: ignored",
+    ], "0 through `default 1` is 1: a Slurm GPU job held forever, and the value reads as ignored"
+
+
+def test_a_value_the_chart_never_reads_is_reported_by_its_values_path(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("unread-value", tmp_path), hammer, ignored_under="triton.service")
+    assert found == ['triton.service.annotations["metallb.universe.tf/address-pool"]: ignored'], (
+        "the Service's labels are read, its annotations are not: only the unread one is named"
+    )
+
+
+def test_a_lua_filter_that_envoy_does_not_mount_is_a_finding(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("no-lua-mount", tmp_path), hammer)
+    assert found == [LUA_NOT_MOUNTED], "Envoy 1.39 refuses a Lua filename that does not exist and crash-loops"
+
+
+def test_a_lua_filter_mounted_from_a_config_map_the_chart_does_not_render_is_a_finding(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("lua-config-map-skipped", tmp_path), hammer)
+    assert found == [
+        (
+            "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is mounted "
+            "from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
+        )
+    ], "the Envoy pod would never start: its volume's ConfigMap does not exist"
+
+
+def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("lua-calls-other-clusters", tmp_path), hammer)
+    assert found == [
+        (
+            f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's envoy.yaml "
+            "defines for it to call"
+        )
+        for cluster in ("triton_admission", "triton_grpc_service")
+    ], "a wake would call a cluster this configuration does not have (the inferenceServer rename)"
+
+
+def test_a_chart_copying_another_key_of_the_external_config_map_is_caught(hammer, tmp_path) -> None:
+    found = findings_of(fixture_chart("wrong-configmap-key", tmp_path), hammer, ignored_under="envoy.external_config")
+    assert found == [
+        (
+            "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not this stack's "
+            "envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')"
+        ),
+        "envoy.external_config.configmap_key: ignored",
+    ]
+
+
+def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer, tmp_path) -> None:
+    """Without the stand-in API serving the stack's ConfigMap the chart's lookup finds nothing, as on a cluster."""
+    assert [m["kind"] for m in hammer.served] == ["ConfigMap"]
+    unserved = Expected(hammer.release_name, hammer.namespace, hammer.values, hammer.envoy_yaml, [])
+    found = check(fixture_chart("conforming", tmp_path), unserved)
+    assert found == [
+        (
+            "the chart refuses this stack's values: execution error at (supersonic/templates/envoy-config.yaml:12:6): "
+            f"ConfigMap cms/{hammer.values['envoy']['external_config']['configmap_name']} not found"
+        )
+    ]
+
+
+def test_a_chart_that_renders_differently_each_time_is_reported_not_scanned(hammer, tmp_path) -> None:
+    found = check(fixture_chart("random-output", tmp_path), hammer)
+    assert found == [
+        (
+            "the chart renders the same values differently each time (random or time-based output), so the values "
+            "it ignores cannot be told from those it reads"
+        )
+    ], "otherwise every value would look read, and an ignored one would pass unnoticed"
+
+
+# --------------------------------------------------------------------------------------------- the pieces
+
+
+def test_leaves_name_every_values_path_as_a_reader_writes_it() -> None:
+    values = {"a": {"b.c": [1, {"d": {}}], "e": []}, "f": None}
+    assert [(leaf.name, leaf.value) for leaf in leaves(values)] == [
+        ('a["b.c"][0]', 1),
+        ('a["b.c"][1].d', {}),
+        ("a.e", []),
+        ("f", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (True, False),
+        (0, 1),
+        (900, 901),
+        ("", "conformance-probe"),
+        ("x", "x-conformance-probe"),
+        (None, "conformance-probe"),
+    ],
+)
+def test_each_leaf_changes_to_a_different_value_of_its_kind(value, expected) -> None:
+    assert changed(value) == expected and changed(value) != value
+
+
+def test_an_empty_object_or_list_is_changed_into_a_non_empty_one() -> None:
+    assert changed({}) == {"conformance-probe": "conformance-probe"} and changed([]) == ["conformance-probe"]
+
+
+def test_with_leaf_changes_one_leaf_and_leaves_the_input_alone() -> None:
+    values = {"a": [{"b": 1}, {"b": 2}], "c": 3}
+    assert with_leaf(values, ("a", 1, "b"), 9) == {"a": [{"b": 1}, {"b": 9}], "c": 3}
+    assert values == {"a": [{"b": 1}, {"b": 2}], "c": 3}
+
+
+def deployment(mounts: list[dict], volumes: list[dict]) -> dict:
+    return {
+        "spec": {"template": {"spec": {"containers": [{"name": "envoy", "volumeMounts": mounts}], "volumes": volumes}}}
+    }
+
+
+def test_a_mounted_file_is_traced_to_its_config_map_key() -> None:
+    whole = deployment([{"name": "c", "mountPath": "/etc/envoy"}], [{"name": "c", "configMap": {"name": "cm"}}])
+    assert mounted_key(whole, "envoy", "/etc/envoy/envoy.yaml") == ("cm", "envoy.yaml")
+    items = deployment(
+        [{"name": "l", "mountPath": "/etc/envoy/lua"}],
+        [{"name": "l", "configMap": {"name": "lua", "items": [{"key": "k", "path": "envoy-filter.lua"}]}}],
+    )
+    assert mounted_key(items, "envoy", "/etc/envoy/lua/envoy-filter.lua") == ("lua", "k")
+    assert mounted_key(items, "envoy", "/etc/envoy/lua/other.lua") is None, "items limit the files to those listed"
+    sub = deployment(
+        [{"name": "c", "mountPath": "/etc/envoy/envoy.yaml", "subPath": "config.yaml"}],
+        [{"name": "c", "configMap": {"name": "cm"}}],
+    )
+    assert mounted_key(sub, "envoy", "/etc/envoy/envoy.yaml") == ("cm", "config.yaml")
+    assert mounted_key(sub, "admission", "/etc/envoy/envoy.yaml") is None, "another container's mount does not count"
+
+
+def test_a_leaf_named_by_its_path() -> None:
+    assert Leaf(("triton", "nodeSelector", "kubernetes.io/hostname"), "x").name == (
+        'triton.nodeSelector["kubernetes.io/hostname"]'
+    )

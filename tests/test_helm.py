@@ -1,0 +1,142 @@
+"""The one Helm render: the real Helm v3 with `--dry-run=server` against the stand-in API, with the post-renderer."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+from chart_fixtures import fixture_chart
+
+import render
+from components.supersonic_release import POSTRENDER
+from supersonic_interlink.conformance import Expected, post_renderer_function
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.helm import ChartRenderer, ChartRenderError, _helm_error, missing_dependencies, render_chart
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def hammer() -> Expected:
+    return Expected.from_rendered(render.render("hammer"))
+
+
+def find(objects: list[dict], kind: str, name: str) -> dict:
+    found = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind} {name}: {len(found)} rendered"
+    return found[0]
+
+
+def tree_digest(directory: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(directory.rglob("*")):
+        digest.update(str(path.relative_to(directory)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_the_charts_lookup_copies_the_served_config_map(hammer, tmp_path) -> None:
+    objects = render_chart(
+        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.values, hammer.served
+    )
+    copied = find(objects, "ConfigMap", CHART.envoy_config_map_name(hammer.release_name))
+    assert copied["data"][CHART.envoy_config_key] == hammer.envoy_yaml, (
+        "lookup answered from the stand-in API exactly as on the cluster"
+    )
+
+
+def test_without_the_config_map_the_render_fails_as_an_install_would(hammer, tmp_path) -> None:
+    with pytest.raises(ChartRenderError) as refused:
+        render_chart(fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.values)
+    name = hammer.values["envoy"]["external_config"]["configmap_name"]
+    assert str(refused.value) == (
+        f"execution error at (supersonic/templates/envoy-config.yaml:12:6): ConfigMap cms/{name} not found"
+    ), "the chart's own message, verbatim, without Helm's prefix and --debug hint"
+
+
+def test_an_upgrade_keeps_the_live_scaled_objects_replica_floor(hammer, tmp_path) -> None:
+    """What a takeover needs: the same chart rendered against live objects, as `helm upgrade` would."""
+    live = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": CHART.scaled_object_name(hammer.release_name), "namespace": hammer.namespace},
+        "spec": {"minReplicaCount": 1},
+    }
+    chart = fixture_chart("conforming", tmp_path)
+    values, release, namespace = hammer.values, hammer.release_name, hammer.namespace
+    awake = render_chart(chart, release, namespace, values, [*hammer.served, live], is_upgrade=True)
+    asleep = render_chart(chart, release, namespace, values, hammer.served, is_upgrade=True)
+    name = CHART.scaled_object_name(release)
+    assert find(awake, "ScaledObject", name)["spec"]["minReplicaCount"] == 1, "the live floor wins while awake"
+    assert find(asleep, "ScaledObject", name)["spec"]["minReplicaCount"] == 0
+
+
+def test_helm_only_reads_the_api_and_only_what_lookup_needs(hammer, tmp_path) -> None:
+    with ChartRenderer(
+        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served
+    ) as renderer:
+        renderer.render(hammer.values)
+        requests = list(renderer.api.requests)
+    paths = [path.split("?")[0] for method, path in requests]
+    assert {method for method, _ in requests} == {"GET"}, "helm template --dry-run=server writes nothing"
+    assert "/api/v1" in paths and "/apis/keda.sh/v1alpha1" in paths, "discovery of the looked-up kinds"
+    assert f"/api/v1/namespaces/cms/configmaps/{hammer.served[0]['metadata']['name']}" in paths
+    assert not [p for p in paths if "secrets" in p or "openapi" in p], (
+        "no release Secret is listed and no OpenAPI schema read: template runs client-only apart from lookup"
+    )
+
+
+def test_the_post_renderer_runs_through_helm_and_in_process_alike(hammer, tmp_path) -> None:
+    with ChartRenderer(
+        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER
+    ) as renderer:
+        through_helm = renderer.render(hammer.values)
+        in_process = renderer.render(hammer.values, post_render=post_renderer_function())
+        without = renderer.render(hammer.values, post_render=lambda text: text)
+    scaled = find(through_helm, "ScaledObject", CHART.scaled_object_name(hammer.release_name))
+    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran"
+    assert in_process == through_helm
+    assert without != through_helm, "the comparison can tell a post-rendered render from one that is not"
+
+
+def test_a_missing_dependency_is_stood_in_for_without_touching_the_chart(hammer, tmp_path) -> None:
+    chart = fixture_chart("conforming", tmp_path)
+    assert missing_dependencies(chart) == [("grafana", "1.0.0")]
+    before = tree_digest(chart)
+    render_chart(chart, hammer.release_name, hammer.namespace, hammer.values, hammer.served)
+    assert tree_digest(chart) == before, "a fetched chart's checkout must stay exactly its commit"
+
+
+def test_an_enabled_dependency_that_is_not_on_disk_stops_the_render_naming_it(hammer, tmp_path) -> None:
+    values = copy.deepcopy(hammer.values)
+    values["grafana"]["enabled"] = True
+    with pytest.raises(
+        ChartRenderError, match=re.escape("dependency grafana 1.0.0 is not on disk and the values enable it")
+    ):
+        render_chart(
+            fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, values, hammer.served
+        )
+
+
+def test_a_dependency_on_disk_is_not_stood_in_for(tmp_path) -> None:
+    chart = fixture_chart("conforming", tmp_path)
+    (chart / "charts").mkdir()
+    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"")
+    assert missing_dependencies(chart) == []
+
+
+def test_a_directory_without_chart_yaml_is_refused(tmp_path) -> None:
+    with pytest.raises(ChartRenderError, match="not a chart directory"):
+        ChartRenderer(tmp_path, "r", "ns")
+
+
+def test_helms_error_keeps_the_message_and_drops_its_framing() -> None:
+    stderr = (
+        "WARNING: Kubernetes configuration file is group-readable.\n"
+        "Error: execution error at (c/templates/x.yaml:1:2): refused\n\nUse --debug flag to render out invalid YAML\n"
+    )
+    assert _helm_error(stderr) == "execution error at (c/templates/x.yaml:1:2): refused"
