@@ -49,6 +49,7 @@ ensure_test_tools() {
   command -v git >/dev/null 2>&1 || missing="$missing git"
   [ -z "$missing" ] && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    # shellcheck disable=SC2086  # $missing is a list of package names: split on purpose
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
   else
     echo "dev.sh: the tests need these Debian packages:$missing (sudo apt-get install -y$missing)" >&2

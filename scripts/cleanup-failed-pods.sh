@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Deletes this release's Failed inference-server pods, keeping the newest KEEP of them for diagnosis.
 #
 # interLink marks a pod Failed when its Slurm job exits non-zero; the ReplicaSet replaces it and the corpse,
