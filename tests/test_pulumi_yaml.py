@@ -14,8 +14,6 @@ would accept the file are marked as this project's choice and say what the CLI w
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from supersonic_interlink.pulumi_yaml import YAMLInputError, read_pulumi_yaml
@@ -132,15 +130,14 @@ def test_a_quoted_merge_key_is_an_ordinary_key() -> None:
     assert read_pulumi_yaml("a: {'<<': 1}\n") == {"a": {"<<": 1}}
 
 
-def test_an_alias_bomb_is_refused_at_yaml_v3s_expansion_limit_in_milliseconds() -> None:
+@pytest.mark.timeout(60)  # a hang guard: without the limit the expansion runs for minutes and dies of MemoryError
+def test_an_alias_bomb_is_refused_at_yaml_v3s_expansion_limit() -> None:
     """decode.go: past 1000 decodes with more than 100 from aliases, at most 99 % may come from aliases."""
     lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
         lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
-    start = time.monotonic()
     with pytest.raises(YAMLInputError, match="excessive aliasing"):
         read_pulumi_yaml("\n".join(lines) + "\n")
-    assert time.monotonic() - start < 5, "the limit must stop the expansion, not a MemoryError an hour later"
 
 
 def test_modest_aliasing_within_the_limit_is_expanded() -> None:

@@ -9,7 +9,6 @@ from conftest import stack_settings
 from components.supersonic_release import (
     CONFIG_CHECKSUM_ANNOTATION,
     POSTRENDER,
-    UPGRADE_MARGIN_SECONDS,
     helm_values_collisions,
     split_nulls,
 )
@@ -148,7 +147,7 @@ def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_f
     assert release["atomic"] is True and release["cleanupOnFail"] is True, (
         "a failed upgrade must return to the last good revision, not stay half-changed"
     )
-    assert release["timeout"] == 900 + UPGRADE_MARGIN_SECONDS, "a Triton replaced mid-upgrade waits in Slurm's queue"
+    assert release["timeout"] == 1200, "readyTimeoutSeconds 900 + 300: a Triton replaced mid-upgrade waits in Slurm"
     assert release["postrender"] == POSTRENDER
 
 
