@@ -20,7 +20,7 @@ import yaml
 
 from supersonic_interlink.chart_source import release_chart
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import Settings, deep_merge, thaw
+from supersonic_interlink.settings import HELM_UPGRADE_MARGIN_SECONDS, Settings, deep_merge, thaw
 
 TYPE = "supersonic-interlink:index:SupersonicRelease"
 
@@ -43,10 +43,9 @@ is the same on every operator's machine and in CI."""
 
 CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
 
-# Helm's --wait covers the Triton Deployment: a Triton pod replaced during an upgrade goes through the Slurm
-# queue like a wake does, so the upgrade may take readyTimeoutSeconds before it counts as failed. The extra
-# five minutes cover the Envoy rollout and image pulls.
-UPGRADE_MARGIN_SECONDS = 300
+# Helm's --wait covers the Triton Deployment, so the upgrade may take readyTimeoutSeconds before it counts as
+# failed; the margin (declared with the settings, which bound readyTimeoutSeconds by it) covers the rest.
+UPGRADE_MARGIN_SECONDS = HELM_UPGRADE_MARGIN_SECONDS
 
 
 def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: str) -> dict[str, Any]:

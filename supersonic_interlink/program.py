@@ -10,16 +10,14 @@ import pulumi
 from components.envoy_config import EnvoyConfig, EnvoyConfigArgs
 from components.failed_pod_cleanup import FailedPodCleanup, FailedPodCleanupArgs
 from components.supersonic_release import (
-    UPGRADE_MARGIN_SECONDS,
     SupersonicRelease,
     SupersonicReleaseArgs,
     helm_values_collisions,
-    release_timeout_seconds,
     release_values,
 )
 from supersonic_interlink import chart_source
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import GO_DURATION_MAX_SECONDS, PROJECT, ConfigError, Settings, load_settings
+from supersonic_interlink.settings import PROJECT, ConfigError, Settings, load_settings
 
 ENVOY_COMPONENT = "envoy"
 RELEASE_COMPONENT = "supersonic"
@@ -35,16 +33,6 @@ def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str]
     including ``helmValues`` keys that would override computed values.
     """
     settings = load_settings(config, secret_keys=frozenset(secret_keys))
-    if release_timeout_seconds(settings) > GO_DURATION_MAX_SECONDS:
-        raise ConfigError(
-            [
-                (
-                    f"{PROJECT}:scaleFromZero.readyTimeoutSeconds = {settings.scaleFromZero.readyTimeoutSeconds}: "
-                    f"expected at most {GO_DURATION_MAX_SECONDS - UPGRADE_MARGIN_SECONDS} (the Helm timeout, this + "
-                    f"{UPGRADE_MARGIN_SECONDS} s, is a Go duration)"
-                )
-            ]
-        )
     collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     problems = [
         f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "

@@ -68,6 +68,13 @@ ENVOY_DURATION_MAX_SECONDS = 9_223_372_035
 """Longest duration Envoy 1.39.1 accepts: ``envoy --mode validate`` refuses 9223372036 s with "Duration
 out-of-range" (it converts durations to int64 nanoseconds), measured on route, cluster and retry durations."""
 GO_DURATION_MAX_SECONDS = 9_223_372_036
+HELM_UPGRADE_MARGIN_SECONDS = 300
+"""What the Helm release timeout adds to readyTimeoutSeconds: a Triton pod replaced during an upgrade queues in
+Slurm like a wake does, and the five minutes cover the Envoy rollout and image pulls."""
+READY_TIMEOUT_MAX_SECONDS = min(
+    ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
+    GO_DURATION_MAX_SECONDS - HELM_UPGRADE_MARGIN_SECONDS,
+)
 """Longest whole-second Go ``time.Duration`` (int64 nanoseconds): the Helm release timeout is one."""
 HPA_MAX_PERIOD_SECONDS = 1800
 HPA_MAX_STABILIZATION_WINDOW_SECONDS = 3600
@@ -432,14 +439,15 @@ class ScaleFromZeroSettings(Model):
             int,
             Limits(
                 1,
-                ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
-                f"the RepositoryIndex idle_timeout, this + {CHART.ready_timeout_margin_seconds} s,"
-                " is an Envoy duration",
+                READY_TIMEOUT_MAX_SECONDS,
+                f"the Helm timeout, this + {HELM_UPGRADE_MARGIN_SECONDS} s, is a Go duration, and the RepositoryIndex "
+                f"idle_timeout, this + {CHART.ready_timeout_margin_seconds} s, an Envoy duration",
             ),
         ],
         Field(
             description="how long a RepositoryIndex is held waiting for a healthy Triton; the RepositoryIndex "
-            "route's idle_timeout follows at this + 120 s, derived, never set separately"
+            f"route's idle_timeout follows at this + {CHART.ready_timeout_margin_seconds} s, derived, never set "
+            "separately"
         ),
     ]
     holdMinReplicasSeconds: Annotated[

@@ -77,10 +77,14 @@ def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> Non
     found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
     assert found == [
         (
-            f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number from 1 to 9223371915 "
-            f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)"
+            f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number from 1 to 9223371736 "
+            f"(the Helm timeout, this + 300 s, is a Go duration, and the RepositoryIndex idle_timeout, this + 120 s, "
+            f"an Envoy duration)"
         )
-    ], "9223371915 = 9223372035 (the longest duration envoy --mode validate 1.39.1 accepts) - 120"
+    ], (
+        "9223371736 = 9223372036 (the longest Go duration in seconds) - 300, below 9223372035 (the longest duration "
+        "envoy --mode validate 1.39.1 accepts) - 120"
+    )
 
 
 def test_a_hold_shorter_than_the_wake_is_refused_as_the_chart_would() -> None:
@@ -203,8 +207,9 @@ def test_numbers_and_booleans_written_as_text_are_refused_as_the_cli_types_them(
     assert found == [
         f'{P}:scaleFromZero.enabled = "true": expected true or false',
         (
-            f'{P}:scaleFromZero.readyTimeoutSeconds = "900": expected a whole number from 1 to 9223371915 '
-            f"(the RepositoryIndex idle_timeout, this + 120 s, is an Envoy duration)"
+            f'{P}:scaleFromZero.readyTimeoutSeconds = "900": expected a whole number from 1 to 9223371736 '
+            f"(the Helm timeout, this + 300 s, is a Go duration, and the RepositoryIndex idle_timeout, this + 120 s, "
+            f"an Envoy duration)"
         ),
     ]
 
