@@ -257,6 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--chart DIR names the chart --check renders: give --check too")
     if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
         parser.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
+    if args.pin_chart is not None and not args.pin_chart.strip():
+        parser.error("--pin-chart REF: REF is empty (a branch, a tag or a full commit id; without REF: main)")
+    chart_actions = [
+        flag for flag, given in (("--pin-chart", args.pin_chart), ("--fetch-chart", args.fetch_chart)) if given
+    ]
+    if chart_actions and (args.check or args.out or len(chart_actions) > 1):
+        parser.error(f"{' and '.join(chart_actions)} only changes the chart: run --check / --out as a second command")
     if args.pin_chart is not None:
         return _pin(args.stack, args.pin_chart)
     try:
@@ -268,7 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.fetch_chart:
         return _fetch(args.stack, chart)
     if args.out:
-        for path in write(rendered, args.out):
+        try:
+            written = write(rendered, args.out)
+        except OSError as error:
+            print(f"render.py: --out {args.out}: cannot write: {error.strerror or error}", file=sys.stderr)
+            return 2
+        for path in written:
             print(f"wrote {path}")
         if chart.kind == "git" and chart.commit is None:
             print(f"stack {args.stack}: {chart_source.unpinned_message(args.stack)}")

@@ -26,6 +26,7 @@ import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -411,9 +412,15 @@ def check(
     in_process = None
     if post_renderer is None:
         post_renderer, in_process = ROOT / POSTRENDER, post_renderer_function()
-    with ChartRenderer(
-        chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer, helm=helm
-    ) as renderer:
+    with ExitStack() as stack:
+        try:
+            renderer = stack.enter_context(
+                ChartRenderer(
+                    chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer, helm=helm
+                )
+            )
+        except ChartRenderError as error:
+            return [f"the chart cannot be rendered: {error}"]
         try:
             # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
             objects = renderer.render(expected.values)

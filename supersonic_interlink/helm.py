@@ -72,10 +72,19 @@ def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     The version is the one ``Chart.lock`` resolved, else the requirement's own if it is exact; a range with no lock
     gives an empty version (no stand-in can honestly be made for it).
     """
-    metadata = load_yaml((chart_dir / "Chart.yaml").read_text()) or {}
-    wanted = metadata.get("dependencies") or []
+    try:
+        metadata = load_yaml((chart_dir / "Chart.yaml").read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ChartRenderError(
+            f"{chart_dir / 'Chart.yaml'}: not a readable chart file: {' '.join(str(error).split())}"
+        ) from None
+    wanted = metadata.get("dependencies") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict) or not isinstance(wanted or [], list):
+        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: expected a mapping with a list of dependencies")
     if not wanted:
         return []
+    if not all(isinstance(dependency, dict) for dependency in wanted):
+        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: every entry of dependencies must be a mapping")
     lock_file = chart_dir / "Chart.lock"
     locked: dict[str, str] = {}
     if lock_file.is_file():

@@ -249,3 +249,35 @@ def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
     noisy = [r.stderr for r in results if r.stderr]
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results if r.returncode]
     assert noisy == [], f"{len(noisy)} of {runs} renders wrote to stderr; the first:\n{noisy[0] if noisy else ''}"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--out", "/dev/null/rendered"], "render.py: --out /dev/null/rendered: cannot write: Not a directory"),
+        (["--pin-chart", ""], "--pin-chart REF: REF is empty"),
+        (["--fetch-chart", "--check"], "--fetch-chart only changes the chart: run --check / --out as a second command"),
+        (["--pin-chart", "main", "--out", "x"], "--pin-chart only changes the chart"),
+    ],
+)
+def test_bad_arguments_are_one_line_usage_errors(args: list[str], message: str) -> None:
+    result = run_render("hammer", *args)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, "an operator's mistake is not a bug"
+
+
+@pytest.mark.parametrize(
+    "chart_yaml, complaint",
+    [
+        ("apiVersion: v2\nname: x\nversion: 0.1.0\ndependencies: [a, b\n", "not a readable chart file"),
+        ("apiVersion: v2\nname: x\nversion: 0.1.0\ndependencies: [a, b]\n", "every entry of dependencies"),
+        ("- just\n- a list\n", "expected a mapping"),
+    ],
+)
+def test_a_broken_chart_yaml_is_a_finding_not_a_traceback(tmp_path: Path, chart_yaml: str, complaint: str) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "Chart.yaml").write_text(chart_yaml)
+    result = run_render("hammer", "--check", "--chart", str(tmp_path))
+    assert result.returncode == 1, result.stderr
+    assert "the chart cannot be rendered" in result.stderr and complaint in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
