@@ -891,6 +891,18 @@ def endpoint_url(text: str) -> str:
     return text
 
 
+BUCKET_FORM = "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+
+
+def bucket_name(text: str) -> str:
+    """An S3 bucket name as the S3 naming rules (and Ceph RGW's defaults) allow it, checked before any request."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text) or ".." in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: expected {BUCKET_FORM}")
+    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is an IP address, not a bucket name: expected {BUCKET_FORM}")
+    return text
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, with a usage error as one line that names the option, the value and what is allowed."""
 
@@ -900,7 +912,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common = OneLineParser(add_help=False)
-    common.add_argument("--bucket", required=True, help="the bucket that holds Pulumi state")
+    common.add_argument("--bucket", required=True, type=bucket_name, help="the bucket that holds Pulumi state")
     common.add_argument(
         "--endpoint-url",
         type=endpoint_url,

@@ -586,6 +586,26 @@ def test_a_bad_endpoint_url_is_a_one_line_usage_error(aws_env, capsys, calls, va
     assert calls == [], "nothing is sent for a command line that is wrong"
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("BAD BUCKET", "'BAD BUCKET' is not a bucket name"),
+        ("ab", "'ab' is not a bucket name"),
+        ("state..bucket", "'state..bucket' is not a bucket name"),
+        ("-state", "'-state' is not a bucket name"),
+        ("192.168.1.10", "is an IP address"),
+    ],
+)
+def test_a_bad_bucket_name_is_a_one_line_usage_error(aws_env, capsys, calls, value, says):
+    with pytest.raises(SystemExit) as exit_info:
+        sb.main(["check", "--bucket", value])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == sb.EXIT_ERROR
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: argument --bucket: ") and says in err and "3 to 63 lowercase" in err, err
+    assert calls == [], "nothing is sent for a command line that is wrong"
+
+
 def test_a_plain_http_endpoint_is_refused_without_the_flag_and_nothing_is_sent(aws_env, capsys, calls):
     with pytest.raises(SystemExit) as exit_info:
         sb.main(["bootstrap", "--bucket", BUCKET, "--endpoint-url", "http://127.0.0.1:9"])
