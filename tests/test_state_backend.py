@@ -592,7 +592,7 @@ def test_a_bad_endpoint_url_is_a_one_line_usage_error(aws_env, capsys, calls, va
         ("BAD BUCKET", "'BAD BUCKET' is not a bucket name"),
         ("ab", "'ab' is not a bucket name"),
         ("state..bucket", "'state..bucket' is not a bucket name"),
-        ("-state", "'-state' is not a bucket name"),
+        ("state-", "'state-' is not a bucket name"),
         ("192.168.1.10", "is an IP address"),
     ],
 )
