@@ -91,7 +91,7 @@ def render(stack: str) -> dict[str, Any]:
         },
         "values": values,
     }
-    config_name = release["values"]["envoy"]["external_config"]["configmap_name"]
+    config_name = release["values"][CHART.envoy_values_key]["external_config"]["configmap_name"]
     envoy_text = next(
         m["data"][CHART.envoy_config_key]
         for m in manifests

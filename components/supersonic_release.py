@@ -94,7 +94,7 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
         },
         "grafana": {"enabled": False},
         CHART.inference_values_key: inference,
-        "envoy": {
+        CHART.envoy_values_key: {
             "enabled": True,
             "image": envoy.image,
             "nodeSelector": thaw(envoy.nodeSelector),

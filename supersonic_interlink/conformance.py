@@ -191,7 +191,7 @@ class Expected:
     def from_rendered(cls, rendered: Mapping[str, Any]) -> Expected:
         release = rendered["release"]
         values = release["values"]
-        config_map = values["envoy"]["external_config"]["configmap_name"]
+        config_map = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
         served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_map]
         return cls(release["name"], release["namespace"], values, rendered["envoy"], served)
 
@@ -311,14 +311,14 @@ class _Review:
     def envoy(self) -> None:
         from components.supersonic_release import CONFIG_CHECKSUM_ANNOTATION
 
-        if not _section(self.values, "envoy").get("enabled", True):
+        if not _section(self.values, CHART.envoy_values_key).get("enabled", True):
             return
         self.need("Service", CHART.envoy_service_name(self.release), "the Envoy Service clients connect to")
         envoy = self.need("Deployment", CHART.envoy_object_name(self.release), "Envoy")
         if envoy is None:
             return
         name = envoy["metadata"]["name"]
-        checksum = _section(self.values, "envoy", "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
+        checksum = _section(self.values, CHART.envoy_values_key, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
         carried = (_pod_metadata(envoy).get("annotations") or {}).get(CONFIG_CHECKSUM_ANNOTATION)
         if checksum is not None and carried != checksum:
             self.findings.append(

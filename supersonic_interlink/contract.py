@@ -21,6 +21,8 @@ class ChartContract:
     """Top-level values block of the inference server (``triton`` here, ``inferenceServer`` later)."""
     inference_component: str
     """``app.kubernetes.io/component`` of the inference-server pods and suffix of their Deployment/Service."""
+    envoy_values_key: str
+    """Top-level values block of the Envoy proxy (its image, placement, Service, external configuration)."""
     envoy_component: str
     """Suffix of the Envoy Deployment and ConfigMap names."""
     envoy_config_suffix: str
@@ -111,6 +113,7 @@ CHART = ChartContract(
     chart_name="supersonic",
     inference_values_key="triton",
     inference_component="triton",
+    envoy_values_key="envoy",
     envoy_component="envoy",
     envoy_config_suffix="envoy-config",
     envoy_config_path="/etc/envoy/envoy.yaml",
