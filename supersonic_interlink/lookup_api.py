@@ -69,6 +69,24 @@ Ingress, Role, PersistentVolumeClaim, ScaledObject) or render, plus the objects 
 _READ_VERBS = ["get", "list"]
 
 
+def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
+    """A kubeconfig (JSON, which kubectl and Helm read as YAML) whose only context is the stand-in API at ``url``,
+    with no credentials, readable by its owner alone (Helm warns about a group- or world-readable one)."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "stand-in", "cluster": {"server": url}}],
+        "users": [{"name": "stand-in", "user": {}}],
+        "contexts": [
+            {"name": "stand-in", "context": {"cluster": "stand-in", "user": "stand-in", "namespace": namespace}}
+        ],
+        "current-context": "stand-in",
+    }
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path
+
+
 class LookupApiError(ValueError):
     """An object given to serve is not one the stand-in can serve (unknown kind, missing name or namespace)."""
 
@@ -176,19 +194,7 @@ class LookupApi:
 
     def write_kubeconfig(self, path: Path, namespace: str = "default") -> Path:
         """A kubeconfig whose only context points at this server (no credentials: the stand-in needs none)."""
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "stand-in", "cluster": {"server": self.url}}],
-            "users": [{"name": "stand-in", "user": {}}],
-            "contexts": [
-                {"name": "stand-in", "context": {"cluster": "stand-in", "user": "stand-in", "namespace": namespace}}
-            ],
-            "current-context": "stand-in",
-        }
-        path.write_text(json.dumps(config))
-        path.chmod(0o600)  # Helm warns about a group- or world-readable kubeconfig
-        return path
+        return write_loopback_kubeconfig(path, self.url, namespace)
 
     # ----------------------------------------------------------------------------------------- answers
 

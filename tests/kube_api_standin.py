@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from supersonic_interlink.lookup_api import write_loopback_kubeconfig
+
 LOOPBACK = "127.0.0.1"
 STOP_TIMEOUT_SECONDS = 5.0
 
@@ -520,19 +522,8 @@ class KubeApiStandIn:
             stored["metadata"]["resourceVersion"] = str(self._resource_version)
 
     def kubeconfig(self, path: Path, namespace: str = "cms") -> Path:
-        """A kubeconfig whose current context is this server (JSON is YAML, which kubectl reads)."""
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-            "users": [{"name": "cleaner", "user": {}}],
-            "contexts": [
-                {"name": "standin", "context": {"cluster": "standin", "user": "cleaner", "namespace": namespace}}
-            ],
-            "current-context": "standin",
-        }
-        path.write_text(json.dumps(config, indent=1))
-        return path
+        """A kubeconfig whose current context is this server."""
+        return write_loopback_kubeconfig(path, self.url, namespace)
 
     def requests_since(self, start: int) -> list[Recorded]:
         with self._lock:
