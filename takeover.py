@@ -2,12 +2,17 @@
 
     python takeover.py <stack> steps
     python takeover.py <stack> values --live FILE [--out FILE]
+    python takeover.py <stack> objects --live FILE [--live-object FILE ...] [--chart DIR] [--out FILE]
 
 `steps` prints the runbook (docs/takeover.md) for the stack with its real URNs and object names. `values` compares
 the live release's values (`helm get values -n <ns> <release> -o yaml`, or Flux's values ConfigMap) with the values
 the stack deploys and prints the difference table as markdown for the pull request; it exits 1 when a difference is
-not declared in supersonic_interlink/values_diff.py or a declared one no longer differs. Invalid stack config or an
-unreadable live file exits 2.
+not declared in supersonic_interlink/values_diff.py or a declared one no longer differs. `objects` renders the
+stack's pinned chart (or DIR) with the real Helm v3 twice, with the live values and with the stack's, the chart's
+lookup answered from the live objects given (`kubectl get -o yaml`: the old Envoy ConfigMap, the ScaledObject), and
+prints what the upgrade deletes, creates and changes, object by object; it exits 1 when a deletion is not declared
+in supersonic_interlink/objects_diff.py, a declared one is no longer made, or the chart refuses either side's values.
+Invalid stack config, an unreadable input file or no chart to render exits 2.
 """
 
 from __future__ import annotations
@@ -28,6 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     values = commands.add_parser("values", help="the live values against this stack's, as a markdown table")
     values.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
     values.add_argument("--out", type=Path, help="write the table here instead of standard output")
+    objects = commands.add_parser("objects", help="what the upgrade deletes, creates and changes, object by object")
+    objects.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
+    objects.add_argument(
+        "--live-object",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="live objects the chart looks up (kubectl get -o yaml): the old Envoy ConfigMap, the ScaledObject",
+    )
+    objects.add_argument(
+        "--chart", type=Path, metavar="DIR", help="render this chart instead of the stack's pinned one"
+    )
+    objects.add_argument("--out", type=Path, help="write the report here instead of standard output")
     args = parser.parse_args(argv)
 
     from supersonic_interlink.program import settings_from_config
@@ -49,6 +68,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from render import render
+
+    if args.command == "objects":
+        from supersonic_interlink.objects_diff import command
+
+        return command(
+            args.stack,
+            settings,
+            lambda: render(args.stack),
+            live=args.live,
+            live_objects=args.live_object,
+            chart=args.chart,
+            out=args.out,
+        )
+
     from supersonic_interlink.values_diff import LiveValuesError, compare_values, load_live_values, markdown
 
     try:

@@ -22,6 +22,8 @@ from .settings import PROJECT, Settings
 from .stack_config import ROOT, stack_file
 
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
+LIVE_OBJECTS_FILE = "live-objects.yaml"
+"""Where step 1 saves the live objects the chart looks up, for ``takeover.py <stack> objects`` in step 2."""
 
 
 def resource_urn(stack: str, project: str, type_chain: Sequence[str], name: str) -> str:
@@ -155,6 +157,10 @@ def steps(a: Adoption) -> list[Step]:
                 ),
                 Do(f"{hr} -o jsonpath='{owner}'"),
                 Do(f"{helm} get values {rel} -o yaml > live-values.yaml"),
+                Do(
+                    f"{kubectl} get configmap/{flux.envoy_config_map} scaledobject/{a.scaled_object} -o yaml "
+                    f"> {LIVE_OBJECTS_FILE}"
+                ),
                 Do(f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"),
             ),
             (
@@ -172,17 +178,28 @@ def steps(a: Adoption) -> list[Step]:
             ("Nothing to undo.",),
         ),
         Step(
-            "Pin the chart, turn adoption on, compare the values (a pull request here)",
+            "Pin the chart, turn adoption on, compare the values and the objects (a pull request here)",
             f"{stack_path} only; nothing on the cluster.",
             (
                 Do(f"python render.py {a.stack} --pin-chart <40-hex commit from step 1>"),
                 edit(f"set `adopt: true` under supersonic-interlink:release in {stack_path}"),
                 Do(f"python takeover.py {a.stack} values --live live-values.yaml > takeover-values.md"),
+                Do(
+                    f"python takeover.py {a.stack} objects --live live-values.yaml --live-object {LIVE_OBJECTS_FILE} "
+                    "> takeover-objects.md"
+                ),
                 Do(f"./dev.sh render {a.stack} --out rendered/{a.stack} --check"),
                 Do(f"pulumi preview --diff --stack {a.stack}"),
             ),
             (
-                "takeover.py exits 0 (every difference declared); paste takeover-values.md into the pull request;",
+                (
+                    "takeover.py values exits 0 (every difference declared); paste takeover-values.md into the pull "
+                    "request;"
+                ),
+                (
+                    "takeover.py objects exits 0 (nothing deleted, or every deletion declared) and names both live "
+                    "objects as read from the file; paste takeover-objects.md into the pull request;"
+                ),
                 f"the preview imports {urn} (id {a.import_id}) and then updates it: no delete, no replace;",
                 f"it creates ConfigMap {a.new_envoy_config_map} and the {a.cleanup_cronjob} objects.",
             ),

@@ -228,3 +228,19 @@ def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in done.stderr
+
+
+def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgrade(hammer_steps) -> None:
+    _, plan_steps = hammer_steps
+    saved = [a.text for a in plan_steps[0].actions if a.text.endswith("> live-objects.yaml")]
+    assert saved == [
+        (
+            "kubectl -n cms get configmap/supersonic-interlink-envoy-config-custom "
+            "scaledobject/supersonic-interlink-keda-so -o yaml > live-objects.yaml"
+        )
+    ], "the chart's lookup reads the old Envoy ConfigMap and the live ScaledObject; the comparison needs both"
+    objects = _index(plan_steps, "takeover.py hammer objects")
+    assert "--live live-values.yaml --live-object live-objects.yaml" in plan_steps[objects].actions[3].text
+    assert _index(plan_steps, "--pin-chart") == objects < _index(plan_steps, "pulumi up --stack hammer"), (
+        "the comparison renders the pinned chart, and the operator reads it before the upgrade"
+    )

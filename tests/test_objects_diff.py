@@ -1,0 +1,329 @@
+"""What the takeover upgrade does, object by object: the test charts rendered by the real Helm v3 with the live
+values and with the hammer stack's, and every deletion explained or reported."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from chart_fixtures import chart_repository, fixture_chart, git, redirect_upstream
+from conftest import ROOT
+
+import render
+import takeover
+from supersonic_interlink import objects_diff
+from supersonic_interlink.conformance import Expected
+from supersonic_interlink.manifest_diff import ObjectKey
+from supersonic_interlink.objects_diff import (
+    ExpectedDeletion,
+    LiveObject,
+    LiveObjectsError,
+    compare,
+    load_live_objects,
+    markdown,
+    render_sides,
+    sides,
+)
+from supersonic_interlink.tree_diff import ABSENT, Change, Named
+from supersonic_interlink.values_diff import load_live_values
+
+LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
+RELEASE, NAMESPACE = "supersonic-interlink", "cms"
+OLD_ENVOY_YAML = "admin:\n  address: {socket_address: {address: 0.0.0.0, port_value: 9901}}\n"
+
+OLD_ENVOY_CONFIG_MAP = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "supersonic-interlink-envoy-config-custom", "namespace": NAMESPACE, "resourceVersion": "7"},
+    "data": {"envoy.yaml": OLD_ENVOY_YAML},
+}
+LIVE_SCALED_OBJECT = {
+    "apiVersion": "keda.sh/v1alpha1",
+    "kind": "ScaledObject",
+    "metadata": {"name": "supersonic-interlink-keda-so", "namespace": NAMESPACE},
+    "spec": {"minReplicaCount": 1, "maxReplicaCount": 10},
+    "status": {"health": {}},
+}
+
+
+def key(kind: str, name: str, group: str = "") -> ObjectKey:
+    return ObjectKey(kind, name, group, NAMESPACE)
+
+
+ENVOY_CONFIG = key("ConfigMap", "supersonic-interlink-envoy-config")
+LUA_CONFIG = key("ConfigMap", "supersonic-interlink-lua-config")
+ENVOY = key("Deployment", "supersonic-interlink-envoy", "apps")
+SCALED_OBJECT = key("ScaledObject", "supersonic-interlink-keda-so", "keda.sh")
+TRITON_PDB = key("PodDisruptionBudget", "supersonic-interlink-triton", "policy")
+PDB_DELETION = ExpectedDeletion(
+    "PodDisruptionBudget", "{instance}-triton", "no budget for a Deployment that scales to zero", group="policy"
+)
+
+
+@pytest.fixture(scope="module")
+def hammer() -> Expected:
+    return Expected.from_rendered(render.render("hammer"))
+
+
+@pytest.fixture(scope="module")
+def live() -> dict:
+    return load_live_values(LIVE_VALUES.read_text(), str(LIVE_VALUES))
+
+
+def served(*manifests: dict) -> list[LiveObject]:
+    return [LiveObject(m, "live-objects.yaml") for m in manifests]
+
+
+def upgrade(chart: str, tmp_path: Path, hammer: Expected, live: dict, *objects: dict, declared=()):
+    given = sides(hammer, live, served(*objects))
+    before, after = render_sides(fixture_chart(chart, tmp_path), given)
+    return compare(before, after, RELEASE, NAMESPACE, declared), given
+
+
+def changed_fields(comparison, object_key: ObjectKey) -> dict:
+    (found,) = [c for c in comparison.diff.changed if c.key == object_key]
+    return {c.path: (c.before, c.after) for c in found.changes}
+
+
+# --------------------------------------------------------------------------------------------- with real Helm
+
+
+def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_live_objects_are_served(
+    hammer, live, tmp_path
+) -> None:
+    comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    assert comparison.diff.deleted == (), "the conforming chart renders every live object after the upgrade too"
+    assert comparison.diff.created == (LUA_CONFIG,)
+    assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY]
+    assert changed_fields(comparison, ENVOY_CONFIG) == {("data", "envoy.yaml"): (OLD_ENVOY_YAML, hammer.envoy_yaml)}, (
+        "the chart copied the live ConfigMap on one side and this stack's on the other"
+    )
+    envoy = changed_fields(comparison, ENVOY)
+    assert set(envoy) == {
+        ("spec", "template", "metadata", "annotations", "checksum/envoy-config"),
+        ("spec", "template", "spec", "containers", Named("admission")),
+        ("spec", "template", "spec", "containers", Named("envoy"), "image"),
+        ("spec", "template", "spec", "containers", Named("envoy"), "volumeMounts", Named("lua")),
+        ("spec", "template", "spec", "volumes", Named("lua")),
+    }
+    assert envoy[("spec", "template", "spec", "containers", Named("envoy"), "image")] == (
+        "envoy:fixture",
+        "envoyproxy/envoy:v1.39.1",
+    )
+    assert SCALED_OBJECT in comparison.diff.unchanged, (
+        "the chart's lookup found the live ScaledObject and kept its minReplicaCount 1, as on the cluster"
+    )
+    assert not comparison.has_findings
+
+
+def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_replica_floor_drops(
+    hammer, live, tmp_path
+) -> None:
+    comparison, given = upgrade("conforming", tmp_path, hammer, live)
+    assert [c.key for c in comparison.diff.changed] == [ENVOY, SCALED_OBJECT]
+    assert ENVOY_CONFIG in comparison.diff.unchanged, "this stack's envoy.yaml was served under the live name"
+    assert changed_fields(comparison, SCALED_OBJECT) == {("spec", "minReplicaCount"): (1, 0)}, (
+        "no live ScaledObject to look up: the values' 0 is rendered"
+    )
+    assert any("was not given" in note and "supersonic-interlink-envoy-config-custom" in note for note in given.notes)
+    assert any("No live ScaledObject" in note for note in given.notes)
+
+
+def test_an_object_only_the_live_values_render_is_an_unexplained_deletion(hammer, live, tmp_path) -> None:
+    comparison, _ = upgrade("deletes-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    assert comparison.diff.deleted == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
+    assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
+    assert comparison.diff.created == (LUA_CONFIG,)
+    assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY]
+
+
+def test_a_declared_deletion_is_explained(hammer, live, tmp_path) -> None:
+    comparison, _ = upgrade("deletes-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, declared=[PDB_DELETION])
+    assert comparison.unexplained == () and comparison.stale == ()
+    assert [(d.key, d.why) for d in comparison.deleted] == [(TRITON_PDB, PDB_DELETION.why)]
+    assert not comparison.has_findings
+
+
+def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(hammer, live, tmp_path) -> None:
+    comparison, _ = upgrade("kept-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    assert comparison.diff.deleted == (TRITON_PDB,)
+    assert [d.key for d in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
+    assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
+
+
+def test_a_declared_deletion_the_upgrade_no_longer_makes_is_stale(hammer, live, tmp_path) -> None:
+    comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, declared=[PDB_DELETION])
+    assert comparison.stale == (PDB_DELETION,) and comparison.has_findings
+
+
+# --------------------------------------------------------------------------------------------- the command
+
+
+def objects_command(*args: str) -> list[str]:
+    return ["hammer", "objects", "--live", str(LIVE_VALUES), *args]
+
+
+def live_objects_file(tmp_path: Path, *manifests: dict) -> Path:
+    path = tmp_path / "live-objects.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(manifests)}))
+    return path
+
+
+def test_the_objects_command_prints_the_report_and_exits_0_when_nothing_is_deleted(tmp_path, capsys) -> None:
+    objects = live_objects_file(tmp_path, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    chart = fixture_chart("conforming", tmp_path)
+    code = takeover.main(objects_command("--chart", str(chart), "--live-object", str(objects)))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "**Deleted by the upgrade:**\n\n*(none)*\n" in out
+    assert "**Created:**\n\n- `ConfigMap/cms/supersonic-interlink-lua-config`\n" in out
+    assert "**Changed `Deployment.apps/cms/supersonic-interlink-envoy`:**" in out
+    assert "| `spec.template.spec.containers[name=envoy].image` | `envoy:fixture` | `envoyproxy/envoy:v1.39.1` |" in out
+    assert "```diff\n--- live\n+++ this stack\n" in out, "the Envoy configuration's change reads as a text diff"
+    assert f"The live Envoy ConfigMap `supersonic-interlink-envoy-config-custom` is the one in `{objects}`." in out
+    assert out.rstrip().endswith(
+        "0 deleted (0 unexplained), 1 created, 2 changed, 4 unchanged, 0 left by Helm, 0 stale."
+    )
+
+
+def test_the_objects_command_exits_1_on_an_unexplained_deletion_and_0_once_it_is_declared(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    chart = fixture_chart("deletes-on-upgrade", tmp_path)
+    assert takeover.main(objects_command("--chart", str(chart))) == 1
+    captured = capsys.readouterr()
+    assert "| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | **not explained**" in captured.out
+    assert "stack hammer: 1 unexplained and 0 stale deletion(s); see the report" in captured.err
+
+    monkeypatch.setattr(objects_diff, "EXPECTED_DELETIONS", (PDB_DELETION,))
+    assert takeover.main(objects_command("--chart", str(chart))) == 0
+    out = capsys.readouterr().out
+    assert f"| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | {PDB_DELETION.why} |" in out
+
+
+def test_a_chart_that_refuses_the_stacks_values_is_a_finding_with_its_message(tmp_path, capsys) -> None:
+    chart = fixture_chart("refuses-external-config", tmp_path)
+    assert takeover.main(objects_command("--chart", str(chart))) == 1
+    err = capsys.readouterr().err
+    assert f"stack hammer: chart {chart} refuses this stack's values: execution error at" in err
+
+
+def run_takeover(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "takeover.py", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(tmp_path) -> None:
+    done = run_takeover(*objects_command())
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == (
+        "stack hammer: supersonic-interlink:release.chart is a git source without a commit, so it names no exact "
+        "chart: run `python render.py hammer --pin-chart` and commit the stack file"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: x}\n", "no discovery for this kind"),
+        ("a: [", "not valid YAML (line 1)"),
+        ("- just\n- a list\n", "object 1 is not a Kubernetes object (no kind or metadata.name)"),
+    ],
+)
+def test_a_live_object_file_that_cannot_be_served_is_one_line_and_exit_2(tmp_path, capsys, text, message) -> None:
+    bad = tmp_path / "objects.yaml"
+    bad.write_text(text)
+    assert takeover.main(objects_command("--live-object", str(bad))) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"--live-object {bad}: ") and message in err and err.count("\n") == 1
+
+
+def test_a_missing_live_file_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    assert takeover.main(["hammer", "objects", "--live", str(tmp_path / "nope.yaml")]) == 2
+    assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
+
+
+def test_a_pinned_stack_fetches_its_chart_and_renders_it(tmp_path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("Pulumi.yaml", "render.py", "takeover.py", "__main__.py"):
+        shutil.copy(ROOT / name, root / name)
+    for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for shared in (".venv", ".tools"):
+        (root / shared).symlink_to(ROOT / shared)
+    upstream = chart_repository(tmp_path / "remote", "deletes-on-upgrade")
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    env = redirect_upstream(upstream)
+    pinned = subprocess.run(
+        [sys.executable, "render.py", "hammer", "--pin-chart"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **env},
+    )
+    assert pinned.returncode == 0, pinned.stderr
+    shutil.rmtree(root / ".charts")
+
+    done = run_takeover(*objects_command(), cwd=root, env=env)
+
+    assert done.returncode == 1, done.stderr
+    assert (root / ".charts" / commit / "helm" / "supersonic" / "Chart.yaml").is_file(), "fetched the pinned commit"
+    assert f"Chart `{root / '.charts' / commit / 'helm' / 'supersonic'}` rendered by Helm" in done.stdout
+    assert "| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | **not explained**" in done.stdout
+
+
+# --------------------------------------------------------------------------------------------- pure parts
+
+
+def test_live_objects_are_read_from_a_kubectl_list_or_documents_and_take_the_release_namespace() -> None:
+    listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [LIVE_SCALED_OBJECT]})
+    gitops = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old}\ndata: {envoy.yaml: x}\n---\n"
+    objects = load_live_objects(listed + "---\n" + gitops, "live.yaml", NAMESPACE)
+    assert [o.key for o in objects] == [SCALED_OBJECT, key("ConfigMap", "old")]
+    assert objects[1].manifest["metadata"]["namespace"] == NAMESPACE, "a GitOps manifest names no namespace"
+    with pytest.raises(LiveObjectsError, match=r"^x\.yaml: .*no discovery for this kind"):
+        load_live_objects("apiVersion: v1\nkind: Event\nmetadata: {name: e, namespace: cms}\n", "x.yaml", NAMESPACE)
+
+
+def test_hooks_and_kept_objects_are_left_and_only_declared_deletions_are_explained() -> None:
+    def config_map(name: str, **annotations: str) -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "annotations": annotations}}
+
+    before = [
+        config_map("rel-hook", **{"helm.sh/hook": "pre-upgrade"}),
+        config_map("rel-kept", **{"helm.sh/resource-policy": "keep"}),
+        config_map("rel-declared"),
+        config_map("rel-gone"),
+        config_map("rel-same"),
+    ]
+    declared = [ExpectedDeletion("ConfigMap", "{instance}-declared", "why"), ExpectedDeletion("Secret", "x", "old")]
+    comparison = compare(before, [config_map("rel-same")], "rel", NAMESPACE, declared)
+    assert [d.key.name for d in comparison.left] == ["rel-hook", "rel-kept"]
+    assert [(d.key.name, d.why) for d in comparison.deleted] == [("rel-declared", "why")]
+    assert comparison.unexplained == (key("ConfigMap", "rel-gone"),)
+    assert comparison.stale == (declared[1],)
+
+
+def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
+    before = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"f": "a\nb\n", "n": "1"}}]
+    after = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"f": "a\nc\n"}}]
+    report = markdown(compare(before, after, "rel", NAMESPACE, ()), "hammer", ["a note"])
+    assert report.startswith("#### Objects: the live release → stack `hammer`\n\n- a note\n")
+    assert "| `data.f` | *(text: see below)* | *(text: see below)* |" in report
+    assert "| `data.n` | `1` | *(not set)* |" in report
+    assert "```diff\n--- live\n+++ this stack\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n```" in report
+    assert Change(("data", "n"), "1", ABSENT) in compare(before, after, "rel", NAMESPACE, ()).diff.changed[0].changes
