@@ -139,7 +139,7 @@ class Sides:
 
 def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | None:
     """(name, key) of the external Envoy ConfigMap the live values make the chart copy, or None."""
-    external = (live_values.get("envoy") or {}).get("external_config") or {}
+    external = (live_values.get(CHART.envoy_values_key) or {}).get("external_config") or {}
     if not external.get("load_from_configmap") or not external.get("configmap_name"):
         return None
     return str(external["configmap_name"]), str(external.get("configmap_key") or CHART.envoy_config_key)

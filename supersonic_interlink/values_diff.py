@@ -17,6 +17,7 @@ import yaml
 
 from components.supersonic_release import CONFIG_CHECKSUM_ANNOTATION
 
+from .contract import CHART
 from .tree_diff import Change, Path, changes, format_path, is_under, markdown_cell, markdown_value
 
 
@@ -40,33 +41,33 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "scale from zero: nothing else would wake Triton).",
     ),
     Deliberate(
-        ("envoy", "external_config", "configmap_name"),
+        (CHART.envoy_values_key, "external_config", "configmap_name"),
         "The Envoy configuration is this program's ConfigMap, named after a hash of its content: a change is a new "
         "ConfigMap, so the chart's lookup never reads a half-changed or missing one. It replaces the ConfigMap Flux "
         "applied, which is retired after the upgrade.",
     ),
     Deliberate(
-        ("envoy", "annotations", CONFIG_CHECKSUM_ANNOTATION),
+        (CHART.envoy_values_key, "annotations", CONFIG_CHECKSUM_ANNOTATION),
         "The configuration's hash on the Envoy pods: Envoy reads its configuration only at start, so a changed "
         "configuration must roll the pods.",
     ),
     Deliberate(
-        ("envoy", "image"),
+        (CHART.envoy_values_key, "image"),
         "The program always sets the Envoy image (envoy.image, pinned in Pulumi.yaml) where the live values leave "
         "the chart's default, so the image is pinned in this repository, not by whichever chart commit is deployed.",
     ),
     Deliberate(
-        ("envoy", "loadBalancerPolicy"),
+        (CHART.envoy_values_key, "loadBalancerPolicy"),
         "No longer passed: with an external Envoy configuration the chart reads it only for the configuration it "
         "would generate itself. The policy is in this program's Envoy configuration (envoy.loadBalancerPolicy).",
     ),
     Deliberate(
-        ("triton", "readinessProbe", "exec"),
+        (CHART.inference_values_key, "readinessProbe", "exec"),
         "No longer passed: the chart renders Triton's readiness probe as an exec probe from readinessProbe.command "
         "whatever readinessProbe.exec says, so this null never reached the pod.",
     ),
     Deliberate(
-        ("triton", "readinessProbe", "grpc"),
+        (CHART.inference_values_key, "readinessProbe", "grpc"),
         "No longer passed: the chart renders no grpc readiness handler, so the probe that runs is its exec probe "
         "(with successThreshold 3, kept); the pod's probe does not change.",
     ),
