@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_steps(plan, steps(plan)), end="")
         return 0
 
-    from render import render
+    from supersonic_interlink.rendering import render
 
     if args.command == "objects":
         from supersonic_interlink.objects_diff import command

@@ -24,9 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import render
 from components.supersonic_release import POSTRENDER
-from supersonic_interlink import conformance
+from supersonic_interlink import conformance, rendering
 from supersonic_interlink.helm import ChartRenderer
 
 
@@ -51,7 +50,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=conformance.default_workers())
     args = parser.parse_args()
 
-    expected = conformance.Expected.from_rendered(render.render(args.stack))
+    expected = conformance.Expected.from_rendered(rendering.render(args.stack))
     leaves = list(conformance.leaves(expected.values))
     print(f"stack {args.stack}, chart {args.chart}, {os.cpu_count()} cores, {args.workers} workers")
     print(f"values leaves (one re-render each): {len(leaves)}")

@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import render
+from supersonic_interlink import rendering
 from supersonic_interlink.conformance import Expected
 from supersonic_interlink.objects_diff import LiveObject, render_sides, sides
 from supersonic_interlink.values_diff import load_live_values
@@ -67,7 +67,7 @@ def main() -> None:
     evaluations = []
     for _ in range(args.runs):
         start = time.perf_counter()
-        rendered = render.render(args.stack)
+        rendered = rendering.render(args.stack)
         evaluations.append(time.perf_counter() - start)
     expected = Expected.from_rendered(rendered)
     objects = live_objects(expected.release_name, expected.namespace)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from chart_fixtures import fixture_chart
 
-import render
 from components.supersonic_release import POSTRENDER
+from supersonic_interlink import rendering
 from supersonic_interlink.conformance import (
     Expected,
     Leaf,
@@ -41,7 +41,7 @@ LUA_NOT_MOUNTED = (
 
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    return Expected.from_rendered(render.render("hammer"))
+    return Expected.from_rendered(rendering.render("hammer"))
 
 
 def run_render(*args: str) -> subprocess.CompletedProcess[str]:

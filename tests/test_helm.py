@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from chart_fixtures import fixture_chart
 
-import render
 from components.supersonic_release import POSTRENDER
+from supersonic_interlink import rendering
 from supersonic_interlink.conformance import Expected, post_renderer_function
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.helm import ChartRenderer, ChartRenderError, _helm_error, missing_dependencies, render_chart
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    return Expected.from_rendered(render.render("hammer"))
+    return Expected.from_rendered(rendering.render("hammer"))
 
 
 def find(objects: list[dict], kind: str, name: str) -> dict:

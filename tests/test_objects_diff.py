@@ -14,9 +14,8 @@ import yaml
 from chart_fixtures import chart_repository, fixture_chart, git, redirect_upstream
 from conftest import ROOT
 
-import render
 import takeover
-from supersonic_interlink import objects_diff
+from supersonic_interlink import objects_diff, rendering
 from supersonic_interlink.conformance import Expected
 from supersonic_interlink.manifest_diff import ObjectKey
 from supersonic_interlink.objects_diff import (
@@ -67,7 +66,7 @@ PDB_DELETION = ExpectedDeletion(
 
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    return Expected.from_rendered(render.render("hammer"))
+    return Expected.from_rendered(rendering.render("hammer"))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
 
-import render
+from supersonic_interlink import rendering
 from supersonic_interlink.stack_config import stack_names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,14 +39,14 @@ def test_every_stack_renders_and_passes_its_checks(stack: str, tmp_path: Path) -
 
 def test_output_is_byte_for_byte_deterministic(tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
-    render.write(render.render("hammer"), first)
-    render.write(render.render("hammer"), second)
+    rendering.write(rendering.render("hammer"), first)
+    rendering.write(rendering.render("hammer"), second)
     for name in ("manifests.yaml", "release.yaml", "envoy.yaml"):
         assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between two renders"
 
 
 def test_manifests_are_plain_kubernetes_sorted_by_kind_then_name(tmp_path: Path) -> None:
-    render.write(render.render("hammer"), tmp_path)
+    rendering.write(rendering.render("hammer"), tmp_path)
     documents = list(yaml.safe_load_all((tmp_path / "manifests.yaml").read_text()))
     keys = [(d["kind"], d["metadata"]["name"]) for d in documents]
     assert keys == sorted(keys), "sorted output keeps PR diffs stable"
@@ -65,7 +65,7 @@ def test_manifests_are_plain_kubernetes_sorted_by_kind_then_name(tmp_path: Path)
 
 
 def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(tmp_path: Path) -> None:
-    render.write(render.render("hammer"), tmp_path)
+    rendering.write(rendering.render("hammer"), tmp_path)
     release = yaml.safe_load((tmp_path / "release.yaml").read_text())
     assert release["name"] == "supersonic-interlink" and release["namespace"] == "cms"
     assert release["chart"] == {
@@ -78,8 +78,8 @@ def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(tmp_path:
 
 
 def test_envoy_yaml_is_the_text_stored_in_the_config_map(tmp_path: Path) -> None:
-    rendered = render.render("hammer")
-    render.write(rendered, tmp_path)
+    rendered = rendering.render("hammer")
+    rendering.write(rendered, tmp_path)
     stored = [
         m["data"]["envoy.yaml"]
         for m in rendered["manifests"]

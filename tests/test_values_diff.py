@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from render import render
+from supersonic_interlink.rendering import render
 from supersonic_interlink.tree_diff import ABSENT, Change
 from supersonic_interlink.values_diff import (
     DELIBERATE,
