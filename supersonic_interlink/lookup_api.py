@@ -91,7 +91,8 @@ class LookupApiError(ValueError):
     """An object given to serve is not one the stand-in can serve (unknown kind, missing name or namespace)."""
 
 
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
+    """A Kubernetes API ``Status`` failure body, as the API server answers an error."""
     return {
         "kind": "Status",
         "apiVersion": "v1",
@@ -162,7 +163,10 @@ class LookupApi:
                 if length:
                     self.rfile.read(length)  # keep the connection usable after a refused write
                 if self.command != "GET":
-                    code, body = 405, _status(405, "MethodNotAllowed", f"{self.command}: the stand-in API is read-only")
+                    code, body = (
+                        405,
+                        status_object(405, "MethodNotAllowed", f"{self.command}: the stand-in API is read-only"),
+                    )
                 else:
                     code, body = api.answer(self.path.split("?", 1)[0])
                 data = json.dumps(body).encode()
@@ -210,12 +214,12 @@ class LookupApi:
             r"/apis/(?P<group>[^/]+)/(?P<version>[^/]+)(?P<rest>/.*)?", path
         )
         if match is None:
-            return 404, _status(404, "NotFound", f"the stand-in API does not serve {path}")
+            return 404, status_object(404, "NotFound", f"the stand-in API does not serve {path}")
         group = match.groupdict().get("group") or ""
         group_version = f"{group}/{match['version']}" if group else match["version"]
         served = [r for r in self.resources if r.group_version == group_version]
         if not served:
-            return 404, _status(404, "NotFound", f"the server could not find the requested resource ({path})")
+            return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({path})")
         rest = match["rest"] or ""
         if rest in ("", "/"):
             return 200, self._resource_list(group_version, served)
@@ -266,13 +270,13 @@ class LookupApi:
             namespace, parts = parts[1], parts[2:]
         resource = self._by_plural.get((group_version, parts[0]))
         if resource is None or len(parts) > 2 or (namespace and not resource.namespaced):
-            return 404, _status(404, "NotFound", f"the server could not find the requested resource ({rest})")
+            return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({rest})")
         if len(parts) == 2:
             obj = self._objects.get((group_version, resource.plural, namespace, parts[1]))
             if obj is None:
                 group = resource.group
                 qualified = f"{resource.plural}.{group}" if group else resource.plural
-                return 404, _status(404, "NotFound", f'{qualified} "{parts[1]}" not found')
+                return 404, status_object(404, "NotFound", f'{qualified} "{parts[1]}" not found')
             return 200, copy.deepcopy(obj)
         items = [
             copy.deepcopy(obj)

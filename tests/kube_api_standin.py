@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.lookup_api import write_loopback_kubeconfig
+from supersonic_interlink.lookup_api import status_object, write_loopback_kubeconfig
 
 LOOPBACK = "127.0.0.1"
 STOP_TIMEOUT_SECONDS = 5.0
@@ -99,18 +99,6 @@ class ApiError(Exception):
         self.code = code
         self.reason = reason
         self.message = message
-
-
-def status_object(code: int, reason: str, message: str) -> JSONObject:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
 
 
 def bad_request(message: str) -> ApiError:
