@@ -1,0 +1,326 @@
+"""The real engine and control plane, built from their Go modules into a version-keyed cache outside the clone.
+
+Nothing of those projects' source is in this repository: each binary's module and version are pinned by a small
+wrapper module under ``tools/<group>/`` (``go.mod`` with a ``tool`` line, and ``go.sum``). ``go build`` reads the
+module from the Go module proxy into the Go module cache and writes the binary to
+``$SUPERSONIC_CACHE/bin/<name>-<version>/`` (default ``~/.cache/supersonic-interlink``), so a second run, and CI on
+the same machine, find it there and start at once.
+
+    python -m supersonic_interlink.engine.toolchain build [NAME ...]   # build what is missing, a line per binary
+    python -m supersonic_interlink.engine.toolchain path NAME          # where NAME is (built or not)
+
+Facts the build depends on (read in each module's source at the pinned version):
+
+- ``pkg/v3``'s go.mod replaces ``github.com/atotto/clipboard``; replaces in a dependency are ignored, so
+  ``tools/pulumi/go.mod`` repeats it. Without the version ldflag ``pulumi version`` prints nothing and the
+  Automation API treats the CLI as 3.0.
+- The provider's ``main.go`` embeds ``schema-embed.json`` and ``terraform-mapping-embed.json``, which its
+  ``generate.go`` writes from ``schema.json`` (with ``.version`` set) and ``terraform-mapping.json`` and which are
+  not in the module zip: the main package is copied into the cache and built there beside them.
+- ``k8s.io/kubernetes`` replaces its staging modules with its own tree; ``tools/kubernetes/go.mod`` points each
+  at the published module of the same release. The version is stamped the way Kubernetes' own build does, so the
+  server reports it (the provider trusts ServiceAccounts as ready only on servers >= 1.24).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tools"
+
+
+class ToolchainError(Exception):
+    """A binary could not be built; the message says what failed and how to retry."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """One ``go build`` of one or more main packages from a wrapper module under ``tools/``."""
+
+    group: str
+    """Directory under ``tools/`` holding the wrapper module."""
+    module: str
+    """The Go module whose version (read from the wrapper's go.mod) is the binaries' version."""
+    packages: dict[str, str]
+    """Binary name -> main package."""
+    label: str = ""
+    """The version the binaries are labelled with, when the module's own version is a pseudo-version of a tag."""
+    tags: str = ""
+    ldflags: tuple[str, ...] = ()
+    """``-X`` settings; ``{version}`` is replaced by the label (or the module version)."""
+    main_dir: str = ""
+    """Directory of the main package inside the module, when files must be generated beside it."""
+    generated: dict[str, str] = field(default_factory=dict)
+    """File -> how to make it (a key of ``GENERATORS``), for files the main package embeds that its module zip
+    leaves out."""
+
+
+KUBE_VERSION_LDFLAGS = tuple(
+    f"-X {pkg}.{var}={value}"
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+    for var, value in (
+        ("gitVersion", "{version}"),
+        ("gitMajor", "{major}"),
+        ("gitMinor", "{minor}"),
+        ("gitTreeState", "clean"),
+        ("buildDate", "1970-01-01T00:00:00Z"),
+    )
+)
+
+BUILDS: tuple[Build, ...] = (
+    Build(
+        group="pulumi",
+        module="github.com/pulumi/pulumi/pkg/v3",
+        packages={"pulumi": "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"},
+        tags="osusergo,grpcnotrace",
+        ldflags=("-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={version}",),
+    ),
+    Build(
+        group="pulumi-kubernetes",
+        module="github.com/pulumi/pulumi-kubernetes/provider/v4",
+        packages={
+            "pulumi-resource-kubernetes": (
+                "github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes"
+            )
+        },
+        # The release tag v4.25.0 is commit f47bc2d6f199, the only provider commit the module proxy serves; the
+        # Python SDK in requirements.txt is pinned to the same release (tests/engine/test_toolchain.py).
+        label="v4.25.0",
+        ldflags=("-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version={version}",),
+        main_dir="cmd/pulumi-resource-kubernetes",
+        generated={
+            "schema-embed.json": "provider-schema",
+            "terraform-mapping-embed.json": "provider-mapping",
+        },
+    ),
+    Build(
+        group="etcd",
+        module="go.etcd.io/etcd/server/v3",
+        packages={"etcd": "go.etcd.io/etcd/server/v3"},
+    ),
+    Build(
+        group="kubernetes",
+        module="k8s.io/kubernetes",
+        packages={
+            name: f"k8s.io/kubernetes/cmd/{name}"
+            for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+        },
+        ldflags=KUBE_VERSION_LDFLAGS,
+    ),
+    Build(
+        group="kwok",
+        module="sigs.k8s.io/kwok",
+        packages={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+        ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version={version}",),
+    ),
+)
+
+
+SOURCES = {"keda": "github.com/kedacore/keda/v2"}
+"""Modules read for files, not built: wrapper group -> module (its version is in ``tools/<group>/go.mod``)."""
+
+
+def module_source(group: str) -> Path:
+    """The unpacked source of ``SOURCES[group]`` at its pinned version (downloaded and verified by go.sum)."""
+    build = Build(group=group, module=SOURCES[group], packages={})
+    return _module_dir(build)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("SUPERSONIC_CACHE") or Path.home() / ".cache" / "supersonic-interlink")
+
+
+def go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("GOTOOLCHAIN", "local")  # CI may name an exact toolchain the go command fetches
+    env.update(CGO_ENABLED="0", GOFLAGS="-mod=readonly")
+    return env
+
+
+def module_version(build: Build) -> str:
+    """The version of ``build.module`` that the wrapper's go.mod pins (one place: the go.mod itself)."""
+    for line in (TOOLS / build.group / "go.mod").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in (build.module, "require") and build.module in parts:
+            return parts[parts.index(build.module) + 1]
+    raise ToolchainError(f"tools/{build.group}/go.mod does not require {build.module}")
+
+
+def version(build: Build) -> str:
+    return build.label or module_version(build)
+
+
+def build_for(name: str) -> Build:
+    for build in BUILDS:
+        if name in build.packages:
+            return build
+    names = ", ".join(n for b in BUILDS for n in b.packages)
+    raise ToolchainError(f"unknown binary {name!r}; known: {names}")
+
+
+def path(name: str) -> Path:
+    build = build_for(name)
+    return cache_dir() / "bin" / f"{name}-{version(build)}" / name
+
+
+def _module_dir(build: Build) -> Path:
+    out = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", build.module],
+        cwd=TOOLS / build.group,
+        env=go_env(),
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0 or not out.stdout.strip():
+        # The module is not in the module cache yet: download it (this is the only step that needs the proxy).
+        dl = subprocess.run(
+            ["go", "mod", "download", "-json", f"{build.module}@{module_version(build)}"],
+            cwd=TOOLS / build.group,
+            env=go_env(),
+            capture_output=True,
+            text=True,
+        )
+        if dl.returncode != 0:
+            raise ToolchainError(
+                f"go mod download {build.module}@{module_version(build)} failed:\n{dl.stdout}{dl.stderr}"
+            )
+        return Path(json.loads(dl.stdout)["Dir"])
+    return Path(out.stdout.strip())
+
+
+def _provider_schema(src: Path, label: str) -> bytes:
+    spec = json.loads((src / "schema.json").read_text())
+    spec["version"] = label.removeprefix("v")
+    return json.dumps(spec, separators=(",", ":")).encode()
+
+
+def _provider_mapping(src: Path, label: str) -> bytes:
+    del label
+    mapping = json.loads((src / "terraform-mapping.json").read_text())
+    return json.dumps(mapping, separators=(",", ":")).encode()
+
+
+GENERATORS = {"provider-schema": _provider_schema, "provider-mapping": _provider_mapping}
+
+
+def _ldflags(build: Build) -> str:
+    v = version(build)
+    major, minor = [*v.removeprefix("v").split("."), "", ""][:2]
+    flags = ["-s", "-w", *(f.format(version=v, major=major, minor=minor) for f in build.ldflags)]
+    return " ".join(flags)
+
+
+def ensure(names: list[str] | None = None, *, log=print) -> dict[str, Path]:
+    """Build every binary in ``names`` (default: all) that is not in the cache; return name -> path."""
+    wanted = names or [n for b in BUILDS for n in b.packages]
+    result: dict[str, Path] = {}
+    for build in BUILDS:
+        todo = [n for n in build.packages if n in wanted]
+        if not todo:
+            continue
+        v = version(build)
+        missing = [n for n in todo if not path(n).is_file()]
+        for n in todo:
+            result[n] = path(n)
+        if not missing:
+            for n in todo:
+                log(f"toolchain: {n} {v} cached ({path(n)})")
+            continue
+        # One builder at a time per binary group: a second `./supersonic` waits here and then finds the binary.
+        with _locked(cache_dir() / "work" / f"{build.group}.lock"):
+            for n in todo:
+                if path(n).is_file():
+                    log(f"toolchain: {n} {v} cached ({path(n)})")
+                    continue
+                started = time.monotonic()
+                log(f"toolchain: building {n} {v} from {build.module}@{module_version(build)} ...")
+                _go_build(build, [n])
+                log(f"toolchain: {n} {v} built in {time.monotonic() - started:.0f} s ({path(n)})")
+    return result
+
+
+@contextmanager
+def _locked(lock_file: Path) -> Iterator[None]:
+    import fcntl
+
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _go_build(build: Build, names: list[str]) -> None:
+    v = version(build)
+    work = cache_dir() / "work" / f"{build.group}-{v}"
+    work.mkdir(parents=True, exist_ok=True)
+    args = ["go", "build", "-trimpath", "-ldflags", _ldflags(build)]
+    if build.tags:
+        args += ["-tags", build.tags]
+    cwd = TOOLS / build.group
+    packages = dict(build.packages)
+    if build.generated:
+        # Go refuses overlays of files in the module cache, so the (tiny) main package is copied into the cache
+        # beside its generated files, in a module with the wrapper's go.mod and go.sum, and built from there.
+        cwd = work / "main"
+        cwd.mkdir(exist_ok=True)
+        for name in ("go.mod", "go.sum"):
+            (cwd / name).write_bytes((TOOLS / build.group / name).read_bytes())
+        src = _module_dir(build)
+        main_dir = src / build.main_dir
+        for go_file in main_dir.glob("*.go"):
+            if "//go:build ignore" not in go_file.read_text():
+                (cwd / go_file.name).write_bytes(go_file.read_bytes())
+        for filename, generator in build.generated.items():
+            (cwd / filename).write_bytes(GENERATORS[generator](main_dir, v))
+        packages = dict.fromkeys(packages, ".")
+    # Each binary is built into a scratch path and moved into place, so an interrupted build never leaves a half
+    # binary where the cache lookup would trust it. One package per invocation (Go's build cache shares the rest).
+    for n in names:
+        scratch = work / f"{n}.{os.getpid()}.partial"
+        done = subprocess.run(
+            [*args, "-o", str(scratch), packages[n]],
+            cwd=cwd,
+            env=go_env(),
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise ToolchainError(
+                f"go build of {n} in tools/{build.group} failed (exit {done.returncode}); rerun to retry:\n"
+                f"{done.stderr[-4000:]}"
+            )
+        final = path(n)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(scratch, final)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 1 and argv[0] == "path" and len(argv) == 2:
+        try:
+            print(path(argv[1]))
+        except ToolchainError as err:
+            print(f"toolchain: {err}", file=sys.stderr)
+            return 2
+        return 0
+    if argv and argv[0] == "build":
+        try:
+            ensure(argv[1:] or None, log=lambda line: print(line, flush=True))
+        except ToolchainError as err:
+            print(f"toolchain: {err}", file=sys.stderr)
+            return 1
+        return 0
+    print("usage: python -m supersonic_interlink.engine.toolchain build [NAME ...] | path NAME", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

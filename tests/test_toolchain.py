@@ -1,0 +1,72 @@
+"""The engine toolchain's pins: one place each, and the provider labelled with the version the SDK asks for."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from supersonic_interlink.engine import toolchain
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_provider_is_built_at_the_version_the_python_sdk_is_pinned_to() -> None:
+    # The engine asks for the provider plugin at exactly the SDK's version; a binary labelled otherwise would be
+    # a different provider pretending.
+    pinned = re.search(r"^pulumi-kubernetes==(\S+)$", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
+    assert pinned, "requirements.txt pins pulumi-kubernetes"
+    build = toolchain.build_for("pulumi-resource-kubernetes")
+    assert toolchain.version(build) == f"v{pinned.group(1)}"
+
+
+def test_the_provider_pseudo_version_is_the_commit_of_its_release_tag() -> None:
+    # v4.25.0 is commit f47bc2d6f199 (tag of pulumi/pulumi-kubernetes): the module version names that commit.
+    build = toolchain.build_for("pulumi-resource-kubernetes")
+    assert toolchain.module_version(build).endswith("-f47bc2d6f199")
+
+
+def test_every_binary_has_one_wrapper_module_naming_its_version() -> None:
+    for build in toolchain.BUILDS:
+        go_mod = ROOT / "tools" / build.group / "go.mod"
+        assert go_mod.is_file(), f"{build.group}: no tools/{build.group}/go.mod"
+        assert (go_mod.parent / "go.sum").is_file(), f"{build.group}: go.sum pins the module's hashes"
+        version = toolchain.module_version(build)
+        assert re.fullmatch(r"v\d+\.\d+\.\d+(-[0-9.a-z-]+)?", version), (build.group, version)
+        for package in build.packages.values():
+            assert f"tool {package}" in go_mod.read_text() or f"\t{package}\n" in go_mod.read_text(), (
+                f"{package} is not a tool of tools/{build.group}/go.mod, so go mod tidy would drop it"
+            )
+
+
+def test_the_kubernetes_binaries_are_one_version_with_staging_modules_of_the_same_release() -> None:
+    build = toolchain.build_for("kube-apiserver")
+    version = toolchain.module_version(build)
+    text = (ROOT / "tools" / "kubernetes" / "go.mod").read_text()
+    replaced = re.findall(r"^\s+(k8s\.io/[a-z-]+) => \1 (v\S+)$", text, re.MULTILINE)
+    assert len(replaced) >= 30, "every staging module is replaced"
+    assert {v for _m, v in replaced} == {"v0." + version.removeprefix("v1.")}
+
+
+def test_binaries_are_cached_by_name_and_version_outside_the_clone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SUPERSONIC_CACHE", str(tmp_path))
+    path = toolchain.path("pulumi")
+    assert path == tmp_path / "bin" / f"pulumi-{toolchain.version(toolchain.build_for('pulumi'))}" / "pulumi"
+    assert not path.is_relative_to(ROOT)
+
+
+def test_the_version_ldflags_stamp_what_each_binary_reports() -> None:
+    flags = toolchain._ldflags(toolchain.build_for("kube-apiserver"))
+    version = toolchain.module_version(toolchain.build_for("kube-apiserver"))
+    minor = version.split(".")[1]
+    assert f"k8s.io/component-base/version.gitVersion={version}" in flags
+    assert f"k8s.io/client-go/pkg/version.gitMinor={minor}" in flags
+    assert "version.Version=v3." in toolchain._ldflags(toolchain.build_for("pulumi"))
+
+
+def test_an_unknown_binary_is_a_clear_error() -> None:
+    with pytest.raises(toolchain.ToolchainError, match="unknown binary 'kubelet'; known: pulumi"):
+        toolchain.path("kubelet")
