@@ -1,5 +1,5 @@
 #!/usr/bin/env sh
-# Every static check a change must pass, in the order a contributor fixes them. Run through `./dev.sh lint`
+# Every static check a change must pass, in the order a contributor fixes them. Run through `./supersonic lint`
 # (which sets up .venv); pre-commit runs the same checks per file kind (.pre-commit-config.yaml).
 # Exits non-zero on the first failing check, naming the command that fixes it where one exists.
 set -eu
@@ -16,7 +16,7 @@ step "ruff format --check"
 step "mypy"
 "$BIN/mypy" || fail "type errors above: fix them (a suppression needs '# type: ignore[code]' and a reason)"
 step "shellcheck"
-shellcheck scripts/*.sh dev.sh .ci/run postrender/keda-trigger-timeout || fail "shellcheck findings above"
+shellcheck scripts/*.sh supersonic dev.sh .ci/run postrender/keda-trigger-timeout || fail "shellcheck findings above"
 step "actionlint"
 "$BIN/actionlint" .github/workflows/*.yml || fail "actionlint findings above"
 step "zizmor"
