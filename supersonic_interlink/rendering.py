@@ -3,6 +3,7 @@ with its values, the Envoy configuration; the checks run on them. ``render.py`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,13 @@ def chart_block(chart: ChartSource) -> dict[str, Any]:
     return {"repo": chart.repo, "name": chart.name, "version": chart.version}
 
 
-def render(stack: str) -> dict[str, Any]:
-    """Evaluate the stack; return its manifests, release description and Envoy text. Raises ConfigError."""
+def render(stack: str, config: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it); return its manifests,
+    release description and Envoy text. Raises ConfigError."""
     from supersonic_interlink.evaluate import evaluate
     from supersonic_interlink.program import settings_from_config
 
-    config = load_stack_config(stack)
+    config = dict(load_stack_config(stack) if config is None else config)
     settings = settings_from_config(config)  # every config problem, before anything is evaluated
     evaluation = evaluate(config, stack)
     manifests = [

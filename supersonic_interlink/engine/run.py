@@ -1,0 +1,218 @@
+"""The real Pulumi engine for one stack: ``./supersonic pulumi <preview|up|refresh|destroy> <stack>``.
+
+The Python language host (``pulumi-language-python``) is a Go module of its own that the module proxy does not
+serve, so the program runs as an Automation API *inline* program: this process serves the program to the real
+CLI (``pulumi up --client``), which runs the real engine and the real Kubernetes provider against the cluster
+``KUBECONFIG`` names. Project, stack files and config are read by the CLI from the project directory exactly as for
+``pulumi up``; the program is the one ``__main__.py`` runs. Where a ``pulumi`` with its language host is
+installed, plain ``pulumi up`` does the same.
+
+The CLI and the provider are the ones ``toolchain`` builds; the provider is installed into ``PULUMI_HOME`` from
+that binary (``pulumi plugin install --file``), never downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from supersonic_interlink.engine import toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "supersonic-interlink"
+PROVIDER = "kubernetes"
+ACTIONS = ("preview", "up", "refresh", "destroy")
+
+
+class EngineError(Exception):
+    """The engine could not be started or refused the operation; the message is the CLI's own."""
+
+
+def program() -> None:
+    """What ``__main__.py`` does, as an inline program."""
+    from supersonic_interlink.program import build, settings_or_stop
+
+    build(settings_or_stop())
+
+
+def provider_version() -> str:
+    return toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
+
+
+def install_provider(env: dict[str, str], *, log: Callable[[str], None] = print) -> None:
+    """Install the locally built provider into ``PULUMI_HOME`` under its own version, if it is not there."""
+    version = provider_version()
+    home = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi")
+    if (home / "plugins" / f"resource-{PROVIDER}-{version}").is_dir():
+        return
+    binary = toolchain.ensure(["pulumi-resource-kubernetes"], log=log)["pulumi-resource-kubernetes"]
+    done = subprocess.run(
+        [str(pulumi_binary()), "plugin", "install", "resource", PROVIDER, version, "--file", str(binary)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise EngineError(f"pulumi plugin install resource {PROVIDER} {version} failed: {done.stderr.strip()}")
+    log(f"engine: provider {PROVIDER} {version} installed into {home}")
+
+
+def pulumi_binary() -> Path:
+    return toolchain.path("pulumi")
+
+
+@dataclass
+class Engine:
+    """One stack of the project in ``work_dir`` under the real engine."""
+
+    stack: str
+    work_dir: Path = ROOT
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment of the CLI (KUBECONFIG, PULUMI_HOME, backend, passphrase, ...); the process's own otherwise."""
+    log: Callable[[str], None] = print
+
+    def _environment(self) -> dict[str, str]:
+        env = {**os.environ, **self.env}
+        env.setdefault("PULUMI_SKIP_UPDATE_CHECK", "true")
+        env.setdefault("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "true")
+        env.setdefault("PULUMI_IGNORE_AMBIENT_PLUGINS", "true")
+        return env
+
+    def workspace_stack(self) -> Any:
+        from pulumi import automation as auto
+
+        toolchain.ensure(["pulumi"], log=self.log)
+        env = self._environment()
+        install_provider(env, log=self.log)
+        # The CLI the Automation API runs is the one on PATH: put the built one first, in this process too (the
+        # Automation API starts it with this process's environment plus env_vars).
+        os.environ["PATH"] = os.pathsep.join([str(pulumi_binary().parent), os.environ.get("PATH", "")])
+        env["PATH"] = os.environ["PATH"]
+        command = auto.PulumiCommand(root=None, skip_version_check=False)
+        options = auto.LocalWorkspaceOptions(
+            work_dir=str(self.work_dir),
+            pulumi_home=env.get("PULUMI_HOME"),
+            env_vars=env,
+            pulumi_command=command,
+        )
+        return auto.create_or_select_stack(self.stack, project_name=PROJECT, program=program, opts=options)
+
+    def run(self, action: str, **kwargs: Any) -> Any:
+        """Run ``action`` (preview, up, refresh, destroy) with the Automation API's keyword arguments."""
+        from pulumi import automation as auto
+
+        if action not in ACTIONS:
+            raise EngineError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+        stack = self.workspace_stack()
+        kwargs.setdefault("on_output", self.log)
+        try:
+            return getattr(stack, action)(**kwargs)
+        except auto.CommandError as error:
+            raise EngineError(_command_error_text(error)) from None
+
+
+def _command_error_text(error: Exception) -> str:
+    """What the CLI said went wrong: its ``Diagnostics:`` block (where the engine and the provider report errors),
+    and anything on stderr; the whole output's tail when it has neither."""
+    text = str(error)
+    # CommandError's text is "code: N\n stdout: ...\n stderr: ...".
+    stdout, _, stderr = text.partition("\n stderr: ")
+    stdout = stdout.partition(" stdout: ")[2] or stdout
+    diagnostics = ""
+    if "Diagnostics:" in stdout:
+        block = stdout[stdout.index("Diagnostics:") :]
+        for end in ("\nOutputs:", "\nResources:"):
+            if end in block:
+                block = block[: block.index(end)]
+        diagnostics = block.strip()
+    parts = [p for p in (diagnostics, stderr.strip()) if p]
+    return "\n".join(parts) if parts else stdout.strip()[-4000:]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="supersonic pulumi",
+        description="Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
+        epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
+    )
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument("stack")
+    parser.add_argument("--yes", action="store_true", help="apply without asking (up, destroy)")
+    parser.add_argument("--diff", action="store_true", help="show the property-level diff")
+    parser.add_argument("--json", action="store_true", help="the CLI's JSON output (preview)")
+    parser.add_argument("--expect-no-changes", action="store_true", help="fail if anything would change")
+    args = parser.parse_args(argv)
+
+    from supersonic_interlink.stack_config import stack_names
+
+    if args.stack not in stack_names():
+        print(f"supersonic pulumi: no stack {args.stack!r}; stacks: {', '.join(stack_names())}", file=sys.stderr)
+        return 2
+    if args.action in ("up", "destroy") and not args.yes:
+        print(
+            f"supersonic pulumi: {args.action} changes the cluster: review `./supersonic pulumi preview "
+            f"{args.stack} --diff` first, then add --yes",
+            file=sys.stderr,
+        )
+        return 2
+    kwargs: dict[str, Any] = {}
+    if args.action in ("preview", "up", "refresh", "destroy") and args.diff and args.action != "destroy":
+        kwargs["diff"] = True
+    if args.expect_no_changes:
+        if args.action not in ("preview", "up", "refresh"):
+            print("supersonic pulumi: --expect-no-changes goes with preview, up or refresh", file=sys.stderr)
+            return 2
+        kwargs["expect_no_changes"] = True
+    if args.json:
+        if args.action != "preview":
+            print("supersonic pulumi: --json goes with preview", file=sys.stderr)
+            return 2
+        kwargs["json"] = True
+    from supersonic_interlink.engine import gate
+    from supersonic_interlink.settings import ConfigError
+
+    try:
+        removable = gate.stack_removable(args.stack)
+    except ConfigError as error:
+        print("\n".join(error.problems), file=sys.stderr)
+        return 2
+    if args.action == "destroy" and not removable:
+        print(
+            f"supersonic pulumi: destroy of {args.stack} refused: the Helm release is protected "
+            "(release.removable is false). To uninstall it on purpose, set release.removable: true in "
+            f"stacks/Pulumi.{args.stack}.yaml in a reviewed change, run `./supersonic pulumi up {args.stack} --yes` "
+            "(it lifts the protection), then destroy.",
+            file=sys.stderr,
+        )
+        return 2
+    printer = (
+        (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
+    )
+    engine = Engine(args.stack, log=printer)
+    try:
+        if args.action in ("preview", "up"):
+            # The gate runs on a preview before anything is applied, and is what the pull-request preview runs.
+            events: list[Any] = []
+            preview_kwargs = dict(kwargs) if args.action == "preview" else {"diff": args.diff}
+            result = engine.run("preview", on_event=events.append, **preview_kwargs)
+            if args.json:
+                print(result.stdout)
+            problems = gate.blocked(gate.steps_from_events(events), removable=removable)
+            for line in problems:
+                print(f"supersonic pulumi: gate: {line}", file=sys.stderr)
+            if problems:
+                return 1
+            if args.action == "up":
+                engine.run("up", **kwargs)
+        else:
+            engine.run(args.action, **kwargs)
+    except (EngineError, toolchain.ToolchainError) as error:
+        print(f"supersonic pulumi: {args.action} of {args.stack} failed:\n{error}", file=sys.stderr)
+        return 1
+    return 0

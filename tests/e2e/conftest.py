@@ -1,0 +1,44 @@
+"""The end-to-end tier: one local control plane for the whole session, a project directory per scenario."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness import Project, e2e_chart
+
+from supersonic_interlink.engine.cluster import LocalCluster
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    # A SIGTERM (a CI timeout) ends the session through pytest's own interrupt handling, so teardown runs; and the
+    # components die with this process even if it cannot.
+    signal.signal(signal.SIGTERM, _interrupt)
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), tied=True)
+    lines: list[str] = []
+    try:
+        local.start(log=lines.append)
+    except Exception:
+        print("\n".join(lines))
+        raise
+    try:
+        yield local
+    finally:
+        local.stop(log=lines.append)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return e2e_chart(tmp_path_factory.mktemp("chart"))
+
+
+@pytest.fixture
+def project(tmp_path: Path, cluster: LocalCluster) -> Project:
+    return Project.create(tmp_path / "project", cluster)

@@ -1,0 +1,149 @@
+"""What the end-to-end scenarios share: a project directory for the real engine, the chart they deploy, and
+readers of the live API and of Helm's release record.
+
+A scenario's project is a temporary directory holding this project's ``Pulumi.yaml``, its post-renderer and
+stack files written by the scenario, with its own file backend; the program is this checkout's (served inline by
+``supersonic_interlink.engine.run``). So ``pulumi stack init`` never writes into ``stacks/`` of the checkout, and
+scenarios do not share state.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from chart_fixtures import fixture_chart
+
+from supersonic_interlink import binaries
+from supersonic_interlink.engine.cluster import LocalCluster
+from supersonic_interlink.engine.run import Engine, pulumi_binary
+from supersonic_interlink.settings import PROJECT
+from supersonic_interlink.stack_config import cli_config, read_stack_document
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def e2e_chart(into: Path) -> Path:
+    """The conformance fixture chart with its one dependency present (as ``dependency_update`` leaves a chart
+    checked out from git), so the real Helm installs it."""
+    chart = fixture_chart("conforming", into)
+    grafana = chart / "charts" / "grafana"
+    grafana.mkdir(parents=True)
+    (grafana / "Chart.yaml").write_text("apiVersion: v2\nname: grafana\nversion: 1.0.0\n")
+    return chart
+
+
+def hammer_like(namespace: str, release: str, chart: Path, **changes: Any) -> dict[str, Any]:
+    """The hammer stack's config with its own namespace, release name and the chart on disk; ``changes`` replace
+    whole top-level keys (``scaleFromZero={...}``)."""
+    config = read_stack_document(ROOT / "stacks" / "Pulumi.hammer.yaml")
+    config[f"{PROJECT}:namespace"] = namespace
+    config[f"{PROJECT}:release"] = {"name": release, "chart": {"path": str(chart)}}
+    for key, value in changes.items():
+        config[f"{PROJECT}:{key}"] = value
+    return config
+
+
+@dataclass
+class Project:
+    directory: Path
+    cluster: LocalCluster
+    events: list[Any] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, directory: Path, cluster: LocalCluster) -> Project:
+        directory.mkdir(parents=True)
+        shutil.copy(ROOT / "Pulumi.yaml", directory / "Pulumi.yaml")
+        (directory / "postrender").symlink_to(ROOT / "postrender")
+        (directory / "stacks").mkdir()
+        (directory / "backend").mkdir()
+        return cls(directory, cluster)
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = self.cluster.env()
+        env["PULUMI_BACKEND_URL"] = f"file://{self.directory / 'backend'}"
+        return env
+
+    def stack_file(self, stack: str) -> Path:
+        return self.directory / "stacks" / f"Pulumi.{stack}.yaml"
+
+    def write_stack(self, stack: str, config: Mapping[str, Any]) -> None:
+        """Write the stack's config, keeping what the CLI added to the file (its encryption salt)."""
+        path = self.stack_file(stack)
+        document = yaml.safe_load(path.read_text()) if path.exists() else {}
+        document = document or {}
+        kept_secure = {k: v for k, v in (document.get("config") or {}).items() if isinstance(v, dict) and "secure" in v}
+        document["config"] = {**dict(config), **{k: v for k, v in kept_secure.items() if k not in config}}
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    def cli_config(self, stack: str) -> dict[str, str]:
+        """The config map the CLI passes the program for this stack (for rendering offline what it deploys)."""
+        return cli_config(read_stack_document(self.stack_file(stack)))
+
+    def engine(self, stack: str) -> Engine:
+        return Engine(stack, work_dir=self.directory, env=self.env, log=self.output.append)
+
+    def run(self, stack: str, action: str, **kwargs: Any) -> Any:
+        """Run the engine; record its events (in order) and its printed output."""
+        self.events.clear()
+        self.output.clear()
+        return self.engine(stack).run(action, on_event=self.events.append, **kwargs)
+
+    def pulumi(self, *args: str, stack: str, input_text: str | None = None) -> subprocess.CompletedProcess:
+        """The real CLI, as an operator types it, in the project directory."""
+        return subprocess.run(
+            [str(pulumi_binary()), *args, "--stack", stack, "--non-interactive"],
+            cwd=self.directory,
+            env={**self.env},
+            capture_output=True,
+            text=True,
+            input=input_text,
+            timeout=300,
+        )
+
+    def steps(self) -> list[tuple[str, str, str]]:
+        """(op, resource type, resource name) of every step the last run reported, in order."""
+        found = []
+        for event in self.events:
+            pre = getattr(event, "resource_pre_event", None)
+            if pre is not None:
+                meta = pre.metadata
+                found.append(
+                    (str(meta.op.value if hasattr(meta.op, "value") else meta.op), meta.type, meta.urn.split("::")[-1])
+                )
+        return found
+
+    def changes(self) -> list[tuple[str, str, str]]:
+        return [step for step in self.steps() if step[0] != "same"]
+
+
+def kubectl_json(cluster: LocalCluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
+
+
+def helm(cluster: LocalCluster, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [str(binaries.ensure("helm")), f"--kubeconfig={cluster.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed: {done.stderr}")
+    return done
+
+
+def helm_history(cluster: LocalCluster, release: str, namespace: str) -> list[dict[str, Any]]:
+    return list(json.loads(helm(cluster, "history", release, "-n", namespace, "-o", "json").stdout))
+
+
+def helm_status(cluster: LocalCluster, release: str, namespace: str) -> dict[str, Any]:
+    return dict(json.loads(helm(cluster, "status", release, "-n", namespace, "-o", "json").stdout))

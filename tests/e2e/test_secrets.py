@@ -1,0 +1,56 @@
+"""A value set with ``pulumi config set --secret`` reaches the cluster and is never in clear in the state file or
+in what preview and up print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from harness import Project, hammer_like, kubectl_json
+
+from supersonic_interlink.contract import CHART
+
+pytestmark = pytest.mark.timeout(900)
+
+STACK = "secrets-e2e"
+RELEASE = "supersonic-interlink"
+NAMESPACE = "e2e-secrets"
+MARKER = "e2e-secret-7f3a9c"
+METRIC = f'sum(rate(nv_inference_queue_duration_us{{release="{MARKER}"}}[30s]))'
+
+
+def test_a_secret_metric_is_deployed_and_never_written_in_clear(project: Project, chart: Path) -> None:
+    cluster = project.cluster
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    stack = hammer_like(NAMESPACE, RELEASE, chart)
+    del stack["supersonic-interlink:serverLoad"]
+    project.write_stack(STACK, stack)
+    project.engine(STACK).workspace_stack()  # `pulumi stack init`: the encryption salt goes into the stack file
+
+    # Step 1: the operator sets the metric as a secret, with the real CLI.
+    done = project.pulumi(
+        "config", "set", "--path", "--secret", "supersonic-interlink:serverLoad.metric", METRIC, stack=STACK
+    )
+    assert done.returncode == 0, done.stderr
+    done = project.pulumi("config", "set", "--path", "supersonic-interlink:serverLoad.threshold", "20", stack=STACK)
+    assert done.returncode == 0, done.stderr
+    assert MARKER not in project.stack_file(STACK).read_text(), "the stack file holds the ciphertext only"
+
+    # Step 2: preview and up print nothing of it.
+    project.run(STACK, "preview", diff=True)
+    printed = "\n".join(project.output)
+    assert printed and MARKER not in printed, "preview --diff shows the secret masked"
+    project.run(STACK, "up", diff=True)
+    printed = "\n".join(project.output)
+    assert "[secret]" in printed and MARKER not in printed
+
+    # It reached the cluster (so the check above is about a value that was really used)...
+    scaled = kubectl_json(cluster, "get", "scaledobject", CHART.scaled_object_name(RELEASE), "-n", NAMESPACE)
+    assert MARKER in scaled["spec"]["triggers"][0]["metadata"]["query"]
+    # ...and is nowhere in the state file, nor in the exported state.
+    state_files = list((project.directory / "backend").rglob("*.json"))
+    assert state_files, "the file backend holds the stack's state"
+    for path in state_files:
+        assert MARKER not in path.read_text(errors="replace"), f"{path} holds the secret in clear"
+    exported = project.pulumi("stack", "export", stack=STACK)
+    assert exported.returncode == 0 and MARKER not in exported.stdout

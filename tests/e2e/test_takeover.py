@@ -1,0 +1,132 @@
+"""Takeover rehearsal: a release installed the way Flux's helm-controller installs it, then adopted by ``pulumi up``.
+
+How helm-controller installs (read in fluxcd/helm-controller: v1.4.5 ``internal/action/install.go``,
+``internal/postrender/common_renderer.go``; v0.36.2 ``internal/runner/runner.go``): ``helm install`` with
+``--wait``, a 5 min timeout, no ``--atomic``, CRDs skipped, and a post-renderer that adds two labels to every
+object's ``metadata.labels``, ``helm.toolkit.fluxcd.io/name`` and ``helm.toolkit.fluxcd.io/namespace`` (the
+HelmRelease's own name and namespace); nothing on the release record. With ``reconcileStrategy: Revision`` the
+chart version carries the commit (source-controller: ``<version>+<first 12 hex of the commit>``). The external
+Envoy ConfigMap is a plain object Flux applies beside the release.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_json
+
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.objects_diff import EXPECTED_DELETIONS
+
+pytestmark = pytest.mark.timeout(900)
+
+STACK = "takeover-e2e"
+RELEASE = "supersonic-interlink"
+NAMESPACE = "e2e-takeover"
+FLUX_LABELS = {"helm.toolkit.fluxcd.io/name": RELEASE, "helm.toolkit.fluxcd.io/namespace": "flux-system"}
+COMMIT_12 = "0123456789ab"
+
+POST_RENDERER = f"""#!{sys.executable}
+# helm-controller's origin labels: every rendered object gets the HelmRelease's name and namespace.
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+for d in docs:
+    d.setdefault("metadata", {{}}).setdefault("labels", {{}}).update({FLUX_LABELS!r})
+sys.stdout.write(yaml.safe_dump_all(docs))
+"""
+
+
+def flux_style_chart(chart: Path, into: Path) -> Path:
+    """The chart as source-controller hands it over with reconcileStrategy Revision: the commit in the version."""
+    copy = into / "flux-chart"
+    shutil.copytree(chart, copy)
+    meta = yaml.safe_load((copy / "Chart.yaml").read_text())
+    meta["version"] = f"{meta['version'].split('+')[0]}+{COMMIT_12}"
+    (copy / "Chart.yaml").write_text(yaml.safe_dump(meta))
+    return copy
+
+
+def release_objects(project: Project) -> dict[tuple[str, str], str]:
+    """(kind, name) -> uid of every object of the release in the namespace."""
+    found = {}
+    for kind in ("deployments", "services", "configmaps", "scaledobjects", "serviceaccounts", "roles", "rolebindings"):
+        for item in kubectl_json(project.cluster, "get", kind, "-n", NAMESPACE)["items"]:
+            annotations = item["metadata"].get("annotations") or {}
+            if annotations.get("meta.helm.sh/release-name") == RELEASE:
+                found[(item["kind"], item["metadata"]["name"])] = item["metadata"]["uid"]
+    return found
+
+
+def test_adopting_a_flux_installed_release_upgrades_it_in_place(project: Project, chart: Path, tmp_path: Path) -> None:
+    cluster = project.cluster
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    live_values = yaml.safe_load((ROOT / "tests" / "fixtures" / "live-values-hammer.yaml").read_text())
+    envoy = live_values[CHART.envoy_values_key]["external_config"]
+
+    # Step 1: what Flux runs today. The external Envoy ConfigMap (a plain object), then helm install.
+    stack = hammer_like(NAMESPACE, RELEASE, chart)
+    project.write_stack(STACK, stack)
+    from supersonic_interlink.rendering import render
+
+    rendered = render(STACK, project.cli_config(STACK))
+    cluster.kubectl(
+        "create",
+        "configmap",
+        envoy["configmap_name"],
+        "-n",
+        NAMESPACE,
+        f"--from-literal={envoy.get('configmap_key', CHART.envoy_config_key)}={rendered['envoy']}",
+    )
+    post_renderer = tmp_path / "flux-origin-labels"
+    post_renderer.write_text(POST_RENDERER)
+    post_renderer.chmod(0o755)
+    values_file = tmp_path / "live-values.yaml"
+    values_file.write_text(yaml.safe_dump(live_values))
+    helm(
+        cluster,
+        "install",
+        RELEASE,
+        str(flux_style_chart(chart, tmp_path)),
+        "-n",
+        NAMESPACE,
+        "-f",
+        str(values_file),
+        "--wait",
+        "--timeout",
+        "5m",
+        "--skip-crds",
+        "--post-renderer",
+        str(post_renderer),
+    )
+    before = release_objects(project)
+    assert before, "the Flux-style install made the release's objects"
+    labelled = kubectl_json(cluster, "get", "deployment", CHART.envoy_object_name(RELEASE), "-n", NAMESPACE)
+    assert FLUX_LABELS.items() <= labelled["metadata"]["labels"].items(), "installed as helm-controller does"
+
+    # Step 2: adopt. One `pulumi up` imports the live release and upgrades it.
+    adopting = dict(stack)
+    adopting["supersonic-interlink:release"] = {**stack["supersonic-interlink:release"], "adopt": True}
+    project.write_stack(STACK, adopting)
+    project.run(STACK, "up")
+    ops = {(op, kind) for op, kind, _name in project.changes()}
+    assert any(kind == "kubernetes:helm.sh/v3:Release" and op.startswith("import") for op, kind in ops), ops
+    assert not any("delete" in op or "replace" in op for op, kind in ops if "Release" in kind), ops
+
+    # Helm's record: the Flux revision kept, one upgrade on top; never an uninstall and reinstall.
+    history = helm_history(cluster, RELEASE, NAMESPACE)
+    assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "deployed")], history
+    after = release_objects(project)
+    # Nothing deleted that the runbook does not list (it lists none), and the workloads are the same objects.
+    deleted = set(before) - set(after)
+    assert deleted == {(d.kind, d.name.format(instance=RELEASE)) for d in EXPECTED_DELETIONS}, deleted
+    for kind, name in before:
+        if kind == "Deployment":
+            assert after[(kind, name)] == before[(kind, name)], f"{name} was recreated, not upgraded"
+
+    # Step 3: after the takeover the program is idempotent.
+    project.run(STACK, "preview", expect_no_changes=True)
+    assert project.changes() == []
