@@ -253,7 +253,18 @@ class SupersonicRelease(pulumi.ComponentResource):
             # (helm_release.go Diff: DeleteBeforeReplace false), and the chart's objects whose names do not carry
             # the release name (the cvmfs PersistentVolumeClaim) would collide with the old release's: the old
             # release is uninstalled first instead (README: "Renaming a release").
-            opts=pulumi.ResourceOptions(parent=self, import_=import_id(settings), delete_before_replace=True),
+            #
+            # protect: the engine refuses to delete or replace a protected resource, so `pulumi destroy`, a rename
+            # and removing the Release from the program all stop before `helm uninstall` (pulumi/pulumi
+            # pkg/engine: protected resources fail the step); `release.removable` in a reviewed stack change is the
+            # one way around it. No retain_on_delete: with delete_before_replace, a retained old release would keep
+            # running beside the new one and hold its cvmfs claim, and a deliberate removal should uninstall.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                import_=import_id(settings),
+                delete_before_replace=True,
+                protect=not settings.release.removable,
+            ),
             **source,
         )
         self.release_name = release.name

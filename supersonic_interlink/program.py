@@ -25,6 +25,11 @@ CLEANUP_COMPONENT = "cleanup"
 """Pulumi resource names of the three components: part of every URN in the state, so renaming one would make
 the engine replace what it names (for the release: a second Helm release, then the first uninstalled)."""
 
+RELEASE_COMPONENT_ALIASES: tuple[str, ...] = ()
+"""Earlier names of the release component. Renaming ``RELEASE_COMPONENT`` means adding its old name here: the
+engine then moves the state to the new URN (children follow their parent's alias) and changes nothing on the
+cluster. Without it, the Release's protection and the preview gate refuse the rename (tests/e2e)."""
+
 
 def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str] = ()) -> Settings:
     """Load and check a stack's settings completely, before any resource exists.
@@ -61,6 +66,7 @@ def build(settings: Settings) -> None:
             envoy_config_map_name=envoy.config_map_name,
             envoy_checksum=envoy.checksum,
         ),
+        pulumi.ResourceOptions(aliases=[pulumi.Alias(name=old) for old in RELEASE_COMPONENT_ALIASES]),
     )
     cleanup = FailedPodCleanup(CLEANUP_COMPONENT, FailedPodCleanupArgs(settings=settings))
     pulumi.export("releaseName", release.release_name)

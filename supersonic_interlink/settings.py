@@ -428,6 +428,14 @@ class ReleaseSettings(Model):
             "installing one (docs/takeover.md)"
         ),
     ]
+    removable: Annotated[
+        bool,
+        Field(
+            description="false protects the release: pulumi destroy, a rename of release.name or namespace, and "
+            "removing it from the program are refused, and the pull-request preview fails on them. Set true in a "
+            "reviewed change to uninstall or rename on purpose (README: Removing or renaming a release)"
+        ),
+    ]
 
 
 class ScaleFromZeroSettings(Model):

@@ -1,0 +1,144 @@
+"""The pull-request gate on a ``pulumi preview``: no uninstall or replace of a release, and no Envoy ConfigMap
+deleted before its successor exists, unless the stack says so in a reviewed change (``release.removable``).
+
+Why a gate besides the Release's ``protect``: the Pulumi CLI 3.274.1 already fails a preview that would delete or
+replace a protected resource (tests/e2e/test_production_safety.py), but the engine allows lifting the protection
+and replacing in one update (pulumi/pulumi ``pkg/resource/deploy/step_generator.go``), a protection is only as
+good as the state that records it, and nothing in the engine knows that the Envoy ConfigMap the running release
+reads must outlive it. The gate reads the plan itself and names the resource; ``release.removable`` in the stack
+file, which a reviewer sees, is the one thing that lets a release go.
+
+The steps come from ``pulumi preview --json`` (``steps[].op``, ``.urn``) or from the engine events the Automation
+API delivers (``resourcePreEvent.metadata``); both name the same ops.
+
+    python -m supersonic_interlink.engine.gate <stack> PREVIEW.json   # exit 1 with one line per blocked step
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
+ENVOY_CONFIG_TYPE = "supersonic-interlink:index:EnvoyConfig"
+
+REMOVING_OPS = frozenset(
+    {"delete", "delete-replaced", "replace", "create-replacement", "import-replacement", "discard", "discard-replaced"}
+)
+"""Ops that uninstall (or re-install) what a URN names: a plain delete, each step of a replacement, and a discard
+(forgotten by the state while the object stays, then re-created by the next up)."""
+CREATING_OPS = frozenset({"create", "create-replacement", "replace"})
+"""Ops that bring a new Envoy ConfigMap: the ConfigMap is replaced create-before-delete (the engine's default; the
+component sets no deleteBeforeReplace), so its ``replace`` creates the successor first."""
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str
+    urn: str
+
+    @property
+    def type(self) -> str:
+        """The resource's own type: the last of the URN's type chain (``parent$child``)."""
+        return self.urn.split("::")[2].split("$")[-1]
+
+    @property
+    def parent_types(self) -> list[str]:
+        return self.urn.split("::")[2].split("$")[:-1]
+
+    @property
+    def name(self) -> str:
+        return self.urn.split("::")[-1]
+
+
+def steps_from_json(document: Any) -> list[Step]:
+    """The steps of ``pulumi preview --json`` output."""
+    if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
+        raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
+    return [Step(str(s["op"]), str(s["urn"])) for s in document.get("steps", []) if "op" in s and "urn" in s]
+
+
+def steps_from_events(events: Iterable[Any]) -> list[Step]:
+    """The steps of the Automation API's engine events (``on_event``)."""
+    found = []
+    for event in events:
+        pre = getattr(event, "resource_pre_event", None)
+        if pre is not None:
+            op = pre.metadata.op
+            found.append(Step(str(getattr(op, "value", op)), pre.metadata.urn))
+    return found
+
+
+def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
+    """One line per step the gate refuses; empty when the preview may go ahead."""
+    steps = list(steps)
+    problems: list[str] = []
+    if not removable:
+        for step in steps:
+            if step.type == RELEASE_TYPE and step.op in REMOVING_OPS:
+                problems.append(
+                    f"{step.op} of Helm release {step.name} ({step.urn}): this uninstalls or re-installs the release. "
+                    "If that is the intent, set release.removable: true in the stack file in a reviewed change"
+                )
+    envoy_maps = [s for s in steps if s.type == CONFIG_MAP_TYPE and ENVOY_CONFIG_TYPE in s.parent_types]
+    successor = any(s.op in CREATING_OPS for s in envoy_maps)
+    release_goes = any(s.type == RELEASE_TYPE and s.op in REMOVING_OPS for s in steps)
+    if not successor and not release_goes:
+        for step in envoy_maps:
+            if step.op in ("delete", "delete-replaced", "discard"):
+                problems.append(
+                    f"{step.op} of Envoy ConfigMap {step.name}: the running release reads it (the chart copies it at "
+                    "every upgrade) and no new Envoy ConfigMap is created in this change"
+                )
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m supersonic_interlink.engine.gate",
+        description="Fail a pulumi preview that uninstalls or replaces a release, or deletes the Envoy ConfigMap "
+        "in use.",
+        epilog="example: ./supersonic pulumi preview hammer --json > preview.json && "
+        "python -m supersonic_interlink.engine.gate hammer preview.json",
+    )
+    parser.add_argument("stack")
+    parser.add_argument("preview", type=Path, help="output of `pulumi preview --json`")
+    args = parser.parse_args(argv)
+    from supersonic_interlink.settings import ConfigError
+
+    try:
+        removable = stack_removable(args.stack)
+        document = json.loads(args.preview.read_text())
+        steps = steps_from_json(document)
+    except ConfigError as error:
+        print("\n".join(error.problems), file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as error:
+        print(f"gate: {args.preview}: {error}", file=sys.stderr)
+        return 2
+    problems = blocked(steps, removable=removable)
+    for line in problems:
+        print(f"gate: stack {args.stack}: {line}", file=sys.stderr)
+    if not problems:
+        print(f"gate: stack {args.stack}: {len(steps)} steps, none uninstalls a release or its Envoy ConfigMap")
+    return 1 if problems else 0
+
+
+def stack_removable(stack: str, root: Path | None = None) -> bool:
+    """``release.removable`` of a stack file, as the program would read it."""
+    from supersonic_interlink.settings import load_settings
+    from supersonic_interlink.stack_config import cli_config, read_stack_document, stack_file
+
+    path = stack_file(stack) if root is None else root / "stacks" / f"Pulumi.{stack}.yaml"
+    return bool(load_settings(cli_config(read_stack_document(path))).release.removable)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
