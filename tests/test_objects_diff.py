@@ -57,6 +57,7 @@ def key(kind: str, name: str, group: str = "") -> ObjectKey:
 ENVOY_CONFIG = key("ConfigMap", "supersonic-interlink-envoy-config")
 LUA_CONFIG = key("ConfigMap", "supersonic-interlink-lua-config")
 ENVOY = key("Deployment", "supersonic-interlink-envoy", "apps")
+TRITON = key("Deployment", "supersonic-interlink-triton", "apps")
 SCALED_OBJECT = key("ScaledObject", "supersonic-interlink-keda-so", "keda.sh")
 TRITON_PDB = key("PodDisruptionBudget", "supersonic-interlink-triton", "policy")
 PDB_DELETION = ExpectedDeletion(
@@ -98,7 +99,10 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
     comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
     assert comparison.diff.deleted == (), "the conforming chart renders every live object after the upgrade too"
     assert comparison.diff.created == (LUA_CONFIG,)
-    assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY]
+    assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
+    assert changed_fields(comparison, TRITON) == {("spec", "replicas"): (1, ABSENT)}, (
+        "with scale from zero the chart leaves Triton's replica count to KEDA and the admission sidecar"
+    )
     assert changed_fields(comparison, ENVOY_CONFIG) == {("data", "envoy.yaml"): (OLD_ENVOY_YAML, hammer.envoy_yaml)}, (
         "the chart copied the live ConfigMap on one side and this stack's on the other"
     )
@@ -124,7 +128,7 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
     hammer, live, tmp_path
 ) -> None:
     comparison, given = upgrade("conforming", tmp_path, hammer, live)
-    assert [c.key for c in comparison.diff.changed] == [ENVOY, SCALED_OBJECT]
+    assert [c.key for c in comparison.diff.changed] == [ENVOY, TRITON, SCALED_OBJECT]
     assert ENVOY_CONFIG in comparison.diff.unchanged, "this stack's envoy.yaml was served under the live name"
     assert changed_fields(comparison, SCALED_OBJECT) == {("spec", "minReplicaCount"): (1, 0)}, (
         "no live ScaledObject to look up: the values' 0 is rendered"
@@ -138,7 +142,7 @@ def test_an_object_only_the_live_values_render_is_an_unexplained_deletion(hammer
     assert comparison.diff.deleted == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
     assert comparison.diff.created == (LUA_CONFIG,)
-    assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY]
+    assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
 
 
 def test_a_declared_deletion_is_explained(hammer, live, tmp_path) -> None:
@@ -186,7 +190,7 @@ def test_the_objects_command_prints_the_report_and_exits_0_when_nothing_is_delet
     assert "```diff\n--- live\n+++ this stack\n" in out, "the Envoy configuration's change reads as a text diff"
     assert f"The live Envoy ConfigMap `supersonic-interlink-envoy-config-custom` is the one in `{objects}`." in out
     assert out.rstrip().endswith(
-        "0 deleted (0 unexplained), 1 created, 2 changed, 4 unchanged, 0 left by Helm, 0 stale."
+        "0 deleted (0 unexplained), 1 created, 3 changed, 4 unchanged, 0 left by Helm, 0 stale."
     )
 
 

@@ -131,16 +131,19 @@ def test_no_expression_is_expanded_inside_a_shell_script():
                 )
 
 
-def test_preview_runs_per_stack_with_the_official_action_and_comments():
+def test_preview_runs_per_stack_with_the_operators_command_and_comments():
     jobs = pull_request_workflow()["jobs"]
     preview = jobs["preview"]
     assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
     assert "needs.preview-secrets.outputs.ready == 'true'" in preview["if"], "forks skip instead of failing"
-    action = next(s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions@"))
-    assert action["with"]["command"] == "preview" and action["with"]["diff"] is True
-    assert action["with"]["comment-on-pr"] is True
-    assert action["with"]["cloud-url"] == "${{ secrets.PULUMI_BACKEND_URL }}", "the backend comes from a secret"
-    assert action["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
+    run = next(s for s in preview["steps"] if "./supersonic pulumi preview" in s.get("run", ""))
+    # What CI previews is what operators run (and what the e2e tier runs): the same command, the same gate.
+    assert './supersonic pulumi preview "$STACK" --diff' in run["run"] and "set -o pipefail" in run["run"]
+    assert run["env"]["PULUMI_BACKEND_URL"] == "${{ secrets.PULUMI_BACKEND_URL }}", "the backend comes from a secret"
+    assert run["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
+    comment = next(s for s in preview["steps"] if "gh pr comment" in s.get("run", ""))
+    assert comment["if"] == "always()", "a gated (failed) preview is commented too"
+    assert not any(s.get("uses", "").startswith("pulumi/actions@") for s in preview["steps"])
 
 
 def test_the_stack_list_is_the_stack_files(tmp_path):
@@ -244,12 +247,12 @@ def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_
     steps = pull_request_workflow()["jobs"]["render-check"]["steps"]
     commands = [line for item in steps for line in item.get("run", "").splitlines() if not line.strip().startswith("#")]
     scripts = "\n".join(commands)
-    assert "render.py" in scripts or "dev.sh render" in scripts
+    assert "render.py" in scripts or "supersonic render" in scripts
     for gone in ("load_from_configmap", "helm template", "helm version", "grep", "helm_template_args"):
         assert gone not in scripts, f"{gone!r}: the runner's Helm with lookup turned off never saw what deploys"
     check = step("render-check", "python render.py <stack> --check")
-    assert './dev.sh render "$stack" --out "rendered/$stack" --check' in check["run"], (
-        "dev.sh render installs the pinned Helm v3 the conformance check runs"
+    assert './supersonic render "$stack" --out "rendered/$stack" --check' in check["run"], (
+        "supersonic render installs the pinned Helm v3 the conformance check runs"
     )
     assert check["if"] == "${{ !cancelled() }}", "the offline checks report even when a chart could not be fetched"
     fetch_index = steps.index(step("render-check", "fetch"))
@@ -258,13 +261,18 @@ def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_
 
 def test_the_preview_job_fetches_the_chart_and_checks_it_before_previewing() -> None:
     preview = pull_request_workflow()["jobs"]["preview"]["steps"]
-    first = next(item for item in preview if "dev.sh render" in item.get("run", ""))
-    assert first["run"].splitlines() == ['./dev.sh render "$STACK" --fetch-chart', './dev.sh render "$STACK" --check']
+    first = next(item for item in preview if "supersonic render" in item.get("run", ""))
+    assert first["run"].splitlines() == [
+        './supersonic render "$STACK" --fetch-chart',
+        './supersonic render "$STACK" --check',
+    ]
 
 
 def test_pull_requests_run_the_same_lint_as_contributors_and_ci() -> None:
     workflow = yaml.safe_load((WORKFLOWS / "pull-request.yml").read_text())
     runs = [step.get("run", "") for step in workflow["jobs"]["lint"]["steps"]]
-    assert "./dev.sh lint" in runs, "a formatting slip or a type error must fail the pull request's checks"
+    assert "./supersonic lint" in runs, "a formatting slip or a type error must fail the pull request's checks"
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "./dev.sh lint\n./dev.sh test\n" in ci, "CI lints, then runs the README's test command"
+    assert "./supersonic lint\n./supersonic test\n./supersonic e2e\n" in ci, (
+        "CI lints, then runs the README's test commands: unit tests, then the end-to-end tier"
+    )
