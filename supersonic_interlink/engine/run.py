@@ -117,6 +117,51 @@ class Engine:
             raise EngineError(_command_error_text(error)) from None
 
 
+class Refused(EngineError):
+    """A guarded operation refused before the engine ran: the message names the deliberate way to do it."""
+
+
+def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
+    """``preview``/``up``/``destroy``/``refresh`` with this project's guards, as ``./supersonic pulumi`` runs them
+    (and the pull-request preview, and the end-to-end tier):
+
+    - ``destroy`` is refused while the stack's ``release.removable`` is false (the Release is protected, and the
+      engine would delete everything else before refusing it);
+    - ``preview`` and ``up`` first preview, and the gate (``gate.blocked``) refuses a plan that uninstalls or
+      replaces a release or deletes the Envoy ConfigMap in use; ``up`` then applies.
+
+    Returns the last result; raises ``Refused`` or ``EngineError``.
+    """
+    from supersonic_interlink.engine import gate
+
+    removable = gate.stack_removable(engine.stack, root=engine.work_dir)
+    if action == "destroy" and not removable:
+        raise Refused(
+            f"destroy of {engine.stack} refused: the Helm release is protected (release.removable is false). To "
+            f"uninstall it on purpose, set release.removable: true in stacks/Pulumi.{engine.stack}.yaml in a "
+            f"reviewed change, run `./supersonic pulumi up {engine.stack} --yes` (it lifts the protection), then "
+            "destroy."
+        )
+    if action not in ("preview", "up"):
+        return engine.run(action, **kwargs)
+    events: list[Any] = []
+    preview_kwargs = dict(kwargs) if action == "preview" else {"diff": kwargs.get("diff", False)}
+    user_events = preview_kwargs.pop("on_event", None)
+
+    def record(event: Any) -> None:
+        events.append(event)
+        if user_events is not None:
+            user_events(event)
+
+    result = engine.run("preview", on_event=record, **preview_kwargs)
+    problems = gate.blocked(gate.steps_from_events(events), removable=removable)
+    if problems:
+        raise Refused("the preview was refused by the gate:\n" + "\n".join(f"  {line}" for line in problems))
+    if action == "up":
+        return engine.run("up", **kwargs)
+    return result
+
+
 def _command_error_text(error: Exception) -> str:
     """What the CLI said went wrong: its ``Diagnostics:`` block (where the engine and the provider report errors),
     and anything on stderr; the whole output's tail when it has neither."""
@@ -174,44 +219,22 @@ def main(argv: list[str]) -> int:
             print("supersonic pulumi: --json goes with preview", file=sys.stderr)
             return 2
         kwargs["json"] = True
-    from supersonic_interlink.engine import gate
     from supersonic_interlink.settings import ConfigError
 
-    try:
-        removable = gate.stack_removable(args.stack)
-    except ConfigError as error:
-        print("\n".join(error.problems), file=sys.stderr)
-        return 2
-    if args.action == "destroy" and not removable:
-        print(
-            f"supersonic pulumi: destroy of {args.stack} refused: the Helm release is protected "
-            "(release.removable is false). To uninstall it on purpose, set release.removable: true in "
-            f"stacks/Pulumi.{args.stack}.yaml in a reviewed change, run `./supersonic pulumi up {args.stack} --yes` "
-            "(it lifts the protection), then destroy.",
-            file=sys.stderr,
-        )
-        return 2
     printer = (
         (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
     )
     engine = Engine(args.stack, log=printer)
     try:
-        if args.action in ("preview", "up"):
-            # The gate runs on a preview before anything is applied, and is what the pull-request preview runs.
-            events: list[Any] = []
-            preview_kwargs = dict(kwargs) if args.action == "preview" else {"diff": args.diff}
-            result = engine.run("preview", on_event=events.append, **preview_kwargs)
-            if args.json:
-                print(result.stdout)
-            problems = gate.blocked(gate.steps_from_events(events), removable=removable)
-            for line in problems:
-                print(f"supersonic pulumi: gate: {line}", file=sys.stderr)
-            if problems:
-                return 1
-            if args.action == "up":
-                engine.run("up", **kwargs)
-        else:
-            engine.run(args.action, **kwargs)
+        result = gated(engine, args.action, **kwargs)
+        if args.json:
+            print(result.stdout)
+    except ConfigError as error:
+        print("\n".join(error.problems), file=sys.stderr)
+        return 2
+    except Refused as error:
+        print(f"supersonic pulumi: {error}", file=sys.stderr)
+        return 2 if args.action == "destroy" else 1
     except (EngineError, toolchain.ToolchainError) as error:
         print(f"supersonic pulumi: {args.action} of {args.stack} failed:\n{error}", file=sys.stderr)
         return 1
