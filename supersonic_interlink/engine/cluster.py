@@ -46,7 +46,7 @@ folder beside the cluster and holds only what the local cluster runs."""
 SERVICE_CIDR = "10.0.0.0/24"
 POD_CIDR = "10.244.0.0/16"
 
-VIRTUAL_NODE = {
+VIRTUAL_NODE: dict[str, Any] = {
     "name": "interlink-hammer",
     "labels": {
         "kubernetes.io/hostname": "interlink-hammer",
@@ -58,7 +58,7 @@ VIRTUAL_NODE = {
 """interLink's virtual node as DOMAIN.md describes it: its own hostname label, ``kubernetes.io/os`` of a virtual
 kubelet, and the NoSchedule taint only pods that tolerate offloading pass."""
 
-AF_NODES = [
+AF_NODES: list[dict[str, Any]] = [
     {
         "name": f"af-{index}",
         "labels": {"kubernetes.io/hostname": f"af-{index}", "kubernetes.io/os": "linux", "cms-af-prod": "true"},
@@ -68,7 +68,7 @@ AF_NODES = [
 ]
 """Analysis-facility nodes like Geddes': where the hammer stack puts Envoy and the cleanup."""
 
-PLAIN_NODES = [
+PLAIN_NODES: list[dict[str, Any]] = [
     {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1", "kubernetes.io/os": "linux"}, "taints": []}
 ]
 
@@ -176,7 +176,7 @@ def _write_pki(pki: Path) -> None:
 
     from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    first_service_ip = next(ipaddress.ip_network(SERVICE_CIDR).hosts())
+    first_service_ip = ipaddress.IPv4Network(SERVICE_CIDR)[1]
     leaf(
         "apiserver",
         name("kube-apiserver"),

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Project, e2e_chart
+from e2e_harness import Project, e2e_chart
 
 from supersonic_interlink.engine.cluster import LocalCluster
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from busybox_harness import busybox_path, make_bin
-from harness import Project, hammer_like, kubectl_json
+from e2e_harness import Project, hammer_like, kubectl_json
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import LocalCluster, write_kubeconfig

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Project, hammer_like, helm_history, kubectl_json
+from e2e_harness import Project, hammer_like, helm_history, kubectl_json
 
 from supersonic_interlink import program as program_module
 from supersonic_interlink.engine import run as run_module

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Project, hammer_like, helm_history, helm_status, kubectl_json
+from e2e_harness import Project, hammer_like, helm_history, helm_status, kubectl_json
 
 from components.envoy_config import TYPE as ENVOY_CONFIG_TYPE
 from supersonic_interlink.contract import CHART

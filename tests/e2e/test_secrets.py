@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness import Project, hammer_like, kubectl_json
+from e2e_harness import Project, hammer_like, kubectl_json
 
 from supersonic_interlink.contract import CHART
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_json
+from e2e_harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_json
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.objects_diff import EXPECTED_DELETIONS

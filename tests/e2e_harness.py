@@ -26,7 +26,7 @@ from supersonic_interlink.engine.run import Engine, pulumi_binary
 from supersonic_interlink.settings import PROJECT
 from supersonic_interlink.stack_config import cli_config, read_stack_document
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def e2e_chart(into: Path) -> Path:
