@@ -38,6 +38,8 @@ import yaml
 from supersonic_interlink import binaries
 from supersonic_interlink.engine import toolchain
 
+SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
+
 ADMIN_USER = "admin"
 PASSPHRASE = "local-cluster-only"
 """The passphrase of stacks on the local cluster's own backend. It protects nothing real: that backend is a
@@ -258,6 +260,9 @@ class LocalCluster:
             "KUBECONFIG": str(self.kubeconfig),
             "PATH": os.pathsep.join([*bins, os.environ.get("PATH", "")]),
             **pulumi_env(self.pulumi_home, f"file://{self.backend_dir}", PASSPHRASE),
+            # `./supersonic pulumi` then runs in a scratch copy of the project here: creating a stack on this
+            # throwaway backend writes an encryption salt into the stack file, which must not touch stacks/.
+            SCRATCH_PROJECT_ENV: str(self.directory / "project"),
         }
 
     def running(self) -> bool:

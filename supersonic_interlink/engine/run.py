@@ -117,6 +117,31 @@ class Engine:
             raise EngineError(_command_error_text(error)) from None
 
 
+def scratch_project(directory: Path) -> Path:
+    """A copy of this project in ``directory`` for a throwaway backend: ``Pulumi.yaml``, the post-renderer and the
+    fetched charts linked, and each stack file's config copied from ``stacks/`` on every run (what the CLI added to
+    the copy, its encryption salt, is kept), so ``stacks/`` is never written."""
+    import yaml
+
+    from supersonic_interlink.stack_config import read_yaml_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "Pulumi.yaml").write_bytes((ROOT / "Pulumi.yaml").read_bytes())
+    for name in ("postrender", ".charts"):
+        link = directory / name
+        (ROOT / name).mkdir(exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(ROOT / name)
+    (directory / "stacks").mkdir(exist_ok=True)
+    for source in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
+        target = directory / "stacks" / source.name
+        kept = (yaml.safe_load(target.read_text()) or {}) if target.exists() else {}
+        document = {k: v for k, v in kept.items() if k != "config"}
+        document["config"] = (read_yaml_file(source) or {}).get("config") or {}
+        target.write_text(yaml.safe_dump(document, sort_keys=False))
+    return directory
+
+
 class Refused(EngineError):
     """A guarded operation refused before the engine ran: the message names the deliberate way to do it."""
 
@@ -224,7 +249,11 @@ def main(argv: list[str]) -> int:
     printer = (
         (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
     )
-    engine = Engine(args.stack, log=printer)
+    from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
+
+    scratch = os.environ.get(SCRATCH_PROJECT_ENV)
+    work_dir = scratch_project(Path(scratch)) if scratch else ROOT
+    engine = Engine(args.stack, work_dir=work_dir, log=printer)
     try:
         result = gated(engine, args.action, **kwargs)
         if args.json:
