@@ -405,7 +405,8 @@ class ReleaseSettings(Model):
         Field(
             description="required per stack. Helm release name and the chart's instance name: it names the Triton "
             "Deployment/Service (<name>-triton), the Envoy Service clients use (<name>) and the cleanup objects. "
-            "Changing it (or namespace) on a deployed stack uninstalls the release first (README: Renaming)"
+            "Changing it (or namespace) replaces the release: refused unless release.removable (README: Removing or "
+            "renaming a release)"
         ),
     ]
     chart: Annotated[
