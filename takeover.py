@@ -34,7 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     values.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
     values.add_argument("--out", type=Path, help="write the table here instead of standard output")
     objects = commands.add_parser("objects", help="what the upgrade deletes, creates and changes, object by object")
-    objects.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
+    source = objects.add_mutually_exclusive_group(required=True)
+    source.add_argument("--live", type=Path, help="the live release's values (YAML)")
+    source.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read the live release from the cluster KUBECONFIG names (pinned helm and kubectl): its values, the "
+        "objects the chart looks up, and its stored manifest as what the upgrade compares against",
+    )
     objects.add_argument(
         "--live-object",
         type=Path,
@@ -80,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             live_objects=args.live_object,
             chart=args.chart,
             out=args.out,
+            from_cluster=args.from_cluster,
         )
 
     from supersonic_interlink.values_diff import LiveValuesError, compare_values, load_live_values, markdown

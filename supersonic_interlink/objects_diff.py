@@ -412,6 +412,50 @@ def chart_directory(stack: str, chart: ChartSource, given: Path | None, cache: P
     )
 
 
+class ClusterReadError(Exception):
+    """The live release could not be read from the cluster; the message is the tool's own."""
+
+
+@dataclass(frozen=True)
+class LiveRelease:
+    """What the cluster says of the live release: Helm's record and the objects the chart looks up."""
+
+    values: dict[str, Any]
+    manifest: list[dict[str, Any]]
+    """The release's stored manifest (``helm get manifest``): what Helm's upgrade compares against."""
+    revision: int
+    status: str
+    objects: list[LiveObject]
+
+
+def read_live_release(release: str, namespace: str) -> LiveRelease:
+    """Read the release from the cluster ``KUBECONFIG`` names, with the pinned Helm v3 and kubectl."""
+    import json
+    import subprocess
+
+    from .binaries import ensure
+
+    def run(tool: str, *args: str) -> str:
+        done = subprocess.run([str(ensure(tool)), *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise ClusterReadError(f"{tool} {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
+    status = json.loads(run("helm", "status", release, "-n", namespace, "-o", "json"))
+    values = load_live_values(run("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
+    manifest = [d for d in yaml.safe_load_all(run("helm", "get", "manifest", release, "-n", namespace)) if d]
+    objects: list[LiveObject] = []
+    wanted = [("scaledobject.keda.sh", CHART.scaled_object_name(CHART.instance_name(release)))]
+    envoy = live_envoy_config_map(values)
+    if envoy is not None:
+        wanted.append(("configmap", envoy[0]))
+    for kind, name in wanted:
+        found = run("kubectl", "get", kind, "-n", namespace, "--ignore-not-found", "-o", "yaml", name)
+        if found.strip():
+            objects += load_live_objects(found, f"kubectl get {kind} {name}", namespace)
+    return LiveRelease(values, manifest, int(status["version"]), str(status["info"]["status"]), objects)
+
+
 def _error(line: str) -> int:
     print(line, file=sys.stderr)
     return 2
@@ -422,21 +466,38 @@ def command(
     settings: Settings,
     rendered: Callable[[], Mapping[str, Any]],
     *,
-    live: Path,
+    live: Path | None,
     live_objects: Sequence[Path] = (),
     chart: Path | None = None,
     out: Path | None = None,
+    from_cluster: bool = False,
 ) -> int:
     """``takeover.py <stack> objects``: 0 when every deletion is explained, 1 on a finding (an unexplained or stale
     deletion, or the chart refusing either side's values), 2 when nothing could be compared. ``rendered`` gives
-    what ``render.py`` renders for the stack."""
-    try:
-        live_values = load_live_values(live.read_text(), str(live))
-    except OSError as error:
-        return _error(f"--live {live}: cannot read: {error.strerror}")
-    except LiveValuesError as error:
-        return _error(f"--live {error}")
-    objects: list[LiveObject] = []
+    what ``render.py`` renders for the stack. With ``from_cluster`` the live values, the objects the chart looks up
+    and, as "before", the release's stored manifest are read from the cluster: the comparison Helm's upgrade makes."""
+    cluster: LiveRelease | None = None
+    if from_cluster:
+        try:
+            cluster = read_live_release(settings.release.name, settings.namespace)
+        except (ClusterReadError, LiveValuesError, LiveObjectsError, BinaryError) as error:
+            return _error(f"stack {stack}: cannot read the live release: {error}")
+        if cluster.status != "deployed":
+            return _error(
+                f"stack {stack}: release {settings.release.name} is {cluster.status} (revision {cluster.revision}), "
+                "not deployed: a Helm operation is in flight or failed; see docs/takeover.md before going on"
+            )
+        live_values = cluster.values
+    elif live is None:
+        return _error("objects: give --live FILE (the live values) or --from-cluster")
+    else:
+        try:
+            live_values = load_live_values(live.read_text(), str(live))
+        except OSError as error:
+            return _error(f"--live {live}: cannot read: {error.strerror}")
+        except LiveValuesError as error:
+            return _error(f"--live {error}")
+    objects: list[LiveObject] = list(cluster.objects) if cluster is not None else []
     for path in live_objects:
         try:
             objects += load_live_objects(path.read_text(), str(path), settings.namespace)
@@ -456,14 +517,29 @@ def command(
     except SideRefused as refused:
         print(f"stack {stack}: chart {chart_dir} refuses {refused.side}: {refused}", file=sys.stderr)
         return 1
-    comparison = compare(before, after, given.release_name, given.namespace)
-    notes = (
-        (
-            f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
-            f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
-        ),
-        *given.notes,
+    first = (
+        f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
+        f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
     )
+    if cluster is not None:
+        # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
+        # pinned chart: the two agree only if the pinned commit is the live chart.
+        rendered_live = compare_manifests(cluster.manifest, before, namespace=given.namespace)
+        differing = len(rendered_live.deleted) + len(rendered_live.created) + len(rendered_live.changed)
+        before = cluster.manifest
+        first = (
+            f"Before: the live release's stored manifest (`helm get manifest`, revision {cluster.revision}), "
+            f"what Helm's upgrade compares against. After: chart `{chart_dir}` rendered with this stack's values as "
+            "an upgrade, with the post-renderer. "
+            + (
+                "The pinned chart renders the live values exactly as stored: it is the live chart."
+                if differing == 0
+                else f"**The pinned chart renders the live values differently from the stored manifest in {differing} "
+                "object(s)**: it is not the chart the live release runs (docs/takeover.md, step 1)."
+            )
+        )
+    comparison = compare(before, after, given.release_name, given.namespace)
+    notes = (first, *given.notes)
     report = markdown(comparison, stack, notes)
     if out is not None:
         out.write_text(report)

@@ -125,6 +125,22 @@ class Project:
         return [step for step in self.steps() if step[0] != "same"]
 
 
+def existing_cvmfs_claim(project: Project, namespace: str) -> None:
+    """The namespace's ``cvmfs`` claim, there before the release (as in Geddes' cms namespace, where an earlier
+    install created it and ``helm.sh/resource-policy: keep`` kept it): the chart then renders no claim."""
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "cvmfs", "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "storageClassName": "cvmfs",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    project.cluster.kubectl("apply", "-f", "-", input_text=json.dumps(claim))
+
+
 def kubectl_json(cluster: LocalCluster, *args: str) -> Any:
     return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
 

@@ -330,3 +330,25 @@ def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
     assert "| `data.n` | `1` | *(not set)* |" in report
     assert "```diff\n--- live\n+++ this stack\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n```" in report
     assert Change(("data", "n"), "1", ABSENT) in compare(before, after, "rel", NAMESPACE, ()).diff.changed[0].changes
+
+
+def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
+    from supersonic_interlink import objects_diff
+    from supersonic_interlink.program import settings_from_config
+    from supersonic_interlink.stack_config import load_stack_config
+
+    def pending(release: str, namespace: str) -> objects_diff.LiveRelease:
+        return objects_diff.LiveRelease({}, [], 7, "pending-upgrade", [])
+
+    monkeypatch.setattr(objects_diff, "read_live_release", pending)
+    settings = settings_from_config(load_stack_config("hammer"))
+    code = objects_diff.command("hammer", settings, dict, live=None, from_cluster=True)
+    assert code == 2
+    assert "release supersonic-interlink is pending-upgrade (revision 7), not deployed" in capsys.readouterr().err
+
+
+def test_objects_needs_the_live_values_from_a_file_or_the_cluster(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        takeover.main(["hammer", "objects"])
+    assert exit_.value.code == 2
+    assert "one of the arguments --live --from-cluster is required" in capsys.readouterr().err

@@ -440,8 +440,29 @@ class LocalCluster:
         # Static volumes, as the CVMFS CSI driver's class provides on Geddes: each namespace's `cvmfs` claim binds.
         docs += [_persistent_volume(f"cvmfs-{index}", "cvmfs") for index in range(1, CVMFS_VOLUMES + 1)]
         self.kubectl("apply", "--server-side", "-f", "-", input_text=yaml.safe_dump_all(docs))
-        self.kubectl("wait", "--for=condition=Established", "crd/scaledobjects.keda.sh", f"--timeout={int(timeout)}s")
-        self.kubectl("wait", "--for=condition=Ready", "node", "--all", f"--timeout={int(timeout)}s")
+        # Polled here: `kubectl wait` fails at once when it reads the CRD before its conditions exist.
+        established = '{.status.conditions[?(@.type=="Established")].status}'
+        _wait(
+            lambda: (
+                self.kubectl(
+                    "get", "crd/scaledobjects.keda.sh", "-o", f"jsonpath={established}", check=False
+                ).stdout.strip()
+                == "True"
+            ),
+            timeout,
+            "the KEDA CRDs",
+            self._log("kube-apiserver"),
+        )
+        ready = '{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'
+        nodes = sum(1 for d in docs if d["kind"] == "Node")
+        _wait(
+            lambda: (
+                self.kubectl("get", "nodes", "-o", f"jsonpath={ready}", check=False).stdout.split() == ["True"] * nodes
+            ),
+            timeout,
+            "kwok's nodes",
+            self._log("kwok"),
+        )
         # Pods are admitted only once the namespace's default ServiceAccount exists (the controller-manager
         # makes it): wait for the one in "default" as a sign that controller is running.
         _wait(

@@ -7,12 +7,11 @@ the real Helm v3), and what ``pulumi preview`` says.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_harness import Project, hammer_like, helm_history, helm_status, kubectl_json
+from e2e_harness import Project, existing_cvmfs_claim, hammer_like, helm_history, helm_status, kubectl_json
 
 from components.envoy_config import TYPE as ENVOY_CONFIG_TYPE
 from supersonic_interlink.contract import CHART
@@ -142,22 +141,6 @@ def with_refused_toleration(config: dict[str, Any]) -> dict[str, Any]:
     triton = dict(config["supersonic-interlink:triton"])
     triton["tolerations"] = REFUSED_TOLERATION
     return {**config, "supersonic-interlink:triton": triton}
-
-
-def existing_cvmfs_claim(project: Project, namespace: str) -> None:
-    """The namespace's ``cvmfs`` claim, there before the release (as in Geddes' cms namespace, where an earlier
-    install created it and ``helm.sh/resource-policy: keep`` kept it): the chart then renders no claim."""
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "cvmfs", "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadOnlyMany"],
-            "storageClassName": "cvmfs",
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
-    project.cluster.kubectl("apply", "-f", "-", input_text=json.dumps(claim))
 
 
 def test_rejected_upgrade_rolls_back_and_keeps_the_old_config_map(project: Project, chart: Path) -> None:

@@ -21,6 +21,9 @@ from e2e_harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.objects_diff import EXPECTED_DELETIONS
+from supersonic_interlink.objects_diff import command as objects_command
+from supersonic_interlink.program import settings_from_config
+from supersonic_interlink.rendering import render
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -61,7 +64,9 @@ def release_objects(project: Project) -> dict[tuple[str, str], str]:
     return found
 
 
-def test_adopting_a_flux_installed_release_upgrades_it_in_place(project: Project, chart: Path, tmp_path: Path) -> None:
+def test_adopting_a_flux_installed_release_upgrades_it_in_place(
+    project: Project, chart: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cluster = project.cluster
     cluster.kubectl("create", "namespace", NAMESPACE)
     live_values = yaml.safe_load((ROOT / "tests" / "fixtures" / "live-values-hammer.yaml").read_text())
@@ -70,8 +75,6 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(project: Project
     # Step 1: what Flux runs today. The external Envoy ConfigMap (a plain object), then helm install.
     stack = hammer_like(NAMESPACE, RELEASE, chart)
     project.write_stack(STACK, stack)
-    from supersonic_interlink.rendering import render
-
     rendered = render(STACK, project.cli_config(STACK))
     cluster.kubectl(
         "create",
@@ -107,10 +110,29 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(project: Project
     labelled = kubectl_json(cluster, "get", "deployment", CHART.envoy_object_name(RELEASE), "-n", NAMESPACE)
     assert FLUX_LABELS.items() <= labelled["metadata"]["labels"].items(), "installed as helm-controller does"
 
-    # Step 2: adopt. One `pulumi up` imports the live release and upgrades it.
+    # Step 2: the runbook's comparison, from the cluster: the stored manifest against this stack's render.
     adopting = dict(stack)
     adopting["supersonic-interlink:release"] = {**stack["supersonic-interlink:release"], "adopt": True}
     project.write_stack(STACK, adopting)
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    report = tmp_path / "takeover-objects.md"
+    code = objects_command(
+        STACK,
+        settings_from_config(project.cli_config(STACK)),
+        lambda: render(STACK, project.cli_config(STACK)),
+        live=None,
+        chart=chart,
+        out=report,
+        from_cluster=True,
+    )
+    text = report.read_text()
+    assert code == 0, text
+    assert "the live release's stored manifest (`helm get manifest`, revision 1)" in text
+    assert "**Deleted by the upgrade:**\n\n*(none)*" in text, text
+    # Flux's origin labels are in the stored manifest and not in this project's render: not the same chart output.
+    assert "renders the live values differently from the stored manifest" in text
+
+    # Step 3: adopt. One `pulumi up` imports the live release and upgrades it.
     project.run(STACK, "up")
     ops = {(op, kind) for op, kind, _name in project.changes()}
     assert any(kind == "kubernetes:helm.sh/v3:Release" and op.startswith("import") for op, kind in ops), ops
@@ -127,6 +149,6 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(project: Project
         if kind == "Deployment":
             assert after[(kind, name)] == before[(kind, name)], f"{name} was recreated, not upgraded"
 
-    # Step 3: after the takeover the program is idempotent.
+    # Step 4: after the takeover the program is idempotent.
     project.run(STACK, "preview", expect_no_changes=True)
     assert project.changes() == []
