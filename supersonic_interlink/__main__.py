@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
+
+# The command-line modules at the repository root (render, takeover, probe, state_backend) import by name from any
+# working directory.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # verb -> (module with main(argv) -> int, one line of help)
 VERBS: dict[str, tuple[str, str]] = {

@@ -22,6 +22,7 @@ from chart_fixtures import fixture_chart
 
 from supersonic_interlink import binaries
 from supersonic_interlink.engine.cluster import LocalCluster
+from supersonic_interlink.engine.gate import steps_from_events
 from supersonic_interlink.engine.run import Engine, pulumi_binary
 from supersonic_interlink.settings import PROJECT
 from supersonic_interlink.stack_config import cli_config, read_stack_document
@@ -111,15 +112,7 @@ class Project:
 
     def steps(self) -> list[tuple[str, str, str]]:
         """(op, resource type, resource name) of every step the last run reported, in order."""
-        found = []
-        for event in self.events:
-            pre = getattr(event, "resource_pre_event", None)
-            if pre is not None:
-                meta = pre.metadata
-                found.append(
-                    (str(meta.op.value if hasattr(meta.op, "value") else meta.op), meta.type, meta.urn.split("::")[-1])
-                )
-        return found
+        return [(step.op, step.type, step.name) for step in steps_from_events(self.events)]
 
     def changes(self) -> list[tuple[str, str, str]]:
         return [step for step in self.steps() if step[0] != "same"]

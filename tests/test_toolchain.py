@@ -49,13 +49,24 @@ def test_the_kubernetes_binaries_are_one_version_with_staging_modules_of_the_sam
     assert {v for _m, v in replaced} == {"v0." + version.removeprefix("v1.")}
 
 
-def test_binaries_are_cached_by_name_and_version_outside_the_clone(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("SUPERSONIC_CACHE", str(tmp_path))
+def test_binaries_are_cached_by_name_and_version_in_the_home_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SUPERSONIC_CACHE", raising=False)
+    version = toolchain.version(toolchain.build_for("pulumi"))
     path = toolchain.path("pulumi")
-    assert path == tmp_path / "bin" / f"pulumi-{toolchain.version(toolchain.build_for('pulumi'))}" / "pulumi"
-    assert not path.is_relative_to(ROOT)
+    assert path == Path.home() / ".cache" / "supersonic-interlink" / "bin" / f"pulumi-{version}" / "pulumi"
+    assert not path.is_relative_to(ROOT), "build caches live outside the clone"
+
+
+def test_building_an_unknown_binary_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert toolchain.main(["build", "kubelet"]) == 2
+    assert "unknown binary 'kubelet'" in capsys.readouterr().err
+
+
+def test_without_go_a_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SUPERSONIC_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(toolchain.ToolchainError, match="the go command is not on PATH"):
+        toolchain.ensure(["etcd"], log=lambda _line: None)
 
 
 def test_the_version_ldflags_stamp_what_each_binary_reports() -> None:

@@ -266,12 +266,28 @@ class LocalCluster:
         }
 
     def running(self) -> bool:
-        return self.state_file.is_file() and all(_alive(pid) for pid in self._pids().values())
+        """Every component this cluster started still runs."""
+        if not self.state_file.is_file():
+            return False
+        recorded = json.loads(self.state_file.read_text()).get("pids", {})
+        alive = self._pids()
+        return bool(recorded) and set(alive) == set(recorded) and all(_alive(pid) for pid in alive.values())
 
     def _pids(self) -> dict[str, int]:
+        """The components this cluster started that still run: a pid is trusted only while it runs the binary
+        recorded for it (after a reboot, a recorded pid may be any other process)."""
         if not self.state_file.is_file():
             return {}
-        return {k: int(v) for k, v in json.loads(self.state_file.read_text()).get("pids", {}).items()}
+        state = json.loads(self.state_file.read_text())
+        exes = state.get("exes", {})
+        found = {}
+        for name, pid in state.get("pids", {}).items():
+            try:
+                if os.readlink(f"/proc/{int(pid)}/exe") == exes.get(name):
+                    found[name] = int(pid)
+            except OSError:
+                continue
+        return found
 
     # ---------------------------------------------------------------------------------------------------- start
 
@@ -300,20 +316,22 @@ class LocalCluster:
         etcd_url = f"http://127.0.0.1:{etcd_client}"
         peer_url = f"http://127.0.0.1:{etcd_peer}"
         pids: dict[str, int] = {}
+        exes: dict[str, str] = {}
 
         def launch(component: Component) -> None:
-            out = (self.directory / "logs" / f"{component.name}.log").open("ab")
-            proc = subprocess.Popen(
-                component.argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                # Only a prctl call between fork and exec: no lock a thread could hold is touched.
-                preexec_fn=_die_with_parent if self.tied else None,  # noqa: PLW1509
-            )
+            with (self.directory / "logs" / f"{component.name}.log").open("ab") as out:
+                proc = subprocess.Popen(
+                    component.argv,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    # Only a prctl call between fork and exec: no lock a thread could hold is touched.
+                    preexec_fn=_die_with_parent if self.tied else None,  # noqa: PLW1509
+                )
             pids[component.name] = proc.pid
-            self.state_file.write_text(json.dumps({"pids": pids, "server": server}, indent=2))
+            exes[component.name] = component.argv[0]
+            self.state_file.write_text(json.dumps({"pids": pids, "exes": exes, "server": server}, indent=2))
 
         try:
             launch(
@@ -356,7 +374,7 @@ class LocalCluster:
                 )
             )
             _wait(
-                lambda: self._kubectl_ok(kubectl, "get", "--raw", "/readyz"),
+                lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0,
                 timeout,
                 "kube-apiserver",
                 self._log("kube-apiserver"),
@@ -413,12 +431,6 @@ class LocalCluster:
 
     def _log(self, component: str) -> Path:
         return self.directory / "logs" / f"{component}.log"
-
-    def _kubectl_ok(self, kubectl: Path, *args: str) -> bool:
-        done = subprocess.run(
-            [str(kubectl), f"--kubeconfig={self.kubeconfig}", *args], capture_output=True, text=True, timeout=20
-        )
-        return done.returncode == 0
 
     def kubectl(self, *args: str, input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run(
@@ -485,21 +497,24 @@ class LocalCluster:
             log(f"cluster: stopped {', '.join(reversed(list(pids)))}")
         if self.state_file.exists():
             self.state_file.unlink()
-        if not keep_logs and (self.directory / "etcd").exists():
+        if not keep_logs:
             import shutil
 
-            shutil.rmtree(self.directory / "etcd", ignore_errors=True)
+            # The cluster's data goes, and with it the Pulumi state that described it: a state left behind would
+            # say a (protected) release exists on the next, empty, cluster.
+            for data in ("etcd", "backend", "project"):
+                shutil.rmtree(self.directory / data, ignore_errors=True)
 
 
 def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
     """The Pulumi CLI run offline: a private home, the plugins installed from local binaries only, no update check."""
+    from supersonic_interlink.engine.run import OFFLINE_ENV
+
     return {
         "PULUMI_HOME": str(home),
         "PULUMI_BACKEND_URL": backend,
         "PULUMI_CONFIG_PASSPHRASE": passphrase,
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+        **OFFLINE_ENV,
     }
 
 

@@ -1,5 +1,6 @@
-"""The pull-request gate on a ``pulumi preview``: no uninstall or replace of a release, and no Envoy ConfigMap
-deleted before its successor exists, unless the stack says so in a reviewed change (``release.removable``).
+"""The pull-request gate on a ``pulumi preview``: no uninstall or replace of a release unless the stack says so in a
+reviewed change (``release.removable``), and never an Envoy ConfigMap deleted while the release that reads it stays
+and no successor is created.
 
 Why a gate besides the Release's ``protect``: the Pulumi CLI 3.274.1 already fails a preview that would delete or
 replace a protected resource (tests/e2e/test_production_safety.py), but the engine allows lifting the protection
@@ -132,12 +133,15 @@ def main(argv: list[str]) -> int:
 
 
 def stack_removable(stack: str, root: Path | None = None) -> bool:
-    """``release.removable`` of a stack file, as the program would read it."""
-    from supersonic_interlink.settings import load_settings
-    from supersonic_interlink.stack_config import cli_config, read_stack_document, stack_file
+    """``release.removable`` of a stack file: true only when the file says ``removable: true`` in the clear (the
+    default, in ``Pulumi.yaml``, is false; a secret cannot be read here and counts as false). Nothing is
+    decrypted, so a stack holding secrets is read without its passphrase."""
+    from supersonic_interlink.settings import PROJECT
+    from supersonic_interlink.stack_config import read_stack_document, stack_file
 
     path = stack_file(stack) if root is None else root / "stacks" / f"Pulumi.{stack}.yaml"
-    return bool(load_settings(cli_config(read_stack_document(path))).release.removable)
+    release = read_stack_document(path).get(f"{PROJECT}:release")
+    return isinstance(release, dict) and release.get("removable") is True
 
 
 if __name__ == "__main__":

@@ -67,6 +67,15 @@ def pulumi_binary() -> Path:
     return toolchain.path("pulumi")
 
 
+OFFLINE_ENV = {
+    "PULUMI_SKIP_UPDATE_CHECK": "true",
+    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+}
+"""The CLI never downloads a plugin (the provider comes from the local build), never asks for updates, and ignores a
+``pulumi-resource-kubernetes`` of another version that happens to be on PATH."""
+
+
 @dataclass
 class Engine:
     """One stack of the project in ``work_dir`` under the real engine."""
@@ -76,32 +85,45 @@ class Engine:
     env: dict[str, str] = field(default_factory=dict)
     """Environment of the CLI (KUBECONFIG, PULUMI_HOME, backend, passphrase, ...); the process's own otherwise."""
     log: Callable[[str], None] = print
+    create: bool = True
+    """Create the stack in the backend when it is not there; when false, a missing stack is an error that says so
+    (a pull-request preview must not create stacks in the production backend)."""
 
     def _environment(self) -> dict[str, str]:
         env = {**os.environ, **self.env}
-        env.setdefault("PULUMI_SKIP_UPDATE_CHECK", "true")
-        env.setdefault("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "true")
-        env.setdefault("PULUMI_IGNORE_AMBIENT_PLUGINS", "true")
+        for key, value in OFFLINE_ENV.items():
+            env.setdefault(key, value)
         return env
 
     def workspace_stack(self) -> Any:
+        """The Automation API's stack, with the built CLI and provider. Raises ``EngineError``."""
         from pulumi import automation as auto
 
         toolchain.ensure(["pulumi"], log=self.log)
         env = self._environment()
         install_provider(env, log=self.log)
-        # The CLI the Automation API runs is the one on PATH: put the built one first, in this process too (the
-        # Automation API starts it with this process's environment plus env_vars).
-        os.environ["PATH"] = os.pathsep.join([str(pulumi_binary().parent), os.environ.get("PATH", "")])
+        # The Automation API runs the `pulumi` on this process's PATH: the built one goes first, once.
+        bin_dir = str(pulumi_binary().parent)
+        if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+            os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
         env["PATH"] = os.environ["PATH"]
-        command = auto.PulumiCommand(root=None, skip_version_check=False)
         options = auto.LocalWorkspaceOptions(
             work_dir=str(self.work_dir),
             pulumi_home=env.get("PULUMI_HOME"),
             env_vars=env,
-            pulumi_command=command,
+            pulumi_command=auto.PulumiCommand(root=None, skip_version_check=False),
         )
-        return auto.create_or_select_stack(self.stack, project_name=PROJECT, program=program, opts=options)
+        select = auto.create_or_select_stack if self.create else auto.select_stack
+        try:
+            return select(self.stack, project_name=PROJECT, program=program, opts=options)
+        except auto.StackNotFoundError:
+            backend = env.get("PULUMI_BACKEND_URL", "the logged-in one")
+            raise EngineError(
+                f"stack {self.stack} does not exist in the backend ({backend}); "
+                f"`./supersonic pulumi up {self.stack} --yes` creates it"
+            ) from None
+        except auto.CommandError as error:
+            raise EngineError(_command_error_text(error)) from None
 
     def run(self, action: str, **kwargs: Any) -> Any:
         """Run ``action`` (preview, up, refresh, destroy) with the Automation API's keyword arguments."""
@@ -232,7 +254,10 @@ def main(argv: list[str]) -> int:
         )
         return 2
     kwargs: dict[str, Any] = {}
-    if args.action in ("preview", "up", "refresh", "destroy") and args.diff and args.action != "destroy":
+    if args.diff:
+        if args.action == "destroy":
+            print("supersonic pulumi: --diff goes with preview, up or refresh", file=sys.stderr)
+            return 2
         kwargs["diff"] = True
     if args.expect_no_changes:
         if args.action not in ("preview", "up", "refresh"):
@@ -252,9 +277,10 @@ def main(argv: list[str]) -> int:
     from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
 
     scratch = os.environ.get(SCRATCH_PROJECT_ENV)
-    work_dir = scratch_project(Path(scratch)) if scratch else ROOT
-    engine = Engine(args.stack, work_dir=work_dir, log=printer)
     try:
+        work_dir = scratch_project(Path(scratch)) if scratch else ROOT
+        # Only `up` creates a stack in a real backend; on the local cluster's throwaway backend anything may.
+        engine = Engine(args.stack, work_dir=work_dir, log=printer, create=bool(scratch) or args.action == "up")
         result = gated(engine, args.action, **kwargs)
         if args.json:
             print(result.stdout)

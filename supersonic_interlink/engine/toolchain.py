@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,7 +94,7 @@ BUILDS: tuple[Build, ...] = (
             )
         },
         # The release tag v4.25.0 is commit f47bc2d6f199, the only provider commit the module proxy serves; the
-        # Python SDK in requirements.txt is pinned to the same release (tests/engine/test_toolchain.py).
+        # Python SDK in requirements.txt is pinned to the same release (tests/test_toolchain.py).
         label="v4.25.0",
         ldflags=("-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version={version}",),
         main_dir="cmd/pulumi-resource-kubernetes",
@@ -219,9 +220,16 @@ def _ldflags(build: Build) -> str:
     return " ".join(flags)
 
 
-def ensure(names: list[str] | None = None, *, log=print) -> dict[str, Path]:
+def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print) -> dict[str, Path]:
     """Build every binary in ``names`` (default: all) that is not in the cache; return name -> path."""
     wanted = names or [n for b in BUILDS for n in b.packages]
+    for name in wanted:
+        build_for(name)  # an unknown name is an error, not nothing built
+    if any(not path(n).is_file() for n in wanted) and shutil.which("go") is None:
+        raise ToolchainError(
+            "the go command is not on PATH: building the Pulumi CLI, the provider and the control plane needs Go "
+            "1.26.6 or later (the go.mod files under tools/ say which) and the Go module proxy"
+        )
     result: dict[str, Path] = {}
     for build in BUILDS:
         todo = [n for n in build.packages if n in wanted]
@@ -303,7 +311,19 @@ def _go_build(build: Build, names: list[str]) -> None:
         os.replace(scratch, final)
 
 
+USAGE = """usage: ./supersonic toolchain build [NAME ...] | path NAME
+
+build   build what is missing from the cache (every binary without NAME), a line per binary
+path    where NAME's binary is (built or not)
+
+binaries: {names}
+example: ./supersonic toolchain build pulumi pulumi-resource-kubernetes"""
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE.format(names=", ".join(n for b in BUILDS for n in b.packages)))
+        return 0
     if len(argv) >= 1 and argv[0] == "path" and len(argv) == 2:
         try:
             print(path(argv[1]))
@@ -313,12 +333,18 @@ def main(argv: list[str]) -> int:
         return 0
     if argv and argv[0] == "build":
         try:
+            for name in argv[1:]:
+                build_for(name)
+        except ToolchainError as err:
+            print(f"toolchain: {err}", file=sys.stderr)
+            return 2
+        try:
             ensure(argv[1:] or None, log=lambda line: print(line, flush=True))
         except ToolchainError as err:
             print(f"toolchain: {err}", file=sys.stderr)
             return 1
         return 0
-    print("usage: python -m supersonic_interlink.engine.toolchain build [NAME ...] | path NAME", file=sys.stderr)
+    print(USAGE.format(names=", ".join(n for b in BUILDS for n in b.packages)), file=sys.stderr)
     return 2
 
 

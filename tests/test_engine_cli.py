@@ -1,0 +1,78 @@
+"""``./supersonic pulumi``: what it refuses before any engine runs, with which exit code, and the scratch project
+it uses on the local cluster's throwaway backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from supersonic_interlink.engine import run
+from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to reach the engine fails the test: these cases must be decided before it."""
+
+    def refuse(self: run.Engine, action: str, **kwargs: object) -> None:
+        raise AssertionError(f"the engine was started for {action}")
+
+    monkeypatch.setattr(run.Engine, "run", refuse)
+    monkeypatch.delenv(SCRATCH_PROJECT_ENV, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["up", "hammer"], "up changes the cluster: review `./supersonic pulumi preview hammer --diff` first"),
+        (["destroy", "hammer", "--yes", "--diff"], "--diff goes with preview, up or refresh"),
+        (["up", "hammer", "--yes", "--json"], "--json goes with preview"),
+        (["destroy", "hammer", "--yes", "--expect-no-changes"], "--expect-no-changes goes with preview, up or refresh"),
+        (["preview", "nosuchstack"], "no stack 'nosuchstack'; stacks: "),
+    ],
+)
+def test_usage_mistakes_exit_2_with_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run.main(argv) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_destroy_of_a_protected_release_is_refused_naming_the_deliberate_path(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run.main(["destroy", "hammer", "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "destroy of hammer refused: the Helm release is protected (release.removable is false)" in err
+    assert "set release.removable: true in stacks/Pulumi.hammer.yaml in a reviewed change" in err
+
+
+def test_the_scratch_project_copies_the_stacks_and_keeps_what_the_cli_added(tmp_path: Path) -> None:
+    scratch = run.scratch_project(tmp_path / "project")
+    copied = yaml.safe_load((scratch / "stacks" / "Pulumi.hammer.yaml").read_text())
+    original = yaml.safe_load((ROOT / "stacks" / "Pulumi.hammer.yaml").read_text())
+    assert copied["config"] == original["config"]
+    assert (scratch / "postrender").resolve() == ROOT / "postrender"
+    # The CLI writes its encryption salt into the copy; the next run keeps it and refreshes the config.
+    copied["encryptionsalt"] = "v1:salt"
+    copied["config"] = {"stale": True}
+    (scratch / "stacks" / "Pulumi.hammer.yaml").write_text(yaml.safe_dump(copied))
+    run.scratch_project(scratch)
+    again = yaml.safe_load((scratch / "stacks" / "Pulumi.hammer.yaml").read_text())
+    assert again["encryptionsalt"] == "v1:salt" and again["config"] == original["config"]
+    assert "encryptionsalt" not in (ROOT / "stacks" / "Pulumi.hammer.yaml").read_text()
+
+
+def test_a_stack_holding_a_secret_is_read_without_its_passphrase(tmp_path: Path) -> None:
+    from supersonic_interlink.engine.gate import stack_removable
+
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.s.yaml").write_text(
+        "config:\n  supersonic-interlink:serverLoad:\n    metric:\n      secure: v1:abc\n"
+        "  supersonic-interlink:release:\n    name: r\n    removable: true\n"
+    )
+    assert stack_removable("s", root=tmp_path) is True
+    (tmp_path / "stacks" / "Pulumi.s.yaml").write_text("config:\n  supersonic-interlink:release:\n    secure: v1:x\n")
+    assert stack_removable("s", root=tmp_path) is False, "a secret cannot say removable: the default holds"
