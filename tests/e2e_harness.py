@@ -20,7 +20,6 @@ from typing import Any
 import yaml
 from chart_fixtures import fixture_chart
 
-from supersonic_interlink import binaries
 from supersonic_interlink.engine.cluster import LocalCluster
 from supersonic_interlink.engine.gate import steps_from_events
 from supersonic_interlink.engine.run import Engine, pulumi_binary
@@ -139,15 +138,7 @@ def kubectl_json(cluster: LocalCluster, *args: str) -> Any:
 
 
 def helm(cluster: LocalCluster, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [str(binaries.ensure("helm")), f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args)} failed: {done.stderr}")
-    return done
+    return cluster.tool("helm", *args, check=check, timeout=300)
 
 
 def helm_history(cluster: LocalCluster, release: str, namespace: str) -> list[dict[str, Any]]:

@@ -432,17 +432,23 @@ class LocalCluster:
     def _log(self, component: str) -> Path:
         return self.directory / "logs" / f"{component}.log"
 
-    def kubectl(self, *args: str, input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    def tool(
+        self, name: str, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
+        """The pinned ``kubectl`` or ``helm`` against this cluster; with ``check``, a failure is a ClusterError."""
         done = subprocess.run(
-            [str(binaries.ensure("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
+            [str(binaries.ensure(name)), f"--kubeconfig={self.kubeconfig}", *args],
             capture_output=True,
             text=True,
             input=input_text,
-            timeout=120,
+            timeout=timeout,
         )
         if check and done.returncode != 0:
-            raise ClusterError(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}")
+            raise ClusterError(f"{name} {' '.join(args)} failed: {done.stderr.strip()}")
         return done
+
+    def kubectl(self, *args: str, input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        return self.tool("kubectl", *args, input_text=input_text, check=check)
 
     def _seed(self, kubectl: Path, timeout: float, log: Callable[[str], None]) -> None:
         """Nodes, KEDA's CRDs, and a pool of PersistentVolumes; then wait until pods can be scheduled and run."""

@@ -183,17 +183,8 @@ def _module_dir(build: Build) -> Path:
     )
     if out.returncode != 0 or not out.stdout.strip():
         # The module is not in the module cache yet: download it (this is the only step that needs the proxy).
-        dl = subprocess.run(
-            ["go", "mod", "download", "-json", f"{build.module}@{module_version(build)}"],
-            cwd=TOOLS / build.group,
-            env=go_env(),
-            capture_output=True,
-            text=True,
-        )
-        if dl.returncode != 0:
-            raise ToolchainError(
-                f"go mod download {build.module}@{module_version(build)} failed:\n{dl.stdout}{dl.stderr}"
-            )
+        spec = f"{build.module}@{module_version(build)}"
+        dl = _go(["mod", "download", "-json", spec], TOOLS / build.group, f"go mod download {spec}")
         return Path(json.loads(dl.stdout)["Dir"])
     return Path(out.stdout.strip())
 
@@ -256,6 +247,13 @@ def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print
     return result
 
 
+def _go(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["go", *args], cwd=cwd, env=go_env(), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ToolchainError(f"{what} failed (exit {done.returncode}); rerun to retry:\n{done.stderr[-4000:]}")
+    return done
+
+
 @contextmanager
 def _locked(lock_file: Path) -> Iterator[None]:
     import fcntl
@@ -270,7 +268,7 @@ def _go_build(build: Build, names: list[str]) -> None:
     v = version(build)
     work = cache_dir() / "work" / f"{build.group}-{v}"
     work.mkdir(parents=True, exist_ok=True)
-    args = ["go", "build", "-trimpath", "-ldflags", _ldflags(build)]
+    args = ["build", "-trimpath", "-ldflags", _ldflags(build)]
     if build.tags:
         args += ["-tags", build.tags]
     cwd = TOOLS / build.group
@@ -294,18 +292,7 @@ def _go_build(build: Build, names: list[str]) -> None:
     # binary where the cache lookup would trust it. One package per invocation (Go's build cache shares the rest).
     for n in names:
         scratch = work / f"{n}.{os.getpid()}.partial"
-        done = subprocess.run(
-            [*args, "-o", str(scratch), packages[n]],
-            cwd=cwd,
-            env=go_env(),
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise ToolchainError(
-                f"go build of {n} in tools/{build.group} failed (exit {done.returncode}); rerun to retry:\n"
-                f"{done.stderr[-4000:]}"
-            )
+        _go([*args, "-o", str(scratch), packages[n]], cwd, f"go build of {n} in tools/{build.group}")
         final = path(n)
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(scratch, final)
