@@ -29,7 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())})")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("steps", help="print the takeover steps with this stack's URNs and names")
+    steps_parser = commands.add_parser("steps", help="print the takeover steps with this stack's URNs and names")
+    steps_parser.add_argument(
+        "--live",
+        action="store_true",
+        help="first check the live release on the cluster KUBECONFIG names (its HelmRelease suspended, its chart "
+        "source and reconcileStrategy, no Helm operation in flight); refuse while a check fails",
+    )
     values = commands.add_parser("values", help="the live values against this stack's, as a markdown table")
     values.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
     values.add_argument("--out", type=Path, help="write the table here instead of standard output")
@@ -70,6 +76,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "steps":
         from supersonic_interlink.takeover import adoption, format_steps, steps
 
+        if args.live:
+            from supersonic_interlink.binaries import BinaryError
+            from supersonic_interlink.flux_check import LiveCheckError, live_findings
+
+            try:
+                findings = live_findings(settings)
+            except (LiveCheckError, BinaryError) as error:
+                print(f"stack {args.stack}: {error}", file=sys.stderr)
+                return 2
+            for finding in findings:
+                print(f"stack {args.stack}: {finding.check}: {finding.problem}", file=sys.stderr)
+            if findings:
+                print(
+                    f"stack {args.stack}: not printing the steps: the import must not run until these pass",
+                    file=sys.stderr,
+                )
+                return 1
+            print(
+                f"stack {args.stack}: the live release is Flux's, suspended, on this chart, and deployed",
+                file=sys.stderr,
+            )
         plan = adoption(args.stack, settings)
         print(format_steps(plan, steps(plan)), end="")
         return 0

@@ -11,15 +11,18 @@ Envoy ConfigMap is a plain object Flux applies beside the release.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from e2e_harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_json
 
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.flux_check import live_findings
 from supersonic_interlink.objects_diff import EXPECTED_DELETIONS
 from supersonic_interlink.objects_diff import command as objects_command
 from supersonic_interlink.program import settings_from_config
@@ -32,6 +35,7 @@ RELEASE = "supersonic-interlink"
 NAMESPACE = "e2e-takeover"
 FLUX_LABELS = {"helm.toolkit.fluxcd.io/name": RELEASE, "helm.toolkit.fluxcd.io/namespace": "flux-system"}
 COMMIT_12 = "0123456789ab"
+GIT_URL = "https://github.com/fastmachinelearning/SuperSONIC"
 
 POST_RENDERER = f"""#!{sys.executable}
 # helm-controller's origin labels: every rendered object gets the HelmRelease's name and namespace.
@@ -41,6 +45,58 @@ for d in docs:
     d.setdefault("metadata", {{}}).setdefault("labels", {{}}).update({FLUX_LABELS!r})
 sys.stdout.write(yaml.safe_dump_all(docs))
 """
+
+
+def stand_in_crd(group: str, kind: str, plural: str, version: str) -> dict[str, Any]:
+    """A CRD that accepts any object of Flux's kind. Flux's own CRD manifests are not to be had here (the module
+    proxy serves no fluxcd/helm-controller), and the check reads only fields both API versions share."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+
+
+def flux_objects(suspend: bool) -> list[dict[str, Any]]:
+    """Flux's GitRepository and HelmRelease as DOMAIN.md describes the live ones (namespaced in the test's)."""
+    return [
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "supersonic", "namespace": NAMESPACE},
+            "spec": {"url": GIT_URL, "ref": {"branch": "main"}, "interval": "1m"},
+        },
+        {
+            "apiVersion": "helm.toolkit.fluxcd.io/v2beta1",
+            "kind": "HelmRelease",
+            "metadata": {"name": RELEASE, "namespace": NAMESPACE},
+            "spec": {
+                "suspend": suspend,
+                "interval": "1m",
+                "timeout": "20m",
+                "chart": {
+                    "spec": {
+                        "chart": "helm/supersonic",
+                        "reconcileStrategy": "Revision",
+                        "sourceRef": {"kind": "GitRepository", "name": "supersonic"},
+                    }
+                },
+            },
+        },
+    ]
 
 
 def flux_style_chart(chart: Path, into: Path) -> Path:
@@ -110,11 +166,36 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     labelled = kubectl_json(cluster, "get", "deployment", CHART.envoy_object_name(RELEASE), "-n", NAMESPACE)
     assert FLUX_LABELS.items() <= labelled["metadata"]["labels"].items(), "installed as helm-controller does"
 
-    # Step 2: the runbook's comparison, from the cluster: the stored manifest against this stack's render.
+    # Step 2: the checks before the import step (`takeover steps --live`), on Flux's objects as they stand.
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    crds = [
+        stand_in_crd("helm.toolkit.fluxcd.io", "HelmRelease", "helmreleases", "v2beta1"),
+        stand_in_crd("source.toolkit.fluxcd.io", "GitRepository", "gitrepositories", "v1"),
+    ]
+    cluster.kubectl("apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": crds}))
+    for crd in crds:
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
+    git_settings = settings_from_config(
+        {
+            **project.cli_config(STACK),
+            "supersonic-interlink:release": json.dumps(
+                {"name": RELEASE, "chart": {"git": GIT_URL, "path": "helm/supersonic"}}
+            ),
+        }
+    )
+    apply = {"apiVersion": "v1", "kind": "List", "items": flux_objects(suspend=False)}
+    cluster.kubectl("apply", "-f", "-", input_text=json.dumps(apply))
+    assert [(f.check, f.problem.split(" (")[0]) for f in live_findings(git_settings)] == [
+        ("suspend", f"HelmRelease {NAMESPACE}/{RELEASE} is not suspended")
+    ], "Flux still acts on the release: the import must wait"
+    apply["items"] = flux_objects(suspend=True)
+    cluster.kubectl("apply", "-f", "-", input_text=json.dumps(apply))
+    assert live_findings(git_settings) == [], "suspended, on the stack's chart, deployed: the import may go"
+
+    # Step 3: the runbook's comparison, from the cluster: the stored manifest against this stack's render.
     adopting = dict(stack)
     adopting["supersonic-interlink:release"] = {**stack["supersonic-interlink:release"], "adopt": True}
     project.write_stack(STACK, adopting)
-    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
     report = tmp_path / "takeover-objects.md"
     code = objects_command(
         STACK,
@@ -132,7 +213,7 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     # Flux's origin labels are in the stored manifest and not in this project's render: not the same chart output.
     assert "renders the live values differently from the stored manifest" in text
 
-    # Step 3: adopt. One `pulumi up` imports the live release and upgrades it.
+    # Step 4: adopt. One `pulumi up` imports the live release and upgrades it.
     project.run(STACK, "up")
     ops = {(op, kind) for op, kind, _name in project.changes()}
     assert any(kind == "kubernetes:helm.sh/v3:Release" and op.startswith("import") for op, kind in ops), ops
@@ -149,6 +230,6 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
         if kind == "Deployment":
             assert after[(kind, name)] == before[(kind, name)], f"{name} was recreated, not upgraded"
 
-    # Step 4: after the takeover the program is idempotent.
+    # Step 5: after the takeover the program is idempotent.
     project.run(STACK, "preview", expect_no_changes=True)
     assert project.changes() == []
