@@ -63,8 +63,10 @@ def test_the_helm_release_name_follows_helm_controller() -> None:
         ({"suspend": False}, "suspend: HelmRelease cms/supersonic-interlink is not suspended"),
         (
             {"chart": {"spec": {**helm_release()["spec"]["chart"]["spec"], "reconcileStrategy": "ChartVersion"}}},
-            "reconcileStrategy: HelmRelease cms/supersonic-interlink: spec.chart.spec.reconcileStrategy is "
-            "'ChartVersion'",
+            (
+                "reconcileStrategy: HelmRelease cms/supersonic-interlink: spec.chart.spec.reconcileStrategy is "
+                "'ChartVersion'"
+            ),
         ),
         (
             {"chart": {"spec": {**helm_release()["spec"]["chart"]["spec"], "chart": "charts/other"}}},
