@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from e2e_harness import ROOT, Project, existing_cvmfs_claim, hammer_like, helm, helm_history, helm_status, kubectl_json
 
+from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.run import EngineError, gated
 
 pytestmark = pytest.mark.timeout(900)
@@ -104,5 +105,5 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
 
 
 def _envoy_node_selector(project: Project) -> dict[str, str]:
-    deployment = kubectl_json(project.cluster, "get", "deployment", f"{RELEASE}-envoy", "-n", NAMESPACE)
+    deployment = kubectl_json(project.cluster, "get", "deployment", CHART.envoy_object_name(RELEASE), "-n", NAMESPACE)
     return dict(deployment["spec"]["template"]["spec"].get("nodeSelector") or {})
