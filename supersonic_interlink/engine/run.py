@@ -172,8 +172,8 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     """``preview``/``up``/``destroy``/``refresh`` with this project's guards, as ``./supersonic pulumi`` runs them
     (and the pull-request preview, and the end-to-end tier):
 
-    - ``destroy`` is refused while the stack's ``release.removable`` is false (the Release is protected, and the
-      engine would delete everything else before refusing it);
+    - ``destroy`` is refused while the stack's ``release.removable`` is false (the Release is protected, and a
+      plain destroy may delete what does not depend on it before the engine refuses the Release);
     - ``preview`` and ``up`` first preview, and the gate (``gate.blocked``) refuses a plan that uninstalls or
       replaces a release or deletes the Envoy ConfigMap in use; ``up`` then applies.
 
