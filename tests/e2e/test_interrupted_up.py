@@ -74,6 +74,10 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
     finally:
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
+        # The CLI starts each plugin in a process group of its own, so the provider outlives the group: orphaned
+        # now, it is this run's.
+        for pid in orphaned_providers(cluster.pulumi_home):
+            os.kill(pid, signal.SIGKILL)
     assert helm_status(cluster, RELEASE, NAMESPACE)["info"]["status"] == "pending-upgrade"
 
     # Step 2: the killed CLI left its lock on the stack; `pulumi cancel` (the CLI's own word for it) lifts it.
@@ -102,6 +106,22 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
         "deployed",
         "Rollback to 1",
     ), json.dumps(history)
+
+
+def orphaned_providers(pulumi_home: Path) -> list[int]:
+    """Provider processes of this session's plugin directory whose parent is gone."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(entry / "exe")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if exe.startswith(str(pulumi_home)) and parent == 1:
+            found.append(int(entry.name))
+    return found
 
 
 def _envoy_node_selector(project: Project) -> dict[str, str]:
