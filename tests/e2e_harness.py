@@ -10,6 +10,7 @@ scenarios do not share state.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -131,6 +132,20 @@ def existing_cvmfs_claim(project: Project, namespace: str) -> None:
         },
     }
     project.cluster.kubectl("apply", "-f", "-", input_text=json.dumps(claim))
+
+
+def providers(pulumi_home: Path) -> list[int]:
+    """Running provider processes started from this session's plugin directory."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "exe").startswith(str(pulumi_home)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def kubectl_json(cluster: LocalCluster, *args: str) -> Any:

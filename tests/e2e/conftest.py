@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_harness import Project, e2e_chart
+from e2e_harness import Project, e2e_chart, providers
 
 from supersonic_interlink.engine.cluster import LocalCluster
 
@@ -28,6 +29,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield local
     finally:
         local.stop(log=lines.append)
+        # The CLI starts providers in process groups of their own; none may outlive the session.
+        for pid in providers(local.pulumi_home):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -17,7 +17,17 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_harness import ROOT, Project, existing_cvmfs_claim, hammer_like, helm, helm_history, helm_status, kubectl_json
+from e2e_harness import (
+    ROOT,
+    Project,
+    existing_cvmfs_claim,
+    hammer_like,
+    helm,
+    helm_history,
+    helm_status,
+    kubectl_json,
+    providers,
+)
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.run import EngineError, gated
@@ -58,6 +68,7 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
         cluster=str(cluster.directory),
         stack=STACK,
     )
+    already = set(providers(cluster.pulumi_home))
     driver = subprocess.Popen(
         [sys.executable, "-c", script],
         env={**os.environ, **project.env},
@@ -74,9 +85,9 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
     finally:
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
-        # The CLI starts each plugin in a process group of its own, so the provider outlives the group: orphaned
-        # now, it is this run's.
-        for pid in orphaned_providers(cluster.pulumi_home):
+        # The CLI starts each plugin in a process group of its own, so the provider outlives the group. Nothing
+        # else runs the engine meanwhile: a provider that was not there before is this run's.
+        for pid in set(providers(cluster.pulumi_home)) - already:
             os.kill(pid, signal.SIGKILL)
     assert helm_status(cluster, RELEASE, NAMESPACE)["info"]["status"] == "pending-upgrade"
 
@@ -106,22 +117,6 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
         "deployed",
         "Rollback to 1",
     ), json.dumps(history)
-
-
-def orphaned_providers(pulumi_home: Path) -> list[int]:
-    """Provider processes of this session's plugin directory whose parent is gone."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            exe = os.readlink(entry / "exe")
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if exe.startswith(str(pulumi_home)) and parent == 1:
-            found.append(int(entry.name))
-    return found
 
 
 def _envoy_node_selector(project: Project) -> dict[str, str]:
