@@ -68,6 +68,11 @@ class ChartContract:
     loopback_connect_timeout_ms: int
     """Connect timeout the chart's config gives the two loopback clusters (``admission_cluster``, ``admin_cluster``);
     Envoy's own default, when the field is left out, is 5 s."""
+    model_repository_claim: str
+    """Name of the PersistentVolumeClaim the chart makes for ``storageType: cvmfs-pvc`` (once per namespace, not
+    named after the release, created only when none exists and kept on uninstall: ``templates/cvmfs-pvc.yaml``)."""
+    model_repository_storage_class: str
+    """Storage class that claim asks for (the CVMFS CSI driver's, on Geddes)."""
 
     def instance_name(self, release_name: str) -> str:
         """The chart's instance name: ``nameOverride`` or the release name (this program never overrides)."""
@@ -137,4 +142,6 @@ CHART = ChartContract(
     admission_port=8080,
     route_config_name="local_route_grpc",
     loopback_connect_timeout_ms=1000,
+    model_repository_claim="cvmfs",
+    model_repository_storage_class="cvmfs",
 )

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from chart_fixtures import fixture_chart
 
+from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import LocalCluster
 from supersonic_interlink.engine.gate import steps_from_events
 from supersonic_interlink.engine.run import Engine, pulumi_binary
@@ -124,10 +125,10 @@ def existing_cvmfs_claim(project: Project, namespace: str) -> None:
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "cvmfs", "namespace": namespace},
+        "metadata": {"name": CHART.model_repository_claim, "namespace": namespace},
         "spec": {
             "accessModes": ["ReadOnlyMany"],
-            "storageClassName": "cvmfs",
+            "storageClassName": CHART.model_repository_storage_class,
             "resources": {"requests": {"storage": "1Gi"}},
         },
     }

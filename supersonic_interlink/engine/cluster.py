@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from supersonic_interlink import binaries
+from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
 
 SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
@@ -470,7 +471,8 @@ class LocalCluster:
         docs: list[dict[str, Any]] = [_node(spec) for spec in [*PLAIN_NODES, *AF_NODES, VIRTUAL_NODE]]
         docs += keda_crds()
         # Static volumes, as the CVMFS CSI driver's class provides on Geddes: each namespace's `cvmfs` claim binds.
-        docs += [_persistent_volume(f"cvmfs-{index}", "cvmfs") for index in range(1, CVMFS_VOLUMES + 1)]
+        storage_class = CHART.model_repository_storage_class
+        docs += [_persistent_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)]
         self.kubectl("apply", "--server-side", "-f", "-", input_text=yaml.safe_dump_all(docs))
         # Polled here: `kubectl wait` fails at once when it reads the CRD before its conditions exist.
         established = '{.status.conditions[?(@.type=="Established")].status}'

@@ -191,7 +191,8 @@ def test_a_rejected_first_upgrade_cannot_roll_back_to_an_install_that_created_th
     project.write_stack(STACK, with_refused_toleration(hammer_like(namespace, RELEASE, chart, scaleFromZero=RAISED)))
     with pytest.raises(EngineError) as failure:
         project.run(STACK, "up")
-    assert 'no PersistentVolumeClaim with the name "cvmfs" found' in str(failure.value), str(failure.value)
+    helm_says = f'no PersistentVolumeClaim with the name "{CHART.model_repository_claim}" found'
+    assert helm_says in str(failure.value), str(failure.value)
     history = helm_history(project.cluster, RELEASE, namespace)
     assert [h["status"] for h in history] == ["deployed", "superseded", "failed"], history
     assert set(before_maps) <= set(live_envoy_config_maps(project, namespace)), "the old ConfigMap must stay"
