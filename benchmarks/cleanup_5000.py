@@ -39,9 +39,9 @@ from busybox_harness import Cluster, Run, busybox_path, kubectl_path, make_bin
 from kube_api_standin import JSONObject, kube_api_standin, pod
 
 from components.failed_pod_cleanup import ROLE_RULES, script_environment
+from supersonic_interlink.config import Settings, load_settings
+from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import Settings, load_settings
-from supersonic_interlink.stack_config import load_stack_config
 
 STACK = "hammer"
 BYSTANDERS = 500

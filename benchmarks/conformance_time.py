@@ -5,7 +5,7 @@
 DIR defaults to the conforming test chart (tests/charts/conforming); point it at a checkout of the real chart to
 measure that. Prints the number of values leaves (one Helm re-render each), the median wall time of one Helm
 render, of the whole check (baseline render, contract checks, every re-render), and of
-`render.py <stack> --check --chart DIR` in a fresh interpreter, as a user runs it, and the CPU time the check
+`./supersonic render <stack> --check --chart DIR` in a fresh interpreter, as a user runs it, and the CPU time the check
 uses (this process and the Helm and post-renderer processes it starts): on a shared machine the wall time
 depends on the other load, the CPU time hardly does, and CPU time / cores is the wall time the check needs at best.
 """
@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from components.supersonic_release import POSTRENDER
-from supersonic_interlink import conformance, rendering
-from supersonic_interlink.helm import ChartRenderer
+from supersonic_interlink.chart.helm import ChartRenderer
+from supersonic_interlink.render import conformance
+from supersonic_interlink.render import stack as rendering
 
 
 def describe(label: str, samples: list[float]) -> str:
@@ -77,13 +78,14 @@ def main() -> None:
     print(describe("  CPU time it uses (all processes)", cpu))
     print(f"  findings: {len(found)}; load average now {os.getloadavg()[0]:.1f}")
 
-    command = [sys.executable, "render.py", args.stack, "--check", "--chart", str(args.chart)]
+    cli = [sys.executable, "-m", "supersonic_interlink"]
+    command = [*cli, "render", args.stack, "--check", "--chart", str(args.chart)]
     whole = []
     for _ in range(args.runs):
         start = time.perf_counter()
         subprocess.run(command, cwd=ROOT, capture_output=True, timeout=300, check=False)
         whole.append(time.perf_counter() - start)
-    print(describe(f"render.py {args.stack} --check --chart DIR", whole))
+    print(describe(f"./supersonic render {args.stack} --check --chart DIR", whole))
 
 
 if __name__ == "__main__":

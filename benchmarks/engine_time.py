@@ -28,12 +28,12 @@ import pulumi
 import yaml
 from e2e_harness import Project, e2e_chart, hammer_like
 
-from supersonic_interlink import binaries
+from supersonic_interlink.chart import binaries
 from supersonic_interlink.engine import run as run_module
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import LocalCluster
 from supersonic_interlink.engine.run import gated
-from supersonic_interlink.rendering import render
+from supersonic_interlink.render.stack import render
 
 
 def timed(what: Callable[[], object], runs: int) -> list[float]:

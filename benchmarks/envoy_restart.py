@@ -32,8 +32,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from loopback import infer, loopback_settings, loopback_stack, triton_client
 from tritonclient.utils import InferenceServerException
 
+from supersonic_interlink.config.envoy import build_envoy_config
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.envoy import build_envoy_config
 
 CLUSTER = f"cluster.{CHART.inference_cluster}"
 

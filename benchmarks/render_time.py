@@ -1,4 +1,4 @@
-"""How long `python render.py <stack>` takes, against the bare cost of importing Pulumi's SDKs.
+"""How long `./supersonic render <stack>` takes, against the bare cost of importing Pulumi's SDKs.
 
     python benchmarks/render_time.py [--runs N] [--stack hammer]
 
@@ -50,15 +50,16 @@ def main() -> None:
     args = parser.parse_args()
     python = sys.executable
     with tempfile.TemporaryDirectory() as out:
+        render = [python, "-m", "supersonic_interlink", "render"]
         rows = [
             (
                 "python -c 'import pulumi, pulumi_kubernetes'",
                 series([python, "-c", "import pulumi, pulumi_kubernetes"], args.runs),
             ),
             ("+ the typed modules the program uses", series([python, "-c", TYPED_MODULES], args.runs)),
-            (f"render.py {args.stack}", series([python, "render.py", args.stack], args.runs)),
-            (f"render.py {args.stack} --out DIR", series([python, "render.py", args.stack, "--out", out], args.runs)),
-            (f"render.py {args.stack} --check", series([python, "render.py", args.stack, "--check"], args.runs)),
+            (f"render {args.stack}", series([*render, args.stack], args.runs)),
+            (f"render {args.stack} --out DIR", series([*render, args.stack, "--out", out], args.runs)),
+            (f"render {args.stack} --check", series([*render, args.stack, "--check"], args.runs)),
         ]
     for label, samples in rows:
         print(describe(label, samples))

@@ -1,13 +1,14 @@
-"""How long `takeover.py <stack> objects` takes, as a user runs it, and how much of it is the two Helm renders.
+"""How long `./supersonic takeover objects <stack>` takes, as a user runs it, and how much of it is the two Helm
+renders.
 
     python benchmarks/takeover_objects_time.py [--stack hammer] [--chart DIR] [--runs N]
 
-DIR defaults to the conforming test chart (tests/charts/conforming); point it at a checkout of the real chart to
-measure that. The live values are tests/fixtures/live-values-hammer.yaml; the live objects served to the chart's
-lookup are an old Envoy ConfigMap and a ScaledObject written to a temporary file. Prints the median wall time of the
-whole command in a fresh interpreter, of the program's evaluation alone (render.py's render; the first in a process
-imports the Pulumi SDK), and of the two Helm renders (run side by side, each with the post-renderer executable), and
-the exit codes the command gave.
+DIR defaults to the conforming test chart (tests/charts/conforming); point it at a checkout of the real chart to measure
+that. The live values are tests/fixtures/live-values-hammer.yaml; the live objects served to the chart's lookup are an
+old Envoy ConfigMap and a ScaledObject written to a temporary file. Prints the median wall time of the whole command in
+a fresh interpreter, of the program's evaluation alone (the render verb's evaluation; the first in a process imports the
+Pulumi SDK), and of the two Helm renders (run side by side, each with the post-renderer executable), and the exit codes
+the command gave.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from supersonic_interlink import rendering
-from supersonic_interlink.conformance import Expected
-from supersonic_interlink.objects_diff import LiveObject, render_sides, sides
-from supersonic_interlink.values_diff import load_live_values
+from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.conformance import Expected
+from supersonic_interlink.takeover.objects_diff import LiveObject, render_sides, sides
+from supersonic_interlink.takeover.values_diff import load_live_values
 
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
 
@@ -102,10 +103,10 @@ def main() -> None:
             codes.add(done.returncode)
 
     print(f"stack {args.stack}, chart {args.chart}")
-    print(f"{'program evaluation (render.py render), first in process':<52} {evaluations[0]:6.3f} s")
+    print(f"{'program evaluation (render), first in process':<52} {evaluations[0]:6.3f} s")
     print(describe("  again (modules imported)", evaluations[1:]))
     print(describe("two Helm renders side by side, with post-renderer", renders))
-    print(describe(f"takeover.py {args.stack} objects, fresh interpreter", whole))
+    print(describe(f"./supersonic takeover objects {args.stack}, fresh interpreter", whole))
     print(f"  exit codes: {sorted(codes)}")
 
 

@@ -7,7 +7,7 @@ Appends: two processes append N records of about 9 KiB each (a probe record list
 (one write on an O_APPEND descriptor under flock), then with a writer that sends each line in two writes and no
 lock, the way a line can reach the file in pieces when a write comes back short. Prints appends per second and
 how many lines came out damaged. Report: reads a history of N probes (default 17,520: one probe every 30 minutes
-for a year) and builds the report, as `probe.py report` does without the picture; prints seconds.
+for a year) and builds the report, as `./supersonic probe report` does without the picture; prints seconds.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from wake_records import cold_wake, warm_answer, write_history
 
-from supersonic_interlink import wake_history, wake_report
+from supersonic_interlink.wake import history as wake_history
+from supersonic_interlink.wake import report as wake_report
 
 WRITER = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-from supersonic_interlink import wake_history
+from supersonic_interlink.wake import history as wake_history
 path, name, count, go, careful = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
 while not os.path.exists(go):
     time.sleep(0.001)

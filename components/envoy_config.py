@@ -16,9 +16,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import created_name
+from supersonic_interlink.config import Settings
+from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
-from supersonic_interlink.settings import Settings
 
 TYPE = "supersonic-interlink:index:EnvoyConfig"
 HASH_LENGTH = 10

@@ -20,8 +20,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import created_name
+from supersonic_interlink.config import Settings, thaw
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.settings import Settings, thaw
 
 TYPE = "supersonic-interlink:index:FailedPodCleanup"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env sh
-# Render and check stacks offline: `render.py <stack> --check` reads the stack file as the Pulumi CLI does
+# Render and check stacks offline: `./supersonic render <stack> --check` reads the stack file as the Pulumi CLI does
 # (YAML 1.2), validates every setting, and checks the output. With file arguments (as pre-commit passes them)
 # only the stacks whose files changed are checked, and all of them when Pulumi.yaml changed; with none, all.
 set -eu
@@ -25,8 +25,8 @@ if [ "$all" = true ]; then
 fi
 status=0
 for stack in $stacks; do
-  if ! .venv/bin/python render.py "$stack" --check >/dev/null; then
-    echo "check-stacks: stack $stack failed: run 'python render.py $stack --check' to see why" >&2
+  if ! ./supersonic render "$stack" --check >/dev/null; then
+    echo "check-stacks: stack $stack failed: run './supersonic render $stack --check' to see why" >&2
     status=1
   fi
 done

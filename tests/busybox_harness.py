@@ -22,7 +22,7 @@ from pathlib import Path
 from kube_api_standin import KubeApiStandIn, Recorded
 
 from components.failed_pod_cleanup import container_command, script_text
-from supersonic_interlink import binaries
+from supersonic_interlink.chart import binaries
 
 # alpine/kubectl:1.34.1 has no `tac` (checked in the image by the change request), Debian's busybox does.
 MISSING_IN_IMAGE = frozenset({"tac"})
@@ -32,7 +32,7 @@ RUN_TIMEOUT_SECONDS = 120
 def busybox_path() -> str:
     found = shutil.which("busybox") or ("/usr/bin/busybox" if Path("/usr/bin/busybox").exists() else None)
     if found is None:
-        raise RuntimeError("busybox is not installed: `apt-get install busybox` (dev.sh test and CI install it)")
+        raise RuntimeError("busybox is not installed: `apt-get install busybox` (./supersonic test and CI install it)")
     return found
 
 

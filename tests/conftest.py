@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from supersonic_interlink.evaluate import Evaluation, evaluate
-from supersonic_interlink.settings import PROJECT, Settings, load_settings
-from supersonic_interlink.stack_config import load_stack_config
+from supersonic_interlink.config import PROJECT, Settings, load_settings
+from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 

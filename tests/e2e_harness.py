@@ -21,12 +21,12 @@ from typing import Any
 import yaml
 from chart_fixtures import fixture_chart
 
+from supersonic_interlink.config import PROJECT
+from supersonic_interlink.config.stack_config import cli_config, read_stack_document
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import LocalCluster
 from supersonic_interlink.engine.gate import steps_from_events
 from supersonic_interlink.engine.run import Engine, pulumi_binary
-from supersonic_interlink.settings import PROJECT
-from supersonic_interlink.stack_config import cli_config, read_stack_document
 
 ROOT = Path(__file__).resolve().parents[1]
 

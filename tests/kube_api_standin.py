@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.lookup_api import status_object, write_loopback_kubeconfig
+from supersonic_interlink.chart.lookup_api import status_object, write_loopback_kubeconfig
 
 LOOPBACK = "127.0.0.1"
 STOP_TIMEOUT_SECONDS = 5.0

@@ -72,11 +72,11 @@ from typing import Any
 import grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from supersonic_interlink.checks import envoy_binary
+from supersonic_interlink.config import PROJECT, Settings, deep_merge, load_settings
+from supersonic_interlink.config.envoy import build_envoy_config
+from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.envoy import build_envoy_config
-from supersonic_interlink.settings import PROJECT, Settings, deep_merge, load_settings
-from supersonic_interlink.stack_config import load_stack_config
+from supersonic_interlink.render.checks import envoy_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from supersonic_interlink import binaries
+from supersonic_interlink.chart import binaries
 
 
 @pytest.mark.parametrize("name", sorted(binaries.BINARIES))
@@ -20,5 +20,5 @@ def test_the_installed_binary_matches_its_pinned_checksum_and_version(name: str)
 def test_a_missing_binary_names_the_command_that_installs_it(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(binaries, "TOOLS_DIR", tmp_path / ".tools")
     monkeypatch.setattr(binaries, "ROOT", tmp_path)
-    with pytest.raises(binaries.BinaryError, match=r"python -m supersonic_interlink.binaries install helm"):
+    with pytest.raises(binaries.BinaryError, match=r"python -m supersonic_interlink.chart.binaries install helm"):
         binaries.ensure("helm")

@@ -11,10 +11,10 @@ import pytest
 from chart_fixtures import CHART_PATH, UPSTREAM, chart_repository, commit_chart, git
 from conftest import stack_config
 
-from supersonic_interlink import chart_source
-from supersonic_interlink.chart_source import ChartSourceError, fetch, resolve, verify
-from supersonic_interlink.evaluate import evaluate, run_entry_point
-from supersonic_interlink.settings import load_settings
+from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.chart.source import ChartSourceError, fetch, resolve, verify
+from supersonic_interlink.config import load_settings
+from supersonic_interlink.render.evaluate import evaluate, run_entry_point
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -115,7 +115,7 @@ def test_preview_and_up_stop_before_registering_anything_while_the_chart_is_unpi
         evaluate(stack_config("hammer"), "hammer", offline=False)
     assert str(stopped.value) == (
         "supersonic-interlink:release.chart is a git source without a commit, so it names no exact chart: "
-        "run `python render.py hammer --pin-chart` and commit the stack file"
+        "run `./supersonic render hammer --pin-chart` and commit the stack file"
     )
 
 

@@ -617,7 +617,7 @@ def test_the_script_uses_nothing_the_image_lacks() -> None:
 
 def test_shellcheck_finds_nothing_in_the_script_as_posix_sh() -> None:
     shellcheck = shutil.which("shellcheck")
-    assert shellcheck, "shellcheck is a test dependency (dev.sh test and CI install it)"
+    assert shellcheck, "shellcheck is a test dependency (./supersonic test and CI install it)"
     result = subprocess.run(
         [shellcheck, "--shell=sh", str(SCRIPT_PATH)], capture_output=True, text=True, timeout=60, check=False
     )

@@ -1,7 +1,7 @@
 """A corpus of stack files, each with the one-line errors it must produce (``# expect:`` lines at its top).
 
 Every rule of the schema, the YAML reader and the cross-key checks has a file here that fails without it. The
-files are read exactly as ``render.py`` and ``pulumi up`` read them: the YAML reader, the CLI's merge with
+files are read exactly as ``./supersonic render`` and ``pulumi up`` read them: the YAML reader, the CLI's merge with
 ``Pulumi.yaml``'s defaults, then the program's settings check.
 """
 
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, stack_config
 
-from supersonic_interlink.evaluate import evaluate
-from supersonic_interlink.program import settings_from_config
-from supersonic_interlink.settings import ConfigError, load_settings
-from supersonic_interlink.stack_config import cli_config, read_stack_document
+from supersonic_interlink.config import ConfigError, load_settings
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.stack_config import cli_config, read_stack_document
+from supersonic_interlink.render.evaluate import evaluate
 
 CORPUS = ROOT / "tests" / "fixtures" / "config"
 FILES = sorted(CORPUS.glob("*.yaml"))
@@ -54,7 +54,7 @@ def test_each_stack_file_in_the_corpus_gets_exactly_its_one_line_errors(path: Pa
 @pytest.mark.parametrize("name", ["not-utf8", "top-level-list", "alias-bomb", "date-key", "cpu-lots"])
 def test_render_exits_2_with_the_same_lines_and_no_traceback(name: str, tmp_path: Path) -> None:
     root = tmp_path / "project"
-    for item in ("Pulumi.yaml", "render.py", "__main__.py"):
+    for item in ("Pulumi.yaml", "__main__.py"):
         (root / item).parent.mkdir(parents=True, exist_ok=True)
         (root / item).write_text((ROOT / item).read_text())
     for package in ("supersonic_interlink", "components", "scripts", "postrender"):
@@ -62,7 +62,12 @@ def test_render_exits_2_with_the_same_lines_and_no_traceback(name: str, tmp_path
     (root / "stacks").mkdir()
     (root / "stacks" / "Pulumi.corpus.yaml").write_bytes((CORPUS / f"{name}.yaml").read_bytes())
     result = subprocess.run(
-        [sys.executable, "render.py", "corpus"], capture_output=True, text=True, cwd=root, timeout=60, check=False
+        [sys.executable, "-m", "supersonic_interlink", "render", "corpus"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -138,7 +143,7 @@ def test_rendering_is_byte_identical_across_interpreters(tmp_path: Path) -> None
         out = tmp_path / seed
         env = {**os.environ, "PYTHONHASHSEED": seed}
         subprocess.run(
-            [sys.executable, "render.py", "hammer", "--out", str(out)],
+            [sys.executable, "-m", "supersonic_interlink", "render", "hammer", "--out", str(out)],
             cwd=ROOT,
             env=env,
             check=True,

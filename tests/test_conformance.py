@@ -16,8 +16,9 @@ import pytest
 from chart_fixtures import fixture_chart
 
 from components.supersonic_release import POSTRENDER
-from supersonic_interlink import rendering
-from supersonic_interlink.conformance import (
+from supersonic_interlink.chart.helm import ChartRenderer
+from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.conformance import (
     Expected,
     Leaf,
     canonical,
@@ -29,7 +30,6 @@ from supersonic_interlink.conformance import (
     mounted_key,
     with_leaf,
 )
-from supersonic_interlink.helm import ChartRenderer
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSAL = "scaleFromZero.enabled is incompatible with envoy.external_config.load_from_configmap"
@@ -46,7 +46,7 @@ def hammer() -> Expected:
 
 def run_render(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(ROOT / "render.py"), *args],
+        [sys.executable, "-m", "supersonic_interlink", "render", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -9,14 +9,14 @@ import pytest
 import yaml
 from conftest import stack_settings
 
-from supersonic_interlink.contract import CHART
-from supersonic_interlink.envoy import (
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.envoy import (
     build_envoy_config,
     duration,
     render_envoy_yaml,
 )
-from supersonic_interlink.settings import ConfigError
-from supersonic_interlink.stack_config import stack_names
+from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.contract import CHART
 
 
 @pytest.fixture(scope="module")

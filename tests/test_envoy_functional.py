@@ -18,9 +18,9 @@ from loopback import LOOPBACK as LOOPBACK_HOST
 from loopback import infer, loopback_settings, loopback_stack, triton_client, wait_until
 from tritonclient.utils import InferenceServerException
 
+from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
+from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
-from supersonic_interlink.stack_config import stack_names
 
 MIB = 1024 * 1024
 CLUSTER = f"cluster.{CHART.inference_cluster}"

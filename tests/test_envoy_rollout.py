@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import pytest
 from conftest import stack_config
 
-import supersonic_interlink.evaluate as evaluate_module
-from components.supersonic_release import CONFIG_CHECKSUM_ANNOTATION
+import supersonic_interlink.render.evaluate as evaluate_module
+from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -54,7 +54,7 @@ def pair():
     """Hammer as it is, and hammer with one number of the Envoy configuration changed (the buffer limit)."""
     from conftest import stack_config as config_of
 
-    from supersonic_interlink.evaluate import evaluate
+    from supersonic_interlink.render.evaluate import evaluate
 
     before = evaluate(config_of("hammer", envoy=hammer_envoy()), "hammer")
     after = evaluate(config_of("hammer", envoy=hammer_envoy(bufferMaxRequestBytes=33554433)), "hammer")

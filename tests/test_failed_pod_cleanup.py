@@ -17,10 +17,10 @@ from components.failed_pod_cleanup import (
     object_name,
     script_text,
 )
-from supersonic_interlink.checks import KUBERNETES_VERSIONS, kubernetes_findings
+from supersonic_interlink.config import CLEANUP_KEEP_MAX, RELEASE_NAME_MAX, ConfigError
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.evaluate import Evaluation, Registered
-from supersonic_interlink.settings import CLEANUP_KEEP_MAX, RELEASE_NAME_MAX, ConfigError
+from supersonic_interlink.render.checks import KUBERNETES_VERSIONS, kubernetes_findings
+from supersonic_interlink.render.evaluate import Evaluation, Registered
 
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
@@ -52,7 +52,7 @@ def env_of(evaluation: Evaluation) -> dict[str, Any]:
 def hammer() -> Evaluation:
     from conftest import stack_config
 
-    from supersonic_interlink.evaluate import evaluate
+    from supersonic_interlink.render.evaluate import evaluate
 
     return evaluate(stack_config("hammer"), "hammer")
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from supersonic_interlink.flux_check import check, release_of
-from supersonic_interlink.program import settings_from_config
-from supersonic_interlink.settings import Settings
-from supersonic_interlink.stack_config import load_stack_config
+from supersonic_interlink.config import Settings
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.takeover.flux_check import check, release_of
 
 URL = "https://github.com/fastmachinelearning/SuperSONIC"
 

@@ -11,10 +11,16 @@ import pytest
 from chart_fixtures import fixture_chart
 
 from components.supersonic_release import POSTRENDER
-from supersonic_interlink import rendering
-from supersonic_interlink.conformance import Expected, post_renderer_function
+from supersonic_interlink.chart.helm import (
+    ChartRenderer,
+    ChartRenderError,
+    _helm_error,
+    missing_dependencies,
+    render_chart,
+)
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.helm import ChartRenderer, ChartRenderError, _helm_error, missing_dependencies, render_chart
+from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.conformance import Expected, post_renderer_function
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from kube_api_standin import KubeApiStandIn, kube_api_standin, parse_field_selector, parse_label_selector, pod
 
-from supersonic_interlink import binaries
+from supersonic_interlink.chart import binaries
 
 CREATED = "2025-06-01T08:00:00Z"
 PODS = [

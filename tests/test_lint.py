@@ -1,4 +1,4 @@
-"""`./dev.sh lint` (scripts/lint.sh) fails on a formatting slip or a type error and says how to fix it.
+"""`./supersonic lint` (scripts/lint.sh) fails on a formatting slip or a type error and says how to fix it.
 
 Each case runs the real script, with the project's ruff and mypy from .venv, over a one-file tree that carries the
 project's own tool configuration (its mypy file list narrowed to that file).

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from supersonic_interlink.lookup_api import LookupApi, LookupApiError
+from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
 
 CONFIG_MAP = {
     "apiVersion": "v1",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from supersonic_interlink.manifest_diff import ObjectKey, compare_manifests, markdown
-from supersonic_interlink.tree_diff import ABSENT, Change, Named, format_path
+from supersonic_interlink.takeover.manifest_diff import ObjectKey, compare_manifests, markdown
+from supersonic_interlink.takeover.tree_diff import ABSENT, Change, Named, format_path
 
 
 def deployment(name: str, *containers: dict, api: str = "apps/v1", **metadata: object) -> dict:

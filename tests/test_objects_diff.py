@@ -14,11 +14,12 @@ import yaml
 from chart_fixtures import chart_repository, fixture_chart, git, redirect_upstream
 from conftest import ROOT
 
-import takeover
-from supersonic_interlink import objects_diff, rendering
-from supersonic_interlink.conformance import Expected
-from supersonic_interlink.manifest_diff import ObjectKey
-from supersonic_interlink.objects_diff import (
+from supersonic_interlink.cli import takeover
+from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.conformance import Expected
+from supersonic_interlink.takeover import objects_diff
+from supersonic_interlink.takeover.manifest_diff import ObjectKey
+from supersonic_interlink.takeover.objects_diff import (
     ExpectedDeletion,
     LiveObject,
     LiveObjectsError,
@@ -28,8 +29,8 @@ from supersonic_interlink.objects_diff import (
     render_sides,
     sides,
 )
-from supersonic_interlink.tree_diff import ABSENT, Change, Named
-from supersonic_interlink.values_diff import load_live_values
+from supersonic_interlink.takeover.tree_diff import ABSENT, Change, Named
+from supersonic_interlink.takeover.values_diff import load_live_values
 
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
 RELEASE, NAMESPACE = "supersonic-interlink", "cms"
@@ -168,7 +169,7 @@ def test_a_declared_deletion_the_upgrade_no_longer_makes_is_stale(hammer, live, 
 
 
 def objects_command(*args: str) -> list[str]:
-    return ["hammer", "objects", "--live", str(LIVE_VALUES), *args]
+    return ["objects", "hammer", "--live", str(LIVE_VALUES), *args]
 
 
 def live_objects_file(tmp_path: Path, *manifests: dict) -> Path:
@@ -218,7 +219,7 @@ def test_a_chart_that_refuses_the_stacks_values_is_a_finding_with_its_message(tm
 
 def run_takeover(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "takeover.py", *args],
+        [sys.executable, "-m", "supersonic_interlink", "takeover", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -233,7 +234,7 @@ def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(tmp_
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (
         "stack hammer: supersonic-interlink:release.chart is a git source without a commit, so it names no exact "
-        "chart: run `python render.py hammer --pin-chart` and commit the stack file"
+        "chart: run `./supersonic render hammer --pin-chart` and commit the stack file"
     )
 
 
@@ -254,14 +255,14 @@ def test_a_live_object_file_that_cannot_be_served_is_one_line_and_exit_2(tmp_pat
 
 
 def test_a_missing_live_file_is_one_line_and_exit_2(tmp_path, capsys) -> None:
-    assert takeover.main(["hammer", "objects", "--live", str(tmp_path / "nope.yaml")]) == 2
+    assert takeover.main(["objects", "hammer", "--live", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
 
 
 def test_a_pinned_stack_fetches_its_chart_and_renders_it(tmp_path) -> None:
     root = tmp_path / "project"
     root.mkdir()
-    for name in ("Pulumi.yaml", "render.py", "takeover.py", "__main__.py"):
+    for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, root / name)
     for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
         shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -271,7 +272,7 @@ def test_a_pinned_stack_fetches_its_chart_and_renders_it(tmp_path) -> None:
     commit = git("rev-parse", "HEAD", cwd=upstream)
     env = redirect_upstream(upstream)
     pinned = subprocess.run(
-        [sys.executable, "render.py", "hammer", "--pin-chart"],
+        [sys.executable, "-m", "supersonic_interlink", "render", "hammer", "--pin-chart"],
         cwd=root,
         capture_output=True,
         text=True,
@@ -333,9 +334,9 @@ def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
 
 
 def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
-    from supersonic_interlink import objects_diff
-    from supersonic_interlink.program import settings_from_config
-    from supersonic_interlink.stack_config import load_stack_config
+    from supersonic_interlink.config.pulumi_config import settings_from_config
+    from supersonic_interlink.config.stack_config import load_stack_config
+    from supersonic_interlink.takeover import objects_diff
 
     def pending(release: str, namespace: str) -> objects_diff.LiveRelease:
         return objects_diff.LiveRelease({}, [], 7, "pending-upgrade", [])
@@ -349,6 +350,6 @@ def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compa
 
 def test_objects_needs_the_live_values_from_a_file_or_the_cluster(capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
-        takeover.main(["hammer", "objects"])
+        takeover.main(["objects", "hammer"])
     assert exit_.value.code == 2
     assert "one of the arguments --live --from-cluster is required" in capsys.readouterr().err

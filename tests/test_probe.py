@@ -1,4 +1,4 @@
-"""probe.py: the cold-start probe, from its pure parts to the real command against real endpoints.
+"""probe: the cold-start probe, from its pure parts to the real command against real endpoints.
 
 The first tests need no Envoy: they check the deadline, the outcome rules, the summary and the JSON record,
 and run the probe against a closed port, a silent port and a direct stand-in Triton. The last ones run it
@@ -23,8 +23,10 @@ from conftest import ROOT, stack_config, stack_settings
 from loopback import loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-import probe
-from supersonic_interlink import wake_history, wake_probe, wake_report
+from supersonic_interlink.cli import probe
+from supersonic_interlink.wake import history as wake_history
+from supersonic_interlink.wake import probe as wake_probe
+from supersonic_interlink.wake import report as wake_report
 
 PROBE_RECORD_FIELDS = {
     "kind",
@@ -186,7 +188,7 @@ def test_every_outcome_has_its_own_exit_code_apart_from_the_config_error_code() 
     codes = [wake_probe.EXIT_CODES[outcome] for outcome in wake_probe.OUTCOMES]
     assert len(set(codes)) == len(codes), "cron and CI tell outcomes apart by exit code alone"
     assert wake_probe.EXIT_CONFIG not in codes and 1 not in codes, (
-        "2 is a usage/config error (as in render.py) and 1 a crash; no outcome may share them"
+        "2 is a usage/config error (as in render) and 1 a crash; no outcome may share them"
     )
     assert wake_probe.EXIT_CODES[wake_probe.READY] == 0
 
@@ -385,9 +387,9 @@ def test_a_connection_lost_while_waiting_is_unreachable() -> None:
 
 def test_an_unknown_stack_is_a_config_error_with_exit_code_2() -> None:
     code, out, err = run_main("no-such-stack")
-    assert code == 2 and out == "", "config problems exit 2 like render.py and print no result"
+    assert code == 2 and out == "", "config problems exit 2 like render and print no result"
     assert err == (
-        "probe.py: stack 'no-such-stack': no file stacks/Pulumi.no-such-stack.yaml (stacks: geddes-gpu, hammer)\n"
+        "probe: stack 'no-such-stack': no file stacks/Pulumi.no-such-stack.yaml (stacks: geddes-gpu, hammer)\n"
     ), f"one line naming the stack and the ones there are: {err!r}"
 
 
@@ -395,7 +397,7 @@ def test_an_invalid_stack_setting_is_reported_per_problem_with_exit_code_2() -> 
     code, _, err = run_main("hammer", scaleFromZero={"readyTimeoutSeconds": 0})
     assert code == 2, "a stack the program would refuse gives no deadline to probe with"
     assert "scaleFromZero.readyTimeoutSeconds" in err, f"the problem must name the key: {err}"
-    assert err.startswith("probe.py: stack hammer: ") and len(err.splitlines()) == 1, err
+    assert err.startswith("probe: stack hammer: ") and len(err.splitlines()) == 1, err
 
 
 def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_triton) -> None:
@@ -431,7 +433,7 @@ def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_star
         "hammer", "--endpoint", f"127.0.0.1:{free_port()}", "--record", str(tmp_path / "no" / "f")
     )
     assert code == 2 and out == "", "a wake measured for 15 minutes and then lost is worse than no probe"
-    assert err == f"probe.py: --record {str(tmp_path / 'no' / 'f')!r}: cannot append: No such file or directory\n"
+    assert err == f"probe: --record {str(tmp_path / 'no' / 'f')!r}: cannot append: No such file or directory\n"
 
 
 @pytest.mark.parametrize(
@@ -461,7 +463,7 @@ def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_star
 def test_bad_probe_options_are_one_line_usage_errors_with_exit_code_2(args: list[str], says: str) -> None:
     code, out, err = run_main("hammer", *args)
     assert code == 2 and out == "", f"{args}: exit 2 before any probe"
-    assert len(err.splitlines()) == 1 and says in err and err.startswith("probe.py: "), (
+    assert len(err.splitlines()) == 1 and says in err and err.startswith("probe: "), (
         f"{args}: one line naming the option, the value and what is allowed, not a usage dump: {err!r}"
     )
 
@@ -469,7 +471,7 @@ def test_bad_probe_options_are_one_line_usage_errors_with_exit_code_2(args: list
 def test_a_missing_stack_argument_is_a_one_line_usage_error() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert probe.main([], stdout=out, stderr=err) == 2
-    assert err.getvalue() == "probe.py: the following arguments are required: stack\n"
+    assert err.getvalue() == "probe: the following arguments are required: stack\n"
 
 
 # --------------------------------------------------------------------------------------------- through Envoy
@@ -515,7 +517,9 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
         clock = WakeClock(stack)
         command = [
             sys.executable,
-            str(ROOT / "probe.py"),
+            "-m",
+            "supersonic_interlink",
+            "probe",
             "hammer",
             "--endpoint",
             stack.envoy.target,

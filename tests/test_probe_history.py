@@ -19,7 +19,7 @@ import pytest
 import wake_records
 from conftest import ROOT
 
-from supersonic_interlink import wake_history
+from supersonic_interlink.wake import history as wake_history
 
 
 def probe_record(stack: str = "hammer", **fields) -> dict:
@@ -32,7 +32,7 @@ def probe_record(stack: str = "hammer", **fields) -> dict:
 WRITER = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-from supersonic_interlink import wake_history
+from supersonic_interlink.wake import history as wake_history
 path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 while not os.path.exists(go):
     time.sleep(0.001)

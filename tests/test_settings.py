@@ -9,10 +9,10 @@ import pytest
 from conftest import stack_config, stack_settings
 from pydantic import BaseModel
 
-from supersonic_interlink.program import settings_from_config
-from supersonic_interlink.pulumi_yaml import read_pulumi_yaml
-from supersonic_interlink.settings import ConfigError, Settings, load_settings, project_defaults
-from supersonic_interlink.stack_config import cli_config, stack_names
+from supersonic_interlink.config import ConfigError, Settings, load_settings, project_defaults
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
+from supersonic_interlink.config.stack_config import cli_config, stack_names
 
 ROOT = Path(__file__).resolve().parent.parent
 P = "supersonic-interlink"
@@ -247,7 +247,7 @@ def test_invalid_config_stops_the_real_program_with_the_messages_and_no_tracebac
     """What `pulumi up` shows: pulumi.RunError carries the message alone."""
     import pulumi
 
-    from supersonic_interlink.evaluate import evaluate
+    from supersonic_interlink.render.evaluate import evaluate
 
     with pytest.raises(pulumi.RunError) as caught:
         evaluate(stack_config("hammer", keda={"minReplicaCount": -1}), "hammer")

@@ -1,4 +1,4 @@
-"""state_backend.py: the bucket settings as data, the commands under moto, and runs over HTTP against moto's
+"""./supersonic state: the bucket settings as data, the commands under moto, and runs over HTTP against moto's
 standalone server the way a Ceph RGW or MinIO endpoint is used, with bucket policies enforced as RGW does."""
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.s3.models import s3_backends
 from werkzeug.serving import make_server
 
-import state_backend as sb
+from supersonic_interlink.cli import state as state_cli
+from supersonic_interlink.state import backend as sb
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "state_backend.py"
 BUCKET = "sonic-pulumi-state"
 PROJECT = "supersonic-interlink"
 STATE_KEY = f".pulumi/stacks/{PROJECT}/hammer.json"
@@ -86,7 +86,7 @@ def calls(monkeypatch):
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = sb.main(list(argv))
+    code = state_cli.main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -513,7 +513,7 @@ def test_missing_credentials_say_where_they_are_read_from(aws_env, capsys, monke
 
 def test_noncurrent_days_must_be_positive(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        sb.main(["bootstrap", "--bucket", BUCKET, "--noncurrent-days", "0"])
+        state_cli.main(["bootstrap", "--bucket", BUCKET, "--noncurrent-days", "0"])
     assert exit_info.value.code == 2
     assert "at least 1 day" in capsys.readouterr().err, "0 days would expire replaced state at once"
 
@@ -577,7 +577,7 @@ def test_a_setting_the_endpoint_accepts_but_does_not_keep_is_reported_once_as_no
 )
 def test_a_bad_endpoint_url_is_a_one_line_usage_error(aws_env, capsys, calls, value, says):
     with pytest.raises(SystemExit) as exit_info:
-        sb.main(["check", "--bucket", BUCKET, "--endpoint-url", value])
+        state_cli.main(["check", "--bucket", BUCKET, "--endpoint-url", value])
     err = capsys.readouterr().err
     assert exit_info.value.code == sb.EXIT_ERROR
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -598,7 +598,7 @@ def test_a_bad_endpoint_url_is_a_one_line_usage_error(aws_env, capsys, calls, va
 )
 def test_a_bad_bucket_name_is_a_one_line_usage_error(aws_env, capsys, calls, value, says):
     with pytest.raises(SystemExit) as exit_info:
-        sb.main(["check", "--bucket", value])
+        state_cli.main(["check", "--bucket", value])
     err = capsys.readouterr().err
     assert exit_info.value.code == sb.EXIT_ERROR
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -608,7 +608,7 @@ def test_a_bad_bucket_name_is_a_one_line_usage_error(aws_env, capsys, calls, val
 
 def test_a_plain_http_endpoint_is_refused_without_the_flag_and_nothing_is_sent(aws_env, capsys, calls):
     with pytest.raises(SystemExit) as exit_info:
-        sb.main(["bootstrap", "--bucket", BUCKET, "--endpoint-url", "http://127.0.0.1:9"])
+        state_cli.main(["bootstrap", "--bucket", BUCKET, "--endpoint-url", "http://127.0.0.1:9"])
     err = capsys.readouterr().err
     assert exit_info.value.code == sb.EXIT_ERROR
     assert len(err.strip().splitlines()) == 1, err
@@ -618,7 +618,7 @@ def test_a_plain_http_endpoint_is_refused_without_the_flag_and_nothing_is_sent(a
 
 def test_allow_plain_http_with_an_https_endpoint_is_a_usage_error(aws_env, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        sb.main(["check", "--bucket", BUCKET, "--endpoint-url", "https://s3.example.org", "--allow-plain-http"])
+        state_cli.main(["check", "--bucket", BUCKET, "--endpoint-url", "https://s3.example.org", "--allow-plain-http"])
     assert exit_info.value.code == sb.EXIT_ERROR
     assert "argument --allow-plain-http: applies only to an http:// --endpoint-url" in capsys.readouterr().err
 
@@ -760,7 +760,16 @@ def state_tool(endpoint: str, *argv: str) -> subprocess.CompletedProcess:
         "AWS_EC2_METADATA_DISABLED": "true",
     }
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *argv, "--endpoint-url", endpoint, "--allow-plain-http"],
+        [
+            sys.executable,
+            "-m",
+            "supersonic_interlink",
+            "state",
+            *argv,
+            "--endpoint-url",
+            endpoint,
+            "--allow-plain-http",
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, stack_config, stack_settings
 
-from supersonic_interlink.evaluate import Evaluation, Registered, evaluate
-from supersonic_interlink.program import settings_from_config
-from supersonic_interlink.settings import ConfigError
-from supersonic_interlink.takeover import adoption, format_steps, resource_urn, steps
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
+from supersonic_interlink.takeover.steps import adoption, format_steps, resource_urn, steps
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 # Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
@@ -150,7 +150,7 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
     ran = _index(plan_steps, "get cronjob supersonic-interlink-failed-pod-cleanup")
     assert ran == old_pruner > upgrade, "the old pruner goes in the step that first checks the new CronJob ran"
     acceptance = [a.text for a in plan_steps[-1].actions]
-    assert acceptance[-1] == "python probe.py hammer", "the acceptance test ends the takeover"
+    assert acceptance[-1] == "./supersonic probe hammer", "the acceptance test ends the takeover"
     assert '{"spec":{"minReplicaCount":0}}' in acceptance[0], (
         "the chart keeps the live ScaledObject's minReplicaCount, so the probe would find Triton awake, not cold"
     )
@@ -213,7 +213,11 @@ def test_the_printed_helmrelease_delete_runs_once_it_is_suspended(hammer_steps, 
 
 def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> None:
     done = subprocess.run(
-        [sys.executable, "takeover.py", "hammer", "steps"], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "supersonic_interlink", "takeover", "steps", "hammer"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert f"release URN:   {RELEASE_URN}\n" in done.stdout
@@ -224,7 +228,11 @@ def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> Non
 
 def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
     done = subprocess.run(
-        [sys.executable, "takeover.py", "nosuch", "steps"], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "supersonic_interlink", "takeover", "steps", "nosuch"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in done.stderr
@@ -239,7 +247,7 @@ def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgr
             "scaledobject/supersonic-interlink-keda-so -o yaml > live-objects.yaml"
         )
     ], "the chart's lookup reads the old Envoy ConfigMap and the live ScaledObject; the comparison needs both"
-    objects = _index(plan_steps, "takeover.py hammer objects")
+    objects = _index(plan_steps, "./supersonic takeover objects hammer")
     assert "--live live-values.yaml --live-object live-objects.yaml" in plan_steps[objects].actions[3].text
     assert _index(plan_steps, "--pin-chart") == objects < _index(plan_steps, "pulumi up --stack hammer"), (
         "the comparison renders the pinned chart, and the operator reads it before the upgrade"

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from supersonic_interlink.rendering import render
-from supersonic_interlink.tree_diff import ABSENT, Change
-from supersonic_interlink.values_diff import (
+from supersonic_interlink.render.stack import render
+from supersonic_interlink.takeover.tree_diff import ABSENT, Change
+from supersonic_interlink.takeover.values_diff import (
     DELIBERATE,
     Deliberate,
     LiveValuesError,
@@ -141,7 +141,7 @@ def test_a_live_file_that_is_not_values_is_one_line(text, message) -> None:
 
 def _takeover(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "takeover.py", "hammer", "values", *args],
+        [sys.executable, "-m", "supersonic_interlink", "takeover", "values", "hammer", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink import wake_history, wake_probe
+from supersonic_interlink.wake import history as wake_history
+from supersonic_interlink.wake import probe as wake_probe
 
 T0 = 1_780_000_000.0
 """2026-05-28T20:26:40Z: when the made-up histories start."""

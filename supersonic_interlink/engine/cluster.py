@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import binaries
+from supersonic_interlink.chart import binaries
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
 
@@ -652,7 +652,7 @@ def main(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="supersonic cluster",
+        prog="./supersonic cluster",
         description="A local Kubernetes control plane on 127.0.0.1 (etcd, kube-apiserver, controller-manager, "
         "scheduler, kwok nodes incl. the interLink virtual node).",
         epilog='example: ./supersonic cluster start && eval "$(./supersonic cluster env)" && kubectl get nodes',

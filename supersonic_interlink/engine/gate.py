@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("stack")
     parser.add_argument("preview", type=Path, help="output of `pulumi preview --json`")
     args = parser.parse_args(argv)
-    from supersonic_interlink.settings import ConfigError
+    from supersonic_interlink.config import ConfigError
 
     try:
         removable = stack_removable(args.stack)
@@ -136,8 +136,8 @@ def stack_removable(stack: str, root: Path | None = None) -> bool:
     """``release.removable`` of a stack file: true only when the file says ``removable: true`` in the clear (the
     default, in ``Pulumi.yaml``, is false; a secret cannot be read here and counts as false). Nothing is
     decrypted, so a stack holding secrets is read without its passphrase."""
-    from supersonic_interlink.settings import PROJECT
-    from supersonic_interlink.stack_config import read_stack_document, stack_file
+    from supersonic_interlink.config import PROJECT
+    from supersonic_interlink.config.stack_config import read_stack_document, stack_file
 
     path = stack_file(stack) if root is None else root / "stacks" / f"Pulumi.{stack}.yaml"
     release = read_stack_document(path).get(f"{PROJECT}:release")

@@ -145,7 +145,7 @@ def scratch_project(directory: Path) -> Path:
     the copy, its encryption salt, is kept), so ``stacks/`` is never written."""
     import yaml
 
-    from supersonic_interlink.stack_config import read_yaml_file
+    from supersonic_interlink.config.stack_config import read_yaml_file
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "Pulumi.yaml").write_bytes((ROOT / "Pulumi.yaml").read_bytes())
@@ -229,7 +229,7 @@ def _command_error_text(error: Exception) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="supersonic pulumi",
+        prog="./supersonic pulumi",
         description="Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
         epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
     )
@@ -241,7 +241,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--expect-no-changes", action="store_true", help="fail if anything would change")
     args = parser.parse_args(argv)
 
-    from supersonic_interlink.stack_config import stack_names
+    from supersonic_interlink.config.stack_config import stack_names
 
     if args.stack not in stack_names():
         print(f"supersonic pulumi: no stack {args.stack!r}; stacks: {', '.join(stack_names())}", file=sys.stderr)
@@ -269,7 +269,7 @@ def main(argv: list[str]) -> int:
             print("supersonic pulumi: --json goes with preview", file=sys.stderr)
             return 2
         kwargs["json"] = True
-    from supersonic_interlink.settings import ConfigError
+    from supersonic_interlink.config import ConfigError
 
     printer = (
         (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))

@@ -16,7 +16,7 @@ from e2e_harness import Project, existing_cvmfs_claim, hammer_like, helm_history
 from components.envoy_config import TYPE as ENVOY_CONFIG_TYPE
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.run import EngineError
-from supersonic_interlink.rendering import render
+from supersonic_interlink.render.stack import render
 
 pytestmark = pytest.mark.timeout(900)
 

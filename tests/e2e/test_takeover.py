@@ -21,12 +21,12 @@ import pytest
 import yaml
 from e2e_harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_json
 
+from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.flux_check import live_findings
-from supersonic_interlink.objects_diff import EXPECTED_DELETIONS
-from supersonic_interlink.objects_diff import command as objects_command
-from supersonic_interlink.program import settings_from_config
-from supersonic_interlink.rendering import render
+from supersonic_interlink.render.stack import render
+from supersonic_interlink.takeover.flux_check import live_findings
+from supersonic_interlink.takeover.objects_diff import EXPECTED_DELETIONS
+from supersonic_interlink.takeover.objects_diff import command as objects_command
 
 pytestmark = pytest.mark.timeout(900)
 

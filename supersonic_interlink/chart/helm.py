@@ -1,0 +1,273 @@
+"""Render a chart with the real Helm v3, as an install or upgrade on a cluster would: the one place that runs Helm.
+
+``helm template --dry-run=server`` renders the chart client-side (no capabilities are read from the server, no
+OpenAPI validation runs, no release Secret is listed or written: Helm's ``template`` runs its install action in
+client-only mode) but answers every ``lookup`` from the API server of its kubeconfig. Pointed at the stand-in API
+(``lookup_api.LookupApi``) serving the objects a caller gives, the chart sees what it would see on a cluster that
+holds exactly those objects: the external Envoy ConfigMap it copies, a live ScaledObject whose replica floor it
+keeps. The project's post-renderer runs as it does under ``pulumi up``.
+
+Helm insists that every dependency in ``Chart.yaml`` is in ``charts/``, even one its condition disables; a chart
+checked out from git has none of them (``helm dependency build`` would download them). A dependency missing on disk
+is stood in for, in a copy of the chart, by an empty chart of the same name and version whose one template fails
+with a message naming it: a disabled dependency renders nothing either way, and an enabled one stops the render
+instead of rendering as if absent.
+
+    objects = render_chart(chart_dir, "supersonic-interlink", "cms", values, served_objects=[config_map])
+
+``ChartRenderer`` keeps the stand-in API and the prepared chart for many renders (thread-safe; each render is its
+own Helm process). A chart Helm refuses raises ``ChartRenderError`` whose message is Helm's, with the chart's own
+``fail`` text verbatim in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Self
+
+import yaml
+
+from supersonic_interlink.chart import binaries
+from supersonic_interlink.chart.lookup_api import LookupApi
+from supersonic_interlink.config import load_yaml
+
+HELM_TIMEOUT_SECONDS = 120
+"""Longest one render may take before it counts as a failure (a render takes well under a second)."""
+
+_SEMVER_CORE = "0123456789."
+_ARCHIVE = re.compile(r"(?P<name>.+?)-v?\d+\.\d+\.\d+\S*\.tgz")
+"""A packaged dependency in ``charts/``: ``<name>-<version>.tgz``, as ``helm dependency build`` writes it."""
+
+
+class ChartRenderError(Exception):
+    """Helm refused to render the chart; the message is Helm's error text (the chart's ``fail`` message in it)."""
+
+
+def _helm_error(stderr: str) -> str:
+    """Helm's error without its ``Error:`` prefix, its warnings and its hint about ``--debug``."""
+    lines = [
+        line
+        for line in stderr.strip().splitlines()
+        if line.strip() and not line.startswith("WARNING:") and not line.startswith("Use --debug flag")
+    ]
+    text = "\n".join(lines)
+    return text.removeprefix("Error: ")
+
+
+def _exact_version(version: str) -> bool:
+    core = version.lstrip("v").split("-", 1)[0].split("+", 1)[0]
+    return core.count(".") == 2 and all(c in _SEMVER_CORE for c in core)
+
+
+def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
+    """(name, version) of each dependency in ``Chart.yaml`` with no chart of that name in ``charts/``.
+
+    The version is the one ``Chart.lock`` resolved, else the requirement's own if it is exact; a range with no lock
+    gives an empty version (no stand-in can honestly be made for it).
+    """
+    try:
+        metadata = load_yaml((chart_dir / "Chart.yaml").read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ChartRenderError(
+            f"{chart_dir / 'Chart.yaml'}: not a readable chart file: {' '.join(str(error).split())}"
+        ) from None
+    wanted = metadata.get("dependencies") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict) or not isinstance(wanted or [], list):
+        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: expected a mapping with a list of dependencies")
+    if not wanted:
+        return []
+    if not all(isinstance(dependency, dict) for dependency in wanted):
+        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: every entry of dependencies must be a mapping")
+    lock_file = chart_dir / "Chart.lock"
+    locked: dict[str, str] = {}
+    if lock_file.is_file():
+        for entry in (load_yaml(lock_file.read_text()) or {}).get("dependencies") or []:
+            locked[str(entry.get("name"))] = str(entry.get("version"))
+    present = set()
+    charts = chart_dir / "charts"
+    if charts.is_dir():
+        for sub in charts.iterdir():
+            if sub.is_dir() and (sub / "Chart.yaml").is_file():
+                present.add(str((load_yaml((sub / "Chart.yaml").read_text()) or {}).get("name")))
+            elif match := _ARCHIVE.fullmatch(sub.name):
+                present.add(match["name"])
+    missing = []
+    for dependency in wanted:
+        name = str(dependency.get("name"))
+        if name in present:
+            continue
+        version = locked.get(name) or str(dependency.get("version") or "")
+        missing.append((name, version if _exact_version(version) else ""))
+    return missing
+
+
+def _stand_in_dependency(charts_dir: Path, name: str, version: str) -> None:
+    stub = charts_dir / name
+    (stub / "templates").mkdir(parents=True)
+    (stub / "Chart.yaml").write_text(yaml.safe_dump({"apiVersion": "v2", "name": name, "version": version}))
+    message = (
+        f"dependency {name} {version} is not on disk and the values enable it: "
+        f"run helm dependency build in the chart directory"
+    )
+    (stub / "templates" / "not-on-disk.yaml").write_text(f"{{{{ fail {json.dumps(message)} }}}}\n")
+
+
+def prepare_chart(chart_dir: Path, workdir: Path) -> Path:
+    """``chart_dir`` itself if Helm can load it as it is, else a copy in ``workdir`` with missing dependencies stood in
+    for (see the module docstring). The chart directory is never written to."""
+    missing = [(name, version) for name, version in missing_dependencies(chart_dir) if version]
+    if not missing:
+        return chart_dir
+    copy = workdir / "chart" / chart_dir.name
+    shutil.copytree(chart_dir, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+    for name, version in missing:
+        _stand_in_dependency(copy / "charts", name, version)
+    return copy
+
+
+class ChartRenderer:
+    """Renders one chart as one release, with any values, against one stand-in API serving ``served_objects``."""
+
+    def __init__(
+        self,
+        chart_dir: Path,
+        release_name: str,
+        namespace: str,
+        served_objects: Iterable[Mapping[str, Any]] = (),
+        post_renderer: Path | None = None,
+        *,
+        helm: Path | None = None,
+    ):
+        if not (chart_dir / "Chart.yaml").is_file():
+            raise ChartRenderError(f"{chart_dir}: not a chart directory (no Chart.yaml)")
+        self.chart_dir = chart_dir
+        self.release_name = release_name
+        self.namespace = namespace
+        self.post_renderer = post_renderer
+        self.helm = helm if helm is not None else binaries.ensure("helm")
+        self.api = LookupApi(served_objects)
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._chart: Path = chart_dir
+        self._env: dict[str, str] = {}
+
+    def __enter__(self) -> Self:
+        self._workdir = tempfile.TemporaryDirectory(prefix="helm-render-")
+        work = Path(self._workdir.name)
+        try:
+            self._chart = prepare_chart(self.chart_dir, work)
+            self.api.__enter__()
+            kubeconfig = self.api.write_kubeconfig(work / "kubeconfig", self.namespace)
+        except BaseException:
+            self.close()
+            raise
+        # Helm's own config, cache and data stay inside the work directory: no repositories, plugins or
+        # credentials of the operator's leak into the render.
+        self._env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"},
+            "KUBECONFIG": str(kubeconfig),
+            "HELM_CONFIG_HOME": str(work / "helm-config"),
+            "HELM_CACHE_HOME": str(work / "helm-cache"),
+            "HELM_DATA_HOME": str(work / "helm-data"),
+        }
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.api.close()
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
+
+    def command(self, *, is_upgrade: bool = False, post_renderer: bool = True) -> list[str]:
+        """The Helm command line of one render (values come on standard input)."""
+        command = [
+            str(self.helm),
+            "template",
+            self.release_name,
+            str(self._chart),
+            "--namespace",
+            self.namespace,
+            "--values",
+            "-",
+            "--dry-run=server",
+        ]
+        if self.post_renderer is not None and post_renderer:
+            command += ["--post-renderer", str(self.post_renderer)]
+        if is_upgrade:
+            command.append("--is-upgrade")
+        return command
+
+    def render_text(
+        self,
+        values: Mapping[str, Any],
+        *,
+        is_upgrade: bool = False,
+        post_render: Callable[[str], str] | None = None,
+    ) -> str:
+        """What Helm prints: the rendered (and post-rendered) manifests. Raises ``ChartRenderError``.
+
+        ``post_render``, if given, replaces the post-renderer executable: Helm runs without it and the function is
+        applied to Helm's output in this process. Helm hands a post-renderer its manifests and prints what comes
+        back, so a function that is what the executable runs gives the same text, without a process per render.
+        """
+        if self._workdir is None:
+            raise RuntimeError("ChartRenderer is used as a context manager")
+        try:
+            result = subprocess.run(
+                self.command(is_upgrade=is_upgrade, post_renderer=post_render is None),
+                input=json.dumps(values),  # JSON is YAML, and keeps explicit nulls (Helm's "delete this default")
+                capture_output=True,
+                text=True,
+                env=self._env,
+                timeout=HELM_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ChartRenderError(f"helm template did not finish within {HELM_TIMEOUT_SECONDS} s") from None
+        if result.returncode != 0:
+            raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
+        if post_render is None:
+            return result.stdout
+        try:
+            return post_render(result.stdout)
+        except Exception as error:  # any refusal of the post-renderer, reported as Helm reports one
+            raise ChartRenderError(f"error while running post render on files: {error}") from None
+
+    def render(
+        self,
+        values: Mapping[str, Any],
+        *,
+        is_upgrade: bool = False,
+        post_render: Callable[[str], str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The rendered objects, in Helm's order. Raises ``ChartRenderError``."""
+        text = self.render_text(values, is_upgrade=is_upgrade, post_render=post_render)
+        try:
+            documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            return [document for document in documents if isinstance(document, dict)]
+        except yaml.YAMLError as error:
+            raise ChartRenderError(f"the rendered manifests are not YAML: {error}") from None
+
+
+def render_chart(
+    chart_dir: Path,
+    release_name: str,
+    namespace: str,
+    values: Mapping[str, Any],
+    served_objects: Iterable[Mapping[str, Any]] = (),
+    *,
+    post_renderer: Path | None = None,
+    is_upgrade: bool = False,
+) -> list[dict[str, Any]]:
+    """Render ``chart_dir`` once as release ``release_name`` in ``namespace`` (see ``ChartRenderer``)."""
+    with ChartRenderer(chart_dir, release_name, namespace, served_objects, post_renderer) as renderer:
+        return renderer.render(values, is_upgrade=is_upgrade)

@@ -1,0 +1,76 @@
+"""Pin a stack's git chart to one commit: resolve a ref, fetch and verify it, write it into the stack file.
+
+    ./supersonic render <stack> --pin-chart [REF]      # REF: a branch or tag (default main), or a full commit id
+
+The commit goes into ``stacks/Pulumi.<stack>.yaml`` as ``release.chart.commit``, with the file's comments, order
+and layout kept (a YAML round trip with ruamel.yaml), so the change is one reviewable line. A stack that takes its
+chart from the ``Pulumi.yaml`` default gets the whole chart object, since a stack's ``release.chart`` replaces the
+default whole.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.config import PROJECT, ChartSource, load_settings
+from supersonic_interlink.config.stack_config import load_stack_config, stack_file
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+
+DEFAULT_REF = "main"
+RELEASE_KEY = f"{PROJECT}:release"
+
+
+def _round_trip() -> YAML:
+    from ruamel.yaml import YAML
+
+    yaml = YAML()  # round-trip: comments, key order, quoting and flow style survive
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap a long line
+    yaml.indent(mapping=2, sequence=4, offset=2)  # the stack files' own layout
+    return yaml
+
+
+def with_commit(text: str, chart: ChartSource, commit: str) -> str:
+    """The stack file ``text`` with ``release.chart.commit`` set to ``commit``, everything else as it was."""
+    from ruamel.yaml.comments import CommentedMap
+
+    yaml = _round_trip()
+    document = yaml.load(text)
+    config = document["config"]
+    release = config[RELEASE_KEY]
+    if "chart" not in release:
+        release["chart"] = CommentedMap([("git", chart.git), ("commit", commit), ("path", chart.path)])
+    else:
+        written = release["chart"]
+        if "commit" in written:
+            written["commit"] = commit
+        else:
+            keys = list(written)
+            written.insert(keys.index("git") + 1 if "git" in keys else len(keys), "commit", commit)
+    out = io.StringIO()
+    yaml.dump(document, out)
+    return out.getvalue()
+
+
+def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
+    """Resolve ``ref`` of the stack's git chart to a commit, fetch and verify it, and write it into the stack file.
+
+    Returns (commit, stack file). Raises ``ConfigError`` (the stack's config) or ``ChartSourceError`` (not a git
+    source, no network, no such ref, no chart at the path).
+    """
+    chart = load_settings(load_stack_config(stack)).release.chart
+    if chart.kind != "git":
+        raise chart_source.ChartSourceError(
+            f"{PROJECT}:release.chart is a {chart.kind} source: --pin-chart pins the commit of a git source "
+            f"({{git, path}})"
+        )
+    commit = chart_source.resolve(str(chart.git), ref)
+    chart_source.fetch(str(chart.git), commit, str(chart.path))
+    path = stack_file(stack)
+    path.write_text(with_commit(path.read_text(), chart, commit))
+    return commit, path

@@ -1,0 +1,199 @@
+"""Where the Release's chart is on disk: a git chart source fetched at exactly its pinned commit into a cache.
+
+A git source (``release.chart: {git, commit, path}``) is fetched into ``.charts/<commit>/`` inside the project
+directory (ignored by git) with ``git fetch --depth 1 <url> <commit>``, and checked: the checkout's ``HEAD`` is the
+commit and no tracked file differs from it. A commit id is the hash of the content, so the chart is exactly the one
+pinned, wherever it was fetched from. The Release is given the chart as the relative path
+``.charts/<commit>/<path>``: the same input on every machine (the provider starts in the project directory), and a
+new commit is a changed input, so ``pulumi preview`` shows the ``helm upgrade``.
+
+The provider itself writes into the checkout: with ``dependencyUpdate`` it downloads the chart's dependencies into
+``<path>/charts/`` (and rewrites ``<path>/Chart.lock`` if the committed one is stale); those are the only changes
+the check allows.
+
+A branch is never deployed as such: ``resolve`` turns a ref into its commit (``git ls-remote``) for
+``./supersonic render <stack> --pin-chart [REF]`` to write into the stack file, where review sees it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from supersonic_interlink import ROOT
+from supersonic_interlink.config import PROJECT, ChartSource
+
+CACHE_DIR = ".charts"
+"""The chart cache, relative to the project directory (listed in .gitignore)."""
+CACHE_ROOT = ROOT / CACHE_DIR
+UNPINNED = "unpinned"
+"""Stands for the commit in the chart path an offline render of an unpinned git source shows."""
+GIT_TIMEOUT_SECONDS = 300
+
+OFFLINE = contextvars.ContextVar("offline_evaluation", default=False)
+"""True while the program is evaluated offline (``./supersonic render``, the tests): nothing is fetched and an unpinned
+chart is rendered, not refused. ``pulumi preview`` and ``pulumi up`` run with the default, False."""
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class ChartSourceError(Exception):
+    """The chart cannot be had; the message is one line saying why and what to do."""
+
+
+def pin_command(stack: str) -> str:
+    return f"./supersonic render {stack} --pin-chart"
+
+
+def unpinned_message(stack: str) -> str:
+    return (
+        f"{PROJECT}:release.chart is a git source without a commit, so it names no exact chart: "
+        f"run `{pin_command(stack)}` and commit the stack file"
+    )
+
+
+def release_chart(chart: ChartSource) -> str:
+    """What the Release's ``chart`` input is for a path or git source (a repo source names its chart instead)."""
+    if chart.kind == "git":
+        return f"{CACHE_DIR}/{chart.commit or UNPINNED}/{chart.path}"
+    if chart.kind == "path":
+        return str(chart.path)
+    return str(chart.name)
+
+
+def chart_on_disk(chart: ChartSource, root: Path = ROOT, cache: Path | None = None) -> Path | None:
+    """The chart directory if it is on disk and verified (a path source, or a fetched pinned commit), else None."""
+    if chart.kind == "path":
+        directory = root / str(chart.path)
+        return directory if (directory / "Chart.yaml").is_file() else None
+    if chart.kind == "git" and chart.commit is not None:
+        checkout = (CACHE_ROOT if cache is None else cache) / chart.commit
+        if checkout.is_dir() and verify(checkout, chart.commit, str(chart.path)) is None:
+            return checkout / str(chart.path)
+    return None
+
+
+def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    if shutil.which("git") is None:
+        raise ChartSourceError("git is not installed: a git chart source needs it (apt-get install git)")
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+            # Never prompt for credentials: a chart repository must be readable anonymously.
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except subprocess.TimeoutExpired:
+        raise ChartSourceError(f"git {args[0]} took more than {GIT_TIMEOUT_SECONDS} s") from None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def _unreachable(url: str, result: subprocess.CompletedProcess[str]) -> ChartSourceError:
+    return ChartSourceError(
+        f"cannot read the chart repository {url} (needs network access): {_last_line(result.stderr)}"
+    )
+
+
+def verify(checkout: Path, commit: str, path: str) -> str | None:
+    """Why ``checkout`` is not exactly ``commit`` with its chart at ``path``, or None if it is."""
+    head = _git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=checkout)
+    if head.returncode != 0 or head.stdout.strip() != commit:
+        return f"{checkout} is at {head.stdout.strip() or 'no commit'}, not {commit}"
+    status = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", cwd=checkout)
+    if status.returncode != 0:
+        return f"{checkout}: git status failed: {_last_line(status.stderr)}"
+    chart = path.rstrip("/")
+    for entry in filter(None, status.stdout.split("\0")):
+        code, name = entry[:2], entry[3:]
+        if code in ("??", "!!") and name.startswith(f"{chart}/charts/"):
+            continue  # the provider's dependencyUpdate downloads the chart's dependencies there
+        if code == " M" and name == f"{chart}/Chart.lock":
+            continue  # ... and rewrites the lock file when the committed one is stale
+        return f"{checkout}: {name} differs from commit {commit} ({code.strip()})"
+    if not (checkout / path / "Chart.yaml").is_file():
+        return f"commit {commit} has no chart at {path} (no {path}/Chart.yaml)"
+    return None
+
+
+def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
+    """The chart directory of ``commit`` from ``url``, fetched into the cache unless it is there and verified.
+
+    Raises ``ChartSourceError`` (no network, no such commit, no chart at ``path``, a cache that was changed).
+    """
+    if not _COMMIT.fullmatch(commit):
+        raise ChartSourceError(f"{commit!r} is not a full commit id (40 lowercase hexadecimal digits)")
+    cache = CACHE_ROOT if cache is None else cache
+    checkout = cache / commit
+    if checkout.is_dir():
+        problem = verify(checkout, commit, path)
+        if problem is not None:
+            raise ChartSourceError(f"the cached chart is not the pinned commit: {problem}; delete {checkout}")
+        return checkout / path
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{commit}.", dir=cache))
+    try:
+        initialised = _git("init", "--quiet", cwd=partial)
+        if initialised.returncode != 0:
+            raise ChartSourceError(f"git init in {cache} failed: {_last_line(initialised.stderr)}")
+        fetched = _git("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit, cwd=partial)
+        if fetched.returncode != 0:
+            reason = _last_line(fetched.stderr)
+            if "not our ref" in reason or "couldn't find remote ref" in reason or "no such remote ref" in reason:
+                raise ChartSourceError(f"{url} has no commit {commit}: {reason}")
+            raise _unreachable(url, fetched)
+        checkout_result = _git("checkout", "--quiet", "--detach", commit, cwd=partial)
+        if checkout_result.returncode != 0:
+            raise ChartSourceError(f"cannot check out {commit} from {url}: {_last_line(checkout_result.stderr)}")
+        problem = verify(partial, commit, path)
+        if problem is not None:
+            raise ChartSourceError(problem.replace(str(partial), url))
+        try:
+            partial.rename(checkout)
+        except OSError:
+            if not checkout.is_dir():  # not another process that fetched the same commit meanwhile
+                raise
+    finally:
+        if partial.exists():
+            shutil.rmtree(partial, ignore_errors=True)
+    return checkout / path
+
+
+def resolve(url: str, ref: str) -> str:
+    """The commit ``ref`` names in ``url``: a branch, then a tag; a full commit id is returned as given (``fetch``
+    then proves it exists). Raises ``ChartSourceError``."""
+    if _COMMIT.fullmatch(ref):
+        return ref
+    listed = _git("ls-remote", url, f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}")
+    if listed.returncode != 0:
+        raise _unreachable(url, listed)
+    refs: dict[str, str] = {}
+    for line in listed.stdout.splitlines():
+        commit, _, name = line.partition("\t")
+        refs[name] = commit
+    for name in (f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"):
+        if name in refs:
+            return refs[name]
+    raise ChartSourceError(f"{url} has no branch or tag named {ref!r}")
+
+
+def prepare(chart: ChartSource, stack: str) -> None:
+    """Before anything is registered under ``pulumi preview``/``up``: refuse an unpinned git source, and fetch a
+    pinned one. Nothing happens in an offline evaluation (``OFFLINE``). Raises ``ChartSourceError``."""
+    if OFFLINE.get() or chart.kind != "git":
+        return
+    if chart.commit is None:
+        raise ChartSourceError(unpinned_message(stack))
+    fetch(str(chart.git), chart.commit, str(chart.path))

@@ -1,0 +1,79 @@
+"""``./supersonic <verb>`` (and, inside .venv, ``python -m supersonic_interlink <verb>``): one verb table.
+
+Exit codes, the same for every verb: 0 done / no changes / no findings; 1 a check found something or an
+operation failed; 2 a usage or config error (nothing was run). Each verb's module is imported only when the verb
+runs, so a verb loads what it needs and no more.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from supersonic_interlink import ROOT
+
+# ``components`` (the Pulumi convention: beside Pulumi.yaml) imports from any working directory.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+VERBS: dict[str, tuple[str, str]] = {
+    "render": ("supersonic_interlink.cli.render", "render a stack offline and check it"),
+    "takeover": ("supersonic_interlink.cli.takeover", "take a live release over from Flux (docs/takeover.md)"),
+    "probe": ("supersonic_interlink.cli.probe", "measure a cold start through Envoy; wake history and report"),
+    "state": ("supersonic_interlink.cli.state", "the S3 state bucket: bootstrap, check, history, restore"),
+    "cluster": ("supersonic_interlink.engine.cluster", "local control plane on 127.0.0.1: start|stop|env|status"),
+    "pulumi": ("supersonic_interlink.engine.run", "the real engine for a stack: preview|up|refresh|destroy"),
+    "toolchain": ("supersonic_interlink.engine.toolchain", "build the Pulumi CLI, provider and control plane"),
+    "completion": ("supersonic_interlink.cli.completion", "print a bash or zsh completion script"),
+}
+"""verb -> (module with ``main(argv) -> int``, one line of help)."""
+
+FRONT_DOOR_ONLY: dict[str, str] = {
+    "test": "the unit tests (it installs what they need first)",
+    "e2e": "the end-to-end tier: the real engine on a local cluster",
+    "lint": "every static check CI and the pre-commit hooks run",
+}
+"""Verbs only ``./supersonic`` runs: they set up tools outside Python first."""
+
+EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+
+
+def usage() -> str:
+    lines = ["usage: ./supersonic <verb> [args]   (inside .venv: python -m supersonic_interlink <verb> [args])", ""]
+    lines += [f"  {verb:<11}{text}" for verb, (_module, text) in VERBS.items()]
+    lines += [f"  {verb:<11}{text} (./supersonic only)" for verb, text in FRONT_DOOR_ONLY.items()]
+    lines += [
+        "",
+        "`./supersonic <verb> --help` for one verb.",
+        "example: ./supersonic render hammer --out rendered/hammer --check",
+        "exit codes: 0 ok, 1 a finding or a failed operation, 2 a usage or config error",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return EXIT_OK if argv else EXIT_USAGE
+    verb, rest = argv[0], argv[1:]
+    if verb in FRONT_DOOR_ONLY:
+        print(f"supersonic: {verb} runs through the front door: ./supersonic {verb}", file=sys.stderr)
+        return EXIT_USAGE
+    if verb not in VERBS:
+        print(f"supersonic: unknown verb {verb!r}\n\n{usage()}", file=sys.stderr)
+        return EXIT_USAGE
+    module = importlib.import_module(VERBS[verb][0])
+    try:
+        result = module.main(rest)
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing more to say, and no traceback for it.
+        _silence_stdout()
+        return EXIT_FINDING
+    return int(result or 0)
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

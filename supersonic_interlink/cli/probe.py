@@ -1,0 +1,185 @@
+"""Cold-start probe: measure wakes against a live endpoint, keep them, and turn them into a readyTimeoutSeconds.
+
+    ./supersonic probe <stack> [--endpoint HOST:PORT] [--json] [--repeat N --interval S] [--record FILE]
+    ./supersonic probe report FILE [--stack S] [--since DATE] [--json] [--png OUT]
+
+A probe starts a session the way a CMSSW client does: a gRPC RepositoryIndex through the Triton client, which on a
+release scaled to zero makes Envoy's Lua filter wake Triton and hold the call until a Triton is healthy. Before
+it, a ServerReady (which wakes nothing) tells a cold wake from a warm answer. The call's deadline is the stack's
+readyTimeoutSeconds plus the chart's route margin (the RepositoryIndex route's idle_timeout). While it waits,
+elapsed time is shown on stderr. The result goes to stdout as text or, with --json, one JSON object per probe (and
+a summary after several); --record FILE appends each probe's JSON object to FILE (JSON Lines, safe to share).
+`report` reads such a file and prints, per stack, the cold wakes' outcomes and wake-time distribution, the share
+the current readyTimeoutSeconds covered and the one the history supports; --png draws it. See docs/probe.md.
+
+Outcomes and exit codes:
+  0  ready              RepositoryIndex answered and ServerReady is true; wake time and models reported
+  3  rejected           the endpoint answered the call with an error status; grpc-status 1 (CANCELLED) is the
+                        Lua filter's "no healthy Triton within readyTimeoutSeconds"
+  4  deadline exceeded  no answer before the deadline (readyTimeoutSeconds + route margin)
+  5  unreachable        no gRPC connection to the endpoint (DNS failure, connection refused, no HTTP/2 answer),
+                        or the connection was lost before any response
+  6  not ready          RepositoryIndex answered but ServerReady is false or failed
+  7  not recorded       a result could not be appended to the --record file
+  2  usage error or invalid stack config (one line per problem); 130 when interrupted
+With --repeat the exit code is that of the worst outcome, in the order: ready, not ready, rejected,
+deadline exceeded, unreachable. `report` exits 0, 1 when FILE holds no probe of the selection, 2 on bad usage
+or an unreadable FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.wake import history as wake_history
+from supersonic_interlink.wake.commands import run_probes, run_report
+from supersonic_interlink.wake.probe import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_INTERVAL,
+    DEFAULT_PROGRESS_EVERY,
+    EXIT_CONFIG,
+)
+
+REPORT = "report"
+
+
+class UsageError(Exception):
+    """Bad input on the command line: one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog.removeprefix('./supersonic ')}: {message}")
+
+
+def _seconds(minimum: float, inclusive: bool) -> Callable[[str], float]:
+    allowed = f"a finite number of seconds {'>=' if inclusive else '>'} {minimum:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _since(text: str) -> datetime:
+    try:
+        return wake_history.parse_time(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a date (2026-05-01) or an ISO 8601 time (2026-05-01T03:00:00Z), got {text!r}"
+        ) from None
+
+
+def _probe_parser() -> _Parser:
+    summary, _, outcomes = (__doc__ or "").partition("Outcomes and exit codes:")
+    parser = _Parser(
+        prog="./supersonic probe",
+        usage="%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]",
+        description=summary.split("\n\n", 2)[2].strip(),
+        epilog="outcomes and exit codes:" + outcomes.rstrip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "stack", help=f"stack name ({', '.join(stack_names())}): gives the deadline and the default endpoint"
+    )
+    parser.add_argument(
+        "--endpoint",
+        metavar="HOST:PORT",
+        help="Envoy's gRPC endpoint; default the stack's in-cluster Service "
+        "(<release>.<namespace>.svc.cluster.local:8001)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per probe (and a summary object after several) to stdout",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        type=Path,
+        help="append each probe's JSON object to FILE as one line (JSON Lines; several probes may share FILE)",
+    )
+    parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="probe N times (default 1)")
+    parser.add_argument(
+        "--interval",
+        type=_seconds(0, inclusive=True),
+        default=DEFAULT_INTERVAL,
+        metavar="S",
+        help=f"seconds between the end of one probe and the start of the next (default {DEFAULT_INTERVAL:g})",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=_seconds(0, inclusive=False),
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="S",
+        help=f"seconds allowed to establish the gRPC connection (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--progress-every",
+        type=_seconds(0, inclusive=False),
+        default=DEFAULT_PROGRESS_EVERY,
+        metavar="S",
+        help=f"when stderr is not a terminal, a progress line every S seconds (default {DEFAULT_PROGRESS_EVERY:g})",
+    )
+    return parser
+
+
+def _report_parser() -> _Parser:
+    parser = _Parser(
+        prog=f"./supersonic probe {REPORT}",
+        description="Per stack: cold wakes, their outcomes and wake times, the share the current readyTimeoutSeconds "
+        "covered, and the readyTimeoutSeconds the history supports (docs/probe.md).",
+    )
+    parser.add_argument("file", metavar="FILE", type=Path, help="a history written by ./supersonic probe --record")
+    parser.add_argument("--stack", metavar="S", help="only this stack")
+    parser.add_argument("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per stack instead of text")
+    parser.add_argument(
+        "--png", metavar="OUT", type=Path, help="draw each stack's cold-wake distribution and timeouts to OUT"
+    )
+    return parser
+
+
+def main(
+    argv: list[str] | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+    stack_configs: Mapping[str, Mapping[str, str]] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run the command. The tests shorten timeouts with ``config`` (replaces the probed stack's config map) and
+    ``stack_configs`` (the config map of each stack a report names)."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv[:1] == [REPORT]:
+            return run_report(_report_parser().parse_args(argv[1:]), stack_configs, stdout, stderr)
+        return run_probes(_probe_parser().parse_args(argv), config, stdout, stderr)
+    except UsageError as error:
+        print(error, file=stderr)
+        return EXIT_CONFIG

@@ -1,0 +1,167 @@
+"""Take over a live Flux-managed release with a stack: the steps, and the values the first upgrade changes.
+
+    ./supersonic takeover steps <stack>
+    ./supersonic takeover values <stack> --live FILE [--out FILE]
+    ./supersonic takeover objects <stack> --live FILE [--live-object FILE ...] [--chart DIR] [--out FILE]
+
+`steps` prints the runbook (docs/takeover.md) for the stack with its real URNs and object names. `values` compares
+the live release's values (`helm get values -n <ns> <release> -o yaml`, or Flux's values ConfigMap) with the values
+the stack deploys and prints the difference table as markdown for the pull request; it exits 1 when a difference is
+not declared in supersonic_interlink/takeover/values_diff.py or a declared one no longer differs. `objects` renders the
+stack's pinned chart (or DIR) with the real Helm v3 twice, with the live values and with the stack's, the chart's
+lookup answered from the live objects given (`kubectl get -o yaml`: the old Envoy ConfigMap, the ScaledObject), and
+prints what the upgrade deletes, creates and changes, object by object; it exits 1 when a deletion is not
+declared in supersonic_interlink/takeover/objects_diff.py, a declared one is no longer made, or the chart refuses either
+side's values.
+Invalid stack config, an unreadable input file or no chart to render exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.stack_config import stack_names
+
+TAKEOVER_COMMANDS = ("steps", "values", "objects")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="./supersonic takeover",
+        usage="%(prog)s {steps,values,objects} STACK [options]",
+        description=__doc__.split("\n\n")[0],
+        epilog="example: ./supersonic takeover steps hammer",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{steps,values,objects}")
+    stack_help = f"stack name ({', '.join(stack_names())})"
+    steps_parser = commands.add_parser(
+        "steps", prog="./supersonic takeover steps", help="print the takeover steps with this stack's URNs and names"
+    )
+    steps_parser.add_argument("stack", metavar="STACK", help=stack_help)
+    steps_parser.add_argument(
+        "--live",
+        action="store_true",
+        help="first check the live release on the cluster KUBECONFIG names (its HelmRelease suspended, its chart "
+        "source and reconcileStrategy, no Helm operation in flight); refuse while a check fails",
+    )
+    values = commands.add_parser(
+        "values", prog="./supersonic takeover values", help="the live values against this stack's, as a markdown table"
+    )
+    values.add_argument("stack", metavar="STACK", help=stack_help)
+    values.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
+    values.add_argument("--out", type=Path, help="write the table here instead of standard output")
+    objects = commands.add_parser(
+        "objects",
+        prog="./supersonic takeover objects",
+        help="what the upgrade deletes, creates and changes, object by object",
+    )
+    objects.add_argument("stack", metavar="STACK", help=stack_help)
+    source = objects.add_mutually_exclusive_group(required=True)
+    source.add_argument("--live", type=Path, help="the live release's values (YAML)")
+    source.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read the live release from the cluster KUBECONFIG names (pinned helm and kubectl): its values, the "
+        "objects the chart looks up, and its stored manifest as what the upgrade compares against",
+    )
+    objects.add_argument(
+        "--live-object",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="live objects the chart looks up (kubectl get -o yaml): the old Envoy ConfigMap, the ScaledObject",
+    )
+    objects.add_argument(
+        "--chart", type=Path, metavar="DIR", help="render this chart instead of the stack's pinned one"
+    )
+    objects.add_argument("--out", type=Path, help="write the report here instead of standard output")
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) >= 2 and argv[1] in TAKEOVER_COMMANDS and argv[0] not in TAKEOVER_COMMANDS:
+        print(f"takeover: the command comes first: ./supersonic takeover {argv[1]} {argv[0]}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+
+    from supersonic_interlink.config.pulumi_config import settings_from_config
+    from supersonic_interlink.config.stack_config import load_stack_config
+
+    try:
+        settings = settings_from_config(load_stack_config(args.stack))
+    except ConfigError as error:
+        print(f"stack {args.stack}: invalid config:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+
+    if args.command == "steps":
+        from supersonic_interlink.takeover.steps import adoption, format_steps, steps
+
+        if args.live:
+            from supersonic_interlink.chart.binaries import BinaryError
+            from supersonic_interlink.takeover.flux_check import LiveCheckError, live_findings
+
+            try:
+                findings = live_findings(settings)
+            except (LiveCheckError, BinaryError) as error:
+                print(f"stack {args.stack}: {error}", file=sys.stderr)
+                return 2
+            for finding in findings:
+                print(f"stack {args.stack}: {finding.check}: {finding.problem}", file=sys.stderr)
+            if findings:
+                print(
+                    f"stack {args.stack}: not printing the steps: the import must not run until these pass",
+                    file=sys.stderr,
+                )
+                return 1
+            print(
+                f"stack {args.stack}: the live release is Flux's, suspended, on this chart, and deployed",
+                file=sys.stderr,
+            )
+        plan = adoption(args.stack, settings)
+        print(format_steps(plan, steps(plan)), end="")
+        return 0
+
+    from supersonic_interlink.render.stack import render
+
+    if args.command == "objects":
+        from supersonic_interlink.takeover.objects_diff import command
+
+        return command(
+            args.stack,
+            settings,
+            lambda: render(args.stack),
+            live=args.live,
+            live_objects=args.live_object,
+            chart=args.chart,
+            out=args.out,
+            from_cluster=args.from_cluster,
+        )
+
+    from supersonic_interlink.takeover.values_diff import LiveValuesError, compare_values, load_live_values, markdown
+
+    try:
+        live = load_live_values(args.live.read_text(), str(args.live))
+    except OSError as error:
+        print(f"--live {args.live}: cannot read: {error.strerror}", file=sys.stderr)
+        return 2
+    except LiveValuesError as error:
+        print(f"--live {error}", file=sys.stderr)
+        return 2
+    comparison = compare_values(live, render(args.stack)["release"]["values"])
+    table = markdown(comparison, args.stack)
+    if args.out:
+        args.out.write_text(table)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        print(table, end="")
+    if comparison.has_findings:
+        print(
+            f"stack {args.stack}: {len(comparison.undeclared)} undeclared and {len(comparison.stale)} stale "
+            "difference(s); see the table",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

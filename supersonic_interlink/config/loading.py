@@ -1,0 +1,375 @@
+"""Stack config in, ``Settings`` out: defaults from ``Pulumi.yaml`` merged under the stack's values, every problem
+reported at once, one line each, and the rules that span keys."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    TypeAdapter,
+    ValidationError,
+)
+
+from supersonic_interlink.config.model import (
+    REPLACED_WHOLE,
+    SECRET_CAPABLE,
+    KedaSettings,
+    ScaleFromZeroSettings,
+    Settings,
+)
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+from supersonic_interlink.config.rules import (
+    KNOWN_NAMESPACES,
+    PROJECT,
+    PROJECT_FILE,
+    ConfigError,
+    Expect,
+    Model,
+    expanded,
+)
+
+# ---------------------------------------------------------------------------------------- loading
+
+
+def load_yaml(text: str) -> Any:
+    """YAML this program wrote itself (rendered manifests, the Envoy configuration, Helm value files), through
+    libyaml when PyYAML has it. Files people write (stack files, ``Pulumi.yaml``) go through ``read_pulumi_yaml``."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@functools.cache
+def _project_document(project_file: Path) -> Any:
+    try:
+        return read_pulumi_yaml(project_file.read_bytes())
+    except YAMLInputError as error:
+        raise ConfigError([f"{project_file.name}: {error}"]) from None
+
+
+def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
+    """The ``default:`` of every key declared in ``Pulumi.yaml`` (the only place defaults are written)."""
+    document = _project_document(project_file)
+    defaults: dict[str, Any] = {}
+    for key, declaration in ((document or {}).get("config") or {}).items():
+        if isinstance(declaration, dict) and "default" in declaration:
+            defaults[key] = json.loads(json.dumps(declaration["default"]))
+    return defaults
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _key(path: str) -> str:
+    return f"{PROJECT}:{path}"
+
+
+def thaw(value: Any) -> Any:
+    """Plain dicts and lists again, for YAML/JSON output and for Pulumi inputs."""
+    if isinstance(value, BaseModel):
+        # What the stack (or Pulumi.yaml) wrote, without the optional fields it left out.
+        return {name: thaw(getattr(value, name)) for name in type(value).model_fields if name in value.model_fields_set}
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``: objects on both sides merge key by key, anything else in ``top`` wins."""
+    merged = thaw(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = thaw(value)
+    return merged
+
+
+def _model_of(annotation: Any) -> type[Model] | None:
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, Model):
+            return candidate
+    return None
+
+
+def _merge_defaults(cls: type[Model], given: Any, default: Any, path: tuple[str, ...] = ()) -> Any:
+    """The stack's object over the default, model fields key by key (except those replaced whole)."""
+    if not isinstance(given, dict) or not isinstance(default, dict):
+        return given
+    merged = dict(given)
+    for name, info in cls.model_fields.items():
+        sub = _model_of(info.annotation)
+        if name not in default:
+            continue
+        if name not in merged:
+            merged[name] = default[name]
+        elif sub is not None and (*path, name) not in REPLACED_WHOLE:
+            merged[name] = _merge_defaults(sub, merged[name], default[name], (*path, name))
+    return merged
+
+
+def _expected(cls: type[Model], loc: tuple[Any, ...]) -> str | None:
+    """The ``Expect`` text declared for the value at ``loc``."""
+    annotation: Any = cls
+    metadata: list[Any] = []
+    for part in loc:
+        model = _model_of(annotation) if not isinstance(part, int) else None
+        if model is not None and isinstance(part, str) and part in model.model_fields:
+            info = model.model_fields[part]
+            annotation, metadata = info.annotation, list(info.metadata)
+        else:
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if typing.get_origin(annotation) in (tuple, list):
+                annotation = args[0]
+            elif typing.get_origin(annotation) in (Mapping, dict, typing.Mapping):
+                annotation = args[1]
+            elif len(args) == 1:
+                annotation = args[0]
+            metadata = []
+        while typing.get_origin(annotation) is Annotated:
+            inner, *extra = typing.get_args(annotation)
+            annotation, metadata = inner, [*extra, *metadata]
+        if typing.get_origin(annotation) in (typing.Union, type(int | None)):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(args) == 1:
+                annotation = args[0]
+                while typing.get_origin(annotation) is Annotated:
+                    inner, *extra = typing.get_args(annotation)
+                    annotation, metadata = inner, [*extra, *metadata]
+    return next((m.text for m in reversed(expanded(metadata)) if isinstance(m, Expect)), None)
+
+
+_TYPE_WORDS = {
+    "bool_type": "true or false",
+    "int_type": "a whole number",
+    "string_type": "a string",
+    "model_type": "an object",
+    "dict_type": "an object",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "model_attributes_type": "an object",
+}
+
+
+def _join(path: str, part: Any) -> str:
+    if isinstance(part, int):
+        return f"{path}[{part}]"
+    return f"{path}.{part}" if path else str(part)
+
+
+def _problems(error: ValidationError, prefix: tuple[str, ...]) -> list[str]:
+    """One line per pydantic error, in the project's words; ``prefix`` is where the validated value sits."""
+    cls = Settings
+    problems: list[str] = []
+    for item in error.errors(include_url=False):
+        loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        loc = prefix + tuple(p for p in loc if p not in ("int", "str", "[key]"))
+        path = ""
+        for part in loc:
+            path = _join(path, part)
+        kind = item["type"]
+        if kind == "missing":
+            problems.append(f"{_key(path)}: missing (no default in Pulumi.yaml; set it in the stack file)")
+            continue
+        if kind == "extra_forbidden":
+            parent = path.rsplit(".", 1)[0] if "." in path else ""
+            owner = _owner(cls, loc[:-1])
+            names = sorted(owner.model_fields) if owner else []
+            near = difflib.get_close_matches(str(loc[-1]), names, n=1)
+            hint = f"; did you mean {_key(_join(parent, near[0]))}?" if near else ""
+            problems.append(
+                f"{_key(path)}: unknown key (allowed under {_key(parent) if parent else PROJECT}: "
+                f"{', '.join(names)}){hint}"
+            )
+            continue
+        value = item["input"]
+        if kind == "at_field":
+            context = item.get("ctx") or {}
+            path, value, what = _join(path, context["field"]), context["value"], context["expected"]
+        elif kind == "expected":
+            what = item["msg"]
+        else:
+            what = _expected(cls, loc) or _TYPE_WORDS.get(kind) or item["msg"]
+        if kind in ("model_type", "model_attributes_type", "dict_type") and _model_of_loc(cls, loc):
+            what = "an object"
+        problems.append(f"{_key(path)} = {_show(value)}: expected {what}")
+    return problems
+
+
+def _owner(cls: type[Model], loc: tuple[Any, ...]) -> type[Model] | None:
+    model: type[Model] | None = cls
+    for part in loc:
+        if model is None or isinstance(part, int) or part not in model.model_fields:
+            if isinstance(part, int) and model is not None:
+                continue
+            return None
+        annotation = model.model_fields[part].annotation
+        model = _model_of(annotation)
+        if model is None:
+            for arg in typing.get_args(annotation):
+                model = _model_of(arg) or model
+    return model
+
+
+def _model_of_loc(cls: type[Model], loc: tuple[Any, ...]) -> bool:
+    return bool(loc) and _owner(cls, loc) is not None and not any(isinstance(p, int) for p in loc[-1:])
+
+
+def _parse_top(name: str, text: Any, annotation: Any) -> tuple[Any, str | None]:
+    """The CLI passes objects as JSON text and strings as they are."""
+    if _model_of(annotation) is None and not _is_object(annotation):
+        return text, None
+    if not isinstance(text, str):
+        return text, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None, f"{_key(name)} = {_show(text)}: expected an object"
+    if not isinstance(value, dict):
+        return None, f"{_key(name)} = {_show(value)}: expected an object"
+    return value, None
+
+
+def _is_object(annotation: Any) -> bool:
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return typing.get_origin(annotation) in (Mapping, dict, typing.Mapping)
+
+
+def _namespace_problems(config: Mapping[str, Any]) -> list[str]:
+    problems = []
+    ours = sorted(Settings.model_fields)
+    for full_key in sorted(config):
+        namespace, _, name = full_key.partition(":")
+        if namespace in KNOWN_NAMESPACES:
+            continue
+        near = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
+        if near and near[0] == PROJECT:
+            guess = difflib.get_close_matches(name, ours, n=1) or [name]
+            hint = f"did you mean {_key(guess[0])}?"
+        elif near:
+            hint = f"did you mean {near[0]}:{name}?"
+        else:
+            hint = f"this program reads only the namespaces {', '.join(KNOWN_NAMESPACES)}"
+        problems.append(f"{full_key}: unknown config namespace {namespace!r}; {hint}")
+    return problems
+
+
+def load_settings(
+    config: Mapping[str, Any],
+    defaults: Mapping[str, Any] | None = None,
+    secret_keys: frozenset[str] | set[str] = frozenset(),
+) -> Settings:
+    """Build ``Settings`` from the config map the Pulumi CLI passes (``"supersonic-interlink:key" -> text``).
+
+    ``secret_keys`` are the full keys the CLI listed in ``PULUMI_CONFIG_SECRET_KEYS``. Keys of the Kubernetes
+    provider and the engine (``kubernetes:``, ``pulumi:``) are passed over; any other namespace is an error (a typo
+    in the project prefix would otherwise silently fall back to defaults). Raises ``ConfigError`` listing every
+    problem.
+    """
+    defaults = project_defaults() if defaults is None else defaults
+    problems = _namespace_problems(config)
+    ours: dict[str, Any] = {}
+    for full_key, text in config.items():
+        namespace, _, key = full_key.partition(":")
+        if namespace == PROJECT:
+            ours[key] = text
+    secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
+    for key in sorted(secrets - set(SECRET_CAPABLE)):
+        problems.append(
+            f"{_key(key)}: is a secret; expected a plain value (it names objects and the exported endpoint, so it "
+            f"could not stay secret; only {', '.join(SECRET_CAPABLE)} may be secrets)"
+        )
+    fields = Settings.model_fields
+    for unknown in sorted(set(ours) - set(fields)):
+        near = difflib.get_close_matches(unknown, sorted(fields), n=1)
+        hint = f"; did you mean {_key(near[0])}?" if near else ""
+        problems.append(f"{_key(unknown)}: unknown key (allowed under {PROJECT}: {', '.join(sorted(fields))}){hint}")
+    sections: dict[str, Any] = {}
+    for name, info in fields.items():
+        if name not in ours and name not in defaults:
+            problems.append(f"{_key(name)}: missing (no default in Pulumi.yaml; set it in the stack file)")
+            continue
+        raw, problem = _parse_top(name, ours[name], info.annotation) if name in ours else (defaults[name], None)
+        if problem:
+            problems.append(problem)
+            continue
+        model = _model_of(info.annotation)
+        try:
+            if model is not None:
+                raw = _merge_defaults(model, raw, defaults.get(name), (name,))
+                sections[name] = model.model_validate_json(json.dumps(raw))
+            else:
+                sections[name] = _adapter(name).validate_json(json.dumps(raw))
+        except ValidationError as error:
+            problems.extend(_problems(error, (name,)))
+    problems.extend(_cross_checks(sections))
+    if problems:
+        raise ConfigError(problems)
+    settings = Settings(**sections)
+    settings._secret_keys = secrets
+    return settings
+
+
+@functools.cache
+def _adapter(name: str) -> TypeAdapter[Any]:
+    """A validator for a top-level key that is not an object model, with its declared constraints."""
+    info = Settings.model_fields[name]
+    annotated: Any = Annotated[(info.annotation, *info.metadata)]
+    return TypeAdapter(annotated, config=ConfigDict(strict=True))
+
+
+# ---------------------------------------------------------------------------------------- cross-key rules
+
+
+def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[str]:
+    problems: list[str] = []
+    if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
+        problems.append(
+            f"{_key('scaleFromZero.holdMinReplicasSeconds')} = {sfz.holdMinReplicasSeconds}: expected a value >= "
+            f"scaleFromZero.readyTimeoutSeconds ({sfz.readyTimeoutSeconds}); the chart refuses a hold shorter "
+            f"than the wake it protects"
+        )
+    if sfz.enabled and not keda.enabled:
+        problems.append(
+            f"{_key('keda.enabled')} = false: expected true while scaleFromZero.enabled is true "
+            f"(KEDA is what scales Triton back down)"
+        )
+    if keda.minReplicaCount > keda.maxReplicaCount:
+        problems.append(
+            f"{_key('keda.minReplicaCount')} = {keda.minReplicaCount}: expected a value <= "
+            f"keda.maxReplicaCount ({keda.maxReplicaCount})"
+        )
+    if keda.minReplicaCount == 0 and not sfz.enabled:
+        problems.append(
+            f"{_key('keda.minReplicaCount')} = 0: expected >= 1 unless scaleFromZero.enabled is true "
+            f"(nothing would wake Triton from zero)"
+        )
+    return problems
+
+
+_CROSS_CHECKS: tuple[tuple[tuple[str, ...], Callable[..., list[str]]], ...] = (
+    (("scaleFromZero", "keda"), _check_scaling),
+)
+"""Rules that relate several top-level keys, with the sections each needs. A rule runs whenever its sections
+parsed, so a type error in one section does not hide a conflict in another. Rules within one section are model
+validators of that section."""
+
+
+def _cross_checks(sections: Mapping[str, Any]) -> list[str]:
+    problems: list[str] = []
+    for needs, check in _CROSS_CHECKS:
+        if all(sections.get(name) is not None for name in needs):
+            problems.extend(check(*(sections[name] for name in needs)))
+    return problems

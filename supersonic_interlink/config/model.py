@@ -1,0 +1,447 @@
+"""The shape of every config key: the pydantic models of the stack settings (strict, unknown keys refused,
+frozen). ``Pulumi.yaml``'s ``type`` and ``description`` of each key are generated from them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+from pydantic import (
+    Field,
+    PrivateAttr,
+    model_validator,
+)
+
+from supersonic_interlink.config.rules import (
+    CLEANUP_KEEP_MAX,
+    ENVOY_DURATION_MAX_SECONDS,
+    HELM_UPGRADE_MARGIN_SECONDS,
+    HPA_MAX_PERIOD_SECONDS,
+    HPA_MAX_STABILIZATION_WINDOW_SECONDS,
+    INT32_MAX,
+    INT64_MAX,
+    PULUMI_NUMBER_MAX,
+    READY_TIMEOUT_MAX_SECONDS,
+    UINT32_MAX,
+    AbsolutePath,
+    ChartPath,
+    ChartRepo,
+    Cron,
+    ExactVersion,
+    Expect,
+    Frozen,
+    GitCommit,
+    GitURL,
+    Host,
+    Image,
+    JSONObject,
+    KubernetesName,
+    Limits,
+    Model,
+    OneOf,
+    Port,
+    Quantity,
+    ReleaseName,
+    StringMap,
+    _fail,
+    _fail_at,
+)
+from supersonic_interlink.contract import CHART
+
+# ---------------------------------------------------------------------------------------- the schema
+
+
+class ChartSource(Model):
+    """Where the SuperSONIC chart comes from.
+
+    One of: a chart repository with an exact version (``repo``, ``name``, ``version``); a local chart directory
+    (``path`` alone); or a git repository (``git`` URL, ``commit`` as a full 40-hex id, ``path`` of the chart
+    inside it). A git source without ``commit`` is unpinned: it renders offline but is never deployed.
+    """
+
+    repo: ChartRepo | None = None
+    name: KubernetesName | None = None
+    version: ExactVersion | None = None
+    path: ChartPath | None = None
+    git: GitURL | None = None
+    commit: GitCommit | None = None
+
+    @property
+    def kind(self) -> str:
+        """``repo``, ``path`` or ``git``: which of the three sources this is."""
+        if self.git is not None:
+            return "git"
+        return "path" if self.path is not None else "repo"
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the source names one exact chart (a git source needs its commit)."""
+        return self.kind != "git" or self.commit is not None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ChartSource:
+        by_repo = (self.repo, self.name, self.version)
+        allowed = "{repo, name, version} (version exact), {path} (a chart directory) or {git, commit, path}"
+        if self.git is not None:
+            if any(v is not None for v in by_repo) or not self.path:
+                raise _fail(
+                    f"{allowed}; a git source takes git, commit and path (the chart's directory in the repository) "
+                    f"and nothing else"
+                )
+            if self.path.startswith("/") or ".." in self.path.split("/"):
+                raise _fail_at(
+                    "path",
+                    self.path,
+                    "the chart's directory inside the git repository, relative and without '..' "
+                    "(for example helm/supersonic)",
+                )
+        elif self.commit is not None:
+            raise _fail(f"{allowed}; commit goes with git")
+        elif self.path is not None:
+            if any(v is not None for v in by_repo):
+                raise _fail(f"{allowed}, not a mix")
+        elif any(v is None for v in by_repo):
+            raise _fail(allowed)
+        return self
+
+
+class ReleaseSettings(Model):
+    """The SuperSONIC Helm release."""
+
+    name: Annotated[
+        ReleaseName,
+        Field(
+            description="required per stack. Helm release name and the chart's instance name: it names the Triton "
+            "Deployment/Service (<name>-triton), the Envoy Service clients use (<name>) and the cleanup objects. "
+            "Changing it (or namespace) replaces the release: refused unless release.removable (README: Removing or "
+            "renaming a release)"
+        ),
+    ]
+    chart: Annotated[
+        ChartSource,
+        Field(
+            description="{repo, name, version} with an exact version, {path} to a chart directory, or {git, commit, "
+            "path}: an https git URL, a full 40-hex commit and the chart's directory in it (without commit it renders "
+            "offline, but preview and up refuse it; `./supersonic render <stack> --pin-chart [REF]` writes the "
+            "commit). "
+            "Replaced whole, not merged"
+        ),
+    ]
+    maxHistory: Annotated[
+        Annotated[int, Limits(1, INT32_MAX, "Helm revisions")],
+        Field(description="Helm revisions kept for `helm rollback`"),
+    ]
+    adopt: Annotated[
+        bool,
+        Field(
+            description="take over a Helm release of this name that already runs in the namespace instead of "
+            "installing one (docs/takeover.md)"
+        ),
+    ]
+    removable: Annotated[
+        bool,
+        Field(
+            description="false protects the release: pulumi destroy, a rename of release.name or namespace, and "
+            "removing it from the program are refused, and the pull-request preview fails on them. Set true in a "
+            "reviewed change to uninstall or rename on purpose (README: Removing or renaming a release)"
+        ),
+    ]
+
+
+class ScaleFromZeroSettings(Model):
+    """Scale from zero (SuperSONIC #90): Envoy's Lua filter wakes Triton on a client's first RepositoryIndex."""
+
+    enabled: Annotated[bool, Field(description="turn it on; requires keda.enabled")]
+    readyTimeoutSeconds: Annotated[
+        Annotated[
+            int,
+            Limits(
+                1,
+                READY_TIMEOUT_MAX_SECONDS,
+                f"the Helm timeout, this + {HELM_UPGRADE_MARGIN_SECONDS} s, is a Go duration, and the RepositoryIndex "
+                f"idle_timeout, this + {CHART.ready_timeout_margin_seconds} s, an Envoy duration",
+            ),
+        ],
+        Field(
+            description="how long a RepositoryIndex is held waiting for a healthy Triton; the RepositoryIndex "
+            f"route's idle_timeout follows at this + {CHART.ready_timeout_margin_seconds} s, derived, never set "
+            "separately"
+        ),
+    ]
+    holdMinReplicasSeconds: Annotated[
+        Annotated[int, Limits(1, PULUMI_NUMBER_MAX, "exact through Pulumi")],
+        Field(description="how long a woken Triton is kept; at least readyTimeoutSeconds"),
+    ]
+
+
+class ScalingPolicy(Model):
+    """One direction of KEDA's scaling behaviour (a Kubernetes HPA policy)."""
+
+    stabilizationWindowSeconds: Annotated[int, Limits(0, HPA_MAX_STABILIZATION_WINDOW_SECONDS, "Kubernetes' HPA limit")]
+    periodSeconds: Annotated[int, Limits(1, HPA_MAX_PERIOD_SECONDS, "Kubernetes' HPA limit")]
+    stepsize: Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")]
+
+
+class KedaSettings(Model):
+    """KEDA autoscaling of the Triton Deployment."""
+
+    enabled: Annotated[bool, Field(description="required while scaleFromZero.enabled")]
+    minReplicaCount: Annotated[
+        Annotated[int, Limits(0, INT32_MAX, "a Kubernetes int32")], Field(description="0 only with scale from zero")
+    ]
+    maxReplicaCount: Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")]
+    scaleUp: ScalingPolicy
+    scaleDown: ScalingPolicy
+
+
+class ServerLoadSettings(Model):
+    """The load signal KEDA scales on."""
+
+    metric: Annotated[str, Field(description="PromQL for the chart's serverLoadMetric; empty keeps the chart's")]
+    threshold: Annotated[
+        Annotated[int, Limits(1, PULUMI_NUMBER_MAX, "exact through Pulumi")], Field(description="serverLoadThreshold")
+    ]
+
+
+class PrometheusSettings(Model):
+    """The cluster's Prometheus that KEDA queries (the chart's prometheus.external)."""
+
+    url: Annotated[Host, Field(description="required per stack: host name without scheme or port")]
+    port: Port
+    scheme: Annotated[str, OneOf(("http", "https"))]
+
+
+class ModelRepositorySettings(Model):
+    """Where Triton finds its models."""
+
+    enabled: bool
+    storageType: Annotated[str, OneOf(("cvmfs-pvc", "cvmfs-hostPath", "pvc", "nfs"))]
+    mountPath: AbsolutePath
+
+
+class ServiceMetadata(Model):
+    """Labels and annotations of the headless Triton Service."""
+
+    labels: StringMap
+    annotations: StringMap
+
+
+class ResourceRequirements(Model):
+    """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...)."""
+
+    requests: Annotated[Mapping[str, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
+        default_factory=dict
+    )
+    limits: Annotated[Mapping[str, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
+        default_factory=dict
+    )
+
+
+class Toleration(Model):
+    """A Kubernetes toleration."""
+
+    key: str | None = None
+    operator: Annotated[str, OneOf(("Exists", "Equal"))] | None = None
+    value: str | None = None
+    effect: Annotated[str, OneOf(("NoSchedule", "PreferNoSchedule", "NoExecute"))] | None = None
+    tolerationSeconds: Annotated[int, Limits(-(2**63), INT64_MAX, "a Kubernetes int64")] | None = None
+
+
+Tolerations = Annotated[tuple[Toleration, ...], Frozen, Expect("a list of tolerations")]
+Args = Annotated[
+    tuple[str, ...],
+    Field(min_length=1),
+    Frozen,
+    Expect("a non-empty list of strings (Triton's arguments; [] would start the image without a model repository)"),
+]
+Command = Annotated[tuple[str, ...], Frozen, Expect("a list of strings")]
+
+
+class TritonSettings(Model):
+    """The Triton inference server pods."""
+
+    image: Image
+    command: Command
+    args: Annotated[Args, Field(description="required per stack")]
+    resources: ResourceRequirements
+    nodeSelector: StringMap
+    tolerations: Tolerations
+    podAnnotations: Annotated[StringMap, Field(description="interLink's slurm-job.vk.io/* annotations go here")]
+    service: ServiceMetadata
+    modelRepository: ModelRepositorySettings
+    readinessProbe: Annotated[
+        JSONObject,
+        Field(
+            description="the chart's exec probe, in the form the chart renders it: command (list of strings), "
+            "initialDelaySeconds, periodSeconds, timeoutSeconds, successThreshold, failureThreshold (the chart "
+            "renders no grpc or httpGet handler); {} keeps the chart's"
+        ),
+    ]
+    startupProbe: Annotated[
+        JSONObject,
+        Field(
+            description="the chart's httpGet probe: httpGet {path, port}, initialDelaySeconds, periodSeconds, "
+            "failureThreshold; {} keeps the chart's"
+        ),
+    ]
+
+
+_ENVOY_MS_MAX = ENVOY_DURATION_MAX_SECONDS * 1000
+
+
+EnvoyMillis = Annotated[int, Limits(1, _ENVOY_MS_MAX, "milliseconds of an Envoy duration")]
+EnvoySeconds = Annotated[int, Limits(1, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")]
+EnvoySecondsOrZero = Annotated[int, Limits(0, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")]
+EnvoyCount = Annotated[int, Limits(1, UINT32_MAX, "an Envoy uint32")]
+
+
+class OutlierDetectionSettings(Model):
+    """Outlier ejection on the Triton cluster."""
+
+    consecutive5xx: EnvoyCount
+    consecutiveGatewayFailure: EnvoyCount
+    intervalSeconds: EnvoySeconds
+    baseEjectionTimeSeconds: EnvoySeconds
+    maxEjectionPercent: Annotated[int, Limits(1, 100, "a percentage")]
+
+
+class InferenceRetrySettings(Model):
+    """The retry policy of the inference route."""
+
+    numRetries: EnvoyCount
+    hostSelectionRetryMaxAttempts: Annotated[int, Limits(1, INT64_MAX, "an Envoy int64")]
+    backOffBaseMs: EnvoyMillis
+    backOffMaxMs: EnvoyMillis
+
+    @model_validator(mode="after")
+    def _back_off(self) -> InferenceRetrySettings:
+        _check_back_off(self)
+        return self
+
+
+class RepositoryIndexRetrySettings(Model):
+    """The retry policy of the RepositoryIndex route (the chart's numbers by default)."""
+
+    numRetries: Annotated[int, Limits(0, UINT32_MAX, "an Envoy uint32")]
+    perTryTimeoutMs: EnvoyMillis
+    backOffBaseMs: EnvoyMillis
+    backOffMaxMs: EnvoyMillis
+
+    @model_validator(mode="after")
+    def _back_off(self) -> RepositoryIndexRetrySettings:
+        _check_back_off(self)
+        return self
+
+
+def _check_back_off(retry: InferenceRetrySettings | RepositoryIndexRetrySettings) -> None:
+    if retry.backOffBaseMs > retry.backOffMaxMs:
+        raise _fail_at(
+            "backOffBaseMs",
+            retry.backOffBaseMs,
+            f"a value <= backOffMaxMs ({retry.backOffMaxMs}); Envoy refuses a base interval above the maximum",
+        )
+
+
+class CircuitBreakerSettings(Model):
+    """Default-priority circuit-breaker thresholds of the Triton cluster (see docs/envoy.md for the choice)."""
+
+    maxConnections: EnvoyCount
+    maxPendingRequests: EnvoyCount
+    maxRequests: EnvoyCount
+    maxRetries: EnvoyCount
+
+
+class EnvoySettings(Model):
+    """The Envoy proxy in front of Triton and the configuration this program computes for it. Envoy's ports are the
+    chart's (8001, 9901, 8080), not settings: the chart takes no value for them."""
+
+    image: Image
+    nodeSelector: StringMap
+    tolerations: Tolerations
+    serviceType: Annotated[str, OneOf(("LoadBalancer", "ClusterIP", "NodePort"))]
+    loadBalancerPolicy: Annotated[
+        Annotated[str, OneOf(("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV"))],
+        Field(description="of the Triton cluster in the computed Envoy configuration"),
+    ]
+    grpcRouteTimeoutSeconds: Annotated[EnvoySecondsOrZero, Field(description="route timeout of both routes; 0 = none")]
+    bufferMaxRequestBytes: Annotated[
+        EnvoyCount, Field(description="largest request body buffered (and so replayable); larger gets 413")
+    ]
+    connectTimeoutMs: EnvoyMillis
+    dnsRefreshMs: Annotated[
+        Annotated[int, Limits(2, _ENVOY_MS_MAX, "Envoy requires a DNS refresh rate above 1 ms")],
+        Field(description="DNS refresh period of the Triton cluster"),
+    ]
+    outlierDetection: OutlierDetectionSettings
+    inferenceRetry: InferenceRetrySettings
+    repositoryIndexRetry: RepositoryIndexRetrySettings
+    circuitBreakers: Annotated[
+        CircuitBreakerSettings,
+        Field(
+            description="with Envoy's default maxRetries (3), when a Triton restarts under load every retry beyond "
+            "the third concurrent one fails at once; maxRetries equal to maxRequests refuses a retry only when a "
+            "new request would be refused too (docs/envoy.md)"
+        ),
+    ]
+
+
+class CleanupSettings(Model):
+    """The CronJob that deletes this release's Failed Triton pods, keeping the newest for diagnosis."""
+
+    enabled: bool
+    schedule: Cron
+    keep: Annotated[
+        Annotated[int, Limits(0, CLEANUP_KEEP_MAX, "the cleanup script refuses more")],
+        Field(description="newest Failed pods kept (0 allowed)"),
+    ]
+    dryRun: Annotated[bool, Field(description="log what would go, delete nothing")]
+    image: Image
+    nodeSelector: Annotated[StringMap, Field(description="where the cleaner runs (not on the virtual node)")]
+    tolerations: Tolerations
+
+
+class Settings(Model):
+    """Everything one stack deploys. Top-level fields are the project's config keys."""
+
+    namespace: Annotated[
+        KubernetesName,
+        Field(
+            description=(
+                "Namespace of the Helm release, the Envoy ConfigMap and the cleanup CronJob. Required per stack."
+            )
+        ),
+    ]
+    release: ReleaseSettings
+    scaleFromZero: ScaleFromZeroSettings
+    keda: KedaSettings
+    serverLoad: ServerLoadSettings
+    prometheus: PrometheusSettings
+    triton: TritonSettings
+    envoy: EnvoySettings
+    cleanup: CleanupSettings
+    helmValues: Annotated[
+        JSONObject,
+        Field(
+            description="Extra chart values for what the keys above do not model, deep-merged underneath the computed "
+            "values. A key here that the program computes is an error, never a silent override."
+        ),
+    ]
+
+    _secret_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
+    @property
+    def secret_keys(self) -> frozenset[str]:
+        """Top-level keys whose value the CLI passed as a secret (``pulumi config set --secret``)."""
+        return self._secret_keys
+
+    def is_secret(self, *keys: str) -> bool:
+        """Whether any of these top-level keys came from a secret."""
+        return any(key in self._secret_keys for key in keys)
+
+
+REPLACED_WHOLE = {("release", "chart")}
+"""Object fields a stack value replaces instead of merging into the default."""
+
+SECRET_CAPABLE = ("helmValues", "triton", "envoy", "cleanup", "serverLoad", "prometheus", "keda", "scaleFromZero")
+"""Top-level keys that may be secrets. ``namespace`` and ``release`` name objects, URNs' neighbours and the exported
+endpoint: a secret there could not stay secret, so it is refused."""

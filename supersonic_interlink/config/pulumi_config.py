@@ -1,0 +1,55 @@
+"""The stack's settings from the config the Pulumi CLI passes (or a stack file, for render and the tools): loaded,
+checked across keys and against the values the program computes, before any resource exists."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from supersonic_interlink.config.loading import load_settings
+from supersonic_interlink.config.model import Settings
+from supersonic_interlink.config.rules import PROJECT, ConfigError
+from supersonic_interlink.config.values import helm_values_collisions, release_values
+
+
+def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str] = ()) -> Settings:
+    """Load and check a stack's settings completely, before any resource exists.
+
+    ``secret_keys`` are the config keys the CLI passed as secrets. Raises ``ConfigError`` with every problem,
+    including ``helmValues`` keys that would override computed values.
+    """
+    settings = load_settings(config, secret_keys=frozenset(secret_keys))
+    collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
+    problems = [
+        f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
+        f"(see Pulumi.yaml) or remove it from helmValues"
+        for path in collisions
+    ]
+    chart = settings.release.chart
+    if settings.release.adopt and not chart.pinned:
+        # Adopting upgrades the live release at once: with a moving chart that upgrade could be any commit.
+        problems.append(
+            f"{PROJECT}:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is unset); "
+            f"pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
+        )
+    if problems:
+        raise ConfigError(problems)
+    return settings
+
+
+def current_config() -> dict[str, Any]:
+    """The config map the Pulumi CLI handed this process (project and provider keys alike)."""
+    from pulumi.runtime import config as runtime_config
+
+    merged = dict(runtime_config.get_config_env())
+    merged.update(runtime_config.CONFIG.get())
+    return merged
+
+
+def current_secret_keys(config: Mapping[str, Any]) -> frozenset[str]:
+    """The config keys the CLI passed as secrets: ``PULUMI_CONFIG_SECRET_KEYS`` (how the Python language host hands
+    them over) and any the runtime was told about (``set_all_config``, as under the mock engine)."""
+    from pulumi.runtime import config as runtime_config
+
+    listed = set(runtime_config.get_config_secret_keys_env())
+    return frozenset(listed | {key for key in config if runtime_config.is_config_secret(key)})

@@ -1,0 +1,319 @@
+"""The rules a stack value must meet, each from the value's consumer (Envoy, Kubernetes, Helm, busybox, cron),
+and the value types built from them; the models in ``model`` are made of these."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Annotated, Any
+
+import annotated_types
+from cronsim import CronSim, CronSimError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+)
+from pydantic_core import PydanticCustomError
+
+from supersonic_interlink import ROOT
+from supersonic_interlink.contract import CHART
+
+PROJECT = "supersonic-interlink"
+PROJECT_FILE = ROOT / "Pulumi.yaml"
+
+KNOWN_NAMESPACES = (PROJECT, "kubernetes", "pulumi")
+"""Config namespaces the program reads or passes on: its own, the Kubernetes provider's and the engine's."""
+
+# ---------------------------------------------------------------------------------------- consumers' limits
+
+INT32_MAX = 2**31 - 1
+"""Kubernetes' int32 fields (replica counts, HPA policy values)."""
+UINT32_MAX = 2**32 - 1
+"""Envoy's ``google.protobuf.UInt32Value`` fields (retry counts, circuit breakers, buffer size)."""
+INT64_MAX = 2**63 - 1
+CLEANUP_KEEP_MAX = 20
+"""The cleanup script's own bound on KEEP (its KEEP_MAX): every kept pod adds a ``metadata.name!=`` term to the
+one deletecollection request, so the request URI stays short."""
+"""Envoy's int64 fields, and busybox ``sh`` arithmetic (64-bit), which the cleanup script's KEEP goes through."""
+PULUMI_NUMBER_MAX = 2**53
+"""Largest integer that stays exact through Pulumi: resource inputs travel as protobuf ``Struct`` numbers
+(doubles), so a larger whole number reaches Helm changed."""
+ENVOY_DURATION_MAX_SECONDS = 9_223_372_035
+"""Longest duration Envoy 1.39.1 accepts: ``envoy --mode validate`` refuses 9223372036 s with "Duration
+out-of-range" (it converts durations to int64 nanoseconds), measured on route, cluster and retry durations."""
+GO_DURATION_MAX_SECONDS = 9_223_372_036
+HELM_UPGRADE_MARGIN_SECONDS = 300
+"""What the Helm release timeout adds to readyTimeoutSeconds: a Triton pod replaced during an upgrade queues in
+Slurm like a wake does, and the five minutes cover the Envoy rollout and image pulls."""
+READY_TIMEOUT_MAX_SECONDS = min(
+    ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
+    GO_DURATION_MAX_SECONDS - HELM_UPGRADE_MARGIN_SECONDS,
+)
+"""Longest whole-second Go ``time.Duration`` (int64 nanoseconds): the Helm release timeout is one."""
+HPA_MAX_PERIOD_SECONDS = 1800
+HPA_MAX_STABILIZATION_WINDOW_SECONDS = 3600
+"""Kubernetes' HPA behavior limits (``pkg/apis/autoscaling/validation``), where KEDA's scaling policies land."""
+
+RELEASE_NAME_MAX = 33
+"""Longest release name: the program names objects ``<release>-failed-pod-cleanup`` and a CronJob name may have at
+most 52 characters."""
+
+CRON_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+"""The descriptors Kubernetes' CronJob validation (robfig/cron ``ParseStandard``) accepts besides five fields;
+``@every`` is left out: it is no cron syntax, and ``*/N`` says the same."""
+
+
+class ConfigError(Exception):
+    """Raised with every problem found in a stack's config; ``problems`` holds one line each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class Expect:
+    """What a field allows, in the words of the error message (``expected <text>``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Expect({self.text!r})"
+
+
+class Why:
+    """Why a field has its limits, for ``Pulumi.yaml``'s description (the type line already shows the range)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _fail(text: str) -> PydanticCustomError:
+    return PydanticCustomError("expected", "{expected}", {"expected": text})
+
+
+def _fail_at(field: str, value: Any, text: str) -> PydanticCustomError:
+    """A model rule's failure reported at one of its fields (``<key>.<field> = <value>: expected <text>``)."""
+    return PydanticCustomError("at_field", "{expected}", {"expected": text, "field": field, "value": value})
+
+
+def _rule(check: Callable[[Any], bool], text: str) -> AfterValidator:
+    def validate(value: Any) -> Any:
+        if not check(value):
+            raise _fail(text)
+        return value
+
+    return AfterValidator(validate)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+Frozen = AfterValidator(_freeze)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits(annotated_types.GroupedMetadata):
+    """A whole number from ``low`` to ``high``; ``why`` names the consumer whose limits they are."""
+
+    low: int
+    high: int
+    why: str
+
+    def __iter__(self) -> Iterator[Any]:
+        yield annotated_types.Ge(self.low)
+        yield annotated_types.Le(self.high)
+        yield Expect(f"a whole number from {self.low} to {self.high} ({self.why})")
+        yield Why(self.why)
+
+
+@dataclasses.dataclass(frozen=True)
+class Matches(annotated_types.GroupedMetadata):
+    """A string matched whole (``fullmatch``: no trailing newline slips through), ASCII only."""
+
+    pattern: str
+    text: str
+    max_length: int | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        compiled = re.compile(self.pattern, re.ASCII)
+        limit = self.max_length
+
+        def check(value: str) -> bool:
+            return compiled.fullmatch(value) is not None and (limit is None or len(value) <= limit)
+
+        yield _rule(check, self.text)
+        yield Expect(self.text)
+
+
+@dataclasses.dataclass(frozen=True)
+class OneOf(annotated_types.GroupedMetadata):
+    """One of a few strings."""
+
+    choices: tuple[str, ...]
+
+    def __iter__(self) -> Iterator[Any]:
+        text = "one of " + ", ".join(self.choices)
+        choices = self.choices
+        yield _rule(lambda value: value in choices, text)
+        yield Expect(text)
+
+
+def expanded(metadata: Iterable[Any]) -> list[Any]:
+    """Annotated metadata with grouped items (``Limits``, ``Matches``, ``OneOf``) spread out."""
+    return [item for m in metadata for item in (m if isinstance(m, annotated_types.GroupedMetadata) else [m])]
+
+
+# ---------------------------------------------------------------------------------------- value types
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+KubernetesName = Annotated[
+    str,
+    Matches(
+        _DNS_LABEL,
+        "a Kubernetes name: lowercase letters, digits and '-', starting and ending alphanumeric, at most 63",
+        max_length=63,
+    ),
+]
+ReleaseName = Annotated[
+    str,
+    Matches(
+        r"[a-z]([-a-z0-9]*[a-z0-9])?",
+        f"a release name: lowercase letters, digits and '-', starting with a letter, at most {RELEASE_NAME_MAX} "
+        f"characters (objects are named '<release>-failed-pod-cleanup', and a CronJob name may have at most 52)",
+        max_length=RELEASE_NAME_MAX,
+    ),
+]
+ExactVersion = Annotated[
+    str,
+    Matches(
+        r"v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?",
+        "an exact chart version such as 0.4.2 (no ranges, no wildcards, so every preview is reproducible)",
+    ),
+]
+ChartRepo = Annotated[
+    str, Matches(r"(https?|oci)://[^\s]+", "a chart repository URL starting with https://, http:// or oci://")
+]
+GitURL = Annotated[
+    str, Matches(r"https://[A-Za-z0-9.-]+(:[0-9]+)?/[^\s]+", "a git repository URL starting with https://")
+]
+GitCommit = Annotated[
+    str,
+    Matches(
+        r"[0-9a-f]{40}", "a full commit id: 40 lowercase hexadecimal digits (a branch, tag or short id is not a pin)"
+    ),
+]
+ChartPath = Annotated[str, Matches(r"[^\s]+", "a chart directory: a non-empty path without spaces")]
+Host = Annotated[
+    str,
+    Matches(
+        r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*",
+        "a host name without scheme or port (DNS labels of letters, digits and '-', joined by dots)",
+        max_length=253,
+    ),
+]
+AbsolutePath = Annotated[str, Matches(r"/[^\s\x00]*", "an absolute path (starting with '/', no spaces)")]
+Port = Annotated[int, Field(ge=1, le=65535), Expect("a port from 1 to 65535")]
+
+# The OCI reference grammar (distribution/reference): [domain[:port]/]path[:tag][@sha256:<64 hex>].
+_DOMAIN = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?/)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_OCI = re.compile(
+    rf"{_DOMAIN}{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::(?P<tag>{_TAG}))?(?:@sha256:(?P<digest>[a-f0-9]{{64}}))?",
+    re.ASCII,
+)
+# interLink's Slurm side runs an image unpacked on CVMFS by its path, tag included.
+_UNPACKED = re.compile(rf"/[^\s:@]+:(?P<tag>{_TAG})", re.ASCII)
+
+
+def _pinned_image(value: str) -> bool:
+    match = _OCI.fullmatch(value) or _UNPACKED.fullmatch(value)
+    if match is None or len(value) > 255 + 128 + 72:
+        return False
+    groups = match.groupdict()
+    return groups.get("digest") is not None or (groups["tag"] is not None and groups["tag"] != "latest")
+
+
+Image = Annotated[
+    str,
+    _rule(
+        _pinned_image,
+        "an image with a pinned tag or digest (repository:tag or repository@sha256:<64 hex>, not 'latest'; "
+        "or an unpacked image's absolute path with its tag)",
+    ),
+    Expect("an image with a pinned tag or digest"),
+]
+
+_ROBFIG_VALUE = r"(?:[0-9]+|[A-Za-z]{3})"
+_ROBFIG_FIELD = re.compile(
+    rf"(?:(?:\*|\?|{_ROBFIG_VALUE}(?:-{_ROBFIG_VALUE})?)(?:/[0-9]+)?)(?:,(?:(?:\*|\?|{_ROBFIG_VALUE}"
+    rf"(?:-{_ROBFIG_VALUE})?)(?:/[0-9]+)?))*",
+    re.ASCII,
+)
+CRON_TEXT = (
+    "a Kubernetes CronJob schedule: five fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12, "
+    "day of week 0-6) such as '*/5 * * * *', or one of " + ", ".join(CRON_MACROS)
+)
+
+
+def valid_cron(value: str) -> bool:
+    """Kubernetes' schedule syntax (robfig/cron's standard parser, without TZ= and @every), checked by cronsim.
+
+    robfig accepts per field ``*``, ``?``, numbers and three-letter names, ``a-b`` ranges and ``/step``; cronsim (a
+    maintained parser) then refuses what is out of range, a zero step or a backward range. cronsim alone would also
+    take ``L``, ``#``, a seconds field and day-of-week 7, which Kubernetes refuses.
+    """
+    if value in CRON_MACROS:
+        return True
+    fields = value.split(" ")
+    if len(fields) != 5 or not all(_ROBFIG_FIELD.fullmatch(f) for f in fields):
+        return False
+    if re.search(r"(?<![0-9])7(?![0-9])", fields[4]):
+        return False  # robfig's day of week is 0-6
+    try:
+        CronSim(" ".join(f.replace("?", "*") for f in fields), datetime(2026, 1, 1))
+    except (CronSimError, ValueError):
+        return False
+    return True
+
+
+Cron = Annotated[str, _rule(valid_cron, CRON_TEXT), Expect(CRON_TEXT)]
+
+_QUANTITY = re.compile(r"\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?", re.ASCII)
+QUANTITY_TEXT = "a Kubernetes quantity such as 2, '500m' or '8Gi' (a whole number or quantity text, not negative)"
+Quantity = Annotated[
+    int | str,
+    _rule(
+        lambda v: (
+            (isinstance(v, int) and 0 <= v <= PULUMI_NUMBER_MAX)
+            or (isinstance(v, str) and bool(_QUANTITY.fullmatch(v)))
+        ),
+        QUANTITY_TEXT,
+    ),
+    Expect(QUANTITY_TEXT),
+]
+
+StringMap = Annotated[
+    Mapping[str, Annotated[str, Expect("a string (quote numbers and booleans)")]],
+    Frozen,
+    Expect("an object whose values are strings"),
+]
+JSONObject = Annotated[Mapping[str, Any], Frozen, Expect("an object")]
+"""A free-form object passed through as given (probes, extra Helm values)."""
+
+
+class Model(BaseModel):
+    """Strict (no conversions), unknown keys refused, immutable."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)

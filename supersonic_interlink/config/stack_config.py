@@ -1,0 +1,154 @@
+"""The config map the Pulumi CLI would pass the program for a stack, built without the CLI.
+
+The CLI reads ``stacks/Pulumi.<stack>.yaml`` with Go's yaml.v3 (``read_pulumi_yaml`` reads it the same way),
+prefixes keys without a namespace with the project name, merges each key declared in ``Pulumi.yaml`` that the stack
+file does not set from its ``default`` (a stack value replaces the default whole), and hands the program every value
+as text: strings as they are, everything else as JSON (``sdk/go/common/resource/config`` in pulumi/pulumi).
+``./supersonic render`` and the tests use this so they evaluate the program exactly as ``pulumi up`` would.
+
+Offline there is no secrets provider: a ``secure:`` value anywhere in the file is refused, never printed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from supersonic_interlink.config import PROJECT, PROJECT_FILE, ConfigError, project_defaults
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+
+ROOT = PROJECT_FILE.parent
+STACKS_DIR = ROOT / "stacks"
+
+STACK_FILE_KEYS = ("config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider")
+"""The top-level keys of a stack file (``workspace.ProjectStack``); the CLI ignores others, so a typo such as
+``confg:`` would silently drop every setting: refused here."""
+
+
+def stack_file(stack: str) -> Path:
+    return STACKS_DIR / f"Pulumi.{stack}.yaml"
+
+
+def stack_names() -> list[str]:
+    """Every stack with a file in ``stacks/``, sorted."""
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+
+
+def read_yaml_file(path: Path) -> Any:
+    """A stack file or ``Pulumi.yaml`` as the CLI reads it; ``ConfigError`` naming the file on any problem."""
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    try:
+        return read_pulumi_yaml(path.read_bytes())
+    except YAMLInputError as error:
+        raise ConfigError([f"{shown}: {error}"]) from None
+
+
+def cli_text(value: Any) -> str:
+    """How the CLI hands a value to the program: strings as they are, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def _secure_paths(value: Any, path: str) -> list[str]:
+    """Where ``{secure: <ciphertext>}`` sits in a value (config/object.go ``isSecureValue``)."""
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("secure"), str):
+            return [path]
+        return [p for key, sub in value.items() for p in _secure_paths(sub, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [p for i, sub in enumerate(value) for p in _secure_paths(sub, f"{path}[{i}]")]
+    return []
+
+
+def full_key(key: str) -> str:
+    """config/key.go ``ParseKey``: ``namespace:name`` (or the old ``namespace:config:name``); a bare name gets the
+    project's namespace (loaders.go ``stackConfigNamespacedWithProject``)."""
+    parts = key.split(":")
+    if len(parts) == 1:
+        return f"{PROJECT}:{key}"
+    if len(parts) == 3 and parts[1] == "config":
+        return f"{parts[0]}:{parts[2]}"
+    if len(parts) == 2 and all(parts):
+        return key
+    raise ConfigError(
+        [f"{key}: could not parse as a configuration key (configuration keys should be of the form <namespace>:<name>)"]
+    )
+
+
+def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Merge ``Pulumi.yaml`` defaults under a stack's ``config:`` map the way the CLI does, as CLI text."""
+    defaults = project_defaults() if defaults is None else defaults
+    merged: dict[str, Any] = {f"{PROJECT}:{key}": value for key, value in defaults.items()}
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for key, value in stack_values.items():
+        try:
+            full = full_key(key)
+        except ConfigError as error:
+            problems.extend(error.problems)
+            continue
+        if full in seen:
+            # The CLI keeps one of the two at random (a Go map); neither is what the file means.
+            problems.append(f"{full}: set twice, as {seen[full]!r} and {key!r}; keep one")
+            continue
+        seen[full] = key
+        secure = _secure_paths(value, full)
+        if secure:
+            problems.extend(
+                f"{path}: is a secret (secure:); rendering offline cannot decrypt it and never shows it "
+                f"(use `pulumi preview`)"
+                for path in secure
+            )
+            continue
+        # A key with no value: the CLI warns and passes an empty string.
+        merged[full] = "" if value is None else value
+    if problems:
+        raise ConfigError(problems)
+    return {key: cli_text(value) for key, value in sorted(merged.items())}
+
+
+def read_stack_document(path: Path) -> dict[str, Any]:
+    """The ``config:`` map of a stack file, after the checks the CLI makes on the file's shape (and a few more)."""
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    document = read_yaml_file(path)
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError([f"{shown}: expected a mapping with a 'config:' key at the top level, not {_kind(document)}"])
+    problems = []
+    for key in sorted(set(document) - set(STACK_FILE_KEYS)):
+        near = difflib.get_close_matches(key, STACK_FILE_KEYS, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        problems.append(
+            f"{shown}: unknown top-level key {key!r} (a stack file has {', '.join(STACK_FILE_KEYS)}; the Pulumi CLI "
+            f"ignores it){hint}"
+        )
+    if document.get("environment") is not None:
+        problems.append(f"{shown}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read")
+    values = document.get("config")
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        problems.append(f"{shown}: 'config' must be a map of keys to values, not {_kind(values)}")
+    if problems:
+        raise ConfigError(problems)
+    return values
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def load_stack_config(stack: str) -> dict[str, str]:
+    """The CLI-equivalent config map of ``stacks/Pulumi.<stack>.yaml``."""
+    path = stack_file(stack)
+    if not path.is_file():
+        known = ", ".join(stack_names()) or "none"
+        raise ConfigError([f"stack {stack!r}: no file {path.relative_to(ROOT)} (stacks: {known})"])
+    return cli_config(read_stack_document(path))

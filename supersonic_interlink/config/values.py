@@ -1,0 +1,104 @@
+"""The chart values the program computes from the settings (``helmValues`` is merged underneath them), and the
+check that ``helmValues`` does not override one of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from supersonic_interlink.config.loading import thaw
+from supersonic_interlink.config.model import Settings
+from supersonic_interlink.contract import CHART
+
+CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
+
+
+def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: str) -> dict[str, Any]:
+    """The chart values this program computes (before ``helmValues`` is merged underneath)."""
+    sfz, keda, triton, envoy = settings.scaleFromZero, settings.keda, settings.triton, settings.envoy
+    inference: dict[str, Any] = {
+        "image": triton.image,
+        "command": list(triton.command),
+        "args": list(triton.args),
+        "resources": thaw(triton.resources),
+        "nodeSelector": thaw(triton.nodeSelector),
+        "tolerations": thaw(triton.tolerations),
+        "annotations": thaw(triton.podAnnotations),
+        "service": {"labels": thaw(triton.service.labels), "annotations": thaw(triton.service.annotations)},
+        "modelRepository": {
+            "enabled": triton.modelRepository.enabled,
+            "storageType": triton.modelRepository.storageType,
+            "mountPath": triton.modelRepository.mountPath,
+        },
+    }
+    if triton.readinessProbe:
+        inference["readinessProbe"] = thaw(triton.readinessProbe)
+    if triton.startupProbe:
+        inference["startupProbe"] = thaw(triton.startupProbe)
+    values: dict[str, Any] = {
+        "serverLoadThreshold": settings.serverLoad.threshold,
+        "scaleFromZero": {
+            "enabled": sfz.enabled,
+            "readyTimeoutSeconds": sfz.readyTimeoutSeconds,
+            "holdMinReplicasSeconds": sfz.holdMinReplicasSeconds,
+        },
+        "keda": {
+            "enabled": keda.enabled,
+            "minReplicaCount": keda.minReplicaCount,
+            "maxReplicaCount": keda.maxReplicaCount,
+            "scaleUp": _policy(keda.scaleUp),
+            "scaleDown": _policy(keda.scaleDown),
+        },
+        "prometheus": {
+            "external": {
+                "enabled": True,
+                "url": settings.prometheus.url,
+                "port": settings.prometheus.port,
+                "scheme": settings.prometheus.scheme,
+            },
+        },
+        "grafana": {"enabled": False},
+        CHART.inference_values_key: inference,
+        CHART.envoy_values_key: {
+            "enabled": True,
+            "image": envoy.image,
+            "nodeSelector": thaw(envoy.nodeSelector),
+            "tolerations": thaw(envoy.tolerations),
+            # No loadBalancerPolicy or grpc_route_timeout: with an external configuration the chart reads them
+            # only for the configuration it would generate itself. They are in the computed envoy.yaml instead.
+            "service": {"type": envoy.serviceType},
+            "ingress": {"enabled": False},
+            # Envoy reads its configuration only at start: a changed checksum rolls the pods.
+            "annotations": {CONFIG_CHECKSUM_ANNOTATION: envoy_checksum},
+            "external_config": {
+                "load_from_configmap": True,
+                "configmap_name": envoy_config_map,
+                "configmap_key": CHART.envoy_config_key,
+            },
+        },
+    }
+    if settings.serverLoad.metric:
+        values["serverLoadMetric"] = settings.serverLoad.metric
+    return values
+
+
+def _policy(policy: Any) -> dict[str, int]:
+    return {
+        "stabilizationWindowSeconds": policy.stabilizationWindowSeconds,
+        "periodSeconds": policy.periodSeconds,
+        "stepsize": policy.stepsize,
+    }
+
+
+def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any], path: str = "") -> list[str]:
+    """Dotted paths where ``extra`` would override a computed value (objects on both sides are merged)."""
+    found: list[str] = []
+    for key, value in extra.items():
+        sub = f"{path}.{key}" if path else key
+        if key not in computed:
+            continue
+        if isinstance(value, Mapping) and isinstance(computed[key], Mapping):
+            found.extend(helm_values_collisions(computed[key], value, sub))
+        else:
+            found.append(sub)
+    return found

@@ -1,0 +1,438 @@
+"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3, as an install would.
+
+The check renders the release (``helm.ChartRenderer``: ``helm template --dry-run=server`` against a stand-in API
+serving the stack's Envoy ConfigMap, so the chart's ``lookup`` answers as on the cluster, with the project's
+post-renderer) and names each way the result falls short:
+
+- the chart refuses the values: its own ``fail`` message, verbatim;
+- a name of the contract table (``contract.CHART``) the chart does not render: the Triton Deployment and its
+  headless Service, the ScaledObject, the Envoy Deployment and Service, the Envoy configuration and the scale-from-
+  zero Lua filter mounted where Envoy reads them from ConfigMaps the chart renders with those keys, the Envoy
+  clusters the Lua filter calls, the admission sidecar on its port;
+- the ScaledObject's ``minReplicaCount`` is not the one set, or its first trigger lacks the post-renderer's timeout;
+- the chart's Envoy ConfigMap does not carry this stack's envoy.yaml (a trailing newline aside), the Envoy pods lack
+  the checksum annotation, the Triton pods lack their labels, placement or annotations;
+- a value the program passes that the chart ignores: each leaf of the values is changed on its own and the chart
+  rendered again; identical output means the chart never reads it, and it is reported by its values path.
+
+Pure in its inputs (the chart directory and what ``./supersonic render`` rendered); the re-renders run in parallel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import posixpath
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from supersonic_interlink import ROOT
+from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
+from supersonic_interlink.contract import CHART
+
+UNSTABLE_RENDER = (
+    "the chart renders the same values differently each time (random or time-based output), so the values it "
+    "ignores cannot be told from those it reads"
+)
+PROBE_KEY = "conformance-probe"
+"""Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
+
+
+def _post_renderer_module() -> Any:
+    """``postrender/keda_trigger_timeout.py``, the code the post-renderer executable runs (not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "keda_trigger_timeout", ROOT / "postrender" / "keda_trigger_timeout.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def post_renderer_function() -> Callable[[str], str]:
+    """What the project's post-renderer does to Helm's output, as a function of this process."""
+    patch: Callable[[str], str] = _post_renderer_module().patch
+    return patch
+
+
+# --------------------------------------------------------------------------------------------- values leaves
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One leaf of the values: its path as keys and indices, and its value (an empty object or list counts)."""
+
+    path: tuple[str | int, ...]
+    value: Any
+
+    @property
+    def name(self) -> str:
+        """The values path as a reader writes it: ``triton.args[0]``, ``triton.nodeSelector["kubernetes.io/os"]``."""
+        text = ""
+        for part in self.path:
+            if isinstance(part, int):
+                text += f"[{part}]"
+            elif "." in part or "/" in part or not part:
+                text += f"[{json.dumps(part)}]"
+            else:
+                text += f".{part}" if text else part
+        return text
+
+
+def leaves(values: Any, path: tuple[str | int, ...] = ()) -> Iterator[Leaf]:
+    """Every leaf of ``values``, depth first in key order."""
+    if isinstance(values, Mapping) and values:
+        for key, value in values.items():
+            yield from leaves(value, (*path, key))
+    elif isinstance(values, list) and values:
+        for index, value in enumerate(values):
+            yield from leaves(value, (*path, index))
+    else:
+        yield Leaf(path, values)
+
+
+def changed(value: Any) -> Any:
+    """A different value of the same kind, so that a chart reading it renders something else."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, str):
+        return f"{value}-{PROBE_KEY}" if value else PROBE_KEY
+    if isinstance(value, Mapping):
+        return {PROBE_KEY: PROBE_KEY}
+    if isinstance(value, list):
+        return [PROBE_KEY]
+    return PROBE_KEY  # null
+
+
+def with_leaf(values: Any, path: tuple[str | int, ...], new: Any) -> Any:
+    """A copy of ``values`` with the leaf at ``path`` replaced by ``new``."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(values, list):
+        assert isinstance(head, int)
+        return [with_leaf(v, rest, new) if i == head else v for i, v in enumerate(values)]
+    return {k: with_leaf(v, rest, new) if k == head else v for k, v in values.items()}
+
+
+def canonical(objects: list[dict[str, Any]]) -> str:
+    """The rendered objects, independent of document order, for an exact comparison."""
+    return json.dumps(sorted(json.dumps(o, sort_keys=True) for o in objects))
+
+
+# --------------------------------------------------------------------------------------------- rendered objects
+
+
+def _find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any] | None:
+    return next((o for o in objects if o.get("kind") == kind and (o.get("metadata") or {}).get("name") == name), None)
+
+
+def _pod_spec(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    return ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def _pod_metadata(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    return ((deployment.get("spec") or {}).get("template") or {}).get("metadata") or {}
+
+
+def mounted_key(deployment: Mapping[str, Any], container: str, file_path: str) -> tuple[str, str] | None:
+    """(ConfigMap name, key) that provides ``file_path`` in ``container`` of the Deployment's pods, or None."""
+    spec = _pod_spec(deployment)
+    found = next((c for c in spec.get("containers") or [] if c.get("name") == container), None)
+    if found is None:
+        return None
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    for mount in found.get("volumeMounts") or []:
+        mount_path = str(mount.get("mountPath", "")).rstrip("/")
+        config_map = (volumes.get(mount.get("name")) or {}).get("configMap")
+        if not config_map:
+            continue
+        if mount.get("subPath"):
+            relative = str(mount["subPath"]) if file_path == mount_path else None
+        elif file_path.startswith(mount_path + "/"):
+            relative = file_path[len(mount_path) + 1 :]
+        else:
+            relative = None
+        if relative is None:
+            continue
+        items = config_map.get("items")
+        if items:
+            key = next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
+        else:
+            key = relative if "/" not in relative else None
+        if key is not None:
+            return str(config_map.get("name")), str(key)
+    return None
+
+
+# --------------------------------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What this stack expects of the chart's render, taken from what ``./supersonic render`` rendered."""
+
+    release_name: str
+    namespace: str
+    values: dict[str, Any]
+    """The values exactly as Helm receives them."""
+    envoy_yaml: str
+    served: list[dict[str, Any]]
+    """What the stand-in API serves: the stack's Envoy ConfigMap."""
+
+    @classmethod
+    def from_rendered(cls, rendered: Mapping[str, Any]) -> Expected:
+        release = rendered["release"]
+        values = release["values"]
+        config_map = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
+        served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_map]
+        return cls(release["name"], release["namespace"], values, rendered["envoy"], served)
+
+
+def _section(values: Mapping[str, Any], *path: str) -> dict[str, Any]:
+    for key in path:
+        values = values.get(key) or {}
+    return dict(values)
+
+
+def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list[str]:
+    """What the rendered objects lack that this stack's values and the contract table require."""
+    review = _Review(objects, expected)
+    review.inference_server()
+    review.scaled_object()
+    review.envoy()
+    return review.findings
+
+
+class _Review:
+    """One pass over a render, collecting findings."""
+
+    def __init__(self, objects: list[dict[str, Any]], expected: Expected):
+        self.objects = objects
+        self.expected = expected
+        self.release = expected.release_name
+        self.values = expected.values
+        self.findings: list[str] = []
+
+    def need(self, kind: str, name: str, what: str) -> dict[str, Any] | None:
+        found = _find(self.objects, kind, name)
+        if found is None:
+            self.findings.append(f"no {kind} {name} ({what}) in what the chart renders")
+        return found
+
+    def mounted_text(self, deployment: dict[str, Any], file_path: str, what: str) -> tuple[str, str, str] | None:
+        """(ConfigMap, key, text) of ``file_path`` in the Envoy container, from a ConfigMap the chart renders; a
+        finding and None if it is not there."""
+        source = mounted_key(deployment, CHART.envoy_container, file_path)
+        name = deployment["metadata"]["name"]
+        if source is None:
+            self.findings.append(
+                f"{what}: no ConfigMap is mounted at {file_path} in container {CHART.envoy_container} of {name}"
+            )
+            return None
+        config_map_name, key = source
+        config_map = _find(self.objects, "ConfigMap", config_map_name)
+        if config_map is None:
+            self.findings.append(
+                f"{what}: {file_path} in {name} is mounted from ConfigMap {config_map_name}, which the chart does "
+                f"not render"
+            )
+            return None
+        data = config_map.get("data") or {}
+        if key not in data:
+            self.findings.append(
+                f"{what}: {file_path} in {name} is key {key!r} of ConfigMap {config_map_name}, which has no such "
+                f"key (keys: {', '.join(sorted(data)) or 'none'})"
+            )
+            return None
+        return config_map_name, key, str(data[key])
+
+    def inference_server(self) -> None:
+        name = CHART.inference_object_name(self.release)
+        deployment = self.need("Deployment", name, "the inference server")
+        service = self.need("Service", name, "the inference server's headless Service")
+        cluster_ip = ((service or {}).get("spec") or {}).get("clusterIP")
+        if service is not None and cluster_ip != "None":
+            self.findings.append(f"Service {name} is not headless (clusterIP {cluster_ip!r}, not 'None')")
+        if deployment is None:
+            return
+        wanted = _section(self.values, CHART.inference_values_key)
+        metadata, spec = _pod_metadata(deployment), _pod_spec(deployment)
+        labels = metadata.get("labels") or {}
+        for key, value in CHART.inference_pod_labels(self.release).items():
+            if labels.get(key) != value:
+                self.findings.append(f"Deployment {name}: pods lack label {key}={value} (the cleanup selects by it)")
+        annotations = metadata.get("annotations") or {}
+        for key, value in (wanted.get("annotations") or {}).items():
+            if annotations.get(key) != value:
+                self.findings.append(f"Deployment {name}: pods lack annotation {key}: {value!r}")
+        node_selector = spec.get("nodeSelector") or {}
+        for key, value in (wanted.get("nodeSelector") or {}).items():
+            if node_selector.get(key) != value:
+                self.findings.append(f"Deployment {name}: pods lack nodeSelector {key}: {value!r}")
+        for toleration in wanted.get("tolerations") or []:
+            if toleration not in (spec.get("tolerations") or []):
+                self.findings.append(
+                    f"Deployment {name}: pods lack toleration {json.dumps(toleration, sort_keys=True)}"
+                )
+
+    def scaled_object(self) -> None:
+        keda = _section(self.values, "keda")
+        if not keda.get("enabled"):
+            return
+        name = CHART.scaled_object_name(self.release)
+        scaled = self.need("ScaledObject", name, "KEDA's autoscaling of the inference server")
+        if scaled is None:
+            return
+        spec = scaled.get("spec") or {}
+        if spec.get("minReplicaCount") != keda.get("minReplicaCount"):
+            self.findings.append(
+                f"ScaledObject {name}: minReplicaCount is {spec.get('minReplicaCount')!r}, "
+                f"not the {keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
+            )
+        inference = CHART.inference_object_name(self.release)
+        if (spec.get("scaleTargetRef") or {}).get("name") != inference:
+            self.findings.append(f"ScaledObject {name} does not scale Deployment {inference}")
+        timeout = (((spec.get("triggers") or [{}])[0]).get("metadata") or {}).get("timeout")
+        wanted = _post_renderer_module().TRIGGER_TIMEOUT_MS
+        if timeout != wanted:
+            self.findings.append(
+                f"ScaledObject {name}: first trigger's metadata.timeout is {timeout!r}, not {wanted!r} "
+                f"(the post-renderer's)"
+            )
+
+    def envoy(self) -> None:
+        from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
+
+        if not _section(self.values, CHART.envoy_values_key).get("enabled", True):
+            return
+        self.need("Service", CHART.envoy_service_name(self.release), "the Envoy Service clients connect to")
+        envoy = self.need("Deployment", CHART.envoy_object_name(self.release), "Envoy")
+        if envoy is None:
+            return
+        name = envoy["metadata"]["name"]
+        checksum = _section(self.values, CHART.envoy_values_key, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
+        carried = (_pod_metadata(envoy).get("annotations") or {}).get(CONFIG_CHECKSUM_ANNOTATION)
+        if checksum is not None and carried != checksum:
+            self.findings.append(
+                f"Deployment {name}: pods carry {CONFIG_CHECKSUM_ANNOTATION} {carried!r}, not {checksum!r} "
+                f"(a changed configuration would not roll Envoy)"
+            )
+        config = self.mounted_text(envoy, CHART.envoy_config_path, "Envoy configuration")
+        if config is not None:
+            config_map, key, text = config
+            own = CHART.envoy_config_map_name(self.release)
+            if config_map != own:
+                self.findings.append(
+                    f"Envoy configuration: {CHART.envoy_config_path} comes from ConfigMap {config_map}, not {own}"
+                )
+            if text.rstrip("\n") != self.expected.envoy_yaml.rstrip("\n"):
+                self.findings.append(
+                    f"Envoy configuration: key {key!r} of ConfigMap {config_map} is not this stack's envoy.yaml "
+                    f"(the chart did not copy the external ConfigMap's key {CHART.envoy_config_key!r})"
+                )
+        if not _section(self.values, "scaleFromZero").get("enabled"):
+            return
+        lua = self.mounted_text(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
+        for cluster in (CHART.admission_cluster, CHART.admin_cluster, CHART.inference_cluster):
+            if lua is not None and cluster not in lua[2]:
+                self.findings.append(
+                    f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
+                    f"envoy.yaml defines for it to call"
+                )
+        containers = _pod_spec(envoy).get("containers") or []
+        sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
+        if sidecar is None:
+            self.findings.append(
+                f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake "
+                f"Triton)"
+            )
+        elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
+            self.findings.append(
+                f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port "
+                f"{CHART.admission_port}"
+            )
+
+
+def ignored_values(
+    renderer: ChartRenderer,
+    values: dict[str, Any],
+    baseline: str,
+    workers: int,
+    *,
+    post_render: Callable[[str], str] | None = None,
+    selected: Iterable[Leaf] | None = None,
+) -> list[str]:
+    """Values paths whose change leaves the render identical to ``baseline`` (the canonical baseline render).
+
+    ``post_render``: the post-renderer's own function, run in this process for each re-render (see
+    ``ChartRenderer.render_text``); it halves the processes the re-renders start. ``selected``: the leaves to try
+    (default: every leaf of ``values``).
+    """
+
+    def same_as_baseline(leaf: Leaf) -> bool:
+        variant = with_leaf(values, leaf.path, changed(leaf.value))
+        try:
+            return canonical(renderer.render(variant, post_render=post_render)) == baseline
+        except ChartRenderError:
+            return False  # the chart refuses the changed value: it read it
+
+    every = list(leaves(values) if selected is None else selected)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(same_as_baseline, every))
+    return [leaf.name for leaf, same in zip(every, results, strict=True) if same]
+
+
+def default_workers() -> int:
+    return max(2, os.cpu_count() or 2)
+
+
+def check(
+    chart_dir: Path,
+    expected: Expected,
+    *,
+    post_renderer: Path | None = None,
+    helm: Path | None = None,
+    workers: int | None = None,
+) -> list[str]:
+    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms).
+
+    ``post_renderer``: the executable Helm runs on each render; by default the project's own, which the
+    re-renders of the ignored-values scan run as a function in this process instead (the same code).
+    """
+    from components.supersonic_release import POSTRENDER
+
+    in_process = None
+    if post_renderer is None:
+        post_renderer, in_process = ROOT / POSTRENDER, post_renderer_function()
+    with ExitStack() as stack:
+        try:
+            renderer = stack.enter_context(
+                ChartRenderer(
+                    chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer, helm=helm
+                )
+            )
+        except ChartRenderError as error:
+            return [f"the chart cannot be rendered: {error}"]
+        try:
+            # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
+            objects = renderer.render(expected.values)
+            again = renderer.render(expected.values, post_render=in_process)
+        except ChartRenderError as error:
+            return [f"the chart refuses this stack's values: {error}"]
+        findings = contract_findings(objects, expected)
+        baseline = canonical(objects)
+        if canonical(again) != baseline:
+            return [*findings, UNSTABLE_RENDER]
+        ignored = ignored_values(
+            renderer, expected.values, baseline, workers or default_workers(), post_render=in_process
+        )
+    findings += [f"{path}: ignored by the chart (changing it changes nothing the chart renders)" for path in ignored]
+    return findings

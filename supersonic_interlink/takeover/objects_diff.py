@@ -1,0 +1,557 @@
+"""What the takeover upgrade does to the live release's objects, with every deletion it makes explained.
+
+The first ``pulumi up`` of a takeover upgrades the live release in place. ``render_sides`` renders the pinned chart
+twice with the real Helm v3 (``helm.render_chart``: ``helm template --dry-run=server --is-upgrade`` with the
+project's post-renderer, which stands for the live release's post-render patch too, as both set the same trigger
+timeout): once with the live values, as the live release renders them, and once with this project's, as the upgrade
+will. Each side's ``lookup`` is answered by a stand-in API serving what the cluster holds at that moment: the live
+objects given (the old external Envoy ConfigMap, the live ScaledObject whose ``minReplicaCount`` the chart keeps)
+and, on this project's side, also its own Envoy ConfigMap, which ``pulumi up`` creates before the upgrade.
+
+``compare`` matches the two renders object by object (``manifest_diff.compare_manifests``). A Helm upgrade deletes
+every object of the old release the new render no longer contains, except one marked ``helm.sh/resource-policy:
+keep`` and hooks, which are not part of the release's objects (helm/helm ``pkg/kube/client.go``, ``update``). Each
+deletion must be one this project means to make: ``EXPECTED_DELETIONS`` declares them with the reason. An
+undeclared deletion is a finding, and so is a declaration under which nothing is deleted any more. ``markdown``
+writes the report the operator pastes into the pull request; ``command`` is ``./supersonic takeover objects <stack>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.chart.binaries import BinaryError
+from supersonic_interlink.chart.helm import ChartRenderError, render_chart
+from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
+from supersonic_interlink.config import PROJECT, ChartSource, Settings
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.render.conformance import ROOT, Expected
+from supersonic_interlink.takeover.manifest_diff import ManifestDiff, ObjectKey, compare_manifests, object_key
+from supersonic_interlink.takeover.tree_diff import Change, format_path, markdown_cell, markdown_value
+from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
+
+
+@dataclass(frozen=True)
+class ExpectedDeletion:
+    """An object of the live release the upgrade deletes on purpose."""
+
+    kind: str
+    name: str
+    """The object's name; ``{instance}`` stands for the chart's instance name (``CHART.instance_name``)."""
+    why: str
+    group: str = ""
+    """API group (``policy``, ``rbac.authorization.k8s.io``); empty for the core group."""
+
+    def key(self, release_name: str, namespace: str) -> ObjectKey:
+        name = self.name.format(instance=CHART.instance_name(release_name))
+        return ObjectKey(self.kind, name, self.group, namespace)
+
+
+EXPECTED_DELETIONS: tuple[ExpectedDeletion, ...] = ()
+"""None: the takeover changes values, not the set of objects the live release runs, so nothing of it should go.
+A deletion the pinned chart makes is a finding until it is declared here with the reason it is wanted."""
+
+KEEP_ANNOTATION = ("helm.sh/resource-policy", "keep")
+"""An object Helm never deletes, on upgrade or uninstall: it stays, no longer managed by the release."""
+HOOK_ANNOTATION = "helm.sh/hook"
+"""A hook is run by Helm at its point of the install or upgrade; it is not among the objects an upgrade deletes."""
+FLUX_ORIGIN_LABELS = ("helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace")
+"""Labels helm-controller's post-renderer adds to every object's ``metadata.labels`` (see docs/takeover.md)."""
+
+
+# --------------------------------------------------------------------------------------------- live objects
+
+
+class LiveObjectsError(ValueError):
+    """A ``--live-object`` file cannot be served to the chart's lookup; the message says which file and why."""
+
+
+@dataclass(frozen=True)
+class LiveObject:
+    """An object on the cluster the chart may look up, and the file it was read from."""
+
+    manifest: dict[str, Any]
+    source: str
+
+    @property
+    def key(self) -> ObjectKey:
+        return object_key(self.manifest)
+
+
+def load_live_objects(text: str, source: str, namespace: str) -> list[LiveObject]:
+    """The objects in ``kubectl get -o yaml`` output (one object, a ``List``, or several documents) or in a manifest
+    from the GitOps repository; one without a namespace is put in ``namespace`` (the Kustomization would)."""
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise LiveObjectsError(f"{source}: not valid YAML{where}") from None
+    manifests: list[Any] = []
+    for document in documents:
+        if isinstance(document, dict) and str(document.get("kind", "")).endswith("List") and "items" in document:
+            manifests.extend(document.get("items") or [])
+        elif document is not None:
+            manifests.append(document)
+    found = []
+    for number, manifest in enumerate(manifests, start=1):
+        if (
+            not isinstance(manifest, dict)
+            or not manifest.get("kind")
+            or not (manifest.get("metadata") or {}).get("name")
+        ):
+            raise LiveObjectsError(f"{source}: object {number} is not a Kubernetes object (no kind or metadata.name)")
+        metadata = dict(manifest["metadata"])
+        metadata.setdefault("namespace", namespace)
+        found.append(LiveObject({**manifest, "metadata": metadata}, source))
+    try:
+        LookupApi([o.manifest for o in found])  # checks each can be served; starts nothing
+    except LookupApiError as error:
+        raise LiveObjectsError(f"{source}: {error}") from None
+    return found
+
+
+# --------------------------------------------------------------------------------------------- the two renders
+
+
+@dataclass(frozen=True)
+class Sides:
+    """What each render is given: values and the objects its stand-in API serves."""
+
+    release_name: str
+    namespace: str
+    live_values: dict[str, Any]
+    live_served: list[dict[str, Any]]
+    project_values: dict[str, Any]
+    project_served: list[dict[str, Any]]
+    notes: tuple[str, ...]
+    """What the live side was served and where from, in the report's words."""
+
+
+def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(name, key) of the external Envoy ConfigMap the live values make the chart copy, or None."""
+    external = (live_values.get(CHART.envoy_values_key) or {}).get("external_config") or {}
+    if not external.get("load_from_configmap") or not external.get("configmap_name"):
+        return None
+    return str(external["configmap_name"]), str(external.get("configmap_key") or CHART.envoy_config_key)
+
+
+def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequence[LiveObject]) -> Sides:
+    """The two renders' inputs. The live Envoy ConfigMap, if not among ``live_objects``, is stood in for by this
+    stack's envoy.yaml under the live name (so the chart renders, and the note says the change is not shown)."""
+    namespace = expected.namespace
+    served = [o.manifest for o in live_objects]
+    by_key = {o.key: o for o in live_objects}
+    notes = []
+    live_served = list(served)
+    envoy = live_envoy_config_map(live_values)
+    if envoy is not None:
+        name, key = envoy
+        given = by_key.get(ObjectKey("ConfigMap", name, "", namespace))
+        if given is not None:
+            notes.append(f"The live Envoy ConfigMap `{name}` is the one in `{given.source}`.")
+        else:
+            live_served.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "data": {key: expected.envoy_yaml},
+                }
+            )
+            notes.append(
+                f"**The live Envoy ConfigMap `{name}` was not given**: this stack's envoy.yaml was served under its "
+                "name, so the change of the Envoy configuration itself is not shown. Give it with `--live-object`."
+            )
+    scaled = CHART.scaled_object_name(expected.release_name)
+    live_scaled = by_key.get(ObjectKey("ScaledObject", scaled, "keda.sh", namespace))
+    if live_scaled is not None:
+        floor = (live_scaled.manifest.get("spec") or {}).get("minReplicaCount", "not set")
+        notes.append(
+            f"The live ScaledObject `{scaled}` (minReplicaCount {floor}) is the one in `{live_scaled.source}`."
+        )
+    else:
+        notes.append(
+            f"No live ScaledObject `{scaled}` was given: the chart's lookup found none, so where the chart keeps the "
+            "live minReplicaCount this shows the value set instead. Give it with `--live-object`."
+        )
+    named = {ObjectKey("ScaledObject", scaled, "keda.sh", namespace)}
+    if envoy is not None:
+        named.add(ObjectKey("ConfigMap", envoy[0], "", namespace))
+    others = [o for o in live_objects if o.key not in named]
+    if others:
+        notes.append("Also served to the chart's lookup: " + ", ".join(f"`{o.key}`" for o in others) + ".")
+    # On the cluster at the upgrade, the project's ConfigMap exists beside the live objects (pulumi up creates it
+    # first); it is served last, so it wins over a live object of the same name.
+    project_served = served + expected.served
+    return Sides(
+        expected.release_name, namespace, live_values, live_served, expected.values, project_served, tuple(notes)
+    )
+
+
+class SideRefused(Exception):
+    """Helm refused to render one side; ``side`` says which, the message is Helm's."""
+
+    def __init__(self, side: str, message: str):
+        super().__init__(message)
+        self.side = side
+
+
+def render_sides(
+    chart_dir: Path, given: Sides, *, post_renderer: Path | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(live render, project render), rendered at the same time. Raises ``SideRefused`` or ``BinaryError``."""
+    from components.supersonic_release import POSTRENDER
+
+    executable = ROOT / POSTRENDER if post_renderer is None else post_renderer
+
+    def one(side: str, values: dict[str, Any], served: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        try:
+            # Both as upgrades: the live objects are those of the release's last upgrade (Flux upgrades it on every
+            # change), and the takeover is one.
+            return render_chart(
+                chart_dir,
+                given.release_name,
+                given.namespace,
+                values,
+                served,
+                post_renderer=executable,
+                is_upgrade=True,
+            )
+        except ChartRenderError as error:
+            raise SideRefused(side, str(error)) from None
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        live = pool.submit(one, "the live values", given.live_values, given.live_served)
+        project = pool.submit(one, "this stack's values", given.project_values, given.project_served)
+        return live.result(), project.result()
+
+
+# --------------------------------------------------------------------------------------------- the comparison
+
+
+@dataclass(frozen=True)
+class Deletion:
+    key: ObjectKey
+    why: str
+
+
+@dataclass(frozen=True)
+class ObjectsComparison:
+    diff: ManifestDiff
+    deleted: tuple[Deletion, ...]
+    """Deleted by the upgrade, as declared in ``EXPECTED_DELETIONS``."""
+    unexplained: tuple[ObjectKey, ...]
+    """Findings: deleted by the upgrade, and not declared."""
+    left: tuple[Deletion, ...]
+    """No longer rendered, but left on the cluster by Helm (kept, or a hook); ``why`` says which."""
+    stale: tuple[ExpectedDeletion, ...] = field(default=())
+    """Findings: declared deletions the upgrade no longer makes."""
+
+    @property
+    def has_findings(self) -> bool:
+        return bool(self.unexplained or self.stale)
+
+
+def _left_by_helm(manifest: Mapping[str, Any]) -> str:
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    name, value = KEEP_ANNOTATION
+    if annotations.get(name) == value:
+        return f"`{name}: {value}`: Helm leaves it in place, no longer part of the release"
+    if HOOK_ANNOTATION in annotations:
+        return f"a hook (`{HOOK_ANNOTATION}: {annotations[HOOK_ANNOTATION]}`): an upgrade does not delete hooks"
+    return ""
+
+
+def compare(
+    before: Sequence[Mapping[str, Any]],
+    after: Sequence[Mapping[str, Any]],
+    release_name: str,
+    namespace: str,
+    declared: Sequence[ExpectedDeletion] | None = None,
+) -> ObjectsComparison:
+    """Compare the live render with the project's and sort what the upgrade no longer renders (``declared``:
+    default ``EXPECTED_DELETIONS``)."""
+    declarations = EXPECTED_DELETIONS if declared is None else declared
+    diff = compare_manifests(before, after, namespace=namespace)
+    old = {object_key(m, namespace): m for m in before}
+    reasons = {d.key(release_name, namespace): d for d in declarations}
+    deleted, unexplained, left, used = [], [], [], set()
+    for key in diff.deleted:
+        kept = _left_by_helm(old[key])
+        if kept:
+            left.append(Deletion(key, kept))
+        elif key in reasons:
+            used.add(key)
+            deleted.append(Deletion(key, reasons[key].why))
+        else:
+            unexplained.append(key)
+    stale = tuple(d for k, d in reasons.items() if k not in used)
+    return ObjectsComparison(diff, tuple(deleted), tuple(unexplained), tuple(left), stale)
+
+
+# --------------------------------------------------------------------------------------------- the report
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and "\n" in value
+
+
+def _text_diff(change: Change) -> list[str]:
+    before = change.before if isinstance(change.before, str) else ""
+    after = change.after if isinstance(change.after, str) else ""
+    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), "live", "this stack", n=2, lineterm="")
+    return [f"`{format_path(change.path)}`:", "", "```diff", *lines, "```", ""]
+
+
+def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
+    lines = [f"**Changed `{key}`:**", "", "| field | live | this stack |", "|---|---|---|"]
+    texts = []
+    for change in changes:
+        if _is_text(change.before) or _is_text(change.after):
+            texts.append(change)
+            lines.append(f"| {markdown_cell(format_path(change.path))} | *(text: see below)* | *(text: see below)* |")
+        else:
+            lines.append(
+                f"| {markdown_cell(format_path(change.path))} | {markdown_value(change.before)} "
+                f"| {markdown_value(change.after)} |"
+            )
+    lines.append("")
+    for change in texts:
+        lines += _text_diff(change)
+    return lines
+
+
+def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str] = ()) -> str:
+    """The report for the pull request: what was rendered, deleted, created, changed, then any findings."""
+    diff = comparison.diff
+    lines = [f"#### Objects: the live release → stack `{stack}`", ""]
+    lines += [f"- {note}" for note in notes]
+    if notes:
+        lines.append("")
+    lines += ["**Deleted by the upgrade:**", ""]
+    if comparison.deleted or comparison.unexplained:
+        lines += ["| object | why |", "|---|---|"]
+        lines += [f"| `{d.key}` | {d.why} |" for d in comparison.deleted]
+        lines += [
+            f"| `{key}` | **not explained** (a finding: declare it with its reason in "
+            "`supersonic_interlink/takeover/objects_diff.py`, or change the stack so the upgrade keeps it) |"
+            for key in comparison.unexplained
+        ]
+    else:
+        lines.append("*(none)*")
+    lines.append("")
+    if comparison.left:
+        lines += ["**No longer rendered, left on the cluster by Helm:**", ""]
+        lines += [f"- `{d.key}`: {d.why}" for d in comparison.left]
+        lines.append("")
+    lines += ["**Created:**", ""]
+    lines += [f"- `{key}`" for key in diff.created] or ["*(none)*"]
+    lines.append("")
+    for change in diff.changed:
+        lines += _changed_object(change.key, change.changes)
+    if comparison.stale:
+        lines += [
+            (
+                "**Declared deletions the upgrade no longer makes** (findings: remove them from "
+                "`supersonic_interlink/takeover/objects_diff.py`):"
+            ),
+            "",
+        ]
+        lines += [f"- `{d.kind}` `{d.name}`: {d.why}" for d in comparison.stale]
+        lines.append("")
+    labels = " and ".join(f"`{label}`" for label in FLUX_ORIGIN_LABELS)
+    lines += [
+        (
+            f"Not shown: every object of the live release also carries helm-controller's labels {labels}; the "
+            "upgrade removes them from each object's `metadata.labels` (no selector, no pod template)."
+        ),
+        "",
+        (
+            f"{len(comparison.deleted) + len(comparison.unexplained)} deleted ({len(comparison.unexplained)} "
+            f"unexplained), {len(diff.created)} created, {len(diff.changed)} changed, {len(diff.unchanged)} "
+            f"unchanged, {len(comparison.left)} left by Helm, {len(comparison.stale)} stale."
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------- the command
+
+
+def chart_directory(stack: str, chart: ChartSource, given: Path | None, cache: Path | None = None) -> Path:
+    """The chart to render: ``given`` (``--chart``), else the stack's chart, fetched if it is a pinned git commit not
+    yet in the cache. Raises ``ChartSourceError`` with one line saying what to do."""
+    if given is not None:
+        if not (given / "Chart.yaml").is_file():
+            raise chart_source.ChartSourceError(f"--chart {given}: not a chart directory (no Chart.yaml in it)")
+        return given
+    if chart.kind == "git":
+        if chart.commit is None:
+            raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
+        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path), cache)
+    on_disk = chart_source.chart_on_disk(chart)
+    if on_disk is not None:
+        return on_disk
+    if chart.kind == "path":
+        raise chart_source.ChartSourceError(
+            f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
+        )
+    raise chart_source.ChartSourceError(
+        f"{PROJECT}:release.chart is chart {chart.name} {chart.version} of repository {chart.repo}, not a directory: "
+        "give --chart DIR (helm pull --untar)"
+    )
+
+
+class ClusterReadError(Exception):
+    """The live release could not be read from the cluster; the message is the tool's own."""
+
+
+@dataclass(frozen=True)
+class LiveRelease:
+    """What the cluster says of the live release: Helm's record and the objects the chart looks up."""
+
+    values: dict[str, Any]
+    manifest: list[dict[str, Any]]
+    """The release's stored manifest (``helm get manifest``): what Helm's upgrade compares against."""
+    revision: int
+    status: str
+    objects: list[LiveObject]
+
+
+def read_live_release(release: str, namespace: str) -> LiveRelease:
+    """Read the release from the cluster ``KUBECONFIG`` names, with the pinned Helm v3 and kubectl."""
+    import json
+    import subprocess
+
+    from supersonic_interlink.chart.binaries import ensure
+
+    def run(tool: str, *args: str) -> str:
+        done = subprocess.run([str(ensure(tool)), *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise ClusterReadError(f"{tool} {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
+    status = json.loads(run("helm", "status", release, "-n", namespace, "-o", "json"))
+    values = load_live_values(run("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
+    manifest = [d for d in yaml.safe_load_all(run("helm", "get", "manifest", release, "-n", namespace)) if d]
+    objects: list[LiveObject] = []
+    wanted = [("scaledobject.keda.sh", CHART.scaled_object_name(CHART.instance_name(release)))]
+    envoy = live_envoy_config_map(values)
+    if envoy is not None:
+        wanted.append(("configmap", envoy[0]))
+    for kind, name in wanted:
+        found = run("kubectl", "get", kind, "-n", namespace, "--ignore-not-found", "-o", "yaml", name)
+        if found.strip():
+            objects += load_live_objects(found, f"kubectl get {kind} {name}", namespace)
+    return LiveRelease(values, manifest, int(status["version"]), str(status["info"]["status"]), objects)
+
+
+def _error(line: str) -> int:
+    print(line, file=sys.stderr)
+    return 2
+
+
+def command(
+    stack: str,
+    settings: Settings,
+    rendered: Callable[[], Mapping[str, Any]],
+    *,
+    live: Path | None,
+    live_objects: Sequence[Path] = (),
+    chart: Path | None = None,
+    out: Path | None = None,
+    from_cluster: bool = False,
+) -> int:
+    """``./supersonic takeover objects <stack>``: 0 when every deletion is explained, 1 on a finding (an unexplained or
+    stale deletion, or the chart refusing either side's values), 2 when nothing could be compared. ``rendered`` gives
+    what ``./supersonic render`` renders for the stack. With ``from_cluster`` the live values, the objects the chart
+    looks up and, as "before", the release's stored manifest are read from the cluster: the comparison Helm's upgrade
+    makes."""
+    cluster: LiveRelease | None = None
+    if from_cluster:
+        try:
+            cluster = read_live_release(settings.release.name, settings.namespace)
+        except (ClusterReadError, LiveValuesError, LiveObjectsError, BinaryError) as error:
+            return _error(f"stack {stack}: cannot read the live release: {error}")
+        if cluster.status != "deployed":
+            return _error(
+                f"stack {stack}: release {settings.release.name} is {cluster.status} (revision {cluster.revision}), "
+                "not deployed: a Helm operation is in flight or failed; see docs/takeover.md before going on"
+            )
+        live_values = cluster.values
+    elif live is None:
+        return _error("objects: give --live FILE (the live values) or --from-cluster")
+    else:
+        try:
+            live_values = load_live_values(live.read_text(), str(live))
+        except OSError as error:
+            return _error(f"--live {live}: cannot read: {error.strerror}")
+        except LiveValuesError as error:
+            return _error(f"--live {error}")
+    objects: list[LiveObject] = list(cluster.objects) if cluster is not None else []
+    for path in live_objects:
+        try:
+            objects += load_live_objects(path.read_text(), str(path), settings.namespace)
+        except OSError as error:
+            return _error(f"--live-object {path}: cannot read: {error.strerror}")
+        except LiveObjectsError as error:
+            return _error(f"--live-object {error}")
+    try:
+        chart_dir = chart_directory(stack, settings.release.chart, chart)
+    except chart_source.ChartSourceError as error:
+        return _error(f"stack {stack}: {error}")
+    given = sides(Expected.from_rendered(rendered()), live_values, objects)
+    try:
+        before, after = render_sides(chart_dir, given)
+    except BinaryError as error:
+        return _error(f"stack {stack}: cannot render the chart: {error}")
+    except SideRefused as refused:
+        print(f"stack {stack}: chart {chart_dir} refuses {refused.side}: {refused}", file=sys.stderr)
+        return 1
+    first = (
+        f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
+        f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
+    )
+    if cluster is not None:
+        # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
+        # pinned chart: the two agree only if the pinned commit is the live chart.
+        rendered_live = compare_manifests(cluster.manifest, before, namespace=given.namespace)
+        differing = len(rendered_live.deleted) + len(rendered_live.created) + len(rendered_live.changed)
+        before = cluster.manifest
+        first = (
+            f"Before: the live release's stored manifest (`helm get manifest`, revision {cluster.revision}), "
+            f"what Helm's upgrade compares against. After: chart `{chart_dir}` rendered with this stack's values as "
+            "an upgrade, with the post-renderer. "
+            + (
+                "The pinned chart renders the live values exactly as stored: it is the live chart."
+                if differing == 0
+                else f"**The pinned chart renders the live values differently from the stored manifest in {differing} "
+                "object(s)**: it is not the chart the live release runs (docs/takeover.md, step 1)."
+            )
+        )
+    comparison = compare(before, after, given.release_name, given.namespace)
+    notes = (first, *given.notes)
+    report = markdown(comparison, stack, notes)
+    if out is not None:
+        out.write_text(report)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        print(report, end="")
+    if comparison.has_findings:
+        print(
+            f"stack {stack}: {len(comparison.unexplained)} unexplained and {len(comparison.stale)} stale "
+            "deletion(s); see the report",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -1,0 +1,358 @@
+"""Taking over a live Flux-managed release: the URNs the engine gives it, and the steps for one stack.
+
+Everything here is derived from the program's own names (project, component names and types, the provider's type
+token) and the stack's settings, so the printed commands name exactly what ``pulumi up`` registers. The runbook,
+with the reasons and the sources behind the order, is docs/takeover.md.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from components.envoy_config import config_map_name, envoy_config_text
+from components.failed_pod_cleanup import object_name as cleanup_object_name
+from components.supersonic_release import HELM_RELEASE_TYPE, helm_release_resource_name, live_release_id
+from components.supersonic_release import TYPE as RELEASE_COMPONENT_TYPE
+from supersonic_interlink.config import PROJECT, Settings
+from supersonic_interlink.config.stack_config import ROOT, stack_file
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.program import RELEASE_COMPONENT
+
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
+LIVE_OBJECTS_FILE = "live-objects.yaml"
+"""Where step 1 saves the live objects the chart looks up, for ``./supersonic takeover objects <stack>`` in step 2."""
+
+
+def resource_urn(stack: str, project: str, type_chain: Sequence[str], name: str) -> str:
+    """The URN the engine gives a resource: ``urn:pulumi:<stack>::<project>::<qualified type>::<name>``.
+
+    The qualified type is the types of the resource's ancestors and its own joined by ``$``, outermost first; the
+    root stack is never part of it (pulumi/pulumi ``Deployment.generateURN`` and ``urn.New``).
+    """
+    types = [t for t in type_chain if t != ROOT_STACK_TYPE]
+    if not types:
+        raise ValueError("a URN needs the resource's own type")
+    return f"urn:pulumi:{stack}::{project}::{'$'.join(types)}::{name}"
+
+
+@dataclass(frozen=True)
+class FluxObjects:
+    """What the GitOps repository applies for the release today, by the names it gives them."""
+
+    helm_release: str
+    """The HelmRelease (helm.toolkit.fluxcd.io), in the release namespace."""
+    helm_chart: str
+    """The HelmChart helm-controller made for it, ``<namespace>-<HelmRelease>``, in the GitRepository's namespace."""
+    values_config_map: str
+    envoy_config_map: str
+    pruner: str
+    """CronJob, ServiceAccount, Role and RoleBinding of the old Failed-pod cleanup."""
+
+
+def flux_objects(settings: Settings) -> FluxObjects:
+    release, namespace = settings.release.name, settings.namespace
+    return FluxObjects(
+        helm_release=release,
+        helm_chart=f"{namespace}-{release}",
+        values_config_map=f"{release}-config",
+        envoy_config_map=f"{release}-envoy-config-custom",
+        pruner=f"{release}-pod-pruner",
+    )
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """Everything the steps name for one stack."""
+
+    stack: str
+    namespace: str
+    release: str
+    adopt: bool
+    chart_pinned: bool
+    component_urn: str
+    release_urn: str
+    import_id: str
+    envoy_service: str
+    envoy_deployment: str
+    triton_deployment: str
+    scaled_object: str
+    hold_seconds: int
+    new_envoy_config_map: str
+    cleanup_cronjob: str
+    flux: FluxObjects
+
+
+def adoption(stack: str, settings: Settings) -> Adoption:
+    release_urn = resource_urn(
+        stack, PROJECT, [RELEASE_COMPONENT_TYPE, HELM_RELEASE_TYPE], helm_release_resource_name(RELEASE_COMPONENT)
+    )
+    return Adoption(
+        stack=stack,
+        namespace=settings.namespace,
+        release=settings.release.name,
+        adopt=settings.release.adopt,
+        chart_pinned=settings.release.chart.kind == "git" and settings.release.chart.pinned,
+        component_urn=resource_urn(stack, PROJECT, [RELEASE_COMPONENT_TYPE], RELEASE_COMPONENT),
+        release_urn=release_urn,
+        import_id=live_release_id(settings),
+        envoy_service=CHART.instance_name(settings.release.name),
+        envoy_deployment=CHART.envoy_object_name(settings.release.name),
+        triton_deployment=CHART.inference_object_name(settings.release.name),
+        scaled_object=CHART.scaled_object_name(settings.release.name),
+        hold_seconds=settings.scaleFromZero.holdMinReplicasSeconds,
+        new_envoy_config_map=config_map_name(settings.release.name, envoy_config_text(settings)),
+        cleanup_cronjob=cleanup_object_name(settings.release.name),
+        flux=flux_objects(settings),
+    )
+
+
+@dataclass(frozen=True)
+class Do:
+    """One action of a step: a shell command, or an edit made in a repository (``shell=False``)."""
+
+    text: str
+    shell: bool = True
+
+
+def edit(text: str) -> Do:
+    return Do(text, shell=False)
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    changes: str
+    """What the step changes on the cluster or in a repository."""
+    actions: tuple[Do, ...]
+    checks: tuple[str, ...]
+    """Commands and the result that shows the step worked."""
+    undo: tuple[str, ...]
+
+
+def steps(a: Adoption) -> list[Step]:
+    """The takeover for one stack, in the order that never uninstalls the release (docs/takeover.md says why)."""
+    ns, rel, flux = a.namespace, a.release, a.flux
+    helm = f"helm -n {ns}"
+    kubectl = f"kubectl -n {ns}"
+    stack_path = stack_file(a.stack).relative_to(ROOT)
+    urn = shlex.quote(a.release_urn)
+    hr = f"{kubectl} get helmrelease {flux.helm_release}"
+    label = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/"
+    owner = f"{label}namespace}} {label}name}}"
+    reconcile = Do("flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)")
+    return [
+        Step(
+            "Read what runs today",
+            "Nothing (read-only).",
+            (
+                Do(f"{helm} history {rel} --max 5"),
+                Do(f"{helm} get metadata {rel}"),
+                Do(
+                    "kubectl get helmcharts.source.toolkit.fluxcd.io -A --field-selector "
+                    f"metadata.name={flux.helm_chart} -o jsonpath='{{range .items[*]}}{{.metadata.namespace}} "
+                    f'{{.status.observedSourceArtifactRevision}}{{"\\n"}}{{end}}\''
+                ),
+                Do(f"{hr} -o jsonpath='{owner}'"),
+                Do(f"{helm} get values {rel} -o yaml > live-values.yaml"),
+                Do(
+                    f"{kubectl} get configmap/{flux.envoy_config_map} scaledobject/{a.scaled_object} -o yaml "
+                    f"> {LIVE_OBJECTS_FILE}"
+                ),
+                Do(f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"),
+            ),
+            (
+                "VERSION ends in +<12 hex>: the first 12 hex digits of the chart commit the release runs;",
+                "the HelmChart's revision (main@sha1:<40 hex>) starts with the same 12: that is the commit to pin",
+                (
+                    "(if not, Flux has a newer commit than the release: expand the 12 hex with "
+                    "`git rev-parse <12 hex>^{commit}` in a clone of the chart's repository);"
+                ),
+                (
+                    "note the HelmChart's namespace, the Kustomization (namespace and name) that applies the "
+                    "HelmRelease, the last deployed revision and the LoadBalancer address."
+                ),
+            ),
+            ("Nothing to undo.",),
+        ),
+        Step(
+            "Pin the chart, turn adoption on, compare the values and the objects (a pull request here)",
+            f"{stack_path} only; nothing on the cluster.",
+            (
+                Do(f"./supersonic render {a.stack} --pin-chart <40-hex commit from step 1>"),
+                edit(f"set `adopt: true` under supersonic-interlink:release in {stack_path}"),
+                Do(f"./supersonic takeover values {a.stack} --live live-values.yaml > takeover-values.md"),
+                Do(
+                    f"./supersonic takeover objects {a.stack} --live live-values.yaml "
+                    f"--live-object {LIVE_OBJECTS_FILE} > takeover-objects.md"
+                ),
+                Do(f"./supersonic render {a.stack} --out rendered/{a.stack} --check"),
+                Do(f"pulumi preview --diff --stack {a.stack}"),
+            ),
+            (
+                (
+                    "takeover values exits 0 (every difference declared); paste takeover-values.md into the pull "
+                    "request;"
+                ),
+                (
+                    "takeover objects exits 0 (nothing deleted, or every deletion declared) and names both live "
+                    "objects as read from the file; paste takeover-objects.md into the pull request;"
+                ),
+                f"the preview imports {urn} (id {a.import_id}) and then updates it: no delete, no replace;",
+                f"it creates ConfigMap {a.new_envoy_config_map} and the {a.cleanup_cronjob} objects.",
+            ),
+            ("Close the pull request.",),
+        ),
+        Step(
+            "Stop Flux acting on the release (GitOps repository)",
+            f"HelmRelease {flux.helm_release} gets spec.suspend: true and the annotation "
+            "kustomize.toolkit.fluxcd.io/prune: disabled; helm-controller stops reconciling it, the release is "
+            "untouched.",
+            (
+                edit(
+                    f"in the HelmRelease {flux.helm_release} manifest: spec.suspend: true and "
+                    "metadata.annotations: {kustomize.toolkit.fluxcd.io/prune: disabled}; commit"
+                ),
+                reconcile,
+            ),
+            (
+                (
+                    f"{hr} -o jsonpath='{{.spec.suspend}} "
+                    "{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}'  prints: true disabled"
+                ),
+            ),
+            ("Revert the commit; Flux resumes the release.",),
+        ),
+        Step(
+            "Adopt and upgrade the release",
+            f"One `pulumi up`: the release enters the state (read, unchanged), ConfigMap {a.new_envoy_config_map} "
+            f"is created, one helm upgrade moves {rel} to this project's values, the {a.cleanup_cronjob} objects "
+            "are created.",
+            (Do(f"pulumi up --stack {a.stack}"),),
+            (
+                f"{helm} history {rel} --max 2  shows one new revision, deployed;",
+                (
+                    f"{helm} get values {rel} -o json | jq -r .envoy.external_config.configmap_name  prints "
+                    f"{a.new_envoy_config_map};"
+                ),
+                (
+                    f"pulumi stack export --stack {a.stack} | jq -r '.deployment.resources[] | "
+                    f'select(.urn == "{a.release_urn}") | .id\'  prints {a.import_id};'
+                ),
+                f"{kubectl} rollout status deployment/{a.envoy_deployment};",
+                (
+                    f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'  "
+                    "prints the address from step 1;"
+                ),
+                (
+                    f"{kubectl} get scaledobject {a.scaled_object} -o jsonpath='{{.spec.minReplicaCount}}'  still "
+                    "prints the live value: the chart keeps the live ScaledObject's minReplicaCount across upgrades "
+                    "(step 7 sets it to 0)."
+                ),
+            ),
+            (
+                f"pulumi state delete {urn} --stack {a.stack}   (Pulumi forgets the release; it is not uninstalled)",
+                f"{helm} rollback {rel} <revision from step 1>",
+                (
+                    f"pulumi destroy --stack {a.stack}   (only after the state delete: with the release in the state, "
+                    "destroy uninstalls it)"
+                ),
+                "then undo step 3.",
+            ),
+        ),
+        Step(
+            "Retire the HelmRelease and the old ConfigMaps",
+            f"Flux prunes ConfigMaps {flux.values_config_map} and {flux.envoy_config_map}; the suspended "
+            "HelmRelease stays (prune disabled) until it is deleted by hand, which, suspended, uninstalls nothing.",
+            (
+                edit(
+                    f"remove HelmRelease {flux.helm_release}, ConfigMap {flux.values_config_map} and ConfigMap "
+                    f"{flux.envoy_config_map} from the GitOps repository; commit"
+                ),
+                reconcile,
+                Do(
+                    f"test \"$({hr} -o jsonpath='{{.spec.suspend}}')\" = true"
+                    f" && {kubectl} delete helmrelease {flux.helm_release}"
+                ),
+                Do(
+                    f"kubectl -n <HelmChart namespace from step 1> delete helmchart {flux.helm_chart}"
+                    " --ignore-not-found"
+                ),
+            ),
+            (
+                (
+                    f"{hr}  and  {kubectl} get configmap {flux.values_config_map} {flux.envoy_config_map}"
+                    "  report NotFound;"
+                ),
+                f"{helm} status {rel}  still deployed at the revision of step 4;",
+                f"pulumi preview --stack {a.stack}  shows no changes.",
+            ),
+            ("Revert the GitOps commit: the HelmRelease comes back suspended, the ConfigMaps come back.",),
+        ),
+        Step(
+            "Retire the old pod pruner after the new CronJob has run",
+            f"Flux prunes CronJob, ServiceAccount, Role and RoleBinding {flux.pruner}.",
+            (
+                Do(f"{kubectl} get cronjob {a.cleanup_cronjob} -o jsonpath='{{.status.lastSuccessfulTime}}'"),
+                edit(
+                    f"once that prints a time: remove CronJob, ServiceAccount, Role and RoleBinding {flux.pruner} "
+                    "from the GitOps repository; commit"
+                ),
+                reconcile,
+            ),
+            (f"{kubectl} get cronjob,serviceaccount,role,rolebinding {flux.pruner}  reports NotFound for all four.",),
+            ("Revert the GitOps commit.",),
+        ),
+        Step(
+            "Acceptance: scale to zero, then a cold start through the new path",
+            f"ScaledObject {a.scaled_object} gets minReplicaCount 0 (the value the stack deploys; the chart's lookup "
+            "kept the live one) and KEDA scales Triton to zero; the probe then wakes it once (a Slurm job).",
+            (
+                Do(
+                    f"{kubectl} patch scaledobject {a.scaled_object} --type merge "
+                    """-p '{"spec":{"minReplicaCount":0}}'"""
+                ),
+                Do(f"{kubectl} get deployment {a.triton_deployment} -o jsonpath='{{.spec.replicas}}'"),
+                Do(f"./supersonic probe {a.stack}"),
+            ),
+            (
+                "the deployment prints 0 before the probe runs (KEDA scales down once nothing is inferring);",
+                "the probe ends `ready` with exit 0: a cold start woke Triton through the Lua filter and the sidecar;",
+                (
+                    f"about {a.hold_seconds} s (holdMinReplicasSeconds) after the wake, minReplicaCount is 0 again "
+                    "and Triton goes back to zero replicas;"
+                ),
+                f"then set `adopt: false` in {stack_path} (a follow-up pull request): its preview shows no changes.",
+            ),
+            (
+                (
+                    f"{kubectl} patch scaledobject {a.scaled_object} --type merge "
+                    """-p '{"spec":{"minReplicaCount":1}}'   (keeps one Triton up; later upgrades keep it too)"""
+                ),
+            ),
+        ),
+    ]
+
+
+def format_steps(a: Adoption, plan: Sequence[Step]) -> str:
+    lines = [
+        (
+            f"Take over Helm release {a.release} in namespace {a.namespace} with stack {a.stack} "
+            "(docs/takeover.md explains every step)."
+        ),
+        "",
+        f"  component URN: {a.component_urn}",
+        f"  release URN:   {a.release_urn}",
+        f"  import id:     {a.import_id}",
+        (
+            f"  release.adopt is {'on' if a.adopt else 'off (step 2 turns it on)'}; the chart is "
+            f"{'a pinned git commit' if a.chart_pinned else 'not a pinned git commit yet (step 2 pins it)'}."
+        ),
+    ]
+    for number, step in enumerate(plan, start=1):
+        lines += ["", f"{number}. {step.title}", f"   changes: {step.changes}"]
+        lines += [f"   {'$' if action.shell else '-'} {action.text}" for action in step.actions]
+        lines += ["   check:"] + [f"     {check}" for check in step.checks]
+        lines += ["   undo:"] + [f"     {undo}" for undo in step.undo]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,201 @@
+"""The values of the live release against this project's, with every deliberate difference declared once.
+
+The first ``pulumi up`` of a takeover upgrades the live release to this project's values. Each difference between
+the two must be one this project means to make; ``DELIBERATE`` lists them with the reason. ``compare_values`` sorts
+the differences into declared ones, undeclared ones (findings: either the stack is wrong or the table is missing a
+row) and declarations under which nothing differs any more (findings too: the table would claim a change that is
+not made). ``markdown`` writes the table the operator pastes into the pull request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.takeover.tree_diff import (
+    Change,
+    Path,
+    changes,
+    format_path,
+    is_under,
+    markdown_cell,
+    markdown_value,
+)
+
+
+@dataclass(frozen=True)
+class Deliberate:
+    """A value path (a leaf or a whole block) where this project differs from the live release on purpose."""
+
+    path: Path
+    why: str
+
+
+DELIBERATE: tuple[Deliberate, ...] = (
+    Deliberate(
+        ("scaleFromZero",),
+        "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex and "
+        "holds it up to readyTimeoutSeconds; holdMinReplicasSeconds may not be shorter (the chart refuses).",
+    ),
+    Deliberate(
+        ("keda", "minReplicaCount"),
+        "Scale to zero when idle, so no Slurm allocation or GPU is held while nobody infers (0 only with "
+        "scale from zero: nothing else would wake Triton).",
+    ),
+    Deliberate(
+        (CHART.envoy_values_key, "external_config", "configmap_name"),
+        "The Envoy configuration is this program's ConfigMap, named after a hash of its content: a change is a new "
+        "ConfigMap, so the chart's lookup never reads a half-changed or missing one. It replaces the ConfigMap Flux "
+        "applied, which is retired after the upgrade.",
+    ),
+    Deliberate(
+        (CHART.envoy_values_key, "annotations", CONFIG_CHECKSUM_ANNOTATION),
+        "The configuration's hash on the Envoy pods: Envoy reads its configuration only at start, so a changed "
+        "configuration must roll the pods.",
+    ),
+    Deliberate(
+        (CHART.envoy_values_key, "image"),
+        "The program always sets the Envoy image (envoy.image, pinned in Pulumi.yaml) where the live values leave "
+        "the chart's default, so the image is pinned in this repository, not by whichever chart commit is deployed.",
+    ),
+    Deliberate(
+        (CHART.envoy_values_key, "loadBalancerPolicy"),
+        "No longer passed: with an external Envoy configuration the chart reads it only for the configuration it "
+        "would generate itself. The policy is in this program's Envoy configuration (envoy.loadBalancerPolicy).",
+    ),
+    Deliberate(
+        (CHART.inference_values_key, "readinessProbe", "exec"),
+        "No longer passed: the chart renders Triton's readiness probe as an exec probe from readinessProbe.command "
+        "whatever readinessProbe.exec says, so this null never reached the pod.",
+    ),
+    Deliberate(
+        (CHART.inference_values_key, "readinessProbe", "grpc"),
+        "No longer passed: the chart renders no grpc readiness handler, so the probe that runs is its exec probe "
+        "(with successThreshold 3, kept); the pod's probe does not change.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One differing value: where, live, this project, and the reason if declared."""
+
+    change: Change
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class ValuesComparison:
+    deliberate: tuple[Row, ...]
+    undeclared: tuple[Row, ...]
+    """Findings: differences no row of the table explains."""
+    stale: tuple[Deliberate, ...] = field(default=())
+    """Findings: declared differences under which live and project now agree."""
+
+    @property
+    def has_findings(self) -> bool:
+        return bool(self.undeclared or self.stale)
+
+
+def compare_values(
+    live: Mapping[str, Any], project: Mapping[str, Any], declared: Sequence[Deliberate] = DELIBERATE
+) -> ValuesComparison:
+    """Sort every difference between the live values and the project's by the declarations."""
+    deliberate: list[Row] = []
+    undeclared: list[Row] = []
+    used: set[Path] = set()
+    for change in changes(live, project):
+        # The most specific declaration explains a change, so a block-wide row never hides a narrower one.
+        covering = [d for d in declared if is_under(change.path, d.path)]
+        if covering:
+            best = max(covering, key=lambda d: len(d.path))
+            used.add(best.path)
+            deliberate.append(Row(change, best.why))
+        else:
+            undeclared.append(Row(change))
+    stale = tuple(d for d in declared if d.path not in used)
+    return ValuesComparison(tuple(deliberate), tuple(undeclared), stale)
+
+
+class LiveValuesError(ValueError):
+    """The live values file cannot be read as chart values."""
+
+
+def load_live_values(text: str, source: str) -> dict[str, Any]:
+    """Chart values from ``helm get values`` output (with or without ``-o yaml``) or the Flux values ConfigMap.
+
+    The ConfigMap may be given whole (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text.
+    """
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise LiveValuesError(f"{source}: not valid YAML{where}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise LiveValuesError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
+    if document.get("kind") == "ConfigMap":
+        data = document.get("data") or {}
+        if "values.yaml" not in data:
+            raise LiveValuesError(f"{source}: a ConfigMap without the key values.yaml (keys: {', '.join(data)})")
+        return load_live_values(data["values.yaml"], f"{source} data.values.yaml")
+    # `helm get values` without -o yaml prints this heading line first.
+    if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
+        document = {k: v for k, v in document.items() if k != "USER-SUPPLIED VALUES"}
+    return document
+
+
+def markdown(comparison: ValuesComparison, stack: str) -> str:
+    """The difference table for the pull request, then any findings."""
+    lines = [
+        f"#### Values: the live release → stack `{stack}`",
+        "",
+        "| value | live | this project | why |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {markdown_cell(format_path(r.change.path))} | {markdown_value(r.change.before)} "
+        f"| {markdown_value(r.change.after)} | {r.why} |"
+        for r in comparison.deliberate
+    ]
+    if not comparison.deliberate:
+        lines.append("| *(none)* | | | |")
+    lines.append("")
+    if comparison.undeclared:
+        lines += [
+            (
+                "**Undeclared differences** (findings: fix the stack, or declare the difference with its reason in "
+                "`supersonic_interlink/takeover/values_diff.py`):"
+            ),
+            "",
+            "| value | live | this project |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {markdown_cell(format_path(r.change.path))} | {markdown_value(r.change.before)} "
+            f"| {markdown_value(r.change.after)} |"
+            for r in comparison.undeclared
+        ]
+        lines.append("")
+    if comparison.stale:
+        lines += [
+            (
+                "**Declared differences that no longer differ** (findings: remove them from "
+                "`supersonic_interlink/takeover/values_diff.py`):"
+            ),
+            "",
+        ]
+        lines += [f"- {markdown_cell(format_path(d.path))}: {d.why}" for d in comparison.stale]
+        lines.append("")
+    lines.append(
+        f"{len(comparison.deliberate)} deliberate, {len(comparison.undeclared)} undeclared, "
+        f"{len(comparison.stale)} stale."
+    )
+    return "\n".join(lines) + "\n"

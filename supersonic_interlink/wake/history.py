@@ -1,0 +1,228 @@
+"""Recording wakes: the history file every probe appends to, and reading it back.
+
+The history is JSON Lines: one probe's record (``ProbeResult.record()``, the object ``./supersonic probe --json``
+prints) per line, appended by ``./supersonic probe <stack> --record FILE``. Several probes may share one file (a cron
+job and an operator by hand), so an append never interleaves with another or leaves half a line in front of the next
+record; a line that is damaged anyway (a disk that filled up, a copy cut short, a hand edit) is reported with its line
+number and skipped, and the rest of the history still counts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from supersonic_interlink.wake.probe import OUTCOMES
+
+RECORD_KIND = "probe"
+"""``kind`` of a probe's record; the summary objects of ``--json --repeat`` (``kind: summary``) are not wakes."""
+
+
+# --------------------------------------------------------------------------------------------- writing
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    """One record as one line of JSON: no NaN or Infinity (not JSON), no newline inside."""
+    return json.dumps(record, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def open_for_append(path: Path) -> int:
+    """Open (creating) ``path`` for appending and return the descriptor; OSError says why it cannot be.
+
+    Read access too: the writer looks at the last byte to repair a line an earlier writer left unfinished.
+    """
+    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def check_appendable(path: Path) -> None:
+    """Raise OSError now if ``path`` cannot be appended to, so a long probe is not measured and then lost."""
+    os.close(open_for_append(path))
+
+
+def append(path: Path, record: Mapping[str, Any]) -> None:
+    """Append ``record`` as one line to ``path``, safely beside other processes appending to the same file.
+
+    The line goes out as one ``write`` on an ``O_APPEND`` descriptor while an exclusive ``flock`` is held.
+    ``O_APPEND`` alone puts each write at the end of the file, and Linux's local filesystems do not interleave
+    one write with another; but POSIX promises no such thing between processes for regular files, a write may
+    come back short (a full disk, a signal), and NFS emulates ``O_APPEND`` non-atomically. Under the lock the
+    rest of a short write follows before anyone else writes, so a line is contiguous in every case. The lock
+    also makes the repair safe: if the file does not end in a newline (a writer killed mid-line), this record
+    starts with one, so the torn fragment stays a damaged line of its own instead of spoiling this record.
+    """
+    line = encode_line(record)
+    fd = open_for_append(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
+        view = memoryview(line)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class Wake:
+    """One probe read back from the history: the fields the report needs, checked."""
+
+    line: int
+    stack: str
+    started_at: datetime
+    outcome: str
+    cold: bool | None
+    """None for a record written before the probe told cold wakes from warm answers."""
+    wake_seconds: float | None
+    elapsed_seconds: float
+    ready_timeout_seconds: int | None
+    grpc_status: str | None
+
+
+@dataclass(frozen=True)
+class DamagedLine:
+    line: int
+    reason: str
+
+    def describe(self, path: Path | str) -> str:
+        return f"{path}:{self.line}: damaged line skipped: {self.reason}"
+
+
+@dataclass
+class History:
+    """What a history file holds: the probes, the damaged lines, and how many other records were passed over."""
+
+    wakes: list[Wake] = field(default_factory=list)
+    damaged: list[DamagedLine] = field(default_factory=list)
+    other_records: int = 0
+    """Valid JSON objects that are not probe records (the summaries ``--json --repeat`` prints)."""
+
+
+class DamagedRecord(ValueError):
+    """A line that is JSON but not a probe record this reader can use; the message says what is wrong."""
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time (``2026-05-04T03:00:00.123Z``) or date (``2026-05-04``, midnight UTC), as aware UTC."""
+    value = datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _reject_constant(name: str) -> Any:
+    raise DamagedRecord(f"{name} is not a JSON number")
+
+
+def _seconds(record: Mapping[str, Any], key: str) -> float:
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise DamagedRecord(f"{key} = {json.dumps(value)}: expected a number of seconds >= 0")
+    return float(value)
+
+
+def _optional_seconds(record: Mapping[str, Any], key: str) -> float | None:
+    if key in record and record[key] is None:
+        return None
+    try:
+        return _seconds(record, key)
+    except DamagedRecord as error:
+        raise DamagedRecord(f"{error} or null") from None
+
+
+def _text(record: Mapping[str, Any], key: str, *, optional: bool) -> str | None:
+    value = record.get(key)
+    if value is None and optional and key in record:
+        return None
+    if not isinstance(value, str) or not (value or optional):
+        allowed = "a string or null" if optional else "a non-empty string"
+        raise DamagedRecord(f"{key} = {json.dumps(value)}: expected {allowed}")
+    return value
+
+
+def wake_from_record(line: int, record: Mapping[str, Any]) -> Wake:
+    """Check a probe record and keep what the report uses; DamagedRecord names the first bad field."""
+    stack = _text(record, "stack", optional=False)
+    started = _text(record, "started_at", optional=False)
+    try:
+        started_at = parse_time(started or "")
+    except ValueError:
+        raise DamagedRecord(f"started_at = {json.dumps(started)}: expected an ISO 8601 time") from None
+    outcome = record.get("outcome")
+    if outcome not in OUTCOMES:
+        raise DamagedRecord(f"outcome = {json.dumps(outcome)}: expected one of {', '.join(OUTCOMES)}")
+    cold = record.get("cold")
+    if cold is not None and not isinstance(cold, bool):
+        raise DamagedRecord(f"cold = {json.dumps(cold)}: expected true, false or null")
+    ready_timeout = record.get("ready_timeout_seconds")
+    if ready_timeout is not None and (isinstance(ready_timeout, bool) or not isinstance(ready_timeout, int)):
+        raise DamagedRecord(f"ready_timeout_seconds = {json.dumps(ready_timeout)}: expected a whole number or null")
+    return Wake(
+        line=line,
+        stack=stack or "",
+        started_at=started_at,
+        outcome=str(outcome),
+        cold=cold,
+        wake_seconds=_optional_seconds(record, "wake_seconds"),
+        elapsed_seconds=_seconds(record, "elapsed_seconds"),
+        ready_timeout_seconds=ready_timeout,
+        grpc_status=_text(record, "grpc_status", optional=True),
+    )
+
+
+def parse_lines(lines: Iterable[bytes]) -> History:
+    """Read history lines (numbered from 1); never raises for what a line holds."""
+    history = History()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            history.damaged.append(DamagedLine(number, "not UTF-8 text"))
+            continue
+        text = text.rstrip("\r\n")
+        try:
+            record = json.loads(text, parse_constant=_reject_constant)
+        except DamagedRecord as error:
+            history.damaged.append(DamagedLine(number, str(error)))
+            continue
+        except json.JSONDecodeError as error:
+            if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
+                reason = f"cut short: the record ends mid-way, after {len(text.rstrip())} characters"
+            else:
+                reason = f"not JSON: {error.msg} at column {error.colno}"
+            history.damaged.append(DamagedLine(number, reason))
+            continue
+        if not isinstance(record, dict):
+            history.damaged.append(DamagedLine(number, f"a JSON {type(record).__name__}, not an object"))
+            continue
+        if record.get("kind") != RECORD_KIND:
+            if record.get("kind") == "summary":
+                history.other_records += 1
+            else:
+                history.damaged.append(DamagedLine(number, f"kind = {json.dumps(record.get('kind'))}: not a probe"))
+            continue
+        try:
+            history.wakes.append(wake_from_record(number, record))
+        except DamagedRecord as error:
+            history.damaged.append(DamagedLine(number, str(error)))
+    return history
+
+
+def read(path: Path) -> History:
+    """Read a history file; OSError when it cannot be read at all (missing, a directory, no permission)."""
+    with open(path, "rb") as stream:
+        return parse_lines(stream)
