@@ -1,0 +1,119 @@
+"""Imports point one way between the packages (docs/architecture.md): a module imports from its own package and
+from lower layers only, whether the import is at the top of the module or inside a function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "supersonic_interlink"
+
+LAYERS: dict[str, int] = {
+    "supersonic_interlink": 0,  # the package root: ROOT
+    "supersonic_interlink.contract": 0,
+    "supersonic_interlink.config": 1,
+    "supersonic_interlink.chart": 2,
+    "components": 3,
+    "supersonic_interlink.program": 4,
+    "supersonic_interlink.render": 5,
+    "supersonic_interlink.takeover": 6,
+    "supersonic_interlink.wake": 6,
+    "supersonic_interlink.state": 6,
+    "supersonic_interlink.engine": 6,
+    "supersonic_interlink.drift": 7,
+    "supersonic_interlink.diff": 7,
+    "supersonic_interlink.cli": 8,
+    "supersonic_interlink.__main__": 9,
+}
+"""Layer of each package: contract < config < chart < components < the program < render < the tools (takeover,
+wake, state, engine) < what combines tools (drift, diff) < cli < ``python -m supersonic_interlink``. Equal layers
+are siblings: they do not import each other."""
+
+
+def unit_of(module: str) -> str:
+    """The longest entry of LAYERS that is ``module`` or a package above it."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in LAYERS:
+            return candidate
+    raise AssertionError(f"{module}: not placed in a layer; add its package to LAYERS and docs/architecture.md")
+
+
+def module_name(path: Path) -> str:
+    relative = path.relative_to(ROOT).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            # `from package import module` imports the module: place it by the longer name when it is one.
+            for alias in node.names:
+                full = f"{name}.{alias.name}"
+                found.append((node.lineno, full if _is_module(full) else name))
+    return [(line, name) for line, name in found if name.split(".")[0] in (PACKAGE, "components")]
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def sources() -> list[Path]:
+    return sorted([*(ROOT / PACKAGE).rglob("*.py"), *(ROOT / "components").rglob("*.py")])
+
+
+def violations() -> list[str]:
+    found = []
+    for path in sources():
+        module = module_name(path)
+        unit = unit_of(module)
+        tree = ast.parse(path.read_text(), str(path))
+        for line, name in imported(tree, module, path.name == "__init__.py"):
+            target = unit_of(name)
+            if target == unit or LAYERS[target] < LAYERS[unit]:
+                continue
+            found.append(
+                f"{path.relative_to(ROOT)}:{line}: {unit} (layer {LAYERS[unit]}) imports {name} "
+                f"(layer {LAYERS[target]}): imports point down only"
+            )
+    return found
+
+
+def test_every_module_imports_only_its_own_package_and_lower_layers() -> None:
+    checked = sources()
+    assert len(checked) > 40, "the walk found the package's modules"
+    assert violations() == []
+
+
+def test_the_check_catches_an_import_against_the_direction(tmp_path: Path) -> None:
+    upward = ast.parse("def f():\n    from supersonic_interlink.cli.main import VERBS\n")
+    names = imported(upward, "supersonic_interlink.config.loading", False)
+    assert names == [(2, "supersonic_interlink.cli.main")]
+    assert LAYERS[unit_of(names[0][1])] > LAYERS[unit_of("supersonic_interlink.config.loading")]
+    sideways = imported(
+        ast.parse("from supersonic_interlink import wake\n"), "supersonic_interlink.state.backend", False
+    )
+    assert [unit_of(name) for _, name in sideways] == ["supersonic_interlink.wake"]
+
+
+def test_every_package_is_placed_and_named_in_the_architecture_note() -> None:
+    packages = {p.parent.name for p in (ROOT / PACKAGE).glob("*/__init__.py")}
+    placed = {name.split(".")[1] for name in LAYERS if name.count(".") == 1 and not name.endswith("__main__")}
+    assert packages <= placed, f"packages without a layer: {sorted(packages - placed)}"
+    note = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [p for p in sorted(packages) if f"`{p}/`" not in note]
+    assert missing == [], f"docs/architecture.md does not describe: {missing}"
