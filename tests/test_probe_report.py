@@ -218,6 +218,17 @@ def test_records_from_before_cold_and_warm_were_told_apart_are_counted_but_not_r
     assert "1 not told cold or warm" in run_report(history)[1]
 
 
+def test_a_probe_that_never_reached_envoy_is_named_unreachable_not_an_older_record(tmp_path: Path) -> None:
+    # What the probe writes when Envoy does not answer: "cold": null, as no start check could run.
+    unreachable = {**probe_record(outcome=wake_probe.UNREACHABLE, wake=None, cold=False), "cold": None}
+    unreachable["start_check"] = None
+    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0), unreachable])
+    report = json_reports(history)["hammer"]
+    assert (report["cold"], report["unreached"], report["untold"]) == (1, 1, 0)
+    text = run_report(history)[1]
+    assert "1 unreachable (never reached Envoy: not counted)" in text and "older records" not in text
+
+
 def test_a_stack_without_a_stack_file_here_is_reported_from_its_own_records(tmp_path: Path) -> None:
     history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0, "retired", ready_timeout=600)])
     report = json_reports(history)["retired"]

@@ -45,6 +45,7 @@ from supersonic_interlink.wake.probe import (
     OUTCOMES,
     READY,
     REJECTED,
+    UNREACHABLE,
 )
 
 if TYPE_CHECKING:
@@ -208,6 +209,9 @@ class StackReport:
     cold: int
     warm: int
     untold: int
+    """Probes whose record predates telling cold from warm (no start check recorded)."""
+    unreached: int
+    """Probes that never reached Envoy (unreachable): neither cold nor warm."""
     """Probes recorded before cold and warm were told apart."""
     outcomes: Mapping[str, int]
     """How the cold probes ended."""
@@ -257,6 +261,7 @@ class StackReport:
             "cold": self.cold,
             "warm": self.warm,
             "untold": self.untold,
+            "unreached": self.unreached,
             "first_started_at": self.first.isoformat(),
             "last_started_at": self.last.isoformat(),
             "cold_outcomes": dict(self.outcomes),
@@ -338,7 +343,8 @@ def build_report(stack: str, wakes: Sequence[Wake], config: StackConfig) -> Stac
         probes=len(wakes),
         cold=len(cold),
         warm=sum(w.cold is False for w in wakes),
-        untold=sum(w.cold is None for w in wakes),
+        untold=sum(w.cold is None and w.outcome != UNREACHABLE for w in wakes),
+        unreached=sum(w.cold is None and w.outcome == UNREACHABLE for w in wakes),
         outcomes={outcome: sum(w.outcome == outcome for w in cold) for outcome in OUTCOMES},
         times=tuple(times),
         failed=len(cold) - len(times),
@@ -378,6 +384,7 @@ def describe(report: StackReport) -> list[str]:
     lines = [
         f"stack {report.stack}: {report.probes} probe(s) from {_stamp(report.first)} to {_stamp(report.last)}: "
         f"{report.cold} cold, {report.warm} warm (a Triton was already up: not counted)"
+        + (f", {report.unreached} unreachable (never reached Envoy: not counted)" if report.unreached else "")
         + (f", {report.untold} not told cold or warm (older records: not counted)" if report.untold else "")
     ]
     if report.cold:
