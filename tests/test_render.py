@@ -181,7 +181,18 @@ def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_render
     assert f"stack hammer: release.chart pinned to {commit} (main)" in pinned.stdout
     after = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
     added = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:2] in ("+ ", "- ")]
-    assert added == [f"+       commit: {commit}"], "one reviewable line; comments and layout kept"
+    assert sorted(added) == sorted(
+        [
+            (
+                "-     # SuperSONIC main, where scale from zero lives. Not pinned yet: `./supersonic render hammer "
+                "--pin-chart` writes"
+            ),
+            "-     # the commit main is at; preview and up refuse the stack until then.",
+            "+     # SuperSONIC main, where scale from zero lives.",
+            f"+     # Pinned to main at {commit[:12]}: `./supersonic render hammer --pin-chart [REF]` moves the pin.",
+            f"+       commit: {commit}",
+        ]
+    ), "the commit line, and the comment that said it was not pinned now says what is; the rest kept"
     assert (root / ".charts" / commit / "helm" / "supersonic" / "Chart.yaml").is_file()
 
     checked = run_in(root, "hammer", "--check")
@@ -204,6 +215,8 @@ def test_pin_chart_takes_a_full_commit_only_if_the_repository_has_it(tmp_path: P
     missing = run_in(root, "hammer", "--pin-chart", "f" * 40, env=redirect_upstream(upstream))
     assert missing.returncode == 1 and f"has no commit {'f' * 40}" in missing.stderr
     assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text(), "a failed pin writes nothing"
+    short = run_in(root, "hammer", "--pin-chart", first[:7], env=redirect_upstream(upstream))
+    assert short.returncode == 1 and "a short commit id cannot be pinned: give the full 40-hex commit" in short.stderr
 
 
 def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:

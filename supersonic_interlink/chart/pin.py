@@ -11,6 +11,7 @@ default whole.
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,5 +73,21 @@ def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
     commit = chart_source.resolve(str(chart.git), ref)
     chart_source.fetch(str(chart.git), commit, str(chart.path))
     path = stack_file(stack)
-    path.write_text(with_commit(path.read_text(), chart, commit))
+    path.write_text(pinned_comment(with_commit(path.read_text(), chart, commit), stack, ref, commit))
     return commit, path
+
+
+_NOT_PINNED = re.compile(r"(?P<lead>[ \t]*#[^\n]*?)\s*Not pinned yet\b[^\n]*(?:\n[ \t]*#[^\n]*)*")
+
+
+def pinned_comment(text: str, stack: str, ref: str, commit: str) -> str:
+    """The stack file with its "Not pinned yet ..." comment (to the end of that comment block) saying what is
+    pinned now and how to move it; any other comment is left as written."""
+
+    def now_pinned(match: re.Match[str]) -> str:
+        lead = match.group("lead")
+        indent = lead[: len(lead) - len(lead.lstrip())]
+        said = f"Pinned to {ref} at {commit[:12]}: `./supersonic render {stack} --pin-chart [REF]` moves the pin."
+        return f"{lead}\n{indent}# {said}" if lead.strip() != "#" else f"{indent}# {said}"
+
+    return _NOT_PINNED.sub(now_pinned, text, count=1)

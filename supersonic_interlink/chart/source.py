@@ -186,7 +186,12 @@ def resolve(url: str, ref: str) -> str:
     for name in (f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"):
         if name in refs:
             return refs[name]
-    raise ChartSourceError(f"{url} has no branch or tag named {ref!r}")
+    if re.fullmatch(r"[0-9a-f]{4,39}", ref):
+        raise ChartSourceError(
+            f"{url} has no branch or tag named {ref!r}, and a short commit id cannot be pinned: give the full "
+            f"40-hex commit (git rev-parse {ref}) or a branch or tag"
+        )
+    raise ChartSourceError(f"{url} has no branch or tag named {ref!r}; give a branch, a tag or a full 40-hex commit")
 
 
 def prepare(chart: ChartSource, stack: str) -> None:

@@ -116,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(summary(args.stack, rendered))
     if args.check:
+        print(
+            f"stack {args.stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance "
+            "check with the real Helm v3 when the chart is on disk (a few seconds)",
+            file=sys.stderr,
+            flush=True,
+        )
         found = findings(rendered) + conformance(args.stack, rendered, args.chart)
         for finding in found:
             print(f"check: {finding}", file=sys.stderr)
