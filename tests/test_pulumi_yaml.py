@@ -36,12 +36,13 @@ SCALARS = [
     # Integers: strconv.ParseInt(plain, 0, 64) after removing '_', then ParseUint.
     ("0x1F", 31, "resolve.go: ParseInt base 0 reads 0x"),
     ("0o17", 15, "resolve.go: ParseInt base 0 reads 0o"),
-    ("017", 15, "resolve.go: 'Octals from the 1.1 spec, spelled as 0777, are still decoded'"),
     ("0b101", 5, "resolve.go: ParseInt base 0 reads 0b"),
     ("1_000", 1000, "resolve.go: strings.Replace(in, '_', '', -1) before ParseInt"),
     ("+5", 5, "resolve.go: hint 'S', ParseInt takes the sign"),
     ("18446744073709551615", 18446744073709551615, "resolve.go: ParseUint after ParseInt overflows"),
-    ("08", 8, "resolve.go: octal 08 fails, yamlStyleFloat takes it: float64 8, written back as 8"),
+    ("0", 0, "a lone zero has no leading zero"),
+    ("0.5", 0.5, "a fraction after a zero is no leading zero"),
+    ("00.5", 0.5, "resolve.go: ParseInt fails, yamlStyleFloat reads 0.5, as the text says"),
     # Floats: yamlStyleFloat; an integral float below 1e21 reaches the program as a JSON integer.
     ("1.5", 1.5, "resolve.go yamlStyleFloat"),
     (".5", 0.5, "resolve.go hint '.': ParseFloat"),
@@ -99,6 +100,34 @@ REFUSED = [
     ("v: 1\n---\nw: 2\n", "the Pulumi CLI reads only the first", "choice: yaml.go unmarshal parses one document"),
     ("v: 2001-12-14t21:59:43.10-05:00\n", "depends on the time zone", "choice: time.Parse picks the local zone"),
     ("v: !!binary /w==\n", "not UTF-8 text", "choice: Go's JSON would replace the byte with U+FFFD"),
+    ("v: 0600\n", "0600 has a leading zero", "choice: resolve.go decodes 'Octals from the 1.1 spec' (384)"),
+    ("v: 017\n", "this one is 15", "choice: ParseInt base 0 reads a leading 0 as octal"),
+    ("v: 08\n", "this one is 8", "choice: octal fails, yamlStyleFloat reads 8; the zero still misleads"),
+    ("v: -0_600\n", "this one is -384", "choice: '_' is removed first, the sign kept"),
+    ("v: +0600\n", "leading zero", "choice: ParseInt takes the sign, then base 0"),
+    ("v: !!float 0600\n", "leading zero", "choice: an int under !!float is the octal int made float"),
+    ("v: !!int 0600\n", "leading zero", "choice: the explicit tag resolves the same text"),
+    # Keys written twice where the CLI does not compare them (decode.go compares kind and text only):
+    (
+        "k: &k a\nm:\n  a: 900\n  *k : 30\n",
+        'key "a" is written twice in this mapping (lines 3 and 4, through the alias *k)',
+        "choice: the alias key is an alias node, so uniqueKeys misses it and the map keeps 30",
+    ),
+    ("k: &k a\nm:\n  *k : 30\n  a: 900\n", "silently keeps the later one", "choice: either order"),
+    ("k: &k a\nj: &j a\nm:\n  *k : 1\n  *j : 2\n", "through the alias *k and *j", "choice: two aliases"),
+    (
+        "x: &x {b: 1}\ny: &y {b: 2}\nz: {<<: [*x, *y]}\n",
+        'key "b" comes from two merged maps (lines 1 and 2)',
+        "choice: decode.go merge() keeps the first map's value; the text does not say which wins",
+    ),
+    ("z: {<<: [{b: 1}, {c: 1, b: 2}]}\n", "comes from two merged maps", "choice: inline maps too"),
+    # Limits of this reader (README: Limits), past which yaml.v3 would go on or stop differently:
+    ("v: " + "[" * 100 + "]" * 100 + "\n", "nested more than 100", "limit: recursion and output stay small"),
+    (
+        "v:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(120)),
+        "line 101: nested more than 100",
+        "limit: block mappings count the same",
+    ),
 ]
 
 
@@ -138,6 +167,41 @@ def test_an_alias_bomb_is_refused_at_yaml_v3s_expansion_limit() -> None:
         lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
     with pytest.raises(YAMLInputError, match="excessive aliasing"):
         read_pulumi_yaml("\n".join(lines) + "\n")
+
+
+def test_an_alias_bomb_under_yaml_v3s_ratio_is_stopped_at_a_million_values() -> None:
+    """yaml.v3's ratio allows 84 % aliases at a million values; a 340 kB file expands past this reader's budget,
+    counted as it expands, so it stops before building them."""
+    base = "b0: &b0 [" + ",".join(["x"] * 170_000) + "]\n"
+    lines = [base] + [f"r{i}: *b0\n" for i in range(6)]
+    with pytest.raises(YAMLInputError, match="more than 1,000,000 values with aliases expanded"):
+        read_pulumi_yaml("".join(lines))
+
+
+def test_a_merge_that_overrides_with_the_mappings_own_key_is_accepted() -> None:
+    """The override idiom: the mapping's own key wins over the merged one, wherever it is written."""
+    assert read_pulumi_yaml("x: &x {b: 1, c: 1}\ny:\n  c: 2\n  <<: *x\n")["y"] == {"c": 2, "b": 1}
+
+
+def test_reading_is_linear_a_hundred_thousand_keys_read_in_seconds() -> None:
+    """decode.go compares every key with every other (quadratic); a 1.5 MB file of 100,000 keys took minutes."""
+    import time
+
+    document = "config:\n" + "".join(f"  k{i}: {i}\n" for i in range(100_000))
+    started = time.monotonic()
+    assert len(read_pulumi_yaml(document)["config"]) == 100_000
+    assert time.monotonic() - started < 10, "reading must stay linear in the file's size"
+
+
+def test_a_duplicate_among_a_hundred_thousand_keys_is_found() -> None:
+    document = "config:\n" + "".join(f"  k{i}: {i}\n" for i in range(100_000)) + "  k17: 1\n"
+    with pytest.raises(YAMLInputError, match='line 100002: mapping key "k17" already defined at line 19'):
+        read_pulumi_yaml(document)
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_parsed() -> None:
+    with pytest.raises(YAMLInputError, match=r"4,194,305 bytes: more than this reader reads \(4,194,304\)"):
+        read_pulumi_yaml(b"#" * (4 * 1024 * 1024 + 1))
 
 
 def test_modest_aliasing_within_the_limit_is_expanded() -> None:

@@ -4,8 +4,9 @@ The CLI decodes these files with Go's ``gopkg.in/yaml.v3`` (v3.0.1) into an ``in
 writes the result back out and decodes it again into its config values (``sdk/go/common/workspace/loaders.go``,
 ``sdk/go/common/resource/config/object.go`` in pulumi/pulumi). PyYAML reads YAML 1.1 and would disagree
 (``yes`` a boolean, duplicate keys silently merged, unbounded alias expansion), so this module parses the text
-with ruamel.yaml (a YAML 1.2 parser; only its event stream is used) and gives each node the meaning yaml.v3 gives
-it: the scalar resolver of ``resolve.go``, the duplicate-key, merge and alias-expansion rules of ``decode.go``.
+with libyaml's parser (through PyYAML; only its event stream is used: yaml.v3's scannerc.go and parserc.go are a
+line-by-line port of libyaml, and reading stays linear in the file's size) and gives each node the meaning yaml.v3
+gives it: the scalar resolver of ``resolve.go``, the duplicate-key, merge and alias-expansion rules of ``decode.go``.
 The result is plain data as the program receives it: a timestamp becomes the text Go's ``time.Time.String()``
 prints (what Pulumi's config object stores), a float with an integral value below 1e21 an ``int`` (Go's JSON
 encoding of it, which the program parses).
@@ -20,17 +21,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml import events as ev
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.reader import ReaderError
+import yaml
+from yaml import events as ev
+from yaml.error import MarkedYAMLError, YAMLError
+from yaml.reader import ReaderError
 
 __all__ = ["YAMLInputError", "read_pulumi_yaml"]
 
@@ -59,6 +59,15 @@ _UINT64_MAX = 2**64 - 1
 
 # decode.go: allowedAliasRatio.
 _ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
+
+MAX_BYTES = 4 * 1024 * 1024
+"""Largest file read: a stack file is a few kilobytes; 4 MiB reads in seconds and a few hundred MB at most."""
+MAX_DEPTH = 100
+"""Deepest nesting of mappings and sequences (a Kubernetes object in ``helmValues`` nests a dozen levels)."""
+MAX_VALUES = 1_000_000
+"""Most values one file may decode to, aliases expanded: yaml.v3's alias ratio alone lets a small file expand to
+millions of values."""
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9]+")
 
 
 class YAMLInputError(ValueError):
@@ -212,8 +221,8 @@ def _resolve_plain(tag: str, text: str) -> tuple[str, Any]:
 
 
 def _events(text: str) -> Iterator[Any]:
-    # The pure safe parser: the round-trip one marks folded line breaks with \a inside the values.
-    yield from YAML(typ="safe", pure=True).parse(io.StringIO(text))
+    # libyaml when PyYAML was built with it (the pure-Python parser is the same state machine, ten times slower).
+    yield from yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 class _Composer:
@@ -223,6 +232,7 @@ class _Composer:
         self.events = _events(text)
         self.anchors: dict[str, _Node] = {}
         self.current: Any = None
+        self.depth = 0
 
     def next(self) -> Any:
         self.current = next(self.events)
@@ -261,13 +271,14 @@ class _Composer:
     def node(self, event: Any) -> _Node:
         line = event.start_mark.line + 1
         if isinstance(event, ev.AliasEvent):
-            target = self.anchors.get(event.anchor)
+            anchor = event.anchor or ""
+            target = self.anchors.get(anchor)
             if target is None:
-                raise YAMLInputError(f"line {line}: unknown anchor '{event.anchor}' referenced")
-            return _Node("alias", "", False, value=event.anchor, line=line, alias=target)
+                raise YAMLInputError(f"line {line}: unknown anchor '{anchor}' referenced")
+            return _Node("alias", "", False, value=anchor, line=line, alias=target)
         tag, explicit = self._tag(event)
         if isinstance(event, ev.ScalarEvent):
-            quoted = event.style is not None
+            quoted = bool(event.style)  # plain: None or ''
             if not explicit:
                 tag = STR if quoted else ("" if event.value != "<<" else MERGE)
                 if not tag:
@@ -282,8 +293,14 @@ class _Composer:
         node = _Node(kind, tag or (MAP if kind == "mapping" else SEQ), explicit, line=line)
         self._anchor(event, node)
         end = ev.MappingEndEvent if kind == "mapping" else ev.SequenceEndEvent
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise YAMLInputError(
+                f"line {line}: nested more than {MAX_DEPTH} mappings or sequences deep; this reader stops there"
+            )
         while not isinstance(self.next(), end):
             node.content.append(self.node(self.current))
+        self.depth -= 1
         return node
 
     def _anchor(self, event: Any, node: _Node) -> None:
@@ -302,12 +319,20 @@ class _Decoder:
         self.alias_count = 0
         self.alias_depth = 0
         self.active: set[int] = set()
-        self.merged: set[Any] | None = None
+        self.merged: dict[Any, _Node | None] | None = None
+        """While merging: the keys already in the mapping, each with the merged map that gave it (None for the
+        mapping's own keys)."""
+        self.merge_source: _Node | None = None
 
     def count(self) -> None:
         self.decode_count += 1
         if self.alias_depth > 0:
             self.alias_count += 1
+        if self.decode_count > MAX_VALUES:
+            raise YAMLInputError(
+                f"more than {MAX_VALUES:,} values with aliases expanded ({self.alias_count:,} of them from aliases); "
+                f"this reader stops there"
+            )
         if (
             self.alias_count > 100
             and self.decode_count > 1000
@@ -360,6 +385,12 @@ class _Decoder:
             raise YAMLInputError(f"line {node.line}: {error}") from None
         if tag == BINARY:
             return _binary(node)
+        if tag in (INT, FLOAT) and _LEADING_ZERO.fullmatch(node.value.replace("_", "")):
+            raise YAMLInputError(
+                f"line {node.line}: {node.value} has a leading zero, which the Pulumi CLI reads as octal where the "
+                f"digits allow (0600 is 384; this one is {int(value)}); write it without the zero, with 0o for octal, "
+                f"or quote it for text"
+            )
         if tag == FLOAT and not math.isfinite(value):
             raise YAMLInputError(
                 f"line {node.line}: {node.value!r} is not a finite number; the Pulumi CLI cannot pass it to the "
@@ -371,25 +402,24 @@ class _Decoder:
 
     def mapping(self, node: _Node, out: dict[Any, Any]) -> dict[Any, Any]:
         pairs = list(zip(node.content[::2], node.content[1::2], strict=True))
-        for i, (key, _) in enumerate(pairs):
-            for other, _ in pairs[i + 1 :]:
-                if key.kind == other.kind and key.value == other.value:
-                    raise YAMLInputError(
-                        f"line {other.line}: mapping key {_quote(key.value)} already defined at line {key.line} "
-                        f"(the Pulumi CLI refuses the file)"
-                    )
+        written: dict[tuple[str, str], _Node] = {}
+        for key, _ in pairs:
+            # decode.go mapping(): uniqueKeys compares kind and text, pair by pair; a dict does it in one pass.
+            first = written.setdefault((key.kind, key.value), key)
+            if first is not key:
+                raise YAMLInputError(
+                    f"line {key.line}: mapping key {_quote(key.value)} already defined at line {first.line} "
+                    f"(the Pulumi CLI refuses the file)"
+                )
         merged, self.merged = self.merged, None
+        source = self.merge_source
         merge_node: _Node | None = None
+        own: dict[str, _Node] = {}
         for key, value in pairs:
             if _is_merge(key):
                 merge_node = value
                 continue
             k = self.unmarshal(key)
-            if merged is not None:
-                marker = _hashable(k)
-                if marker in merged:
-                    continue
-                merged.add(marker)
             if isinstance(k, (dict, list)):
                 raise YAMLInputError(f"line {key.line}: invalid map key: a mapping or sequence as a key")
             if not isinstance(k, str) or _resolves_to_timestamp(key):
@@ -398,6 +428,24 @@ class _Decoder:
                     f"line {key.line}: key {key.value!r} is read as {_kind(k)}, not text: the Pulumi CLI accepts only "
                     f"string keys; quote it"
                 )
+            if k in own:
+                # An alias (or an escape) the CLI does not compare: it keeps the later value without a word.
+                raise YAMLInputError(
+                    f"line {key.line}: key {_quote(k)} is written twice in this mapping (lines {own[k].line} and "
+                    f"{key.line}{_through(own[k], key)}); the Pulumi CLI silently keeps the later one; write it once"
+                )
+            own[k] = key
+            if merged is not None:
+                marker = _hashable(k)
+                if marker in merged:
+                    earlier = merged[marker]
+                    if earlier is not None and source is not None and earlier is not source:
+                        raise YAMLInputError(
+                            f"line {key.line}: key {_quote(k)} comes from two merged maps (lines {earlier.line} and "
+                            f"{source.line}); the Pulumi CLI silently takes the first; merge maps that do not overlap"
+                        )
+                    continue
+                merged[marker] = source
             out[k] = self.unmarshal(value)
         self.merged = merged
         if merge_node is not None:
@@ -407,7 +455,7 @@ class _Decoder:
     def merge(self, parent: _Node, merge: _Node, out: dict[Any, Any]) -> None:
         outer = self.merged
         if outer is None:
-            self.merged = {_hashable(self.unmarshal(k)) for k in parent.content[::2]}
+            self.merged = dict.fromkeys(_hashable(self.unmarshal(k)) for k in parent.content[::2])
         target = merge.alias if merge.kind == "alias" else merge
         if target is not None and target.kind == "mapping":
             self._merge_one(merge, out)
@@ -431,7 +479,16 @@ class _Decoder:
             finally:
                 self.alias_depth -= 1
             return
-        self.mapping(node, out)
+        outer_source, self.merge_source = self.merge_source, node
+        try:
+            self.mapping(node, out)
+        finally:
+            self.merge_source = outer_source
+
+
+def _through(first: _Node, second: _Node) -> str:
+    aliases = [f"*{n.value}" for n in (first, second) if n.kind == "alias"]
+    return f", through the alias {' and '.join(aliases)}" if aliases else ""
 
 
 def _resolves_to_timestamp(node: _Node) -> bool:
@@ -537,6 +594,8 @@ def read_pulumi_yaml(data: bytes | str) -> Any:
     Raises ``YAMLInputError`` with a one-line message (without the file name) for anything the CLI refuses or
     would read differently from what the text suggests.
     """
+    if len(data) > MAX_BYTES:
+        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
     text = _text(data)
     try:
         root = _Composer(text).document()
