@@ -36,10 +36,10 @@ INT32_MAX = 2**31 - 1
 UINT32_MAX = 2**32 - 1
 """Envoy's ``google.protobuf.UInt32Value`` fields (retry counts, circuit breakers, buffer size)."""
 INT64_MAX = 2**63 - 1
+"""Envoy's int64 fields, and busybox ``sh`` arithmetic (64-bit)."""
 CLEANUP_KEEP_MAX = 20
 """The cleanup script's own bound on KEEP (its KEEP_MAX): every kept pod adds a ``metadata.name!=`` term to the
 one deletecollection request, so the request URI stays short."""
-"""Envoy's int64 fields, and busybox ``sh`` arithmetic (64-bit), which the cleanup script's KEEP goes through."""
 PULUMI_NUMBER_MAX = 2**53
 """Largest integer that stays exact through Pulumi: resource inputs travel as protobuf ``Struct`` numbers
 (doubles), so a larger whole number reaches Helm changed."""
