@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from supersonic_interlink.cli import pulumi as pulumi_cli
 from supersonic_interlink.engine import run
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
 
@@ -36,14 +37,14 @@ def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_usage_mistakes_exit_2_with_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run.main(argv) == 2
+    assert pulumi_cli.main(argv) == 2
     assert says in capsys.readouterr().err
 
 
 def test_destroy_of_a_protected_release_is_refused_naming_the_deliberate_path(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert run.main(["destroy", "hammer", "--yes"]) == 2
+    assert pulumi_cli.main(["destroy", "hammer", "--yes"]) == 2
     err = capsys.readouterr().err
     assert "destroy of hammer refused: the Helm release is protected (release.removable is false)" in err
     assert "set release.removable: true in stacks/Pulumi.hammer.yaml in a reviewed change" in err

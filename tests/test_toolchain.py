@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from supersonic_interlink.cli import toolchain as toolchain_cli
 from supersonic_interlink.engine import toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +59,7 @@ def test_binaries_are_cached_by_name_and_version_in_the_home_cache(monkeypatch: 
 
 
 def test_building_an_unknown_binary_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert toolchain.main(["build", "kubelet"]) == 2
+    assert toolchain_cli.main(["build", "kubelet"]) == 2
     assert "unknown binary 'kubelet'" in capsys.readouterr().err
 
 

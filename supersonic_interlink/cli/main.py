@@ -21,9 +21,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "takeover": ("supersonic_interlink.cli.takeover", "take a live release over from Flux (docs/takeover.md)"),
     "probe": ("supersonic_interlink.cli.probe", "measure a cold start through Envoy; wake history and report"),
     "state": ("supersonic_interlink.cli.state", "the S3 state bucket: bootstrap, check, history, restore"),
-    "cluster": ("supersonic_interlink.engine.cluster", "local control plane on 127.0.0.1: start|stop|env|status"),
-    "pulumi": ("supersonic_interlink.engine.run", "the real engine for a stack: preview|up|refresh|destroy"),
-    "toolchain": ("supersonic_interlink.engine.toolchain", "build the Pulumi CLI, provider and control plane"),
+    "cluster": ("supersonic_interlink.cli.cluster", "local control plane on 127.0.0.1: start|stop|env|status"),
+    "pulumi": ("supersonic_interlink.cli.pulumi", "the real engine for a stack: preview|up|refresh|destroy"),
+    "toolchain": ("supersonic_interlink.cli.toolchain", "build the Pulumi CLI, provider and control plane"),
     "completion": ("supersonic_interlink.cli.completion", "print a bash or zsh completion script"),
 }
 """verb -> (module with ``main(argv) -> int``, one line of help)."""
@@ -41,7 +41,7 @@ EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 def usage() -> str:
     lines = ["usage: ./supersonic <verb> [args]   (inside .venv: python -m supersonic_interlink <verb> [args])", ""]
     lines += [f"  {verb:<11}{text}" for verb, (_module, text) in VERBS.items()]
-    lines += [f"  {verb:<11}{text} (./supersonic only)" for verb, text in FRONT_DOOR_ONLY.items()]
+    lines += [f"  {verb:<11}{text} (only through ./supersonic)" for verb, text in FRONT_DOOR_ONLY.items()]
     lines += [
         "",
         "`./supersonic <verb> --help` for one verb.",

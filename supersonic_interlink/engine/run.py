@@ -13,10 +13,8 @@ that binary (``pulumi plugin install --file``), never downloaded.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,72 +223,3 @@ def _command_error_text(error: Exception) -> str:
         diagnostics = block.strip()
     parts = [p for p in (diagnostics, stderr.strip()) if p]
     return "\n".join(parts) if parts else stdout.strip()[-4000:]
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="./supersonic pulumi",
-        description="Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
-        epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
-    )
-    parser.add_argument("action", choices=ACTIONS)
-    parser.add_argument("stack")
-    parser.add_argument("--yes", action="store_true", help="apply without asking (up, destroy)")
-    parser.add_argument("--diff", action="store_true", help="show the property-level diff")
-    parser.add_argument("--json", action="store_true", help="the CLI's JSON output (preview)")
-    parser.add_argument("--expect-no-changes", action="store_true", help="fail if anything would change")
-    args = parser.parse_args(argv)
-
-    from supersonic_interlink.config.stack_config import stack_names
-
-    if args.stack not in stack_names():
-        print(f"supersonic pulumi: no stack {args.stack!r}; stacks: {', '.join(stack_names())}", file=sys.stderr)
-        return 2
-    if args.action in ("up", "destroy") and not args.yes:
-        print(
-            f"supersonic pulumi: {args.action} changes the cluster: review `./supersonic pulumi preview "
-            f"{args.stack} --diff` first, then add --yes",
-            file=sys.stderr,
-        )
-        return 2
-    kwargs: dict[str, Any] = {}
-    if args.diff:
-        if args.action == "destroy":
-            print("supersonic pulumi: --diff goes with preview, up or refresh", file=sys.stderr)
-            return 2
-        kwargs["diff"] = True
-    if args.expect_no_changes:
-        if args.action not in ("preview", "up", "refresh"):
-            print("supersonic pulumi: --expect-no-changes goes with preview, up or refresh", file=sys.stderr)
-            return 2
-        kwargs["expect_no_changes"] = True
-    if args.json:
-        if args.action != "preview":
-            print("supersonic pulumi: --json goes with preview", file=sys.stderr)
-            return 2
-        kwargs["json"] = True
-    from supersonic_interlink.config import ConfigError
-
-    printer = (
-        (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
-    )
-    from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
-
-    scratch = os.environ.get(SCRATCH_PROJECT_ENV)
-    try:
-        work_dir = scratch_project(Path(scratch)) if scratch else ROOT
-        # Only `up` creates a stack in a real backend; on the local cluster's throwaway backend anything may.
-        engine = Engine(args.stack, work_dir=work_dir, log=printer, create=bool(scratch) or args.action == "up")
-        result = gated(engine, args.action, **kwargs)
-        if args.json:
-            print(result.stdout)
-    except ConfigError as error:
-        print("\n".join(error.problems), file=sys.stderr)
-        return 2
-    except Refused as error:
-        print(f"supersonic pulumi: {error}", file=sys.stderr)
-        return 2 if args.action == "destroy" else 1
-    except (EngineError, toolchain.ToolchainError) as error:
-        print(f"supersonic pulumi: {args.action} of {args.stack} failed:\n{error}", file=sys.stderr)
-        return 1
-    return 0

@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -305,35 +304,3 @@ path    where NAME's binary is (built or not)
 
 binaries: {names}
 example: ./supersonic toolchain build pulumi pulumi-resource-kubernetes"""
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] in (["-h"], ["--help"]):
-        print(USAGE.format(names=", ".join(n for b in BUILDS for n in b.packages)))
-        return 0
-    if len(argv) >= 1 and argv[0] == "path" and len(argv) == 2:
-        try:
-            print(path(argv[1]))
-        except ToolchainError as err:
-            print(f"toolchain: {err}", file=sys.stderr)
-            return 2
-        return 0
-    if argv and argv[0] == "build":
-        try:
-            for name in argv[1:]:
-                build_for(name)
-        except ToolchainError as err:
-            print(f"toolchain: {err}", file=sys.stderr)
-            return 2
-        try:
-            ensure(argv[1:] or None, log=lambda line: print(line, flush=True))
-        except ToolchainError as err:
-            print(f"toolchain: {err}", file=sys.stderr)
-            return 1
-        return 0
-    print(USAGE.format(names=", ".join(n for b in BUILDS for n in b.packages)), file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
