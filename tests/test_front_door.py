@@ -73,3 +73,14 @@ def test_the_completion_script_completes_verbs_sub_verbs_flags_and_stacks(tmp_pa
     assert complete("pulumi", "preview", "hammer", "--d") == ["--diff"]
     zsh = cli("completion", "zsh")
     assert zsh.returncode == 0 and "bashcompinit" in zsh.stdout and made.stdout in zsh.stdout
+
+
+def test_every_sub_verb_answers_help() -> None:
+    from supersonic_interlink.cli.completion import words
+
+    table = words()
+    pairs = [(verb, sub) for verb, entries in table.items() for sub in entries if sub]
+    assert ("takeover", "objects") in pairs and ("state", "restore") in pairs and ("toolchain", "build") in pairs
+    for verb, sub in pairs:
+        helped = cli(verb, sub, "--help")
+        assert helped.returncode == 0 and "usage" in helped.stdout.lower(), f"{verb} {sub}: {helped.stderr}"
