@@ -21,6 +21,7 @@ from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import (
     Expected,
     Leaf,
+    ScanStopped,
     canonical,
     changed,
     check,
@@ -251,3 +252,63 @@ def test_a_leaf_named_by_its_path() -> None:
     assert Leaf(("triton", "nodeSelector", "kubernetes.io/hostname"), "x").name == (
         'triton.nodeSelector["kubernetes.io/hostname"]'
     )
+
+
+# --------------------------------------------------------------------------------------------- the scan's budget
+
+
+class _CountingRenderer:
+    """Stands in for ``ChartRenderer``: each render takes one second of a fake clock and renders the baseline."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.renders = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def render(self, values: object, *, post_render: object = None) -> list[dict[str, object]]:
+        self.renders += 1
+        self.now += 1.0
+        return []
+
+
+def test_the_scan_stops_at_its_budget_says_how_far_it_got_and_reports_progress() -> None:
+    fake = _CountingRenderer()
+    values = {f"v{i}": i for i in range(30)}
+    said: list[str] = []
+    with pytest.raises(ScanStopped) as stopped:
+        ignored_values(
+            fake,  # type: ignore[arg-type]
+            values,
+            canonical([]),
+            1,
+            budget_seconds=12,
+            progress=said.append,
+            clock=fake.clock,
+        )
+    assert fake.renders == 13, "no render starts once the budget is spent (one worker: the 13th crosses 12 s)"
+    assert str(stopped.value) == (
+        "the ignored-values scan stopped at its budget of 12 s after re-rendering 13 of 30 values (each render of "
+        "this chart takes about 1.0 s); the values not tried may be ignored by the chart"
+    )
+    assert said == ["chart conformance: 10 of 30 values re-rendered in 10 s"], "progress every 10 s, counted"
+
+
+def test_a_scan_within_its_budget_tries_every_value_and_names_the_unread_ones() -> None:
+    fake = _CountingRenderer()
+    found = ignored_values(
+        fake,  # type: ignore[arg-type]
+        {"a": 1, "b": [2]},
+        canonical([]),
+        4,
+        budget_seconds=60,
+        progress=lambda text: None,
+        clock=fake.clock,
+    )
+    assert fake.renders == 2 and found == ["a", "b[0]"], "the stand-in renders the same for every value"
+
+
+def test_check_reports_a_spent_budget_as_a_finding_not_as_conforming(hammer, tmp_path) -> None:
+    found = check(fixture_chart("conforming", tmp_path), hammer, budget_seconds=0)
+    assert len(found) == 1 and found[0].startswith("the ignored-values scan stopped at its budget of 0 s after "), found

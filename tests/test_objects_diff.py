@@ -242,13 +242,19 @@ def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(tmp_
     ("text", "message"),
     [
         ("kind: PodDisruptionBudget\napiVersion: policy/v1\nmetadata: {name: x}\n", "no discovery for this kind"),
-        ("a: [", "not valid YAML (line 1)"),
+        ("a: [", "not valid YAML (line 2, column 1)"),
         ("- just\n- a list\n", "object 1 is not a Kubernetes object (no kind or metadata.name)"),
+        ("kind: List\nitems: 5\n", "a List whose items is not a list"),
+        ("kind: ConfigMap\nmetadata: just-a-name\n", "object 1 is not a Kubernetes object"),
+        ("kind: ConfigMap\nmetadata: {name: [x]}\n", "object 1 is not a Kubernetes object"),
+        ("\xff\xfe\x00", "not valid UTF-16 text at byte 2"),
+        ("\xffa: 1", "not UTF-8 text (byte 0xff at offset 0)"),
+        ("a: " + "{b: " * 5000 + "}" * 5000, "nested more than 100"),
     ],
 )
 def test_a_live_object_file_that_cannot_be_served_is_one_line_and_exit_2(tmp_path, capsys, text, message) -> None:
     bad = tmp_path / "objects.yaml"
-    bad.write_text(text)
+    bad.write_bytes(text.encode("latin-1") if text.startswith("\xff") else text.encode())
     assert takeover.main(objects_command("--live-object", str(bad))) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"--live-object {bad}: ") and message in err and err.count("\n") == 1

@@ -129,8 +129,38 @@ def test_live_values_read_from_helm_or_from_the_flux_configmap_are_the_same(live
     ("text", "message"),
     [
         ("- a\n- b\n", "f: expected a mapping of chart values, found list"),
-        ("a: [\n", "f: not valid YAML (line 2)"),
-        ("kind: ConfigMap\ndata: {other: x}\n", "f: a ConfigMap without the key values.yaml (keys: other)"),
+        ("a: [\n", "f: not valid YAML (line 2, column 1)"),
+        ("kind: ConfigMap\ndata: {other: x}\n", "f: a ConfigMap without the text key values.yaml (data: other)"),
+        # Hostile or odd files: each one line, nothing built past the limits (README: Limits).
+        ("kind: ConfigMap\ndata: [x]\n", "f: a ConfigMap without the text key values.yaml (data: list)"),
+        (
+            "kind: ConfigMap\ndata: {values.yaml: 5}\n",
+            "f: a ConfigMap without the text key values.yaml (data: values.yaml)",
+        ),
+        ("a: 1\n---\nb: 2\n", "f: 2 YAML documents; expected one mapping of chart values"),
+        (b"a: \xff\n", "f: not UTF-8 text (byte 0xff at offset 3); save the file as UTF-8"),
+        (
+            "a: " + "[" * 100_000 + "]" * 100_000,
+            "f: line 1: nested more than 100 mappings or sequences deep; this reader stops there",
+        ),
+        (
+            'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+            + "".join(
+                f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+            ),
+            "f: more than 1,000,000 values with aliases expanded; this reader stops there",
+        ),
+    ],
+    ids=[
+        "list",
+        "invalid",
+        "configmap-other-key",
+        "configmap-data-list",
+        "configmap-values-number",
+        "two-documents",
+        "not-utf8",
+        "nested-100000",
+        "alias-bomb-342-bytes",
     ],
 )
 def test_a_live_file_that_is_not_values_is_one_line(text, message) -> None:

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     from supersonic_interlink.takeover.values_diff import LiveValuesError, compare_values, load_live_values, markdown
 
     try:
-        live = load_live_values(args.live.read_text(), str(args.live))
+        live = load_live_values(args.live.read_bytes(), str(args.live))
     except OSError as error:
         print(f"--live {args.live}: cannot read: {error.strerror}", file=sys.stderr)
         return 2

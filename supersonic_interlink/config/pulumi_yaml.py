@@ -32,7 +32,7 @@ from yaml import events as ev
 from yaml.error import MarkedYAMLError, YAMLError
 from yaml.reader import ReaderError
 
-__all__ = ["YAMLInputError", "read_pulumi_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "YAMLInputError", "decode_text", "read_pulumi_yaml"]
 
 _LONG = "tag:yaml.org,2002:"
 STR, INT, FLOAT, BOOL, NULL, TIMESTAMP = "!!str", "!!int", "!!float", "!!bool", "!!null", "!!timestamp"
@@ -558,7 +558,7 @@ def _binary(node: _Node) -> str:
 # --------------------------------------------------------------------------------------------- entry point
 
 
-def _text(data: bytes | str) -> str:
+def decode_text(data: bytes | str) -> str:
     """loaders.go's readFileStripUTF8BOM, then yaml.v3's reader: UTF-16 with its BOM, else strict UTF-8."""
     if isinstance(data, str):
         return data.removeprefix("\ufeff")
@@ -596,7 +596,7 @@ def read_pulumi_yaml(data: bytes | str) -> Any:
     """
     if len(data) > MAX_BYTES:
         raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
-    text = _text(data)
+    text = decode_text(data)
     try:
         root = _Composer(text).document()
     except YAMLError as error:

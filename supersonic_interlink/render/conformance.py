@@ -24,8 +24,10 @@ import importlib.util
 import json
 import os
 import posixpath
+import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,14 @@ UNSTABLE_RENDER = (
     "the chart renders the same values differently each time (random or time-based output), so the values it "
     "ignores cannot be told from those it reads"
 )
+SCAN_BUDGET_SECONDS = 120.0
+"""Longest the ignored-values scan may run: a render takes well under a second and the hammer stack has a few
+hundred values, so a scan that runs longer has a slow chart (a template looping over a large input), and stops with
+a finding instead of holding CI for minutes."""
+SCAN_WORKERS_MAX = 8
+"""Most Helm processes the scan runs at once, whatever the machine: each holds the whole chart in memory."""
+PROGRESS_EVERY_SECONDS = 10.0
+"""How often a long scan says how far it got (on standard error)."""
 PROBE_KEY = "conformance-probe"
 """Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
 
@@ -361,6 +371,14 @@ class _Review:
             )
 
 
+class ScanStopped(Exception):
+    """The ignored-values scan ran out of its time budget; the message says how far it got."""
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def ignored_values(
     renderer: ChartRenderer,
     values: dict[str, Any],
@@ -369,12 +387,17 @@ def ignored_values(
     *,
     post_render: Callable[[str], str] | None = None,
     selected: Iterable[Leaf] | None = None,
+    budget_seconds: float = SCAN_BUDGET_SECONDS,
+    progress: Callable[[str], None] = _say,
+    clock: Callable[[], float] = time.monotonic,
 ) -> list[str]:
     """Values paths whose change leaves the render identical to ``baseline`` (the canonical baseline render).
 
     ``post_render``: the post-renderer's own function, run in this process for each re-render (see
     ``ChartRenderer.render_text``); it halves the processes the re-renders start. ``selected``: the leaves to try
-    (default: every leaf of ``values``).
+    (default: every leaf of ``values``). Past ``budget_seconds`` no further render starts, those running are waited
+    for, and ``ScanStopped`` says how many of how many values were tried; every ``PROGRESS_EVERY_SECONDS`` the count so
+    far goes to ``progress``.
     """
 
     def same_as_baseline(leaf: Leaf) -> bool:
@@ -385,13 +408,44 @@ def ignored_values(
             return False  # the chart refuses the changed value: it read it
 
     every = list(leaves(values) if selected is None else selected)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(same_as_baseline, every))
-    return [leaf.name for leaf, same in zip(every, results, strict=True) if same]
+    started = clock()
+    said = started
+    results: dict[int, bool] = {}
+    limit = max(1, min(workers, SCAN_WORKERS_MAX))
+    with ThreadPoolExecutor(max_workers=limit) as pool:
+        queue = iter(enumerate(every))
+        running: dict[Future[bool], int] = {}
+        stopped = False
+        while True:
+            while not stopped and len(running) < limit:
+                item = next(queue, None)
+                if item is None:
+                    break
+                running[pool.submit(same_as_baseline, item[1])] = item[0]
+            if not running:
+                break
+            done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in done:
+                results[running.pop(future)] = future.result()
+            now = clock()
+            if not stopped and now - started > budget_seconds:
+                stopped = True
+            if now - said >= PROGRESS_EVERY_SECONDS:
+                said = now
+                progress(
+                    f"chart conformance: {len(results)} of {len(every)} values re-rendered in {now - started:.0f} s"
+                )
+    if stopped:
+        raise ScanStopped(
+            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {len(results)} "
+            f"of {len(every)} values (each render of this chart takes about "
+            f"{(clock() - started) / max(1, len(results)):.1f} s); the values not tried may be ignored by the chart"
+        )
+    return [leaf.name for i, leaf in enumerate(every) if results.get(i)]
 
 
 def default_workers() -> int:
-    return max(2, os.cpu_count() or 2)
+    return max(2, min(os.cpu_count() or 2, SCAN_WORKERS_MAX))
 
 
 def check(
@@ -401,6 +455,7 @@ def check(
     post_renderer: Path | None = None,
     helm: Path | None = None,
     workers: int | None = None,
+    budget_seconds: float = SCAN_BUDGET_SECONDS,
 ) -> list[str]:
     """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms).
 
@@ -431,8 +486,16 @@ def check(
         baseline = canonical(objects)
         if canonical(again) != baseline:
             return [*findings, UNSTABLE_RENDER]
-        ignored = ignored_values(
-            renderer, expected.values, baseline, workers or default_workers(), post_render=in_process
-        )
+        try:
+            ignored = ignored_values(
+                renderer,
+                expected.values,
+                baseline,
+                workers or default_workers(),
+                post_render=in_process,
+                budget_seconds=budget_seconds,
+            )
+        except ScanStopped as stopped:
+            return [*findings, str(stopped)]
     findings += [f"{path}: ignored by the chart (changing it changes nothing the chart renders)" for path in ignored]
     return findings

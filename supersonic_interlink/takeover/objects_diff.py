@@ -33,6 +33,8 @@ from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError, render_chart
 from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
 from supersonic_interlink.config import PROJECT, ChartSource, Settings
+from supersonic_interlink.config.loading import load_outside_yaml
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render.conformance import ROOT, Expected
 from supersonic_interlink.takeover.manifest_diff import ManifestDiff, ObjectKey, compare_manifests, object_key
@@ -87,19 +89,20 @@ class LiveObject:
         return object_key(self.manifest)
 
 
-def load_live_objects(text: str, source: str, namespace: str) -> list[LiveObject]:
+def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[LiveObject]:
     """The objects in ``kubectl get -o yaml`` output (one object, a ``List``, or several documents) or in a manifest
     from the GitOps repository; one without a namespace is put in ``namespace`` (the Kustomization would)."""
     try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise LiveObjectsError(f"{source}: not valid YAML{where}") from None
+        documents = load_outside_yaml(text)
+    except YAMLInputError as error:
+        raise LiveObjectsError(f"{source}: {error}") from None
     manifests: list[Any] = []
     for document in documents:
         if isinstance(document, dict) and str(document.get("kind", "")).endswith("List") and "items" in document:
-            manifests.extend(document.get("items") or [])
+            items = document.get("items") or []
+            if not isinstance(items, list):
+                raise LiveObjectsError(f"{source}: a {document['kind']} whose items is not a list")
+            manifests.extend(items)
         elif document is not None:
             manifests.append(document)
     found = []
@@ -107,7 +110,9 @@ def load_live_objects(text: str, source: str, namespace: str) -> list[LiveObject
         if (
             not isinstance(manifest, dict)
             or not manifest.get("kind")
-            or not (manifest.get("metadata") or {}).get("name")
+            or not isinstance(manifest.get("metadata"), dict)
+            or not isinstance(manifest["metadata"].get("name"), str)
+            or not manifest["metadata"]["name"]
         ):
             raise LiveObjectsError(f"{source}: object {number} is not a Kubernetes object (no kind or metadata.name)")
         metadata = dict(manifest["metadata"])
@@ -493,7 +498,7 @@ def command(
         return _error("objects: give --live FILE (the live values) or --from-cluster")
     else:
         try:
-            live_values = load_live_values(live.read_text(), str(live))
+            live_values = load_live_values(live.read_bytes(), str(live))
         except OSError as error:
             return _error(f"--live {live}: cannot read: {error.strerror}")
         except LiveValuesError as error:
@@ -501,7 +506,7 @@ def command(
     objects: list[LiveObject] = list(cluster.objects) if cluster is not None else []
     for path in live_objects:
         try:
-            objects += load_live_objects(path.read_text(), str(path), settings.namespace)
+            objects += load_live_objects(path.read_bytes(), str(path), settings.namespace)
         except OSError as error:
             return _error(f"--live-object {path}: cannot read: {error.strerror}")
         except LiveObjectsError as error:

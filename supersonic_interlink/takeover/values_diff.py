@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from supersonic_interlink.config.loading import load_outside_yaml
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.takeover.tree_diff import (
@@ -126,25 +126,27 @@ class LiveValuesError(ValueError):
     """The live values file cannot be read as chart values."""
 
 
-def load_live_values(text: str, source: str) -> dict[str, Any]:
+def load_live_values(text: bytes | str, source: str) -> dict[str, Any]:
     """Chart values from ``helm get values`` output (with or without ``-o yaml``) or the Flux values ConfigMap.
 
     The ConfigMap may be given whole (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text.
     """
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise LiveValuesError(f"{source}: not valid YAML{where}") from None
+        documents = load_outside_yaml(text)
+    except YAMLInputError as error:
+        raise LiveValuesError(f"{source}: {error}") from None
+    if len(documents) > 1:
+        raise LiveValuesError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
+    document = documents[0] if documents else None
     if document is None:
         return {}
     if not isinstance(document, dict):
         raise LiveValuesError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
     if document.get("kind") == "ConfigMap":
         data = document.get("data") or {}
-        if "values.yaml" not in data:
-            raise LiveValuesError(f"{source}: a ConfigMap without the key values.yaml (keys: {', '.join(data)})")
+        if not isinstance(data, dict) or not isinstance(data.get("values.yaml"), str):
+            keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
+            raise LiveValuesError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
         return load_live_values(data["values.yaml"], f"{source} data.values.yaml")
     # `helm get values` without -o yaml prints this heading line first.
     if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
