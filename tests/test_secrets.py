@@ -128,3 +128,91 @@ def test_render_refuses_a_stack_with_a_nested_secret_and_never_prints_it(tmp_pat
     assert f"{P}:helmValues.auth.token: is a secret (secure:)" in result.stderr
     assert "AAAAciphertext" not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------------------------- errors never show one
+
+SECRET_TEXT = 'pässwörd"\\x\u202e\x1b[31m'
+"""Non-ASCII, a quote, a backslash, a bidi override and an escape code: every way ``json.dumps`` or a terminal
+would change it, so a check for the exact text alone would miss an escaped copy."""
+
+
+def _fragments(text: str) -> set[str]:
+    """Every piece of the secret an error could show: the text, its JSON and repr forms, each 4-character run."""
+    forms = {
+        text,
+        json.dumps(text),
+        json.dumps(text)[1:-1],
+        repr(text),
+        repr(text)[1:-1],
+        json.dumps(text, ensure_ascii=False),
+    }
+    return forms | {form[i : i + 4] for form in forms for i in range(len(form) - 3) if form[i : i + 4].strip()}
+
+
+def _bad_secret_configs() -> list[tuple[str, str, Any]]:
+    """(id, top-level key, bad value) for every secret-capable key: a bad leaf, a bad object, a rule across fields."""
+    base = {key: json.loads(value) for key, value in stack_config("hammer").items() if value.startswith("{")}
+    envoy = base[f"{P}:envoy"]
+    sfz = base[f"{P}:scaleFromZero"]
+    keda = base[f"{P}:keda"]
+    return [
+        ("envoy-leaf", "envoy", {**envoy, "serviceType": SECRET_TEXT}),
+        ("envoy-image", "envoy", {**envoy, "image": SECRET_TEXT}),
+        ("envoy-whole-string", "envoy", SECRET_TEXT),
+        ("envoy-not-json", "envoy", "{" + SECRET_TEXT),
+        (
+            "envoy-back-off",
+            "envoy",
+            {
+                **envoy,
+                "inferenceRetry": {
+                    "numRetries": 1,
+                    "hostSelectionRetryMaxAttempts": 1,
+                    "backOffBaseMs": 987654,
+                    "backOffMaxMs": 876543,
+                },
+            },
+        ),
+        ("triton-object-field", "triton", {**json.loads(stack_config("hammer")[f"{P}:triton"]), "image": SECRET_TEXT}),
+        (
+            "triton-annotation",
+            "triton",
+            {**json.loads(stack_config("hammer")[f"{P}:triton"]), "podAnnotations": {"a": 987654}},
+        ),
+        ("prometheus-url", "prometheus", {"url": SECRET_TEXT, "port": 9090, "scheme": "http"}),
+        ("prometheus-port", "prometheus", {"url": "p.example", "port": 987654, "scheme": "http"}),
+        ("server-load", "serverLoad", {"metric": 987654, "threshold": 20}),
+        ("cleanup-schedule", "cleanup", {"schedule": SECRET_TEXT}),
+        ("helm-values-not-object", "helmValues", [SECRET_TEXT]),
+        (
+            "scale-from-zero-hold",
+            "scaleFromZero",
+            {**sfz, "readyTimeoutSeconds": 987654, "holdMinReplicasSeconds": 876543},
+        ),
+        ("scale-from-zero-type", "scaleFromZero", {**sfz, "enabled": SECRET_TEXT}),
+        ("keda-min-above-max", "keda", {**keda, "minReplicaCount": 987654, "maxReplicaCount": 876543}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [row[1:] for row in _bad_secret_configs()], ids=[row[0] for row in _bad_secret_configs()]
+)
+def test_an_error_about_a_secret_key_names_the_key_and_shows_no_part_of_its_value(key: str, value: Any) -> None:
+    from supersonic_interlink.config.pulumi_config import settings_from_config
+
+    config = stack_config("hammer")
+    config[f"{P}:{key}"] = value if isinstance(value, str) else json.dumps(value)
+    secret_parts = _fragments(SECRET_TEXT) | {"987654", "876543"}
+    with pytest.raises(ConfigError) as caught:
+        settings_from_config(config, secret_keys=[f"{P}:{key}"])
+    problems = caught.value.problems
+    assert problems and all(problem.startswith(f"{P}:{key}") for problem in problems), problems
+    leaked = sorted(part for part in secret_parts for problem in problems if part in problem)
+    assert not leaked, f"{problems} show {leaked}"
+    assert any("[secret]" in problem or "expected" in problem for problem in problems)
+    # The same value without the secret flag is shown, so the test above can fail.
+    with pytest.raises(ConfigError) as plain:
+        settings_from_config(config)
+    shown = " ".join(plain.value.problems)
+    assert any(part in shown for part in secret_parts), plain.value.problems

@@ -125,7 +125,16 @@ def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
     return defaults
 
 
-def _show(value: Any) -> str:
+SECRET_SHOWN = "[secret]"
+"""What an error prints in place of any part of a secret key's value."""
+
+
+def _show(value: Any, secret: bool) -> str:
+    """A value as a config error prints it: the one place that does, so a secret is never printed (not even
+    escaped: the CLI masks a secret by its exact text, and ``json.dumps`` escapes ``"``, ``\\`` and non-ASCII, which
+    also keeps control characters in other values from reaching the terminal)."""
+    if secret:
+        return SECRET_SHOWN
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -228,8 +237,9 @@ def _join(path: str, part: Any) -> str:
     return f"{path}.{part}" if path else str(part)
 
 
-def _problems(error: ValidationError, prefix: tuple[str, ...]) -> list[str]:
-    """One line per pydantic error, in the project's words; ``prefix`` is where the validated value sits."""
+def _problems(error: ValidationError, prefix: tuple[str, ...], secret: bool = False) -> list[str]:
+    """One line per pydantic error, in the project's words; ``prefix`` is where the validated value sits, ``secret``
+    whether it came from a secret (then no part of it is printed)."""
     cls = Settings
     problems: list[str] = []
     for item in error.errors(include_url=False):
@@ -256,14 +266,16 @@ def _problems(error: ValidationError, prefix: tuple[str, ...]) -> list[str]:
         value = item["input"]
         if kind == "at_field":
             context = item.get("ctx") or {}
-            path, value, what = _join(path, context["field"]), context["value"], context["expected"]
+            path, value = _join(path, context["field"]), context["value"]
+            others = {name: _show(other, secret) for name, other in (context.get("others") or {}).items()}
+            what = context["expected"].format(**others)
         elif kind == "expected":
             what = item["msg"]
         else:
             what = _expected(cls, loc) or _TYPE_WORDS.get(kind) or item["msg"]
         if kind in ("model_type", "model_attributes_type", "dict_type") and _model_of_loc(cls, loc):
             what = "an object"
-        problems.append(f"{_key(path)} = {_show(value)}: expected {what}")
+        problems.append(f"{_key(path)} = {_show(value, secret)}: expected {what}")
     return problems
 
 
@@ -286,7 +298,7 @@ def _model_of_loc(cls: type[Model], loc: tuple[Any, ...]) -> bool:
     return bool(loc) and _owner(cls, loc) is not None and not any(isinstance(p, int) for p in loc[-1:])
 
 
-def _parse_top(name: str, text: Any, annotation: Any) -> tuple[Any, str | None]:
+def _parse_top(name: str, text: Any, annotation: Any, secret: bool) -> tuple[Any, str | None]:
     """The CLI passes objects as JSON text and strings as they are."""
     if _model_of(annotation) is None and not _is_object(annotation):
         return text, None
@@ -294,10 +306,10 @@ def _parse_top(name: str, text: Any, annotation: Any) -> tuple[Any, str | None]:
         return text, None
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
-        return None, f"{_key(name)} = {_show(text)}: expected an object"
+    except (ValueError, RecursionError):  # JSONDecodeError, and Python's 4,300-digit limit on integers
+        return None, f"{_key(name)} = {_show(text, secret)}: expected an object"
     if not isinstance(value, dict):
-        return None, f"{_key(name)} = {_show(value)}: expected an object"
+        return None, f"{_key(name)} = {_show(value, secret)}: expected an object"
     return value, None
 
 
@@ -361,7 +373,8 @@ def load_settings(
         if name not in ours and name not in defaults:
             problems.append(f"{_key(name)}: missing (no default in Pulumi.yaml; set it in the stack file)")
             continue
-        raw, problem = _parse_top(name, ours[name], info.annotation) if name in ours else (defaults[name], None)
+        secret = name in secrets
+        raw, problem = _parse_top(name, ours[name], info.annotation, secret) if name in ours else (defaults[name], None)
         if problem:
             problems.append(problem)
             continue
@@ -373,8 +386,8 @@ def load_settings(
             else:
                 sections[name] = _adapter(name).validate_json(json.dumps(raw))
         except ValidationError as error:
-            problems.extend(_problems(error, (name,)))
-    problems.extend(_cross_checks(sections))
+            problems.extend(_problems(error, (name,), secret))
+    problems.extend(_cross_checks(sections, secrets))
     if problems:
         raise ConfigError(problems)
     settings = Settings(**sections)
@@ -393,27 +406,31 @@ def _adapter(name: str) -> TypeAdapter[Any]:
 # ---------------------------------------------------------------------------------------- cross-key rules
 
 
-def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[str]:
+Show = Callable[[str, Any], str]
+"""How a cross-key rule prints a value: ``show(top_level_key, value)`` (``[secret]`` for a secret key's)."""
+
+
+def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings, show: Show) -> list[str]:
     problems: list[str] = []
     if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
+        hold, ready = show("scaleFromZero", sfz.holdMinReplicasSeconds), show("scaleFromZero", sfz.readyTimeoutSeconds)
         problems.append(
-            f"{_key('scaleFromZero.holdMinReplicasSeconds')} = {sfz.holdMinReplicasSeconds}: expected a value >= "
-            f"scaleFromZero.readyTimeoutSeconds ({sfz.readyTimeoutSeconds}); the chart refuses a hold shorter "
-            f"than the wake it protects"
+            f"{_key('scaleFromZero.holdMinReplicasSeconds')} = {hold}: expected a value >= "
+            f"scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a hold shorter than the wake it protects"
         )
     if sfz.enabled and not keda.enabled:
         problems.append(
-            f"{_key('keda.enabled')} = false: expected true while scaleFromZero.enabled is true "
+            f"{_key('keda.enabled')} = {show('keda', False)}: expected true while scaleFromZero.enabled is true "
             f"(KEDA is what scales Triton back down)"
         )
     if keda.minReplicaCount > keda.maxReplicaCount:
         problems.append(
-            f"{_key('keda.minReplicaCount')} = {keda.minReplicaCount}: expected a value <= "
-            f"keda.maxReplicaCount ({keda.maxReplicaCount})"
+            f"{_key('keda.minReplicaCount')} = {show('keda', keda.minReplicaCount)}: expected a value <= "
+            f"keda.maxReplicaCount ({show('keda', keda.maxReplicaCount)})"
         )
     if keda.minReplicaCount == 0 and not sfz.enabled:
         problems.append(
-            f"{_key('keda.minReplicaCount')} = 0: expected >= 1 unless scaleFromZero.enabled is true "
+            f"{_key('keda.minReplicaCount')} = {show('keda', 0)}: expected >= 1 unless scaleFromZero.enabled is true "
             f"(nothing would wake Triton from zero)"
         )
     return problems
@@ -427,9 +444,12 @@ parsed, so a type error in one section does not hide a conflict in another. Rule
 validators of that section."""
 
 
-def _cross_checks(sections: Mapping[str, Any]) -> list[str]:
+def _cross_checks(sections: Mapping[str, Any], secrets: frozenset[str] = frozenset()) -> list[str]:
+    def show(key: str, value: Any) -> str:
+        return _show(value, key in secrets)
+
     problems: list[str] = []
     for needs, check in _CROSS_CHECKS:
         if all(sections.get(name) is not None for name in needs):
-            problems.extend(check(*(sections[name] for name in needs)))
+            problems.extend(check(*(sections[name] for name in needs), show))
     return problems

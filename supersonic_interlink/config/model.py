@@ -338,7 +338,8 @@ def _check_back_off(retry: InferenceRetrySettings | RepositoryIndexRetrySettings
         raise _fail_at(
             "backOffBaseMs",
             retry.backOffBaseMs,
-            f"a value <= backOffMaxMs ({retry.backOffMaxMs}); Envoy refuses a base interval above the maximum",
+            "a value <= backOffMaxMs ({backOffMaxMs}); Envoy refuses a base interval above the maximum",
+            backOffMaxMs=retry.backOffMaxMs,
         )
 
 

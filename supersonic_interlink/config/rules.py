@@ -97,9 +97,13 @@ def _fail(text: str) -> PydanticCustomError:
     return PydanticCustomError("expected", "{expected}", {"expected": text})
 
 
-def _fail_at(field: str, value: Any, text: str) -> PydanticCustomError:
-    """A model rule's failure reported at one of its fields (``<key>.<field> = <value>: expected <text>``)."""
-    return PydanticCustomError("at_field", "{expected}", {"expected": text, "field": field, "value": value})
+def _fail_at(field: str, value: Any, text: str, **others: Any) -> PydanticCustomError:
+    """A model rule's failure reported at one of its fields (``<key>.<field> = <value>: expected <text>``).
+
+    ``text`` names other fields' values as ``{name}`` with the value in ``others``: the loader prints every value,
+    and prints none of a secret key's."""
+    context = {"expected": text, "field": field, "value": value, "others": others}
+    return PydanticCustomError("at_field", "{expected}", context)
 
 
 def _rule(check: Callable[[Any], bool], text: str) -> AfterValidator:
