@@ -1,0 +1,185 @@
+"""Every `./supersonic ...` command the project prints runs as printed: in the README, docs/, the stack files'
+comments, the workflows, examples/ and the strings the code prints (error hints, the takeover steps).
+
+A command runs as printed when it needs nothing outside this machine (render without --pin-chart or --fetch-chart,
+takeover steps and values, probe report, completion, help); it runs in a copy of the project, from examples/ when its
+files are there. A command that needs a cluster, a bucket, the network or a value only the reader has (``<stack>``,
+``FILE``, ``{stack}``) runs in its ``--help`` form instead: the verb and sub-verb must exist and every flag it
+names must be one the parser takes. ``test``, ``e2e`` and ``lint`` run in CI exactly as the README prints them."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from supersonic_interlink.cli import completion
+from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
+
+ROOT = Path(__file__).resolve().parent.parent
+PROSE = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "stacks").glob("*.yaml")),
+    *sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+    *sorted((ROOT / "examples").glob("*.md")),
+    ROOT / "Pulumi.yaml",
+    ROOT / "supersonic",
+]
+CODE = sorted([*(ROOT / "supersonic_interlink").rglob("*.py"), *(ROOT / "components").rglob("*.py")])
+_START = re.compile(r"(?:\.\./|\./)supersonic((?: [^ \n`'\"]+)*)")
+_STOP = (">", ">>", "|", "&&", ";", "||", "2>&1")
+
+
+def _commands_in(text: str) -> list[tuple[str, ...]]:
+    """Commands in one piece of text that is a command or holds commands: a line, a code span, a code block."""
+    found = []
+    for match in _START.finditer(text):
+        words: list[str] = []
+        for word in match.group(1).split(" ")[1:]:
+            if word in _STOP or word.startswith("#") or word == "":
+                break
+            words.append(word.rstrip(".,:)"))
+        # Prose that names the front door without a command ("./supersonic <verb>", "for ./supersonic (...)").
+        if words and re.fullmatch(r"[a-z][a-z0-9-]*|--help|-h", words[0]):
+            found.append(tuple(words))
+    return found
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+_COMMAND_LINE = re.compile(r"^[ \t]*(?:#[ \t]*|-[ \t]+|run:[ \t]*)?((?:\.\./|\./)supersonic .*)$", re.M)
+
+
+def _command_texts(text: str) -> list[str]:
+    """Where a document puts commands: code spans, fenced blocks, and lines (or comment lines) that start with one.
+    Running prose that mentions ``./supersonic`` is not a command."""
+    return [*_CODE_SPAN.findall(text), *_FENCE.findall(text), *_COMMAND_LINE.findall(text)]
+
+
+def _strings(path: Path) -> list[str]:
+    """String literals of a module; in an f-string each replacement field reads ``{x}``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+        elif isinstance(node, ast.JoinedStr):
+            out.append("".join(v.value if isinstance(v, ast.Constant) else "{x}" for v in node.values))
+    return out
+
+
+def printed() -> dict[tuple[str, ...], str]:
+    """Each distinct command, with one place it is printed."""
+    commands: dict[tuple[str, ...], str] = {}
+    for path in PROSE:
+        for text in _command_texts(path.read_text()):
+            for command in _commands_in(text):
+                commands.setdefault(command, str(path.relative_to(ROOT)))
+    for path in CODE:
+        for string in _strings(path):
+            for text in [string] if string.startswith("./supersonic") else _command_texts(string):
+                for command in _commands_in(text):
+                    commands.setdefault(command, str(path.relative_to(ROOT)))
+    return commands
+
+
+def _placeholder(word: str) -> bool:
+    return bool(re.search(r"[<>\[\]{}$]|\.\.\.|^[A-Z][A-Z_:]*$", word)) or "|" in word
+
+
+@cache
+def _words() -> dict[str, dict[str, list[str]]]:
+    return completion.words()
+
+
+EXAMPLES = ROOT / "examples"
+STACK_FIRST = {"render", "probe", "takeover", "pulumi", "drift", "diff"}
+"""Verbs whose first positional argument (after the sub-verb, if any) is a stack name."""
+NEEDS_OUTSIDE = {"--pin-chart", "--fetch-chart", "--live", "--from-cluster", "--record", "--endpoint"}
+
+
+def runs_as_printed(words: tuple[str, ...]) -> bool:
+    verb = words[0]
+    if any(_placeholder(w) for w in words) or NEEDS_OUTSIDE & set(words) and verb != "takeover":
+        return False
+    if verb in ("completion",) or "--help" in words:
+        return True
+    if verb == "render":
+        return words[1:2] and words[1] in _stacks() and not NEEDS_OUTSIDE & set(words)
+    if verb == "takeover":
+        files = [w for w in words if w.endswith((".yaml", ".yml"))]
+        runnable = words[1:2] == ("steps",) and "--live" not in words or words[1:2] == ("values",)
+        return runnable and len(words) > 2 and words[2] in _stacks() and all((EXAMPLES / f).is_file() for f in files)
+    if verb == "probe":
+        return words[1:2] == ("report",) and (EXAMPLES / words[2]).is_file() if len(words) > 2 else False
+    return False
+
+
+@pytest.fixture(scope="module")
+def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("printed") / "project"
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        if (ROOT / name).is_file() and not name.startswith("tests/"):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, root / name)
+    return root
+
+
+COMMANDS = printed()
+
+
+def test_the_collection_finds_the_commands_the_readme_starts_with() -> None:
+    assert ("render", "hammer", "--out", "rendered/hammer", "--check") in COMMANDS
+    assert ("test",) in COMMANDS
+    assert len(COMMANDS) > 40, sorted(COMMANDS)
+
+
+@pytest.mark.parametrize("words", sorted(COMMANDS), ids=lambda w: " ".join(w)[:80])
+def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path) -> None:
+    where = COMMANDS[words]
+    verb = words[0]
+    if verb in FRONT_DOOR_ONLY:
+        assert f"  {verb})" in (ROOT / "supersonic").read_text() or f"|{verb}" in (ROOT / "supersonic").read_text()
+        assert all(not w.startswith("-") or w in ("-k", "-q", "-x") for w in words[1:]), f"{where}: {words}"
+        return
+    if verb.startswith("-"):
+        assert words[0] in ("--help", "-h"), f"{where}: {words}"
+        return
+    assert verb in VERBS, f"{where}: ./supersonic {' '.join(words)}: no verb {verb!r}"
+    python = [sys.executable, "-P", "-m", "supersonic_interlink"]
+    env = {"PYTHONPATH": str(project_copy), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    if runs_as_printed(words):
+        cwd = project_copy / "examples" if any((EXAMPLES / w).is_file() for w in words) else project_copy
+        ran = subprocess.run([*python, *words], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+        assert ran.returncode in (0, 1) and "Traceback" not in ran.stderr, f"{where}: {words}\n{ran.stderr}"
+        return
+    subs = [key for key in _words()[verb] if key]
+    sub = next((w for w in words[1:] if w in subs), None)
+    helped = subprocess.run(
+        [*python, verb, *([sub] if sub else []), "--help"],
+        cwd=project_copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert helped.returncode == 0, f"{where}: {words}\n{helped.stderr}"
+    taken = set(_words()[verb][sub] if sub else _words()[verb][""])
+    for flag in (w.split("=")[0] for w in words if w.startswith("--")):
+        assert flag in taken, f"{where}: ./supersonic {' '.join(words)}: {flag} is not an option of {verb} {sub or ''}"
+    # The stack a command names must be one of this project's (it comes first, or after the sub-verb).
+    positional = [w for w in words[1:] if not w.startswith("-") and w != sub]
+    if verb in STACK_FIRST and positional and not _placeholder(positional[0]) and sub != "report":
+        assert positional[0] in _stacks(), f"{where}: ./supersonic {' '.join(words)}: no stack {positional[0]!r}"
+
+
+@cache
+def _stacks() -> set[str]:
+    return {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml")}
