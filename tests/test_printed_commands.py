@@ -53,8 +53,8 @@ def _commands_in(text: str) -> list[tuple[str, ...]]:
 
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
-_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
-_COMMAND_LINE = re.compile(r"^[ \t]*(?:#[ \t]*|-[ \t]+|run:[ \t]*)?((?:\.\./|\./)supersonic .*)$", re.M)
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_COMMAND_LINE = re.compile(r"^[ \t]*(?:#[ \t]*|-[ \t]+|run:[ \t]*)?((?:\.\./|\./)supersonic .*)$", re.MULTILINE)
 
 
 def _command_texts(text: str) -> list[str]:
@@ -70,7 +70,7 @@ def _strings(path: Path) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             out.append(node.value)
         elif isinstance(node, ast.JoinedStr):
-            out.append("".join(v.value if isinstance(v, ast.Constant) else "{x}" for v in node.values))
+            out.append("".join(str(v.value) if isinstance(v, ast.Constant) else "{x}" for v in node.values))
     return out
 
 
@@ -106,15 +106,15 @@ NEEDS_OUTSIDE = {"--pin-chart", "--fetch-chart", "--live", "--from-cluster", "--
 
 def runs_as_printed(words: tuple[str, ...]) -> bool:
     verb = words[0]
-    if any(_placeholder(w) for w in words) or NEEDS_OUTSIDE & set(words) and verb != "takeover":
+    if any(_placeholder(w) for w in words) or (NEEDS_OUTSIDE & set(words) and verb != "takeover"):
         return False
-    if verb in ("completion",) or "--help" in words:
+    if verb == "completion" or "--help" in words:
         return True
     if verb == "render":
-        return words[1:2] and words[1] in _stacks() and not NEEDS_OUTSIDE & set(words)
+        return len(words) > 1 and words[1] in _stacks() and not NEEDS_OUTSIDE & set(words)
     if verb == "takeover":
         files = [w for w in words if w.endswith((".yaml", ".yml"))]
-        runnable = words[1:2] == ("steps",) and "--live" not in words or words[1:2] == ("values",)
+        runnable = (words[1:2] == ("steps",) and "--live" not in words) or words[1:2] == ("values",)
         return runnable and len(words) > 2 and words[2] in _stacks() and all((EXAMPLES / f).is_file() for f in files)
     if verb == "probe":
         return words[1:2] == ("report",) and (EXAMPLES / words[2]).is_file() if len(words) > 2 else False
