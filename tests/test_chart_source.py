@@ -66,6 +66,86 @@ def test_what_the_providers_dependency_update_writes_is_allowed(upstream: Path, 
     assert verify(chart.parent.parent, commit, CHART_PATH) is None
 
 
+PLANTED_BINDING = """apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: planted}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: default, namespace: default}]
+"""
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        # A subchart directory: Helm renders every chart under charts/, so this would deploy cluster-admin.
+        {
+            "charts/evil/Chart.yaml": "apiVersion: v2\nname: evil\nversion: 1.0.0\n",
+            "charts/evil/templates/crb.yaml": PLANTED_BINDING,
+        },
+        {
+            "charts/grafana/Chart.yaml": "apiVersion: v2\nname: grafana\nversion: 1.0.0\n"
+        },  # the dependency's name, unpacked
+        {"charts/evil-1.0.0.tgz": "archive"},  # an archive of no declared dependency
+        {
+            "charts/grafana-1.0.1.tgz": "archive"
+        },  # the declared dependency at another version than Chart.yaml's exact one
+        {"charts/grafana-1.0.0.tgz.d/x": "x"},
+        {"charts/.hidden.tgz": "archive"},
+    ],
+    ids=["subchart-directory", "dependency-unpacked", "undeclared-archive", "other-version", "nested", "hidden"],
+)
+def test_anything_else_under_the_charts_directory_is_refused(
+    upstream: Path, tmp_path: Path, planted: dict[str, str]
+) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    (chart / "charts").mkdir()
+    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")  # allowed beside it, so the refusal is the plant
+    for name, text in planted.items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_text(text)
+    problem = verify(chart.parent.parent, commit, CHART_PATH)
+    assert problem is not None and f"{CHART_PATH}/{next(iter(planted))}" in problem and "differs" in problem, problem
+    assert (
+        chart_source.chart_on_disk(
+            load_settings(
+                stack_config(
+                    "hammer", release={"name": "x", "chart": {"git": UPSTREAM, "commit": commit, "path": CHART_PATH}}
+                )
+            ).release.chart,
+            cache=tmp_path / "cache",
+        )
+        is None
+    ), "a tampered checkout is never handed to Helm or the conformance check"
+
+
+def test_a_version_the_lock_file_locks_is_the_one_allowed(upstream: Path, tmp_path: Path) -> None:
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    (chart / "Chart.yaml").write_text((chart / "Chart.yaml").read_text().replace("version: 1.0.0", "version: ~1.0"))
+    git(
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t.invalid",
+        "commit",
+        "--quiet",
+        "-am",
+        "range",
+        cwd=chart.parent.parent,
+    )
+    commit = git("rev-parse", "HEAD", cwd=chart.parent.parent)
+    (chart / "charts").mkdir()
+    (chart / "charts" / "grafana-1.0.7.tgz").write_bytes(b"archive")
+    assert verify(chart.parent.parent, commit, CHART_PATH) is None, "a range without a lock: the resolved version"
+    (chart / "Chart.lock").write_text(
+        "dependencies:\n- name: grafana\n  repository: https://charts.invalid/grafana\n  version: 1.0.3\n"
+    )
+    assert "grafana-1.0.7.tgz differs" in str(verify(chart.parent.parent, commit, CHART_PATH))
+    (chart / "charts" / "grafana-1.0.7.tgz").rename(chart / "charts" / "grafana-1.0.3.tgz")
+    assert verify(chart.parent.parent, commit, CHART_PATH) is None, "dependencyUpdate writes the lock it resolved"
+
+
 def test_a_commit_the_repository_does_not_have_is_named(upstream: Path, tmp_path: Path) -> None:
     with pytest.raises(ChartSourceError, match=f"has no commit {'0' * 40}"):
         fetch(upstream.as_uri(), "0" * 40, CHART_PATH, cache=tmp_path / "cache")

@@ -8,8 +8,10 @@ pinned, wherever it was fetched from. The Release is given the chart as the rela
 new commit is a changed input, so ``pulumi preview`` shows the ``helm upgrade``.
 
 The provider itself writes into the checkout: with ``dependencyUpdate`` it downloads the chart's dependencies into
-``<path>/charts/`` (and rewrites ``<path>/Chart.lock`` if the committed one is stale); those are the only changes
-the check allows.
+``<path>/charts/`` as ``<name>-<version>.tgz`` (and rewrites ``<path>/Chart.lock`` if the committed one is stale);
+those are the only changes the check allows: an archive of a dependency ``Chart.yaml`` declares, at the version
+``Chart.lock`` locks where it does. Anything else there (a planted subchart directory, another archive) is refused,
+since Helm renders every chart under ``charts/``.
 
 A branch is never deployed as such: ``resolve`` turns a ref into its commit (``git ls-remote``) for
 ``./supersonic render <stack> --pin-chart [REF]`` to write into the stack file, where review sees it.
@@ -23,10 +25,13 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.config import PROJECT, ChartSource
+from supersonic_interlink.config.loading import load_outside_yaml
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 
 CACHE_DIR = ".charts"
 """The chart cache, relative to the project directory (listed in .gitignore)."""
@@ -116,16 +121,47 @@ def verify(checkout: Path, commit: str, path: str) -> str | None:
     if status.returncode != 0:
         return f"{checkout}: git status failed: {_last_line(status.stderr)}"
     chart = path.rstrip("/")
+    archives = _dependency_archives(checkout / chart)
     for entry in filter(None, status.stdout.split("\0")):
         code, name = entry[:2], entry[3:]
-        if code in ("??", "!!") and name.startswith(f"{chart}/charts/"):
+        if code in ("??", "!!") and name.startswith(f"{chart}/charts/") and archives(name[len(chart) + 8 :]):
             continue  # the provider's dependencyUpdate downloads the chart's dependencies there
-        if code == " M" and name == f"{chart}/Chart.lock":
-            continue  # ... and rewrites the lock file when the committed one is stale
+        if code in (" M", "??") and name == f"{chart}/Chart.lock":
+            continue  # ... and writes the lock file when the commit has none or a stale one
         return f"{checkout}: {name} differs from commit {commit} ({code.strip()})"
     if not (checkout / path / "Chart.yaml").is_file():
         return f"commit {commit} has no chart at {path} (no {path}/Chart.yaml)"
     return None
+
+
+_VERSION = r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
+
+
+def _dependency_archives(chart_dir: Path) -> Callable[[str], bool]:
+    """Whether a file name under ``<chart>/charts/`` is an archive the provider's ``dependencyUpdate`` downloads: the
+    dependencies ``Chart.yaml`` declares, each at the version ``Chart.lock`` locks (any exact version where it has
+    no lock entry: Helm resolves the range then)."""
+
+    def declared(file: Path) -> list[tuple[str, str]]:
+        try:
+            documents = load_outside_yaml(file.read_bytes()) if file.is_file() else []
+        except (OSError, YAMLInputError):
+            return []
+        document = documents[0] if documents and isinstance(documents[0], dict) else {}
+        entries = document.get("dependencies")
+        return [
+            (str(entry.get("name")), str(entry.get("version", "")))
+            for entry in (entries if isinstance(entries, list) else [])
+            if isinstance(entry, dict) and entry.get("name")
+        ]
+
+    locked = dict(declared(chart_dir / "Chart.lock"))
+    patterns = []
+    for name, wanted in declared(chart_dir / "Chart.yaml"):
+        version = locked.get(name) or (wanted if re.fullmatch(_VERSION, wanted) else None)
+        patterns.append(re.escape(f"{name}-{version}.tgz") if version else re.escape(name) + "-" + _VERSION + r"\.tgz")
+    allowed = re.compile("|".join(patterns)) if patterns else None
+    return lambda name: allowed is not None and allowed.fullmatch(name) is not None
 
 
 def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
