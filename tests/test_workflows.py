@@ -276,3 +276,124 @@ def test_pull_requests_run_the_same_lint_as_contributors_and_ci() -> None:
     assert "./supersonic lint\n./supersonic test\n./supersonic e2e\n" in ci, (
         "CI lints, then runs the README's test commands: unit tests, then the end-to-end tier"
     )
+
+
+def drift_workflow() -> dict:
+    return load(WORKFLOWS / "drift.yml")
+
+
+def drift_step(name: str) -> dict:
+    return next(s for s in drift_workflow()["jobs"]["drift"]["steps"] if s.get("id") == name or s.get("name") == name)
+
+
+def test_drift_runs_per_stack_every_few_hours_with_least_privilege() -> None:
+    workflow = drift_workflow()
+    (schedule,) = workflow["on"]["schedule"]
+    minute, hour, *rest = schedule["cron"].split()
+    assert minute.isdigit() and hour.startswith("*/") and rest == ["*", "*", "*"], "every few hours, per stack"
+    assert workflow["permissions"] == {}, "no job gets the token's default permissions"
+    jobs = workflow["jobs"]
+    assert jobs["stacks"]["permissions"] == {"contents": "read"}
+    assert jobs["drift"]["permissions"] == {"contents": "read", "issues": "write"}, "issues only: no contents write"
+    assert jobs["drift"]["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
+    assert jobs["drift"]["strategy"]["fail-fast"] is False, "one cluster unreachable must not hide another's drift"
+    assert workflow["concurrency"]["cancel-in-progress"] is False, "a run is never cut off halfway through an issue"
+
+
+def test_drift_checks_every_stack_file(tmp_path: Path) -> None:
+    listing = next(s for s in drift_workflow()["jobs"]["stacks"]["steps"] if s.get("id") == "list")
+    output = tmp_path / "output"
+    result = run_step(listing["run"], ROOT, GITHUB_OUTPUT=str(output))
+    assert result.returncode == 0, result.stdout + result.stderr
+    expected = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    assert output.read_text() == f"stacks={json.dumps(expected, separators=(',', ':'))}\n"
+
+
+def test_drift_checks_with_the_operators_command_and_the_previews_credentials() -> None:
+    check = drift_step("check")
+    assert './supersonic drift "$STACK" --markdown' in check["run"]
+    assert "--correct" not in json.dumps(drift_workflow()), "the scheduled check corrects nothing"
+    preview = next(
+        s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", "")
+    )
+    secrets = {k: v for k, v in check["env"].items() if "secrets." in v}
+    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same secrets as the preview"
+
+
+def fake_tools(directory: Path, supersonic_status: int = 0, issues: str = "[]") -> Path:
+    """A ``gh`` that logs its arguments and lists ``issues``, and a ``./supersonic`` that answers ``status``."""
+    bin_dir = directory / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$*" >> "{directory}/gh.log"\n'
+        f"if [ \"$1 $2\" = 'issue list' ]; then printf '%s' '{issues}'; fi\n"
+    )
+    front = directory / "supersonic"
+    front.write_text(
+        f"#!/bin/sh\necho '| part | object |' \necho 'supersonic drift: the last line' >&2\nexit {supersonic_status}\n"
+    )
+    for tool in (gh, front):
+        tool.chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.parametrize(("status", "fails"), [(0, False), (1, False), (2, True)])
+def test_the_drift_step_passes_drift_on_and_fails_only_when_nothing_was_checked(
+    tmp_path: Path, status: int, fails: bool
+) -> None:
+    fake_tools(tmp_path, supersonic_status=status)
+    output = tmp_path / "output"
+    result = run_step(
+        drift_step("check")["run"],
+        tmp_path,
+        STACK="hammer",
+        REPORT_FILE=str(tmp_path / "drift.md"),
+        LOG_FILE=str(tmp_path / "drift.log"),
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+    )
+    assert (result.returncode != 0) is fails, result.stdout + result.stderr
+    assert output.read_text() == f"status={status}\n"
+    assert "| part | object |" in (tmp_path / "summary.md").read_text()
+    if fails:
+        assert "::error title=Drift of hammer not checked::supersonic drift: the last line" in result.stdout
+
+
+ISSUES = json.dumps([{"number": 7, "title": "Drift: stack hammer"}, {"number": 9, "title": "Drift: stack hammer-2"}])
+
+
+@pytest.mark.parametrize(
+    ("status", "issues", "expected"),
+    [
+        ("1", "[]", "issue create --repo o/r --title Drift: stack hammer --body-file"),
+        ("1", ISSUES, "issue edit 7 --repo o/r --body-file"),
+        ("0", ISSUES, "issue close 7 --repo o/r --comment No drift any more: https://run"),
+        ("0", "[]", None),
+    ],
+)
+def test_one_issue_per_stack_is_opened_updated_and_closed(
+    tmp_path: Path, status: str, issues: str, expected: str | None
+) -> None:
+    bin_dir = fake_tools(tmp_path, issues=issues)
+    report = tmp_path / "drift.md"
+    report.write_text("the table\n")
+    result = run_step(
+        drift_step("issue")["run"],
+        tmp_path,
+        STACK="hammer",
+        STATUS=status,
+        REPORT_FILE=str(report),
+        RUN_URL="https://run",
+        GITHUB_REPOSITORY="o/r",
+        GH_TOKEN="token",
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    calls = (tmp_path / "gh.log").read_text().splitlines()
+    assert calls[0].startswith("issue list --repo o/r --state open"), calls
+    assert calls[1:] == ([] if expected is None else [line for line in calls[1:] if line.startswith(expected)]), calls
+    assert len(calls) == (1 if expected is None else 2), "one issue per stack: hammer-2's issue is not hammer's"
+    if status == "1":
+        assert "the table" in report.read_text() and "https://run" in report.read_text()

@@ -23,6 +23,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "state": ("supersonic_interlink.cli.state", "the S3 state bucket: bootstrap, check, history, restore"),
     "cluster": ("supersonic_interlink.cli.cluster", "local control plane on 127.0.0.1: start|stop|env|status"),
     "pulumi": ("supersonic_interlink.cli.pulumi", "the real engine for a stack: preview|up|refresh|destroy"),
+    "drift": ("supersonic_interlink.cli.drift", "what changed on the cluster outside Pulumi; --correct brings it back"),
     "toolchain": ("supersonic_interlink.cli.toolchain", "build the Pulumi CLI, provider and control plane"),
     "completion": ("supersonic_interlink.cli.completion", "print a bash or zsh completion script"),
 }

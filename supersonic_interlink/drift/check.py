@@ -1,0 +1,160 @@
+"""``./supersonic drift <stack>``: both parts of the check, and the correction.
+
+Exit codes: 0 no drift, 1 drift (or a correction that left some), 2 could not check (the line says why).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from supersonic_interlink.drift import managed, release
+from supersonic_interlink.drift.release import CannotCheck, Tools
+from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, Report
+from supersonic_interlink.engine.run import Engine, EngineError
+
+
+@dataclass
+class Observed:
+    """Everything a check read, before any comparison: what the unit tests record and replay."""
+
+    stack: str
+    release: release.ReleaseObservation
+    resources: list[managed.ResourceObservation]
+    events: list[Any] = field(default_factory=list)
+    """The preview's engine events (for the correction's gate); not recorded."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "release": self.release.as_json(),
+            "resources": managed.as_json(self.resources),
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> Observed:
+        return cls(
+            document["stack"],
+            release.ReleaseObservation.from_json(document["release"]),
+            managed.from_json(document["resources"]),
+        )
+
+
+def deployed_release(engine: Engine) -> tuple[str, str]:
+    """(release name, namespace) of the release the stack's last ``up`` deployed: its exported outputs."""
+    outputs = engine.workspace_stack().outputs()
+    name, namespace = outputs.get("releaseName"), outputs.get("namespace")
+    if name is None or namespace is None:
+        raise CannotCheck(
+            f"stack {engine.stack} exports no releaseName and namespace: it has not been deployed (nothing to compare)"
+        )
+    return str(name.value), str(namespace.value)
+
+
+def observe(engine: Engine, tools: Tools) -> Observed:
+    """Read both parts. Raises ``CannotCheck`` or ``EngineError``."""
+    name, namespace = deployed_release(engine)
+    events: list[Any] = []
+    engine.run("preview", refresh=True, on_event=events.append)
+    resources = managed.observations(events)
+    return Observed(engine.stack, release.observe(name, namespace, tools), resources, events)
+
+
+def compare(observed: Observed) -> Report:
+    rel = observed.release
+    report = Report(observed.stack, rel.release, rel.namespace, rel.revision)
+    for rows, ignored, objects in (
+        managed.compare(observed.resources, rel.release),
+        release.compare(rel),
+    ):
+        report.rows += rows
+        report.ignored += ignored
+        report.objects += objects
+    return report
+
+
+def correct(engine: Engine, tools: Tools, observed: Observed, report: Report, log: Callable[[str], None]) -> None:
+    """Bring the cluster back to the release's manifest and to the state Pulumi recorded.
+
+    - The release's objects: each drifted object patched back to what applying its manifest makes it
+      (``release.correct``). Not a Helm upgrade or rollback: Helm 3's three-way merge leaves a custom resource
+      (the ScaledObject) as it is when the manifest did not change, and a Service port changed in place makes it
+      fail and leaves the release ``failed`` (seen on the local control plane: README, Drift).
+    - Pulumi's objects: one edited in place is applied again from the inputs the provider last sent, under the
+      provider's own field manager (the engine would not: after a refresh its preview of an edited object is
+      ``same``); then ``pulumi up --refresh``, gated like ``./supersonic pulumi up``, creates what was deleted.
+    """
+    from supersonic_interlink.engine import gate
+
+    for line in release.correct(observed.release, report.rows, tools):
+        log(f"drift: {line}")
+    edited = {row.object for row in report.rows if row.part == PULUMI_PART and row.note == "refresh"}
+    for item in observed.resources:
+        if item.label in edited and item.is_object and item.live is not None:
+            log(f"drift: {_reapply(item, observed.release.namespace, tools)}")
+    deleted = {row.object for row in report.rows if row.part == PULUMI_PART and row.note == "deleted"}
+    planned = [item for item in observed.resources if item.step != "same"]
+    if any(item.label not in deleted or item.step != "create" for item in planned):
+        # The program differs from the state (a change not yet applied): applying it is a reviewed `up`, not a
+        # correction. The rows stay in the second check.
+        log(
+            f"drift: the preview plans changes of the program itself; review `./supersonic pulumi preview "
+            f"{engine.stack} --diff` and apply them with `./supersonic pulumi up {engine.stack} --yes`"
+        )
+    elif deleted:
+        steps = gate.steps_from_events(observed.events)
+        problems = gate.blocked(steps, removable=gate.stack_removable(engine.stack, root=engine.work_dir))
+        if problems:
+            raise CannotCheck("the correction's up was refused by the gate:\n  " + "\n  ".join(problems))
+        engine.run("up", refresh=True)
+        log(f"drift: pulumi up --refresh of {engine.stack} done")
+
+
+def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) -> str:
+    state = item.state or {}
+    inputs, manager = state.get("__inputs"), state.get("__fieldManager")
+    if not isinstance(inputs, Mapping) or not manager:
+        raise CannotCheck(f"{item.label}: the state holds no inputs to apply again")
+    if _has_secret(inputs):
+        raise CannotCheck(
+            f"{item.label}: its inputs hold a secret, which the engine's events do not show; run "
+            f"`./supersonic pulumi up <stack> --yes` after `kubectl delete` of the object instead"
+        )
+    tools.read(
+        "kubectl",
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        f"--field-manager={manager}",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input_text=json.dumps(inputs),
+    )
+    return f"{item.label}: applied again from the inputs Pulumi last sent (field manager {manager})"
+
+
+def _has_secret(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(_has_secret(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_secret(v) for v in value)
+    return value == "[secret]"
+
+
+def run(
+    engine: Engine, tools: Tools, *, fix: bool = False, log: Callable[[str], None] = print
+) -> tuple[Report, Report | None]:
+    """The check, and with ``fix`` the correction and the same check again. Raises ``CannotCheck``/``EngineError``."""
+    observed = observe(engine, tools)
+    report = compare(observed)
+    if not fix or not report.drift:
+        return report, None
+    correct(engine, tools, observed, report, log)
+    return report, compare(observe(engine, tools))
+
+
+__all__ = ["RELEASE_PART", "CannotCheck", "EngineError", "Observed", "Tools", "compare", "observe", "run"]

@@ -1,0 +1,117 @@
+"""The resources Pulumi manages directly (the Envoy ConfigMap, the cleanup CronJob and its ServiceAccount, Role and
+RoleBinding, the Helm Release's record), with the engine's own semantics: a ``pulumi preview --refresh``, read field
+by field.
+
+The refresh reads each resource from the cluster (the Release: Helm's record, its revision, status, chart and values,
+never the live objects) and reports its outputs before (the state of the last ``up``) and after; the preview then
+plans against the refreshed state. Each field the refresh found changed is a row (expected: the state; live: the
+cluster), a resource the refresh found gone is a row, and any step the preview then plans (a ``create`` of the
+deleted object, an update the program would make) is a row. The preview writes no state
+(``pulumi preview --refresh`` refreshes in memory): the check is read-only, with the credentials a preview needs.
+
+Note what the engine alone would say: after a refresh the preview of an edited object is ``same`` (the provider
+compares the program's inputs with the inputs it last sent, not with the live object), so
+``pulumi preview --refresh --expect-no-changes`` passes over an edited Role; only the refresh's own outputs show it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Row
+from supersonic_interlink.drift.rules import rule_for
+from supersonic_interlink.takeover.tree_diff import ABSENT, changes
+
+QUIET_TYPES = ("pulumi:pulumi:Stack", "pulumi:providers:")
+"""The stack and the provider: their outputs are the program's exports and the provider's version, nothing read from
+the cluster."""
+
+
+@dataclass
+class ResourceObservation:
+    urn: str
+    type: str
+    step: str
+    """The op the preview plans after the refresh (``same``, ``create``, ``update``, ...)."""
+    refreshed: bool
+    state: dict[str, Any] | None
+    """The outputs the state held before the refresh."""
+    live: dict[str, Any] | None
+    """The outputs the refresh read (``None``: gone from the cluster)."""
+    diffs: list[str]
+
+    @property
+    def name(self) -> str:
+        return self.urn.split("::")[-1]
+
+    @property
+    def label(self) -> str:
+        outputs = self.state or self.live or {}
+        if "kind" in outputs and isinstance(outputs.get("metadata"), Mapping):
+            return f"{outputs['kind']}/{outputs['metadata'].get('name')}"
+        return f"{self.type.split(':')[-1]} {self.name}"
+
+    @property
+    def is_object(self) -> bool:
+        """A Kubernetes object (its outputs are the live object), not the Release's record or a component."""
+        outputs = self.state or self.live or {}
+        return "apiVersion" in outputs and "kind" in outputs
+
+
+def _value(op: Any) -> str:
+    return str(getattr(op, "value", op))
+
+
+def observations(events: Iterable[Any]) -> list[ResourceObservation]:
+    """What a ``preview(refresh=True)``'s engine events say of each resource."""
+    found: dict[str, ResourceObservation] = {}
+    for event in events:
+        outputs_event = getattr(event, "res_outputs_event", None)
+        pre = getattr(event, "resource_pre_event", None)
+        if outputs_event is not None and _value(outputs_event.metadata.op) == "refresh":
+            m = outputs_event.metadata
+            item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", True, None, None, []))
+            item.state = dict(m.old.outputs or {}) if m.old is not None else None
+            item.live = dict(m.new.outputs or {}) if m.new is not None and m.new.outputs is not None else None
+        elif pre is not None and _value(pre.metadata.op) != "refresh":
+            m = pre.metadata
+            item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", False, None, None, []))
+            item.step = _value(m.op)
+            item.diffs = list(m.diffs or [])
+    return list(found.values())
+
+
+def compare(observed: Iterable[ResourceObservation], release: str) -> tuple[list[Row], list[Ignored], list[str]]:
+    rows: list[Row] = []
+    ignored: list[Ignored] = []
+    compared: list[str] = []
+    for item in observed:
+        if item.type.startswith(QUIET_TYPES) or item.type.startswith("supersonic-interlink:"):
+            continue  # components and the stack hold no cluster state of their own
+        compared.append(item.label)
+        if item.refreshed and item.state is not None and item.live is None:
+            rows.append(Row(PULUMI_PART, item.label, (), "present (in the state)", ABSENT, "deleted"))
+        elif item.refreshed and item.state is not None and item.live is not None:
+            for change in changes(item.state, item.live):
+                rule = rule_for(item.state, release, change.path, is_object=item.is_object)
+                if rule is not None:
+                    ignored.append(Ignored(PULUMI_PART, item.label, change.path, rule.name))
+                else:
+                    rows.append(Row(PULUMI_PART, item.label, change.path, change.before, change.after, "refresh"))
+        if item.step != "same" and not any(row.object == item.label for row in rows):
+            # The program itself would change it (a stack file edited and not yet applied): `preview --diff` shows
+            # the values; the field names are what the engine reports.
+            for name in item.diffs or [""]:
+                path = (name,) if name else ()
+                rows.append(Row(PULUMI_PART, item.label, path, "(the program's)", "(the state's)", item.step))
+    return rows, ignored, compared
+
+
+def as_json(observed: Iterable[ResourceObservation]) -> list[dict[str, Any]]:
+    return [asdict(item) for item in observed]
+
+
+def from_json(documents: Iterable[Mapping[str, Any]]) -> list[ResourceObservation]:
+    return [ResourceObservation(**dict(d)) for d in documents]

@@ -1,0 +1,157 @@
+"""What a drift check found: one row per drifted field (object, field, expected, live), what each rule ignored, and
+the three ways of printing it: an aligned table for a terminal, JSON, and markdown for the scheduled workflow's
+issue."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from supersonic_interlink.drift.rules import API_DEFAULTS_NOTE, RULES
+from supersonic_interlink.takeover.tree_diff import ABSENT, Path, format_path, format_value, markdown_cell
+
+RELEASE_PART = "helm release"
+"""The Release's objects, compared by a server-side dry-run apply of its stored manifest."""
+PULUMI_PART = "pulumi"
+"""The resources Pulumi manages directly, compared by the engine's refresh and preview."""
+
+CELL = 60
+"""Widest value the text table prints; --json carries the whole value."""
+MARKDOWN_CELL = 300
+"""Widest value the issue's table carries (a GitHub issue body holds at most 65,536 characters)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    part: str
+    object: str
+    """``Kind/name`` of a Kubernetes object, or the Pulumi resource's type and name."""
+    path: Path
+    expected: Any
+    """What applying the stored manifest (or the state Pulumi recorded) makes the field; ``ABSENT`` if not set."""
+    live: Any
+    note: str = ""
+
+    @property
+    def field(self) -> str:
+        return format_path(self.path) or "(the object)"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "part": self.part,
+            "object": self.object,
+            "field": self.field,
+            "expected": None if self.expected is ABSENT else self.expected,
+            "expectedSet": self.expected is not ABSENT,
+            "live": None if self.live is ABSENT else self.live,
+            "liveSet": self.live is not ABSENT,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Ignored:
+    part: str
+    object: str
+    path: Path
+    rule: str
+
+
+@dataclass
+class Report:
+    stack: str
+    release: str
+    namespace: str
+    revision: int
+    rows: list[Row] = field(default_factory=list)
+    ignored: list[Ignored] = field(default_factory=list)
+    objects: list[str] = field(default_factory=list)
+    """Every object or resource compared, drifted or not."""
+
+    @property
+    def drift(self) -> bool:
+        return bool(self.rows)
+
+    def ignored_counts(self) -> dict[str, int]:
+        counts = {rule.name: 0 for rule in RULES}
+        for item in self.ignored:
+            counts[item.rule] += 1
+        return counts
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "release": self.release,
+            "namespace": self.namespace,
+            "revision": self.revision,
+            "drift": self.drift,
+            "rows": [row.as_json() for row in self.rows],
+            "objects": self.objects,
+            "ignored": [
+                {"part": i.part, "object": i.object, "field": format_path(i.path), "rule": i.rule} for i in self.ignored
+            ],
+            "rules": [{"name": r.name, "reason": r.reason} for r in RULES],
+        }
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cell(value: Any) -> str:
+    return _cut("(not set)" if value is ABSENT else format_value(value).replace("\n", "\\n"), CELL)
+
+
+def _markdown_value(value: Any) -> str:
+    return "*(not set)*" if value is ABSENT else markdown_cell(_cut(format_value(value), MARKDOWN_CELL))
+
+
+def _summary(report: Report) -> str:
+    ignored = ", ".join(f"{name} {count}" for name, count in report.ignored_counts().items() if count)
+    return (
+        f"{len(report.objects)} objects compared; {len(report.rows)} drifted field(s); "
+        f"ignored by rule: {ignored or 'nothing'}"
+    )
+
+
+def text(report: Report) -> str:
+    head = f"stack {report.stack}: release {report.namespace}/{report.release} (revision {report.revision})"
+    if not report.rows:
+        return f"{head}: no drift\n{_summary(report)}\n"
+    table = [("part", "object", "field", "expected", "live")]
+    table += [
+        (row.part, row.object, row.field + (f" ({row.note})" if row.note else ""), _cell(row.expected), _cell(row.live))
+        for row in report.rows
+    ]
+    widths = [max(len(line[i]) for line in table) for i in range(4)]
+    lines = ["  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(line)) for line in table]
+    return f"{head}: drift\n" + "\n".join(line.rstrip() for line in lines) + f"\n{_summary(report)}\n"
+
+
+def markdown(report: Report, *, correct_command: str = "") -> str:
+    """The report as the body of the stack's drift issue."""
+    lines = [
+        f"Drift of stack `{report.stack}`: release `{report.namespace}/{report.release}` (revision {report.revision}).",
+        "",
+    ]
+    if report.rows:
+        lines += ["| part | object | field | expected | live |", "|---|---|---|---|---|"]
+        for row in report.rows:
+            name = markdown_cell(row.field) + (f" ({row.note})" if row.note else "")
+            lines.append(
+                f"| {row.part} | {markdown_cell(row.object)} | {name} | {_markdown_value(row.expected)} | "
+                f"{_markdown_value(row.live)} |"
+            )
+    else:
+        lines.append("No drift.")
+    lines += ["", _summary(report) + ".", "", "Ignored by rule (each with its reason):", ""]
+    lines += [f"- `{rule.name}`: {rule.reason}" for rule in RULES]
+    lines += ["", API_DEFAULTS_NOTE, "", "Values longer than a cell are cut (…); `--json` carries them whole."]
+    if correct_command and report.rows:
+        lines += ["", f"To bring the cluster back: `{correct_command}`"]
+    return "\n".join(lines) + "\n"
+
+
+def as_json_text(report: Report) -> str:
+    return json.dumps(report.as_json(), indent=2, sort_keys=False) + "\n"

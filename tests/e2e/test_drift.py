@@ -1,0 +1,133 @@
+"""Drift made with kubectl on the local control plane, found by ``./supersonic drift`` field by field, and nothing
+else; then corrected, and the same check is clean.
+
+With ``SUPERSONIC_RECORD_DRIFT=DIR`` the scenario also writes what each check read from the API server (the release's
+manifest, the live objects, the dry-run applies, the preview's refresh) to ``DIR/clean.json`` and
+``DIR/drifted.json``: the recordings the unit tests (tests/test_drift.py) compare. Re-record with
+``SUPERSONIC_RECORD_DRIFT=tests/fixtures/drift ./supersonic e2e -k drift``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_harness import Project, hammer_like, helm_history, kubectl_json
+
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.drift.check import Observed, Tools, compare, observe, run
+from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART
+
+pytestmark = pytest.mark.timeout(600)
+
+STACK = "drift-e2e"
+RELEASE = "supersonic-interlink"
+NAMESPACE = "e2e-drift"
+ENVOY = CHART.envoy_object_name(RELEASE)
+TRITON = CHART.inference_object_name(RELEASE)
+SCALED_OBJECT = CHART.scaled_object_name(RELEASE)
+SERVICE = CHART.envoy_service_name(RELEASE)
+ENVOY_COPY = CHART.envoy_config_map_name(RELEASE)
+
+
+def stack_config(chart: Path) -> dict[str, Any]:
+    """The hammer stack in this namespace: its load metric selects this namespace, as the stack's selects cms."""
+    config = hammer_like(NAMESPACE, RELEASE, chart)
+    load = dict(config["supersonic-interlink:serverLoad"])
+    load["metric"] = re.sub(r'namespace=~"[^"]*"', f'namespace=~"{NAMESPACE}"', load["metric"])
+    config["supersonic-interlink:serverLoad"] = load
+    return config
+
+
+def record(observed: Observed, name: str) -> None:
+    """Write what the check read, when recording is asked for; ``managedFields`` left out (the comparison ignores
+    them, and they are most of the bytes)."""
+    directory = os.environ.get("SUPERSONIC_RECORD_DRIFT")
+    if directory:
+        document = _without_managed_fields(observed.as_json())
+        Path(directory, f"{name}.json").write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+
+
+def _without_managed_fields(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_managed_fields(v) for k, v in value.items() if k != "managedFields"}
+    if isinstance(value, list):
+        return [_without_managed_fields(v) for v in value]
+    return value
+
+
+def kubectl(project: Project, *args: str) -> None:
+    project.cluster.kubectl("-n", NAMESPACE, *args)
+
+
+def test_kubectl_drift_is_reported_by_field_and_nothing_else_then_corrected(project: Project, chart: Path) -> None:
+    project.cluster.kubectl("create", "namespace", NAMESPACE)
+    project.write_stack(STACK, stack_config(chart))
+    project.run(STACK, "up")
+    engine = project.engine(STACK)
+    tools = Tools(project.env)
+    cron_job = str(engine.workspace_stack().outputs()["cleanupCronJob"].value)
+
+    # Step 1: right after `pulumi up`, no drift.
+    observed = observe(engine, tools)
+    record(observed, "clean")
+    clean = compare(observed)
+    assert clean.rows == [], [(r.object, r.field) for r in clean.rows]
+    assert {f"Deployment/{ENVOY}", f"Service/{SERVICE}", f"CronJob/{cron_job}"} <= set(clean.objects)
+
+    # Step 2: drift an operator makes with kubectl, and what KEDA and the admission sidecar do at run time.
+    kubectl(project, "set", "image", f"deployment/{ENVOY}", f"{CHART.envoy_container}=envoyproxy/envoy:v1.40.0")
+    kubectl(project, "scale", f"deployment/{ENVOY}", "--replicas=3")
+    kubectl(project, "patch", "configmap", ENVOY_COPY, "--type=merge", "-p", '{"data": {"envoy.yaml": "edited\\n"}}')
+    kubectl(project, "delete", "cronjob", cron_job)
+    kubectl(
+        project,
+        "patch",
+        "service",
+        SERVICE,
+        "--type=json",
+        "-p",
+        '[{"op": "replace", "path": "/spec/ports/0/port", "value": 8002}]',
+    )
+    # KEDA's HPA writes the scale subresource; the sidecar merge-patches the ScaledObject (cfg/admission-server.py).
+    kubectl(
+        project, "patch", "deployment", TRITON, "--subresource=scale", "--type=merge", "-p", '{"spec": {"replicas": 2}}'
+    )
+    kubectl(project, "patch", "scaledobject", SCALED_OBJECT, "--type=merge", "-p", '{"spec": {"minReplicaCount": 1}}')
+
+    observed = observe(engine, tools)
+    record(observed, "drifted")
+    drifted = compare(observed)
+    found = {(row.part, row.object, row.field): (row.expected, row.live) for row in drifted.rows}
+    assert set(found) == {
+        (RELEASE_PART, f"Deployment/{ENVOY}", f"spec.template.spec.containers[name={CHART.envoy_container}].image"),
+        (RELEASE_PART, f"Deployment/{ENVOY}", "spec.replicas"),
+        (RELEASE_PART, f"ConfigMap/{ENVOY_COPY}", f'data["{CHART.envoy_config_key}"]'),
+        (RELEASE_PART, f"Service/{SERVICE}", "spec.ports[name=grpc].port"),
+        (PULUMI_PART, f"CronJob/{cron_job}", "(the object)"),
+    }, "each drift named by object and field, and nothing else (not Triton's replicas, not the ScaledObject)"
+    assert found[(RELEASE_PART, f"Deployment/{ENVOY}", "spec.replicas")] == (1, 3)
+    assert found[(RELEASE_PART, f"Service/{SERVICE}", "spec.ports[name=grpc].port")] == (8001, 8002)
+    ignored = {(i.object, i.rule) for i in drifted.ignored}
+    assert (f"ScaledObject/{SCALED_OBJECT}", "admission-min-replicas") in ignored, "ignored by its rule, not unseen"
+
+    # Step 3: correct, then the same check again.
+    before, after = run(engine, tools, fix=True, log=project.output.append)
+    assert before.drift and after is not None
+    assert after.rows == [], [(r.object, r.field, r.expected, r.live) for r in after.rows]
+    envoy = kubectl_json(project.cluster, "get", "deployment", ENVOY, "-n", NAMESPACE)
+    assert envoy["spec"]["replicas"] == 1
+    assert envoy["spec"]["template"]["spec"]["containers"][0]["image"] != "envoyproxy/envoy:v1.40.0"
+    service = kubectl_json(project.cluster, "get", "service", SERVICE, "-n", NAMESPACE)
+    assert sorted(p["port"] for p in service["spec"]["ports"]) == [CHART.envoy_grpc_port, CHART.envoy_admin_port]
+    kubectl_json(project.cluster, "get", "cronjob", cron_job, "-n", NAMESPACE)  # there again
+    # What others own at run time keeps its live value; the release gets no new Helm revision.
+    triton = kubectl_json(project.cluster, "get", "deployment", TRITON, "-n", NAMESPACE)
+    assert triton["spec"]["replicas"] == 2, "the correction must not undo KEDA's scaling"
+    scaled = kubectl_json(project.cluster, "get", "scaledobject", SCALED_OBJECT, "-n", NAMESPACE)
+    assert scaled["spec"]["minReplicaCount"] == 1, "nor a wake the admission sidecar holds"
+    assert [h["status"] for h in helm_history(project.cluster, RELEASE, NAMESPACE)] == ["deployed"]

@@ -1,0 +1,281 @@
+"""The drift check's comparison, ignore rules, table and correction, on what the check read from a real API server
+and a real ``pulumi preview --refresh`` (tests/fixtures/drift/, recorded by tests/e2e/test_drift.py: re-record with
+``SUPERSONIC_RECORD_DRIFT=tests/fixtures/drift ./supersonic e2e -k drift``).
+
+``clean.json`` is right after ``pulumi up``; ``drifted.json`` after the e2e scenario's kubectl edits: the Envoy
+image changed and Envoy scaled to 3, the chart's Envoy ConfigMap edited, the cleanup CronJob deleted, the Envoy
+Service's gRPC port changed in place, Triton scaled through ``/scale`` and the ScaledObject's ``minReplicaCount``
+merge-patched as the admission sidecar does.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supersonic_interlink.cli import drift as drift_cli
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.drift import release as release_part
+from supersonic_interlink.drift.check import Observed, compare
+from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, as_json_text, markdown, text
+from supersonic_interlink.drift.rules import RULES
+from supersonic_interlink.takeover.tree_diff import ABSENT, Named, format_path
+
+FIXTURES = Path(__file__).parent / "fixtures" / "drift"
+RELEASE = "supersonic-interlink"
+ENVOY = CHART.envoy_object_name(RELEASE)
+TRITON = CHART.inference_object_name(RELEASE)
+SCALED_OBJECT = CHART.scaled_object_name(RELEASE)
+
+
+def recorded(name: str) -> Observed:
+    return Observed.from_json(json.loads((FIXTURES / f"{name}.json").read_text()))
+
+
+def release_object(observed: Observed, key: str) -> release_part.ObjectObservation:
+    return next(o for o in observed.release.objects if o.key == key)
+
+
+def fields(observed: Observed) -> set[tuple[str, str, str]]:
+    return {(row.part, row.object, row.field) for row in compare(observed).rows}
+
+
+def test_right_after_pulumi_up_nothing_drifts() -> None:
+    report = compare(recorded("clean"))
+    assert report.rows == [], [(r.object, r.field, r.expected, r.live) for r in report.rows]
+    assert not report.drift
+    manifest = {o.key for o in recorded("clean").release.objects}
+    assert manifest <= set(report.objects), "every object of the release's manifest is compared"
+    assert f"Deployment/{ENVOY}" in manifest and f"ScaledObject/{SCALED_OBJECT}" in manifest
+    assert any(name.startswith("CronJob/") for name in report.objects), "and Pulumi's own objects"
+
+
+def test_each_kubectl_drift_is_one_row_naming_object_and_field_and_nothing_else_is() -> None:
+    observed = recorded("drifted")
+    cron_job = next(o for o in compare(observed).objects if o.startswith("CronJob/"))
+    assert fields(observed) == {
+        (RELEASE_PART, f"Deployment/{ENVOY}", "spec.template.spec.containers[name=envoy].image"),
+        (RELEASE_PART, f"Deployment/{ENVOY}", "spec.replicas"),
+        (RELEASE_PART, f"ConfigMap/{CHART.envoy_config_map_name(RELEASE)}", 'data["envoy.yaml"]'),
+        (RELEASE_PART, f"Service/{CHART.envoy_service_name(RELEASE)}", "spec.ports[name=grpc].port"),
+        (PULUMI_PART, cron_job, "(the object)"),
+    }
+
+
+def test_expected_is_what_applying_the_manifest_makes_the_field_and_live_is_the_cluster() -> None:
+    rows = {(r.object, r.field): r for r in compare(recorded("drifted")).rows}
+    replicas = rows[(f"Deployment/{ENVOY}", "spec.replicas")]
+    assert (replicas.expected, replicas.live) == (1, 3)
+    image = rows[(f"Deployment/{ENVOY}", "spec.template.spec.containers[name=envoy].image")]
+    assert image.live == "envoyproxy/envoy:v1.40.0" and image.expected != image.live
+    deleted = next(r for r in rows.values() if r.object.startswith("CronJob/"))
+    assert deleted.live is ABSENT and deleted.note == "deleted"
+
+
+def test_a_service_port_changed_in_place_is_named_although_the_api_server_refuses_the_dry_run() -> None:
+    observed = recorded("drifted")
+    service = release_object(observed, f"Service/{CHART.envoy_service_name(RELEASE)}")
+    assert "Duplicate value" in service.refused, "the recording shows the API server refusing the dry-run apply"
+    (row,) = [r for r in compare(observed).rows if r.object == service.key]
+    assert (row.expected, row.live) == (CHART.envoy_grpc_port, 8002)
+    assert "dry-run apply refused" in row.note and "Duplicate value" in row.note
+    # Only the manifest's own fields are compared then: the nodePort and clusterIP the API server filled are not drift.
+
+
+def test_the_admission_sidecars_patch_is_ignored_by_its_declared_rule_and_counted() -> None:
+    report = compare(recorded("drifted"))
+    assert not any(r.object == f"ScaledObject/{SCALED_OBJECT}" for r in report.rows)
+    ignored = [(i.object, format_path(i.path), i.rule) for i in report.ignored]
+    assert (f"ScaledObject/{SCALED_OBJECT}", "spec.minReplicaCount", "admission-min-replicas") in ignored
+    assert report.ignored_counts()["admission-min-replicas"] == 1
+
+
+def scaled(observed: Observed, deployment: str) -> Observed:
+    """The recording with ``deployment`` at 4 replicas where applying the manifest would set 1 (a chart that renders
+    ``replicas``, as SuperSONIC does without scale from zero)."""
+    changed = copy.deepcopy(observed)
+    item = release_object(changed, f"Deployment/{deployment}")
+    assert item.dry_run is not None and item.live is not None
+    item.dry_run["spec"]["replicas"], item.live["spec"]["replicas"] = 1, 4
+    return changed
+
+
+def test_triton_scaled_by_keda_is_ignored_by_its_rule_even_where_the_manifest_sets_replicas() -> None:
+    report = compare(scaled(recorded("clean"), TRITON))
+    assert report.rows == []
+    assert report.ignored_counts()["triton-replicas"] == 1
+
+
+def test_envoy_scaled_the_same_way_is_drift() -> None:
+    report = compare(scaled(recorded("clean"), ENVOY))
+    assert [(r.object, r.field, r.expected, r.live) for r in report.rows] == [
+        (f"Deployment/{ENVOY}", "spec.replicas", 1, 4)
+    ]
+    assert report.ignored_counts()["triton-replicas"] == 0
+
+
+def test_any_other_scaled_object_field_is_drift() -> None:
+    changed = copy.deepcopy(recorded("clean"))
+    item = release_object(changed, f"ScaledObject/{SCALED_OBJECT}")
+    assert item.live is not None
+    item.live["spec"]["maxReplicaCount"] = 3
+    rows = compare(changed).rows
+    assert [(r.field, r.expected, r.live) for r in rows] == [("spec.maxReplicaCount", 10, 3)], (
+        "the sidecar patches minReplicaCount only; the rule must not hide the rest of the object"
+    )
+
+
+def test_status_and_server_metadata_are_ignored_by_rule_labels_and_annotations_are_not() -> None:
+    changed = copy.deepcopy(recorded("clean"))
+    item = release_object(changed, f"Deployment/{ENVOY}")
+    assert item.live is not None
+    item.live["status"]["readyReplicas"] = 0
+    item.live["metadata"]["resourceVersion"] = "1"
+    del item.live["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    report = compare(changed)
+    assert [(r.field, r.expected, r.live) for r in report.rows] == [
+        ('metadata.labels["app.kubernetes.io/managed-by"]', "Helm", ABSENT)
+    ], "Helm's ownership label, which helm upgrade needs, removed: drift"
+    counts = report.ignored_counts()
+    assert counts["status"] >= 1 and counts["server-metadata"] >= 1
+
+
+def test_the_refresh_shows_an_edit_the_preview_calls_same_and_ignores_the_providers_bookkeeping() -> None:
+    changed = copy.deepcopy(recorded("clean"))
+    role = next(r for r in changed.resources if r.type.endswith(":Role"))
+    assert role.step == "same" and role.live is not None
+    role.live["rules"][0]["verbs"].append("update")
+    role.live["__inputs"] = {"changed": True}
+    report = compare(changed)
+    assert [(r.part, r.field, r.note) for r in report.rows] == [(PULUMI_PART, "rules", "refresh")]
+    assert "provider-bookkeeping" in {i.rule for i in report.ignored}, "ignored by its rule, and said so"
+
+
+def test_the_release_record_changed_by_helm_outside_pulumi_is_drift_status_included() -> None:
+    changed = copy.deepcopy(recorded("clean"))
+    record = next(r for r in changed.resources if r.type == "kubernetes:helm.sh/v3:Release")
+    assert record.live is not None
+    record.live["status"] = {**record.live["status"], "revision": 2, "status": "failed"}
+    found = {(r.field, r.expected, r.live) for r in compare(changed).rows}
+    assert found == {("status.revision", 1, 2), ("status.status", "deployed", "failed")}, (
+        "the Release's status is Helm's record, not a controller's status: the status rule must not hide it"
+    )
+
+
+def test_a_program_change_the_preview_plans_is_reported_by_the_fields_the_engine_names() -> None:
+    changed = copy.deepcopy(recorded("clean"))
+    record = next(r for r in changed.resources if r.type == "kubernetes:helm.sh/v3:Release")
+    record.step, record.diffs = "update", ["values"]
+    assert [(r.object, r.field, r.note) for r in compare(changed).rows] == [
+        ("Release supersonic-helm", "values", "update")
+    ]
+
+
+def test_every_rule_has_a_reason() -> None:
+    assert len({r.name for r in RULES}) == len(RULES)
+    for rule in RULES:
+        assert len(rule.reason) > 40 and rule.paths, rule.name
+
+
+def test_the_table_names_object_field_expected_and_live() -> None:
+    report = compare(recorded("drifted"))
+    printed = text(report)
+    header = printed.splitlines()[1].split()
+    assert header == ["part", "object", "field", "expected", "live"]
+    assert "spec.replicas" in printed and "envoyproxy/envoy:v1.40.0" in printed
+    assert "…" in printed, "the Envoy config is cut to the column; --json carries it whole"
+    assert "ignored by rule: " in printed and "admission-min-replicas 1" in printed
+    assert text(compare(recorded("clean"))).splitlines()[0].endswith(": no drift")
+
+
+def test_json_carries_whole_values_and_says_when_a_side_is_not_set() -> None:
+    document = json.loads(as_json_text(compare(recorded("drifted"))))
+    assert document["drift"] is True
+    deleted = next(r for r in document["rows"] if r["object"].startswith("CronJob/"))
+    assert deleted["liveSet"] is False and deleted["live"] is None and deleted["expectedSet"] is True
+    config = next(r for r in document["rows"] if r["field"] == 'data["envoy.yaml"]')
+    assert config["live"] == "edited\n" and len(config["expected"]) > 1000
+    assert {r["name"] for r in document["rules"]} == {r.name for r in RULES}
+
+
+def test_markdown_is_one_table_row_per_field_with_every_rule_and_the_correction_command() -> None:
+    body = markdown(compare(recorded("drifted")), correct_command="./supersonic drift hammer --correct")
+    rows = [line for line in body.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| part | object | field | expected | live |" and len(rows) == 1 + 5
+    assert all(f"`{rule.name}`" in body for rule in RULES)
+    assert "`./supersonic drift hammer --correct`" in body
+    assert "No drift." in markdown(compare(recorded("clean")))
+
+
+def test_a_pipe_in_a_value_stays_inside_its_cell() -> None:
+    changed = copy.deepcopy(recorded("clean"))
+    item = release_object(changed, f"ConfigMap/{CHART.envoy_config_map_name(RELEASE)}")
+    assert item.live is not None
+    item.live["data"]["envoy.yaml"] = "a | b"
+    line = next(x for x in markdown(compare(changed)).splitlines() if "a \\| b" in x)
+    assert line.count(" | ") == 4 and line.startswith("| ") and line.endswith(" |"), "five cells, the pipe escaped"
+
+
+def test_correction_puts_each_drifted_field_back_and_keeps_what_rules_ignore(monkeypatch: pytest.MonkeyPatch) -> None:
+    observed = scaled(recorded("drifted"), TRITON)
+    report = compare(observed)
+    writes: list[tuple[str, dict[str, Any]]] = []
+
+    def run(self: release_part.Tools, tool: str, *args: str, input_text: str | None = None) -> Any:
+        writes.append((args[0], json.loads(input_text or "{}")))
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(release_part.Tools, "run", run)
+    release_part.correct(observed.release, report.rows, release_part.Tools())
+    by_name = {(verb, body["kind"], body["metadata"]["name"]): body for verb, body in writes}
+    envoy = by_name[("replace", "Deployment", ENVOY)]
+    assert envoy["spec"]["replicas"] == 1 and envoy["metadata"]["resourceVersion"], "a PUT guarded by the version"
+    assert envoy["spec"]["template"]["spec"]["containers"][0]["image"] != "envoyproxy/envoy:v1.40.0"
+    service = by_name[("replace", "Service", CHART.envoy_service_name(RELEASE))]
+    assert [p["port"] for p in service["spec"]["ports"]] == [CHART.envoy_grpc_port, CHART.envoy_admin_port]
+    assert all(p.get("nodePort") for p in service["spec"]["ports"]), "what the API server filled is kept"
+    assert ("replace", "Deployment", TRITON) not in by_name, "Triton's replicas are KEDA's: nothing to put back"
+    assert ("replace", "ScaledObject", SCALED_OBJECT) not in by_name
+    assert "managedFields" not in envoy["metadata"]
+
+
+def test_a_deleted_release_object_is_created_again_from_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    observed = copy.deepcopy(recorded("clean"))
+    release_object(observed, f"Deployment/{ENVOY}").live = None
+    report = compare(observed)
+    assert [(r.object, r.note) for r in report.rows] == [(f"Deployment/{ENVOY}", "deleted")]
+    writes: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(
+        release_part.Tools,
+        "run",
+        lambda self, tool, *args, input_text=None: (
+            writes.append((args[0], json.loads(input_text or "{}"))) or subprocess.CompletedProcess(args, 0, "", "")
+        ),
+    )
+    release_part.correct(observed.release, report.rows, release_part.Tools())
+    ((verb, body),) = writes
+    assert verb == "create" and body["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    assert body["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE, "Helm still owns it after"
+
+
+def test_overlay_and_set_address_named_list_items_by_name() -> None:
+    live = {"spec": {"ports": [{"name": "grpc", "port": 8002, "nodePort": 3}, {"name": "admin", "port": 9901}]}}
+    manifest = {"spec": {"ports": [{"name": "grpc", "port": 8001}, {"name": "admin", "port": 9901}]}}
+    assert release_part._overlay(live, manifest)["spec"]["ports"][0] == {"name": "grpc", "port": 8001, "nodePort": 3}
+    target = copy.deepcopy(live)
+    release_part._set(target, ("spec", "ports", Named("grpc"), "port"), 8001)
+    release_part._set(target, ("spec", "ports", Named("admin")), ABSENT)
+    assert target == {"spec": {"ports": [{"name": "grpc", "port": 8001, "nodePort": 3}]}}
+
+
+def test_an_unknown_stack_is_a_usage_error_before_anything_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert drift_cli.main(["no-such-stack"]) == 2
+    assert "no stack 'no-such-stack'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        drift_cli.main(["hammer", "--json", "--markdown"])
+    assert usage.value.code == 2
