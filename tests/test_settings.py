@@ -260,3 +260,22 @@ def test_a_type_error_in_one_section_does_not_hide_a_conflict_in_another() -> No
     found = problems(namespace="Bad_NS", keda={"minReplicaCount": 11, "maxReplicaCount": 10})
     assert any(p.startswith(f"{P}:namespace") for p in found), found
     assert f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)" in found
+
+
+def test_a_provider_key_that_changes_up_is_accepted_when_listed_with_its_reason() -> None:
+    config = stack_config("hammer")
+    config["kubernetes:renderYamlToDirectory"] = "rendered"
+    with pytest.raises(ConfigError, match="kubernetes:renderYamlToDirectory: changes what pulumi up does"):
+        settings_from_config(config)
+    config[f"{P}:deliberateProviderConfig"] = json.dumps({"kubernetes:renderYamlToDirectory": "offline render job"})
+    settings = settings_from_config(config)
+    assert dict(settings.deliberateProviderConfig) == {"kubernetes:renderYamlToDirectory": "offline render job"}
+
+
+@pytest.mark.parametrize(
+    "key", ["kubernetes:context", "kubernetes:kubeconfig", "kubernetes:suppressHelmHookWarnings", "pulumi:tags"]
+)
+def test_provider_keys_that_only_say_where_or_what_to_print_need_no_listing(key: str) -> None:
+    config = stack_config("hammer")
+    config[key] = "x"
+    assert settings_from_config(config).deliberateProviderConfig == {}

@@ -34,9 +34,11 @@ from supersonic_interlink.config.pulumi_yaml import (
     read_pulumi_yaml,
 )
 from supersonic_interlink.config.rules import (
+    CHANGES_UP,
     KNOWN_NAMESPACES,
     PROJECT,
     PROJECT_FILE,
+    PROVIDER_KEYS,
     ConfigError,
     Expect,
     Model,
@@ -338,6 +340,29 @@ def _namespace_problems(config: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, str] | None) -> list[str]:
+    """``kubernetes:`` and ``pulumi:`` keys: known to the provider or the engine, and those that change what
+    ``pulumi up`` does only when listed in ``deliberateProviderConfig`` (None: that list did not parse)."""
+    problems = []
+    for full_key in sorted(k for k in config if k.partition(":")[0] in ("kubernetes", "pulumi")):
+        if full_key not in PROVIDER_KEYS:
+            namespace, _, name = full_key.partition(":")
+            known = [k.partition(":")[2] for k in PROVIDER_KEYS if k.startswith(f"{namespace}:")]
+            near = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {namespace}:{near[0]}?" if near else f"{namespace}: takes only {', '.join(known)}"
+            problems.append(f"{full_key}: unknown key; {hint}")
+        elif full_key in CHANGES_UP and deliberate is not None and full_key not in deliberate:
+            problems.append(
+                f"{full_key}: changes what pulumi up does ({CHANGES_UP[full_key]}); list it in "
+                f"{_key('deliberateProviderConfig')} if that is meant, or remove it"
+            )
+    for listed in sorted(set(deliberate or ()) - set(config)):  # a stale entry would later allow it unseen
+        problems.append(
+            f"{_key('deliberateProviderConfig')} lists {listed}, which the stack does not set; remove it from the list"
+        )
+    return problems
+
+
 def load_settings(
     config: Mapping[str, Any],
     defaults: Mapping[str, Any] | None = None,
@@ -388,6 +413,7 @@ def load_settings(
         except ValidationError as error:
             problems.extend(_problems(error, (name,), secret))
     problems.extend(_cross_checks(sections, secrets))
+    problems.extend(_provider_key_problems(config, sections.get("deliberateProviderConfig")))
     if problems:
         raise ConfigError(problems)
     settings = Settings(**sections)

@@ -13,6 +13,7 @@ from pydantic import (
 )
 
 from supersonic_interlink.config.rules import (
+    CHANGES_UP,
     CLEANUP_KEEP_MAX,
     ENVOY_DURATION_MAX_SECONDS,
     HELM_UPGRADE_MARGIN_SECONDS,
@@ -425,6 +426,21 @@ class Settings(Model):
         Field(
             description="Extra chart values for what the keys above do not model, deep-merged underneath the computed "
             "values. A key here that the program computes is an error, never a silent override."
+        ),
+    ]
+
+    deliberateProviderConfig: Annotated[
+        Mapping[
+            Annotated[str, OneOf(tuple(CHANGES_UP))],
+            Annotated[str, Field(min_length=1), Expect("the reason, as text")],
+        ],
+        Frozen,
+        Expect("an object: provider or engine key -> why this stack sets it"),
+        Field(
+            description="kubernetes: and pulumi: keys this stack sets on purpose although they change what pulumi up "
+            "does (kubernetes:renderYamlToDirectory deploys nothing, kubernetes:deleteUnreachable drops resources "
+            "from the state, ...), each with the reason; such a key set but not listed here is refused, and one "
+            "listed but not set too"
         ),
     ]
 

@@ -29,6 +29,53 @@ PROJECT_FILE = ROOT / "Pulumi.yaml"
 KNOWN_NAMESPACES = (PROJECT, "kubernetes", "pulumi")
 """Config namespaces the program reads or passes on: its own, the Kubernetes provider's and the engine's."""
 
+PROVIDER_KEYS = (
+    # pulumi/pulumi-kubernetes v4.25.0 (commit f47bc2d6f199), provider/cmd/pulumi-resource-kubernetes/schema.json:
+    # config.variables, then the two object inputs of provider.inputProperties the default provider also takes.
+    "kubernetes:cluster",
+    "kubernetes:clusterIdentifier",
+    "kubernetes:context",
+    "kubernetes:deleteUnreachable",
+    "kubernetes:enableConfigMapMutable",
+    "kubernetes:enableReplaceCRD",
+    "kubernetes:enableSecretMutable",
+    "kubernetes:enableServerSideApply",
+    "kubernetes:kubeconfig",
+    "kubernetes:namespace",
+    "kubernetes:renderYamlToDirectory",
+    "kubernetes:skipUpdateUnreachable",
+    "kubernetes:strictMode",
+    "kubernetes:suppressDeprecationWarnings",
+    "kubernetes:suppressHelmHookWarnings",
+    "kubernetes:helmReleaseSettings",
+    "kubernetes:kubeClientSettings",
+    # pulumi/pulumi v3.274.1: the engine's own keys (resource/deploy/default_providers.go, cmd/pulumi/autonaming,
+    # workspace/project.go PulumiTagsConfigKey, project/newcmd templateKey).
+    "pulumi:autonaming",
+    "pulumi:disable-default-providers",
+    "pulumi:tags",
+    "pulumi:template",
+)
+"""Every key of the Kubernetes provider's and the engine's namespaces that they read; any other is a typo."""
+
+CHANGES_UP: Mapping[str, str] = MappingProxyType(
+    {
+        "kubernetes:renderYamlToDirectory": "manifests go to that directory: pulumi up deploys nothing",
+        "kubernetes:deleteUnreachable": "an unreachable cluster's resources are dropped from the state",
+        "kubernetes:skipUpdateUnreachable": "an unreachable cluster's updates are skipped and up still succeeds",
+        "kubernetes:enableServerSideApply": "false switches the provider to client-side apply",
+        "kubernetes:enableConfigMapMutable": "ConfigMaps are updated in place instead of replaced",
+        "kubernetes:enableSecretMutable": "Secrets are updated in place instead of replaced",
+        "kubernetes:strictMode": "the default provider this program deploys with is refused",
+        "kubernetes:helmReleaseSettings": "Helm's storage driver and repositories for the release change",
+        "kubernetes:clusterIdentifier": "it decides when the provider, and every resource with it, is replaced",
+        "pulumi:autonaming": "the names Pulumi gives resources change",
+        "pulumi:disable-default-providers": "the default provider this program deploys with is refused",
+    }
+)
+"""Provider and engine keys that change what ``pulumi up`` does, each with how: set only when the stack lists the key
+in ``deliberateProviderConfig``, so a review sees it was meant."""
+
 # ---------------------------------------------------------------------------------------- consumers' limits
 
 INT32_MAX = 2**31 - 1
