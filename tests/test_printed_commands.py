@@ -124,7 +124,13 @@ def runs_as_printed(words: tuple[str, ...]) -> bool:
 @pytest.fixture(scope="module")
 def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("printed") / "project"
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for name in tracked:
         if (ROOT / name).is_file() and not name.startswith("tests/"):
             (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -162,15 +168,8 @@ def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path) -> N
         return
     subs = [key for key in _words()[verb] if key]
     sub = next((w for w in words[1:] if w in subs), None)
-    helped = subprocess.run(
-        [*python, verb, *([sub] if sub else []), "--help"],
-        cwd=project_copy,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert helped.returncode == 0, f"{where}: {words}\n{helped.stderr}"
+    code, err = _help_form(project_copy, verb, sub)
+    assert code == 0, f"{where}: {words}\n{err}"
     taken = set(_words()[verb][sub] if sub else _words()[verb][""])
     for flag in (w.split("=")[0] for w in words if w.startswith("--")):
         assert flag in taken, f"{where}: ./supersonic {' '.join(words)}: {flag} is not an option of {verb} {sub or ''}"
@@ -178,6 +177,20 @@ def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path) -> N
     positional = [w for w in words[1:] if not w.startswith("-") and w != sub]
     if verb in STACK_FIRST and positional and not _placeholder(positional[0]) and sub != "report":
         assert positional[0] in _stacks(), f"{where}: ./supersonic {' '.join(words)}: no stack {positional[0]!r}"
+
+
+@cache
+def _help_form(project: Path, verb: str, sub: str | None) -> tuple[int, str]:
+    """``./supersonic <verb> [<sub>] --help`` run once per worker: (exit code, stderr)."""
+    helped = subprocess.run(
+        [sys.executable, "-P", "-m", "supersonic_interlink", verb, *([sub] if sub else []), "--help"],
+        cwd=project,
+        env={"PYTHONPATH": str(project), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return helped.returncode, helped.stderr
 
 
 @cache
