@@ -73,6 +73,10 @@ class ChartContract:
     named after the release, created only when none exists and kept on uninstall: ``templates/cvmfs-pvc.yaml``)."""
     model_repository_storage_class: str
     """Storage class that claim asks for (the CVMFS CSI driver's, on Geddes)."""
+    name_override_values: tuple[str, ...]
+    """Top-level values that rename the chart's objects (``supersonic.name`` in ``templates/_helpers/_helpers.tpl``
+    reads ``nameOverride``; ``fullnameOverride`` is the usual Helm spelling of the same): every name below is
+    computed from the release name alone, so the program refuses them in ``helmValues``."""
 
     def instance_name(self, release_name: str) -> str:
         """The chart's instance name: ``nameOverride`` or the release name (this program never overrides)."""
@@ -144,4 +148,5 @@ CHART = ChartContract(
     loopback_connect_timeout_ms=1000,
     model_repository_claim="cvmfs",
     model_repository_storage_class="cvmfs",
+    name_override_values=("nameOverride", "fullnameOverride"),
 )

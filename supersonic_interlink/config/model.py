@@ -4,9 +4,10 @@ frozen). ``Pulumi.yaml``'s ``type`` and ``description`` of each key are generate
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     Field,
     PrivateAttr,
     model_validator,
@@ -402,6 +403,22 @@ class CleanupSettings(Model):
     tolerations: Tolerations
 
 
+def _keeps_chart_names(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key in CHART.name_override_values:
+        if key in values:
+            raise _fail_at(
+                key,
+                values[key],
+                "no value: it renames the chart's objects, and Envoy's route to Triton, the cleanup's selector and "
+                "the exported endpoint are computed from release.name alone (rename with release.name)",
+            )
+    return values
+
+
+HelmValues = Annotated[Mapping[str, Any], Frozen, AfterValidator(_keeps_chart_names), Expect("an object")]
+"""Extra chart values, passed through as given except what would rename the chart's objects."""
+
+
 class Settings(Model):
     """Everything one stack deploys. Top-level fields are the project's config keys."""
 
@@ -422,7 +439,7 @@ class Settings(Model):
     envoy: EnvoySettings
     cleanup: CleanupSettings
     helmValues: Annotated[
-        JSONObject,
+        HelmValues,
         Field(
             description="Extra chart values for what the keys above do not model, deep-merged underneath the computed "
             "values. A key here that the program computes is an error, never a silent override."
