@@ -178,14 +178,16 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
             )
         )
     }
+    # A deleted object is drift as it is; applying it would also need `create` permission, which a check lacks.
+    present = [m for m in manifests if _key(m) in live]
     answered: dict[str, dict[str, Any]] = {}
     refused: dict[str, str] = {}
-    together = _dry_run(tools, manifests, namespace)
+    together = _dry_run(tools, present, namespace)
     if together.returncode == 0:
         answered = {_key(o): o for o in _items(together.stdout)}
     else:
         # One object refused fails the whole call without output: ask again object by object.
-        for manifest in manifests:
+        for manifest in present:
             alone = _dry_run(tools, [manifest], namespace)
             if alone.returncode == 0:
                 answered.update({_key(o): o for o in _items(alone.stdout)})

@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from e2e_harness import Project, hammer_like, helm_history, kubectl_json
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.drift.check import Observed, Tools, compare, observe, run
+from supersonic_interlink.drift.rbac import reader_role
 from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART
+from supersonic_interlink.engine.run import Engine
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -58,6 +61,29 @@ def _without_managed_fields(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_managed_fields(v) for v in value]
     return value
+
+
+def reader_env(project: Project) -> dict[str, str]:
+    """The project's environment with a kubeconfig whose user is a ServiceAccount bound to the drift check's Role."""
+    name = "drift-reader"
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NAMESPACE}}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}],
+    }
+    documents = {"apiVersion": "v1", "kind": "List", "items": [account, reader_role(name, NAMESPACE), binding]}
+    project.cluster.kubectl("apply", "-f", "-", input_text=json.dumps(documents))
+    token = project.cluster.kubectl("-n", NAMESPACE, "create", "token", name).stdout.strip()
+    config = yaml.safe_load(project.cluster.kubeconfig.read_text())
+    config["users"] = [{"name": name, "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = name
+    path = project.directory / "reader.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return {**project.env, "KUBECONFIG": str(path)}
 
 
 def kubectl(project: Project, *args: str) -> None:
@@ -102,6 +128,10 @@ def test_kubectl_drift_is_reported_by_field_and_nothing_else_then_corrected(proj
     observed = observe(engine, tools)
     record(observed, "drifted")
     drifted = compare(observed)
+    # The same check with only the Role the README gives the drift check (supersonic_interlink/drift/rbac.py).
+    reader = reader_env(project)
+    as_reader = compare(observe(Engine(STACK, work_dir=project.directory, env=reader, log=print), Tools(reader)))
+    assert [(r.object, r.field) for r in as_reader.rows] == [(r.object, r.field) for r in drifted.rows]
     found = {(row.part, row.object, row.field): (row.expected, row.live) for row in drifted.rows}
     assert set(found) == {
         (RELEASE_PART, f"Deployment/{ENVOY}", f"spec.template.spec.containers[name={CHART.envoy_container}].image"),
