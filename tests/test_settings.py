@@ -279,3 +279,67 @@ def test_provider_keys_that_only_say_where_or_what_to_print_need_no_listing(key:
     config = stack_config("hammer")
     config[key] = "x"
     assert settings_from_config(config).deliberateProviderConfig == {}
+
+
+@pytest.mark.parametrize(
+    ("resources", "problem"),
+    [
+        # validation.go ValidateContainerResourceRequirements: request <= limit, compared as quantities.
+        (
+            {"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}},
+            'requests.cpu = "2": expected at most the limit ("1500m")',
+        ),
+        (
+            {"requests": {"memory": "1025Mi"}, "limits": {"memory": "1Gi"}},
+            'requests.memory = "1025Mi": expected at most the limit ("1Gi")',
+        ),
+        (
+            {"requests": {"memory": "1001M"}, "limits": {"memory": "1e9"}},
+            'requests.memory = "1001M": expected at most the limit ("1e9")',
+        ),
+        # ... and a resource that cannot be overcommitted (an extended one) needs request == limit, and a limit.
+        (
+            {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}},
+            "requests.nvidia.com/gpu = 1: expected the limit (2)",
+        ),
+        (
+            {"requests": {"example.com/fpga": 1}},
+            "limits.example.com/fpga = null: expected a limit equal to the request",
+        ),
+        ({"limits": {"nvidia.com/gpu": "500m"}}, 'limits.nvidia.com/gpu = "500m": expected a whole number'),
+        ({"requests": {"bad name": 1}}, 'requests.bad name = "bad name": expected a Kubernetes qualified name'),
+    ],
+    ids=["cpu", "binary-suffix", "exponent", "gpu-unequal", "extended-without-limit", "gpu-fraction", "bad-name"],
+)
+def test_resources_the_api_server_would_refuse_are_refused_here(resources: dict, problem: str) -> None:
+    found = problems(triton={"args": ["tritonserver"], "resources": resources})
+    assert any(line.startswith(f"{P}:triton.resources.{problem}") for line in found), found
+
+
+@pytest.mark.parametrize(
+    "resources",
+    [
+        {"requests": {"cpu": "1500m"}, "limits": {"cpu": "1.5"}},  # equal, written two ways
+        {"requests": {"memory": "1Gi"}, "limits": {"memory": "1073741824"}},
+        {"requests": {"cpu": 1}},  # no limit: fine for a native resource
+        {"limits": {"nvidia.com/gpu": 1}},  # the request defaults to the limit
+        {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": 1}},
+    ],
+    ids=["equal-cpu", "equal-memory", "request-only", "extended-limit-only", "extended-equal"],
+)
+def test_resources_at_the_boundary_are_accepted(resources: dict) -> None:
+    config = stack_config("hammer", triton={"args": ["tritonserver"], "resources": resources})
+    loaded = settings_from_config(config).triton.resources
+    assert all(loaded.requests[k] == v for k, v in resources.get("requests", {}).items()), loaded
+
+
+def test_toleration_seconds_at_two_to_the_53_is_the_largest_that_stays_exact() -> None:
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2**53}
+    settings = settings_from_config(stack_config("hammer", envoy={"tolerations": [toleration]}))
+    assert settings.envoy.tolerations[0].tolerationSeconds == 2**53
+    assert problems(envoy={"tolerations": [{**toleration, "tolerationSeconds": 2**53 + 1}]}) == [
+        (
+            f"{P}:envoy.tolerations[0].tolerationSeconds = {2**53 + 1}: expected a whole number from -{2**53} to "
+            f"{2**53} (a Kubernetes int64 that stays exact through Pulumi's numbers)"
+        )
+    ], "2**53 + 1 becomes 2**53 as a double: the pod would get another number than the file says"

@@ -26,6 +26,7 @@ from supersonic_interlink.config.rules import (
     READY_TIMEOUT_MAX_SECONDS,
     UINT32_MAX,
     AbsolutePath,
+    AnnotationMap,
     ChartPath,
     ChartRepo,
     Cron,
@@ -38,15 +39,19 @@ from supersonic_interlink.config.rules import (
     Image,
     JSONObject,
     KubernetesName,
+    LabelMap,
+    LabelValue,
     Limits,
     Model,
     OneOf,
     Port,
+    QualifiedName,
     Quantity,
     ReleaseName,
-    StringMap,
     _fail,
     _fail_at,
+    overcommit_allowed,
+    quantity_value,
 )
 from supersonic_interlink.contract import CHART
 
@@ -224,29 +229,90 @@ class ModelRepositorySettings(Model):
 class ServiceMetadata(Model):
     """Labels and annotations of the headless Triton Service."""
 
-    labels: StringMap
-    annotations: StringMap
+    labels: LabelMap
+    annotations: AnnotationMap
 
 
 class ResourceRequirements(Model):
     """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...)."""
 
-    requests: Annotated[Mapping[str, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
+    requests: Annotated[Mapping[QualifiedName, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
         default_factory=dict
     )
-    limits: Annotated[Mapping[str, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
+    limits: Annotated[Mapping[QualifiedName, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
         default_factory=dict
     )
+
+    @model_validator(mode="after")
+    def _as_the_api_server_checks(self) -> ResourceRequirements:
+        # validation.go ValidateContainerResourceRequirements and ValidateResourceQuantityValue.
+        for name, quantity in {**self.limits, **self.requests}.items():
+            where = "requests" if name in self.requests else "limits"
+            if not overcommit_allowed(name) and quantity_value(quantity).denominator != 1:
+                raise _fail_at(f"{where}.{name}", quantity, "a whole number (the API server: must be an integer)")
+        for name, request in self.requests.items():
+            limit = self.limits.get(name)
+            if limit is None:
+                if not overcommit_allowed(name):
+                    raise _fail_at(
+                        f"limits.{name}",
+                        None,
+                        "a limit equal to the request (the API server: Limit must be set for non overcommitable "
+                        "resources)",
+                    )
+                continue
+            if not overcommit_allowed(name) and quantity_value(request) != quantity_value(limit):
+                raise _fail_at(
+                    f"requests.{name}",
+                    request,
+                    "the limit ({limit}): the API server requires a request equal to the limit of a resource "
+                    "that cannot be overcommitted",
+                    limit=limit,
+                )
+            if quantity_value(request) > quantity_value(limit):
+                raise _fail_at(
+                    f"requests.{name}",
+                    request,
+                    "at most the limit ({limit}) (the API server: must be less than or equal to the limit)",
+                    limit=limit,
+                )
+        return self
 
 
 class Toleration(Model):
-    """A Kubernetes toleration."""
+    """A Kubernetes toleration, with the API server's rules (validation.go ``ValidateTolerations``)."""
 
-    key: str | None = None
+    key: QualifiedName | None = None
     operator: Annotated[str, OneOf(("Exists", "Equal"))] | None = None
-    value: str | None = None
+    value: LabelValue | None = None
     effect: Annotated[str, OneOf(("NoSchedule", "PreferNoSchedule", "NoExecute"))] | None = None
-    tolerationSeconds: Annotated[int, Limits(-(2**63), INT64_MAX, "a Kubernetes int64")] | None = None
+    tolerationSeconds: (
+        Annotated[
+            int,
+            Limits(
+                -PULUMI_NUMBER_MAX, PULUMI_NUMBER_MAX, "a Kubernetes int64 that stays exact through Pulumi's numbers"
+            ),
+        ]
+        | None
+    ) = None
+
+    @model_validator(mode="after")
+    def _as_the_api_server_checks(self) -> Toleration:
+        if not self.key and self.operator != "Exists":
+            raise _fail_at(
+                "operator",
+                self.operator,
+                "Exists when key is empty (the API server: an empty key with Exists matches every taint)",
+            )
+        if self.operator == "Exists" and self.value:
+            raise _fail_at("value", self.value, "no value with operator Exists (the API server refuses one)")
+        if self.tolerationSeconds is not None and self.effect != "NoExecute":
+            raise _fail_at(
+                "effect",
+                self.effect,
+                "NoExecute when tolerationSeconds is set (the API server refuses any other effect)",
+            )
+        return self
 
 
 Tolerations = Annotated[tuple[Toleration, ...], Frozen, Expect("a list of tolerations")]
@@ -266,9 +332,9 @@ class TritonSettings(Model):
     command: Command
     args: Annotated[Args, Field(description="required per stack")]
     resources: ResourceRequirements
-    nodeSelector: StringMap
+    nodeSelector: LabelMap
     tolerations: Tolerations
-    podAnnotations: Annotated[StringMap, Field(description="interLink's slurm-job.vk.io/* annotations go here")]
+    podAnnotations: Annotated[AnnotationMap, Field(description="interLink's slurm-job.vk.io/* annotations go here")]
     service: ServiceMetadata
     modelRepository: ModelRepositorySettings
     readinessProbe: Annotated[
@@ -359,7 +425,7 @@ class EnvoySettings(Model):
     chart's (8001, 9901, 8080), not settings: the chart takes no value for them."""
 
     image: Image
-    nodeSelector: StringMap
+    nodeSelector: LabelMap
     tolerations: Tolerations
     serviceType: Annotated[str, OneOf(("LoadBalancer", "ClusterIP", "NodePort"))]
     loadBalancerPolicy: Annotated[
@@ -399,7 +465,7 @@ class CleanupSettings(Model):
     ]
     dryRun: Annotated[bool, Field(description="log what would go, delete nothing")]
     image: Image
-    nodeSelector: Annotated[StringMap, Field(description="where the cleaner runs (not on the virtual node)")]
+    nodeSelector: Annotated[LabelMap, Field(description="where the cleaner runs (not on the virtual node)")]
     tolerations: Tolerations
 
 

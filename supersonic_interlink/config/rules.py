@@ -7,6 +7,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Annotated, Any
 
@@ -360,6 +361,82 @@ StringMap = Annotated[
     Frozen,
     Expect("an object whose values are strings"),
 ]
+
+# ---------------------------------------------------------------------------------------- the API server's rules
+# kubernetes/kubernetes pkg/apis/core/validation/validation.go (ValidateTolerations,
+# ValidateContainerResourceRequirements, ValidateResourceQuantityValue) and
+# staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go (IsQualifiedName, IsValidLabelValue): what the API
+# server refuses at `pulumi up`, refused here before anything is registered.
+
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+QUALIFIED_NAME_TEXT = (
+    "a Kubernetes qualified name: an optional DNS-subdomain prefix (at most 253) and '/', then at most 63 letters, "
+    "digits, '-', '_' or '.', starting and ending alphanumeric"
+)
+LABEL_VALUE_TEXT = (
+    "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
+)
+
+
+def qualified_name(value: str) -> bool:
+    """apimachinery ``IsQualifiedName``: label and annotation keys, toleration keys."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and not (len(prefix) <= 253 and re.fullmatch(_DNS_SUBDOMAIN, prefix, re.ASCII)):
+        return False
+    return len(name) <= 63 and re.fullmatch(_LABEL_NAME, name, re.ASCII) is not None
+
+
+def label_value(value: str) -> bool:
+    """apimachinery ``IsValidLabelValue``."""
+    return value == "" or (len(value) <= 63 and re.fullmatch(_LABEL_NAME, value, re.ASCII) is not None)
+
+
+QualifiedName = Annotated[str, _rule(qualified_name, QUALIFIED_NAME_TEXT), Expect(QUALIFIED_NAME_TEXT)]
+LabelValue = Annotated[str, _rule(label_value, LABEL_VALUE_TEXT), Expect("a string (quote numbers and booleans)")]
+LabelMap = Annotated[
+    Mapping[QualifiedName, LabelValue],
+    Frozen,
+    Expect("an object of Kubernetes labels (qualified names to label values)"),
+]
+"""Labels and node selectors, as the API server checks them."""
+AnnotationMap = Annotated[
+    Mapping[QualifiedName, Annotated[str, Expect("a string (quote numbers and booleans)")]],
+    Frozen,
+    Expect("an object of Kubernetes annotations (qualified names to strings)"),
+]
+
+_SUFFIX = {
+    **{s: Fraction(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Fraction(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+}
+
+
+def quantity_value(value: int | str) -> Fraction:
+    """A Kubernetes quantity (``resource.ParseQuantity``) as an exact number, for comparing requests with limits."""
+    if isinstance(value, int):
+        return Fraction(value)
+    match = re.fullmatch(r"\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)", value)
+    if match is None:
+        raise ValueError(value)
+    number, suffix = Fraction(match[1]), match[2]
+    if suffix[:1] in ("e", "E"):
+        exponent = int(suffix[1:])
+        if abs(exponent) > 100:  # the API server caps quantities far below this; no 10**huge here
+            raise ValueError(value)
+        return number * Fraction(10) ** exponent
+    return number * _SUFFIX[suffix]
+
+
+def overcommit_allowed(resource: str) -> bool:
+    """core/helper ``IsOvercommitAllowed``: native resources (no domain, or kubernetes.io) other than hugepages."""
+    domain, slash, _ = resource.rpartition("/")
+    native = not slash or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    return native and not resource.startswith("hugepages-")
+
+
 JSONObject = Annotated[Mapping[str, Any], Frozen, Expect("an object")]
 """A free-form object passed through as given (probes, extra Helm values)."""
 
