@@ -34,11 +34,64 @@ def run_render(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 def test_every_stack_renders_and_passes_its_checks(stack: str, tmp_path: Path) -> None:
     result = run_render(stack, "--out", str(tmp_path), "--check")
     assert result.returncode == 0, f"render --check must pass for {stack}:\n{result.stdout}\n{result.stderr}"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["envoy.yaml", "manifests.yaml", "release.yaml"]
-    assert f"stack {stack}: checks passed" in result.stdout
-    assert f"stack {stack}: chart conformance not run: the chart is not pinned" in result.stdout, (
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["envoy.yaml", "manifests.yaml", "release.yaml"], (
+        "no chart on disk, so no chart/ objects"
+    )
+    assert f"stack {stack}: check skipped: chart conformance: the chart is not pinned" in result.stdout, (
         "no commit of SuperSONIC main could be resolved where this was written, so none is invented"
     )
+    assert f"stack {stack}: no findings, but 1 check(s) skipped (chart conformance): not a pass" in result.stdout
+    assert "checks passed" not in result.stdout, "a check that did not run is never reported as passed"
+
+
+def test_under_strict_an_unpinned_stack_exits_3_naming_the_skipped_check() -> None:
+    result = run_render("hammer", "--check", "--strict")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "stack hammer: check skipped: chart conformance: the chart is not pinned" in result.stdout
+    assert "stack hammer: --strict: a check that could not run fails the run (exit 3)" in result.stderr
+
+
+def test_with_the_chart_on_disk_the_tree_holds_each_chart_object_as_deployed(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out in (first, second):
+        result = run_render("hammer", "--out", str(out), "--chart", "tests/charts/conforming")
+        assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        f"wrote {first}/chart/ (8 chart objects)"
+        in run_render("hammer", "--out", str(first), "--chart", "tests/charts/conforming").stdout
+    )
+    files = sorted(str(p.relative_to(first)) for p in (first / "chart").rglob("*.yaml"))
+    assert files == [
+        "chart/ConfigMap/supersonic-interlink-envoy-config.yaml",
+        "chart/ConfigMap/supersonic-interlink-lua-config.yaml",
+        "chart/Deployment.apps/supersonic-interlink-envoy.yaml",
+        "chart/Deployment.apps/supersonic-interlink-triton.yaml",
+        "chart/PersistentVolumeClaim/cvmfs.yaml",
+        "chart/ScaledObject.keda.sh/supersonic-interlink-keda-so.yaml",
+        "chart/Service/supersonic-interlink-triton.yaml",
+        "chart/Service/supersonic-interlink.yaml",
+    ], "one object per file, by kind and name"
+    for name in files:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between two renders"
+    scaled = yaml.safe_load((first / files[5]).read_text())
+    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran, as on up"
+    envoy_config = yaml.safe_load((first / files[0]).read_text())
+    assert envoy_config["data"]["envoy.yaml"].rstrip() == (first / "envoy.yaml").read_text().rstrip(), (
+        "the chart's lookup was answered: it copied this stack's Envoy ConfigMap"
+    )
+    unpinned = run_render("hammer", "--out", str(first))
+    assert not (first / "chart").exists(), "a tree is exactly one render: no chart objects left from an earlier one"
+    assert "the chart's objects are not rendered: the chart is not pinned" in unpinned.stdout
+
+
+def test_secret_data_is_masked_in_the_tree_yet_a_change_shows() -> None:
+    from supersonic_interlink.render.release import mask
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"token": "aHVudGVyMg=="}}
+    masked = mask([secret, {**secret, "data": {"token": "aHVudGVyMw=="}}])
+    assert "aHVudGVyMg==" not in str(masked) and masked[0]["data"]["token"].startswith("(masked: 12 bytes, sha256 ")
+    assert masked[0] != masked[1], "two different values must still read as different"
+    assert secret["data"]["token"] == "aHVudGVyMg==", "the objects given are not changed"
 
 
 def test_output_is_byte_for_byte_deterministic(tmp_path: Path) -> None:
@@ -229,6 +282,27 @@ def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:
     assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before
 
 
+def test_an_edited_fetched_chart_is_named_as_modified_not_as_not_fetched(tmp_path: Path) -> None:
+    root = project_copy(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    assert run_in(root, "hammer", "--pin-chart", env=redirect_upstream(upstream)).returncode == 0
+    values = root / ".charts" / commit / "helm" / "supersonic" / "values.yaml"
+    values.write_text(values.read_text() + "# edited by hand\n")
+
+    checked = run_in(root, "hammer", "--check")
+    strict = run_in(root, "hammer", "--check", "--strict")
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        f"stack hammer: check skipped: chart conformance: the fetched copy of commit {commit} is modified: "
+        f"{root / '.charts' / commit}: helm/supersonic/values.yaml differs from commit {commit} (M) (delete "
+        f".charts/{commit} and run `./supersonic render hammer --fetch-chart`)"
+    ) in checked.stdout, "the real cause, not 'not fetched'"
+    assert "not fetched" not in checked.stdout and "checks passed" not in checked.stdout
+    assert strict.returncode == 3, strict.stdout + strict.stderr
+
+
 def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None:
     result = run_render("hammer", "--fetch-chart")
     assert result.returncode == 1
@@ -238,7 +312,8 @@ def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None
 @pytest.mark.parametrize(
     "args, complaint",
     [
-        (["--chart", "tests/charts/conforming"], "give --check too"),
+        (["--chart", "tests/charts/conforming"], "give --check or --out too"),
+        (["--strict"], "--strict fails a check that could not run: give --check too"),
         (["--check", "--chart", "no/such/chart"], "not a chart directory"),
     ],
 )

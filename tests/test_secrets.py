@@ -19,7 +19,7 @@ from conftest import ROOT, stack_config
 
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import current_secret_keys
-from supersonic_interlink.config.stack_config import cli_config
+from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, secret_paths
 from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 P = "supersonic-interlink"
@@ -94,39 +94,84 @@ def test_the_program_reads_the_secret_keys_the_language_host_sets(monkeypatch: p
     assert current_secret_keys({f"{P}:namespace": "cms"}) == {f"{P}:helmValues"}
 
 
-def test_offline_a_nested_secure_value_is_refused_without_showing_it() -> None:
-    with pytest.raises(ConfigError) as caught:
-        cli_config({"helmValues": {"auth": {"token": {"secure": "v1:ciphertext"}}}})
-    assert caught.value.problems == [
-        (
-            f"{P}:helmValues.auth.token: is a secret (secure:); rendering offline cannot decrypt it and never shows "
-            f"it (use `pulumi preview`)"
-        )
-    ]
+def test_offline_a_nested_secure_value_is_the_placeholder_and_its_path_is_listed() -> None:
+    stack_values = {"helmValues": {"auth": {"token": {"secure": "v1:ciphertext"}}}, "namespace": "cms"}
+    config = cli_config(stack_values)
+    assert json.loads(config[f"{P}:helmValues"]) == {"auth": {"token": SECRET_PLACEHOLDER}}
+    assert secret_paths(stack_values) == [f"{P}:helmValues.auth.token"]
+    assert "ciphertext" not in json.dumps(config), "the ciphertext is never read into the config"
 
 
-def test_render_refuses_a_stack_with_a_nested_secret_and_never_prints_it(tmp_path: Path) -> None:
+SECRET_STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.secret-example.yaml"
+CIPHERTEXTS = ("Q0lQSEVSVEVYVC1NRVRSSUMtbm90LXJlYWw", "Q0lQSEVSVEVYVC1UT0tFTi1ub3QtcmVhbA", "c2FsdC1ub3QtcmVhbA")
+
+
+def project_with(tmp_path: Path, stack: str, text: str) -> Path:
     root = tmp_path / "project"
     for name in ("Pulumi.yaml", "__main__.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text((ROOT / name).read_text())
     for package in ("supersonic_interlink", "components", "scripts", "postrender"):
         subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
+    for shared in (".venv", ".tools"):
+        (root / shared).symlink_to(ROOT / shared)
     (root / "stacks").mkdir()
-    text = (ROOT / "stacks" / "Pulumi.hammer.yaml").read_text()
-    text += "  supersonic-interlink:helmValues:\n    auth:\n      token:\n        secure: v1:AAAAciphertext\n"
-    (root / "stacks" / "Pulumi.secret.yaml").write_text(text)
-    result = subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", "secret"],
+    (root / "stacks" / f"Pulumi.{stack}.yaml").write_text(text)
+    return root
+
+
+def render_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "render", *args],
         capture_output=True,
         text=True,
         cwd=root,
         check=False,
-        timeout=60,
+        timeout=120,
     )
+
+
+def test_a_stack_with_secrets_renders_and_passes_every_check_with_no_ciphertext_anywhere(tmp_path: Path) -> None:
+    root = project_with(tmp_path, "secret-example", SECRET_STACK.read_text())
+    out = tmp_path / "rendered"
+    chart = ROOT / "tests" / "charts" / "conforming"
+
+    checked = render_in(root, "secret-example", "--out", str(out), "--check", "--strict", "--chart", str(chart))
+    summary = render_in(root, "secret-example")
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "stack secret-example: checks passed" in checked.stdout, "every check ran: none was skipped"
+    assert (
+        "secrets: 2 value(s) rendered as the placeholder [secret] (no passphrase is read): "
+        f"{P}:serverLoad.metric, {P}:triton.podAnnotations.example.org/pull-token"
+    ) in summary.stdout
+    written = {path: path.read_text() for path in out.rglob("*.yaml")}
+    scaled = written[out / "chart" / "ScaledObject.keda.sh" / "supersonic-interlink-keda-so.yaml"]
+    triton = written[out / "chart" / "Deployment.apps" / "supersonic-interlink-triton.yaml"]
+    assert "query: '[secret]'" in scaled, "the secret metric lands in the ScaledObject as its placeholder"
+    assert "example.org/pull-token: '[secret]'" in triton, "and the secret annotation on the Triton pods"
+    printed = checked.stdout + checked.stderr + summary.stdout + summary.stderr + "".join(written.values())
+    assert not [c for c in CIPHERTEXTS if c in printed], "no ciphertext in any output or file"
+
+
+def test_a_secret_where_the_placeholder_is_not_allowed_says_pulumi_preview_checks_it(tmp_path: Path) -> None:
+    text = (
+        (ROOT / "stacks" / "Pulumi.hammer.yaml")
+        .read_text()
+        .replace(
+            "    url: prometheus-server.cms.svc.cluster.local\n", "    url:\n      secure: v1:QUFBQWNpcGhlcnRleHQ=\n"
+        )
+    )
+    root = project_with(tmp_path, "secret", text)
+    result = render_in(root, "secret")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert f"{P}:helmValues.auth.token: is a secret (secure:)" in result.stderr
-    assert "AAAAciphertext" not in result.stdout + result.stderr
+    assert (
+        f"{P}:prometheus.url = [secret]: expected a host name" in result.stderr
+        and "(a secret: rendered offline as [secret], which this key does not take; `pulumi preview` checks the real "
+        "value)"
+        in result.stderr
+    ), result.stderr
+    assert "QUFBQWNpcGhlcnRleHQ" not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -83,6 +83,15 @@ def chart_on_disk(chart: ChartSource, root: Path = ROOT, cache: Path | None = No
     return None
 
 
+def fetched_copy_problem(chart: ChartSource, cache: Path | None = None) -> str | None:
+    """Why the fetched copy of a pinned git chart is not the pinned commit (changed files, another commit), or None:
+    also when nothing is fetched, which ``chart_on_disk`` tells apart."""
+    if chart.kind != "git" or chart.commit is None:
+        return None
+    checkout = (CACHE_ROOT if cache is None else cache) / chart.commit
+    return verify(checkout, chart.commit, str(chart.path)) if checkout.is_dir() else None
+
+
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     if shutil.which("git") is None:
         raise ChartSourceError("git is not installed: a git chart source needs it (apt-get install git)")

@@ -1,8 +1,8 @@
 """``./supersonic <verb>`` (and, inside .venv, ``python -m supersonic_interlink <verb>``): one verb table.
 
 Exit codes, the same for every verb: 0 done / no changes / no findings; 1 a check found something or an
-operation failed; 2 a usage or config error (nothing was run). Each verb's module is imported only when the verb
-runs, so a verb loads what it needs and no more.
+operation failed; 2 a usage or config error (nothing was run); 3 a check could not run, under ``--strict``.
+Each verb's module is imported only when the verb runs, so a verb loads what it needs and no more.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ FRONT_DOOR_ONLY: dict[str, str] = {
 }
 """Verbs only ``./supersonic`` runs: they set up tools outside Python first."""
 
-EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 3
 
 
 def usage() -> str:
@@ -47,7 +47,8 @@ def usage() -> str:
         "",
         "`./supersonic <verb> --help` for one verb.",
         "example: ./supersonic render hammer --out rendered/hammer --check",
-        "exit codes: 0 ok, 1 a finding or a failed operation, 2 a usage or config error",
+        "exit codes: 0 ok, 1 a finding or a failed operation, 2 a usage or config error,",
+        "            3 a check could not run under --strict",
     ]
     return "\n".join(lines)
 

@@ -1,17 +1,20 @@
 """Render a stack offline: what `pulumi up` would deploy, as reviewable files, with optional checks.
 
-    ./supersonic render <stack> [--out DIR] [--check [--chart DIR]]
+    ./supersonic render <stack> [--out DIR] [--check [--strict]] [--chart DIR]
     ./supersonic render <stack> --fetch-chart
     ./supersonic render <stack> --pin-chart [REF]
 
 Evaluates the real program for the stack (Pulumi's mock engine stands in for the engine; there is no cluster)
 with the config the Pulumi CLI would pass, and writes DIR/manifests.yaml (every object the program creates
-directly), DIR/release.yaml (the Helm release and its values) and DIR/envoy.yaml (the Envoy configuration as
-stored in its ConfigMap). --check validates them (strict Kubernetes schemas, envoy --mode validate) and, when the
-chart is on disk (a chart directory, a fetched pinned commit, or --chart DIR), runs the chart conformance check
-with the real Helm v3; it exits 1 on any finding. --fetch-chart fetches the stack's pinned git chart into .charts/;
---pin-chart resolves REF (default main) of the stack's git chart to a commit and writes it into the stack file.
-Both need network access to the chart's repository. Invalid stack config or options exit 2 with one line per problem.
+directly), DIR/release.yaml (the Helm release and its values), DIR/envoy.yaml (the Envoy configuration as
+stored in its ConfigMap) and, when the chart is on disk (a chart directory, a fetched pinned commit, or --chart
+DIR), DIR/chart/<Kind>/<name>.yaml: each object of the chart as the real Helm v3 renders it with the stack's values
+and the post-renderer (Secret data masked). --check validates them (strict Kubernetes schemas, envoy --mode
+validate) and, with the chart on disk, runs the chart conformance check with the real Helm v3; it exits 1 on any
+finding, and names each check that could not run; --strict makes such a check exit 3. --fetch-chart fetches the
+stack's pinned git chart into .charts/; --pin-chart resolves REF (default main) of the stack's git chart to a
+commit and writes it into the stack file. Both need network access to the chart's repository. Invalid stack config
+or options exit 2 with one line per problem.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ import sys
 from pathlib import Path
 
 from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.chart.binaries import BinaryError
+from supersonic_interlink.chart.helm import ChartRenderError
+from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_SKIPPED
 from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.stack_config import stack_names
-from supersonic_interlink.render.stack import conformance, findings, render, summary, write
+from supersonic_interlink.render.stack import checks, release_chart_objects, render, summary, write
 
 
 def _fetch(stack: str, chart: ChartSource) -> int:
@@ -69,7 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="directory to write manifests.yaml, release.yaml, envoy.yaml")
     parser.add_argument("--check", action="store_true", help="validate the output; exit 1 on any finding")
     parser.add_argument(
-        "--chart", type=Path, metavar="DIR", help="with --check: the chart directory to check instead of the stack's"
+        "--strict", action="store_true", help="with --check: a check that could not run fails the run (exit 3)"
+    )
+    parser.add_argument(
+        "--chart",
+        type=Path,
+        metavar="DIR",
+        help="with --check or --out: the chart directory to check and render instead of the stack's",
     )
     parser.add_argument(
         "--fetch-chart", action="store_true", help="fetch the stack's pinned git chart into .charts/ (needs network)"
@@ -82,8 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         help="write the commit REF (default main) of the stack's git chart into the stack file (needs network)",
     )
     args = parser.parse_args(argv)
-    if args.chart is not None and not args.check:
-        parser.error("--chart DIR names the chart --check renders: give --check too")
+    if args.chart is not None and not (args.check or args.out):
+        parser.error("--chart DIR names the chart --check checks and --out renders: give --check or --out too")
+    if args.strict and not args.check:
+        parser.error("--strict fails a check that could not run: give --check too")
     if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
         parser.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
     if args.pin_chart is not None and not args.pin_chart.strip():
@@ -104,13 +118,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.fetch_chart:
         return _fetch(args.stack, chart)
     if args.out:
+        refused = ""
         try:
-            written = write(rendered, args.out)
+            objects, why = release_chart_objects(args.stack, rendered, args.chart)
+        except (ChartRenderError, BinaryError) as error:
+            objects, refused = None, " ".join(str(error).split())
+        try:
+            written = write(rendered, args.out, objects)
         except OSError as error:
             print(f"render: --out {args.out}: cannot write: {error.strerror or error}", file=sys.stderr)
             return 2
         for path in written:
-            print(f"wrote {path}")
+            print(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
+        if refused:
+            print(f"stack {args.stack}: the chart's objects cannot be rendered: {refused}", file=sys.stderr)
+            if not args.check:
+                return EXIT_FINDING
+        elif objects is None:
+            print(f"stack {args.stack}: the chart's objects are not rendered: {why}")
         if chart.kind == "git" and chart.commit is None:
             print(f"stack {args.stack}: {chart_source.unpinned_message(args.stack)}")
     else:
@@ -122,11 +147,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-        found = findings(rendered) + conformance(args.stack, rendered, args.chart)
-        for finding in found:
+        outcome = checks(args.stack, rendered, args.chart)
+        for finding in outcome.findings:
             print(f"check: {finding}", file=sys.stderr)
-        if found:
-            print(f"stack {args.stack}: {len(found)} finding(s)", file=sys.stderr)
-            return 1
-        print(f"stack {args.stack}: checks passed")
+        for check, why in outcome.skipped:
+            print(f"stack {args.stack}: check skipped: {check}: {why}")
+        if outcome.findings:
+            print(outcome.last_line(args.stack), file=sys.stderr)
+            return EXIT_FINDING
+        print(outcome.last_line(args.stack))
+        if outcome.skipped and args.strict:
+            print(f"stack {args.stack}: --strict: a check that could not run fails the run (exit 3)", file=sys.stderr)
+            return EXIT_SKIPPED
     return 0

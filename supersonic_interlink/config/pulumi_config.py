@@ -7,9 +7,11 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from supersonic_interlink.config.loading import load_settings
+from supersonic_interlink.config.metric import borrowed_selectors
 from supersonic_interlink.config.model import Settings
 from supersonic_interlink.config.rules import PROJECT, ConfigError
 from supersonic_interlink.config.values import helm_values_collisions, release_values
+from supersonic_interlink.contract import CHART
 
 
 def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str] = ()) -> Settings:
@@ -32,6 +34,12 @@ def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str]
             f"{PROJECT}:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is unset); "
             f"pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
         )
+    problems += borrowed_selectors(
+        settings.serverLoad.metric,
+        CHART.instance_name(settings.release.name),
+        settings.namespace,
+        secret=settings.is_secret("serverLoad"),
+    )
     if problems:
         raise ConfigError(problems)
     return settings

@@ -6,7 +6,10 @@ file does not set from its ``default`` (a stack value replaces the default whole
 as text: strings as they are, everything else as JSON (``sdk/go/common/resource/config`` in pulumi/pulumi).
 ``./supersonic render`` and the tests use this so they evaluate the program exactly as ``pulumi up`` would.
 
-Offline there is no secrets provider: a ``secure:`` value anywhere in the file is refused, never printed.
+Offline there is no secrets provider: a ``secure:`` value anywhere in the file is replaced by ``SECRET_PLACEHOLDER``
+(the ciphertext is never read further, so neither it nor the secret can reach any output), and
+``secret_paths`` says where those values sit, so the program can be evaluated with them marked secret, as the CLI
+marks them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ STACKS_DIR = ROOT / "stacks"
 STACK_FILE_KEYS = ("config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider")
 """The top-level keys of a stack file (``workspace.ProjectStack``); the CLI ignores others, so a typo such as
 ``confg:`` would silently drop every setting: refused here."""
+
+
+SECRET_PLACEHOLDER = "[secret]"
+"""What an offline render puts where a ``secure:`` value sits: text, as every decrypted secret reaches the program,
+and what ``pulumi preview --diff`` shows for a secret."""
 
 
 def stack_file(stack: str) -> Path:
@@ -79,8 +87,39 @@ def full_key(key: str) -> str:
     )
 
 
+def secret_paths(stack_values: Mapping[str, Any]) -> list[str]:
+    """Where a stack's ``config:`` map holds ``secure:`` values: full keys with their path
+    (``supersonic-interlink:helmValues.auth.token``), in file order. Keys that cannot be parsed are left out
+    (``cli_config`` reports them)."""
+    found: list[str] = []
+    for key, value in stack_values.items():
+        try:
+            found.extend(_secure_paths(value, full_key(key)))
+        except ConfigError:
+            continue
+    return found
+
+
+def secret_key_of(path: str) -> str:
+    """The top-level config key a secret path sits under (the key the CLI lists as secret)."""
+    namespace, _, rest = path.partition(":")
+    name = rest.split(".", 1)[0].split("[", 1)[0]
+    return f"{namespace}:{name}"
+
+
+def _with_placeholders(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("secure"), str):
+            return SECRET_PLACEHOLDER
+        return {key: _with_placeholders(sub) for key, sub in value.items()}
+    if isinstance(value, list):
+        return [_with_placeholders(sub) for sub in value]
+    return value
+
+
 def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Merge ``Pulumi.yaml`` defaults under a stack's ``config:`` map the way the CLI does, as CLI text."""
+    """Merge ``Pulumi.yaml`` defaults under a stack's ``config:`` map the way the CLI does, as CLI text; each
+    ``secure:`` value is ``SECRET_PLACEHOLDER`` (``secret_paths`` lists where)."""
     defaults = project_defaults() if defaults is None else defaults
     merged: dict[str, Any] = {f"{PROJECT}:{key}": value for key, value in defaults.items()}
     problems: list[str] = []
@@ -96,16 +135,8 @@ def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | No
             problems.append(f"{full}: set twice, as {seen[full]!r} and {key!r}; keep one")
             continue
         seen[full] = key
-        secure = _secure_paths(value, full)
-        if secure:
-            problems.extend(
-                f"{path}: is a secret (secure:); rendering offline cannot decrypt it and never shows it "
-                f"(use `pulumi preview`)"
-                for path in secure
-            )
-            continue
         # A key with no value: the CLI warns and passes an empty string.
-        merged[full] = "" if value is None else value
+        merged[full] = "" if value is None else _with_placeholders(value)
     if problems:
         raise ConfigError(problems)
     return {key: cli_text(value) for key, value in sorted(merged.items())}
@@ -145,10 +176,19 @@ def _kind(value: Any) -> str:
     )
 
 
-def load_stack_config(stack: str) -> dict[str, str]:
-    """The CLI-equivalent config map of ``stacks/Pulumi.<stack>.yaml``."""
+def _existing_stack_file(stack: str) -> Path:
     path = stack_file(stack)
     if not path.is_file():
         known = ", ".join(stack_names()) or "none"
         raise ConfigError([f"stack {stack!r}: no file {path.relative_to(ROOT)} (stacks: {known})"])
-    return cli_config(read_stack_document(path))
+    return path
+
+
+def load_stack_config(stack: str) -> dict[str, str]:
+    """The CLI-equivalent config map of ``stacks/Pulumi.<stack>.yaml`` (secrets as ``SECRET_PLACEHOLDER``)."""
+    return cli_config(read_stack_document(_existing_stack_file(stack)))
+
+
+def load_stack_secrets(stack: str) -> list[str]:
+    """``secret_paths`` of ``stacks/Pulumi.<stack>.yaml``."""
+    return secret_paths(read_stack_document(_existing_stack_file(stack)))

@@ -45,6 +45,23 @@ def plain(value: Any) -> Any:
     return value
 
 
+SECRET_SIGNATURE = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+"""How a secret value travels to the engine: an object with this special key and value, the secret under
+``value`` (pulumi's ``rpc.py``, ``_special_sig_key`` and ``_special_secret_sig``)."""
+
+
+def reveal(value: Any) -> Any:
+    """Recorded inputs with each secret wrapper replaced by the value it carries, recursively: what the provider is
+    handed once the engine decrypts them."""
+    if isinstance(value, Mapping):
+        if value.get(SECRET_SIGNATURE[0]) == SECRET_SIGNATURE[1]:
+            return reveal(value.get("value"))
+        return {k: reveal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [reveal(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True)
 class Registered:
     """One resource registration as the engine received it."""

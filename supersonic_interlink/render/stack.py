@@ -1,17 +1,30 @@
 """Render a stack offline, as ``pulumi up`` would evaluate it: the manifests the program creates, the Helm release with
-its values, the Envoy configuration; the checks run on them. ``./supersonic render`` is the command line over this."""
+its values, the Envoy configuration and, when the chart is on disk, the chart's objects; the checks run on them, and
+each check that could not run is named with the reason. ``./supersonic render`` is the command line over this.
+
+A stack holding secrets (``secure:`` values) renders without its passphrase: each secret is the placeholder
+``[secret]`` (``stack_config.SECRET_PLACEHOLDER``) and the program is evaluated with those keys marked secret, as
+the Pulumi CLI marks them; neither the ciphertext nor a decrypted value is ever read into the output.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.config import ChartSource, deep_merge, load_yaml
-from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.config import ChartSource, ConfigError, deep_merge, load_yaml
+from supersonic_interlink.config.stack_config import (
+    SECRET_PLACEHOLDER,
+    load_stack_config,
+    load_stack_secrets,
+    secret_key_of,
+)
 from supersonic_interlink.contract import CHART
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -46,22 +59,41 @@ def chart_block(chart: ChartSource) -> dict[str, Any]:
     return {"repo": chart.repo, "name": chart.name, "version": chart.version}
 
 
-def render(stack: str, config: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it); return its manifests,
-    release description and Envoy text. Raises ConfigError."""
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-    from supersonic_interlink.render.evaluate import evaluate
+def _placeholder_problems(problems: Sequence[str]) -> list[str]:
+    """Config problems, each one about a secret's placeholder saying so."""
+    return [
+        f"{problem} (a secret: rendered offline as {SECRET_PLACEHOLDER}, which this key does not take; "
+        f"`pulumi preview` checks the real value)"
+        if SECRET_PLACEHOLDER in problem
+        else problem
+        for problem in problems
+    ]
 
-    config = dict(load_stack_config(stack) if config is None else config)
-    settings = settings_from_config(config)  # every config problem, before anything is evaluated
-    evaluation = evaluate(config, stack)
+
+def render(stack: str, config: Mapping[str, str] | None = None, secrets: Sequence[str] = ()) -> dict[str, Any]:
+    """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it, with ``secrets`` the
+    paths of the secret values in it); return its manifests, release description and Envoy text. Raises ConfigError.
+    """
+    from supersonic_interlink.config.pulumi_config import settings_from_config
+    from supersonic_interlink.render.evaluate import evaluate, reveal
+
+    if config is None:
+        config, secrets = load_stack_config(stack), load_stack_secrets(stack)
+    config = dict(config)
+    secret_keys = sorted({secret_key_of(path) for path in secrets})
+    try:
+        settings = settings_from_config(config, secret_keys)  # every config problem, before anything is evaluated
+    except ConfigError as error:
+        raise ConfigError(_placeholder_problems(error.problems)) from None
+    evaluation = evaluate(config, stack, secret_keys=secret_keys)
+    # What the provider is handed: secrets unwrapped (offline they are placeholders).
     manifests = [
-        r.inputs
+        reveal(r.inputs)
         for r in evaluation.resources
         if r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE_TYPE
     ]
     manifests.sort(key=lambda m: (m["kind"], m["metadata"]["name"]))
-    release_inputs = evaluation.one(RELEASE_TYPE).inputs
+    release_inputs = reveal(evaluation.one(RELEASE_TYPE).inputs)
     # What Helm receives: the value files first, then `values` over them (Helm's own order).
     values: dict[str, Any] = {}
     for asset in release_inputs.get("valueYamlFiles", []):
@@ -88,12 +120,22 @@ def render(stack: str, config: Mapping[str, str] | None = None) -> dict[str, Any
         "manifests": manifests,
         "release": release,
         "envoy": envoy_text,
-        "outputs": evaluation.outputs,
+        "outputs": reveal(evaluation.outputs),
         "chart_source": settings.release.chart,
+        "secrets": list(secrets),
     }
 
 
-def write(rendered: dict[str, Any], out: Path) -> list[Path]:
+CHART_DIR = "chart"
+"""Where in a render tree the chart's objects go, one file each (``release.file_names``)."""
+
+
+def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
+    """Write the render tree: manifests.yaml, release.yaml, envoy.yaml and, given the chart's objects,
+    ``chart/<Kind>/<name>.yaml`` (Secret data masked). A ``chart/`` left from an earlier render is removed first, so
+    the tree is exactly this render. Returns the files written and, with chart objects, the ``chart/`` directory."""
+    from supersonic_interlink.render.release import file_names, mask
+
     out.mkdir(parents=True, exist_ok=True)
     files = {
         "manifests.yaml": dump_all(rendered["manifests"]),
@@ -105,6 +147,16 @@ def write(rendered: dict[str, Any], out: Path) -> list[Path]:
         path = out / name
         path.write_text(text)
         written.append(path)
+    chart_dir = out / CHART_DIR
+    if chart_dir.is_dir():
+        shutil.rmtree(chart_dir)
+    if chart_objects is not None:
+        masked = mask(chart_objects)
+        for name, manifest in zip(file_names(masked), masked, strict=True):
+            path = chart_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(dump(manifest))
+        written.append(chart_dir)
     return written
 
 
@@ -153,27 +205,70 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
         "  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
         f"  client endpoint: {rendered['outputs'].get('clientEndpoint')}",
     ]
+    if rendered["secrets"]:
+        lines.append(
+            f"  secrets: {len(rendered['secrets'])} value(s) rendered as the placeholder {SECRET_PLACEHOLDER} "
+            f"(no passphrase is read): {', '.join(rendered['secrets'])}"
+        )
     return "\n".join(lines)
 
 
+def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) -> tuple[Path | None, str]:
+    """(the chart directory, "") when the chart is on disk (``chart_dir`` if given), else (None, why not)."""
+    if chart_dir is not None:
+        return chart_dir, ""
+    found = chart_source.chart_on_disk(chart)
+    if found is not None:
+        return found, ""
+    if chart.kind == "git" and chart.commit is None:
+        return None, f"the chart is not pinned (`{chart_source.pin_command(stack)}`)"
+    if chart.kind == "git":
+        modified = chart_source.fetched_copy_problem(chart)
+        if modified is not None:
+            return None, (
+                f"the fetched copy of commit {chart.commit} is modified: {modified} (delete "
+                f"{chart_source.CACHE_DIR}/{chart.commit} and run `./supersonic render {stack} --fetch-chart`)"
+            )
+        return None, f"commit {chart.commit} is not fetched (`./supersonic render {stack} --fetch-chart`)"
+    if chart.kind == "path":
+        return None, f"no chart at {chart.path}"
+    return None, "the chart is in a chart repository, not on disk (give --chart DIR)"
+
+
+@dataclass
+class Outcome:
+    """What the checks found, and which could not run and why: a check that did not run never counts as passed."""
+
+    findings: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(check, why it could not run)."""
+
+    def last_line(self, stack: str) -> str:
+        if self.findings:
+            return f"stack {stack}: {len(self.findings)} finding(s)"
+        if self.skipped:
+            names = ", ".join(check for check, _ in self.skipped)
+            return f"stack {stack}: no findings, but {len(self.skipped)} check(s) skipped ({names}): not a pass"
+        return f"stack {stack}: checks passed"
+
+
+CONFORMANCE = "chart conformance"
+
+
+def conformance_skipped(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> str | None:
+    """Why the chart conformance check cannot run (the chart is not on disk), or None when it can."""
+    found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
+    return None if found is not None else why
+
+
 def conformance(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
-    """The chart conformance check's findings, or none (with a line saying why) when the chart is not on disk."""
+    """The chart conformance check's findings; none when the chart is not on disk (``conformance_skipped`` says
+    why, and ``checks`` counts it as skipped)."""
     from supersonic_interlink.chart.binaries import BinaryError
     from supersonic_interlink.render.conformance import Expected, check
 
-    chart = rendered["chart_source"]
+    chart_dir, _ = locate_chart(stack, rendered["chart_source"], chart_dir)
     if chart_dir is None:
-        chart_dir = chart_source.chart_on_disk(chart)
-    if chart_dir is None:
-        if chart.kind == "git" and chart.commit is None:
-            why = f"the chart is not pinned (`{chart_source.pin_command(stack)}`)"
-        elif chart.kind == "git":
-            why = f"commit {chart.commit} is not fetched (`./supersonic render {stack} --fetch-chart`)"
-        elif chart.kind == "path":
-            why = f"no chart at {chart.path}"
-        else:
-            why = "the chart is in a chart repository, not on disk (give --chart DIR)"
-        print(f"stack {stack}: chart conformance not run: {why}")
         return []
     try:
         found = [f"chart {chart_dir}: {finding}" for finding in check(chart_dir, Expected.from_rendered(rendered))]
@@ -182,3 +277,44 @@ def conformance(stack: str, rendered: dict[str, Any], chart_dir: Path | None) ->
     if not found:
         print(f"stack {stack}: chart {chart_dir} conforms")
     return found
+
+
+def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) -> Outcome:
+    """Every check of ``render --check``: strict Kubernetes schemas, ``envoy --mode validate``, and the chart
+    conformance check when the chart is on disk (skipped, with the reason, when it is not)."""
+    outcome = Outcome(findings=findings(rendered))
+    why = conformance_skipped(stack, rendered, chart_dir)
+    if why is None:
+        outcome.findings += conformance(stack, rendered, chart_dir)
+    else:
+        outcome.skipped.append((CONFORMANCE, why))
+    return outcome
+
+
+def release_chart_objects(
+    stack: str, rendered: dict[str, Any], chart_dir: Path | None = None
+) -> tuple[list[dict[str, Any]] | None, str]:
+    """(the chart's objects as the release deploys them, "") or, when the chart is not on disk, (None, why not).
+    Raises ``ChartRenderError`` (the chart refuses the values) or ``BinaryError`` (no pinned Helm)."""
+    from supersonic_interlink.render.release import chart_objects
+
+    found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
+    if found is None:
+        return None, why
+    return chart_objects(found, rendered), ""
+
+
+def chart_pinned(stack: str) -> bool:
+    """Whether the stack's chart source names one exact chart (False too when its config does not load)."""
+    try:
+        return bool(render_settings(stack).release.chart.pinned)
+    except ConfigError:
+        return False
+
+
+def render_settings(stack: str) -> Any:
+    """The stack's settings as ``render`` checks them (secrets as placeholders). Raises ConfigError."""
+    from supersonic_interlink.config.pulumi_config import settings_from_config
+
+    secrets = load_stack_secrets(stack)
+    return settings_from_config(load_stack_config(stack), sorted({secret_key_of(path) for path in secrets}))
