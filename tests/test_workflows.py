@@ -15,11 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from chart_fixtures import chart_repository, git, redirect_upstream
+from project_copies import SECRET_STACK, commit_all, edit, git_project, pin
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 ZIZMOR = Path(sys.executable).with_name("zizmor")
 ACTIONLINT = Path(sys.executable).with_name("actionlint")
+CIPHERTEXTS = ("Q0lQSEVSVEVYVC1NRVRSSUMtbm90LXJlYWw", "Q0lQSEVSVEVYVC1UT0tFTi1ub3QtcmVhbA", "c2FsdC1ub3QtcmVhbA")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 
 
@@ -55,14 +58,14 @@ def zizmor(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def run_step(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+def run_step(script: str, cwd: Path, timeout: int = 60, **env: str) -> subprocess.CompletedProcess:
     """Run a `run:` block the way a GitHub-hosted runner does (bash -e), with the given environment."""
     return subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
         env={"PATH": os.environ["PATH"], **env},
     )
@@ -163,45 +166,87 @@ def test_a_stack_file_name_that_is_not_a_stack_name_stops_the_run(tmp_path):
     assert result.returncode == 1 and "Bad stack file name" in result.stdout
 
 
-def test_the_rendered_diff_shows_changed_stacks_and_names_unchanged_ones(tmp_path):
-    for side, replicas in (("base", 1), ("head", 2)):
-        changed = tmp_path / "rendered" / side / "hammer"
-        changed.mkdir(parents=True)
-        (changed / "release.yaml").write_text(f"replicas: {replicas}\nname: supersonic\n")
-        same = tmp_path / "rendered" / side / "geddes-gpu"
-        same.mkdir()
-        (same / "release.yaml").write_text("replicas: 1\n")
-    summary = tmp_path / "summary.md"
+def run_diff_step(root: Path, base: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
     marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
-
+    output = tmp_path / "github-output"
     result = run_step(
-        step("rendered-diff", "Diff per stack")["run"], tmp_path, MARKER=marker, GITHUB_STEP_SUMMARY=str(summary)
+        step("rendered-diff", "diff")["run"],
+        root,
+        timeout=600,
+        MARKER=marker,
+        BASE_SHA=base,
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"),
+        HOME=str(tmp_path),
+        **env,
     )
+    return result, output.read_text() if output.exists() else ""
+
+
+def test_the_pull_request_comment_is_the_text_of_supersonic_diff_secrets_and_all(tmp_path: Path) -> None:
+    """The real step, the real ./supersonic diff, in a checkout of a pull request's merge: a stack holding secrets
+    whose chart is pinned, and the two committed stacks, unpinned, which fail the job by design."""
+    root = git_project(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    secret_stack = root / "stacks" / SECRET_STACK.name
+    pin(secret_stack, git("rev-parse", "HEAD", cwd=upstream))
+    base = commit_all(root, "the base branch")
+    edit(secret_stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
+    edit(root / "stacks" / "Pulumi.hammer.yaml", "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
+    edit(root / "stacks" / "Pulumi.hammer.yaml", "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
+    commit_all(root, "the pull request, as it would merge")
+    redirect = redirect_upstream(upstream)
+
+    result, output = run_diff_step(root, base, tmp_path, **redirect)
 
     assert result.returncode == 0, result.stdout + result.stderr
-    comment = (tmp_path / "rendered" / "comment.md").read_text()
+    comment = (root / "rendered" / "comment.md").read_text()
+    marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
     assert comment.startswith(marker), "the marker lets the next push edit this comment instead of adding one"
-    assert "- **geddes-gpu**: no change" in comment
-    assert "<b>hammer</b>: 2 changed lines" in comment
-    assert "-replicas: 1\n+replicas: 2\n" in comment, "the reviewer sees the changed line itself"
-    assert "1 stack(s) change" in summary.read_text()
-
-
-def test_a_huge_rendered_diff_points_to_the_artifact_instead(tmp_path):
-    for side in ("base", "head"):
-        stack = tmp_path / "rendered" / side / "hammer"
-        stack.mkdir(parents=True)
-        (stack / "manifests.yaml").write_text("".join(f"line {i} {side}\n" for i in range(5000)))
-    result = run_step(
-        step("rendered-diff", "Diff per stack")["run"],
-        tmp_path,
-        MARKER="<!-- m -->",
-        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+    local = subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "diff", "secret-example", "--base", base, "--markdown"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=300,
+        check=False,
+        env={**os.environ, **redirect},
     )
+    assert local.returncode == 0, local.stderr
+    assert local.stdout in comment, "what a reviewer reads locally and on the pull request is one text"
+    assert "chart objects: compared" in local.stdout and "    spec.maxReplicaCount\n-       10\n+       12\n" in (
+        local.stdout
+    ), "the chart's ScaledObject, rendered from the pinned commit on both sides"
+    assert "<details><summary><b>hammer</b>: 1 changed, 1 replaced, 0 added, 0 removed" in comment
+    assert "    options.timeout\n-       1200\n+       1500\n" in comment, "the Helm timeout of hammer's release"
+    assert "- **geddes-gpu**" not in comment and "<b>geddes-gpu</b>: no change; chart objects not compared" in comment
+    assert not [c for c in CIPHERTEXTS if c in comment + result.stdout + result.stderr], "no ciphertext anywhere"
+    assert output == "failed= geddes-gpu hammer\n", "unpinned charts could not be compared: the job fails on them"
+    failing = run_step(
+        step("rendered-diff", "Fail on a stack that could not be diffed in full")["run"], root, FAILED=" hammer"
+    )
+    assert failing.returncode == 1 and "./supersonic render <stack> --pin-chart" in failing.stdout
+
+
+def test_a_huge_diff_points_to_the_artifact_instead(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    base = git("rev-parse", "HEAD", cwd=root)
+    long_argument = "--model-repository=/cvmfs/" + "x" * 70000
+    edit(
+        root / "stacks" / "Pulumi.geddes-gpu.yaml",
+        "--allow-gpu-metrics=true",
+        f"{long_argument} --allow-gpu-metrics=true",
+    )
+
+    result, _ = run_diff_step(root, base, tmp_path)
+
     assert result.returncode == 0, result.stderr
-    comment = (tmp_path / "rendered" / "comment.md").read_text()
+    comment = (root / "rendered" / "comment.md").read_text()
     assert len(comment) < 65536, "GitHub rejects longer comments"
-    assert "- **hammer**: 10000 changed lines" in comment and "rendered-diff` artifact" in comment
+    assert "- **geddes-gpu**: 1 changed, 0 replaced, 0 added, 0 removed" in comment
+    assert "- **hammer**: no change; chart objects not compared" in comment
+    assert "rendered-diff` artifact" in comment
+    assert long_argument in (root / "rendered" / "diffs" / "geddes-gpu.md").read_text(), "the artifact has it all"
 
 
 def test_the_shell_steps_need_only_tools_a_runner_has():
@@ -251,7 +296,7 @@ def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_
     for gone in ("load_from_configmap", "helm template", "helm version", "grep", "helm_template_args"):
         assert gone not in scripts, f"{gone!r}: the runner's Helm with lookup turned off never saw what deploys"
     check = step("render-check", "./supersonic render <stack> --check")
-    assert './supersonic render "$stack" --out "rendered/$stack" --check' in check["run"], (
+    assert './supersonic render "$stack" --out "rendered/$stack" --check --strict' in check["run"], (
         "supersonic render installs the pinned Helm v3 the conformance check runs"
     )
     assert check["if"] == "${{ !cancelled() }}", "the offline checks report even when a chart could not be fetched"
@@ -264,7 +309,7 @@ def test_the_preview_job_fetches_the_chart_and_checks_it_before_previewing() -> 
     first = next(item for item in preview if "supersonic render" in item.get("run", ""))
     assert first["run"].splitlines() == [
         './supersonic render "$STACK" --fetch-chart',
-        './supersonic render "$STACK" --check',
+        './supersonic render "$STACK" --check --strict',
     ]
 
 

@@ -18,6 +18,7 @@ if str(ROOT) not in sys.path:
 
 VERBS: dict[str, tuple[str, str]] = {
     "render": ("supersonic_interlink.cli.render", "render a stack offline and check it"),
+    "diff": ("supersonic_interlink.cli.diff", "what a change deploys: the stack rendered at a base ref vs. now"),
     "takeover": ("supersonic_interlink.cli.takeover", "take a live release over from Flux (docs/takeover.md)"),
     "probe": ("supersonic_interlink.cli.probe", "measure a cold start through Envoy; wake history and report"),
     "state": ("supersonic_interlink.cli.state", "the S3 state bucket: bootstrap, check, history, restore"),

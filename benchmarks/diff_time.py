@@ -1,0 +1,87 @@
+"""How long `./supersonic diff hammer` takes, as a reviewer runs it after a `readyTimeoutSeconds` edit.
+
+    python benchmarks/diff_time.py [--runs N] [--chart DIR]
+
+Runs in a throwaway git checkout of the project (one commit on main, the edit uncommitted), a fresh interpreter per
+run: the base rendered from `git archive` by its own code in a second process while the working tree renders in
+this one, then both compared. Without the chart on disk (the committed stacks are unpinned) and with --chart DIR
+(the test chart `conforming` by default: two Helm renders a side). Prints medians and spreads in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIED = ("Pulumi.yaml", "__main__.py", "supersonic", "requirements.txt", "requirements-tools.txt", "constraints.txt")
+PACKAGES = ("supersonic_interlink", "components", "postrender", "scripts", "stacks")
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid"}
+GIT_IDENTITY |= {"GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+
+
+def checkout(into: Path) -> Path:
+    root = into / "project"
+    root.mkdir()
+    for name in COPIED:
+        shutil.copy2(ROOT / name, root / name)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for shared in (".venv", ".tools"):
+        (root / shared).symlink_to(ROOT / shared)
+    (root / ".gitignore").write_text(".venv\n.tools\n.charts\n__pycache__/\n")
+    env = {**os.environ, **GIT_IDENTITY}
+    for command in (["init", "-q", "-b", "main"], ["add", "--all"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(["git", *command], cwd=root, check=True, env=env)
+    stack = root / "stacks" / "Pulumi.hammer.yaml"
+    text = stack.read_text().replace("readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
+    stack.write_text(text.replace("holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200"))
+    return root
+
+
+def timed(command: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, check=True, capture_output=True, timeout=600)
+    return time.perf_counter() - start
+
+
+def series(command: list[str], cwd: Path, runs: int) -> list[float]:
+    timed(command, cwd)  # warm the bytecode cache and the page cache
+    return [timed(command, cwd) for _ in range(runs)]
+
+
+def describe(label: str, samples: list[float]) -> str:
+    return (
+        f"{label:<44} median {statistics.median(samples):.2f} s   min {min(samples):.2f}   "
+        f"max {max(samples):.2f}   (n={len(samples)})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--chart", type=Path, default=ROOT / "tests" / "charts" / "conforming")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temporary:
+        root = checkout(Path(temporary))
+        diff = [sys.executable, "-m", "supersonic_interlink", "diff", "hammer"]
+        render = [sys.executable, "-m", "supersonic_interlink", "render", "hammer"]
+        rows = [
+            ("render hammer (for scale)", series(render, root, args.runs)),
+            ("diff hammer (chart unpinned: not compared)", series(diff, root, args.runs)),
+            (f"diff hammer --chart {args.chart.name}", series([*diff, "--chart", str(args.chart)], root, args.runs)),
+        ]
+    print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
+    for label, samples in rows:
+        print(describe(label, samples))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""What a change deploys, object by object: the stack rendered at a base ref and in the working tree.
+
+    ./supersonic diff <stack> [--base REF] [--chart DIR] [--markdown] [--strict]
+
+The base (default: the merge base of HEAD with main) is rendered from `git archive REF` in a temporary directory by
+its own code; the working tree as `./supersonic render --out` renders it. Both include the chart's objects when the
+chart is on disk (a pinned commit, fetched if missing, or --chart DIR). Prints each object added, removed, replaced or
+changed, with the changed fields; Secret data is masked and secret config values are placeholders. --markdown wraps
+the same text for a pull request comment. Exit 0 when the diff is printed, 1 when a side cannot be rendered, 2 for
+a usage or config error, 3 under --strict when the chart's objects could not be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.stack_config import stack_names
+
+
+def main(argv: list[str] | None = None) -> int:
+    from supersonic_interlink.diff import report, sides
+
+    parser = argparse.ArgumentParser(prog="./supersonic diff", description=__doc__.split("\n\n")[0])
+    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}, or one only the base has)")
+    parser.add_argument("--base", metavar="REF", help="git ref to compare with (default: merge base with main)")
+    parser.add_argument("--chart", type=Path, metavar="DIR", help="render both sides with this chart directory")
+    parser.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
+    parser.add_argument("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
+    args = parser.parse_args(argv)
+    if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
+        parser.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
+    try:
+        result = report.diff_stack(args.stack, args.base, args.chart)
+    except ConfigError as error:
+        print(f"stack {args.stack}: invalid config in the working tree:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    except sides.SideError as error:
+        print(f"stack {args.stack}: {error}", file=sys.stderr)
+        return EXIT_FINDING
+    print(report.markdown(result) if args.markdown else report.text(result), end="")
+    if args.strict and not result.chart_compared:
+        print(f"stack {args.stack}: --strict: the chart's objects were not compared (exit 3)", file=sys.stderr)
+        return EXIT_SKIPPED
+    return EXIT_OK

@@ -1,0 +1,120 @@
+"""The diff of a stack between a base ref and the working tree, as one text: what ``./supersonic diff`` prints and
+what the pull request's comment shows (``markdown`` only wraps the same text).
+
+Each object is one entry: ``-`` removed, ``+`` added, ``±`` replaced (a content-addressed name changed), ``~``
+changed; under it each changed field, its path, then the value before (``-``) and after (``+``); a multi-line text
+(the Envoy configuration a ConfigMap holds) as the lines that changed, with two lines of context. The Helm release is
+one object, ``Release.helm.sh``: its chart, Helm options (the upgrade timeout) and values. Secret data is masked
+(``render.release.mask``) and a secret config value is its placeholder, so nothing secret is printed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from supersonic_interlink.diff import sides
+from supersonic_interlink.diff.compare import ObjectsDiff, compare
+from supersonic_interlink.takeover.tree_diff import Change, format_path, format_value
+
+CONTEXT_LINES = 2
+
+
+@dataclass(frozen=True)
+class StackDiff:
+    stack: str
+    base: sides.Side
+    head: sides.Side
+    title: str
+    objects: ObjectsDiff
+    chart_compared: bool
+
+    @property
+    def chart_note(self) -> str:
+        """Why the chart's objects are not compared ("" when they are)."""
+        if self.chart_compared:
+            return ""
+        missing = [f"{s.label}: {s.chart_note}" for s in (self.base, self.head) if s.exists and s.chart is None]
+        return "; ".join(missing)
+
+
+def field_lines(change: Change) -> list[str]:
+    lines = [f"    {format_path(change.path)}"]
+    before, after = change.before, change.after
+    if isinstance(before, str) and isinstance(after, str) and ("\n" in before or "\n" in after):
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=CONTEXT_LINES):
+            if line.startswith(("---", "+++")):
+                continue
+            lines.append(f"      {line}" if line.startswith("@@") else f"{line[0]}       {line[1:]}")
+        return lines
+    return [*lines, f"-       {format_value(before)}", f"+       {format_value(after)}"]
+
+
+def text(diff: StackDiff) -> str:
+    lines = [f"stack {diff.stack}: {diff.title}"]
+    if not diff.base.exists:
+        lines.append("the stack has no stack file at the base: every object is added")
+    if not diff.head.exists:
+        lines.append("the working tree has no stack file for it: every object is removed")
+    if diff.chart_compared:
+        lines.append("chart objects: compared (rendered with the real Helm v3 on both sides)")
+    elif diff.chart_note:
+        lines.append(f"chart objects: NOT compared: {diff.chart_note}")
+    objects = diff.objects
+    lines.append("no change" if objects.empty else objects.counts())
+    for key in objects.removed:
+        lines.append(f"- {key} (removed)")
+    for key in objects.added:
+        lines.append(f"+ {key} (added)")
+    for replaced in objects.replaced:
+        lines.append(
+            f"± {replaced.old} -> {replaced.new.name} (replaced: a content-addressed name; the new one is created "
+            "before the upgrade, the old one deleted after it)"
+        )
+        lines += [line for change in replaced.changes for line in field_lines(change)]
+    for key, changes in objects.changed:
+        lines.append(f"~ {key}")
+        lines += [line for change in changes for line in field_lines(change)]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(diff: StackDiff) -> str:
+    """The same text for a pull request comment: one collapsible section per stack (none for no change)."""
+    if diff.objects.empty and diff.chart_compared:
+        return f"- **{diff.stack}**: no change\n"
+    fence = "````"
+    summary = "no change" if diff.objects.empty else diff.objects.counts()
+    if not diff.chart_compared:
+        summary += "; chart objects not compared"
+    return (
+        f"<details><summary><b>{diff.stack}</b>: {summary}</summary>\n\n{fence}diff\n{text(diff)}{fence}\n</details>\n"
+    )
+
+
+def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None = None) -> StackDiff:
+    """Render ``stack`` at ``base_ref`` (default: the merge base with main) and in the working tree, and compare.
+    Raises ``sides.SideError`` (a side that cannot be rendered) or ``ConfigError`` (the working tree's config)."""
+    if base_ref is None:
+        commit, how = sides.default_base()
+    else:
+        commit, how = sides.resolve(base_ref), base_ref
+    label = f"base {commit[:12]}" + (f" ({how})" if how != commit else "")
+    with (
+        tempfile.TemporaryDirectory(prefix="supersonic-diff-out-") as out,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        # The base renders in a process of its own meanwhile.
+        base_side = pool.submit(sides.base, stack, commit, label, Path(out) / "base", chart_dir)
+        head = sides.working_tree(stack, Path(out) / "head", chart_dir)
+        base = base_side.result()
+    chart_compared = base.chart is not None and head.chart is not None
+    namespace = head.namespace or base.namespace
+    before = base.objects + (base.chart or [] if chart_compared else [])
+    after = head.objects + (head.chart or [] if chart_compared else [])
+    if not base.exists or not head.exists:
+        chart_compared = (base.chart is not None) or (head.chart is not None)
+        before, after = base.objects + (base.chart or []), head.objects + (head.chart or [])
+    return StackDiff(stack, base, head, f"{label} -> working tree", compare(before, after, namespace), chart_compared)

@@ -1,0 +1,63 @@
+"""A git checkout of the project for tests that read a base commit from git (``./supersonic diff``, the pull-request
+workflow's diff step): the program, its tools and stack files copied, plus the stack with secrets from
+tests/fixtures/stacks/, committed on branch main."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from chart_fixtures import git
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET_STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.secret-example.yaml"
+COPIED = (
+    "Pulumi.yaml",
+    "__main__.py",
+    "supersonic",
+    "requirements.txt",
+    "requirements-tools.txt",
+    "requirements-dev.txt",
+    "constraints.txt",
+)
+PACKAGES = ("supersonic_interlink", "components", "postrender", "scripts", "stacks")
+
+
+def git_project(into: Path) -> Path:
+    """A git checkout of the project (branch main, one commit) whose files a test may change; .venv and the pinned
+    tools are shared by link and ignored, as in a real clone."""
+    root = into / "project"
+    root.mkdir()
+    for name in COPIED:
+        shutil.copy2(ROOT / name, root / name)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(SECRET_STACK, root / "stacks" / SECRET_STACK.name)
+    for shared in (".venv", ".tools"):
+        (root / shared).symlink_to(ROOT / shared)
+    (root / ".gitignore").write_text(".venv\n.tools\n.charts\n__pycache__/\n")
+    git("init", "--quiet", "--initial-branch", "main", cwd=root)
+    commit_all(root, "base")
+    return root
+
+
+def commit_all(root: Path, message: str) -> str:
+    git("add", "--all", cwd=root)
+    git("commit", "--quiet", "-m", message, cwd=root)
+    return git("rev-parse", "HEAD", cwd=root)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{path.name} no longer holds {old!r}"
+    path.write_text(text.replace(old, new))
+
+
+def pin(stack_file: Path, commit: str) -> None:
+    """Write ``commit`` into a stack file's git chart source, as --pin-chart does."""
+    text = stack_file.read_text()
+    if "      commit: " in text:
+        lines = [f"      commit: {commit}" if line.startswith("      commit: ") else line for line in text.splitlines()]
+        stack_file.write_text("\n".join(lines) + "\n")
+    else:
+        edit(stack_file, "      path: helm/supersonic\n", f"      commit: {commit}\n      path: helm/supersonic\n")

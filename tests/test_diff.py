@@ -1,0 +1,171 @@
+"""./supersonic diff: what a change deploys, object by object, run as a reviewer runs it in a git checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
+from project_copies import SECRET_STACK, commit_all, edit, git_project, pin
+
+from supersonic_interlink.diff.compare import compare
+from supersonic_interlink.diff.report import field_lines
+from supersonic_interlink.takeover.tree_diff import Change
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFORMING = ROOT / "tests" / "charts" / "conforming"
+CIPHERTEXTS = ("Q0lQSEVSVEVYVC1NRVRSSUMtbm90LXJlYWw", "Q0lQSEVSVEVYVC1UT0tFTi1ub3QtcmVhbA", "c2FsdC1ub3QtcmVhbA")
+
+
+def diff(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "diff", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_a_ready_timeout_edit_shows_every_object_it_moves(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    stack = root / "stacks" / "Pulumi.hammer.yaml"
+    edit(stack, "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
+    edit(stack, "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
+
+    result = diff(root, "hammer", "--chart", str(CONFORMING))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    base = git("rev-parse", "HEAD", cwd=root)
+    assert out.startswith(f"stack hammer: base {base[:12]} (merge base with main) -> working tree\n")
+    assert "chart objects: compared (rendered with the real Helm v3 on both sides)" in out
+    assert "± ConfigMap/cms/supersonic-interlink-envoy-external-c4854f3bfc -> supersonic-interlink-envoy-external-" in (
+        out
+    ), "the content-addressed Envoy ConfigMap is replaced, not shown as an unrelated removal and addition"
+    assert "-                         idle_timeout: 1020s\n+                         idle_timeout: 1320s\n" in out, (
+        "the RepositoryIndex route timeout, as a line of the Envoy configuration"
+    )
+    envoy = out[out.index("~ Deployment.apps/cms/supersonic-interlink-envoy") :]
+    assert envoy.splitlines()[1] == '    spec.template.metadata.annotations["checksum/envoy-config"]', (
+        "the Envoy pods roll: the chart's Deployment carries the new checksum"
+    )
+    release = out[out.index("~ Release.helm.sh/cms/supersonic-interlink") :]
+    assert "    options.timeout\n-       1200\n+       1500\n" in release, "the Helm upgrade timeout moves too"
+    assert "- " not in "".join(line[:2] for line in out.splitlines() if line.endswith("(removed)")), "nothing removed"
+    assert "1 replaced, 0 added, 0 removed" in out
+
+
+def test_a_chart_commit_bump_shows_each_chart_object_it_changes(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    first = git("rev-parse", "HEAD", cwd=upstream)
+    second = commit_chart(upstream, "default-one", "ScaledObject minReplicaCount rendered with default 1")
+    stack = root / "stacks" / "Pulumi.hammer.yaml"
+    pin(stack, first)
+    base = commit_all(root, "pin the chart")
+    pin(stack, second)
+
+    result = diff(root, "hammer", "--strict", env=redirect_upstream(upstream))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert f"stack hammer: base {base[:12]} (merge base with main)" in out
+    assert "chart objects: compared" in out, "both commits were fetched into the cache and rendered"
+    scaled = out[out.index("~ ScaledObject.keda.sh/cms/supersonic-interlink-keda-so") :]
+    assert scaled.splitlines()[1:4] == ["    spec.minReplicaCount", "-       0", "+       1"], scaled
+    assert f"    chart.commit\n-       {first}\n+       {second}\n" in out
+    assert (
+        f"    options.chart\n-       .charts/{first}/helm/supersonic\n+       .charts/{second}/helm/supersonic\n" in out
+    )
+    assert out.count("\n~ ") == 2 and "0 added, 0 removed" in out, "the chart's other objects are unchanged"
+
+
+def test_a_stack_with_secrets_diffs_without_any_ciphertext(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    stack = root / "stacks" / SECRET_STACK.name
+    edit(stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
+
+    result = diff(root, "secret-example", "--chart", str(CONFORMING), "--markdown")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    printed = result.stdout + result.stderr
+    assert "<details><summary><b>secret-example</b>: 2 changed, 0 replaced" in printed
+    assert "    spec.maxReplicaCount\n-       10\n+       12\n" in printed, "the ScaledObject the chart renders"
+    assert not [c for c in CIPHERTEXTS if c in printed], "a secret's ciphertext must never be printed"
+
+
+def test_an_unpinned_chart_is_named_as_not_compared_and_fails_under_strict(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = diff(root, "hammer", "--strict")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "chart objects: NOT compared: base " in result.stdout and "the chart is not pinned" in result.stdout
+    assert "no change" in result.stdout
+    assert "--strict: the chart's objects were not compared (exit 3)" in result.stderr
+
+
+def test_a_stack_new_in_the_working_tree_is_all_added(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    shutil.copy(root / "stacks" / "Pulumi.geddes-gpu.yaml", root / "stacks" / "Pulumi.second.yaml")
+    result = diff(root, "second")
+    assert result.returncode == 0, result.stderr
+    assert "the stack has no stack file at the base: every object is added" in result.stdout
+    assert "+ Release.helm.sh/cms/supersonic-gpu (added)" in result.stdout
+
+
+def test_a_base_that_is_not_a_commit_is_one_line(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = diff(root, "hammer", "--base", "no-such-ref")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "stack hammer: --base no-such-ref: not a commit in this repository"
+
+
+def test_the_working_tree_is_never_touched(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    edit(root / "stacks" / "Pulumi.hammer.yaml", "maxReplicaCount: 10", "maxReplicaCount: 11")
+    before = git("status", "--porcelain", cwd=root), git("worktree", "list", cwd=root), git("stash", "list", cwd=root)
+    assert diff(root, "hammer").returncode == 0
+    after = git("status", "--porcelain", cwd=root), git("worktree", "list", cwd=root), git("stash", "list", cwd=root)
+    assert after == before, "the base is read with git archive into a temporary directory"
+
+
+# --------------------------------------------------------------------------------------------- pure parts
+
+
+def config_map(name: str, text: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"envoy.yaml": text}}
+
+
+def test_a_content_addressed_rename_is_one_replaced_object_with_its_fields() -> None:
+    found = compare(
+        [config_map("r-envoy-external-0123456789", "a\n")], [config_map("r-envoy-external-abcdef0123", "b\n")]
+    )
+    assert (found.added, found.removed) == ((), ())
+    assert [(r.old.name, r.new.name) for r in found.replaced] == [
+        ("r-envoy-external-0123456789", "r-envoy-external-abcdef0123")
+    ]
+    assert {c.path for c in found.replaced[0].changes} == {("data", "envoy.yaml"), ("metadata", "name")}
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [(["r-a"], ["r-b"]), (["r-0123456789", "q-0123456789"], ["r-abcdef0123", "r-fedcba9876"])],
+)
+def test_names_that_are_not_one_hash_apart_stay_a_removal_and_an_addition(before: list, after: list) -> None:
+    found = compare([config_map(n, "") for n in before], [config_map(n, "") for n in after])
+    assert found.replaced == () and len(found.removed) == len(before)
+
+
+def test_a_multi_line_text_shows_only_the_lines_that_changed() -> None:
+    before = "".join(f"line {i}\n" for i in range(20))
+    after = before.replace("line 10\n", "line ten\n")
+    lines = field_lines(Change(("data", "envoy.yaml"), before, after))
+    assert lines[0] == '    data["envoy.yaml"]'
+    assert "-       line 10" in lines and "+       line ten" in lines
+    assert "        line 0" not in lines, "two lines of context, not the whole text"
