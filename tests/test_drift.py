@@ -221,9 +221,8 @@ def test_a_pipe_in_a_value_stays_inside_its_cell() -> None:
     assert line.count(" | ") == 4 and line.startswith("| ") and line.endswith(" |"), "five cells, the pipe escaped"
 
 
-def test_correction_puts_each_drifted_field_back_and_keeps_what_rules_ignore(monkeypatch: pytest.MonkeyPatch) -> None:
-    observed = scaled(recorded("drifted"), TRITON)
-    report = compare(observed)
+def recorded_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+    """What the correction sends kubectl (verb, object), with kubectl answering success."""
     writes: list[tuple[str, dict[str, Any]]] = []
 
     def run(self: release_part.Tools, tool: str, *args: str, input_text: str | None = None) -> Any:
@@ -231,6 +230,13 @@ def test_correction_puts_each_drifted_field_back_and_keeps_what_rules_ignore(mon
         return subprocess.CompletedProcess(args, 0, "", "")
 
     monkeypatch.setattr(release_part.Tools, "run", run)
+    return writes
+
+
+def test_correction_puts_each_drifted_field_back_and_keeps_what_rules_ignore(monkeypatch: pytest.MonkeyPatch) -> None:
+    observed = scaled(recorded("drifted"), TRITON)
+    report = compare(observed)
+    writes = recorded_writes(monkeypatch)
     release_part.correct(observed.release, report.rows, release_part.Tools())
     by_name = {(verb, body["kind"], body["metadata"]["name"]): body for verb, body in writes}
     envoy = by_name[("replace", "Deployment", ENVOY)]
@@ -249,14 +255,7 @@ def test_a_deleted_release_object_is_created_again_from_the_manifest(monkeypatch
     release_object(observed, f"Deployment/{ENVOY}").live = None
     report = compare(observed)
     assert [(r.object, r.note) for r in report.rows] == [(f"Deployment/{ENVOY}", "deleted")]
-    writes: list[tuple[str, dict[str, Any]]] = []
-    monkeypatch.setattr(
-        release_part.Tools,
-        "run",
-        lambda self, tool, *args, input_text=None: (
-            writes.append((args[0], json.loads(input_text or "{}"))) or subprocess.CompletedProcess(args, 0, "", "")
-        ),
-    )
+    writes = recorded_writes(monkeypatch)
     release_part.correct(observed.release, report.rows, release_part.Tools())
     ((verb, body),) = writes
     assert verb == "create" and body["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"

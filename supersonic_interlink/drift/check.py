@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,9 +58,12 @@ def observe(engine: Engine, tools: Tools) -> Observed:
     """Read both parts. Raises ``CannotCheck`` or ``EngineError``."""
     name, namespace = deployed_release(engine)
     events: list[Any] = []
-    engine.run("preview", refresh=True, on_event=events.append)
-    resources = managed.observations(events)
-    return Observed(engine.stack, release.observe(name, namespace, tools), resources, events)
+    # The two parts read independently: the release's objects in a thread while the engine previews.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        release_part = pool.submit(release.observe, name, namespace, tools)
+        engine.run("preview", refresh=True, on_event=events.append)
+        observed_release = release_part.result()
+    return Observed(engine.stack, observed_release, managed.observations(events), events)
 
 
 def compare(observed: Observed) -> Report:

@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -187,8 +188,9 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
         answered = {_key(o): o for o in _items(together.stdout)}
     else:
         # One object refused fails the whole call without output: ask again object by object.
-        for manifest in present:
-            alone = _dry_run(tools, [manifest], namespace)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            answers = list(pool.map(lambda one: _dry_run(tools, [one], namespace), present))
+        for manifest, alone in zip(present, answers, strict=True):
             if alone.returncode == 0:
                 answered.update({_key(o): o for o in _items(alone.stdout)})
             else:
