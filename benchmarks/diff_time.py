@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -21,28 +20,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COPIED = ("Pulumi.yaml", "__main__.py", "supersonic", "requirements.txt", "requirements-tools.txt", "constraints.txt")
-PACKAGES = ("supersonic_interlink", "components", "postrender", "scripts", "stacks")
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid"}
-GIT_IDENTITY |= {"GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from project_copies import edit, git_project
 
 
 def checkout(into: Path) -> Path:
-    root = into / "project"
-    root.mkdir()
-    for name in COPIED:
-        shutil.copy2(ROOT / name, root / name)
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in (".venv", ".tools"):
-        (root / shared).symlink_to(ROOT / shared)
-    (root / ".gitignore").write_text(".venv\n.tools\n.charts\n__pycache__/\n")
-    env = {**os.environ, **GIT_IDENTITY}
-    for command in (["init", "-q", "-b", "main"], ["add", "--all"], ["commit", "-q", "-m", "base"]):
-        subprocess.run(["git", *command], cwd=root, check=True, env=env)
+    """A git checkout of the project (one commit on main) with hammer's wake timeout raised, uncommitted."""
+    root = git_project(into)
     stack = root / "stacks" / "Pulumi.hammer.yaml"
-    text = stack.read_text().replace("readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
-    stack.write_text(text.replace("holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200"))
+    edit(stack, "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
+    edit(stack, "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
     return root
 
 
