@@ -14,16 +14,18 @@ import copy
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from supersonic_interlink.cli import drift as drift_cli
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.drift import check
 from supersonic_interlink.drift import release as release_part
 from supersonic_interlink.drift.check import Observed, compare
 from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, as_json_text, markdown, text
 from supersonic_interlink.drift.rules import RULES
+from supersonic_interlink.engine.run import Engine
 from supersonic_interlink.takeover.tree_diff import ABSENT, Named, format_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "drift"
@@ -278,3 +280,70 @@ def test_an_unknown_stack_is_a_usage_error_before_anything_runs(capsys: pytest.C
     with pytest.raises(SystemExit) as usage:
         drift_cli.main(["hammer", "--json", "--markdown"])
     assert usage.value.code == 2
+
+
+class StandInEngine:
+    """What the correction asks of the engine: the stack's name and files, and ``run`` (recorded, not run)."""
+
+    def __init__(self, root: Path) -> None:
+        self.stack, self.work_dir = "drift-e2e", root
+        self.runs: list[tuple[str, dict[str, Any]]] = []
+        (root / "stacks").mkdir()
+        (root / "stacks" / "Pulumi.drift-e2e.yaml").write_text("config: {}\n")
+
+    def run(self, action: str, **kwargs: Any) -> None:
+        self.runs.append((action, kwargs))
+
+
+def pulumi_side(observed: Observed) -> Observed:
+    """Only Pulumi's side of a recording drifts (the release's objects as recorded clean)."""
+    observed.release = recorded("clean").release
+    return observed
+
+
+def test_a_deleted_pulumi_object_is_recreated_by_a_gated_up_with_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    observed = pulumi_side(recorded("drifted"))
+    engine = StandInEngine(tmp_path)
+    writes = recorded_writes(monkeypatch)
+    check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=lambda _line: None)
+    assert engine.runs == [("up", {"refresh": True})]
+    assert writes == [], "nothing of the release's drifted"
+
+
+def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_providers_field_manager(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    observed = copy.deepcopy(recorded("clean"))
+    role = next(r for r in observed.resources if r.type.endswith(":Role"))
+    assert role.live is not None and role.state is not None
+    role.live["rules"][0]["verbs"].append("update")
+    engine = StandInEngine(tmp_path)
+    calls: list[tuple[str, ...]] = []
+    inputs: list[Any] = []
+
+    def run(self: release_part.Tools, tool: str, *args: str, input_text: str | None = None) -> Any:
+        calls.append(args)
+        inputs.append(json.loads(input_text or "{}"))
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(release_part.Tools, "run", run)
+    check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=lambda _line: None)
+    ((args),) = calls
+    assert args[:3] == ("apply", "--server-side", "--force-conflicts")
+    assert f"--field-manager={role.state['__fieldManager']}" in args, "the provider keeps owning its fields"
+    assert inputs == [role.state["__inputs"]] and "update" not in json.dumps(inputs)
+    assert engine.runs == [], "nothing was deleted: no up"
+
+
+def test_a_correction_never_applies_a_change_of_the_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    observed = pulumi_side(recorded("drifted"))
+    record = next(r for r in observed.resources if r.type == "kubernetes:helm.sh/v3:Release")
+    record.step, record.diffs = "update", ["values"]
+    engine = StandInEngine(tmp_path)
+    said: list[str] = []
+    recorded_writes(monkeypatch)
+    check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=said.append)
+    assert engine.runs == [], "an unapplied stack change goes through a reviewed up, not a drift correction"
+    assert any("./supersonic pulumi preview drift-e2e --diff" in line for line in said), said

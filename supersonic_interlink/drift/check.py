@@ -123,8 +123,9 @@ def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) ->
         raise CannotCheck(f"{item.label}: the state holds no inputs to apply again")
     if _has_secret(inputs):
         raise CannotCheck(
-            f"{item.label}: its inputs hold a secret, which the engine's events do not show; run "
-            f"`./supersonic pulumi up <stack> --yes` after `kubectl delete` of the object instead"
+            f"{item.label}: its inputs hold a secret, which the engine's events never show, so they cannot be "
+            "applied again from here; delete the object and run the correction again (a deleted object is recreated "
+            "by pulumi up --refresh)"
         )
     tools.read(
         "kubectl",
