@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -87,7 +88,8 @@ def test_with_the_chart_on_disk_the_tree_holds_each_chart_object_as_deployed(tmp
 def test_secret_data_is_masked_in_the_tree_yet_a_change_shows() -> None:
     from supersonic_interlink.render.release import mask
 
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"token": "aHVudGVyMg=="}}
+    secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+    secret["data"] = {"token": "aHVudGVyMg=="}
     masked = mask([secret, {**secret, "data": {"token": "aHVudGVyMw=="}}])
     assert "aHVudGVyMg==" not in str(masked) and masked[0]["data"]["token"].startswith("(masked: 12 bytes, sha256 ")
     assert masked[0] != masked[1], "two different values must still read as different"
