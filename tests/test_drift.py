@@ -347,3 +347,70 @@ def test_a_correction_never_applies_a_change_of_the_program(tmp_path: Path, monk
     check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=said.append)
     assert engine.runs == [], "an unapplied stack change goes through a reviewed up, not a drift correction"
     assert any("./supersonic pulumi preview drift-e2e --diff" in line for line in said), said
+
+
+def stand_in_cluster(
+    monkeypatch: pytest.MonkeyPatch, observed: Observed, status: str = "deployed", refusal: str = ""
+) -> list[tuple[str, ...]]:
+    """Helm and kubectl answering from a recording: ``refusal`` is kubectl's message for the Envoy Service's
+    dry-run apply. Returns the calls."""
+    calls: list[tuple[str, ...]] = []
+    objects = observed.release.objects
+
+    def run(self: release_part.Tools, tool: str, *args: str, input_text: str | None = None) -> Any:
+        calls.append((tool, *args))
+        sent = json.loads(input_text) if input_text and input_text.startswith("{") else {}
+        if args[:2] == ("status", RELEASE):
+            return subprocess.CompletedProcess(args, 0, json.dumps({"version": 3, "info": {"status": status}}), "")
+        if args[:2] == ("get", "manifest"):
+            return subprocess.CompletedProcess(args, 0, "\n---\n".join(json.dumps(o.manifest) for o in objects), "")
+        keys = [f"{o['kind']}/{o['metadata']['name']}" for o in sent.get("items", [])]
+        if args[0] == "get":
+            found = [o.live for o in objects if o.key in keys and o.live is not None]
+            return subprocess.CompletedProcess(args, 0, json.dumps({"kind": "List", "items": found}), "")
+        service = f"Service/{CHART.envoy_service_name(RELEASE)}"
+        if refusal and service in keys:
+            return subprocess.CompletedProcess(args, 1, "", refusal)
+        answered = [o.dry_run for o in objects if o.key in keys and o.dry_run is not None]
+        return subprocess.CompletedProcess(args, 0, json.dumps({"kind": "List", "items": answered}), "")
+
+    monkeypatch.setattr(release_part.Tools, "run", run)
+    return calls
+
+
+def test_observe_asks_object_by_object_only_when_the_api_server_refuses_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    drifted = recorded("drifted")
+    refusal = next(o.refused for o in drifted.release.objects if o.refused)
+    calls = stand_in_cluster(monkeypatch, recorded("clean"), refusal=refusal)
+    observed = release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
+    applies = [c for c in calls if c[1] == "apply"]
+    assert all("--dry-run=server" in c and "--server-side" in c for c in applies), "the check never really applies"
+    assert len(applies) == 1 + len(observed.objects), "one call for all, then one per object"
+    assert [o.key for o in observed.objects if o.refused] == [f"Service/{CHART.envoy_service_name(RELEASE)}"]
+    assert observed.revision == 3
+
+
+def test_a_forbidden_dry_run_is_no_answer_not_drift(monkeypatch: pytest.MonkeyPatch) -> None:
+    forbidden = 'Error from server (Forbidden): services "supersonic-interlink" is forbidden: User "x" cannot patch'
+    stand_in_cluster(monkeypatch, recorded("clean"), refusal=forbidden)
+    with pytest.raises(release_part.CannotCheck, match="Forbidden"):
+        release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
+
+
+def test_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = stand_in_cluster(monkeypatch, recorded("clean"), status="pending-upgrade")
+    with pytest.raises(release_part.CannotCheck, match="pending-upgrade"):
+        release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
+    assert len(calls) == 1, "nothing is read after helm status"
+
+
+def test_a_deleted_object_is_not_dry_run_applied(monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = copy.deepcopy(recorded("clean"))
+    release_object(gone, f"Deployment/{ENVOY}").live = None
+    calls = stand_in_cluster(monkeypatch, gone)
+    observed = release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
+    assert next(o for o in observed.objects if o.key == f"Deployment/{ENVOY}").dry_run is None
+    assert [c for c in calls if c[1] == "apply"], "the others are"
+    assert [(r.object, r.note) for r in compare(Observed("s", observed, [])).rows] == [
+        (f"Deployment/{ENVOY}", "deleted")
+    ]

@@ -43,6 +43,9 @@ that someone else set, only sets the manifest's) and of the correction's writes.
 HELM_LABELS = {"app.kubernetes.io/managed-by": "Helm"}
 HELM_ANNOTATIONS = ("meta.helm.sh/release-name", "meta.helm.sh/release-namespace")
 
+INVALID = " is invalid: "
+"""How kubectl words the API server's 422 Invalid: the one refusal that says something about the object itself."""
+
 BUSY_STATUSES = ("pending-install", "pending-upgrade", "pending-rollback", "uninstalling")
 
 
@@ -183,18 +186,21 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     present = [m for m in manifests if _key(m) in live]
     answered: dict[str, dict[str, Any]] = {}
     refused: dict[str, str] = {}
-    together = _dry_run(tools, present, namespace)
-    if together.returncode == 0:
+    together = _dry_run(tools, present, namespace) if present else None
+    if together is not None and together.returncode == 0:
         answered = {_key(o): o for o in _items(together.stdout)}
-    else:
+    elif together is not None:
         # One object refused fails the whole call without output: ask again object by object.
         with ThreadPoolExecutor(max_workers=4) as pool:
             answers = list(pool.map(lambda one: _dry_run(tools, [one], namespace), present))
         for manifest, alone in zip(present, answers, strict=True):
             if alone.returncode == 0:
                 answered.update({_key(o): o for o in _items(alone.stdout)})
+            elif INVALID in alone.stderr:
+                refused[_key(manifest)] = alone.stderr.strip()
             else:
-                refused[_key(manifest)] = (alone.stderr or alone.stdout).strip()
+                # Forbidden, unreachable, an unknown kind: no answer, not drift.
+                raise CannotCheck(f"dry-run apply of {_key(manifest)}: {(alone.stderr or alone.stdout).strip()}")
     objects = [
         ObjectObservation(m, live.get(_key(m)), answered.get(_key(m)), refused.get(_key(m), "")) for m in manifests
     ]
@@ -248,7 +254,7 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
         if item.refused:
             expected = _overlay(live, item.manifest)
             reason = item.refused.splitlines()[-1]
-            note = f"dry-run apply refused: {reason.split(' is invalid: ')[-1]}"
+            note = f"dry-run apply refused: {reason.split(INVALID)[-1]}"
         else:
             expected = _comparable(item.dry_run or {})
             note = ""
