@@ -414,3 +414,39 @@ def test_a_deleted_object_is_not_dry_run_applied(monkeypatch: pytest.MonkeyPatch
     assert [(r.object, r.note) for r in compare(Observed("s", observed, [])).rows] == [
         (f"Deployment/{ENVOY}", "deleted")
     ]
+
+
+@pytest.mark.parametrize(("name", "code"), [("clean", 0), ("drifted", 1)])
+def test_the_command_exits_0_without_drift_and_1_with_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, code: int
+) -> None:
+    report = compare(recorded(name))
+    monkeypatch.setattr(check, "run", lambda engine, tools, fix=False, log=print: (report, None))
+    assert drift_cli.main(["hammer"]) == code
+    out = capsys.readouterr().out
+    assert ("to bring it back: ./supersonic drift hammer --correct" in out) is bool(code)
+    assert drift_cli.main(["hammer", "--json"]) == code
+    assert json.loads(capsys.readouterr().out)["drift"] is bool(code)
+
+
+def test_the_command_exits_2_with_the_reason_when_it_could_not_check(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unreachable(*_args: Any, **_kwargs: Any) -> Any:
+        raise check.CannotCheck("helm status supersonic-interlink -n cms: Kubernetes cluster unreachable")
+
+    monkeypatch.setattr(check, "run", unreachable)
+    assert drift_cli.main(["hammer", "--markdown"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "could not check hammer: helm status" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_after_a_correction_the_exit_code_is_the_second_checks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before, after = compare(recorded("drifted")), compare(recorded("clean"))
+    monkeypatch.setattr(check, "run", lambda engine, tools, fix=False, log=print: (before, after if fix else None))
+    assert drift_cli.main(["hammer", "--correct"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("before the correction:") < out.index(": drift") < out.index("after it:") < out.index("no drift")
