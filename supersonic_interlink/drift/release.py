@@ -1,7 +1,8 @@
 """The Helm release's objects: its stored manifest against the live objects, by a server-side dry-run apply.
 
 This is the comparison Flux's helm-controller makes with ``driftDetection`` (fluxcd/helm-controller
-``internal/action/diff.go`` ``Diff``; fluxcd/pkg ``ssa/jsondiff/unstructured.go`` ``Unstructured``): each object of
+``internal/action/diff.go`` ``Diff`` at ``0f61a860``, v1.6.3; fluxcd/pkg ``ssa/jsondiff/unstructured.go``
+``Unstructured`` at ``e2cfd1a2``): each object of
 ``helm get manifest``, with the metadata Helm adds at install (``app.kubernetes.io/managed-by: Helm``,
 ``meta.helm.sh/release-name``/``-namespace``), is applied with ``--dry-run=server --server-side --force-conflicts``
 under a field manager that owns nothing, and the result is compared with the live object outside ``metadata`` and
