@@ -202,6 +202,9 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
             else:
                 # Forbidden, unreachable, an unknown kind: no answer, not drift.
                 raise CannotCheck(f"dry-run apply of {_key(manifest)}: {(alone.stderr or alone.stdout).strip()}")
+    unanswered = [_key(m) for m in present if _key(m) not in answered and _key(m) not in refused]
+    if unanswered:
+        raise CannotCheck(f"kubectl answered no dry-run apply for {', '.join(unanswered)}")
     objects = [
         ObjectObservation(m, live.get(_key(m)), answered.get(_key(m)), refused.get(_key(m), "")) for m in manifests
     ]
@@ -236,8 +239,8 @@ def _named(value: Any) -> dict[str, Any] | None:
     return items
 
 
-def _comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What is compared: everything but managedFields (server bookkeeping of every write, unreadable as a field)."""
+def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy to write back: without managedFields, which the API server then keeps as they are."""
     result = copy.deepcopy(dict(obj))
     (result.get("metadata") or {}).pop("managedFields", None)
     return result
@@ -251,13 +254,13 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
         if item.live is None:
             rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
             continue
-        live = _comparable(item.live)
+        live = item.live
         if item.refused:
             expected = _overlay(live, item.manifest)
             reason = item.refused.splitlines()[-1]
             note = f"dry-run apply refused: {reason.split(INVALID)[-1]}"
         else:
-            expected = _comparable(item.dry_run or {})
+            expected = item.dry_run or {}
             note = ""
         for change in changes(live, expected):
             rule = rule_for(live, observed.release, change.path, is_object=True)
@@ -312,7 +315,7 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
             _write(tools, "create", item.manifest, observed.namespace)
             done.append(f"{item.key}: created from the release's manifest")
             continue
-        desired = _comparable(item.live)
+        desired = _without_managed_fields(item.live)
         for row in drifted:
             _set(desired, row.path, copy.deepcopy(row.expected))
         _write(tools, "replace", desired, observed.namespace)

@@ -47,20 +47,10 @@ def stack_config(chart: Path) -> dict[str, Any]:
 
 
 def record(observed: Observed, name: str) -> None:
-    """Write what the check read, when recording is asked for; ``managedFields`` left out (the comparison ignores
-    them, and they are most of the bytes)."""
+    """Write what the check read, when recording is asked for."""
     directory = os.environ.get("SUPERSONIC_RECORD_DRIFT")
     if directory:
-        document = _without_managed_fields(observed.as_json())
-        Path(directory, f"{name}.json").write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
-
-
-def _without_managed_fields(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_managed_fields(v) for k, v in value.items() if k != "managedFields"}
-    if isinstance(value, list):
-        return [_without_managed_fields(v) for v in value]
-    return value
+        Path(directory, f"{name}.json").write_text(json.dumps(observed.as_json(), indent=1, sort_keys=True) + "\n")
 
 
 def reader_env(project: Project) -> dict[str, str]:
