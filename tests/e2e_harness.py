@@ -47,6 +47,14 @@ def hammer_like(namespace: str, release: str, chart: Path, **changes: Any) -> di
     config = read_stack_document(ROOT / "stacks" / "Pulumi.hammer.yaml")
     config[f"{PROJECT}:namespace"] = namespace
     config[f"{PROJECT}:release"] = {"name": release, "chart": {"path": str(chart)}}
+    # The load metric selects its own release and namespace (serverLoad.metric may not select another's).
+    load = dict(config[f"{PROJECT}:serverLoad"])
+    load["metric"] = (
+        load["metric"]
+        .replace('release=~"supersonic-interlink"', f'release=~"{release}"')
+        .replace('namespace=~"cms"', f'namespace=~"{namespace}"')
+    )
+    config[f"{PROJECT}:serverLoad"] = load
     for key, value in changes.items():
         config[f"{PROJECT}:{key}"] = value
     return config

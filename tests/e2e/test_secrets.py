@@ -3,13 +3,16 @@ in what preview and up print."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from e2e_harness import Project, hammer_like, kubectl_json
 
+from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, read_stack_document, secret_paths
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.run import gated
+from supersonic_interlink.render.stack import render
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -17,7 +20,10 @@ STACK = "secrets-e2e"
 RELEASE = "supersonic-interlink"
 NAMESPACE = "e2e-secrets"
 MARKER = "e2e-secret-7f3a9c"
-METRIC = f'sum(rate(nv_inference_queue_duration_us{{release="{MARKER}"}}[30s]))'
+# It selects this release and namespace (serverLoad.metric may not select another's); the marker rides in a label.
+METRIC = (
+    f'sum(rate(nv_inference_queue_duration_us{{release="{RELEASE}", namespace="{NAMESPACE}", probe="{MARKER}"}}[30s]))'
+)
 
 
 def test_a_secret_metric_is_deployed_and_never_written_in_clear(project: Project, chart: Path) -> None:
@@ -36,6 +42,15 @@ def test_a_secret_metric_is_deployed_and_never_written_in_clear(project: Project
     done = project.pulumi("config", "set", "--path", "supersonic-interlink:serverLoad.threshold", "20", stack=STACK)
     assert done.returncode == 0, done.stderr
     assert MARKER not in project.stack_file(STACK).read_text(), "the stack file holds the ciphertext only"
+
+    # Offline, the stack the real CLI encrypted renders without the passphrase: the secret is its placeholder.
+    document = read_stack_document(project.stack_file(STACK))
+    secrets = secret_paths(document)
+    assert secrets == ["supersonic-interlink:serverLoad.metric"], secrets
+    offline = render(STACK, cli_config(document), secrets)
+    assert offline["release"]["values"]["serverLoadMetric"] == SECRET_PLACEHOLDER
+    ciphertext = document["supersonic-interlink:serverLoad"]["metric"]["secure"]
+    assert MARKER not in json.dumps(offline, default=str) and ciphertext not in json.dumps(offline, default=str)
 
     # Step 2: preview and up print nothing of it.
     # Through the guards, as `./supersonic pulumi` runs them: a stack holding a secret is read without decrypting.
