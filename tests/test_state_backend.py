@@ -879,3 +879,51 @@ def test_a_denied_listing_is_reported_as_access_denied_not_as_no_state(aws, caps
 
     assert_clear_error(code, err, f"access denied on bucket '{BUCKET}'", "(ListObjectVersions)")
     assert "no state" not in err
+
+
+@pytest.mark.parametrize(
+    ("storage_class", "days", "reported"),
+    [("DEEP_ARCHIVE", 1, True), ("GLACIER", 89, True), ("GLACIER", 90, False), ("STANDARD_IA", 1, False)],
+)
+def test_noncurrent_state_versions_archived_before_the_kept_window_ends_are_reported(
+    storage_class: str, days: int, reported: bool
+):
+    """An archived version needs a restore request (hours, up to two days for DEEP_ARCHIVE) before `state restore`
+    can read it; within the 90 days the bucket promises, every version must be readable at once."""
+    cold = {
+        "ID": "cold-old-versions",
+        "Status": "Enabled",
+        "Filter": {"Prefix": ""},
+        "NoncurrentVersionTransitions": [{"NoncurrentDays": days, "StorageClass": storage_class}],
+    }
+    drift = sb.find_drift(settings(lifecycle_rules=[sb.state_lifecycle_rule(90), cold]), sb.Requirements(BUCKET))
+    assert [(d.setting, d.fixable) for d in drift] == (
+        [("lifecycle rule 'cold-old-versions'", False)] if reported else []
+    )
+
+
+@pytest.mark.parametrize(
+    "principal", ["*", {"AWS": "*"}, {"AWS": ["arn:aws:iam::1:root", "*"]}], ids=["star", "aws-star", "aws-list"]
+)
+def test_a_public_grant_is_reported_however_the_principal_is_spelled(principal):
+    grant = {"Sid": "Public", "Effect": "Allow", "Principal": principal, "Action": "s3:GetObject", "Resource": "*"}
+    policy = {"Statement": [sb.deny_insecure_transport_statement(BUCKET), grant]}
+    drift = sb.find_drift(settings(policy=policy), sb.Requirements(BUCKET))
+    assert [(d.setting, d.found) for d in drift] == [("bucket policy", grant)]
+
+
+def test_a_grant_to_one_account_is_not_public():
+    grant = {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::1:root"}, "Action": "s3:GetObject", "Resource": "*"}
+    policy = {"Statement": [sb.deny_insecure_transport_statement(BUCKET), grant]}
+    assert sb.find_drift(settings(policy=policy), sb.Requirements(BUCKET)) == []
+
+
+@pytest.mark.parametrize("key", ["", " ", " alias/state"])
+def test_an_empty_or_padded_kms_key_is_refused_not_read_as_any_encryption(key, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        state_cli.main(["check", "--bucket", BUCKET, "--kms-key-id", key])
+    assert stopped.value.code == 2
+    assert (
+        "expected a KMS key id, key ARN or alias/NAME; leave --kms-key-id out to accept AES256"
+        in capsys.readouterr().err
+    )

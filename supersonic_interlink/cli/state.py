@@ -205,6 +205,8 @@ def positive_days(text: str) -> int:
 
 
 ENDPOINT_FORM = "https://HOST[:PORT], e.g. https://s3.example.org"
+_LABEL = r"[A-Za-z0-9](?:[-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+_NETLOC = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{{1,5}})?", re.ASCII)
 
 
 def endpoint_url(text: str) -> str:
@@ -218,11 +220,25 @@ def endpoint_url(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({error}); expected {ENDPOINT_FORM}") from None
     if parts.scheme not in ("https", "http"):
         raise argparse.ArgumentTypeError(f"{text!r} has no https:// or http:// scheme; expected {ENDPOINT_FORM}")
-    if not parts.hostname or not port_ok:
-        raise argparse.ArgumentTypeError(f"{text!r} names no host, or a bad port; expected {ENDPOINT_FORM}")
+    if not parts.hostname or not port_ok or not _NETLOC.fullmatch(parts.netloc):
+        # botocore refuses a host it cannot put in a request line (https://my_host) with a traceback of its own, and
+        # urlsplit reads a port written in other scripts' digits.
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no host (DNS labels of letters, digits and '-', or an IP address), or a bad port (ASCII "
+            f"digits, 1 to 65535); expected {ENDPOINT_FORM}"
+        )
     if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
         raise argparse.ArgumentTypeError(
             f"{text!r} has more than scheme, host and port; expected {ENDPOINT_FORM} (buckets are addressed path-style)"
+        )
+    return text
+
+
+def kms_key_id(text: str) -> str:
+    """A KMS key id, ARN or alias: an empty one would silently mean "any default encryption" (AES256)."""
+    if not text.strip() or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a KMS key id, key ARN or alias/NAME; leave --kms-key-id out to accept AES256"
         )
     return text
 
@@ -267,7 +283,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=DEFAULT_NONCURRENT_DAYS,
         help=f"keep replaced state versions this many days before they expire (default {DEFAULT_NONCURRENT_DAYS})",
     )
-    settings.add_argument("--kms-key-id", help="require SSE-KMS with this key instead of any default encryption")
+    settings.add_argument(
+        "--kms-key-id",
+        type=kms_key_id,
+        help="require SSE-KMS with this key instead of any default encryption",
+    )
     stack = OneLineParser(add_help=False)
     stack.add_argument("stack", help="the stack name, as in stacks/Pulumi.<stack>.yaml")
     stack.add_argument("--project", help="the Pulumi project name (default: name: in Pulumi.yaml)")

@@ -287,6 +287,25 @@ def lifecycle_hazards(rules: list[dict], noncurrent_days: int) -> list[Drift]:
                     name, {"Transitions": archived}, "no archive transition of current versions under .pulumi/", False
                 )
             )
+        # An archived version cannot be read until a restore request finishes (hours for GLACIER, up to two days for
+        # DEEP_ARCHIVE), so `state restore` of a version archived within the kept window fails when it is needed.
+        old_archived = [
+            t
+            for t in rule.get("NoncurrentVersionTransitions", [])
+            if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES
+            and isinstance(t.get("NoncurrentDays"), int)
+            and t["NoncurrentDays"] < noncurrent_days
+        ]
+        if old_archived:
+            hazards.append(
+                Drift(
+                    name,
+                    {"NoncurrentVersionTransitions": old_archived},
+                    f"noncurrent versions under .pulumi/ readable (not archived) for at least {noncurrent_days} days, "
+                    "so state restore can read them",
+                    False,
+                )
+            )
     return hazards
 
 
