@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.config import PROJECT, ChartSource, load_settings
-from supersonic_interlink.config.stack_config import load_stack_config, stack_file
+from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_settings
+from supersonic_interlink.config.stack_config import full_key, load_stack_config, stack_file
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
@@ -43,7 +43,11 @@ def with_commit(text: str, chart: ChartSource, commit: str) -> str:
     yaml = _round_trip()
     document = yaml.load(text)
     config = document["config"]
-    release = config[RELEASE_KEY]
+    # The stack may write the key as the CLI reads it: bare (`release:`), prefixed, or the old `<ns>:config:release`.
+    written_as = [key for key in config if isinstance(key, str) and full_key(key) == RELEASE_KEY]
+    if len(written_as) != 1:
+        raise ConfigError([f"{RELEASE_KEY}: written {len(written_as)} times in the stack file; expected once"])
+    release = config[written_as[0]]
     if "chart" not in release:
         release["chart"] = CommentedMap([("git", chart.git), ("commit", commit), ("path", chart.path)])
     else:

@@ -65,6 +65,17 @@ def main(argv: list[str]) -> int:
     if verb not in VERBS:
         print(f"supersonic: unknown verb {verb!r}\n\n{usage()}", file=sys.stderr)
         return EXIT_USAGE
+    from supersonic_interlink.config.rules import printable
+
+    for number, arg in enumerate(rest, start=1):
+        if printable(arg) != arg:
+            # Every verb echoes its arguments (the stack above all) in its messages: a control character there could
+            # forge an output line or drive the terminal, and no stack, path or flag needs one.
+            print(
+                f"supersonic {verb}: argument {number} {printable(arg)!r} holds control characters; none is allowed",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
     module = importlib.import_module(VERBS[verb][0])
     try:
         result = module.main(rest)

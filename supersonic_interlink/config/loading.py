@@ -120,8 +120,11 @@ def _project_document(project_file: Path) -> Any:
 def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
     """The ``default:`` of every key declared in ``Pulumi.yaml`` (the only place defaults are written)."""
     document = _project_document(project_file)
+    declared = (document if isinstance(document, dict) else {}).get("config") or {}
+    if not isinstance(document, dict) or not isinstance(declared, dict):
+        raise ConfigError([f"{project_file.name}: expected a mapping with a 'config:' mapping of the project's keys"])
     defaults: dict[str, Any] = {}
-    for key, declaration in ((document or {}).get("config") or {}).items():
+    for key, declaration in declared.items():
         if isinstance(declaration, dict) and "default" in declaration:
             defaults[key] = json.loads(json.dumps(declaration["default"]))
     return defaults

@@ -32,6 +32,8 @@ from yaml import events as ev
 from yaml.error import MarkedYAMLError, YAMLError
 from yaml.reader import ReaderError
 
+from supersonic_interlink.config.rules import printable
+
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "YAMLInputError", "decode_text", "read_pulumi_yaml"]
 
 _LONG = "tag:yaml.org,2002:"
@@ -71,7 +73,11 @@ _LEADING_ZERO = re.compile(r"[-+]?0[0-9]+")
 
 
 class YAMLInputError(ValueError):
-    """A file the CLI would refuse or read differently; the message is one line without the file name."""
+    """A file the CLI would refuse or read differently; the message is one line without the file name, whatever
+    keys or values it quotes (``printable``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 @dataclass(eq=False)

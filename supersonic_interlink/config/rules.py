@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from fractions import Fraction
@@ -116,11 +117,23 @@ CRON_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnig
 ``@every`` is left out: it is no cron syntax, and ``*/N`` says the same."""
 
 
+def printable(text: str) -> str:
+    """``text`` with every control or format character (escape codes, newlines, bidi overrides) written as its
+    escape, so a key or value echoed in a message can neither forge output lines nor drive the terminal."""
+    return "".join(
+        (repr(c)[1:-1] if c.isascii() or ord(c) <= 0xFF else f"\\u{ord(c):04x}")
+        if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")
+        else c
+        for c in text
+    )
+
+
 class ConfigError(Exception):
-    """Raised with every problem found in a stack's config; ``problems`` holds one line each."""
+    """Raised with every problem found in a stack's config; ``problems`` holds one line each, made printable: the
+    one place every config error passes, whatever it echoes."""
 
     def __init__(self, problems: list[str]):
-        self.problems = list(problems)
+        self.problems = [printable(problem) for problem in problems]
         super().__init__("\n".join(self.problems))
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,25 @@ SECRET_PLACEHOLDER = "[secret]"
 and what ``pulumi preview --diff`` shows for a secret."""
 
 
+_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
+
+
+def check_stack_name(stack: str) -> str:
+    """``stack`` if the Pulumi CLI takes it as a stack name (sdk/go/common/tokens/stack_name.go ``ParseStackName``:
+    1 to 100 letters, digits, '-', '_' or '.'), else ``ConfigError`` in one line, the name shown escaped."""
+    if _STACK_NAME.fullmatch(stack) is None or stack in (".", ".."):
+        shown = stack if len(stack) <= 120 else f"{stack[:100]}... ({len(stack)} characters)"
+        raise ConfigError(
+            [
+                f"stack {shown!r}: not a stack name; the Pulumi CLI takes 1 to 100 letters, digits, '-', '_' or '.' "
+                f"(stacks: {', '.join(stack_names()) or 'none'})"
+            ]
+        )
+    return stack
+
+
 def stack_file(stack: str) -> Path:
-    return STACKS_DIR / f"Pulumi.{stack}.yaml"
+    return STACKS_DIR / f"Pulumi.{check_stack_name(stack)}.yaml"
 
 
 def stack_names() -> list[str]:

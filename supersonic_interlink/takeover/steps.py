@@ -138,6 +138,7 @@ def steps(a: Adoption) -> list[Step]:
     kubectl = f"kubectl -n {ns}"
     stack_path = stack_file(a.stack).relative_to(ROOT)
     urn = shlex.quote(a.release_urn)
+    stack = shlex.quote(a.stack)  # a stack name is checked where it is read; quoted here too, as every printed word
     hr = f"{kubectl} get helmrelease {flux.helm_release}"
     label = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/"
     owner = f"{label}namespace}} {label}name}}"
@@ -180,15 +181,15 @@ def steps(a: Adoption) -> list[Step]:
             "Pin the chart, turn adoption on, compare the values and the objects (a pull request here)",
             f"{stack_path} only; nothing on the cluster.",
             (
-                Do(f"./supersonic render {a.stack} --pin-chart <40-hex commit from step 1>"),
+                Do(f"./supersonic render {stack} --pin-chart <40-hex commit from step 1>"),
                 edit(f"set `adopt: true` under supersonic-interlink:release in {stack_path}"),
-                Do(f"./supersonic takeover values {a.stack} --live live-values.yaml > takeover-values.md"),
+                Do(f"./supersonic takeover values {stack} --live live-values.yaml > takeover-values.md"),
                 Do(
-                    f"./supersonic takeover objects {a.stack} --live live-values.yaml "
+                    f"./supersonic takeover objects {stack} --live live-values.yaml "
                     f"--live-object {LIVE_OBJECTS_FILE} > takeover-objects.md"
                 ),
-                Do(f"./supersonic render {a.stack} --out rendered/{a.stack} --check"),
-                Do(f"pulumi preview --diff --stack {a.stack}"),
+                Do(f"./supersonic render {stack} --out rendered/{stack} --check"),
+                Do(f"pulumi preview --diff --stack {stack}"),
             ),
             (
                 (
@@ -229,7 +230,7 @@ def steps(a: Adoption) -> list[Step]:
             f"One `pulumi up`: the release enters the state (read, unchanged), ConfigMap {a.new_envoy_config_map} "
             f"is created, one helm upgrade moves {rel} to this project's values, the {a.cleanup_cronjob} objects "
             "are created.",
-            (Do(f"pulumi up --stack {a.stack}"),),
+            (Do(f"pulumi up --stack {stack}"),),
             (
                 f"{helm} history {rel} --max 2  shows one new revision, deployed;",
                 (
@@ -237,7 +238,7 @@ def steps(a: Adoption) -> list[Step]:
                     f"{a.new_envoy_config_map};"
                 ),
                 (
-                    f"pulumi stack export --stack {a.stack} | jq -r '.deployment.resources[] | "
+                    f"pulumi stack export --stack {stack} | jq -r '.deployment.resources[] | "
                     f'select(.urn == "{a.release_urn}") | .id\'  prints {a.import_id};'
                 ),
                 f"{kubectl} rollout status deployment/{a.envoy_deployment};",
@@ -252,10 +253,10 @@ def steps(a: Adoption) -> list[Step]:
                 ),
             ),
             (
-                f"pulumi state delete {urn} --stack {a.stack}   (Pulumi forgets the release; it is not uninstalled)",
+                f"pulumi state delete {urn} --stack {stack}   (Pulumi forgets the release; it is not uninstalled)",
                 f"{helm} rollback {rel} <revision from step 1>",
                 (
-                    f"pulumi destroy --stack {a.stack}   (only after the state delete: with the release in the state, "
+                    f"pulumi destroy --stack {stack}   (only after the state delete: with the release in the state, "
                     "destroy uninstalls it)"
                 ),
                 "then undo step 3.",
@@ -286,7 +287,7 @@ def steps(a: Adoption) -> list[Step]:
                     "  report NotFound;"
                 ),
                 f"{helm} status {rel}  still deployed at the revision of step 4;",
-                f"pulumi preview --stack {a.stack}  shows no changes.",
+                f"pulumi preview --stack {stack}  shows no changes.",
             ),
             ("Revert the GitOps commit: the HelmRelease comes back suspended, the ConfigMaps come back.",),
         ),
@@ -314,7 +315,7 @@ def steps(a: Adoption) -> list[Step]:
                     """-p '{"spec":{"minReplicaCount":0}}'"""
                 ),
                 Do(f"{kubectl} get deployment {a.triton_deployment} -o jsonpath='{{.spec.replicas}}'"),
-                Do(f"./supersonic probe {a.stack}"),
+                Do(f"./supersonic probe {stack}"),
             ),
             (
                 "the deployment prints 0 before the probe runs (KEDA scales down once nothing is inferring);",

@@ -13,12 +13,14 @@ import fcntl
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS
 from supersonic_interlink.wake.probe import OUTCOMES
 
 RECORD_KIND = "probe"
@@ -126,10 +128,20 @@ def _reject_constant(name: str) -> Any:
     raise DamagedRecord(f"{name} is not a JSON number")
 
 
+MAX_SECONDS = READY_TIMEOUT_MAX_SECONDS + 3600
+"""Longest wake or probe a record may hold: a probe gives up after the longest readyTimeoutSeconds a stack may set
+(and its margin), so a larger number is no measurement, and a recommendation from it could not be deployed."""
+
+
 def _seconds(record: Mapping[str, Any], key: str) -> float:
     value = record.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise DamagedRecord(f"{key} = {json.dumps(value)}: expected a number of seconds >= 0")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 <= value <= MAX_SECONDS
+    ):
+        raise DamagedRecord(f"{key} = {json.dumps(value)}: expected a number of seconds from 0 to {MAX_SECONDS}")
     return float(value)
 
 
@@ -152,9 +164,16 @@ def _text(record: Mapping[str, Any], key: str, *, optional: bool) -> str | None:
     return value
 
 
+_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
+"""The Pulumi CLI's stack names (sdk/go/common/tokens/stack_name.go)."""
+
+
 def wake_from_record(line: int, record: Mapping[str, Any]) -> Wake:
     """Check a probe record and keep what the report uses; DamagedRecord names the first bad field."""
     stack = _text(record, "stack", optional=False)
+    if not _STACK_NAME.fullmatch(stack or ""):
+        # The report prints the stack on every line: a name with escape codes or a newline could forge output.
+        raise DamagedRecord(f"stack = {json.dumps(stack)}: expected a stack name (letters, digits, '-', '_', '.')")
     started = _text(record, "started_at", optional=False)
     try:
         started_at = parse_time(started or "")
@@ -199,12 +218,20 @@ def parse_lines(lines: Iterable[bytes]) -> History:
         except DamagedRecord as error:
             history.damaged.append(DamagedLine(number, str(error)))
             continue
+        except RecursionError:
+            history.damaged.append(DamagedLine(number, "not JSON this reader takes: nested too deep"))
+            continue
         except json.JSONDecodeError as error:
             if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
                 reason = f"cut short: the record ends mid-way, after {len(text.rstrip())} characters"
             else:
                 reason = f"not JSON: {error.msg} at column {error.colno}"
             history.damaged.append(DamagedLine(number, reason))
+            continue
+        except ValueError:  # Python's limit on integer digits (4,300): no probe writes such a number
+            history.damaged.append(
+                DamagedLine(number, "not JSON this reader takes: an integer of more than 4,300 digits")
+            )
             continue
         if not isinstance(record, dict):
             history.damaged.append(DamagedLine(number, f"a JSON {type(record).__name__}, not an object"))

@@ -9,6 +9,7 @@ Triton is healthy or ``readyTimeoutSeconds`` has passed. ``./supersonic probe`` 
 
 from __future__ import annotations
 
+import re
 import statistics
 import threading
 import time
@@ -76,7 +77,8 @@ def parse_endpoint(text: str) -> str:
     host, sep, port = text.rpartition(":")
     if not sep or not host or host == "[]":
         raise ValueError(f"--endpoint {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8001")
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    # ASCII digits only: str.isdigit and int() also take other scripts' digits.
+    if not re.fullmatch(r"[0-9]{1,5}", port, re.ASCII) or not 1 <= int(port) <= 65535:
         raise ValueError(f"--endpoint {text!r}: port {port!r} is not a number from 1 to 65535")
     if ":" in host and not (host.startswith("[") and host.endswith("]")):
         raise ValueError(f"--endpoint {text!r}: write an IPv6 address in brackets, e.g. [::1]:8001")

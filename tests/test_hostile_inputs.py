@@ -1,0 +1,214 @@
+"""Hostile and careless inputs to every tool: one line naming the input and what is allowed, exit 2, never a
+traceback; nothing echoed that could forge an output line or drive the terminal; sizes that stay cheap.
+
+The YAML reader's own cases are in test_pulumi_yaml.py, the stack-file corpus in tests/fixtures/config/, secrets in
+test_secrets.py, the API server's rules in test_settings.py; this file covers the tools around them.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import stack_config, stack_settings
+from wake_records import cold_wake, write_history
+
+from supersonic_interlink.cli import main as front_door
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.loading import project_defaults
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.rules import printable
+from supersonic_interlink.config.stack_config import check_stack_name
+from supersonic_interlink.wake import history as wake_history
+from supersonic_interlink.wake.probe import parse_endpoint
+
+P = "supersonic-interlink"
+LONG = "a" * 300
+FORGING = "x$(id>&2)\x1b[31m\nstack hammer: checks passed"
+"""A stack name that would run a command if pasted unquoted, colour the terminal and forge an output line."""
+
+
+def no_traceback(capsys: pytest.CaptureFixture[str]) -> str:
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, err
+    assert "\x1b" not in out + err, "an escape code reached the terminal"
+    return err
+
+
+# --------------------------------------------------------------------------------------------- stack names
+
+
+@pytest.mark.parametrize(
+    "stack",
+    [LONG, FORGING, "", "..", "has space", "ümlaut"],
+    ids=["300", "forging", "empty", "dots", "space", "non-ascii"],
+)
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["render"],
+        ["render", "--check"],
+        ["takeover", "steps"],
+        ["takeover", "values", "--live", "/dev/null"],
+        ["takeover", "objects", "--live", "/dev/null"],
+        ["diff"],
+    ],
+    ids=lambda v: "-".join(a for a in v if not a.startswith("/")),
+)
+def test_a_name_the_pulumi_cli_would_refuse_is_one_line_in_every_tool(
+    verb: list[str], stack: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*verb[:2], stack, *verb[2:]] if verb[0] == "takeover" else [verb[0], stack, *verb[1:]]
+    assert front_door.main(args) == 2
+    err = no_traceback(capsys)
+    if stack == FORGING:
+        assert err.count("\n") == 1 and "holds control characters; none is allowed" in err, err
+    else:
+        assert "not a stack name; the Pulumi CLI takes 1 to 100 letters, digits, '-', '_' or '.'" in err, err
+
+
+def test_the_stack_name_rule_is_the_pulumi_clis_at_its_boundary() -> None:
+    """sdk/go/common/tokens/stack_name.go ParseStackName: 1 to 100 of [A-Za-z0-9_.-]."""
+    assert check_stack_name("a" * 100) == "a" * 100
+    assert check_stack_name("a-b_c.d9") == "a-b_c.d9"
+    for bad in ("a" * 101, "a/b", "a:b", "a\n"):
+        with pytest.raises(ConfigError):
+            check_stack_name(bad)
+
+
+# --------------------------------------------------------------------------------------------- echoed text
+
+
+def test_a_key_with_escape_codes_and_a_newline_is_echoed_escaped(tmp_path: Path) -> None:
+    config = stack_config("hammer")
+    config[f"{P}:ev\x1b[2Jil\nstack hammer: checks passed"] = "x"
+    with pytest.raises(ConfigError) as caught:
+        settings_from_config(config)
+    (line,) = caught.value.problems
+    assert "\n" not in line and "\x1b" not in line
+    assert line.startswith(f"{P}:ev\\x1b[2Jil\\nstack hammer: checks passed: unknown key"), line
+
+
+def test_printable_escapes_control_format_and_line_separator_characters_only() -> None:
+    assert printable("é ü ✓ a-b") == "é ü ✓ a-b"
+    assert printable("\x1b\n\r\t\x00\x7f\x85\u202e\u2028\u200b") == "\\x1b\\n\\r\\t\\x00\\x7f\\x85\\u202e\\u2028\\u200b"
+
+
+def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
+    from dataclasses import replace
+
+    from supersonic_interlink.takeover.steps import adoption, format_steps, steps
+
+    plan = replace(adoption("hammer", stack_settings("hammer")), stack="hammer")
+    text = format_steps(plan, steps(plan))
+    assert "pulumi up --stack hammer" in text
+    hostile = replace(plan, stack="x$(id>&2)")
+    with pytest.raises(ConfigError):
+        format_steps(hostile, steps(hostile))  # the stack file path is built from a checked name first
+    quoted = shlex.quote("x$(id>&2)")
+    assert quoted == "'x$(id>&2)'", "what the steps print for it if the name ever passed"
+
+
+# --------------------------------------------------------------------------------------------- history lines
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"kind":"probe","wake_seconds":' + b"1" * 5000 + b"}\n", "an integer of more than 4,300 digits"),
+        (b'{"kind":"probe","a":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "nested too deep"),
+        (json.dumps({**cold_wake(400.0), "stack": "ham\x1b[31mmer\nFAKE"}).encode() + b"\n", "expected a stack name"),
+        (
+            json.dumps({**cold_wake(400.0), "wake_seconds": 1e308}).encode() + b"\n",
+            "expected a number of seconds from 0 to",
+        ),
+        (
+            json.dumps({**cold_wake(400.0), "elapsed_seconds": -1}).encode() + b"\n",
+            "expected a number of seconds from 0 to",
+        ),
+        (
+            json.dumps({**cold_wake(400.0), "elapsed_seconds": 10**30}).encode() + b"\n",
+            "expected a number of seconds from 0 to",
+        ),
+    ],
+    ids=["5000-digits", "nested-100000", "escape-in-stack", "wake-1e308", "negative", "10e30"],
+)
+def test_a_hostile_history_line_is_a_damaged_line_and_the_rest_still_reads(
+    tmp_path: Path, line: bytes, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_history(tmp_path / "wakes.jsonl", [cold_wake(300.0), line, cold_wake(500.0)])
+    history = wake_history.read(path)
+    assert [w.wake_seconds for w in history.wakes] == [300.0, 500.0]
+    assert [(d.line, reason in d.reason) for d in history.damaged] == [(2, True)], history.damaged
+    assert front_door.main(["probe", "report", str(path)]) in (0, 1)
+    no_traceback(capsys)
+
+
+def test_the_longest_wake_a_record_may_hold_is_accepted_and_one_more_second_is_not() -> None:
+    longest = wake_history.MAX_SECONDS
+    assert wake_history.wake_from_record(1, cold_wake(float(longest))).wake_seconds == longest
+    with pytest.raises(wake_history.DamagedRecord):
+        wake_history.wake_from_record(1, cold_wake(float(longest + 1)))
+
+
+# --------------------------------------------------------------------------------------------- endpoints, files
+
+
+@pytest.mark.parametrize("port", ["\u0668\u0660\u0660\u0661", "\uff18\uff10\uff10\uff11", "0", "65536", "+80", " 80"])
+def test_a_probe_port_is_ascii_digits_from_1_to_65535(port: str) -> None:
+    with pytest.raises(ValueError, match="is not a number from 1 to 65535"):
+        parse_endpoint(f"127.0.0.1:{port}")
+    assert parse_endpoint("127.0.0.1:65535") == "127.0.0.1:65535"
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["https://my_host", "https://s3.example.org:٨٠", "http://a..b", "https://h:0", "https://-h", "https://h-:9000"],
+)
+def test_a_state_endpoint_botocore_cannot_use_is_refused_before_any_request(
+    endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:  # argparse's own exit for a bad argument: 2
+        front_door.main(["state", "check", "--bucket", "b-b-b", "--endpoint-url", endpoint])
+    assert stopped.value.code == 2
+    err = no_traceback(capsys)
+    assert "expected https://HOST[:PORT]" in err, err
+
+
+def test_a_project_file_that_is_not_a_mapping_is_one_line(tmp_path: Path) -> None:
+    for text in ("- a\n- b\n", "config: [a]\n", "config: 5\n"):
+        project = tmp_path / "Pulumi.yaml"
+        project.write_text(text)
+        with pytest.raises(ConfigError, match=r"^Pulumi.yaml: expected a mapping with a 'config:' mapping"):
+            project_defaults(project)
+
+
+def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:
+    from supersonic_interlink.chart.pin import with_commit
+    from supersonic_interlink.config import ChartSource
+
+    chart = ChartSource(git="https://github.com/fastmachinelearning/SuperSONIC", path="helm/supersonic")
+    for key in ("release", f"{P}:release", f"{P}:config:release"):
+        text = with_commit(f"config:\n  {key}:\n    name: x\n", chart, "a" * 40)
+        assert f"commit: {'a' * 40}" in text and f"  {key}:\n" in text, text
+    with pytest.raises(ConfigError, match="written 2 times"):
+        with_commit(f"config:\n  release: {{name: x}}\n  {P}:release: {{name: y}}\n", chart, "a" * 40)
+
+
+def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_there() -> None:
+    """The list `scripts/mutation_check.py` applies; a refactor that moves a line must move its mutation too."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "mutation_check", Path(__file__).parent.parent / "scripts" / "mutation_check.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    mutations, problems = module.parse(module.LIST.read_text())
+    assert problems == [] and len(mutations) >= 30, problems
+    assert {m.find != m.into for m in mutations} == {True}
