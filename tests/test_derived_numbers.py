@@ -1,0 +1,171 @@
+"""Every rule at its boundary, and every derived number from inputs that tell its sources apart.
+
+The hammer stack sets readyTimeoutSeconds and holdMinReplicasSeconds both to 900, so a number derived from the wrong
+one of the two still came out right; here they differ (600 and 1800), and every rule is tried at the value it
+allows and the first one it refuses. `scripts/mutation_check.py` runs these against one-line changes of the code.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import stack_config, stack_settings
+from wake_records import cold_wake, cut_off_wake
+
+from components.supersonic_release import release_timeout_seconds
+from supersonic_interlink.config import HELM_UPGRADE_MARGIN_SECONDS, ConfigError
+from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.wake.history import wake_from_record
+from supersonic_interlink.wake.report import StackConfig, WakeTime, build_report
+
+P = "supersonic-interlink"
+READY, HOLD = 600, 1800
+
+
+def problems(**overrides: object) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        settings_from_config(stack_config("hammer", **overrides))
+    return caught.value.problems
+
+
+def loads(**overrides: object) -> None:
+    settings_from_config(stack_config("hammer", **overrides))
+
+
+@pytest.fixture
+def apart():
+    """The hammer stack with readyTimeoutSeconds and holdMinReplicasSeconds apart."""
+    return stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": HOLD})
+
+
+# --------------------------------------------------------------------------------------------- derived numbers
+
+
+def test_the_repository_index_idle_timeout_follows_ready_timeout_not_the_hold(apart) -> None:
+    assert repository_index_idle_timeout_seconds(apart) == READY + CHART.ready_timeout_margin_seconds == 720
+
+
+def test_the_helm_timeout_follows_ready_timeout_not_the_hold(apart) -> None:
+    assert release_timeout_seconds(apart) == READY + HELM_UPGRADE_MARGIN_SECONDS == 900
+
+
+def test_the_rendered_envoy_route_carries_the_derived_idle_timeout(apart) -> None:
+    from supersonic_interlink.config.envoy import build_envoy_config
+
+    text = json.dumps(build_envoy_config(apart))
+    assert '"idle_timeout": "720s"' in text, "the RepositoryIndex route waits readyTimeoutSeconds + the margin"
+    assert '"idle_timeout": "1920s"' not in text
+
+
+# --------------------------------------------------------------------------------------------- rules at their edge
+
+
+def test_hold_equal_to_ready_is_the_shortest_hold_allowed() -> None:
+    loads(scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY})
+    assert problems(scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY - 1}) == [
+        (
+            f"{P}:scaleFromZero.holdMinReplicasSeconds = {READY - 1}: expected a value >= "
+            f"scaleFromZero.readyTimeoutSeconds ({READY}); the chart refuses a hold shorter than the wake it protects"
+        )
+    ]
+
+
+def test_a_hold_shorter_than_ready_is_allowed_when_scale_from_zero_is_off() -> None:
+    loads(
+        scaleFromZero={"enabled": False, "readyTimeoutSeconds": READY, "holdMinReplicasSeconds": 1},
+        keda={"minReplicaCount": 1, "maxReplicaCount": 10},
+    )
+
+
+def test_min_replicas_equal_to_max_is_allowed_and_one_more_is_not() -> None:
+    loads(keda={"minReplicaCount": 3, "maxReplicaCount": 3})
+    assert problems(keda={"minReplicaCount": 4, "maxReplicaCount": 3}) == [
+        f"{P}:keda.minReplicaCount = 4: expected a value <= keda.maxReplicaCount (3)"
+    ]
+
+
+def test_zero_replicas_needs_scale_from_zero() -> None:
+    loads(keda={"minReplicaCount": 0, "maxReplicaCount": 3})  # hammer has scale from zero on
+    found = problems(
+        scaleFromZero={"enabled": False, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900},
+        keda={"minReplicaCount": 0, "maxReplicaCount": 3},
+    )
+    assert found == [
+        (
+            f"{P}:keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled is true (nothing would wake "
+            "Triton from zero)"
+        )
+    ]
+
+
+@pytest.mark.parametrize("retry", ["inferenceRetry", "repositoryIndexRetry"])
+def test_an_envoy_back_off_base_equal_to_its_max_is_allowed_and_one_more_is_not(retry: str) -> None:
+    base = {"inferenceRetry": {"numRetries": 1, "hostSelectionRetryMaxAttempts": 1}}.get(retry, {})
+    base = base or {"numRetries": 1, "perTryTimeoutMs": 1000}
+    loads(envoy={retry: {**base, "backOffBaseMs": 250, "backOffMaxMs": 250}})
+    assert problems(envoy={retry: {**base, "backOffBaseMs": 251, "backOffMaxMs": 250}}) == [
+        (
+            f"{P}:envoy.{retry}.backOffBaseMs = 251: expected a value <= backOffMaxMs (250); Envoy refuses a base "
+            "interval above the maximum"
+        )
+    ]
+
+
+@pytest.mark.parametrize("path", ["/helm/supersonic", "helm/../../etc", ".."])
+def test_a_git_chart_path_must_stay_inside_the_repository(path: str) -> None:
+    chart = {"git": "https://github.com/fastmachinelearning/SuperSONIC", "commit": "a" * 40, "path": path}
+    found = problems(release={"name": "supersonic-interlink", "chart": chart})
+    assert found == [
+        (
+            f'{P}:release.chart.path = "{path}": expected the chart\'s directory inside the git repository, '
+            "relative and without '..' (for example helm/supersonic)"
+        )
+    ]
+
+
+def test_a_relative_git_chart_path_is_accepted() -> None:
+    chart = {"git": "https://github.com/fastmachinelearning/SuperSONIC", "commit": "a" * 40, "path": "helm/supersonic"}
+    loads(release={"name": "supersonic-interlink", "chart": chart})
+
+
+# --------------------------------------------------------------------------------------------- the wake report
+
+
+def test_cut_off_wakes_sort_after_every_measured_one_whatever_their_seconds() -> None:
+    """A cut-off wake took longer than it shows (a lower bound): it ranks above every measured wake."""
+    records = [cut_off_wake(300.0, ready_timeout=300), cold_wake(500.0), cold_wake(100.0)]
+    wakes = [wake_from_record(i, r) for i, r in enumerate(records, start=1)]
+    report = build_report("hammer", wakes, StackConfig(None, "", None))
+    assert report.times == (WakeTime(100.0), WakeTime(500.0), WakeTime(300.0, cut_off=True))
+
+
+# --------------------------------------------------------------------------------------------- what a secret marks
+
+
+def _secret_paths(value: object, inside: bool = False, path: str = "") -> dict[str, bool]:
+    """Leaf path -> whether it sits inside a secret, in the inputs the engine recorded."""
+    signature = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+    if isinstance(value, dict):
+        inside = inside or value.get(signature[0]) == signature[1]
+        return {p: s for k, v in value.items() for p, s in _secret_paths(v, inside, f"{path}.{k}").items()}
+    if isinstance(value, list):
+        return {p: s for i, v in enumerate(value) for p, s in _secret_paths(v, inside, f"{path}[{i}]").items()}
+    return {path: inside}
+
+
+@pytest.mark.parametrize("key", ["scaleFromZero", "envoy"])
+def test_a_secret_wake_or_envoy_setting_makes_the_envoy_configmap_and_the_release_values_secret(key: str) -> None:
+    from supersonic_interlink.render.evaluate import evaluate
+
+    evaluation = evaluate(stack_config("hammer"), "hammer", secret_keys=[f"{P}:{key}"])
+    (config_map,) = evaluation.of_type("kubernetes:core/v1:ConfigMap")
+    data = {p: s for p, s in _secret_paths(config_map.inputs).items() if p.startswith(".data")}
+    assert data and all(data.values()), f"the Envoy configuration is computed from {key}: {data}"
+    values = _secret_paths(evaluation.one("kubernetes:helm.sh/v3:Release").inputs)
+    assert any(p.startswith(".values") for p in values) and all(s for p, s in values.items() if p.startswith(".values"))
+    plain = evaluate(stack_config("hammer"), "hammer")
+    (plain_map,) = plain.of_type("kubernetes:core/v1:ConfigMap")
+    assert not any(_secret_paths(plain_map.inputs).values()), "without the secret nothing is marked: the test can fail"
