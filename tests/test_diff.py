@@ -169,3 +169,46 @@ def test_a_multi_line_text_shows_only_the_lines_that_changed() -> None:
     assert lines[0] == '    data["envoy.yaml"]'
     assert "-       line 10" in lines and "+       line ten" in lines
     assert "        line 0" not in lines, "two lines of context, not the whole text"
+
+
+# --------------------------------------------------------------------------------------------- lint's stack check
+
+
+def check_stacks(root: Path, *files: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["scripts/check-stacks.sh", *files],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_lint_checks_an_unpinned_stack_without_strict_and_says_its_chart_check_is_skipped(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = check_stacks(root, "stacks/Pulumi.hammer.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "check-stacks: stack hammer: chart not pinned: checked without --strict, the chart conformance check skipped"
+    ) in result.stdout
+
+
+def test_lint_fetches_a_pinned_stacks_chart_and_fails_it_on_any_finding(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    pin(root / "stacks" / "Pulumi.hammer.yaml", git("rev-parse", "HEAD", cwd=upstream))
+    redirect = redirect_upstream(upstream)
+
+    passing = check_stacks(root, "stacks/Pulumi.hammer.yaml", env=redirect)
+    refusing = commit_chart(upstream, "refuses-external-config", "a chart that refuses the stack's values")
+    pin(root / "stacks" / "Pulumi.hammer.yaml", refusing)
+    failing = check_stacks(root, "stacks/Pulumi.hammer.yaml", env=redirect)
+
+    assert passing.returncode == 0 and "chart not pinned" not in passing.stdout, passing.stdout + passing.stderr
+    assert (root / ".charts" / git("rev-parse", "HEAD~1", cwd=upstream)).is_dir(), "lint fetched the pinned chart"
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert (
+        "check-stacks: stack hammer failed: run './supersonic render hammer --check --strict' to see why"
+    ) in failing.stderr

@@ -114,29 +114,25 @@ def checkout(commit: str) -> Iterator[Path]:
         yield tree
 
 
-def _fetch_if_pinned(chart: ChartSource) -> None:
-    """Fetch a pinned git chart that is not in the cache (and not a modified copy); a failure is left for
-    ``locate_chart`` to explain."""
+def _fetch_if_pinned(chart: ChartSource) -> str:
+    """Fetch a pinned git chart that is not in the cache (a copy that is there, modified or not, is left for
+    ``locate_chart`` to judge); why it cannot be fetched, or ""."""
     if chart.kind != "git" or chart.commit is None or (chart_source.CACHE_ROOT / chart.commit).exists():
-        return
+        return ""
     try:
         chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     except chart_source.ChartSourceError as error:
-        raise _NotFetched(str(error)) from None
-
-
-class _NotFetched(Exception):
-    pass
+        return f"the pinned chart cannot be fetched: {error}"
+    return ""
 
 
 def _chart_objects(stack: str, rendered: dict[str, Any], chart_dir: Path | None, root: Path) -> tuple[Any, str]:
+    """(the chart's objects, "") or (None, why not) for one side's render."""
     from supersonic_interlink.render.release import chart_objects
 
-    try:
-        if chart_dir is None:
-            _fetch_if_pinned(rendered["chart_source"])
-    except _NotFetched as error:
-        return None, f"the pinned chart cannot be fetched: {error}"
+    unfetched = "" if chart_dir is not None else _fetch_if_pinned(rendered["chart_source"])
+    if unfetched:
+        return None, unfetched
     found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
     if found is None:
         return None, why
@@ -161,9 +157,8 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
     with checkout(commit) as tree:
         if not (tree / "stacks" / f"Pulumi.{stack}.yaml").is_file():
             return Side(label, exists=False)
+        # Only the form every version of render takes; --chart DIR is applied below, here.
         command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
-        if chart_dir is not None:
-            command += ["--chart", str(chart_dir.resolve())]
         try:
             result = subprocess.run(
                 command,
@@ -181,9 +176,10 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
             lines = [line.strip() for line in printed.splitlines() if line.strip()]
             raise SideError(f"{label}: the stack does not render there: {' / '.join(lines[-4:]) or 'no output'}")
         side = read_tree(out, label)
-        if side.chart is None:
-            # The base's render did not write them: its pinned chart is not in the cache yet (a render never
-            # fetches), or its code predates chart/. They are rendered here from its release, fetching the chart.
+        if side.chart is None or chart_dir is not None:
+            # The base's render did not write them (its pinned chart is not in the cache yet, as a render never
+            # fetches, or its code predates chart/), or another chart is asked for: they are rendered here, from
+            # the base's release, fetching its chart.
             side.chart, side.chart_note = _base_chart(stack, out, tree, chart_dir)
             if side.chart is not None:
                 side.chart = mask(side.chart)
