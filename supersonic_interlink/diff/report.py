@@ -37,8 +37,10 @@ class StackDiff:
         """Why the chart's objects are not compared ("" when they are)."""
         if self.chart_compared:
             return ""
-        missing = [f"{s.label}: {s.chart_note}" for s in (self.base, self.head) if s.exists and s.chart is None]
-        return "; ".join(missing)
+        missing = [s for s in (self.base, self.head) if s.exists and s.chart is None]
+        if len(missing) == 2 and missing[0].chart_note == missing[1].chart_note:
+            return f"on both sides, {missing[0].chart_note}"
+        return "; ".join(f"{s.label}: {s.chart_note}" for s in missing)
 
 
 def field_lines(change: Change) -> list[str]:
