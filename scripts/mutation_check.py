@@ -44,7 +44,7 @@ class Mutation:
     line: int
 
     def name(self) -> str:
-        return f"{self.file}:{self.line} ({self.why})"
+        return f"{self.file}: {self.why} (mutations.txt line {self.line})"
 
 
 def parse(text: str, root: Path = ROOT) -> tuple[list[Mutation], list[str]]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -57,13 +58,16 @@ _HINT = {**dict.fromkeys("+-", "S"), **dict.fromkeys("0123456789", "D"), **dict.
 _YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")  # what Go's ParseFloat takes from a text starting with '.'
 _INT64 = (-(2**63), 2**63 - 1)
+_DIGITS = {
+    base: re.compile(f"[{chars}]+", re.ASCII) for base, chars in ((2, "01"), (8, "0-7"), (10, "0-9"), (16, "0-9a-fA-F"))
+}
 _UINT64_MAX = 2**64 - 1
 
 # decode.go: allowedAliasRatio.
 _ALIAS_RATIO_LOW, _ALIAS_RATIO_HIGH = 400_000, 4_000_000
 
-MAX_BYTES = 4 * 1024 * 1024
-"""Largest file read: a stack file is a few kilobytes; 4 MiB reads in seconds and a few hundred MB at most."""
+MAX_BYTES = 1024 * 1024
+"""Largest file read: a stack file is a few kilobytes; 1 MiB reads in a second or two and a few hundred MB at most."""
 MAX_DEPTH = 100
 """Deepest nesting of mappings and sequences (a Kubernetes object in ``helmValues`` nests a dozen levels)."""
 MAX_VALUES = 1_000_000
@@ -110,8 +114,10 @@ def _go_digits(text: str, base: int) -> int | None:
             base, digits = {"0x": 16, "0o": 8, "0b": 2}[prefix], text[2:]
         elif len(text) > 1 and text[0] == "0":
             base, digits = 8, text[1:]
-    if not digits or any(c not in "0123456789abcdef"[:base] for c in digits.lower()):
+    if not _DIGITS[base].fullmatch(digits):
         return None
+    if len(digits) > 64:
+        return None  # past any int64 or uint64, in any base: no int() of thousands of digits
     return int(digits, base)
 
 
@@ -192,6 +198,7 @@ def _resolve(tag: str, text: str) -> tuple[str, Any]:
     raise YAMLInputError(f"cannot decode {rtag} `{text}` as a {tag}")
 
 
+@functools.lru_cache(maxsize=1024)  # the composer and the decoder resolve each plain scalar one after the other
 def _resolve_plain(tag: str, text: str) -> tuple[str, Any]:
     hint = _HINT.get(text[0]) if text else "N"
     if hint is None or tag == STR:
