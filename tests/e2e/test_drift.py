@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -35,15 +33,6 @@ TRITON = CHART.inference_object_name(RELEASE)
 SCALED_OBJECT = CHART.scaled_object_name(RELEASE)
 SERVICE = CHART.envoy_service_name(RELEASE)
 ENVOY_COPY = CHART.envoy_config_map_name(RELEASE)
-
-
-def stack_config(chart: Path) -> dict[str, Any]:
-    """The hammer stack in this namespace: its load metric selects this namespace, as the stack's selects cms."""
-    config = hammer_like(NAMESPACE, RELEASE, chart)
-    load = dict(config["supersonic-interlink:serverLoad"])
-    load["metric"] = re.sub(r'namespace=~"[^"]*"', f'namespace=~"{NAMESPACE}"', load["metric"])
-    config["supersonic-interlink:serverLoad"] = load
-    return config
 
 
 def record(observed: Observed, name: str) -> None:
@@ -82,7 +71,7 @@ def kubectl(project: Project, *args: str) -> None:
 
 def test_kubectl_drift_is_reported_by_field_and_nothing_else_then_corrected(project: Project, chart: Path) -> None:
     project.cluster.kubectl("create", "namespace", NAMESPACE)
-    project.write_stack(STACK, stack_config(chart))
+    project.write_stack(STACK, hammer_like(NAMESPACE, RELEASE, chart))
     project.run(STACK, "up")
     engine = project.engine(STACK)
     tools = Tools(project.env)
