@@ -212,3 +212,29 @@ def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_the
     mutations, problems = module.parse(module.LIST.read_text())
     assert problems == [] and len(mutations) >= 30, problems
     assert {m.find != m.into for m in mutations} == {True}
+
+
+def test_render_out_never_writes_through_a_planted_link_or_into_the_current_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    out = tmp_path / "rendered"
+    out.mkdir()
+    (out / "manifests.yaml").symlink_to(victim)
+    assert front_door.main(["render", "hammer", "--out", str(out)]) == 2
+    err = no_traceback(capsys)
+    assert "is a symbolic link; not followed" in err and victim.read_text() == "untouched\n", err
+    with pytest.raises(SystemExit) as stopped:
+        front_door.main(["render", "hammer", "--out", ""])
+    assert stopped.value.code == 2 and "'' is empty; expected a path to write to" in capsys.readouterr().err
+
+
+def test_takeover_out_that_is_a_link_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    link = tmp_path / "table.md"
+    link.symlink_to(tmp_path / "elsewhere.md")
+    live = Path(__file__).parent / "fixtures" / "live-values-hammer.yaml"
+    with pytest.raises(SystemExit) as stopped:
+        front_door.main(["takeover", "values", "hammer", "--live", str(live), "--out", str(link)])
+    assert stopped.value.code == 2 and "is a symbolic link" in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere.md").exists()

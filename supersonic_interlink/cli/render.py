@@ -29,6 +29,7 @@ from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_SKIPPED
 from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.files import output_path
 from supersonic_interlink.render.stack import checks, release_chart_objects, render, summary, write
 
 
@@ -72,7 +73,7 @@ def _config_problems(stack: str, error: ConfigError) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./supersonic render", description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())})")
-    parser.add_argument("--out", type=Path, help="directory to write manifests.yaml, release.yaml, envoy.yaml")
+    parser.add_argument("--out", type=output_path, help="directory to write manifests.yaml, release.yaml, envoy.yaml")
     parser.add_argument("--check", action="store_true", help="validate the output; exit 1 on any finding")
     parser.add_argument(
         "--strict", action="store_true", help="with --check: a check that could not run fails the run (exit 3)"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.files import output_path, write_text
 
 TAKEOVER_COMMANDS = ("steps", "values", "objects")
 
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     values.add_argument("stack", metavar="STACK", help=stack_help)
     values.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
-    values.add_argument("--out", type=Path, help="write the table here instead of standard output")
+    values.add_argument("--out", type=output_path, help="write the table here instead of standard output")
     objects = commands.add_parser(
         "objects",
         prog="./supersonic takeover objects",
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     objects.add_argument(
         "--chart", type=Path, metavar="DIR", help="render this chart instead of the stack's pinned one"
     )
-    objects.add_argument("--out", type=Path, help="write the report here instead of standard output")
+    objects.add_argument("--out", type=output_path, help="write the report here instead of standard output")
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) >= 2 and argv[1] in TAKEOVER_COMMANDS and argv[0] not in TAKEOVER_COMMANDS:
         print(f"takeover: the command comes first: ./supersonic takeover {argv[1]} {argv[0]}", file=sys.stderr)
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     comparison = compare_values(live, render(args.stack)["release"]["values"])
     table = markdown(comparison, args.stack)
     if args.out:
-        args.out.write_text(table)
+        write_text(args.out, table)
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         print(table, end="")

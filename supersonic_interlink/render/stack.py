@@ -26,6 +26,7 @@ from supersonic_interlink.config.stack_config import (
     secret_key_of,
 )
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.files import write_text
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
@@ -145,7 +146,7 @@ def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[s
     written = []
     for name, text in files.items():
         path = out / name
-        path.write_text(text)
+        write_text(path, text)  # a link planted in the output directory is not followed
         written.append(path)
     chart_dir = out / CHART_DIR
     if chart_dir.is_dir():
@@ -155,7 +156,7 @@ def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[s
         for name, manifest in zip(file_names(masked), masked, strict=True):
             path = chart_dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(dump(manifest))
+            write_text(path, dump(manifest))
         written.append(chart_dir)
     return written
 

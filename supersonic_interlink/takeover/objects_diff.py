@@ -36,6 +36,7 @@ from supersonic_interlink.config import PROJECT, ChartSource, Settings
 from supersonic_interlink.config.loading import load_outside_yaml
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.files import write_text
 from supersonic_interlink.render.conformance import ROOT, Expected
 from supersonic_interlink.takeover.manifest_diff import ManifestDiff, ObjectKey, compare_manifests, object_key
 from supersonic_interlink.takeover.tree_diff import Change, format_path, markdown_cell, markdown_value
@@ -548,7 +549,7 @@ def command(
     notes = (first, *given.notes)
     report = markdown(comparison, stack, notes)
     if out is not None:
-        out.write_text(report)
+        write_text(out, report)
         print(f"wrote {out}", file=sys.stderr)
     else:
         print(report, end="")
