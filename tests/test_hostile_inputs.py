@@ -238,3 +238,25 @@ def test_takeover_out_that_is_a_link_is_refused(tmp_path: Path, capsys: pytest.C
         front_door.main(["takeover", "values", "hammer", "--live", str(live), "--out", str(link)])
     assert stopped.value.code == 2 and "is a symbolic link" in capsys.readouterr().err
     assert not (tmp_path / "elsewhere.md").exists()
+
+
+def test_an_integer_of_5000_digits_is_one_line_in_a_stack_file_and_in_pulumi_config() -> None:
+    from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+
+    with pytest.raises(YAMLInputError, match="is not a finite number"):
+        read_pulumi_yaml("v: " + "1" * 5000 + "\n")
+    assert read_pulumi_yaml("v: " + "1" * 300 + "\n")["v"] == float("1" * 300), "past uint64: a float, as yaml.v3"
+    config = stack_config("hammer")
+    config[f"{P}:keda"] = '{"minReplicaCount": ' + "1" * 5000 + "}"
+    with pytest.raises(ConfigError) as caught:
+        settings_from_config(config)
+    assert [p for p in caught.value.problems if p.startswith(f"{P}:keda = ")], caught.value.problems
+    assert all(len(p) < 400 and "\n" not in p for p in caught.value.problems), "a long value is cut"
+
+
+def test_json_nested_100000_deep_in_pulumi_config_is_one_line() -> None:
+    config = stack_config("hammer")
+    config[f"{P}:helmValues"] = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(ConfigError) as caught:
+        settings_from_config(config)
+    assert [p for p in caught.value.problems if p.startswith(f"{P}:helmValues = ")], caught.value.problems

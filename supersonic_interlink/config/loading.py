@@ -130,6 +130,8 @@ def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
     return defaults
 
 
+SHOWN_MAX = 200
+"""Longest value an error prints whole; a longer one is cut, with its length."""
 SECRET_SHOWN = "[secret]"
 """What an error prints in place of any part of a secret key's value."""
 
@@ -140,7 +142,13 @@ def _show(value: Any, secret: bool) -> str:
     also keeps control characters in other values from reaching the terminal)."""
     if secret:
         return SECRET_SHOWN
-    return json.dumps(value, sort_keys=True, default=str)
+    try:
+        shown = json.dumps(value, sort_keys=True, default=str)
+    except (ValueError, RecursionError):  # an integer past 4,300 digits, or nesting past the interpreter's
+        shown = f"<{type(value).__name__} too large to print>"
+    if len(shown) > SHOWN_MAX:
+        shown = f"{shown[: SHOWN_MAX // 2]}... ({len(shown)} characters)"
+    return shown
 
 
 def _key(path: str) -> str:
