@@ -47,8 +47,10 @@ def check_stack_name(stack: str) -> str:
         shown = stack if len(stack) <= 120 else f"{stack[:100]}... ({len(stack)} characters)"
         raise ConfigError(
             [
-                f"stack {shown!r}: not a stack name; the Pulumi CLI takes 1 to 100 letters, digits, '-', '_' or '.' "
-                f"(stacks: {', '.join(stack_names()) or 'none'})"
+                (
+                    f"stack {shown!r}: not a stack name; the Pulumi CLI takes 1 to 100 letters, digits, '-', '_' or "
+                    f"'.' (stacks: {', '.join(stack_names()) or 'none'})"
+                )
             ]
         )
     return stack
