@@ -91,12 +91,19 @@ def test_a_stack_with_secrets_diffs_without_any_ciphertext(tmp_path: Path) -> No
     root = git_project(tmp_path)
     stack = root / "stacks" / SECRET_STACK.name
     edit(stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
+    # `pulumi config set --secret` again: a new ciphertext, whatever the value.
+    edit(stack, "bA==:bm9uY2UtMDI=", "bA==:bm9uY2UtMDM=")
 
     result = diff(root, "secret-example", "--chart", str(CONFORMING), "--markdown")
 
     assert result.returncode == 0, result.stdout + result.stderr
     printed = result.stdout + result.stderr
     assert "<details><summary><b>secret-example</b>: 2 changed, 0 replaced" in printed
+    assert "1 secret(s) changed</summary>" in printed
+    assert (
+        "secret supersonic-interlink:triton.podAnnotations.example.org/pull-token: set again (its ciphertext changed; "
+        "the value, changed or not, is not shown)"
+    ) in printed, "a secret set again is said, though its placeholder renders the same on both sides"
     assert "    spec.maxReplicaCount\n-       10\n+       12\n" in printed, "the ScaledObject the chart renders"
     assert not [c for c in CIPHERTEXTS if c in printed], "a secret's ciphertext must never be printed"
 

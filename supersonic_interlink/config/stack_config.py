@@ -15,6 +15,7 @@ marks them.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -81,15 +82,32 @@ def cli_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
-def _secure_paths(value: Any, path: str) -> list[str]:
-    """Where ``{secure: <ciphertext>}`` sits in a value (config/object.go ``isSecureValue``)."""
+def _secure_values(value: Any, path: str) -> list[tuple[str, str]]:
+    """(path, ciphertext) of each ``{secure: <ciphertext>}`` in a value (config/object.go ``isSecureValue``)."""
     if isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("secure"), str):
-            return [path]
-        return [p for key, sub in value.items() for p in _secure_paths(sub, f"{path}.{key}")]
+            return [(path, value["secure"])]
+        return [p for key, sub in value.items() for p in _secure_values(sub, f"{path}.{key}")]
     if isinstance(value, list):
-        return [p for i, sub in enumerate(value) for p in _secure_paths(sub, f"{path}[{i}]")]
+        return [p for i, sub in enumerate(value) for p in _secure_values(sub, f"{path}[{i}]")]
     return []
+
+
+def _secure_paths(value: Any, path: str) -> list[str]:
+    return [found for found, _ in _secure_values(value, path)]
+
+
+def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
+    """Path -> SHA-256 of its ciphertext, for each ``secure:`` value: enough to tell that a secret was set again
+    (a new ciphertext, whatever the value), never what it is."""
+    found: dict[str, str] = {}
+    for key, value in stack_values.items():
+        try:
+            pairs = _secure_values(value, full_key(key))
+        except ConfigError:
+            continue
+        found.update((path, hashlib.sha256(text.encode()).hexdigest()) for path, text in pairs)
+    return found
 
 
 def full_key(key: str) -> str:

@@ -33,6 +33,19 @@ class StackDiff:
     chart_compared: bool
 
     @property
+    def secrets(self) -> list[str]:
+        """One line per secret config value added, removed or set again (its ciphertext changed); never a value."""
+        before, after = self.base.secrets, self.head.secrets
+        lines = [f"secret {path}: added (its value is not shown)" for path in after if path not in before]
+        lines += [f"secret {path}: removed" for path in before if path not in after]
+        lines += [
+            f"secret {path}: set again (its ciphertext changed; the value, changed or not, is not shown)"
+            for path in after
+            if path in before and before[path] != after[path]
+        ]
+        return lines
+
+    @property
     def chart_note(self) -> str:
         """Why the chart's objects are not compared ("" when they are)."""
         if self.chart_compared:
@@ -66,7 +79,8 @@ def text(diff: StackDiff) -> str:
     elif diff.chart_note:
         lines.append(f"chart objects: NOT compared: {diff.chart_note}")
     objects = diff.objects
-    lines.append("no change" if objects.empty else objects.counts())
+    lines.append("no change" if objects.empty and not diff.secrets else objects.counts())
+    lines += diff.secrets
     for key in objects.removed:
         lines.append(f"- {key} (removed)")
     for key in objects.added:
@@ -85,10 +99,12 @@ def text(diff: StackDiff) -> str:
 
 def markdown(diff: StackDiff) -> str:
     """The same text for a pull request comment: one collapsible section per stack (none for no change)."""
-    if diff.objects.empty and diff.chart_compared:
+    if diff.objects.empty and diff.chart_compared and not diff.secrets:
         return f"- **{diff.stack}**: no change\n"
     fence = "````"
     summary = "no change" if diff.objects.empty else diff.objects.counts()
+    if diff.secrets:
+        summary += f"; {len(diff.secrets)} secret(s) changed"
     if not diff.chart_compared:
         summary += "; chart objects not compared"
     return (

@@ -33,7 +33,7 @@ from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import ChartSource, load_yaml
-from supersonic_interlink.config.stack_config import stack_file
+from supersonic_interlink.config.stack_config import read_stack_document, secret_digests, stack_file
 from supersonic_interlink.render.release import mask
 from supersonic_interlink.render.stack import CHART_DIR, locate_chart, render, write
 
@@ -61,6 +61,8 @@ class Side:
     """The chart's objects, or None with ``chart_note`` saying why they are not there."""
     chart_note: str = ""
     namespace: str = ""
+    secrets: dict[str, str] = field(default_factory=dict)
+    """Path of each secret config value -> digest of its ciphertext (``stack_config.secret_digests``)."""
 
 
 def git(*args: str, cwd: Path = ROOT, binary: bool = False) -> Any:
@@ -149,7 +151,9 @@ def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
     rendered = render(stack)
     objects, note = _chart_objects(stack, rendered, chart_dir, ROOT)
     write(rendered, out, objects)
-    return read_tree(out, "working tree", note)
+    side = read_tree(out, "working tree", note)
+    side.secrets = secret_digests(read_stack_document(stack_file(stack)))
+    return side
 
 
 def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None = None) -> Side:
@@ -176,6 +180,7 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
             lines = [line.strip() for line in printed.splitlines() if line.strip()]
             raise SideError(f"{label}: the stack does not render there: {' / '.join(lines[-4:]) or 'no output'}")
         side = read_tree(out, label)
+        side.secrets = secret_digests(read_stack_document(tree / "stacks" / f"Pulumi.{stack}.yaml"))
         if side.chart is None or chart_dir is not None:
             # The base's render did not write them (its pinned chart is not in the cache yet, as a render never
             # fetches, or its code predates chart/), or another chart is asked for: they are rendered here, from
