@@ -24,7 +24,11 @@ from supersonic_interlink.config.stack_config import stack_names
 def main(argv: list[str] | None = None) -> int:
     from supersonic_interlink.diff import report, sides
 
-    parser = argparse.ArgumentParser(prog="./supersonic diff", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="./supersonic diff",
+        description=__doc__.split("\n\n")[0],
+        epilog="example: ./supersonic diff hammer --base main --chart tests/charts/conforming",
+    )
     parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}, or one only the base has)")
     parser.add_argument("--base", metavar="REF", help="git ref to compare with (default: merge base with main)")
     parser.add_argument("--chart", type=Path, metavar="DIR", help="render both sides with this chart directory")
