@@ -8,7 +8,7 @@ from supersonic_interlink.engine.toolchain import BUILDS, USAGE, ToolchainError,
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] in (["-h"], ["--help"]) or argv[:1] in (["build"], ["path"]) and argv[1:2] in (["-h"], ["--help"]):
+    if argv[:1] in (["-h"], ["--help"]) or (argv[:1] in (["build"], ["path"]) and argv[1:2] in (["-h"], ["--help"])):
         print(USAGE.format(names=", ".join(n for b in BUILDS for n in b.packages)))
         return 0
     if len(argv) >= 1 and argv[0] == "path" and len(argv) == 2:
