@@ -135,13 +135,14 @@ def test_ready_timeout_edit_replaces_the_config_map_only_after_the_upgrade(proje
 
 
 RAISED = {"readyTimeoutSeconds": 1200, "holdMinReplicasSeconds": 1200, "enabled": True}
-REFUSED_TOLERATION = [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists", "value": "true"}]
-"""A toleration the API server refuses (a value with operator Exists) and the program's checks let through."""
+REFUSED_PROBE = {"successThreshold": 3, "periodSeconds": -1}
+"""A readiness probe the API server refuses (periodSeconds below 0) and the program lets through: the probe objects
+are passed to the chart as given (Pulumi.yaml: "in the form the chart renders it"), and the chart renders the field."""
 
 
-def with_refused_toleration(config: dict[str, Any]) -> dict[str, Any]:
+def with_refused_probe(config: dict[str, Any]) -> dict[str, Any]:
     triton = dict(config["supersonic-interlink:triton"])
-    triton["tolerations"] = REFUSED_TOLERATION
+    triton["readinessProbe"] = REFUSED_PROBE
     return {**config, "supersonic-interlink:triton": triton}
 
 
@@ -153,12 +154,12 @@ def test_rejected_upgrade_rolls_back_and_keeps_the_old_config_map(project: Proje
     before_maps = live_envoy_config_maps(project, namespace)
 
     # Step 1: a new Envoy config and a value the API server refuses.
-    project.write_stack(STACK, with_refused_toleration(hammer_like(namespace, RELEASE, chart, scaleFromZero=RAISED)))
+    project.write_stack(STACK, with_refused_probe(hammer_like(namespace, RELEASE, chart, scaleFromZero=RAISED)))
     with pytest.raises(EngineError) as failure:
         project.run(STACK, "up")
     message = str(failure.value)
     # Readable: the API server's own reason, naming the field.
-    assert "spec.template.spec.tolerations[0].operator" in message and "must be empty" in message, message
+    assert "readinessProbe.periodSeconds" in message and "must be greater than" in message, message
 
     # Helm is back at the last good release; the old ConfigMap the running Envoy reads is still there.
     status = helm_status(project.cluster, RELEASE, namespace)
@@ -188,7 +189,7 @@ def test_a_rejected_first_upgrade_cannot_roll_back_to_an_install_that_created_th
     deploy(project, namespace, chart)
     before_maps = live_envoy_config_maps(project, namespace)
 
-    project.write_stack(STACK, with_refused_toleration(hammer_like(namespace, RELEASE, chart, scaleFromZero=RAISED)))
+    project.write_stack(STACK, with_refused_probe(hammer_like(namespace, RELEASE, chart, scaleFromZero=RAISED)))
     with pytest.raises(EngineError) as failure:
         project.run(STACK, "up")
     helm_says = f'no PersistentVolumeClaim with the name "{CHART.model_repository_claim}" found'
