@@ -13,45 +13,38 @@ from pydantic import (
     model_validator,
 )
 
+from supersonic_interlink.config.model_envoy import EnvoySettings
+from supersonic_interlink.config.model_triton import Tolerations, TritonSettings
 from supersonic_interlink.config.rules import (
     CHANGES_UP,
     CLEANUP_KEEP_MAX,
-    ENVOY_DURATION_MAX_SECONDS,
     HELM_UPGRADE_MARGIN_SECONDS,
     HPA_MAX_PERIOD_SECONDS,
     HPA_MAX_STABILIZATION_WINDOW_SECONDS,
     INT32_MAX,
-    INT64_MAX,
     PULUMI_NUMBER_MAX,
     READY_TIMEOUT_MAX_SECONDS,
-    UINT32_MAX,
-    AbsolutePath,
-    AnnotationMap,
+    Expect,
+    Frozen,
+    Limits,
+    Model,
+    OneOf,
+    _fail,
+    _fail_at,
+)
+from supersonic_interlink.config.types import (
     ChartPath,
     ChartRepo,
     Cron,
     ExactVersion,
-    Expect,
-    Frozen,
     GitCommit,
     GitURL,
     Host,
     Image,
-    JSONObject,
     KubernetesName,
     LabelMap,
-    LabelValue,
-    Limits,
-    Model,
-    OneOf,
     Port,
-    QualifiedName,
-    Quantity,
     ReleaseName,
-    _fail,
-    _fail_at,
-    overcommit_allowed,
-    quantity_value,
 )
 from supersonic_interlink.contract import CHART
 
@@ -216,242 +209,6 @@ class PrometheusSettings(Model):
     url: Annotated[Host, Field(description="required per stack: host name without scheme or port")]
     port: Port
     scheme: Annotated[str, OneOf(("http", "https"))]
-
-
-class ModelRepositorySettings(Model):
-    """Where Triton finds its models."""
-
-    enabled: bool
-    storageType: Annotated[str, OneOf(("cvmfs-pvc", "cvmfs-hostPath", "pvc", "nfs"))]
-    mountPath: AbsolutePath
-
-
-class ServiceMetadata(Model):
-    """Labels and annotations of the headless Triton Service."""
-
-    labels: LabelMap
-    annotations: AnnotationMap
-
-
-class ResourceRequirements(Model):
-    """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...)."""
-
-    requests: Annotated[Mapping[QualifiedName, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
-        default_factory=dict
-    )
-    limits: Annotated[Mapping[QualifiedName, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
-        default_factory=dict
-    )
-
-    @model_validator(mode="after")
-    def _as_the_api_server_checks(self) -> ResourceRequirements:
-        # validation.go ValidateContainerResourceRequirements and ValidateResourceQuantityValue.
-        for name, quantity in {**self.limits, **self.requests}.items():
-            where = "requests" if name in self.requests else "limits"
-            if not overcommit_allowed(name) and quantity_value(quantity).denominator != 1:
-                raise _fail_at(f"{where}.{name}", quantity, "a whole number (the API server: must be an integer)")
-        for name, request in self.requests.items():
-            limit = self.limits.get(name)
-            if limit is None:
-                if not overcommit_allowed(name):
-                    raise _fail_at(
-                        f"limits.{name}",
-                        None,
-                        "a limit equal to the request (the API server: Limit must be set for non overcommitable "
-                        "resources)",
-                    )
-                continue
-            if not overcommit_allowed(name) and quantity_value(request) != quantity_value(limit):
-                raise _fail_at(
-                    f"requests.{name}",
-                    request,
-                    "the limit ({limit}): the API server requires a request equal to the limit of a resource "
-                    "that cannot be overcommitted",
-                    limit=limit,
-                )
-            if quantity_value(request) > quantity_value(limit):
-                raise _fail_at(
-                    f"requests.{name}",
-                    request,
-                    "at most the limit ({limit}) (the API server: must be less than or equal to the limit)",
-                    limit=limit,
-                )
-        return self
-
-
-class Toleration(Model):
-    """A Kubernetes toleration, with the API server's rules (validation.go ``ValidateTolerations``)."""
-
-    key: QualifiedName | None = None
-    operator: Annotated[str, OneOf(("Exists", "Equal"))] | None = None
-    value: LabelValue | None = None
-    effect: Annotated[str, OneOf(("NoSchedule", "PreferNoSchedule", "NoExecute"))] | None = None
-    tolerationSeconds: (
-        Annotated[
-            int,
-            Limits(
-                -PULUMI_NUMBER_MAX, PULUMI_NUMBER_MAX, "a Kubernetes int64 that stays exact through Pulumi's numbers"
-            ),
-        ]
-        | None
-    ) = None
-
-    @model_validator(mode="after")
-    def _as_the_api_server_checks(self) -> Toleration:
-        if not self.key and self.operator != "Exists":
-            raise _fail_at(
-                "operator",
-                self.operator,
-                "Exists when key is empty (the API server: an empty key with Exists matches every taint)",
-            )
-        if self.operator == "Exists" and self.value:
-            raise _fail_at("value", self.value, "no value with operator Exists (the API server refuses one)")
-        if self.tolerationSeconds is not None and self.effect != "NoExecute":
-            raise _fail_at(
-                "effect",
-                self.effect,
-                "NoExecute when tolerationSeconds is set (the API server refuses any other effect)",
-            )
-        return self
-
-
-Tolerations = Annotated[tuple[Toleration, ...], Frozen, Expect("a list of tolerations")]
-Args = Annotated[
-    tuple[str, ...],
-    Field(min_length=1),
-    Frozen,
-    Expect("a non-empty list of strings (Triton's arguments; [] would start the image without a model repository)"),
-]
-Command = Annotated[tuple[str, ...], Frozen, Expect("a list of strings")]
-
-
-class TritonSettings(Model):
-    """The Triton inference server pods."""
-
-    image: Image
-    command: Command
-    args: Annotated[Args, Field(description="required per stack")]
-    resources: ResourceRequirements
-    nodeSelector: LabelMap
-    tolerations: Tolerations
-    podAnnotations: Annotated[AnnotationMap, Field(description="interLink's slurm-job.vk.io/* annotations go here")]
-    service: ServiceMetadata
-    modelRepository: ModelRepositorySettings
-    readinessProbe: Annotated[
-        JSONObject,
-        Field(
-            description="the chart's exec probe, in the form the chart renders it: command (list of strings), "
-            "initialDelaySeconds, periodSeconds, timeoutSeconds, successThreshold, failureThreshold (the chart "
-            "renders no grpc or httpGet handler); {} keeps the chart's"
-        ),
-    ]
-    startupProbe: Annotated[
-        JSONObject,
-        Field(
-            description="the chart's httpGet probe: httpGet {path, port}, initialDelaySeconds, periodSeconds, "
-            "failureThreshold; {} keeps the chart's"
-        ),
-    ]
-
-
-_ENVOY_MS_MAX = ENVOY_DURATION_MAX_SECONDS * 1000
-
-
-EnvoyMillis = Annotated[int, Limits(1, _ENVOY_MS_MAX, "milliseconds of an Envoy duration")]
-EnvoySeconds = Annotated[int, Limits(1, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")]
-EnvoySecondsOrZero = Annotated[int, Limits(0, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")]
-EnvoyCount = Annotated[int, Limits(1, UINT32_MAX, "an Envoy uint32")]
-
-
-class OutlierDetectionSettings(Model):
-    """Outlier ejection on the Triton cluster."""
-
-    consecutive5xx: EnvoyCount
-    consecutiveGatewayFailure: EnvoyCount
-    intervalSeconds: EnvoySeconds
-    baseEjectionTimeSeconds: EnvoySeconds
-    maxEjectionPercent: Annotated[int, Limits(1, 100, "a percentage")]
-
-
-class InferenceRetrySettings(Model):
-    """The retry policy of the inference route."""
-
-    numRetries: EnvoyCount
-    hostSelectionRetryMaxAttempts: Annotated[int, Limits(1, INT64_MAX, "an Envoy int64")]
-    backOffBaseMs: EnvoyMillis
-    backOffMaxMs: EnvoyMillis
-
-    @model_validator(mode="after")
-    def _back_off(self) -> InferenceRetrySettings:
-        _check_back_off(self)
-        return self
-
-
-class RepositoryIndexRetrySettings(Model):
-    """The retry policy of the RepositoryIndex route (the chart's numbers by default)."""
-
-    numRetries: Annotated[int, Limits(0, UINT32_MAX, "an Envoy uint32")]
-    perTryTimeoutMs: EnvoyMillis
-    backOffBaseMs: EnvoyMillis
-    backOffMaxMs: EnvoyMillis
-
-    @model_validator(mode="after")
-    def _back_off(self) -> RepositoryIndexRetrySettings:
-        _check_back_off(self)
-        return self
-
-
-def _check_back_off(retry: InferenceRetrySettings | RepositoryIndexRetrySettings) -> None:
-    if retry.backOffBaseMs > retry.backOffMaxMs:
-        raise _fail_at(
-            "backOffBaseMs",
-            retry.backOffBaseMs,
-            "a value <= backOffMaxMs ({backOffMaxMs}); Envoy refuses a base interval above the maximum",
-            backOffMaxMs=retry.backOffMaxMs,
-        )
-
-
-class CircuitBreakerSettings(Model):
-    """Default-priority circuit-breaker thresholds of the Triton cluster (see docs/envoy.md for the choice)."""
-
-    maxConnections: EnvoyCount
-    maxPendingRequests: EnvoyCount
-    maxRequests: EnvoyCount
-    maxRetries: EnvoyCount
-
-
-class EnvoySettings(Model):
-    """The Envoy proxy in front of Triton and the configuration this program computes for it. Envoy's ports are the
-    chart's (8001, 9901, 8080), not settings: the chart takes no value for them."""
-
-    image: Image
-    nodeSelector: LabelMap
-    tolerations: Tolerations
-    serviceType: Annotated[str, OneOf(("LoadBalancer", "ClusterIP", "NodePort"))]
-    loadBalancerPolicy: Annotated[
-        Annotated[str, OneOf(("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV"))],
-        Field(description="of the Triton cluster in the computed Envoy configuration"),
-    ]
-    grpcRouteTimeoutSeconds: Annotated[EnvoySecondsOrZero, Field(description="route timeout of both routes; 0 = none")]
-    bufferMaxRequestBytes: Annotated[
-        EnvoyCount, Field(description="largest request body buffered (and so replayable); larger gets 413")
-    ]
-    connectTimeoutMs: EnvoyMillis
-    dnsRefreshMs: Annotated[
-        Annotated[int, Limits(2, _ENVOY_MS_MAX, "Envoy requires a DNS refresh rate above 1 ms")],
-        Field(description="DNS refresh period of the Triton cluster"),
-    ]
-    outlierDetection: OutlierDetectionSettings
-    inferenceRetry: InferenceRetrySettings
-    repositoryIndexRetry: RepositoryIndexRetrySettings
-    circuitBreakers: Annotated[
-        CircuitBreakerSettings,
-        Field(
-            description="with Envoy's default maxRetries (3), when a Triton restarts under load every retry beyond "
-            "the third concurrent one fails at once; maxRetries equal to maxRequests refuses a retry only when a "
-            "new request would be refused too (docs/envoy.md)"
-        ),
-    ]
 
 
 class CleanupSettings(Model):
