@@ -7,7 +7,7 @@ import difflib
 import functools
 import json
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,11 +18,10 @@ from pydantic import (
     ValidationError,
 )
 
+from supersonic_interlink.config.cross_checks import _cross_checks
 from supersonic_interlink.config.model import (
     REPLACED_WHOLE,
     SECRET_CAPABLE,
-    KedaSettings,
-    ScaleFromZeroSettings,
     Settings,
 )
 from supersonic_interlink.config.pulumi_yaml import (
@@ -44,6 +43,7 @@ from supersonic_interlink.config.rules import (
     Model,
     expanded,
 )
+from supersonic_interlink.config.show import _key, _show
 
 # ---------------------------------------------------------------------------------------- loading
 
@@ -128,31 +128,6 @@ def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
         if isinstance(declaration, dict) and "default" in declaration:
             defaults[key] = json.loads(json.dumps(declaration["default"]))
     return defaults
-
-
-SHOWN_MAX = 200
-"""Longest value an error prints whole; a longer one is cut, with its length."""
-SECRET_SHOWN = "[secret]"
-"""What an error prints in place of any part of a secret key's value."""
-
-
-def _show(value: Any, secret: bool) -> str:
-    """A value as a config error prints it: the one place that does, so a secret is never printed (not even
-    escaped: the CLI masks a secret by its exact text, and ``json.dumps`` escapes ``"``, ``\\`` and non-ASCII, which
-    also keeps control characters in other values from reaching the terminal)."""
-    if secret:
-        return SECRET_SHOWN
-    try:
-        shown = json.dumps(value, sort_keys=True, default=str)
-    except (ValueError, RecursionError):  # an integer past 4,300 digits, or nesting past the interpreter's
-        shown = f"<{type(value).__name__} too large to print>"
-    if len(shown) > SHOWN_MAX:
-        shown = f"{shown[: SHOWN_MAX // 2]}... ({len(shown)} characters)"
-    return shown
-
-
-def _key(path: str) -> str:
-    return f"{PROJECT}:{path}"
 
 
 def thaw(value: Any) -> Any:
@@ -438,55 +413,3 @@ def _adapter(name: str) -> TypeAdapter[Any]:
     info = Settings.model_fields[name]
     annotated: Any = Annotated[(info.annotation, *info.metadata)]
     return TypeAdapter(annotated, config=ConfigDict(strict=True))
-
-
-# ---------------------------------------------------------------------------------------- cross-key rules
-
-
-Show = Callable[[str, Any], str]
-"""How a cross-key rule prints a value: ``show(top_level_key, value)`` (``[secret]`` for a secret key's)."""
-
-
-def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings, show: Show) -> list[str]:
-    problems: list[str] = []
-    if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
-        hold, ready = show("scaleFromZero", sfz.holdMinReplicasSeconds), show("scaleFromZero", sfz.readyTimeoutSeconds)
-        problems.append(
-            f"{_key('scaleFromZero.holdMinReplicasSeconds')} = {hold}: expected a value >= "
-            f"scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a hold shorter than the wake it protects"
-        )
-    if sfz.enabled and not keda.enabled:
-        problems.append(
-            f"{_key('keda.enabled')} = {show('keda', False)}: expected true while scaleFromZero.enabled is true "
-            f"(KEDA is what scales Triton back down)"
-        )
-    if keda.minReplicaCount > keda.maxReplicaCount:
-        problems.append(
-            f"{_key('keda.minReplicaCount')} = {show('keda', keda.minReplicaCount)}: expected a value <= "
-            f"keda.maxReplicaCount ({show('keda', keda.maxReplicaCount)})"
-        )
-    if keda.minReplicaCount == 0 and not sfz.enabled:
-        problems.append(
-            f"{_key('keda.minReplicaCount')} = {show('keda', 0)}: expected >= 1 unless scaleFromZero.enabled is true "
-            f"(nothing would wake Triton from zero)"
-        )
-    return problems
-
-
-_CROSS_CHECKS: tuple[tuple[tuple[str, ...], Callable[..., list[str]]], ...] = (
-    (("scaleFromZero", "keda"), _check_scaling),
-)
-"""Rules that relate several top-level keys, with the sections each needs. A rule runs whenever its sections
-parsed, so a type error in one section does not hide a conflict in another. Rules within one section are model
-validators of that section."""
-
-
-def _cross_checks(sections: Mapping[str, Any], secrets: frozenset[str] = frozenset()) -> list[str]:
-    def show(key: str, value: Any) -> str:
-        return _show(value, key in secrets)
-
-    problems: list[str] = []
-    for needs, check in _CROSS_CHECKS:
-        if all(sections.get(name) is not None for name in needs):
-            problems.extend(check(*(sections[name] for name in needs), show))
-    return problems
