@@ -241,7 +241,8 @@ def test_takeover_out_that_is_a_link_is_refused(tmp_path: Path, capsys: pytest.C
 
 
 def test_an_integer_of_5000_digits_is_one_line_in_a_stack_file_and_in_pulumi_config() -> None:
-    from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+    from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
+    from supersonic_interlink.config.yaml_nodes import YAMLInputError
 
     with pytest.raises(YAMLInputError, match="is not a finite number"):
         read_pulumi_yaml("v: " + "1" * 5000 + "\n")

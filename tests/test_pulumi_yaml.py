@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
+from supersonic_interlink.config.yaml_nodes import YAMLInputError
 
 # (YAML scalar, value the program receives, where the rule is)
 SCALARS = [

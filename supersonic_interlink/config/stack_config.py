@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.config import PROJECT, PROJECT_FILE, ConfigError, project_defaults
-from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
+from supersonic_interlink.config.yaml_nodes import YAMLInputError
 
 ROOT = PROJECT_FILE.parent
 STACKS_DIR = ROOT / "stacks"
