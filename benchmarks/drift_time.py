@@ -14,17 +14,15 @@ object refused by the dry-run, so its objects are applied one by one):
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from e2e_harness import Project, e2e_chart, hammer_like
+from timing import show, timed
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.drift import release
@@ -32,21 +30,6 @@ from supersonic_interlink.drift.check import Tools, compare, deployed_release, o
 from supersonic_interlink.engine.cluster import LocalCluster
 
 STACK, NAMESPACE, RELEASE = "bench", "bench", "supersonic-interlink"
-
-
-def timed(what: Callable[[], object], runs: int) -> list[float]:
-    seconds = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        what()
-        seconds.append(time.perf_counter() - started)
-    return seconds
-
-
-def show(name: str, seconds: list[float]) -> float:
-    median = statistics.median(seconds)
-    print(f"{name}: median {median:.2f} s (min {min(seconds):.2f}, max {max(seconds):.2f}, n={len(seconds)})")
-    return median
 
 
 def main() -> int:

@@ -13,12 +13,10 @@ Prints (medians of N, default 5):
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import pulumi
 import yaml
 from e2e_harness import Project, e2e_chart, hammer_like
+from timing import show, timed
 
 from supersonic_interlink.chart import binaries
 from supersonic_interlink.engine import run as run_module
@@ -34,21 +33,6 @@ from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import LocalCluster
 from supersonic_interlink.engine.run import gated
 from supersonic_interlink.render.stack import render
-
-
-def timed(what: Callable[[], object], runs: int) -> list[float]:
-    seconds = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        what()
-        seconds.append(time.perf_counter() - started)
-    return seconds
-
-
-def show(name: str, seconds: list[float]) -> float:
-    median = statistics.median(seconds)
-    print(f"{name}: median {median:.2f} s (min {min(seconds):.2f}, max {max(seconds):.2f}, n={len(seconds)})")
-    return median
 
 
 def main() -> int:
