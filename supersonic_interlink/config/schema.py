@@ -1,7 +1,7 @@
 """``Pulumi.yaml``'s ``config:`` types and descriptions, generated from the settings models.
 
-The models in ``config/model*.py`` are the one declaration of every key; ``Pulumi.yaml`` carries what the Pulumi CLI needs
-(each key's ``type``) and what ``pulumi config`` shows (its ``description``), plus the defaults, which are written
+The models in ``config/model*.py`` are the one declaration of every key; ``Pulumi.yaml`` carries what the Pulumi CLI
+needs (each key's ``type``) and what ``pulumi config`` shows (its ``description``), plus the defaults, which are written
 only there. ``tests/test_schema.py`` fails when the file and the models drift apart;
 
     python -m supersonic_interlink.config.schema --write
