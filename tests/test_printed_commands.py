@@ -116,6 +116,8 @@ def runs_as_printed(words: tuple[str, ...]) -> bool:
         files = [w for w in words if w.endswith((".yaml", ".yml"))]
         runnable = (words[1:2] == ("steps",) and "--live" not in words) or words[1:2] == ("values",)
         return runnable and len(words) > 2 and words[2] in _stacks() and all((EXAMPLES / f).is_file() for f in files)
+    if verb == "cluster":  # read-only: says whether the local control plane runs, and its environment if it does
+        return words[1:] in (("status",), ("env",))
     if verb == "probe":
         return words[1:2] == ("report",) and (EXAMPLES / words[2]).is_file() if len(words) > 2 else False
     return False
