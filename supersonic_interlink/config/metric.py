@@ -4,8 +4,11 @@
 ``release=~"supersonic-interlink", namespace=~"cms"``; a stack file copied for another cluster keeps those unless
 someone remembers them, and KEDA would then scale the new release on the old one's queue. So every ``release`` and
 ``namespace`` label matcher that selects (``=`` or ``=~``; Prometheus anchors a regular expression at both ends) must
-select this stack's instance name and namespace. Negative matchers (``!=``, ``!~``) select nothing and are left
-alone; a metric without such selectors (the chart's own, or a secret rendered offline as its placeholder) passes.
+select this stack's instance name and namespace and nothing else: ``="<name>"``, or ``=~`` with the name itself as the
+expression (``=~"supersonic-interlink"``, as the live metric writes it); ``=~".*"`` or an alternation selects other
+releases too and is refused. A metric that is set must have both a ``release`` and a ``namespace`` selector, or it
+would sum every release's queue. Negative matchers (``!=``, ``!~``) select nothing and are left alone. An empty
+metric (the chart's own) and a secret rendered offline as its placeholder are not checked here.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from supersonic_interlink.config.rules import PROJECT
+from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER
 
 _MATCHER = re.compile(
     r"(?<![\w.])(?P<label>release|namespace)\s*(?P<op>=~|!~|!=|=)\s*"
@@ -43,13 +47,10 @@ def matchers(metric: str) -> list[Matcher]:
     return [Matcher(m["label"], m["op"], _unquote(m["value"]), m.group(0)) for m in _MATCHER.finditer(metric)]
 
 
-def _selects(matcher: Matcher, wanted: str) -> bool:
-    if matcher.op == "=":
-        return matcher.value == wanted
-    try:
-        return re.fullmatch(matcher.value, wanted) is not None
-    except re.error:
-        return False
+def _selects_only(matcher: Matcher, wanted: str) -> bool:
+    """Whether the matcher selects ``wanted`` and no other value: the name itself, or the name as an expression
+    (a release or namespace name is a DNS label, so escaping changes nothing but ``-``)."""
+    return matcher.value == wanted or (matcher.op == "=~" and matcher.value == re.escape(wanted))
 
 
 def borrowed_selectors(metric: str, release: str, namespace: str, *, secret: bool = False) -> list[str]:
@@ -57,11 +58,20 @@ def borrowed_selectors(metric: str, release: str, namespace: str, *, secret: boo
 
     ``secret``: the metric came from a secret, so the message names the label but not what the metric says.
     """
+    if not metric.strip() or SECRET_PLACEHOLDER in metric:
+        return []  # the chart's own metric; or a secret, whose text is not here offline (pulumi preview checks it)
     wanted = {"release": release, "namespace": namespace}
     setting = {"release": "release.name", "namespace": "namespace"}
     problems = []
-    for matcher in matchers(metric):
-        if matcher.op not in ("=", "=~") or _selects(matcher, wanted[matcher.label]):
+    found = matchers(metric)
+    for label in ("release", "namespace"):
+        if not any(m.label == label and m.op in ("=", "=~") for m in found):
+            problems.append(
+                f'{PROJECT}:serverLoad.metric: no {label} selector; expected {label}=~"{wanted[label]}" in each '
+                f"series selector ({setting[label]}), or KEDA would scale this release on every {label}'s load"
+            )
+    for matcher in found:
+        if matcher.op not in ("=", "=~") or _selects_only(matcher, wanted[matcher.label]):
             continue
         shown = f"its {matcher.label} selector" if secret else matcher.text
         problems.append(
