@@ -247,3 +247,20 @@ def test_an_empty_file_or_one_with_only_comments_is_no_document() -> None:
 
 def test_folded_text_is_joined_with_spaces_as_yaml_says() -> None:
     assert read_pulumi_yaml("v: >-\n  a\n  b\n") == {"v": "a b"}
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [
+        ("0" + "7" * 400, "has a leading zero"),  # octal past int64: Go reads a float, here infinite
+        ("-0" + "7" * 400, "has a leading zero"),
+        ("0" + "7" * 5000, "has a leading zero"),
+        ("9" * 400 + ".5e999", "is not a finite number"),
+        ("!!float " + "x" * 5000, "cannot decode"),
+    ],
+)
+def test_a_huge_number_is_one_short_line_naming_its_length(value: str, complaint: str) -> None:
+    with pytest.raises(YAMLInputError) as refused:
+        read_pulumi_yaml(f"config:\n  supersonic-interlink:scaleFromZero:\n    readyTimeoutSeconds: {value}\n")
+    message = str(refused.value)
+    assert complaint in message and "characters)" in message and len(message) < 300, message

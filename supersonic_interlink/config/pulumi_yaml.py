@@ -228,15 +228,16 @@ class _Decoder:
         if tag == BINARY:
             return _binary(node)
         if tag in (INT, FLOAT) and _LEADING_ZERO.fullmatch(node.value.replace("_", "")):
+            read_as = f"; this one is {int(value)}" if tag == INT or math.isfinite(value) else ""
             raise YAMLInputError(
-                f"line {node.line}: {node.value} has a leading zero, which the Pulumi CLI reads as octal where the "
-                f"digits allow (0600 is 384; this one is {int(value)}); write it without the zero, with 0o for octal, "
-                f"or quote it for text"
+                f"line {node.line}: {_short(node.value)} has a leading zero, which the Pulumi CLI reads as octal where "
+                f"the digits allow (0600 is 384{_short(read_as)}); write it without the zero, with 0o for octal, or "
+                f"quote it for text"
             )
         if tag == FLOAT and not math.isfinite(value):
             raise YAMLInputError(
-                f"line {node.line}: {node.value!r} is not a finite number; the Pulumi CLI cannot pass it to the "
-                f"program (json: unsupported value)"
+                f"line {node.line}: {_short(repr(node.value))} is not a finite number; the Pulumi CLI cannot pass it "
+                f"to the program (json: unsupported value)"
             )
         if tag == FLOAT and value.is_integer() and abs(value) < 1e21:
             return int(value)  # Go's JSON writes it without a fraction; the program reads an integer
@@ -379,3 +380,11 @@ def read_pulumi_yaml(data: bytes | str) -> Any:
     decoder = _Decoder()
     decoder.decode_count += 1  # the document node
     return decoder.unmarshal(root)
+
+
+_SHORT = 60
+
+
+def _short(text: str) -> str:
+    """A value as an error quotes it: whole up to 60 characters, else its start and its length."""
+    return text if len(text) <= _SHORT else f"{text[: _SHORT // 2]}... ({len(text)} characters)"

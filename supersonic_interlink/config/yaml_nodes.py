@@ -172,7 +172,8 @@ def _resolve(tag: str, text: str) -> tuple[str, Any]:
         return rtag, value
     if tag == FLOAT and rtag == INT:
         return FLOAT, float(value)
-    raise YAMLInputError(f"cannot decode {rtag} `{text}` as a {tag}")
+    shown = text if len(text) <= 60 else f"{text[:30]}... ({len(text)} characters)"
+    raise YAMLInputError(f"cannot decode {rtag} `{shown}` as a {tag}")
 
 
 @functools.lru_cache(maxsize=1024)  # the composer and the decoder resolve each plain scalar one after the other
