@@ -131,8 +131,17 @@ def test_a_stack_new_in_the_working_tree_is_all_added(tmp_path: Path) -> None:
 def test_a_base_that_is_not_a_commit_is_one_line(tmp_path: Path) -> None:
     root = git_project(tmp_path)
     result = diff(root, "hammer", "--base", "no-such-ref")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert result.stderr.strip() == "stack hammer: --base no-such-ref: not a commit in this repository"
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "stack hammer: --base 'no-such-ref': not a commit in this repository"
+    empty = diff(root, "hammer", "--base", "")
+    assert empty.returncode == 2 and "--base is empty" in empty.stderr
+
+
+def test_a_stack_neither_side_has_is_a_usage_error_not_an_empty_diff(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = diff(root, "hamer")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "no stack file stacks/Pulumi.hamer.yaml at the base or in the working tree" in result.stderr
 
 
 def test_the_working_tree_is_never_touched(tmp_path: Path) -> None:

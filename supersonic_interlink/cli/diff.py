@@ -2,12 +2,12 @@
 
     ./supersonic diff <stack> [--base REF] [--chart DIR] [--markdown] [--strict]
 
-The base (default: the merge base of HEAD with main) is rendered from `git archive REF` in a temporary directory by
-its own code; the working tree as `./supersonic render --out` renders it. Both include the chart's objects when the
-chart is on disk (a pinned commit, fetched if missing, or --chart DIR). Prints each object added, removed, replaced or
-changed, with the changed fields; Secret data is masked and secret config values are placeholders. --markdown wraps
-the same text for a pull request comment. Exit 0 when the diff is printed, 1 when a side cannot be rendered, 2 for
-a usage or config error, 3 under --strict when the chart's objects could not be compared.
+The base (default: the merge base of HEAD with main) is rendered from `git archive REF` in a temporary directory by its
+own code; the working tree as `./supersonic render --out` renders it. Both include the chart's objects when the chart is
+on disk (a pinned commit, fetched if missing, or --chart DIR). Prints each object added, removed, replaced or changed,
+with the changed fields; Secret data is masked and secret config values are placeholders. --markdown wraps the same text
+for a pull request comment. Exit 0 when the diff is printed, 1 when a side cannot be rendered, 2 for a usage or config
+error (an unknown stack, a --base that is no commit), 3 under --strict when the chart's objects could not be compared.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
     parser.add_argument("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
     args = parser.parse_args(argv)
+    if args.base is not None and not args.base.strip():
+        parser.error("--base is empty: give a branch, a tag or a commit, or leave it out for the merge base with main")
     if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
         parser.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
     try:
@@ -44,9 +46,19 @@ def main(argv: list[str] | None = None) -> int:
         for problem in error.problems:
             print(f"  {problem}", file=sys.stderr)
         return EXIT_USAGE
+    except sides.BaseRefError as error:
+        print(f"stack {args.stack}: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except sides.SideError as error:
         print(f"stack {args.stack}: {error}", file=sys.stderr)
         return EXIT_FINDING
+    if not result.base.exists and not result.head.exists:
+        print(
+            f"stack {args.stack}: no stack file stacks/Pulumi.{args.stack}.yaml at the base or in the working tree "
+            f"(stacks: {', '.join(stack_names())})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     print(report.markdown(result) if args.markdown else report.text(result), end="")
     if args.strict and not result.chart_compared:
         print(f"stack {args.stack}: --strict: the chart's objects were not compared (exit 3)", file=sys.stderr)

@@ -48,6 +48,10 @@ class SideError(Exception):
     """One side cannot be rendered; the message says which and why, in one line."""
 
 
+class BaseRefError(SideError):
+    """The --base given names no commit: a usage error."""
+
+
 @dataclass
 class Side:
     """One side's objects, as the render tree holds them (Secret data masked)."""
@@ -91,7 +95,7 @@ def resolve(ref: str) -> str:
     try:
         return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
     except SideError:
-        raise SideError(f"--base {ref}: not a commit in this repository") from None
+        raise BaseRefError(f"--base {ref!r}: not a commit in this repository") from None
 
 
 def _unshared(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
