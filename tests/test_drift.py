@@ -450,3 +450,26 @@ def test_after_a_correction_the_exit_code_is_the_second_checks(
     assert drift_cli.main(["hammer", "--correct"]) == 0
     out = capsys.readouterr().out
     assert out.index("before the correction:") < out.index(": drift") < out.index("after it:") < out.index("no drift")
+
+
+def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() -> None:
+    from supersonic_interlink.drift.report import Report, Row, markdown, masked, text
+    from supersonic_interlink.takeover.tree_diff import ABSENT
+
+    report = Report("hammer", "supersonic-interlink", "cms", 3)
+    report.rows = [
+        Row("release", "Secret/supersonic-interlink-token", ("data", "token"), "c2VjcmV0LXZhbHVl", "b3RoZXI="),
+        Row("release", "Deployment/triton", ("spec", "template", "metadata", "annotations", "pull"), "tok-9f3a", "x"),
+        Row("release", "Deployment/envoy", ("spec", "replicas"), 1, 3),
+        Row("release", "ConfigMap/envoy", (), "present (in the release's manifest)", ABSENT, "deleted"),
+    ]
+    shown = masked(report, frozenset({"tok-9f3a"}))
+    values = [(row.expected, row.live) for row in shown.rows]
+    assert values == [
+        ("[secret]", "[secret]"),
+        ("[secret]", "x"),
+        (1, 3),
+        ("present (in the release's manifest)", ABSENT),
+    ]
+    for rendered in (text(shown), markdown(shown)):
+        assert "c2VjcmV0LXZhbHVl" not in rendered and "tok-9f3a" not in rendered

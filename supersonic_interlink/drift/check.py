@@ -5,6 +5,7 @@ Exit codes: 0 no drift, 1 drift (or a correction that left some), 2 could not ch
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +14,7 @@ from typing import Any
 
 from supersonic_interlink.drift import managed, release
 from supersonic_interlink.drift.release import CannotCheck, Tools
-from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, Report
+from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, Report, masked
 from supersonic_interlink.engine.run import Engine, EngineError
 
 
@@ -150,16 +151,45 @@ def _has_secret(value: Any) -> bool:
     return value == "[secret]"
 
 
+SECRET_MIN_LENGTH = 4
+"""Shorter secret values are not searched for in the report (every "1" would be masked); none of this project's
+secret-capable keys holds one that short in practice."""
+
+
+def stack_secrets(engine: Engine) -> frozenset[str]:
+    """Every text a secret config value of the stack holds (an object's leaves too), for masking the report."""
+    found: set[str] = set()
+
+    def leaves(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for item in value.values():
+                leaves(item)
+        elif isinstance(value, list):
+            for item in value:
+                leaves(item)
+        elif value is not None and len(str(value)) >= SECRET_MIN_LENGTH:
+            found.add(str(value))
+
+    for config in engine.workspace_stack().get_all_config().values():
+        if config.secret:
+            found.add(config.value)
+            with contextlib.suppress(ValueError):
+                leaves(json.loads(config.value))
+    return frozenset(s for s in found if len(s) >= SECRET_MIN_LENGTH)
+
+
 def run(
     engine: Engine, tools: Tools, *, fix: bool = False, log: Callable[[str], None] = print
 ) -> tuple[Report, Report | None]:
-    """The check, and with ``fix`` the correction and the same check again. Raises ``CannotCheck``/``EngineError``."""
+    """The check, and with ``fix`` the correction and the same check again. Raises ``CannotCheck``/``EngineError``.
+    Values a Secret holds or a secret config value reaches are masked in what is returned."""
+    secrets = stack_secrets(engine)
     observed = observe(engine, tools)
     report = compare(observed)
     if not fix or not report.drift:
-        return report, None
+        return masked(report, secrets), None
     correct(engine, tools, observed, report, log)
-    return report, compare(observe(engine, tools))
+    return masked(report, secrets), masked(compare(observe(engine, tools)), secrets)
 
 
 __all__ = ["RELEASE_PART", "CannotCheck", "EngineError", "Observed", "Tools", "compare", "observe", "run"]

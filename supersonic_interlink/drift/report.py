@@ -4,7 +4,9 @@ issue."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +95,34 @@ class Report:
             ],
             "rules": [{"name": r.name, "reason": r.reason} for r in RULES],
         }
+
+
+SECRET_SHOWN = "[secret]"
+
+
+def _hides(value: Any, secrets: Collection[str]) -> bool:
+    if isinstance(value, str):
+        return any(secret in value for secret in secrets)
+    if isinstance(value, Mapping):
+        return any(_hides(v, secrets) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_hides(v, secrets) for v in value)
+    return False
+
+
+def masked(report: Report, secrets: Collection[str]) -> Report:
+    """The report with every value a Secret object holds, and every value that contains one of ``secrets`` (the
+    stack's secret config values), shown as ``[secret]``: the table goes to terminals, step summaries and issues."""
+
+    def mask(row: Row, value: Any) -> Any:
+        if value is ABSENT:
+            return value
+        if row.object.startswith("Secret/") or _hides(value, secrets):
+            return SECRET_SHOWN
+        return value
+
+    rows = [dataclasses.replace(row, expected=mask(row, row.expected), live=mask(row, row.live)) for row in report.rows]
+    return dataclasses.replace(report, rows=rows)
 
 
 def _cut(text: str, width: int) -> str:
