@@ -345,13 +345,22 @@ def test_drift_runs_per_stack_every_few_hours_with_least_privilege() -> None:
     assert workflow["concurrency"]["cancel-in-progress"] is False, "a run is never cut off halfway through an issue"
 
 
-def test_drift_checks_every_stack_file(tmp_path: Path) -> None:
+def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: Path) -> None:
     listing = next(s for s in drift_workflow()["jobs"]["stacks"]["steps"] if s.get("id") == "list")
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    for stack in (ROOT / "stacks").glob("Pulumi.*.yaml"):
+        (project / "stacks" / stack.name).write_text(stack.read_text())
+    hammer = project / "stacks" / "Pulumi.hammer.yaml"
+    hammer.write_text(hammer.read_text().replace("      git: ", f"      commit: {'ab' * 20}\n      git: ", 1))
     output = tmp_path / "output"
-    result = run_step(listing["run"], ROOT, GITHUB_OUTPUT=str(output))
+    result = run_step(listing["run"], project, GITHUB_OUTPUT=str(output))
     assert result.returncode == 0, result.stdout + result.stderr
-    expected = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-    assert output.read_text() == f"stacks={json.dumps(expected, separators=(',', ':'))}\n"
+    assert output.read_text() == 'stacks=["hammer"]\n', "only the pinned stack"
+    assert "::notice title=Stack geddes-gpu not checked::its chart is not pinned" in result.stdout
+    # The committed stacks are unpinned today: none is checked, and the run says why instead of failing.
+    committed = run_step(listing["run"], ROOT, GITHUB_OUTPUT=str(tmp_path / "committed"))
+    assert committed.returncode == 0 and (tmp_path / "committed").read_text() == "stacks=[]\n"
 
 
 def test_drift_checks_with_the_operators_command_and_the_previews_credentials() -> None:
