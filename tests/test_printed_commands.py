@@ -166,7 +166,9 @@ def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path) -> N
     if runs_as_printed(words):
         cwd = project_copy / "examples" if any((EXAMPLES / w).is_file() for w in words) else project_copy
         ran = subprocess.run([*python, *words], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
-        assert ran.returncode in (0, 1) and "Traceback" not in ran.stderr, f"{where}: {words}\n{ran.stderr}"
+        # 0: it did what the text says. Only `cluster status|env` may answer 1 ("not running") on this machine.
+        allowed = (0, 1) if verb == "cluster" else (0,)
+        assert ran.returncode in allowed and "Traceback" not in ran.stderr, f"{where}: {words}\n{ran.stderr}"
         return
     subs = [key for key in _words()[verb] if key]
     sub = next((w for w in words[1:] if w in subs), None)

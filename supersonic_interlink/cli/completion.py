@@ -18,6 +18,7 @@ from supersonic_interlink.cli import main as cli_main
 
 _CHOICES = re.compile(r"\{([a-z][a-z0-9,-]*)\}")
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+_OPTION_LINE = re.compile(r"^\s{2}(?:-\w[ ,]+)?(--[a-z][a-z0-9-]*)", re.MULTILINE)
 
 
 def _help(argv: list[str]) -> str:
@@ -48,7 +49,11 @@ def _usage_choices(verb: str, text: str) -> list[str]:
 
 
 def _flags(text: str) -> list[str]:
-    return [*sorted(set(_FLAG.findall(text)) - {"--help"}), "--help"]
+    """The options a parser takes: those its usage line shows and those its options list starts a line with
+    (argparse's layout), not a flag a description mentions in passing."""
+    usage = text.split("\n\n", 1)[0]
+    taken = set(_FLAG.findall(usage)) | set(_OPTION_LINE.findall(text))
+    return [*sorted(taken - {"--help"}), "--help"]
 
 
 def words() -> dict[str, dict[str, list[str]]]:
