@@ -1,7 +1,7 @@
 """Does the unit suite notice when a rule or a derived number changes? One-line mutations of the production code,
 each run against the tests that should catch it; a mutation the tests pass with has survived.
 
-    .venv/bin/python scripts/mutation_check.py [--list FILE] [--only TEXT] [--keep-going]
+    .venv/bin/python scripts/mutation_check.py [--list FILE] [--only TEXT]
 
 The mutations are in ``scripts/mutations.txt``, one block each:
 

@@ -10,8 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "supersonic_interlink"
 
 LAYERS: dict[str, int] = {
-    "supersonic_interlink": 0,  # the package root: ROOT
+    "supersonic_interlink": 0,  # the package's __init__: ROOT only
     "supersonic_interlink.contract": 0,
+    "supersonic_interlink.files": 0,
     "supersonic_interlink.config": 1,
     "supersonic_interlink.chart": 2,
     "components": 3,
@@ -32,10 +33,13 @@ are siblings: they do not import each other."""
 
 
 def unit_of(module: str) -> str:
-    """The longest entry of LAYERS that is ``module`` or a package above it."""
+    """The longest entry of LAYERS that is ``module`` or a package above it; a module at the package root must be
+    listed itself (the root's own entry is its ``__init__`` only)."""
     parts = module.split(".")
     for end in range(len(parts), 0, -1):
         candidate = ".".join(parts[:end])
+        if candidate == PACKAGE and module != PACKAGE:
+            break
         if candidate in LAYERS:
             return candidate
     raise AssertionError(f"{module}: not placed in a layer; add its package to LAYERS and docs/architecture.md")
@@ -97,6 +101,16 @@ def test_every_module_imports_only_its_own_package_and_lower_layers() -> None:
     checked = sources()
     assert len(checked) > 40, "the walk found the package's modules"
     assert violations() == []
+
+
+def test_a_module_or_package_not_in_the_table_is_named() -> None:
+    for module in ("supersonic_interlink.newtool", "supersonic_interlink.newpkg.part"):
+        try:
+            unit_of(module)
+        except AssertionError as error:
+            assert module in str(error) and "not placed in a layer" in str(error)
+        else:
+            raise AssertionError(f"{module} was placed without being listed")
 
 
 def test_the_check_catches_an_import_against_the_direction(tmp_path: Path) -> None:

@@ -133,8 +133,9 @@ CHART_DIR = "chart"
 
 def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
     """Write the render tree: manifests.yaml, release.yaml, envoy.yaml and, given the chart's objects,
-    ``chart/<Kind>/<name>.yaml`` (Secret data masked). A ``chart/`` left from an earlier render is removed first, so
-    the tree is exactly this render. Returns the files written and, with chart objects, the ``chart/`` directory."""
+    ``chart/<Kind>[.<group>]/<name>.yaml`` (Secret data masked). A ``chart/`` left from an earlier render is removed
+    first, so the tree is exactly this render. Returns the files written and, with chart objects, the ``chart/``
+    directory."""
     from supersonic_interlink.render.release import file_names, mask
 
     out.mkdir(parents=True, exist_ok=True)
