@@ -66,7 +66,7 @@ def main() -> None:
     bare, typed, rendered = (statistics.median(rows[i][1]) for i in range(3))
     print(
         f"render over the bare import: +{rendered - bare:.3f} s; over importing the typed modules the program "
-        f"needs anyway: +{rendered - typed:.3f} s"
+        f"needs anyway: +{rendered - typed:.3f} s; render / typed imports: {rendered / typed:.2f}x (target <= 1.25x)"
     )
 
 
