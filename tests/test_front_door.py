@@ -84,3 +84,19 @@ def test_every_sub_verb_answers_help() -> None:
     for verb, sub in pairs:
         helped = cli(verb, sub, "--help")
         assert helped.returncode == 0 and "usage" in helped.stdout.lower(), f"{verb} {sub}: {helped.stderr}"
+
+
+def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument() -> None:
+    for args, argument in [
+        (("probe", "report", ""), "argument FILE: is empty"),
+        (("probe", "report", "examples/wakes.jsonl", "--stack", ""), "argument --stack: is empty"),
+        (("takeover", "values", "hammer", "--live", ""), "argument --live: is empty"),
+        (
+            ("takeover", "objects", "hammer", "--live", "x.yaml", "--live-object", ""),
+            "argument --live-object: is empty",
+        ),
+        (("diff", "hammer", "--chart", ""), "argument --chart: is empty"),
+        (("cluster", "status", "--dir", ""), "argument --dir: is empty"),
+    ]:
+        done = cli(*args)
+        assert done.returncode == 2 and argument in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)

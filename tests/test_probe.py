@@ -456,7 +456,7 @@ def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_star
         (["--repeat", "2.5"], "argument --repeat: expected a whole number >= 1, got '2.5'"),
         (["--endpoint", ""], "--endpoint '': expected HOST:PORT, e.g. 127.0.0.1:8001"),
         (["--endpoint", "host:99999"], "--endpoint 'host:99999': port '99999' is not a number from 1 to 65535"),
-        (["--record", ""], "--record '.': cannot append: Is a directory"),
+        (["--record", ""], "argument --record: is empty: expected a path"),
         (["--bogus"], "unrecognized arguments: --bogus"),
     ],
 )

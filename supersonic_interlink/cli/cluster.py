@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from supersonic_interlink.chart import binaries
+from supersonic_interlink.cli.args import path as args_path
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import ClusterError, LocalCluster, default_dir
 
@@ -20,7 +20,7 @@ def main(argv: list[str]) -> int:
         epilog='example: ./supersonic cluster start && eval "$(./supersonic cluster env)" && kubectl get nodes',
     )
     parser.add_argument("action", choices=["start", "stop", "env", "status"])
-    parser.add_argument("--dir", type=Path, default=None, help=f"where its files live (default {default_dir()})")
+    parser.add_argument("--dir", type=args_path, default=None, help=f"where its files live (default {default_dir()})")
     args = parser.parse_args(argv)
     cluster = LocalCluster((args.dir or default_dir()).resolve())
     try:

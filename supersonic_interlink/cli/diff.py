@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from supersonic_interlink.cli.args import path as args_path
 from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}, or one only the base has)")
     parser.add_argument("--base", metavar="REF", help="git ref to compare with (default: merge base with main)")
-    parser.add_argument("--chart", type=Path, metavar="DIR", help="render both sides with this chart directory")
+    parser.add_argument("--chart", type=args_path, metavar="DIR", help="render both sides with this chart directory")
     parser.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
     parser.add_argument("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
     args = parser.parse_args(argv)

@@ -34,9 +34,10 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from supersonic_interlink.cli.args import name as args_name
+from supersonic_interlink.cli.args import path as args_path
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.commands import run_probes, run_report
@@ -119,7 +120,7 @@ def _probe_parser() -> _Parser:
     parser.add_argument(
         "--record",
         metavar="FILE",
-        type=Path,
+        type=args_path,
         help="append each probe's JSON object to FILE as one line (JSON Lines; several probes may share FILE)",
     )
     parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="probe N times (default 1)")
@@ -153,12 +154,12 @@ def _report_parser() -> _Parser:
         description="Per stack: cold wakes, their outcomes and wake times, the share the current readyTimeoutSeconds "
         "covered, and the readyTimeoutSeconds the history supports (docs/probe.md).",
     )
-    parser.add_argument("file", metavar="FILE", type=Path, help="a history written by ./supersonic probe --record")
-    parser.add_argument("--stack", metavar="S", help="only this stack")
+    parser.add_argument("file", metavar="FILE", type=args_path, help="a history written by ./supersonic probe --record")
+    parser.add_argument("--stack", metavar="S", type=args_name, help="only this stack")
     parser.add_argument("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
     parser.add_argument("--json", action="store_true", help="one JSON object per stack instead of text")
     parser.add_argument(
-        "--png", metavar="OUT", type=Path, help="draw each stack's cold-wake distribution and timeouts to OUT"
+        "--png", metavar="OUT", type=args_path, help="draw each stack's cold-wake distribution and timeouts to OUT"
     )
     return parser
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from supersonic_interlink.cli.args import path as args_path
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.files import output_path, write_text
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         "values", prog="./supersonic takeover values", help="the live values against this stack's, as a markdown table"
     )
     values.add_argument("stack", metavar="STACK", help=stack_help)
-    values.add_argument("--live", type=Path, required=True, help="the live release's values (YAML)")
+    values.add_argument("--live", type=args_path, required=True, help="the live release's values (YAML)")
     values.add_argument("--out", type=output_path, help="write the table here instead of standard output")
     objects = commands.add_parser(
         "objects",
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     objects.add_argument("stack", metavar="STACK", help=stack_help)
     source = objects.add_mutually_exclusive_group(required=True)
-    source.add_argument("--live", type=Path, help="the live release's values (YAML)")
+    source.add_argument("--live", type=args_path, help="the live release's values (YAML)")
     source.add_argument(
         "--from-cluster",
         action="store_true",
@@ -70,14 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     objects.add_argument(
         "--live-object",
-        type=Path,
+        type=args_path,
         action="append",
         default=[],
         metavar="FILE",
         help="live objects the chart looks up (kubectl get -o yaml): the old Envoy ConfigMap, the ScaledObject",
     )
     objects.add_argument(
-        "--chart", type=Path, metavar="DIR", help="render this chart instead of the stack's pinned one"
+        "--chart", type=args_path, metavar="DIR", help="render this chart instead of the stack's pinned one"
     )
     objects.add_argument("--out", type=output_path, help="write the report here instead of standard output")
     argv = sys.argv[1:] if argv is None else argv
