@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -24,17 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from timing import describe
+
 from components.supersonic_release import POSTRENDER
 from supersonic_interlink.chart.helm import ChartRenderer
 from supersonic_interlink.render import conformance
 from supersonic_interlink.render import stack as rendering
-
-
-def describe(label: str, samples: list[float]) -> str:
-    return (
-        f"{label:<52} median {statistics.median(samples):6.3f} s   min {min(samples):6.3f}   "
-        f"max {max(samples):6.3f}   (n={len(samples)})"
-    )
 
 
 def cpu_seconds() -> float:
@@ -65,7 +59,7 @@ def main() -> None:
             start = time.perf_counter()
             renderer.render(expected.values)
             renders.append(time.perf_counter() - start)
-    print(describe("one helm template --dry-run=server + post-render", renders))
+    print(describe("one helm template --dry-run=server + post-render", renders, width=52))
 
     checks, cpu, found = [], [], []
     for _ in range(args.runs):
@@ -74,8 +68,8 @@ def main() -> None:
         found = conformance.check(args.chart, expected, workers=args.workers)
         checks.append(time.perf_counter() - start)
         cpu.append(cpu_seconds() - before)
-    print(describe("conformance.check (in process)", checks))
-    print(describe("  CPU time it uses (all processes)", cpu))
+    print(describe("conformance.check (in process)", checks, width=52))
+    print(describe("  CPU time it uses (all processes)", cpu, width=52))
     print(f"  findings: {len(found)}; load average now {os.getloadavg()[0]:.1f}")
 
     cli = [sys.executable, "-m", "supersonic_interlink"]
@@ -85,7 +79,7 @@ def main() -> None:
         start = time.perf_counter()
         subprocess.run(command, cwd=ROOT, capture_output=True, timeout=300, check=False)
         whole.append(time.perf_counter() - start)
-    print(describe(f"./supersonic render {args.stack} --check --chart DIR", whole))
+    print(describe(f"./supersonic render {args.stack} --check --chart DIR", whole, width=52))
 
 
 if __name__ == "__main__":

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from project_copies import edit, git_project
+from timing import command_series, describe
 
 
 def checkout(into: Path) -> Path:
@@ -32,24 +30,6 @@ def checkout(into: Path) -> Path:
     edit(stack, "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
     edit(stack, "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
     return root
-
-
-def timed(command: list[str], cwd: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, check=True, capture_output=True, timeout=600)
-    return time.perf_counter() - start
-
-
-def series(command: list[str], cwd: Path, runs: int) -> list[float]:
-    timed(command, cwd)  # warm the bytecode cache and the page cache
-    return [timed(command, cwd) for _ in range(runs)]
-
-
-def describe(label: str, samples: list[float]) -> str:
-    return (
-        f"{label:<44} median {statistics.median(samples):.2f} s   min {min(samples):.2f}   "
-        f"max {max(samples):.2f}   (n={len(samples)})"
-    )
 
 
 def main() -> None:
@@ -62,13 +42,16 @@ def main() -> None:
         diff = [sys.executable, "-m", "supersonic_interlink", "diff", "hammer"]
         render = [sys.executable, "-m", "supersonic_interlink", "render", "hammer"]
         rows = [
-            ("render hammer (for scale)", series(render, root, args.runs)),
-            ("diff hammer (chart unpinned: not compared)", series(diff, root, args.runs)),
-            (f"diff hammer --chart {args.chart.name}", series([*diff, "--chart", str(args.chart)], root, args.runs)),
+            ("render hammer (for scale)", command_series(render, root, args.runs)),
+            ("diff hammer (chart unpinned: not compared)", command_series(diff, root, args.runs)),
+            (
+                f"diff hammer --chart {args.chart.name}",
+                command_series([*diff, "--chart", str(args.chart)], root, args.runs),
+            ),
         ]
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
     for label, samples in rows:
-        print(describe(label, samples))
+        print(describe(label, samples, width=44, digits=2))
 
 
 if __name__ == "__main__":

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import command_series, describe
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,24 +23,6 @@ TYPED_MODULES = (
     "import pulumi, pulumi_kubernetes.core.v1, pulumi_kubernetes.batch.v1, pulumi_kubernetes.rbac.v1, "
     "pulumi_kubernetes.helm.v3, pulumi_kubernetes.meta.v1"
 )
-
-
-def timed(command: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=120)
-    return time.perf_counter() - start
-
-
-def series(command: list[str], runs: int) -> list[float]:
-    timed(command)  # warm the bytecode cache and the page cache
-    return [timed(command) for _ in range(runs)]
-
-
-def describe(label: str, samples: list[float]) -> str:
-    return (
-        f"{label:<38} median {statistics.median(samples):.3f} s   min {min(samples):.3f}   "
-        f"max {max(samples):.3f}   (n={len(samples)})"
-    )
 
 
 def main() -> None:
@@ -54,12 +36,12 @@ def main() -> None:
         rows = [
             (
                 "python -c 'import pulumi, pulumi_kubernetes'",
-                series([python, "-c", "import pulumi, pulumi_kubernetes"], args.runs),
+                command_series([python, "-c", "import pulumi, pulumi_kubernetes"], ROOT, args.runs),
             ),
-            ("+ the typed modules the program uses", series([python, "-c", TYPED_MODULES], args.runs)),
-            (f"render {args.stack}", series([*render, args.stack], args.runs)),
-            (f"render {args.stack} --out DIR", series([*render, args.stack, "--out", out], args.runs)),
-            (f"render {args.stack} --check", series([*render, args.stack, "--check"], args.runs)),
+            ("+ the typed modules the program uses", command_series([python, "-c", TYPED_MODULES], ROOT, args.runs)),
+            (f"render {args.stack}", command_series([*render, args.stack], ROOT, args.runs)),
+            (f"render {args.stack} --out DIR", command_series([*render, args.stack, "--out", out], ROOT, args.runs)),
+            (f"render {args.stack} --check", command_series([*render, args.stack, "--check"], ROOT, args.runs)),
         ]
     for label, samples in rows:
         print(describe(label, samples))

@@ -14,7 +14,6 @@ the command gave.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,19 +25,14 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from timing import describe
+
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.takeover.objects_diff import LiveObject, render_sides, sides
 from supersonic_interlink.takeover.values_diff import load_live_values
 
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
-
-
-def describe(label: str, samples: list[float]) -> str:
-    return (
-        f"{label:<52} median {statistics.median(samples):6.3f} s   min {min(samples):6.3f}   "
-        f"max {max(samples):6.3f}   (n={len(samples)})"
-    )
 
 
 def live_objects(release: str, namespace: str) -> list[dict]:
@@ -104,9 +98,9 @@ def main() -> None:
 
     print(f"stack {args.stack}, chart {args.chart}")
     print(f"{'program evaluation (render), first in process':<52} {evaluations[0]:6.3f} s")
-    print(describe("  again (modules imported)", evaluations[1:]))
-    print(describe("two Helm renders side by side, with post-renderer", renders))
-    print(describe(f"./supersonic takeover objects {args.stack}, fresh interpreter", whole))
+    print(describe("  again (modules imported)", evaluations[1:], width=52))
+    print(describe("two Helm renders side by side, with post-renderer", renders, width=52))
+    print(describe(f"./supersonic takeover objects {args.stack}, fresh interpreter", whole, width=52))
     print(f"  exit codes: {sorted(codes)}")
 
 
