@@ -153,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"check: {finding}", file=sys.stderr)
         for check, why in outcome.skipped:
             print(f"stack {args.stack}: check skipped: {check}: {why}")
+        for check, why in outcome.deferred:
+            print(f"stack {args.stack}: check deferred: {check}: {why}")
         if outcome.findings:
             print(outcome.last_line(args.stack), file=sys.stderr)
             return EXIT_FINDING
