@@ -18,3 +18,17 @@ def name(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("is empty: expected a name")
     return text
+
+
+def unknown_stack(stack: str) -> str | None:
+    """Why ``stack`` names no stack file here (the Pulumi CLI's name rule first), or None when it does."""
+    from supersonic_interlink.config import ConfigError
+    from supersonic_interlink.config.stack_config import check_stack_name, stack_names
+
+    try:
+        check_stack_name(stack)
+    except ConfigError as error:
+        return error.problems[0]
+    if stack not in stack_names():
+        return f"no stack {stack!r}; stacks: {', '.join(stack_names())}"
+    return None

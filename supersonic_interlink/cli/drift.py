@@ -34,16 +34,11 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
 
-    from supersonic_interlink.config import ConfigError as StackNameError
-    from supersonic_interlink.config.stack_config import check_stack_name, stack_names
+    from supersonic_interlink.cli.args import unknown_stack
 
-    try:
-        check_stack_name(args.stack)  # the Pulumi CLI's own rule, as render, diff and takeover apply it
-    except StackNameError as error:
-        print(f"supersonic drift: {error.problems[0]}", file=sys.stderr)
-        return 2
-    if args.stack not in stack_names():
-        print(f"supersonic drift: no stack {args.stack!r}; stacks: {', '.join(stack_names())}", file=sys.stderr)
+    why = unknown_stack(args.stack)
+    if why is not None:
+        print(f"supersonic drift: {why}", file=sys.stderr)
         return 2
     from supersonic_interlink.drift import report as printed
     from supersonic_interlink.drift.check import CannotCheck, EngineError, Tools, run

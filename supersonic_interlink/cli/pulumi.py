@@ -26,16 +26,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--expect-no-changes", action="store_true", help="fail if anything would change")
     args = parser.parse_args(argv)
 
-    from supersonic_interlink.config import ConfigError as StackNameError
-    from supersonic_interlink.config.stack_config import check_stack_name, stack_names
+    from supersonic_interlink.cli.args import unknown_stack
 
-    try:
-        check_stack_name(args.stack)  # the Pulumi CLI's own rule, as render, diff and takeover apply it
-    except StackNameError as error:
-        print(f"supersonic pulumi: {error.problems[0]}", file=sys.stderr)
-        return 2
-    if args.stack not in stack_names():
-        print(f"supersonic pulumi: no stack {args.stack!r}; stacks: {', '.join(stack_names())}", file=sys.stderr)
+    why = unknown_stack(args.stack)
+    if why is not None:
+        print(f"supersonic pulumi: {why}", file=sys.stderr)
         return 2
     if args.action in ("up", "destroy") and not args.yes:
         print(
