@@ -188,22 +188,42 @@ def test_a_merge_that_overrides_with_the_mappings_own_key_is_accepted() -> None:
     assert read_pulumi_yaml("x: &x {b: 1, c: 1}\ny:\n  c: 2\n  <<: *x\n")["y"] == {"c": 2, "b": 1}
 
 
-def test_reading_is_linear_four_times_the_keys_take_about_four_times_as_long() -> None:
-    """decode.go compares every key with every other (quadratic: four times the keys, sixteen times the time); a
-    1.2 MB stack file took minutes. Best of two runs each, so a busy machine does not decide."""
-    import time
+def test_reading_is_linear_four_times_the_keys_take_about_four_times_the_work() -> None:
+    """decode.go compares every key with every other (quadratic: four times the keys, sixteen times the work); a
+    1.2 MB stack file took minutes. The work is counted, not timed: the lines the reader's own modules execute, which
+    a pairwise loop would multiply by sixteen whatever the machine's load."""
+    import sys
+    from collections.abc import Callable
+    from types import FrameType
+    from typing import Any
 
-    def seconds(keys: int) -> float:
+    reader_files = {
+        sys.modules["supersonic_interlink.config.pulumi_yaml"].__file__,
+        sys.modules["supersonic_interlink.config.yaml_nodes"].__file__,
+    }
+
+    def lines_run(keys: int) -> int:
         document = "config:\n" + "".join(f"  k{i}: {i}\n" for i in range(keys))
-        best = float("inf")
-        for _ in range(2):
-            started = time.perf_counter()
-            assert len(read_pulumi_yaml(document)["config"]) == keys
-            best = min(best, time.perf_counter() - started)
-        return best
+        count = 0
 
-    small, large = seconds(3_000), seconds(12_000)
-    assert large < 8 * small, f"3,000 keys: {small:.2f} s, 12,000 keys: {large:.2f} s: not linear"
+        def trace(frame: FrameType, event: str, arg: Any) -> Callable[[FrameType, str, Any], Any] | None:
+            nonlocal count
+            if frame.f_code.co_filename not in reader_files:
+                return None
+            if event == "line":
+                count += 1
+            return trace
+
+        sys.settrace(trace)
+        try:
+            assert len(read_pulumi_yaml(document)["config"]) == keys
+        finally:
+            sys.settrace(None)
+        return count
+
+    small, large = lines_run(500), lines_run(2_000)
+    assert small > 500, "the count saw the reader work"
+    assert large < 5 * small, f"500 keys: {small} lines run, 2,000 keys: {large}: not linear"
 
 
 def test_a_duplicate_among_twenty_thousand_keys_is_found() -> None:
