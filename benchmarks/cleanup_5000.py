@@ -41,7 +41,7 @@ from kube_api_standin import JSONObject, kube_api_standin, pod
 from components.failed_pod_cleanup import ROLE_RULES, script_environment
 from supersonic_interlink.config import Settings, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import NEWEST
 
 STACK = "hammer"
 BYSTANDERS = 500
@@ -56,7 +56,7 @@ def triton_pod(settings: Settings, name: str, created: str, *, phase: str, relea
     """A Triton pod about the size the API server returns for the release's: chart labels, interLink's Slurm
     annotations, the ReplicaSet owner, two managed-field entries, the container as the chart renders it and, when
     Failed, the status interLink leaves."""
-    labels = CHART.inference_pod_labels(release)
+    labels = NEWEST.inference_pod_labels(release)
     item = pod(name, created=created, phase=phase, labels=labels, namespace=settings.namespace)
     metadata = item["metadata"]
     metadata["labels"]["pod-template-hash"] = "7c9d8f6b5"
@@ -158,7 +158,7 @@ def backlog(settings: Settings, count: int) -> tuple[list[JSONObject], list[JSON
     failed = [
         triton_pod(
             settings,
-            f"{CHART.inference_object_name(release)}-7c9d8f6b5-{hashlib.sha256(str(i).encode()).hexdigest()[:8]}",
+            f"{NEWEST.inference_object_name(release)}-7c9d8f6b5-{hashlib.sha256(str(i).encode()).hexdigest()[:8]}",
             created(2 * i),
             phase="Failed",
             release=release,

@@ -23,7 +23,7 @@ import numpy as np
 import tritonclient.grpc as triton_grpc
 from loopback import MODEL, loopback_settings, loopback_stack, triton_client
 
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import NEWEST
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -68,7 +68,7 @@ def main() -> int:
                 f"{e50 - d50:>8.0f}us {e99 - d99:>6.0f}us   ({calls} calls each, "
                 f"mean {statistics.fmean(proxied) - statistics.fmean(direct):.0f}us)"
             )
-        retried = stack.envoy.stat(f"cluster.{CHART.inference_cluster}.upstream_rq_retry")
+        retried = stack.envoy.stat(f"cluster.{NEWEST.inference_cluster}.upstream_rq_retry")
         print(f"retries during the run: {retried} (0 expected: every call succeeded first time)")
     return 0
 

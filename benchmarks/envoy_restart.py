@@ -33,14 +33,14 @@ from loopback import infer, loopback_settings, loopback_stack, triton_client
 from tritonclient.utils import InferenceServerException
 
 from supersonic_interlink.config.envoy import build_envoy_config
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import NEWEST
 
-CLUSTER = f"cluster.{CHART.inference_cluster}"
+CLUSTER = f"cluster.{NEWEST.inference_cluster}"
 
 
 def variant_config(base: dict, name: str) -> dict:
     config = copy.deepcopy(base)
-    (cluster,) = [c for c in config["static_resources"]["clusters"] if c["name"] == CHART.inference_cluster]
+    (cluster,) = [c for c in config["static_resources"]["clusters"] if c["name"] == NEWEST.inference_cluster]
     if name == "envoy default (max_retries 3)":
         del cluster["circuit_breakers"]
     elif name.startswith("retry budget"):

@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from components import created_name
 from supersonic_interlink.config import Settings, thaw
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, Generation
 
 TYPE = "supersonic-interlink:index:FailedPodCleanup"
 
@@ -79,9 +79,9 @@ def object_name(release_name: str) -> str:
     return f"{CHART.instance_name(release_name)}-{COMPONENT}"
 
 
-def inference_pod_selector(release_name: str) -> str:
+def inference_pod_selector(generation: Generation, release_name: str) -> str:
     """The label selector of the release's inference-server pods, as kubectl's ``-l`` takes it."""
-    return ",".join(f"{key}={value}" for key, value in CHART.inference_pod_labels(release_name).items())
+    return ",".join(f"{key}={value}" for key, value in generation.inference_pod_labels(release_name).items())
 
 
 def object_labels(release_name: str) -> dict[str, str]:
@@ -107,7 +107,7 @@ def script_environment(settings: Settings) -> dict[str, str]:
     runtime's memory limit."""
     cleanup = settings.cleanup
     return {
-        "SELECTOR": inference_pod_selector(settings.release.name),
+        "SELECTOR": inference_pod_selector(settings.generation, settings.release.name),
         "KEEP": str(cleanup.keep),
         "DRY_RUN": "true" if cleanup.dryRun else "false",
         "GOMEMLIMIT": f"{GO_MEMORY_LIMIT_MIB}MiB",

@@ -1,9 +1,16 @@
 """Every name the SuperSONIC chart decides, in one table.
 
 The program never spells a chart-owned name anywhere else: object names, pod labels, values keys, Envoy
-cluster names and mount paths all come from ``CHART``. Later chart generations rename ``triton`` to
-``inferenceServer`` (values key, object names, Envoy cluster names); moving to one of them is a change to this
-table alone.
+cluster names and mount paths all come from here. ``CHART`` holds what every chart generation shares; a
+``Generation`` row holds what one generation names its own way. Two generations are supported:
+
+- ``TRITON``: SuperSONIC 0.3.x and the scale-from-zero commits of main up to the rename (``triton:`` values,
+  ``<release>-triton`` objects, ``triton_*`` Envoy clusters, CANCELLED on a wake that timed out);
+- ``INFERENCE_SERVER``: main from the rename on (``inferenceServer:`` values, which ``fail`` on a ``triton:``
+  block, ``<release>-inference-server`` objects, ``inference_server_*`` clusters, UNAVAILABLE on a timed-out wake).
+
+A stack's row is selected from its chart (``generation_of_values``: the top-level values block the chart
+declares), never typed in the stack; a new generation is one more row.
 """
 
 from __future__ import annotations
@@ -13,14 +20,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ChartContract:
-    """Names fixed by the chart generation this program targets (the ``triton`` naming)."""
+    """Names every supported chart generation fixes the same way."""
 
     chart_name: str
     """Value of the ``app.kubernetes.io/name`` label the chart puts on its pods (its ``.Chart.Name``)."""
-    inference_values_key: str
-    """Top-level values block of the inference server (``triton`` here, ``inferenceServer`` later)."""
-    inference_component: str
-    """``app.kubernetes.io/component`` of the inference-server pods and suffix of their Deployment/Service."""
     envoy_values_key: str
     """Top-level values block of the Envoy proxy (its image, placement, Service, external configuration)."""
     envoy_component: str
@@ -38,10 +41,6 @@ class ChartContract:
     name_label: str
     instance_label: str
     component_label: str
-    inference_cluster: str
-    """Envoy cluster the chart's Lua filter reads ``membership_healthy`` of; also the routes' target."""
-    admission_cluster: str
-    """Envoy cluster the Lua filter sends ``/wake`` and ``/sleep`` to (the admission sidecar)."""
     admin_cluster: str
     """Envoy cluster the Lua filter reads Envoy's own ``/stats`` through."""
     lua_filter_path: str
@@ -73,6 +72,14 @@ class ChartContract:
     named after the release, created only when none exists and kept on uninstall: ``templates/cvmfs-pvc.yaml``)."""
     model_repository_storage_class: str
     """Storage class that claim asks for (the CVMFS CSI driver's, on Geddes)."""
+    hold_annotation_variable: str
+    """Name of the constant in the chart's admission sidecar code (``cfg/admission-server.py``, deployed in a ConfigMap
+    of the release) that names the ScaledObject annotation holding a wake's deadline (``db73925`` has one; c292baf
+    keeps the hold in memory). The annotation is read from that code, never assumed."""
+    external_config_guard: str
+    """What the chart's ``fail`` says when it refuses ``scaleFromZero.enabled`` together with
+    ``envoy.external_config.load_from_configmap`` (``templates/envoy/admission.yaml`` at 6003f24, db73925 and
+    098d4a6c): a commit that carries it cannot run this program's Envoy configuration."""
     name_override_values: tuple[str, ...]
     """Top-level values that rename the chart's objects (``supersonic.name`` in ``templates/_helpers/_helpers.tpl``
     reads ``nameOverride``; ``fullnameOverride`` is the usual Helm spelling of the same): every name below is
@@ -81,10 +88,6 @@ class ChartContract:
     def instance_name(self, release_name: str) -> str:
         """The chart's instance name: ``nameOverride`` or the release name (this program never overrides)."""
         return release_name
-
-    def inference_object_name(self, release_name: str) -> str:
-        """Name of the inference-server Deployment and of its headless Service."""
-        return f"{self.instance_name(release_name)}-{self.inference_component}"
 
     def envoy_object_name(self, release_name: str) -> str:
         return f"{self.instance_name(release_name)}-{self.envoy_component}"
@@ -101,27 +104,13 @@ class ChartContract:
         """Name of the KEDA ScaledObject (the admission sidecar patches its ``minReplicaCount`` at run time)."""
         return f"{self.instance_name(release_name)}-{self.scaled_object_suffix}"
 
-    def inference_service_fqdn(self, release_name: str, namespace: str) -> str:
-        """Absolute DNS name of the headless inference Service; the trailing dot skips the search-domain walk."""
-        return f"{self.inference_object_name(release_name)}.{namespace}.svc.cluster.local."
-
     def client_endpoint_host(self, release_name: str, namespace: str) -> str:
         """In-cluster DNS name clients use to reach Envoy (the chart's Service named after the instance)."""
         return f"{self.instance_name(release_name)}.{namespace}.svc.cluster.local"
 
-    def inference_pod_labels(self, release_name: str) -> dict[str, str]:
-        """Labels that select exactly this release's inference-server pods."""
-        return {
-            self.name_label: self.chart_name,
-            self.instance_label: self.instance_name(release_name),
-            self.component_label: self.inference_component,
-        }
-
 
 CHART = ChartContract(
     chart_name="supersonic",
-    inference_values_key="triton",
-    inference_component="triton",
     envoy_values_key="envoy",
     envoy_component="envoy",
     envoy_config_suffix="envoy-config",
@@ -132,8 +121,6 @@ CHART = ChartContract(
     name_label="app.kubernetes.io/name",
     instance_label="app.kubernetes.io/instance",
     component_label="app.kubernetes.io/component",
-    inference_cluster="triton_grpc_service",
-    admission_cluster="triton_admission",
     admin_cluster="envoy_admin",
     lua_filter_path="/etc/envoy/lua/envoy-filter.lua",
     admission_host="127.0.0.1",
@@ -148,5 +135,93 @@ CHART = ChartContract(
     loopback_connect_timeout_ms=1000,
     model_repository_claim="cvmfs",
     model_repository_storage_class="cvmfs",
+    hold_annotation_variable="HOLD_ANNOTATION",
+    external_config_guard="is incompatible with envoy.external_config.load_from_configmap",
     name_override_values=("nameOverride", "fullnameOverride"),
 )
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What one chart generation names its own way: one row of the table below."""
+
+    name: str
+    """How docs and messages call the generation: its inference-server values block."""
+    inference_values_key: str
+    """Top-level values block of the inference server; the chart's own ``values.yaml`` declares it, which is how a
+    chart's generation is told (``generation_of_values``)."""
+    inference_component: str
+    """``app.kubernetes.io/component`` of the inference-server pods and suffix of their Deployment/Service."""
+    inference_cluster: str
+    """Envoy cluster the chart's Lua filter reads ``membership_healthy`` of; also the routes' target."""
+    admission_cluster: str
+    """Envoy cluster the Lua filter sends ``/wake`` and ``/sleep`` to (the admission sidecar)."""
+    wake_timeout_status: str
+    """gRPC status (by name) the Lua filter answers a RepositoryIndex with when no healthy inference server appeared
+    within ``readyTimeoutSeconds``."""
+    wake_timeout_message: str
+    """The ``grpc-message`` of that answer (empty: the filter sends none)."""
+
+    def inference_object_name(self, release_name: str) -> str:
+        """Name of the inference-server Deployment and of its headless Service."""
+        return f"{CHART.instance_name(release_name)}-{self.inference_component}"
+
+    def inference_service_fqdn(self, release_name: str, namespace: str) -> str:
+        """Absolute DNS name of the headless inference Service; the trailing dot skips the search-domain walk."""
+        return f"{self.inference_object_name(release_name)}.{namespace}.svc.cluster.local."
+
+    def inference_pod_labels(self, release_name: str) -> dict[str, str]:
+        """Labels that select exactly this release's inference-server pods (the cleanup's selector)."""
+        return {
+            CHART.name_label: CHART.chart_name,
+            CHART.instance_label: CHART.instance_name(release_name),
+            CHART.component_label: self.inference_component,
+        }
+
+
+TRITON = Generation(
+    name="triton",
+    inference_values_key="triton",
+    inference_component="triton",
+    inference_cluster="triton_grpc_service",
+    admission_cluster="triton_admission",
+    # cfg/envoy-filter.lua at c292baf1: the request is not let through, and the response filter sets grpc-status 1
+    # and drops the grpc-message.
+    wake_timeout_status="CANCELLED",
+    wake_timeout_message="",
+)
+
+INFERENCE_SERVER = Generation(
+    name="inferenceServer",
+    inference_values_key="inferenceServer",
+    inference_component="inference-server",
+    inference_cluster="inference_server_grpc_service",
+    admission_cluster="inference_server_admission",
+    # cfg/envoy-filter.lua at 098d4a6c: the filter answers the request itself with grpc-status 14.
+    wake_timeout_status="UNAVAILABLE",
+    wake_timeout_message="no healthy upstream: inference server did not become ready in time",
+)
+
+GENERATIONS = (TRITON, INFERENCE_SERVER)
+"""Every supported generation, oldest first."""
+
+NEWEST = GENERATIONS[-1]
+"""What SuperSONIC main carries: the generation an unpinned git chart is rendered with (pinning reads the chart)."""
+
+WAKE_TIMEOUT_STATUSES = frozenset(g.wake_timeout_status for g in GENERATIONS)
+"""Every status a generation's Lua filter answers a timed-out wake with: a wake history can span a chart upgrade."""
+
+
+class UnknownGeneration(ValueError):
+    """The chart's values declare no supported generation's inference-server block, or more than one."""
+
+
+def generation_of_values(values: object) -> Generation:
+    """The generation whose inference-server block the chart's own ``values.yaml`` declares at the top level."""
+    keys = set(values) if isinstance(values, dict) else set()
+    found = [g for g in GENERATIONS if g.inference_values_key in keys]
+    if len(found) == 1:
+        return found[0]
+    blocks = " or ".join(f"{g.inference_values_key}:" for g in GENERATIONS)
+    said = "both" if found else "neither"
+    raise UnknownGeneration(f"its values.yaml declares {said} of {blocks}; this program supports exactly those two")

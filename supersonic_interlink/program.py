@@ -50,14 +50,14 @@ def build(settings: Settings) -> None:
 def settings_or_stop() -> Settings:
     """The stack's settings from the config the CLI passed, with its chart on disk (a git chart fetched at its
     pinned commit); stops the program cleanly on any problem, before any resource is registered."""
+    stack = pulumi.get_stack()
     try:
         config = current_config()
-        settings = settings_from_config(config, current_secret_keys(config))
+        return settings_from_config(
+            config, current_secret_keys(config), prepare_chart=lambda chart: chart_source.prepare(chart, stack)
+        )
     except ConfigError as error:
         # RunError ends the program with the message alone: these are the operator's mistakes, not bugs.
         raise pulumi.RunError("invalid stack config:\n  " + "\n  ".join(error.problems)) from None
-    try:
-        chart_source.prepare(settings.release.chart, pulumi.get_stack())
     except chart_source.ChartSourceError as error:
         raise pulumi.RunError(str(error)) from None
-    return settings

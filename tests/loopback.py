@@ -75,7 +75,7 @@ from tritonclient.grpc import service_pb2, service_pb2_grpc
 from supersonic_interlink.config import PROJECT, Settings, deep_merge, load_settings
 from supersonic_interlink.config.envoy import build_envoy_config
 from supersonic_interlink.config.stack_config import load_stack_config
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, Generation
 from supersonic_interlink.render.checks import envoy_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,11 +112,24 @@ def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval
         time.sleep(interval)
 
 
+OLDER_GENERATION_CHART = {"path": str(Path(__file__).resolve().parent / "charts" / "conforming")}
+"""A chart of the ``triton`` generation (the tests' own): a stack given it as ``release.chart`` is of that generation,
+read from the chart as for any stack; the stacks' own unpinned charts are of the newest."""
+
+
 def loopback_settings(
-    stack: str = "hammer", *, scale_from_zero: Mapping[str, Any] | None = None, envoy: Mapping[str, Any] | None = None
+    stack: str = "hammer",
+    *,
+    scale_from_zero: Mapping[str, Any] | None = None,
+    envoy: Mapping[str, Any] | None = None,
+    chart: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """The stack's settings with the given sub-keys of ``scaleFromZero`` and ``envoy`` changed."""
+    """The stack's settings with the given sub-keys of ``scaleFromZero`` and ``envoy`` changed, and its
+    ``release.chart`` replaced by ``chart`` when given."""
     config = load_stack_config(stack)
+    if chart is not None:
+        release = f"{PROJECT}:release"
+        config[release] = json.dumps({**json.loads(config[release]), "chart": dict(chart)})
     for key, changes in (("scaleFromZero", scale_from_zero), ("envoy", envoy)):
         if not changes:
             continue
@@ -662,8 +675,10 @@ def render_test_lua(settings: Settings) -> str:
     """``fixtures/wake-filter.lua`` with the stack's ready timeout and the chart's names filled in."""
     values = {
         "READY_TIMEOUT_SECONDS": str(settings.scaleFromZero.readyTimeoutSeconds),
-        "INFERENCE_CLUSTER": CHART.inference_cluster,
-        "ADMISSION_CLUSTER": CHART.admission_cluster,
+        "INFERENCE_CLUSTER": settings.generation.inference_cluster,
+        "ADMISSION_CLUSTER": settings.generation.admission_cluster,
+        "TIMEOUT_STATUS": str(grpc.StatusCode[settings.generation.wake_timeout_status].value[0]),
+        "TIMEOUT_MESSAGE": settings.generation.wake_timeout_message,
         "ADMIN_CLUSTER": CHART.admin_cluster,
         "REPOSITORY_INDEX_PATH": CHART.repository_index_path,
     }
@@ -676,6 +691,7 @@ def render_test_lua(settings: Settings) -> str:
 def loopback_config(
     config: Mapping[str, Any],
     *,
+    generation: Generation,
     grpc_port: int,
     admin_port: int,
     admission_port: int,
@@ -700,7 +716,7 @@ def loopback_config(
     (lua,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.lua"]
     lua["typed_config"]["default_source_code"]["filename"] = lua_path
     clusters = {c["name"]: c for c in rewritten["static_resources"]["clusters"]}
-    inference = clusters[CHART.inference_cluster]
+    inference = clusters[generation.inference_cluster]
     inference["load_assignment"]["endpoints"] = [
         {
             "lb_endpoints": [
@@ -718,7 +734,7 @@ def loopback_config(
             "dns_resolver_options": {"no_default_search_domain": True},
         },
     }
-    for name, port in ((CHART.admission_cluster, admission_port), (CHART.admin_cluster, admin_port)):
+    for name, port in ((generation.admission_cluster, admission_port), (CHART.admin_cluster, admin_port)):
         (group,) = clusters[name]["load_assignment"]["endpoints"]
         (endpoint,) = group["lb_endpoints"]
         endpoint["endpoint"]["address"]["socket_address"].update(address=LOOPBACK, port_value=port)
@@ -783,6 +799,7 @@ def envoy_running(
         grpc_port, admin_port = free_port(), free_port()
         rewritten = loopback_config(
             build_envoy_config(settings) if config is None else config,
+            generation=settings.generation,
             grpc_port=grpc_port,
             admin_port=admin_port,
             admission_port=admission.port,
@@ -851,13 +868,13 @@ class LoopbackStack:
 
     def wait_for_healthy_hosts(self, count: int, timeout: float = 5.0) -> None:
         """Until Envoy's inference cluster has ``count`` healthy hosts (DNS refreshes are periodic)."""
-        name = f"cluster.{CHART.inference_cluster}.membership_healthy"
+        name = f"cluster.{self.settings.generation.inference_cluster}.membership_healthy"
         wait_until(lambda: self.envoy.stat(name) == count, timeout, f"{name} == {count}", interval=0.02)
 
 
 def standin_hostnames(settings: Settings, count: int) -> list[str]:
     """DNS names of the stand-in Tritons: the deployed Service FQDN for the first, per-pod style names after."""
-    service = CHART.inference_service_fqdn(settings.release.name, settings.namespace)
+    service = settings.generation.inference_service_fqdn(settings.release.name, settings.namespace)
     return [service] + [f"pod-{i}.{service}" for i in range(1, count)]
 
 

@@ -33,12 +33,13 @@ from components.failed_pod_cleanup import (
     script_environment,
     script_text,
 )
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, NEWEST
 
 RELEASE = "supersonic-interlink"
 NAMESPACE = "cms"
-TRITON = CHART.inference_pod_labels(RELEASE)
-SELECTOR = inference_pod_selector(RELEASE)
+GENERATION = NEWEST
+TRITON = GENERATION.inference_pod_labels(RELEASE)
+SELECTOR = inference_pod_selector(GENERATION, RELEASE)
 START = datetime(2025, 6, 1, 8, 0, tzinfo=UTC)
 # kubectl 1.34 with an empty cache discovers the API with two requests (aggregated discovery: GET /api, GET /apis)
 # before its list; `kubectl delete --raw` needs no discovery.
@@ -58,13 +59,13 @@ def failed_triton(
     exit_code: int | None = 255,
 ) -> list[JSONObject]:
     """``count`` Failed Triton pods, one every two minutes, with ReplicaSet-style names in no particular order."""
-    labels = CHART.inference_pod_labels(release)
+    labels = GENERATION.inference_pod_labels(release)
     pods = []
     for i in range(count):
         suffix = hashlib.sha256(f"{release}-{i}".encode()).hexdigest()[:8]
         pods.append(
             pod(
-                f"{CHART.inference_object_name(release)}-7c9d8f6b5-{suffix}",
+                f"{GENERATION.inference_object_name(release)}-7c9d8f6b5-{suffix}",
                 created=stamp(first_minute + 2 * i),
                 phase="Failed",
                 labels=labels,
@@ -88,7 +89,7 @@ def bystanders() -> list[JSONObject]:
     """Pods the cleanup must never delete: wrong phase, other release, other component, other namespace."""
     envoy = {**TRITON, CHART.component_label: CHART.envoy_component}
     other_chart = {**TRITON, CHART.name_label: "not-supersonic"}
-    other_release = CHART.inference_pod_labels("supersonic-gpu")
+    other_release = GENERATION.inference_pod_labels("supersonic-gpu")
     return [
         pod("triton-running", created=stamp(-30), phase="Running", labels=TRITON),
         pod("triton-pending", created=stamp(-20), phase="Pending", labels=TRITON),
@@ -391,7 +392,7 @@ def test_pods_created_in_the_same_second_are_kept_by_name_whatever_the_listing_o
 def test_a_pod_that_turns_failed_between_the_list_and_the_delete_is_deleted_and_the_kept_stays(cluster) -> None:
     failed = failed_triton(3)
     late = pod("triton-late", created=stamp(100), phase="Running", labels=TRITON)
-    other = pod("other-release-late", created=stamp(100), phase="Running", labels=CHART.inference_pod_labels("x"))
+    other = pod("other-release-late", created=stamp(100), phase="Running", labels=GENERATION.inference_pod_labels("x"))
     fake = cluster([*failed, late, other])
 
     def fail_both() -> None:

@@ -46,7 +46,7 @@ def test_a_ready_timeout_edit_shows_every_object_it_moves(tmp_path: Path) -> Non
     base = git("rev-parse", "HEAD", cwd=root)
     assert out.startswith(f"stack hammer: base {base[:12]} (merge base with main) -> working tree\n")
     assert "chart objects: compared (rendered with the real Helm v3 on both sides)" in out
-    assert "± ConfigMap/cms/supersonic-interlink-envoy-external-c4854f3bfc -> supersonic-interlink-envoy-external-" in (
+    assert "± ConfigMap/cms/supersonic-interlink-envoy-external-37960a6b42 -> supersonic-interlink-envoy-external-" in (
         out
     ), "the content-addressed Envoy ConfigMap is replaced, not shown as an unrelated removal and addition"
     assert "-                         idle_timeout: 1020s\n+                         idle_timeout: 1320s\n" in out, (

@@ -18,20 +18,21 @@ from typing import Any, cast
 
 import pytest
 
+from supersonic_interlink import contract
 from supersonic_interlink.cli import drift as drift_cli
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.drift import check
 from supersonic_interlink.drift import release as release_part
 from supersonic_interlink.drift.check import Observed, compare
 from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, as_json_text, markdown, text
-from supersonic_interlink.drift.rules import RULES
+from supersonic_interlink.drift.rules import RULES, sidecar_hold_annotation
 from supersonic_interlink.engine.run import Engine
 from supersonic_interlink.takeover.tree_diff import ABSENT, Named, format_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "drift"
 RELEASE = "supersonic-interlink"
 ENVOY = CHART.envoy_object_name(RELEASE)
-TRITON = CHART.inference_object_name(RELEASE)
+TRITON = contract.TRITON.inference_object_name(RELEASE)
 SCALED_OBJECT = CHART.scaled_object_name(RELEASE)
 
 
@@ -181,7 +182,7 @@ def test_a_program_change_the_preview_plans_is_reported_by_the_fields_the_engine
 def test_every_rule_has_a_reason() -> None:
     assert len({r.name for r in RULES}) == len(RULES)
     for rule in RULES:
-        assert len(rule.reason) > 40 and rule.paths, rule.name
+        assert len(rule.reason) > 40 and (rule.paths or rule.sidecar_annotation), rule.name
 
 
 def test_the_table_names_object_field_expected_and_live() -> None:
@@ -473,3 +474,56 @@ def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() 
     ]
     for rendered in (text(shown), markdown(shown)):
         assert "c2VjcmV0LXZhbHVl" not in rendered and "tok-9f3a" not in rendered
+
+
+# --------------------------------------------------------------------------------------- the sidecar's hold annotation
+
+SIDECAR_CODE = 'import os\n\nHOLD_ANNOTATION = "example.org/hold-until"\nHOLD_TTL = 900\n'
+"""Admission sidecar code of the shape the chart ships (cfg/admission-server.py at db73925), with a name of its own."""
+
+
+def sidecar_config_map(code: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r-envoy-admission"}, "data": {"a.py": code}}
+
+
+def scaled_object(annotations: dict) -> dict:
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": SCALED_OBJECT, "annotations": annotations},
+        "spec": {"minReplicaCount": 0},
+    }
+
+
+def hold_observation(code: str) -> release_part.ReleaseObservation:
+    manifest = scaled_object({})
+    live = scaled_object({"example.org/hold-until": "1796000000"})
+    return release_part.ReleaseObservation(
+        RELEASE,
+        "cms",
+        1,
+        "deployed",
+        [
+            release_part.ObjectObservation(manifest, live, manifest),
+            release_part.ObjectObservation(
+                sidecar_config_map(code), sidecar_config_map(code), sidecar_config_map(code)
+            ),
+        ],
+    )
+
+
+def test_the_hold_annotation_is_read_from_the_sidecar_code_the_release_deployed() -> None:
+    assert sidecar_hold_annotation([sidecar_config_map(SIDECAR_CODE)]) == "example.org/hold-until"
+    assert sidecar_hold_annotation([sidecar_config_map("HOLD_TTL = 900\n")]) is None, "c292baf names none"
+    assert sidecar_hold_annotation([sidecar_config_map("HOLD_ANNOTATION = (")]) is None, "not code: nothing"
+
+
+def test_the_sidecars_hold_deadline_is_not_drift_and_is_drift_when_the_sidecar_names_no_such_annotation() -> None:
+    rows, ignored, _ = release_part.compare(hold_observation(SIDECAR_CODE))
+    assert rows == [] and [i.rule for i in ignored] == ["admission-hold-deadline"], (
+        "the sidecar writes the deadline at every wake: reporting it would cry drift after every cold start"
+    )
+    rows, ignored, _ = release_part.compare(hold_observation("HOLD_TTL = 900\n"))
+    assert [r.path for r in rows] == [("metadata", "annotations", "example.org/hold-until")] and ignored == [], (
+        "an annotation the deployed sidecar does not write is somebody else's edit"
+    )

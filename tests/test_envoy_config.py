@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import stack_settings
+from loopback import OLDER_GENERATION_CHART, loopback_settings
 
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.envoy import (
@@ -16,7 +17,7 @@ from supersonic_interlink.config.envoy import (
     render_envoy_yaml,
 )
 from supersonic_interlink.config.stack_config import stack_names
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, NEWEST
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +86,7 @@ def test_the_repository_index_route_comes_first_and_is_held_for_the_ready_timeou
         "retry_back_off": {"base_interval": "0.25s", "max_interval": "1s"},
     }, "the chart's RepositoryIndex retries"
     assert second["match"] == {"prefix": "/"}
-    assert {r["route"]["cluster"] for r in (first, second)} == {CHART.inference_cluster}
+    assert {r["route"]["cluster"] for r in (first, second)} == {NEWEST.inference_cluster}
 
 
 def test_the_idle_timeout_is_derived_from_the_ready_timeout_not_a_second_setting():
@@ -131,17 +132,29 @@ def test_http_filters_run_lua_then_buffer_then_router(hammer):
 
 def test_there_are_exactly_the_three_clusters_the_lua_filter_and_routes_name(hammer):
     assert [c["name"] for c in hammer["static_resources"]["clusters"]] == [
+        "inference_server_grpc_service",
+        "inference_server_admission",
+        "envoy_admin",
+    ], "the newest chart's Lua filter calls these clusters by name and reads stats under the first (hammer is unpinned)"
+    clusters = clusters_of(hammer)
+    assert endpoint_of(clusters["inference_server_admission"]) == {"address": "127.0.0.1", "port_value": 8080}
+    assert endpoint_of(clusters["envoy_admin"]) == {"address": "127.0.0.1", "port_value": 9901}
+    assert {clusters[n]["type"] for n in ("inference_server_admission", "envoy_admin")} == {"STATIC"}
+    assert {clusters[n]["connect_timeout"] for n in ("inference_server_admission", "envoy_admin")} == {"1s"}, (
+        "the chart's 1 s on both loopback clusters (the live config has it too); left out, Envoy waits 5 s"
+    )
+
+
+def test_a_stack_on_a_triton_generation_chart_names_the_clusters_as_that_chart_does():
+    config = build_envoy_config(loopback_settings("hammer", chart=OLDER_GENERATION_CHART))
+    assert [c["name"] for c in config["static_resources"]["clusters"]] == [
         "triton_grpc_service",
         "triton_admission",
         "envoy_admin",
-    ], "the chart's Lua filter calls these clusters by name and reads stats under the first"
-    clusters = clusters_of(hammer)
-    assert endpoint_of(clusters["triton_admission"]) == {"address": "127.0.0.1", "port_value": 8080}
-    assert endpoint_of(clusters["envoy_admin"]) == {"address": "127.0.0.1", "port_value": 9901}
-    assert {clusters[n]["type"] for n in ("triton_admission", "envoy_admin")} == {"STATIC"}
-    assert {clusters[n]["connect_timeout"] for n in ("triton_admission", "envoy_admin")} == {"1s"}, (
-        "the chart's 1 s on both loopback clusters (the live config has it too); left out, Envoy waits 5 s"
-    )
+    ], "the generation is read from the chart: its values.yaml declares triton:, and its Lua calls triton_*"
+    (service,) = [c for c in config["static_resources"]["clusters"] if c["name"] == "triton_grpc_service"]
+    endpoint = service["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+    assert endpoint["address"]["socket_address"]["address"] == "supersonic-interlink-triton.cms.svc.cluster.local."
 
 
 def test_the_route_configuration_has_the_charts_name(hammer):
@@ -151,7 +164,7 @@ def test_the_route_configuration_has_the_charts_name(hammer):
 
 
 def test_the_triton_cluster_resolves_the_headless_service_by_dns_every_second(hammer):
-    cluster = clusters_of(hammer)["triton_grpc_service"]
+    cluster = clusters_of(hammer)[NEWEST.inference_cluster]
     assert "type" not in cluster and "dns_refresh_rate" not in cluster, (
         "Cluster.dns_refresh_rate is deprecated at 1.39; the DNS cluster extension carries it"
     )
@@ -167,13 +180,13 @@ def test_the_triton_cluster_resolves_the_headless_service_by_dns_every_second(ha
     options = cluster["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
     assert options["explicit_http_config"] == {"http2_protocol_options": {}}, "Triton's gRPC needs HTTP/2 upstream"
     assert endpoint_of(cluster) == {
-        "address": "supersonic-interlink-triton.cms.svc.cluster.local.",
+        "address": "supersonic-interlink-inference-server.cms.svc.cluster.local.",
         "port_value": 8001,
     }, "the absolute FQDN with the trailing dot skips the resolver's search-domain walk"
 
 
 def test_the_triton_cluster_ejects_failing_hosts_as_the_change_request_specifies(hammer):
-    assert clusters_of(hammer)["triton_grpc_service"]["outlier_detection"] == {
+    assert clusters_of(hammer)[NEWEST.inference_cluster]["outlier_detection"] == {
         "split_external_local_origin_errors": True,
         "consecutive_5xx": 5,
         "consecutive_gateway_failure": 5,
@@ -185,7 +198,7 @@ def test_the_triton_cluster_ejects_failing_hosts_as_the_change_request_specifies
 
 
 def test_the_triton_cluster_lets_every_request_retry_at_once(hammer):
-    (thresholds,) = clusters_of(hammer)["triton_grpc_service"]["circuit_breakers"]["thresholds"]
+    (thresholds,) = clusters_of(hammer)[NEWEST.inference_cluster]["circuit_breakers"]["thresholds"]
     assert thresholds["max_retries"] == thresholds["max_requests"] == 1024, (
         "Envoy's default of 3 concurrent retries fails every other client at once when a Triton restarts"
     )

@@ -11,7 +11,7 @@ from conftest import stack_settings
 
 from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.config.stack_config import stack_names
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, NEWEST
 from supersonic_interlink.render import checks
 from supersonic_interlink.render.checks import envoy_binary, envoy_findings
 
@@ -59,7 +59,7 @@ def test_the_check_reports_a_deprecated_field():
 
 def test_the_check_reports_a_route_to_an_unknown_cluster():
     text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
-    broken = text.replace(f"cluster: {CHART.inference_cluster}\n", "cluster: triton_grpc\n", 1)
+    broken = text.replace(f"cluster: {NEWEST.inference_cluster}\n", "cluster: triton_grpc\n", 1)
     findings = envoy_findings(broken)
     assert any("unknown cluster 'triton_grpc'" in f for f in findings), findings
 
@@ -90,7 +90,7 @@ def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch):
 
 
 def dns_cluster(config: dict) -> dict:
-    (cluster,) = [c for c in config["static_resources"]["clusters"] if c["name"] == CHART.inference_cluster]
+    (cluster,) = [c for c in config["static_resources"]["clusters"] if c["name"] == NEWEST.inference_cluster]
     return cluster["cluster_type"]["typed_config"]
 
 

@@ -17,6 +17,7 @@ from components.failed_pod_cleanup import (
     object_name,
     script_text,
 )
+from supersonic_interlink import contract
 from supersonic_interlink.config import CLEANUP_KEEP_MAX, RELEASE_NAME_MAX, ConfigError
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render.checks import KUBERNETES_VERSIONS, kubernetes_findings
@@ -152,25 +153,28 @@ def test_the_script_parameters_are_in_the_container_environment(hammer: Evaluati
     assert env["NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, "the pod's own namespace"
     assert env["SELECTOR"] == (
         "app.kubernetes.io/name=supersonic,app.kubernetes.io/instance=supersonic-interlink,"
-        "app.kubernetes.io/component=triton"
-    ), "exactly this release's Triton pods, by the labels the chart puts on them"
+        "app.kubernetes.io/component=inference-server"
+    ), "exactly this release's inference-server pods, by the labels the newest chart puts on them (hammer is unpinned)"
     assert env["KEEP"] == "1" and env["DRY_RUN"] == "false", "defaults from Pulumi.yaml, as strings"
     assert "MAX_DELETE" not in env, "one request deletes any backlog: there is no per-run cap to pass"
     assert env["HOME"] == "/tmp" and env["KUBECACHEDIR"].startswith("/tmp/"), "kubectl writes on the emptyDir"
 
 
-def test_the_selector_is_the_chart_contracts_inference_pod_labels() -> None:
-    selector = inference_pod_selector(RELEASE)
+@pytest.mark.parametrize(
+    ("generation", "component"), [(contract.TRITON, "triton"), (contract.INFERENCE_SERVER, "inference-server")]
+)
+def test_the_selector_is_the_chart_generations_inference_pod_labels(generation, component) -> None:
+    selector = inference_pod_selector(generation, RELEASE)
     assert dict(part.split("=", 1) for part in selector.split(",")) == {
         "app.kubernetes.io/name": "supersonic",
         "app.kubernetes.io/instance": "supersonic-interlink",
-        "app.kubernetes.io/component": "triton",
-    }, "the chart's Triton pod labels (DOMAIN.md), written out so a wrong contract table cannot agree with itself"
+        "app.kubernetes.io/component": component,
+    }, "the chart's inference pod labels, written out so a wrong contract table cannot agree with itself"
 
 
 def test_the_cleaners_own_pods_do_not_match_the_selector_they_clean(hammer: Evaluation) -> None:
     labels = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
-    wanted = CHART.inference_pod_labels(RELEASE)
+    wanted = contract.NEWEST.inference_pod_labels(RELEASE)
     assert any(labels.get(key) != value for key, value in wanted.items()), "the cleaner never selects itself"
     assert labels[CHART.component_label] == COMPONENT
 
@@ -181,7 +185,9 @@ def test_keep_and_dry_run_come_from_the_stack(run_stack) -> None:
     assert env["DRY_RUN"] == "true"
     other = run_stack("geddes-gpu")
     assert env_of(other)["KEEP"] == "2", "the geddes-gpu stack keeps two"
-    assert env_of(other)["SELECTOR"] == inference_pod_selector("supersonic-gpu"), "each stack cleans its release"
+    assert env_of(other)["SELECTOR"] == inference_pod_selector(contract.NEWEST, "supersonic-gpu"), (
+        "each stack cleans its release"
+    )
 
 
 def test_the_cleaner_runs_on_the_af_nodes_on_hammer(hammer: Evaluation) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from chart_fixtures import chart_repository, fixture_chart, git, redirect_upstream
+from chart_fixtures import CHARTS, CONFORMING, chart_repository, fixture_chart, git, redirect_upstream
 from conftest import ROOT
 
 from supersonic_interlink.cli import takeover
@@ -68,7 +68,8 @@ PDB_DELETION = ExpectedDeletion(
 
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    return Expected.from_rendered(rendering.render("hammer"))
+    # Rendered for the tests' chart, as `takeover objects --chart DIR` does: its generation (triton) is read there.
+    return Expected.from_rendered(rendering.render("hammer", chart_dir=CHARTS / CONFORMING))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from conftest import stack_settings
 from components.supersonic_release import POSTRENDER, split_nulls
 from supersonic_interlink.config import deep_merge
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION, helm_values_collisions
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, NEWEST
 from supersonic_interlink.program import build
 from supersonic_interlink.render.evaluate import evaluate
 
@@ -41,7 +41,7 @@ def test_hammer_release_scales_from_zero_with_a_900_second_wake(hammer) -> None:
 
 
 def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
-    triton = values_of(hammer)[CHART.inference_values_key]
+    triton = values_of(hammer)[NEWEST.inference_values_key]
     assert triton["nodeSelector"] == {"kubernetes.io/hostname": "interlink-hammer"}
     assert triton["tolerations"] == [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists"}], (
         "without the toleration the virtual node's taint keeps Triton Pending forever"
@@ -55,7 +55,7 @@ def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
 
 
 def test_hammer_triton_pods_carry_the_slurm_and_wstunnel_annotations(hammer) -> None:
-    annotations = values_of(hammer)[CHART.inference_values_key]["annotations"]
+    annotations = values_of(hammer)[NEWEST.inference_values_key]["annotations"]
     assert annotations == {
         "slurm-job.vk.io/singularity-options": "--unsquash --bind /cvmfs --no-home --compat",
         "slurm-job.vk.io/flags": "--uid=616617 -A cms --gres=gpu:1 --time=0-04:00:00",
@@ -65,7 +65,7 @@ def test_hammer_triton_pods_carry_the_slurm_and_wstunnel_annotations(hammer) -> 
 
 
 def test_hammer_triton_service_probes_and_model_repository_match_the_running_release(hammer) -> None:
-    triton = values_of(hammer)[CHART.inference_values_key]
+    triton = values_of(hammer)[NEWEST.inference_values_key]
     assert triton["service"] == {
         "labels": {"scrape_metrics": "true"},
         "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"},
@@ -164,7 +164,7 @@ def test_exports_name_the_release_its_config_map_and_the_client_endpoint(hammer)
 
 def test_second_stack_runs_triton_on_cluster_gpus_with_the_default_wake(run_stack) -> None:
     values = values_of(run_stack("geddes-gpu"))
-    triton = values[CHART.inference_values_key]
+    triton = values[NEWEST.inference_values_key]
     assert values["scaleFromZero"]["readyTimeoutSeconds"] == 300
     assert triton["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert triton["tolerations"] == [] and triton["annotations"] == {}, "no interLink: no virtual node, no Slurm"

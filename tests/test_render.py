@@ -17,6 +17,7 @@ from chart_fixtures import chart_repository, commit_chart, git, redirect_upstrea
 
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.conformance import GUARD_FINDING
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -252,9 +253,13 @@ def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_render
 
     checked = run_in(root, "hammer", "--check")
     assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert f"chart {root / '.charts' / commit / 'helm' / 'supersonic'}: the chart refuses this stack's values" in (
-        checked.stderr
-    ), "with the pinned chart on disk, --check runs the conformance check against it without being asked"
+    assert f"chart {root / '.charts' / commit / 'helm' / 'supersonic'}: {GUARD_FINDING}" in checked.stderr, (
+        "with the pinned chart on disk, --check runs the conformance check against it without being asked, and a "
+        "commit that still refuses an external Envoy configuration is refused with that reason"
+    )
+    assert "chart generation: triton (" in checked.stdout and "read from the chart's values.yaml" in checked.stdout, (
+        "a pinned chart's generation is read from the fetched chart, not assumed"
+    )
     assert f"chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at {commit}" in (
         checked.stdout
     ), "the summary names the pinned commit"

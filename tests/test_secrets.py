@@ -20,6 +20,7 @@ from conftest import ROOT, stack_config
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import current_secret_keys
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, secret_paths
+from supersonic_interlink.contract import NEWEST
 from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 P = "supersonic-interlink"
@@ -68,7 +69,7 @@ def test_a_secret_envoy_setting_makes_the_envoy_configmap_data_secret() -> None:
     evaluation = run([f"{P}:envoy"])
     config_maps = list(evaluation.of_type("kubernetes:core/v1:ConfigMap"))
     assert len(config_maps) == 1
-    found = occurrences(config_maps[0].inputs, "triton_grpc_service")
+    found = occurrences(config_maps[0].inputs, NEWEST.inference_cluster)
     assert found and all(secret for _, secret in found), "the Envoy configuration is computed from envoy.*"
 
 

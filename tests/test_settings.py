@@ -40,7 +40,14 @@ def test_a_partial_object_in_a_stack_keeps_the_other_defaults_from_pulumi_yaml()
 def test_every_setting_has_its_default_in_pulumi_yaml_or_is_required_per_stack() -> None:
     """The models and Pulumi.yaml describe the same keys; no default lives anywhere else."""
     required = {"namespace", "release.name", "prometheus.url", "triton.args"}
-    optional = {"triton.resources.requests", "triton.resources.limits"}  # a container may leave either out
+    optional = {
+        "triton.resources.requests",  # a container may leave either out
+        "triton.resources.limits",
+        # unset: not passed, so the chart's own default applies (its default is the chart's to state)
+        "scaleFromZero.admissionImage",
+        "keda.pollingInterval",
+        "keda.cooldownPeriod",
+    }
     defaults = project_defaults()
     undeclared, missing = [], []
 
@@ -166,7 +173,7 @@ def test_a_typo_is_an_unknown_key_not_a_silent_default() -> None:
     found = problems(scaleFromZero={"readyTimeoutSecond": 900})
     assert found[0].startswith(
         f"{P}:scaleFromZero.readyTimeoutSecond: unknown key (allowed under "
-        f"{P}:scaleFromZero: enabled, holdMinReplicasSeconds, readyTimeoutSeconds)"
+        f"{P}:scaleFromZero: admissionImage, enabled, holdMinReplicasSeconds, readyTimeoutSeconds)"
     )
 
 

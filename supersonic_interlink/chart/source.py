@@ -30,11 +30,11 @@ from pathlib import Path
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.config import PROJECT, ChartSource
+from supersonic_interlink.config.generation import CHART_CACHE_DIR
 from supersonic_interlink.config.loading import load_outside_yaml
 from supersonic_interlink.config.yaml_nodes import YAMLInputError
 
-CACHE_DIR = ".charts"
-"""The chart cache, relative to the project directory (listed in .gitignore)."""
+CACHE_DIR = CHART_CACHE_DIR
 CACHE_ROOT = ROOT / CACHE_DIR
 UNPINNED = "unpinned"
 """Stands for the commit in the chart path an offline render of an unpinned git source shows."""

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pin_chart is not None:
         return _pin(args.stack, args.pin_chart)
     try:
-        rendered = render(args.stack)
+        rendered = render(args.stack, chart_dir=args.chart)
     except ConfigError as error:
         _config_problems(args.stack, error)
         return 2

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         return command(
             args.stack,
             settings,
-            lambda: render(args.stack),
+            lambda: render(args.stack, chart_dir=args.chart),
             live=args.live,
             live_objects=args.live_object,
             chart=args.chart,

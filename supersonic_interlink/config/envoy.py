@@ -103,7 +103,7 @@ def _routes(settings: Settings) -> list[dict[str, Any]]:
             # timeout must outlast readyTimeoutSeconds; the chart's margin covers /wake, the wait and these retries.
             "match": {"path": CHART.repository_index_path},
             "route": {
-                "cluster": CHART.inference_cluster,
+                "cluster": settings.generation.inference_cluster,
                 "timeout": route_timeout,
                 "idle_timeout": f"{repository_index_idle_timeout_seconds(settings)}s",
                 "retry_policy": {
@@ -120,7 +120,7 @@ def _routes(settings: Settings) -> list[dict[str, Any]]:
         {
             "match": {"prefix": "/"},
             "route": {
-                "cluster": CHART.inference_cluster,
+                "cluster": settings.generation.inference_cluster,
                 "timeout": route_timeout,
                 "retry_policy": {
                     "retry_on": INFERENCE_RETRY_ON,
@@ -194,7 +194,7 @@ def _listener(settings: Settings) -> dict[str, Any]:
 def _inference_cluster(settings: Settings) -> dict[str, Any]:
     envoy = settings.envoy
     od, cb = envoy.outlierDetection, envoy.circuitBreakers
-    name = CHART.inference_cluster
+    name = settings.generation.inference_cluster
     return {
         "name": name,
         # The DNS cluster extension is STRICT_DNS without the deprecated Cluster.dns_refresh_rate: every address
@@ -250,7 +250,9 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
                         {
                             "endpoint": {
                                 "address": _socket_address(
-                                    CHART.inference_service_fqdn(settings.release.name, settings.namespace),
+                                    settings.generation.inference_service_fqdn(
+                                        settings.release.name, settings.namespace
+                                    ),
                                     CHART.inference_grpc_port,
                                 )
                             }
@@ -270,7 +272,7 @@ def build_envoy_config(settings: Settings) -> dict[str, Any]:
             "listeners": [_listener(settings)],
             "clusters": [
                 _inference_cluster(settings),
-                _static_cluster(CHART.admission_cluster, CHART.admission_host, CHART.admission_port),
+                _static_cluster(settings.generation.admission_cluster, CHART.admission_host, CHART.admission_port),
                 _static_cluster(CHART.admin_cluster, LOOPBACK, CHART.envoy_admin_port),
             ],
         },

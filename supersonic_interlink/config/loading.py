@@ -7,7 +7,7 @@ import difflib
 import functools
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,10 +18,12 @@ from pydantic import (
     ValidationError,
 )
 
+from supersonic_interlink.config import generation
 from supersonic_interlink.config.cross_checks import _cross_checks
 from supersonic_interlink.config.model import (
     REPLACED_WHOLE,
     SECRET_CAPABLE,
+    ChartSource,
     Settings,
 )
 from supersonic_interlink.config.pulumi_yaml import decode_text, read_pulumi_yaml
@@ -347,13 +349,15 @@ def load_settings(
     config: Mapping[str, Any],
     defaults: Mapping[str, Any] | None = None,
     secret_keys: frozenset[str] | set[str] = frozenset(),
+    prepare_chart: Callable[[ChartSource], None] | None = None,
 ) -> Settings:
     """Build ``Settings`` from the config map the Pulumi CLI passes (``"supersonic-interlink:key" -> text``).
 
     ``secret_keys`` are the full keys the CLI listed in ``PULUMI_CONFIG_SECRET_KEYS``. Keys of the Kubernetes
     provider and the engine (``kubernetes:``, ``pulumi:``) are passed over; any other namespace is an error (a typo
     in the project prefix would otherwise silently fall back to defaults). Raises ``ConfigError`` listing every
-    problem.
+    problem. ``prepare_chart`` puts the chart on disk first (``pulumi preview`` and ``up`` fetch a pinned git chart),
+    so that its generation is read from the chart itself (``config.generation.select``).
     """
     defaults = project_defaults() if defaults is None else defaults
     problems = _namespace_problems(config)
@@ -398,6 +402,9 @@ def load_settings(
         raise ConfigError(problems)
     settings = Settings(**sections)
     settings._secret_keys = secrets
+    if prepare_chart is not None:
+        prepare_chart(settings.release.chart)
+    settings._generation = generation.select(settings.release.chart)
     return settings
 
 

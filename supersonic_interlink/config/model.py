@@ -46,7 +46,7 @@ from supersonic_interlink.config.types import (
     Port,
     ReleaseName,
 )
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, NEWEST, Generation
 
 # ---------------------------------------------------------------------------------------- the schema
 
@@ -172,6 +172,13 @@ class ScaleFromZeroSettings(Model):
         Annotated[int, Limits(1, PULUMI_NUMBER_MAX, "exact through Pulumi")],
         Field(description="how long a woken Triton is kept; at least readyTimeoutSeconds"),
     ]
+    admissionImage: Annotated[
+        Image | None,
+        Field(
+            description="image of the chart's admission sidecar (scaleFromZero.admissionImage); unset: the chart's "
+            "own default"
+        ),
+    ] = None
 
 
 class ScalingPolicy(Model):
@@ -192,6 +199,24 @@ class KedaSettings(Model):
     maxReplicaCount: Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")]
     scaleUp: ScalingPolicy
     scaleDown: ScalingPolicy
+    metricType: Annotated[
+        Annotated[str, OneOf(("Value", "AverageValue"))],
+        Field(
+            description="how KEDA compares serverLoad with its threshold: Value (the whole release's load) or "
+            "AverageValue (per replica); always passed, since the chart's default moved from Value to AverageValue"
+        ),
+    ]
+    pollingInterval: Annotated[
+        Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")] | None,
+        Field(description="seconds between KEDA's queries of the load metric; unset: the chart's own default"),
+    ] = None
+    cooldownPeriod: Annotated[
+        Annotated[int, Limits(0, INT32_MAX, "a Kubernetes int32")] | None,
+        Field(
+            description="seconds KEDA waits after the last active load before scaling to minReplicaCount; unset: the "
+            "chart's own default"
+        ),
+    ] = None
 
 
 class ServerLoadSettings(Model):
@@ -285,6 +310,13 @@ class Settings(Model):
     ]
 
     _secret_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
+    _generation: Generation = PrivateAttr(default=NEWEST)
+
+    @property
+    def generation(self) -> Generation:
+        """The chart generation of ``release.chart`` (``config.generation.select``): the names the chart gives the
+        inference server. ``load_settings`` always sets it from the chart."""
+        return self._generation
 
     @property
     def secret_keys(self) -> frozenset[str]:

@@ -3,30 +3,42 @@ checked across keys and against the values the program computes, before any reso
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from supersonic_interlink.config.loading import load_settings
 from supersonic_interlink.config.metric import borrowed_selectors
-from supersonic_interlink.config.model import Settings
+from supersonic_interlink.config.model import ChartSource, Settings
 from supersonic_interlink.config.rules import PROJECT, ConfigError
 from supersonic_interlink.config.values import helm_values_collisions, release_values
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, GENERATIONS
 
 
-def settings_from_config(config: Mapping[str, Any], secret_keys: Collection[str] = ()) -> Settings:
+def settings_from_config(
+    config: Mapping[str, Any],
+    secret_keys: Collection[str] = (),
+    prepare_chart: Callable[[ChartSource], None] | None = None,
+) -> Settings:
     """Load and check a stack's settings completely, before any resource exists.
 
-    ``secret_keys`` are the config keys the CLI passed as secrets. Raises ``ConfigError`` with every problem,
-    including ``helmValues`` keys that would override computed values.
+    ``secret_keys`` are the config keys the CLI passed as secrets; ``prepare_chart`` puts the chart on disk before
+    its generation is read (``load_settings``). Raises ``ConfigError`` with every problem, including ``helmValues``
+    keys that would override computed values.
     """
-    settings = load_settings(config, secret_keys=frozenset(secret_keys))
+    settings = load_settings(config, secret_keys=frozenset(secret_keys), prepare_chart=prepare_chart)
     collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     problems = [
         f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
         f"(see Pulumi.yaml) or remove it from helmValues"
         for path in collisions
     ]
+    for other in GENERATIONS:
+        if other != settings.generation and other.inference_values_key in settings.helmValues:
+            problems.append(
+                f"{PROJECT}:helmValues.{other.inference_values_key}: the {other.name} generation's block, but the "
+                f"chart is of the {settings.generation.name} generation, which names it "
+                f"{settings.generation.inference_values_key} (and may refuse the old name); move it there"
+            )
     chart = settings.release.chart
     if settings.release.adopt and not chart.pinned:
         # Adopting upgrades the live release at once: with a moving chart that upgrade could be any commit.

@@ -41,6 +41,7 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             "enabled": sfz.enabled,
             "readyTimeoutSeconds": sfz.readyTimeoutSeconds,
             "holdMinReplicasSeconds": sfz.holdMinReplicasSeconds,
+            **_set(admissionImage=sfz.admissionImage),
         },
         "keda": {
             "enabled": keda.enabled,
@@ -48,6 +49,8 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             "maxReplicaCount": keda.maxReplicaCount,
             "scaleUp": _policy(keda.scaleUp),
             "scaleDown": _policy(keda.scaleDown),
+            "metricType": keda.metricType,
+            **_set(pollingInterval=keda.pollingInterval, cooldownPeriod=keda.cooldownPeriod),
         },
         "prometheus": {
             "external": {
@@ -58,7 +61,7 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             },
         },
         "grafana": {"enabled": False},
-        CHART.inference_values_key: inference,
+        settings.generation.inference_values_key: inference,
         CHART.envoy_values_key: {
             "enabled": True,
             "image": envoy.image,
@@ -80,6 +83,11 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
     if settings.serverLoad.metric:
         values["serverLoadMetric"] = settings.serverLoad.metric
     return values
+
+
+def _set(**optional: Any) -> dict[str, Any]:
+    """The optional keys the stack set; an unset one is left out, so the chart's own default applies."""
+    return {key: value for key, value in optional.items() if value is not None}
 
 
 def _policy(policy: Any) -> dict[str, int]:

@@ -32,8 +32,8 @@ from supersonic_interlink import ROOT
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
-from supersonic_interlink.config import ChartSource, load_yaml
-from supersonic_interlink.config.stack_config import read_stack_document, secret_digests, stack_file
+from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
+from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
 from supersonic_interlink.render.release import mask
 from supersonic_interlink.render.stack import CHART_DIR, locate_chart, render, write
 
@@ -132,6 +132,29 @@ def _fetch_if_pinned(chart: ChartSource) -> str:
     return ""
 
 
+def _fetch_pinned_chart(stack_path: Path) -> None:
+    """Fetch the pinned git chart a stack file names, if any; a failure is reported later, by ``_chart_objects``."""
+    chart = pinned_chart(stack_path)
+    if chart is not None:
+        _fetch_if_pinned(chart)
+
+
+def pinned_chart(stack_path: Path) -> ChartSource | None:
+    """The pinned git chart a stack file names (pinning always writes the chart into the stack file), else None."""
+    try:
+        config = read_stack_document(stack_path)
+    except (ConfigError, OSError):
+        return None
+    release = next((v for k, v in config.items() if full_key(k) == f"{PROJECT}:release"), None)
+    chart = release.get("chart") if isinstance(release, dict) else None
+    if not isinstance(chart, dict) or not chart.get("commit"):
+        return None
+    try:
+        return ChartSource.model_validate(chart)
+    except ValueError:
+        return None
+
+
 def _chart_objects(stack: str, rendered: dict[str, Any], chart_dir: Path | None, root: Path) -> tuple[Any, str]:
     """(the chart's objects, "") or (None, why not) for one side's render."""
     from supersonic_interlink.render.release import chart_objects
@@ -152,7 +175,8 @@ def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
     """The working tree's side (ConfigError for invalid config, as ``render`` exits 2 on it)."""
     if not stack_file(stack).is_file():
         return Side("working tree", exists=False)
-    rendered = render(stack)
+    _fetch_pinned_chart(stack_file(stack))  # the render reads the chart's generation from it
+    rendered = render(stack)  # as the base side renders: its own chart's generation, whatever --chart names
     objects, note = _chart_objects(stack, rendered, chart_dir, ROOT)
     write(rendered, out, objects)
     side = read_tree(out, "working tree", note)
@@ -165,6 +189,8 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
     with checkout(commit) as tree:
         if not (tree / "stacks" / f"Pulumi.{stack}.yaml").is_file():
             return Side(label, exists=False)
+        # A pinned chart in the cache first: the render reads the chart's generation from it.
+        _fetch_pinned_chart(tree / "stacks" / f"Pulumi.{stack}.yaml")
         # Only the form every version of render takes; --chart DIR is applied below, here.
         command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
         try:

@@ -34,7 +34,7 @@ import yaml
 
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Row
-from supersonic_interlink.drift.rules import rule_for
+from supersonic_interlink.drift.rules import rule_for, sidecar_hold_annotation
 from supersonic_interlink.takeover.tree_diff import ABSENT, Named, Path, changes
 
 FIELD_MANAGER = "supersonic-drift"
@@ -250,6 +250,7 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
     """Rows of drift, what the rules ignored, and every object compared."""
     rows: list[Row] = []
     ignored: list[Ignored] = []
+    hold = sidecar_hold_annotation(item.manifest for item in observed.objects if item.manifest)
     for item in observed.objects:
         if item.live is None:
             rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
@@ -263,7 +264,7 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
             expected = item.dry_run or {}
             note = ""
         for change in changes(live, expected):
-            rule = rule_for(live, observed.release, change.path, is_object=True)
+            rule = rule_for(live, observed.release, change.path, is_object=True, hold_annotation=hold)
             if rule is not None:
                 ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
             else:

@@ -14,11 +14,12 @@ The sources behind the two run-time owners:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ast
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, GENERATIONS
 from supersonic_interlink.takeover.tree_diff import Path, is_under
 
 
@@ -35,27 +36,38 @@ class IgnoreRule:
     object_name: str = ""
     """Only the object of this name, given as a chart contract function of the release name (``inference_object``,
     ``scaled_object``); any object when empty."""
+    sidecar_annotation: bool = False
+    """Only the annotation the release's own admission sidecar code names (``sidecar_hold_annotation``), when it
+    names one; ``paths`` is then unused."""
     applies_to: str = "object"
     """``object``: a Kubernetes object (live, or a Pulumi resource's outputs); ``resource``: any Pulumi resource's
     outputs, the Helm Release's record included."""
 
-    def matches(self, resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool) -> bool:
+    def matches(
+        self, resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold_annotation: str | None
+    ) -> bool:
         if self.applies_to == "object" and not is_object:
             return False
+        paths = self.paths
+        if self.sidecar_annotation:
+            if hold_annotation is None:
+                return False
+            paths = (("metadata", "annotations", hold_annotation),)
         if self.kind and resource.get("kind") != self.kind:
             return False
-        if self.object_name and (resource.get("metadata") or {}).get("name") != _OBJECT_NAMES[self.object_name](
+        if self.object_name and (resource.get("metadata") or {}).get("name") not in _OBJECT_NAMES[self.object_name](
             release
         ):
             return False
-        if not any(is_under(path, prefix) for prefix in self.paths):
+        if not any(is_under(path, prefix) for prefix in paths):
             return False
         return not any(is_under(path, kept) for kept in self.keep)
 
 
-_OBJECT_NAMES = {
-    "inference_object": CHART.inference_object_name,
-    "scaled_object": CHART.scaled_object_name,
+_OBJECT_NAMES: dict[str, Callable[[str], set[str]]] = {
+    # A release holds one generation's inference server; either generation's name is that object.
+    "inference_object": lambda release: {g.inference_object_name(release) for g in GENERATIONS},
+    "scaled_object": lambda release: {CHART.scaled_object_name(release)},
 }
 
 RULES: tuple[IgnoreRule, ...] = (
@@ -91,6 +103,16 @@ RULES: tuple[IgnoreRule, ...] = (
         object_name="scaled_object",
     ),
     IgnoreRule(
+        "admission-hold-deadline",
+        "the chart's admission sidecar writes a wake's hold deadline into an annotation of the ScaledObject and "
+        "removes it when the hold ends (cfg/admission-server.py at db73925); ignored only under the name the sidecar "
+        "code this release deployed gives it, and not at all when that code names none",
+        paths=(),
+        kind="ScaledObject",
+        object_name="scaled_object",
+        sidecar_annotation=True,
+    ),
+    IgnoreRule(
         "provider-bookkeeping",
         "__inputs, __fieldManager, __initialApiVersion: the Kubernetes provider's record of what it last sent, not "
         "read from the cluster; a live change shows in the object's own fields",
@@ -107,6 +129,37 @@ API_DEFAULTS_NOTE = (
 )
 
 
-def rule_for(resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool) -> IgnoreRule | None:
-    """The first rule that ignores a difference at ``path`` of ``resource``, or None: then it is drift."""
-    return next((r for r in RULES if r.matches(resource, release, path, is_object=is_object)), None)
+def rule_for(
+    resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold_annotation: str | None = None
+) -> IgnoreRule | None:
+    """The first rule that ignores a difference at ``path`` of ``resource``, or None: then it is drift.
+    ``hold_annotation``: what the release's admission sidecar code names its hold annotation (None: it names none)."""
+    return next(
+        (r for r in RULES if r.matches(resource, release, path, is_object=is_object, hold_annotation=hold_annotation)),
+        None,
+    )
+
+
+def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | None:
+    """The annotation the chart's admission sidecar keeps its hold deadline in, read from the sidecar's Python code
+    in the release's ConfigMaps (a module-level ``HOLD_ANNOTATION = "<name>"``, parsed, never run); None when no
+    code there names one."""
+    for manifest in manifests:
+        if manifest.get("kind") != "ConfigMap":
+            continue
+        for text in (manifest.get("data") or {}).values():
+            if not isinstance(text, str) or CHART.hold_annotation_variable not in text:
+                continue
+            try:
+                module = ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            for node in module.body:
+                if (
+                    isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == CHART.hold_annotation_variable for t in node.targets)
+                    and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str)
+                ):
+                    return node.value.value
+    return None

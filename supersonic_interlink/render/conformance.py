@@ -35,7 +35,7 @@ from typing import Any
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
 
 UNSTABLE_RENDER = (
     "the chart renders the same values differently each time (random or time-based output), so the values it "
@@ -196,6 +196,8 @@ class Expected:
     envoy_yaml: str
     served: list[dict[str, Any]]
     """What the stand-in API serves: the stack's Envoy ConfigMap."""
+    generation: Generation
+    """The chart generation the stack was rendered for (from its ``release.chart``)."""
 
     @classmethod
     def from_rendered(cls, rendered: Mapping[str, Any]) -> Expected:
@@ -203,7 +205,9 @@ class Expected:
         values = release["values"]
         config_map = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
         served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_map]
-        return cls(release["name"], release["namespace"], values, rendered["envoy"], served)
+        # A render tree read back from disk (the diff's base side) carries no generation: its values name it.
+        generation = rendered.get("generation") or generation_of_values(values)
+        return cls(release["name"], release["namespace"], values, rendered["envoy"], served, generation)
 
 
 def _section(values: Mapping[str, Any], *path: str) -> dict[str, Any]:
@@ -265,7 +269,8 @@ class _Review:
         return config_map_name, key, str(data[key])
 
     def inference_server(self) -> None:
-        name = CHART.inference_object_name(self.release)
+        generation = self.expected.generation
+        name = generation.inference_object_name(self.release)
         deployment = self.need("Deployment", name, "the inference server")
         service = self.need("Service", name, "the inference server's headless Service")
         cluster_ip = ((service or {}).get("spec") or {}).get("clusterIP")
@@ -273,10 +278,10 @@ class _Review:
             self.findings.append(f"Service {name} is not headless (clusterIP {cluster_ip!r}, not 'None')")
         if deployment is None:
             return
-        wanted = _section(self.values, CHART.inference_values_key)
+        wanted = _section(self.values, generation.inference_values_key)
         metadata, spec = _pod_metadata(deployment), _pod_spec(deployment)
         labels = metadata.get("labels") or {}
-        for key, value in CHART.inference_pod_labels(self.release).items():
+        for key, value in generation.inference_pod_labels(self.release).items():
             if labels.get(key) != value:
                 self.findings.append(f"Deployment {name}: pods lack label {key}={value} (the cleanup selects by it)")
         annotations = metadata.get("annotations") or {}
@@ -307,7 +312,7 @@ class _Review:
                 f"ScaledObject {name}: minReplicaCount is {spec.get('minReplicaCount')!r}, "
                 f"not the {keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
             )
-        inference = CHART.inference_object_name(self.release)
+        inference = self.expected.generation.inference_object_name(self.release)
         if (spec.get("scaleTargetRef") or {}).get("name") != inference:
             self.findings.append(f"ScaledObject {name} does not scale Deployment {inference}")
         timeout = (((spec.get("triggers") or [{}])[0]).get("metadata") or {}).get("timeout")
@@ -351,7 +356,8 @@ class _Review:
         if not _section(self.values, "scaleFromZero").get("enabled"):
             return
         lua = self.mounted_text(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
-        for cluster in (CHART.admission_cluster, CHART.admin_cluster, CHART.inference_cluster):
+        generation = self.expected.generation
+        for cluster in (generation.admission_cluster, CHART.admin_cluster, generation.inference_cluster):
             if lua is not None and cluster not in lua[2]:
                 self.findings.append(
                     f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
@@ -444,6 +450,35 @@ def ignored_values(
     return [leaf.name for i, leaf in enumerate(every) if results.get(i)]
 
 
+GUARD_FINDING = (
+    "this commit still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap, so it cannot "
+    "load this program's Envoy configuration: pin a commit that has dropped that guard (the change request's "
+    "SuperSONIC #90), and until one is known leave the stack unpinned"
+)
+
+
+def generation_mismatch(chart_dir: Path, expected: Generation) -> str | None:
+    """Why the chart is not of the generation the stack was rendered for, or None when it is."""
+    from supersonic_interlink.config.loading import load_outside_yaml
+
+    values_file = chart_dir / "values.yaml"
+    if not values_file.is_file():
+        return None  # a chart without values: nothing to tell a generation by, and Helm's render says the rest
+    try:
+        documents = load_outside_yaml(values_file.read_bytes())
+        found = generation_of_values(documents[0] if documents else None)
+    except (OSError, ValueError, UnknownGeneration) as error:
+        return f"the chart's generation cannot be told from {values_file}: {error}"
+    if found == expected:
+        return None
+    return (
+        f"the chart is of the {found.name} generation (its values.yaml declares {found.inference_values_key}:, "
+        f"objects <release>-{found.inference_component}, Envoy clusters {found.inference_cluster} and "
+        f"{found.admission_cluster}), but the stack was rendered for the {expected.name} generation: render with "
+        f"the chart release.chart names, whose generation is read from it"
+    )
+
+
 def default_workers() -> int:
     return max(2, min(os.cpu_count() or 2, SCAN_WORKERS_MAX))
 
@@ -464,6 +499,9 @@ def check(
     """
     from components.supersonic_release import POSTRENDER
 
+    mismatch = generation_mismatch(chart_dir, expected.generation)
+    if mismatch is not None:
+        return [mismatch]
     in_process = None
     if post_renderer is None:
         post_renderer, in_process = ROOT / POSTRENDER, post_renderer_function()
@@ -481,6 +519,8 @@ def check(
             objects = renderer.render(expected.values)
             again = renderer.render(expected.values, post_render=in_process)
         except ChartRenderError as error:
+            if CHART.external_config_guard in str(error):
+                return [GUARD_FINDING + f" (the chart says: {error})"]
             return [f"the chart refuses this stack's values: {error}"]
         findings = contract_findings(objects, expected)
         baseline = canonical(objects)

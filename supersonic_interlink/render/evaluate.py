@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Self
 
 import pulumi
@@ -31,7 +32,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.config import PROJECT
+from supersonic_interlink.config import PROJECT, generation
 
 
 def plain(value: Any) -> Any:
@@ -144,20 +145,31 @@ def evaluate(
     secret_keys: Collection[str] = (),
     *,
     offline: bool = True,
+    chart_dir: Path | None = None,
 ) -> Evaluation:
     """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview.
 
     ``secret_keys`` are the keys the CLI would list in ``PULUMI_CONFIG_SECRET_KEYS`` (set with ``--secret``).
     ``offline`` (the default) evaluates as ``./supersonic render`` does: no chart is fetched, and an unpinned git chart
     is rendered instead of refused. ``offline=False`` is what ``pulumi preview``/``up`` do before registering.
+    ``chart_dir``: the chart the stack is rendered for instead of its own (``render --chart DIR``).
     """
-    return contextvars.Context().run(_evaluate, dict(config), stack, program, list(secret_keys), offline)
+    return contextvars.Context().run(
+        _evaluate, dict(config), stack, program, list(secret_keys), offline=offline, chart_dir=chart_dir
+    )
 
 
 def _evaluate(
-    config: dict[str, str], stack: str, program: Callable[[], None], secret_keys: list[str], offline: bool
+    config: dict[str, str],
+    stack: str,
+    program: Callable[[], None],
+    secret_keys: list[str],
+    *,
+    offline: bool,
+    chart_dir: Path | None,
 ) -> Evaluation:
     chart_source.OFFLINE.set(offline)
+    generation.CHART_OVERRIDE.set(chart_dir)
     monitor = RecordingMonitor(EchoMocks())
     outputs: dict[str, Any] = {}
 

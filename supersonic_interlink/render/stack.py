@@ -18,14 +18,15 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, load_yaml
+from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, generation, load_yaml
+from supersonic_interlink.config.generation import values_on_disk
 from supersonic_interlink.config.stack_config import (
     SECRET_PLACEHOLDER,
     load_stack_config,
     load_stack_secrets,
     secret_key_of,
 )
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, Generation
 from supersonic_interlink.files import write_text
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -71,9 +72,12 @@ def _placeholder_problems(problems: Sequence[str]) -> list[str]:
     ]
 
 
-def render(stack: str, config: Mapping[str, str] | None = None, secrets: Sequence[str] = ()) -> dict[str, Any]:
+def render(
+    stack: str, config: Mapping[str, str] | None = None, secrets: Sequence[str] = (), chart_dir: Path | None = None
+) -> dict[str, Any]:
     """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it, with ``secrets`` the
     paths of the secret values in it); return its manifests, release description and Envoy text. Raises ConfigError.
+    ``chart_dir``: a chart directory to render for instead of the stack's own chart (its generation is read there).
     """
     from supersonic_interlink.config.pulumi_config import settings_from_config
     from supersonic_interlink.render.evaluate import evaluate, reveal
@@ -82,11 +86,14 @@ def render(stack: str, config: Mapping[str, str] | None = None, secrets: Sequenc
         config, secrets = load_stack_config(stack), load_stack_secrets(stack)
     config = dict(config)
     secret_keys = sorted({secret_key_of(path) for path in secrets})
+    override = generation.CHART_OVERRIDE.set(chart_dir)
     try:
         settings = settings_from_config(config, secret_keys)  # every config problem, before anything is evaluated
     except ConfigError as error:
         raise ConfigError(_placeholder_problems(error.problems)) from None
-    evaluation = evaluate(config, stack, secret_keys=secret_keys)
+    finally:
+        generation.CHART_OVERRIDE.reset(override)
+    evaluation = evaluate(config, stack, secret_keys=secret_keys, chart_dir=chart_dir)
     # What the provider is handed: secrets unwrapped (offline they are placeholders).
     manifests = [
         reveal(r.inputs)
@@ -123,6 +130,8 @@ def render(stack: str, config: Mapping[str, str] | None = None, secrets: Sequenc
         "envoy": envoy_text,
         "outputs": reveal(evaluation.outputs),
         "chart_source": settings.release.chart,
+        "generation": settings.generation,
+        "generation_chart": chart_dir,
         "secrets": list(secrets),
     }
 
@@ -192,6 +201,20 @@ def chart_line(stack: str, chart: ChartSource) -> str:
     return f"{chart.repo} {chart.name} {chart.version}"
 
 
+def generation_line(chart: ChartSource, row: Generation, chart_dir: Path | None) -> str:
+    names = (
+        f"{row.name} ({row.inference_values_key}: values, <release>-{row.inference_component}, "
+        f"Envoy clusters {row.inference_cluster} and {row.admission_cluster})"
+    )
+    if chart_dir is not None:
+        return f"{names}, read from {chart_dir}/values.yaml (--chart)"
+    if chart.kind == "repo":
+        return f"{names}, that of every published version up to 0.3.1"
+    if values_on_disk(chart) is None:
+        return f"{names}, assumed (what SuperSONIC main carries): the chart is not on disk to read it from"
+    return f"{names}, read from the chart's values.yaml"
+
+
 def summary(stack: str, rendered: dict[str, Any]) -> str:
     release = rendered["release"]
     values = release["values"]
@@ -199,6 +222,8 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
     lines = [
         f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
         f"  chart: {chart_line(stack, rendered['chart_source'])}",
+        "  chart generation: "
+        + generation_line(rendered["chart_source"], rendered["generation"], rendered["generation_chart"]),
         (
             f"  scale from zero: {'on' if sfz['enabled'] else 'off'}, readyTimeoutSeconds {sfz['readyTimeoutSeconds']}"
             f" (RepositoryIndex idle_timeout {_repository_index_idle_timeout(rendered['envoy'])}),"

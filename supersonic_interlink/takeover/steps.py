@@ -99,7 +99,7 @@ def adoption(stack: str, settings: Settings) -> Adoption:
         import_id=live_release_id(settings),
         envoy_service=CHART.instance_name(settings.release.name),
         envoy_deployment=CHART.envoy_object_name(settings.release.name),
-        triton_deployment=CHART.inference_object_name(settings.release.name),
+        triton_deployment=settings.generation.inference_object_name(settings.release.name),
         scaled_object=CHART.scaled_object_name(settings.release.name),
         hold_seconds=settings.scaleFromZero.holdMinReplicasSeconds,
         new_envoy_config_map=config_map_name(settings.release.name, envoy_config_text(settings)),

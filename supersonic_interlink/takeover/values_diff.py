@@ -16,8 +16,9 @@ from typing import Any
 from supersonic_interlink.config.loading import load_outside_yaml
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.config.yaml_nodes import YAMLInputError
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, GENERATIONS, TRITON
 from supersonic_interlink.takeover.tree_diff import (
+    ABSENT,
     Change,
     Path,
     changes,
@@ -36,11 +37,17 @@ class Deliberate:
     why: str
 
 
+# The live release's values are of the triton generation (its `triton:` block), hence TRITON below.
 DELIBERATE: tuple[Deliberate, ...] = (
     Deliberate(
         ("scaleFromZero",),
         "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex and "
         "holds it up to readyTimeoutSeconds; holdMinReplicasSeconds may not be shorter (the chart refuses).",
+    ),
+    Deliberate(
+        ("keda", "metricType"),
+        "Now passed (Value, the stack's keda.metricType): the live chart's template hard-coded Value, and a newer "
+        "chart defaults to AverageValue, which would divide the load by the replica count.",
     ),
     Deliberate(
         ("keda", "minReplicaCount"),
@@ -69,12 +76,12 @@ DELIBERATE: tuple[Deliberate, ...] = (
         "would generate itself. The policy is in this program's Envoy configuration (envoy.loadBalancerPolicy).",
     ),
     Deliberate(
-        (CHART.inference_values_key, "readinessProbe", "exec"),
+        (TRITON.inference_values_key, "readinessProbe", "exec"),
         "No longer passed: the chart renders Triton's readiness probe as an exec probe from readinessProbe.command "
         "whatever readinessProbe.exec says, so this null never reached the pod.",
     ),
     Deliberate(
-        (CHART.inference_values_key, "readinessProbe", "grpc"),
+        (TRITON.inference_values_key, "readinessProbe", "grpc"),
         "No longer passed: the chart renders no grpc readiness handler, so the probe that runs is its exec probe "
         "(with successThreshold 3, kept); the pod's probe does not change.",
     ),
@@ -105,10 +112,26 @@ class ValuesComparison:
 def compare_values(
     live: Mapping[str, Any], project: Mapping[str, Any], declared: Sequence[Deliberate] = DELIBERATE
 ) -> ValuesComparison:
-    """Sort every difference between the live values and the project's by the declarations."""
+    """Sort every difference between the live values and the project's by the declarations.
+
+    When the two are of different chart generations (the live values hold one generation's inference-server block,
+    the project's another's), the live block is compared under the project's name, and the move is one row.
+    """
     deliberate: list[Row] = []
     undeclared: list[Row] = []
     used: set[Path] = set()
+    moved = _generation_move(live, project)
+    if moved is not None:
+        old, new = moved
+        live = {(new if key == old else key): value for key, value in live.items()}
+        declared = [Deliberate((new, *d.path[1:]) if d.path[:1] == (old,) else d.path, d.why) for d in declared]
+        deliberate.append(
+            Row(
+                Change((old,), "(this block)", ABSENT),
+                f"The chart generation moves: the {old}: values block is named {new}: in the project's chart, which "
+                f"refuses the old name; its contents are compared under {new}: below.",
+            )
+        )
     for change in changes(live, project):
         # The most specific declaration explains a change, so a block-wide row never hides a narrower one.
         covering = [d for d in declared if is_under(change.path, d.path)]
@@ -120,6 +143,14 @@ def compare_values(
             undeclared.append(Row(change))
     stale = tuple(d for d in declared if d.path not in used)
     return ValuesComparison(tuple(deliberate), tuple(undeclared), stale)
+
+
+def _generation_move(live: Mapping[str, Any], project: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(live's inference-server block, the project's) when they are different generations' blocks, else None."""
+    keys = [g.inference_values_key for g in GENERATIONS]
+    old = [k for k in keys if k in live and k not in project]
+    new = [k for k in keys if k in project and k not in live]
+    return (old[0], new[0]) if len(old) == 1 and len(new) == 1 else None
 
 
 class LiveValuesError(ValueError):

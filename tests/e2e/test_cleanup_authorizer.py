@@ -17,7 +17,7 @@ import pytest
 from busybox_harness import busybox_path, make_bin
 from e2e_harness import Project, hammer_like, kubectl_json
 
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import TRITON
 from supersonic_interlink.engine.cluster import LocalCluster, write_kubeconfig
 
 pytestmark = pytest.mark.timeout(900)
@@ -145,8 +145,8 @@ def test_cleanup_may_delete_only_pods_of_its_namespace_and_deletes_failed_triton
     assert {a for a in refused if can(*a)} == set(), "the cleanup's ServiceAccount may do nothing else"
 
     # Step 2: Failed pods of this release (three), a Running one, another release's and another namespace's.
-    triton = CHART.inference_pod_labels(RELEASE)
-    other_release = CHART.inference_pod_labels("another-release")
+    triton = TRITON.inference_pod_labels(RELEASE)
+    other_release = TRITON.inference_pod_labels("another-release")
     make_pods(cluster, OTHER_NAMESPACE, [("triton-elsewhere", triton, "Failed")])
     make_pods(
         cluster,

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from e2e_harness import Project, hammer_like, helm_history, kubectl_json
 
+from supersonic_interlink import contract
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.drift.check import Observed, Tools, compare, observe, run
 from supersonic_interlink.drift.rbac import reader_role
@@ -29,7 +30,7 @@ STACK = "drift-e2e"
 RELEASE = "supersonic-interlink"
 NAMESPACE = "e2e-drift"
 ENVOY = CHART.envoy_object_name(RELEASE)
-TRITON = CHART.inference_object_name(RELEASE)
+TRITON = contract.TRITON.inference_object_name(RELEASE)
 SCALED_OBJECT = CHART.scaled_object_name(RELEASE)
 SERVICE = CHART.envoy_service_name(RELEASE)
 ENVOY_COPY = CHART.envoy_config_map_name(RELEASE)
