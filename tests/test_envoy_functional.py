@@ -15,15 +15,15 @@ from concurrent import futures
 import grpc
 import pytest
 from loopback import LOOPBACK as LOOPBACK_HOST
-from loopback import infer, loopback_settings, loopback_stack, triton_client, wait_until
+from loopback import OLDER_GENERATION_CHART, infer, loopback_settings, loopback_stack, triton_client, wait_until
 from tritonclient.utils import InferenceServerException
 
 from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.config.stack_config import stack_names
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import NEWEST
 
 MIB = 1024 * 1024
-CLUSTER = f"cluster.{CHART.inference_cluster}"
+CLUSTER = f"cluster.{NEWEST.inference_cluster}"
 
 FAST = {
     # A DNS refresh every 50 ms instead of 1 s, and back-offs a tenth as long: same policy, shorter waits.
@@ -33,9 +33,9 @@ FAST = {
 }
 
 
-def fast_settings(ready_timeout_seconds: int = 5, **envoy):
+def fast_settings(ready_timeout_seconds: int = 5, chart=None, **envoy):
     return loopback_settings(
-        "hammer", scale_from_zero={"readyTimeoutSeconds": ready_timeout_seconds}, envoy={**FAST, **envoy}
+        "hammer", scale_from_zero={"readyTimeoutSeconds": ready_timeout_seconds}, envoy={**FAST, **envoy}, chart=chart
     )
 
 
@@ -69,15 +69,21 @@ def test_a_repository_index_sent_while_triton_is_down_is_held_and_answered_once_
         assert stack.triton.calls["RepositoryIndex"] == 1, "held, not failed and retried by the client"
 
 
-def test_a_repository_index_is_cancelled_when_no_triton_comes_up_within_the_ready_timeout():
-    with loopback_stack(fast_settings(ready_timeout_seconds=1), ready=False) as stack:
+@pytest.mark.parametrize(
+    ("chart", "status"),
+    [(None, "StatusCode.UNAVAILABLE"), (OLDER_GENERATION_CHART, "StatusCode.CANCELLED")],
+    ids=["inferenceServer-generation", "triton-generation"],
+)
+def test_a_repository_index_is_refused_when_no_triton_comes_up_within_the_ready_timeout(chart, status):
+    settings = fast_settings(ready_timeout_seconds=1, chart=chart)
+    with loopback_stack(settings, ready=False) as stack:
         client = triton_client(stack.envoy.target)
         started = time.monotonic()
         with pytest.raises(InferenceServerException) as failure:
             client.get_model_repository_index(client_timeout=10)
         waited = time.monotonic() - started
-        assert failure.value.status() == "StatusCode.CANCELLED", (
-            "the chart's filter answers grpc-status 1 when the wake times out"
+        assert failure.value.status() == status, (
+            f"the {settings.generation.name} generation's filter answers so when the wake times out"
         )
         assert waited < 4, f"held {waited:.1f} s, well past readyTimeoutSeconds (1 s)"
         assert stack.admission.wakes == 1
@@ -146,7 +152,7 @@ def test_a_failing_triton_among_two_is_ejected_and_every_call_is_served_by_the_h
         flags = {
             line.rsplit("::", 1)[-1]
             for line in stack.envoy.admin("/clusters").splitlines()
-            if line.startswith(f"{CHART.inference_cluster}::{LOOPBACK_HOST}:{bad.port}::health_flags")
+            if line.startswith(f"{NEWEST.inference_cluster}::{LOOPBACK_HOST}:{bad.port}::health_flags")
         }
         assert flags == {"/failed_outlier_check"}, "the failing host, and only it, is marked ejected"
         assert stack.envoy.stat(f"{CLUSTER}.membership_healthy") == 1

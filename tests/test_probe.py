@@ -20,7 +20,7 @@ from concurrent import futures
 import grpc
 import pytest
 from conftest import ROOT, stack_config, stack_settings
-from loopback import loopback_settings, loopback_stack
+from loopback import OLDER_GENERATION_CHART, loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from supersonic_interlink.cli import probe
@@ -552,14 +552,23 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
     )
 
 
-def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready_timeout() -> None:
-    settings = loopback_settings("hammer", scale_from_zero=short_wake(2), envoy=FAST_DNS)
+@pytest.mark.parametrize(
+    ("chart", "status", "message"),
+    [
+        (None, "UNAVAILABLE", "no healthy upstream: inference server did not become ready in time"),
+        (OLDER_GENERATION_CHART, "CANCELLED", ""),
+    ],
+    ids=["inferenceServer-generation", "triton-generation"],
+)
+def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready_timeout(chart, status, message):
+    settings = loopback_settings("hammer", scale_from_zero=short_wake(2), envoy=FAST_DNS, chart=chart)
     with loopback_stack(settings, ready=False) as stack:
         code, out, err = run_main("hammer", "--endpoint", stack.envoy.target, "--json", scaleFromZero=short_wake(2))
         wakes = stack.admission.wakes
     record = json.loads(out)
     assert code == 3 and record["outcome"] == wake_probe.REJECTED, f"no Triton within the timeout: {record}\n{err}"
-    assert record["grpc_status"] == "CANCELLED", "the Lua filter gives up with grpc-status 1"
+    assert record["grpc_status"] == status, f"the {settings.generation.name} generation's Lua filter gives up so"
+    assert record["detail"] == message, "the client sees the filter's own message (none from the older filter)"
     assert record["deadline_seconds"] == 122, "a short stack timeout must shorten the probe's deadline too"
     # The Lua filter counts whole seconds (os.time), so it gives up between 1 and 2 s after the wake.
     assert 1.0 <= record["elapsed_seconds"] < 4.0, (
@@ -571,7 +580,7 @@ def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready
     assert record["cold"] is True
     (wake,) = wake_history.parse_lines([wake_history.encode_line(record)]).wakes
     assert wake_report.wake_time(wake) == wake_report.WakeTime(record["elapsed_seconds"], cut_off=True), (
-        "the Lua filter's CANCELLED at the timeout is a wake cut off by it, for the report"
+        "the Lua filter's answer at the timeout is a wake cut off by it, for the report"
     )
 
 

@@ -170,7 +170,7 @@ def test_two_stacks_are_reported_apart_each_against_its_own_settings(tmp_path: P
 def test_cut_off_wakes_rank_above_every_measured_one_and_stop_a_recommendation_they_decide(tmp_path: Path) -> None:
     records = [cold_wake(5.0 * i) for i in range(1, 98)] + [cut_off_wake(899.6) for _ in range(3)]
     records += [
-        cut_off_wake(2.0),  # CANCELLED long before the timeout: the wake itself failed
+        cut_off_wake(2.0),  # UNAVAILABLE long before the timeout: the wake itself failed
         probe_record(outcome=wake_probe.UNREACHABLE, wake=None, elapsed=300.0, detail="connection lost"),
         probe_record(outcome=wake_probe.REJECTED, wake=None, elapsed=1.0, grpc_status="UNAVAILABLE"),
     ]
@@ -358,4 +358,50 @@ def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_re
     labels = {line.get_label() for line in ax.get_lines()}
     assert labels == {"p99 > 899.6 s (cut off)", "current readyTimeoutSeconds 900 (covered 97 of 100 (97.0%))"}, (
         "no recommended line may be drawn when the report recommends nothing"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "elapsed", "ready_timeout", "cut_off"),
+    [
+        ("UNAVAILABLE", 900.2, 900, True),  # the inferenceServer generation's filter at the timeout
+        ("UNAVAILABLE", 899.1, 900, True),  # its clock counts whole seconds: up to a second early
+        ("UNAVAILABLE", 12.0, 900, False),  # Envoy's own UNAVAILABLE, or a wake that failed: not a timeout
+        ("CANCELLED", 900.2, 900, True),  # the triton generation's filter at the timeout
+        ("CANCELLED", 12.0, 900, False),
+        ("INTERNAL", 900.2, 900, False),
+    ],
+)
+def test_a_rejection_at_the_ready_timeout_is_a_cut_off_wake_in_either_chart_generation(
+    status: str, elapsed: float, ready_timeout: int | None, cut_off: bool
+) -> None:
+    from supersonic_interlink.wake import history as wake_history
+
+    (wake,) = wake_history.parse_lines(
+        [
+            wake_history.encode_line(
+                probe_record(
+                    "hammer",
+                    at=T0,
+                    outcome=wake_probe.REJECTED,
+                    wake=None,
+                    elapsed=elapsed,
+                    ready_timeout=ready_timeout,
+                    grpc_status=status,
+                )
+            )
+        ]
+    ).wakes
+    expected = wake_report.WakeTime(elapsed, cut_off=True) if cut_off else None
+    assert wake_report.wake_time(wake) == expected, (
+        "a timed-out wake dropped from the sample would overstate how many wakes the timeout covers"
+        if cut_off
+        else "a rejection that is not the filter's timeout says nothing about how long a wake takes"
+    )
+
+
+def test_without_a_known_timeout_only_the_older_filters_own_status_counts_as_its_timeout() -> None:
+    assert wake_probe.lua_gave_up("CANCELLED", 5.0, None), "CANCELLED comes only from the triton generation's filter"
+    assert not wake_probe.lua_gave_up("UNAVAILABLE", 900.2, None), (
+        "Envoy answers UNAVAILABLE too when it reaches no Triton: without the timeout the two cannot be told apart"
     )

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from supersonic_interlink import contract
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 
@@ -59,8 +60,16 @@ def warm_answer(stack: str = "hammer", *, at: float = T0, **fields: Any) -> dict
     return probe_record(stack, at=at, wake=0.02, cold=False, **fields)
 
 
-def cut_off_wake(elapsed: float, stack: str = "hammer", *, at: float = T0, ready_timeout: int = 900) -> dict[str, Any]:
-    """A cold wake the Lua filter gave up on: CANCELLED after about readyTimeoutSeconds."""
+def cut_off_wake(
+    elapsed: float,
+    stack: str = "hammer",
+    *,
+    at: float = T0,
+    ready_timeout: int = 900,
+    status: str = contract.NEWEST.wake_timeout_status,
+) -> dict[str, Any]:
+    """A cold wake the Lua filter gave up on: ``status`` (the newest chart's UNAVAILABLE unless given) after about
+    readyTimeoutSeconds."""
     return probe_record(
         stack,
         at=at,
@@ -68,7 +77,7 @@ def cut_off_wake(elapsed: float, stack: str = "hammer", *, at: float = T0, ready
         wake=None,
         elapsed=elapsed,
         ready_timeout=ready_timeout,
-        grpc_status=wake_probe.LUA_REJECT_STATUS,
+        grpc_status=status,
     )
 
 

@@ -22,7 +22,7 @@ import grpc
 
 from supersonic_interlink.config import Settings
 from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, TRITON, WAKE_TIMEOUT_STATUSES
 
 READY = "ready"
 NOT_READY = "not ready"
@@ -39,8 +39,22 @@ EXIT_RECORD_FAILED = 7
 """A result could not be appended to the ``--record`` file (checked writable before the first probe)."""
 EXIT_INTERRUPTED = 130
 
-LUA_REJECT_STATUS = "CANCELLED"
-"""grpc-status 1: what the chart's Lua filter answers when no healthy Triton appeared within readyTimeoutSeconds."""
+LUA_CLOCK_SECONDS = 1
+"""The Lua filter counts its wait in whole seconds (``os.time``): it gives up between readyTimeoutSeconds - 1
+and readyTimeoutSeconds after the wake started."""
+
+
+def lua_gave_up(status: str | None, elapsed_seconds: float, ready_timeout_seconds: int | None) -> bool:
+    """Whether a rejected RepositoryIndex is the Lua filter giving up at ``readyTimeoutSeconds``: the status a chart
+    generation answers a timed-out wake with (CANCELLED, or UNAVAILABLE from the ``inferenceServer`` generation on),
+    at or after the timeout. UNAVAILABLE is also Envoy's own answer when it reaches no Triton, so it counts only
+    when the timeout is known and reached; an earlier answer of either is the wake failing, not a timeout."""
+    if status not in WAKE_TIMEOUT_STATUSES:
+        return False
+    if ready_timeout_seconds is None:
+        return status == TRITON.wake_timeout_status  # only the older filter's status is unambiguous
+    return elapsed_seconds >= ready_timeout_seconds - LUA_CLOCK_SECONDS
+
 
 CONNECTION_FAILED = "connection failed"
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -212,7 +226,7 @@ def describe(result: ProbeResult) -> str:
     if result.outcome == REJECTED:
         why = (
             " (the Lua filter found no healthy Triton within readyTimeoutSeconds)"
-            if result.grpc_status == LUA_REJECT_STATUS
+            if lua_gave_up(result.grpc_status, result.elapsed_seconds, result.ready_timeout_seconds)
             else ""
         )
         return f"{head}: grpc-status {result.grpc_status} after {result.elapsed_seconds:.1f}s{why}: {result.detail}"
@@ -352,7 +366,7 @@ def start_check(client: Any, timeout: float) -> tuple[bool, str]:
     ServerReady is a call the chart's Lua filter passes through untouched (it wakes only on RepositoryIndex), so
     asking it wakes nothing. Any answer comes from a Triton Envoy already routes to, and then the Lua filter
     lets RepositoryIndex through at once: warm, whether the answer is true or false. No answer (``no healthy
-    upstream``, or the filter's CANCELLED rewrite of it) means no Triton is behind Envoy: the call is a cold
+    upstream``, or the older filter's CANCELLED rewrite of it) means no Triton is behind Envoy: the call is a cold
     wake. A wake another client started a moment earlier also reads as cold; its measured time is then shorter
     than a whole wake.
     """

@@ -9,11 +9,12 @@ How the numbers are made (docs/probe.md says why):
 
 - Only cold wakes count. A warm answer (a Triton was already serving) measures nothing about waking, and a
   record from before the probe told the two apart is left out.
-- A cold wake the Lua filter gave up on (CANCELLED after about ``readyTimeoutSeconds``) or that ran into the
+- A cold wake the Lua filter gave up on (at ``readyTimeoutSeconds``: CANCELLED from the ``triton`` chart generation,
+  UNAVAILABLE from the ``inferenceServer`` one, ``probe.lua_gave_up``) or that ran into the
   client's deadline is *cut off*: it took longer than the client waited, by an unknown amount. It stays in the
   sample, ranked above every measured wake, so it can only make a percentile larger, never hide a slow tail. A
   percentile that lands on one is reported as ``> that time`` and no timeout is recommended from it.
-- Cold probes that failed otherwise (Envoy without a Triton, a lost connection, a CANCELLED long before the
+- Cold probes that failed otherwise (Envoy without a Triton, a lost connection, either status long before the
   timeout: the wake itself failed) say nothing about how long a wake takes; they are counted, not ranked.
 - Percentiles are nearest-rank: the q-th is the smallest wake time that at least q percent of the cold wakes did
   not exceed. Nearest rank needs no interpolation, so it stays defined with cut-off wakes in the sample, and a
@@ -40,12 +41,12 @@ from supersonic_interlink.config.envoy import repository_index_idle_timeout_seco
 from supersonic_interlink.wake.history import Wake
 from supersonic_interlink.wake.probe import (
     DEADLINE_EXCEEDED,
-    LUA_REJECT_STATUS,
     NOT_READY,
     OUTCOMES,
     READY,
     REJECTED,
     UNREACHABLE,
+    lua_gave_up,
 )
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ ROUND_TO_SECONDS = 60
 
 TAIL_PERCENTILES = (90, 99)
 PERCENTILE_FOR_TIMEOUT = 99
-
-LUA_CLOCK_SECONDS = 1
-"""The Lua filter counts its wait in whole seconds (``os.time``): it gives up between readyTimeoutSeconds - 1
-and readyTimeoutSeconds after the wake started. A CANCELLED earlier than that is the wake failing, not a timeout."""
 
 
 def min_sample_for(percent: int) -> int:
@@ -104,10 +101,8 @@ def wake_time(wake: Wake) -> WakeTime | None:
         return WakeTime(wake.wake_seconds)
     if wake.outcome == DEADLINE_EXCEEDED:
         return WakeTime(wake.elapsed_seconds, cut_off=True)
-    if wake.outcome == REJECTED and wake.grpc_status == LUA_REJECT_STATUS:
-        timeout = wake.ready_timeout_seconds
-        if timeout is None or wake.elapsed_seconds >= timeout - LUA_CLOCK_SECONDS:
-            return WakeTime(wake.elapsed_seconds, cut_off=True)
+    if wake.outcome == REJECTED and lua_gave_up(wake.grpc_status, wake.elapsed_seconds, wake.ready_timeout_seconds):
+        return WakeTime(wake.elapsed_seconds, cut_off=True)
     return None
 
 
