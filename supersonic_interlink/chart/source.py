@@ -31,7 +31,7 @@ from pathlib import Path
 from supersonic_interlink import ROOT
 from supersonic_interlink.config import PROJECT, ChartSource
 from supersonic_interlink.config.loading import load_outside_yaml
-from supersonic_interlink.config.yaml_nodes import YAMLInputError
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 
 CACHE_DIR = ".charts"
 """The chart cache, relative to the project directory (listed in .gitignore)."""

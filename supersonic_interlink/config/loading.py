@@ -24,7 +24,14 @@ from supersonic_interlink.config.model import (
     SECRET_CAPABLE,
     Settings,
 )
-from supersonic_interlink.config.pulumi_yaml import decode_text, read_pulumi_yaml
+from supersonic_interlink.config.pulumi_yaml import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    YAMLInputError,
+    decode_text,
+    read_pulumi_yaml,
+)
 from supersonic_interlink.config.rules import (
     CHANGES_UP,
     KNOWN_NAMESPACES,
@@ -37,7 +44,6 @@ from supersonic_interlink.config.rules import (
     expanded,
 )
 from supersonic_interlink.config.show import _key, _show
-from supersonic_interlink.config.yaml_nodes import MAX_BYTES, MAX_DEPTH, MAX_VALUES, YAMLInputError
 
 # ---------------------------------------------------------------------------------------- loading
 
