@@ -196,3 +196,23 @@ def test_every_refused_and_shape_file_is_listed() -> None:
         except ConfigError:
             shape.add(file.stem)
     assert (refused, shape) == (set(REFUSED), set(SHAPE))
+
+
+def test_each_accepted_form_reaches_the_program_as_the_cli_hands_it_on(
+    project: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Every row of the unit tests' ACCEPTED table, as a top-level value and inside an object."""
+    from test_pulumi_yaml import ACCEPTED
+
+    lines = ["config:"]
+    lines += [f"  acceptance:v{i}: {text}" for i, (text, _) in enumerate(ACCEPTED)]
+    lines += ["  supersonic-interlink:helmValues:"]
+    lines += [f"    v{i}: {text}" for i, (text, _) in enumerate(ACCEPTED)]
+    file = tmp_path / "Pulumi.accepted.yaml"
+    file.write_text("\n".join(lines) + "\n")
+    listed = cli_config_of(project, file)
+    assert listed.returncode == 0, listed.stderr
+    texts = cli_config(read_stack_document(file))
+    cli_view = canonical({key: entry["value"] for key, entry in json.loads(listed.stdout).items()})
+    assert len(texts) > len(ACCEPTED)
+    assert canonical(texts) == cli_view
