@@ -112,18 +112,23 @@ def test_the_largest_counts_the_consumers_take_are_accepted() -> None:
     assert settings.envoy.bufferMaxRequestBytes == 4294967295 and settings.cleanup.keep == 20
 
 
-def test_an_unquoted_date_reaches_the_program_as_the_text_the_cli_makes_of_it(tmp_path: Path) -> None:
-    """yaml.v3 decodes it to a time.Time; Pulumi's config object stores time.Time.String() (config/object.go)."""
+def test_a_date_reaches_the_program_as_written_when_quoted_and_is_refused_unquoted(tmp_path: Path) -> None:
+    """Unquoted, yaml.v3 makes it time.Time.String() and a YAML 1.1 reader a date: refused, with its key path."""
     stack = tmp_path / "Pulumi.dated.yaml"
     text = (ROOT / "stacks" / "Pulumi.hammer.yaml").read_text()
-    stack.write_text(
-        text.replace(
-            "      interlink.eu/wstunnel-extra-ports:",
-            "      example.org/since: 2024-01-01\n      interlink.eu/wstunnel-extra-ports:",
+    for date in ('"2024-01-01"', "2024-01-01"):
+        stack.write_text(
+            text.replace(
+                "      interlink.eu/wstunnel-extra-ports:",
+                f"      example.org/since: {date}\n      interlink.eu/wstunnel-extra-ports:",
+            )
         )
-    )
-    settings = settings_from_config(cli_config(read_stack_document(stack)))
-    assert settings.triton.podAnnotations["example.org/since"] == "2024-01-01 00:00:00 +0000 UTC"
+        if date.startswith('"'):
+            settings = settings_from_config(cli_config(read_stack_document(stack)))
+            assert settings.triton.podAnnotations["example.org/since"] == "2024-01-01"
+            continue
+        with pytest.raises(ConfigError, match=r"triton\.podAnnotations\.example\.org/since: 2024-01-01 is a timestamp"):
+            read_stack_document(stack)
 
 
 def test_a_rename_replaces_the_release_by_uninstalling_the_old_one_first() -> None:

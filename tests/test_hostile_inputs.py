@@ -241,12 +241,10 @@ def test_takeover_out_that_is_a_link_is_refused(tmp_path: Path, capsys: pytest.C
 
 
 def test_an_integer_of_5000_digits_is_one_line_in_a_stack_file_and_in_pulumi_config() -> None:
-    from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
-    from supersonic_interlink.config.yaml_nodes import YAMLInputError
+    from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
 
-    with pytest.raises(YAMLInputError, match="is not a finite number"):
+    with pytest.raises(YAMLInputError, match=r"\(5000 characters\) is past 64 bits"):
         read_pulumi_yaml("v: " + "1" * 5000 + "\n")
-    assert read_pulumi_yaml("v: " + "1" * 300 + "\n")["v"] == float("1" * 300), "past uint64: a float, as yaml.v3"
     config = stack_config("hammer")
     config[f"{P}:keda"] = '{"minReplicaCount": ' + "1" * 5000 + "}"
     with pytest.raises(ConfigError) as caught:

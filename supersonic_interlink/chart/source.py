@@ -32,7 +32,7 @@ from supersonic_interlink import ROOT
 from supersonic_interlink.config import PROJECT, ChartSource
 from supersonic_interlink.config.generation import CHART_CACHE_DIR
 from supersonic_interlink.config.loading import load_outside_yaml
-from supersonic_interlink.config.yaml_nodes import YAMLInputError
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 
 CACHE_DIR = CHART_CACHE_DIR
 CACHE_ROOT = ROOT / CACHE_DIR

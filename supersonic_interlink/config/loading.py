@@ -26,7 +26,14 @@ from supersonic_interlink.config.model import (
     ChartSource,
     Settings,
 )
-from supersonic_interlink.config.pulumi_yaml import decode_text, read_pulumi_yaml
+from supersonic_interlink.config.pulumi_yaml import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    YAMLInputError,
+    decode_text,
+    read_pulumi_yaml,
+)
 from supersonic_interlink.config.rules import (
     CHANGES_UP,
     KNOWN_NAMESPACES,
@@ -39,7 +46,6 @@ from supersonic_interlink.config.rules import (
     expanded,
 )
 from supersonic_interlink.config.show import _key, _show
-from supersonic_interlink.config.yaml_nodes import MAX_BYTES, MAX_DEPTH, MAX_VALUES, YAMLInputError
 
 # ---------------------------------------------------------------------------------------- loading
 

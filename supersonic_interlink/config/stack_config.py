@@ -1,10 +1,11 @@
 """The config map the Pulumi CLI would pass the program for a stack, built without the CLI.
 
-The CLI reads ``stacks/Pulumi.<stack>.yaml`` with Go's yaml.v3 (``read_pulumi_yaml`` reads it the same way),
-prefixes keys without a namespace with the project name, merges each key declared in ``Pulumi.yaml`` that the stack
-file does not set from its ``default`` (a stack value replaces the default whole), and hands the program every value
-as text: strings as they are, everything else as JSON (``sdk/go/common/resource/config`` in pulumi/pulumi).
-``./supersonic render`` and the tests use this so they evaluate the program exactly as ``pulumi up`` would.
+The CLI reads ``stacks/Pulumi.<stack>.yaml`` with Go's yaml.v3 (``read_pulumi_yaml`` takes only what yaml.v3 and
+YAML 1.1 read alike), prefixes keys without a namespace with the project name, merges each key declared in
+``Pulumi.yaml`` that the stack file does not set from its ``default`` (a stack value replaces the default whole), and
+hands the program every value as text: strings as they are, everything else as JSON (``sdk/go/common/resource/config``
+in pulumi/pulumi). ``./supersonic render`` and the tests use this so they evaluate the program exactly as
+``pulumi up`` would.
 
 Offline there is no secrets provider: a ``secure:`` value anywhere in the file is replaced by ``SECRET_PLACEHOLDER``
 (the ciphertext is never read further, so neither it nor the secret can reach any output), and
@@ -23,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.config import PROJECT, PROJECT_FILE, ConfigError, project_defaults
-from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
-from supersonic_interlink.config.yaml_nodes import YAMLInputError
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
 
 ROOT = PROJECT_FILE.parent
 STACKS_DIR = ROOT / "stacks"

@@ -34,7 +34,7 @@ from supersonic_interlink.chart.helm import ChartRenderError, render_chart
 from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
 from supersonic_interlink.config import PROJECT, ChartSource, Settings
 from supersonic_interlink.config.loading import load_outside_yaml
-from supersonic_interlink.config.yaml_nodes import YAMLInputError
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.files import write_text
 from supersonic_interlink.render.conformance import ROOT, Expected

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supersonic_interlink.config.loading import load_outside_yaml
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
-from supersonic_interlink.config.yaml_nodes import YAMLInputError
 from supersonic_interlink.contract import CHART, GENERATIONS, TRITON
 from supersonic_interlink.takeover.tree_diff import (
     ABSENT,
