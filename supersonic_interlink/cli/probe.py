@@ -14,8 +14,9 @@ the current readyTimeoutSeconds covered and the one the history supports; --png 
 
 Outcomes and exit codes:
   0  ready              RepositoryIndex answered and ServerReady is true; wake time and models reported
-  3  rejected           the endpoint answered the call with an error status; grpc-status 1 (CANCELLED) is the
-                        Lua filter's "no healthy Triton within readyTimeoutSeconds"
+  3  rejected           the endpoint answered the call with an error status; at readyTimeoutSeconds it is the
+                        Lua filter's "no healthy Triton in time": UNAVAILABLE from the inferenceServer chart
+                        generation, CANCELLED (grpc-status 1) from the triton one
   4  deadline exceeded  no answer before the deadline (readyTimeoutSeconds + route margin)
   5  unreachable        no gRPC connection to the endpoint (DNS failure, connection refused, no HTTP/2 answer),
                         or the connection was lost before any response
