@@ -134,8 +134,9 @@ BUILDS: tuple[Build, ...] = (
 )
 
 
-SOURCES = {"keda": "github.com/kedacore/keda/v2"}
-"""Modules read for files (KEDA's CRDs): wrapper group -> module (its version is in ``tools/<group>/go.mod``)."""
+SOURCES = {"keda": "github.com/kedacore/keda/v2", "kwok": "sigs.k8s.io/kwok"}
+"""Modules read for files (KEDA's CRDs, kwok's default Stages): wrapper group -> module (its version is in
+``tools/<group>/go.mod``)."""
 
 
 def module_source(group: str) -> Path:
