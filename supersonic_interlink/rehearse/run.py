@@ -138,8 +138,9 @@ class Rehearsal:
     rng: random.Random
     scripted: deque[float] = field(default_factory=deque)
     """Queue delays to give the next pods, before any draw from ``delay``."""
-    job_seconds: float | None = None
-    """When set, each new pod's Slurm job ends (exit 255) this long after it started running."""
+    scripted_jobs: deque[float] = field(default_factory=deque)
+    """Job times for the next pods: each such pod's Slurm job ends (exit 255) that long after it started running;
+    a pod after them runs until it is deleted."""
     pods: dict[str, PodTrack] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     published: bool = False
@@ -227,9 +228,9 @@ class Rehearsal:
         delay = self.scripted.popleft() if self.scripted else self.delay.draw(self.rng)
         track.queue_delay = delay
         notes = [f"{stages.QUEUE_DELAY}={stages.go_duration(delay)}"]
-        if self.job_seconds is not None:
-            track.job_seconds = self.job_seconds
-            notes.append(f"{stages.JOB_TIME}={stages.go_duration(self.job_seconds)}")
+        if self.scripted_jobs:
+            track.job_seconds = self.scripted_jobs.popleft()
+            notes.append(f"{stages.JOB_TIME}={stages.go_duration(track.job_seconds)}")
         self.cluster.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", self.namespace, *notes)
 
 
