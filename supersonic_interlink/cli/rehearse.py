@@ -54,10 +54,10 @@ def main(argv: list[str]) -> int:
     if not settings.scaleFromZero.enabled:
         print(f"supersonic rehearse: {args.stack} has scaleFromZero.enabled false: nothing wakes", file=sys.stderr)
         return 2
-    return _rehearse(settings, delay, args.dir)
+    return _rehearse(args.stack, settings, delay, args.dir)
 
 
-def _rehearse(settings: Settings, delay: QueueDelay, directory: Path | None) -> int:
+def _rehearse(stack: str, settings: Settings, delay: QueueDelay, directory: Path | None) -> int:
     from supersonic_interlink.engine import toolchain
     from supersonic_interlink.engine.cluster import ClusterError, LocalCluster
     from supersonic_interlink.rehearse import report
@@ -80,7 +80,7 @@ def _rehearse(settings: Settings, delay: QueueDelay, directory: Path | None) -> 
         cluster = LocalCluster(root, tied=True, pod_stages=rehearsal_stages(settings.namespace, VIRTUAL_NODE_NAME))
         cluster.start(log=log)
         try:
-            with rehearsal(cluster, settings, delay, root / "rehearsal") as run:
+            with rehearsal(cluster, settings, delay, root / "rehearsal", stack=stack) as run:
                 run.scripted.append(0.0)
                 log("rehearse: one cold wake with no queue delay, to measure the overhead around the queue")
                 started = time.monotonic()

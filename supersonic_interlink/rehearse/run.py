@@ -136,6 +136,8 @@ class Rehearsal:
     triton: TritonStandIn
     keda: KedaOperator
     rng: random.Random
+    stack: str
+    """The stack's name, as the probe records it."""
     scripted: deque[float] = field(default_factory=deque)
     """Queue delays to give the next pods, before any draw from ``delay``."""
     scripted_jobs: deque[float] = field(default_factory=deque)
@@ -158,7 +160,7 @@ class Rehearsal:
         return probe_once(
             self.envoy.target,
             float(deadline if deadline is not None else probe_deadline_seconds(self.settings)),
-            stack=self.settings.release.name,
+            stack=self.stack,
             ready_timeout=self.settings.scaleFromZero.readyTimeoutSeconds,
         )
 
@@ -236,7 +238,13 @@ class Rehearsal:
 
 @contextlib.contextmanager
 def rehearsal(
-    cluster: LocalCluster, settings: Settings, delay: QueueDelay, work_dir: Path, *, seed: int | None = None
+    cluster: LocalCluster,
+    settings: Settings,
+    delay: QueueDelay,
+    work_dir: Path,
+    *,
+    stack: str,
+    seed: int | None = None,
 ) -> Iterator[Rehearsal]:
     """Everything of a rehearsal for ``settings``'s namespace on ``cluster``; stops all it started."""
     namespace = settings.namespace
@@ -244,18 +252,18 @@ def rehearsal(
     so_name = CHART.scaled_object_name(release)
     deployment = CHART.inference_object_name(release)
     work_dir.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as started:
         prometheus = PrometheusStandIn(0.0)
-        stack.callback(prometheus.stop)
+        started.callback(prometheus.stop)
         cluster.kubectl("create", "namespace", namespace, check=False)
         documents = [triton_deployment(settings), scaled_object(settings, prometheus.address)]
         cluster.kubectl(
             "apply", "--server-side", "-f", "-", input_text="\n---\n".join(json.dumps(d) for d in documents)
         )
-        keda = stack.enter_context(keda_running(cluster, namespace, work_dir))
-        dns = stack.enter_context(dns_standin())
+        keda = started.enter_context(keda_running(cluster, namespace, work_dir))
+        dns = started.enter_context(dns_standin())
         triton = TritonStandIn()
-        stack.callback(triton.stop)
+        started.callback(triton.stop)
 
         def scale_up() -> None:
             current = cluster.kubectl(
@@ -278,8 +286,8 @@ def rehearsal(
             scale_up=scale_up,
             set_min=set_min,
         )
-        stack.callback(admission.stop)
-        envoy = stack.enter_context(
+        started.callback(admission.stop)
+        envoy = started.enter_context(
             envoy_running(
                 settings,
                 tritons=[(CHART.inference_service_fqdn(release, namespace), triton.port)],
@@ -298,6 +306,7 @@ def rehearsal(
             triton=triton,
             keda=keda,
             rng=random.Random(seed),
+            stack=stack,
         )
         stopping = threading.Event()
         watcher = threading.Thread(target=result._watch, args=(stopping,), name="rehearsal-pods", daemon=True)
@@ -307,5 +316,5 @@ def rehearsal(
             stopping.set()
             watcher.join(10)
 
-        stack.callback(stop_watching)
+        started.callback(stop_watching)
         yield result

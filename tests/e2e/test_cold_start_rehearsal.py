@@ -103,7 +103,7 @@ def test_a_cold_start_from_zero_under_the_real_keda_operator(cluster: LocalClust
     settings = rehearsal_settings()
     numbers: dict[str, float | str] = {}
     started = time.monotonic()
-    with rehearsal(cluster, settings, parse("fixed:0"), tmp_path / "rehearsal", seed=1) as run:
+    with rehearsal(cluster, settings, parse("fixed:0"), tmp_path / "rehearsal", stack="hammer", seed=1) as run:
         numbers["keda_start_s"] = time.monotonic() - started
         assert run.replicas() == 0, "scale from zero starts at zero"
 
