@@ -69,7 +69,7 @@ def prediction(settings: Settings, delay: QueueDelay, overhead_seconds: float) -
         (
             f"holdMinReplicasSeconds {sfz.holdMinReplicasSeconds}: KEDA keeps Triton only while the admission "
             "sidecar holds minReplicaCount at 1; after a wake from outside KEDA its LastActiveTime is unset, so once "
-            "the hold ends it scales to zero at its next poll, with no cooldown"
+            "the hold ends it scales to zero at once, with no cooldown"
         ),
         (
             f"a session served at the limit has Triton for at least {sfz.holdMinReplicasSeconds - usable} s after its "
