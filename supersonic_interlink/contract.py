@@ -159,6 +159,8 @@ class Generation:
     wake_timeout_status: str
     """gRPC status (by name) the Lua filter answers a RepositoryIndex with when no healthy inference server appeared
     within ``readyTimeoutSeconds``."""
+    wake_timeout_code: int
+    """The same status as the number in its ``grpc-status`` header."""
     wake_timeout_message: str
     """The ``grpc-message`` of that answer (empty: the filter sends none)."""
 
@@ -188,6 +190,7 @@ TRITON = Generation(
     # cfg/envoy-filter.lua at c292baf1: the request is not let through, and the response filter sets grpc-status 1
     # and drops the grpc-message.
     wake_timeout_status="CANCELLED",
+    wake_timeout_code=1,
     wake_timeout_message="",
 )
 
@@ -199,6 +202,7 @@ INFERENCE_SERVER = Generation(
     admission_cluster="inference_server_admission",
     # cfg/envoy-filter.lua at 098d4a6c: the filter answers the request itself with grpc-status 14.
     wake_timeout_status="UNAVAILABLE",
+    wake_timeout_code=14,
     wake_timeout_message="no healthy upstream: inference server did not become ready in time",
 )
 

@@ -30,6 +30,10 @@ from supersonic_interlink.engine.run import Engine, pulumi_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 
+REHEARSAL_NAMESPACE = "e2e-rehearse"
+"""The namespace whose pods on the interLink virtual node kwok holds in the Slurm queue (the cold-start rehearsal);
+every other pod becomes Ready at once, as before."""
+
 
 def e2e_chart(into: Path) -> Path:
     """The conformance fixture chart with its one dependency present (as ``dependency_update`` leaves a chart

@@ -24,12 +24,13 @@ LAYERS: dict[str, int] = {
     "supersonic_interlink.engine": 6,
     "supersonic_interlink.drift": 7,
     "supersonic_interlink.diff": 7,
+    "supersonic_interlink.rehearse": 7,
     "supersonic_interlink.cli": 8,
     "supersonic_interlink.__main__": 9,
 }
 """Layer of each package: contract < config < chart < components < the program < render < the tools (takeover,
-wake, state, engine) < what combines tools (drift, diff) < cli < ``python -m supersonic_interlink``. Equal layers
-are siblings: they do not import each other."""
+wake, state, engine) < what combines tools (drift, diff, rehearse) < cli < ``python -m supersonic_interlink``.
+Equal layers are siblings: they do not import each other."""
 
 
 def unit_of(module: str) -> str:

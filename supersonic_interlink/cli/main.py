@@ -26,6 +26,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "pulumi": ("supersonic_interlink.cli.pulumi", "the real engine for a stack: preview|up|refresh|destroy"),
     "drift": ("supersonic_interlink.cli.drift", "what changed on the cluster outside Pulumi; --correct brings it back"),
     "toolchain": ("supersonic_interlink.cli.toolchain", "build the Pulumi CLI, provider and control plane"),
+    "rehearse": ("supersonic_interlink.cli.rehearse", "rehearse a cold start on the local control plane, real KEDA"),
     "completion": ("supersonic_interlink.cli.completion", "print a bash or zsh completion script"),
 }
 """verb -> (module with ``main(argv) -> int``, one line of help)."""

@@ -28,7 +28,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +239,9 @@ class LocalCluster:
     tied: bool = False
     """Stop every component when the process that started the cluster dies (a test session killed without its
     teardown); ``./supersonic cluster start`` leaves them running until ``stop``."""
+    pod_stages: list[dict[str, Any]] = field(default_factory=list)
+    """kwok pod Stages to run instead of kwok's defaults (which it loads only when given no pod stage): the
+    rehearsal's Slurm queue (``supersonic_interlink.rehearse.stages``). Empty: kwok's default fast pod stages."""
 
     @property
     def kubeconfig(self) -> Path:
@@ -411,7 +414,7 @@ class LocalCluster:
                 )
             )
             kwok_config = self.directory / "kwok.yaml"
-            kwok_config.write_text(yaml.safe_dump(LOAD_BALANCER_STAGE, sort_keys=False))
+            kwok_config.write_text(yaml.safe_dump_all([LOAD_BALANCER_STAGE, *self.pod_stages], sort_keys=False))
             kwok = Component(
                 "kwok",
                 [

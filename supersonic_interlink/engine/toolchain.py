@@ -17,6 +17,8 @@ Facts the build depends on (read in each module's source at the pinned version):
 - The provider's ``main.go`` embeds ``schema-embed.json`` and ``terraform-mapping-embed.json``, which its
   ``generate.go`` writes from ``schema.json`` (with ``.version`` set) and ``terraform-mapping.json`` and which are
   not in the module zip: the main package is copied into the cache and built there beside them.
+- KEDA's go.mod replaces ``github.com/nexus-rpc/nexus-proto-annotations`` and excludes a ``go-chi`` version;
+  ``tools/keda/go.mod`` repeats both. Its operator is the heaviest build here (about 25 minutes on two cores).
 - ``k8s.io/kubernetes`` replaces its staging modules with its own tree; ``tools/kubernetes/go.mod`` points each
   at the published module of the same release. The version is stamped the way Kubernetes' own build does, so the
   server reports it (the provider trusts ServiceAccounts as ready only on servers >= 1.24).
@@ -122,11 +124,19 @@ BUILDS: tuple[Build, ...] = (
         packages={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
         ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version={version}",),
     ),
+    Build(
+        group="keda",
+        module="github.com/kedacore/keda/v2",
+        # KEDA's Makefile builds cmd/operator as bin/keda; here it is named for what it is beside the others.
+        packages={"keda-operator": "github.com/kedacore/keda/v2/cmd/operator"},
+        ldflags=("-X github.com/kedacore/keda/v2/version.Version={version}",),
+    ),
 )
 
 
-SOURCES = {"keda": "github.com/kedacore/keda/v2"}
-"""Modules read for files, not built: wrapper group -> module (its version is in ``tools/<group>/go.mod``)."""
+SOURCES = {"keda": "github.com/kedacore/keda/v2", "kwok": "sigs.k8s.io/kwok"}
+"""Modules read for files (KEDA's CRDs, kwok's default Stages): wrapper group -> module (its version is in
+``tools/<group>/go.mod``)."""
 
 
 def module_source(group: str) -> Path:

@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_harness import Project, e2e_chart, providers
+from e2e_harness import REHEARSAL_NAMESPACE, Project, e2e_chart, providers
 
 from supersonic_interlink.engine.cluster import LocalCluster
+from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME
+from supersonic_interlink.rehearse.stages import rehearsal_stages
 
 
 @pytest.fixture(scope="session")
@@ -18,7 +20,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     # A SIGTERM (a CI timeout) ends the session through pytest's own interrupt handling, so teardown runs; and the
     # components die with this process even if it cannot.
     signal.signal(signal.SIGTERM, _interrupt)
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"), tied=True)
+    local = LocalCluster(
+        tmp_path_factory.mktemp("cluster"),
+        tied=True,
+        pod_stages=rehearsal_stages(REHEARSAL_NAMESPACE, VIRTUAL_NODE_NAME),
+    )
     lines: list[str] = []
     try:
         local.start(log=lines.append)

@@ -1,0 +1,198 @@
+"""The stand-ins a rehearsal runs where this machine has no real part: Prometheus, the admission sidecar, Triton.
+
+``PrometheusStandIn``
+    answers ``GET /api/v1/query`` (what KEDA's Prometheus scaler asks) with one sample of ``value``, which the
+    caller sets: the release's load as the metric query would return it. Counts the queries.
+``AdmissionStandIn``
+    the chart's admission sidecar as the chart documents it (``/wake``, ``/sleep``, ``/health``), acting on the
+    local cluster: a wake raises the ScaledObject's ``minReplicaCount`` to 1 and scales the Triton Deployment to
+    at least 1, keeps both so every 2 s while the hold (``holdMinReplicasSeconds``) runs from the last wake, and
+    then lowers ``minReplicaCount`` back to the stack's own. ``/sleep`` paces the filter's wait (1 s, as the
+    chart's). ``/idle`` is the same pause under the name another chart generation uses.
+``TritonStandIn``
+    a gRPC ``GRPCInferenceService`` (tritonclient's servicer base) answering ``ServerLive``, ``ServerReady`` and
+    ``RepositoryIndex``; it is reached through Envoy only while the rehearsal publishes its DNS name, that is
+    while a Triton pod is Ready, as a headless Service's record follows its ready pods.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+from supersonic_interlink.rehearse.loopback import LOOPBACK, STOP_TIMEOUT_SECONDS
+
+MODEL = "standin"
+HOLD_CHECK_SECONDS = 2.0
+WATCH_SECONDS = 0.5
+
+
+class _Server:
+    """A threading HTTP server on a free loopback port answering GET through ``answer(path, query)``."""
+
+    def __init__(self, name: str, answer: Callable[[str, str], tuple[int, str, bytes]]) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                path, _, query = self.path.partition("?")
+                status, content_type, body = answer(path, query)
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self._server.daemon_threads = True
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(STOP_TIMEOUT_SECONDS)
+
+
+class PrometheusStandIn(_Server):
+    def __init__(self, value: float = 0.0) -> None:
+        self.value = value
+        self.queries = 0
+        super().__init__("prometheus-standin", self._answer)
+
+    @property
+    def address(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def _answer(self, path: str, query: str) -> tuple[int, str, bytes]:
+        del query
+        if path != "/api/v1/query":
+            return 404, "text/plain", b"not found\n"
+        self.queries += 1
+        sample = {"metric": {}, "value": [time.time(), repr(float(self.value))]}
+        body = {"status": "success", "data": {"resultType": "vector", "result": [sample]}}
+        return 200, "application/json", json.dumps(body).encode()
+
+
+class AdmissionStandIn(_Server):
+    """See the module's docstring. ``scale(replicas)`` and ``set_min(replicas)`` act on the cluster."""
+
+    def __init__(
+        self,
+        *,
+        hold_seconds: float,
+        idle_min_replicas: int,
+        scale_up: Callable[[], None],
+        set_min: Callable[[int], None],
+        sleep_seconds: float = 1.0,
+    ) -> None:
+        self.hold_seconds = hold_seconds
+        self.idle_min_replicas = idle_min_replicas
+        self.sleep_seconds = sleep_seconds
+        self._scale_up = scale_up
+        self._set_min = set_min
+        self.wakes: list[float] = []
+        """Monotonic times of each /wake."""
+        self.released: list[float] = []
+        """Monotonic times the hold ended and minReplicaCount went back down."""
+        self.errors: list[str] = []
+        self._held = False
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        super().__init__("admission-standin", self._answer)
+        self._watch = threading.Thread(target=self._watch_loop, name="admission-hold", daemon=True)
+        self._watch.start()
+
+    def _answer(self, path: str, query: str) -> tuple[int, str, bytes]:
+        del query
+        if path == "/wake":
+            with self._lock:
+                self.wakes.append(time.monotonic())
+            self._ensure()
+        elif path in ("/sleep", "/idle"):
+            time.sleep(self.sleep_seconds)
+        elif path != "/health":
+            return 404, "text/plain", b"not found\n"
+        return 200, "text/plain", b"ok\n"
+
+    def _demand(self) -> bool:
+        with self._lock:
+            return bool(self.wakes) and time.monotonic() - self.wakes[-1] < self.hold_seconds
+
+    def _ensure(self) -> None:
+        try:
+            self._set_min(1)
+            self._scale_up()
+            self._held = True
+        except Exception as error:
+            self.errors.append(str(error))
+
+    def _watch_loop(self) -> None:
+        last = 0.0
+        while not self._stopping.wait(WATCH_SECONDS):
+            now = time.monotonic()
+            if self._demand():
+                if now - last >= HOLD_CHECK_SECONDS:
+                    self._ensure()
+                    last = now
+            elif self._held:
+                try:
+                    self._set_min(self.idle_min_replicas)
+                    self._held = False
+                    self.released.append(time.monotonic())
+                except Exception as error:
+                    self.errors.append(str(error))
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._watch.join(STOP_TIMEOUT_SECONDS)
+        super().stop()
+
+
+class TritonStandIn:
+    def __init__(self) -> None:
+        import grpc
+        from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+        owner = self
+        self.calls: dict[str, int] = {}
+
+        def count(method: str) -> None:
+            owner.calls[method] = owner.calls.get(method, 0) + 1
+
+        class Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
+            def ServerLive(self, request: Any, context: Any) -> Any:
+                count("ServerLive")
+                return service_pb2.ServerLiveResponse(live=True)
+
+            def ServerReady(self, request: Any, context: Any) -> Any:
+                count("ServerReady")
+                return service_pb2.ServerReadyResponse(ready=True)
+
+            def ModelReady(self, request: Any, context: Any) -> Any:
+                count("ModelReady")
+                return service_pb2.ModelReadyResponse(ready=request.name == MODEL)
+
+            def RepositoryIndex(self, request: Any, context: Any) -> Any:
+                count("RepositoryIndex")
+                model = service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")
+                return service_pb2.RepositoryIndexResponse(models=[model])
+
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(Servicer(), self._server)
+        self.port: int = self._server.add_insecure_port(f"{LOOPBACK}:0")
+        self._server.start()
+
+    def stop(self) -> None:
+        self._server.stop(grace=None).wait(STOP_TIMEOUT_SECONDS)

@@ -1,0 +1,182 @@
+"""A whole cold start, rehearsed on the local control plane (``supersonic_interlink.rehearse``): the project's probe
+sends RepositoryIndex through the real Envoy running the program's computed configuration; the Lua filter (the
+project's stand-in) wakes Triton through the admission-sidecar stand-in; the real KEDA operator holds and releases
+the Triton Deployment; kwok keeps each Triton pod Pending for a scripted Slurm queue delay and can end its job with
+exit code 255. The hammer stack's settings, with the ready timeout and hold scaled down so the scenario takes a few
+minutes:
+
+1. a wake with no queue delay measures the overhead around the queue (the wake, scheduling, DNS, the filter);
+2. with no load, KEDA scales Triton to zero as soon as the hold ends: a wake from outside KEDA leaves the
+   ScaledObject's lastActiveTime unset, and KEDA skips its cooldown then (measured);
+3. a wake of readyTimeoutSeconds - 3 s (its queue delay that less the overhead) is served;
+4. a wake whose queue alone is readyTimeoutSeconds + 3 s is refused (the status the client sees is recorded),
+   and the Triton that comes up late lives only for what is left of the hold;
+5. a Slurm job that exits 255 leaves a Failed pod; the cleanup CronJob's script deletes the Failed pods but the
+   newest.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from busybox_harness import busybox_path, make_bin
+from e2e_harness import REHEARSAL_NAMESPACE
+
+from components.failed_pod_cleanup import container_command, script_environment, script_text
+from supersonic_interlink.config import PROJECT, Settings, load_settings
+from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.engine.cluster import LocalCluster
+from supersonic_interlink.rehearse.delays import parse
+from supersonic_interlink.rehearse.run import Rehearsal, rehearsal
+from supersonic_interlink.rehearse.stages import JOB_EXIT_CODE
+from supersonic_interlink.wake.probe import READY, REJECTED, describe
+
+pytestmark = pytest.mark.timeout(900)
+
+READY_TIMEOUT = 20
+HOLD = 35
+MARGIN = 3
+SCALE_DOWN_WAIT = HOLD + 60
+"""The hold, then at most two of KEDA's 30 s polls."""
+
+
+def rehearsal_settings() -> Settings:
+    """The hammer stack in the rehearsal's namespace, its load metric selecting that namespace, timeouts scaled."""
+    config = load_stack_config("hammer")
+    config[f"{PROJECT}:namespace"] = REHEARSAL_NAMESPACE
+    load = json.loads(config[f"{PROJECT}:serverLoad"])
+    load["metric"] = load["metric"].replace('namespace=~"cms"', f'namespace=~"{REHEARSAL_NAMESPACE}"')
+    config[f"{PROJECT}:serverLoad"] = json.dumps(load)
+    sfz = json.loads(config[f"{PROJECT}:scaleFromZero"])
+    sfz.update(readyTimeoutSeconds=READY_TIMEOUT, holdMinReplicasSeconds=HOLD)
+    config[f"{PROJECT}:scaleFromZero"] = json.dumps(sfz)
+    return load_settings(config)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> float:
+    """Poll until ``condition`` holds; the monotonic time it was first seen to."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return time.monotonic()
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout:g} s: {what}")
+
+
+def failed_pods(cluster: LocalCluster, namespace: str) -> list[str]:
+    """Names of the namespace's Failed pods, oldest first."""
+    done = cluster.kubectl(
+        "get", "pods", "-n", namespace, "--field-selector=status.phase=Failed", "--sort-by=.metadata.creationTimestamp",
+        "-o", "jsonpath={.items[*].metadata.name}",
+    )  # fmt: skip
+    return done.stdout.split()
+
+
+def run_cleanup(cluster: LocalCluster, settings: Settings, scratch: Path) -> subprocess.CompletedProcess[str]:
+    """The CronJob's container command and environment, in a real busybox with the real kubectl 1.34."""
+    bin_dir = make_bin(scratch / "bin")
+    env = {
+        **script_environment(settings),
+        "PATH": str(bin_dir),
+        "NAMESPACE": settings.namespace,
+        "HOME": str(scratch),
+        "KUBECACHEDIR": str(scratch / ".kube" / "cache"),
+        "KUBECONFIG": str(cluster.kubeconfig),
+    }
+    command = container_command(script_text())
+    return subprocess.run(
+        [busybox_path(), "sh", *command[1:]], env=env, cwd=scratch, capture_output=True, text=True, timeout=120
+    )
+
+
+def scaled_to_zero(run: Rehearsal) -> bool:
+    return run.replicas() == 0 and not run.published
+
+
+def test_a_cold_start_from_zero_under_the_real_keda_operator(cluster: LocalCluster, tmp_path: Path) -> None:
+    settings = rehearsal_settings()
+    numbers: dict[str, float | str] = {}
+    started = time.monotonic()
+    with rehearsal(cluster, settings, parse("fixed:0"), tmp_path / "rehearsal", stack="hammer", seed=1) as run:
+        numbers["keda_start_s"] = time.monotonic() - started
+        assert run.replicas() == 0, "scale from zero starts at zero"
+
+        # 1. A wake with no queue delay: served; what it took is the overhead around the queue.
+        run.scripted.append(0.0)
+        calibration = run.wake()
+        assert calibration.outcome == READY, describe(calibration)
+        assert calibration.cold is True, "no Triton answered before the call: this was a wake"
+        assert calibration.wake_seconds is not None
+        overhead = calibration.wake_seconds
+        numbers["overhead_s"] = overhead
+        assert overhead < READY_TIMEOUT - 1 - MARGIN, "the overhead alone leaves no room for a queue"
+        assert run.triton.calls.get("RepositoryIndex") == 1, "answered by Triton itself, once"
+        (first,) = run.pods.values()
+
+        # 2. No load: the hold ends, and KEDA scales to zero without a cooldown.
+        gone = wait_for(lambda: scaled_to_zero(run), SCALE_DOWN_WAIT, "KEDA scaling Triton to zero after the hold")
+        (released,) = run.admission.released
+        assert released - run.admission.wakes[0] >= HOLD
+        numbers["zero_after_hold_end_s"] = gone - released
+        numbers["triton_ready_for_s"] = gone - (first.ready or gone)
+        assert run.scaled_object_status().get("lastActiveTime") is None, (
+            "a wake from outside KEDA and no load: KEDA never saw the trigger active"
+        )
+        assert run.prometheus.queries > 0, "KEDA's Prometheus scaler asked the stand-in"
+        assert gone - released < 30 + 5, "no 300 s cooldown: zero at KEDA's next poll (every 30 s) or sooner"
+
+        # 3. A wake of readyTimeoutSeconds - 3 s (queue delay + the overhead): served.
+        run.scripted.append(READY_TIMEOUT - MARGIN - overhead)
+        served = run.wake()
+        assert served.outcome == READY, describe(served)
+        numbers["served_wake_s"] = served.wake_seconds or 0.0
+        wait_for(lambda: scaled_to_zero(run), SCALE_DOWN_WAIT, "KEDA scaling Triton to zero after the second hold")
+
+        # 4. A queue of readyTimeoutSeconds + 3 s, so a wake longer than that: refused; the late Triton lives for
+        # what is left of the hold.
+        run.scripted.append(READY_TIMEOUT + MARGIN)
+        refused = run.wake()
+        assert refused.outcome == REJECTED, describe(refused)
+        numbers["refused_status"] = str(refused.grpc_status)
+        numbers["refused_after_s"] = refused.elapsed_seconds
+        assert refused.grpc_status == run.settings.generation.wake_timeout_status, describe(refused)
+        assert READY_TIMEOUT - 1 - 0.5 <= refused.elapsed_seconds <= READY_TIMEOUT + 1.5, describe(refused)
+        late = next(p for p in run.pods.values() if p.queue_delay == READY_TIMEOUT + MARGIN)
+        wait_for(lambda: late.ready is not None, 2 * MARGIN + 10, "the late Triton pod to become Ready")
+        gone = wait_for(lambda: scaled_to_zero(run), SCALE_DOWN_WAIT, "KEDA scaling the late Triton to zero")
+        assert late.ready is not None
+        wake_to_ready, ready_for = late.ready - run.admission.wakes[-1], gone - late.ready
+        numbers["late_wake_to_ready_s"], numbers["late_triton_ready_for_s"] = wake_to_ready, ready_for
+        assert gone - run.admission.wakes[-1] < HOLD + 30 + 5, "the late Triton goes when the hold ends"
+        assert 0 < ready_for <= HOLD - wake_to_ready + 30 + 5, "kept for what was left of the hold, a poll at most"
+
+        # 5. A job that exits 255 leaves a Failed pod; the CronJob's script deletes all Failed pods but the newest.
+        run.scripted.extend([1.0, 1.0, 1.0])
+        run.scripted_jobs.extend([2.0, 2.0])  # two jobs end with 255; the third replacement keeps running
+        job = run.wake()
+        assert job.outcome == READY, describe(job)
+        wait_for(lambda: len(failed_pods(cluster, REHEARSAL_NAMESPACE)) == 2, HOLD, "two Slurm jobs exiting 255")
+        wait_for(
+            lambda: any(p.ready and p.job_seconds is None and p.gone is None for p in list(run.pods.values())[-1:]),
+            HOLD,
+            "the third Triton pod running",
+        )
+        failed = failed_pods(cluster, REHEARSAL_NAMESPACE)
+        assert {run.pods[name].exit_code for name in failed if run.pods[name].exit_code is not None} == {JOB_EXIT_CODE}
+        before = set(failed)
+        done = run_cleanup(cluster, settings, tmp_path / "cleanup")
+        assert done.returncode == 0, done.stderr
+        after = set(failed_pods(cluster, REHEARSAL_NAMESPACE))
+        assert after == {failed[-1]}, ("every Failed Triton pod but the newest is deleted", failed, done.stdout)
+        numbers["failed_pods_cleared"] = len(before - after)
+        assert run.errors == [] and run.admission.errors == []
+    numbers["total_s"] = time.monotonic() - started
+    print(
+        "rehearsal numbers: " + json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()})
+    )

@@ -1,0 +1,244 @@
+"""The rehearsal's pure parts: the queue-delay forms and the prediction, kwok's Stages, the modelled objects, the
+verb's refusals. The rehearsal itself runs in tests/e2e/test_cold_start_rehearsal.py."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from loopback import loopback_settings
+from wake_records import cold_wake, probe_record, warm_answer
+
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.engine.cluster import VIRTUAL_NODE
+from supersonic_interlink.rehearse import report, stages
+from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
+from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
+from supersonic_interlink.wake.probe import DEADLINE_EXCEEDED
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --------------------------------------------------------------------------------------------- delays
+
+
+def test_a_fixed_delay_is_always_drawn_and_served_only_within_the_timeout() -> None:
+    delay = parse("fixed:30")
+    assert {delay.draw(random.Random(seed)) for seed in range(5)} == {30.0}
+    assert served_share(delay, 40, overhead_seconds=9.9) == 1.0
+    assert served_share(delay, 40, overhead_seconds=10.1) == 0.0
+
+
+def test_a_uniform_delay_draws_within_its_bounds_and_its_share_is_the_covered_fraction() -> None:
+    delay = parse("uniform:60:300")
+    rng = random.Random(7)
+    draws = [delay.draw(rng) for _ in range(2000)]
+    assert min(draws) >= 60 and max(draws) <= 300
+    assert abs(sum(draws) / len(draws) - 180) < 8
+    # 900 s timeout, 20 s overhead: everything; 200 s timeout, 20 s overhead: (180 - 60) / 240.
+    assert served_share(delay, 900, 20) == 1.0
+    assert served_share(delay, 200, 20) == pytest.approx(0.5)
+    assert served_share(delay, 70, 20) == 0.0
+
+
+def test_a_history_gives_its_cold_wakes_of_the_stack_and_a_cut_off_one_is_never_served(tmp_path: Path) -> None:
+    lines = [
+        cold_wake(100.0),
+        cold_wake(300.0),
+        probe_record(outcome=DEADLINE_EXCEEDED, wake=None, elapsed=1020.0, grpc_status="DEADLINE_EXCEEDED"),
+        warm_answer(),
+        cold_wake(5.0, stack="other"),
+    ]
+    history = tmp_path / "wakes.jsonl"
+    history.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    delay = parse(f"history:{history}", stack="hammer")
+    assert sorted(delay.samples) == [100.0, 300.0, math.inf]
+    assert served_share(delay, 10_000, 0) == pytest.approx(2 / 3), "a wake given up on stays unserved"
+    assert served_share(delay, 200, 50) == pytest.approx(1 / 3)
+    assert "3 cold wakes" in delay.describe() and "1 cut off" in delay.describe()
+
+
+@pytest.mark.parametrize(
+    "spec, says",
+    [
+        ("", "expected fixed:S"),
+        ("normal:3", "expected fixed:S"),
+        ("fixed:", "not a number"),
+        ("fixed:-1", ">= 0"),
+        ("fixed:nan", "finite"),
+        ("uniform:5", "uniform:A:B"),
+        ("uniform:9:3", "below"),
+        ("history:/nonexistent/wakes.jsonl", "no file"),
+    ],
+)
+def test_a_bad_queue_delay_is_refused_saying_what_is_wrong(spec: str, says: str) -> None:
+    with pytest.raises(DelaySpecError, match=says):
+        parse(spec)
+
+
+def test_a_history_without_a_cold_wake_of_the_stack_is_refused(tmp_path: Path) -> None:
+    history = tmp_path / "wakes.jsonl"
+    history.write_text(json.dumps(cold_wake(5.0, stack="other")) + "\n")
+    with pytest.raises(DelaySpecError, match="no cold wake of stack 'hammer'"):
+        parse(f"history:{history}", stack="hammer")
+
+
+# --------------------------------------------------------------------------------------------- kwok stages
+
+
+def _matches(stage: dict, pod: dict) -> bool:
+    """kwok's matchExpressions for the keys these stages use (a few paths, In/NotIn/Exists/DoesNotExist)."""
+    for expression in stage["spec"]["selector"]["matchExpressions"]:
+        key = expression["key"]
+        if key.startswith(".metadata.annotations["):
+            name = key[len('.metadata.annotations["') : -2]
+            value = pod["metadata"].get("annotations", {}).get(name)
+        elif key == ".metadata.ownerReferences.[].kind":
+            value = [o["kind"] for o in pod["metadata"].get("ownerReferences", [])] or None
+        else:
+            value = pod
+            for part in key.strip(".").split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+        operator = expression["operator"]
+        values = expression.get("values", [])
+        found = value if isinstance(value, list) else ([] if value is None else [value])
+        if operator == "Exists" and not found:
+            return False
+        if operator == "DoesNotExist" and found:
+            return False
+        if operator == "In" and not set(found) & set(values):
+            return False
+        if operator == "NotIn" and set(found) & set(values):
+            return False
+    return True
+
+
+def _pod(namespace: str, node: str, annotations: dict | None = None, **status: str) -> dict:
+    return {
+        "metadata": {"namespace": namespace, "annotations": annotations or {}},
+        "spec": {"nodeName": node},
+        "status": status,
+    }
+
+
+def test_kwok_holds_only_the_rehearsals_virtual_node_pods_and_runs_every_other_pod_as_before() -> None:
+    node = VIRTUAL_NODE["name"]
+    found = stages.rehearsal_stages("rehearse", node)
+    names = [s["metadata"]["name"] for s in found]
+    assert len(set(names)) == len(names), "kwok needs unique stage names"
+    assert {"pod-complete", "pod-delete"} <= set(names), "kwok's default fast stages come along"
+
+    def matching(pod: dict) -> list[str]:
+        return [s["metadata"]["name"] for s in found if _matches(s, pod)]
+
+    assert matching(_pod("elsewhere", node)) == ["pod-ready"], "another namespace's pods are Ready at once"
+    assert matching(_pod("rehearse", "af-1")) == ["pod-ready-other-nodes"], "Envoy-side pods too"
+    assert matching(_pod("rehearse", node)) == [], "a Triton pod without its queue delay waits"
+    queued = _pod("rehearse", node, {stages.QUEUE_DELAY: "12.000s"})
+    assert matching(queued) == ["rehearse-slurm-queue"]
+    running = _pod("rehearse", node, {stages.QUEUE_DELAY: "1s", stages.JOB_TIME: "5s"}, phase="Running", podIP="x")
+    assert matching(running) == ["rehearse-slurm-job-end"]
+    failed = _pod("rehearse", node, {stages.QUEUE_DELAY: "1s", stages.JOB_TIME: "5s"}, phase="Failed", podIP="x")
+    assert matching(failed) == [], "a failed job stays failed"
+
+
+def test_the_queue_stage_waits_the_annotated_duration_then_applies_kwoks_own_ready_status() -> None:
+    found = {s["metadata"]["name"]: s for s in stages.rehearsal_stages("rehearse", "interlink-hammer")}
+    queue, ready = found["rehearse-slurm-queue"], found["pod-ready"]
+    assert queue["spec"]["delay"]["durationFrom"] == {
+        "jq": {"expression": f'.metadata.annotations["{stages.QUEUE_DELAY}"]'}
+    }
+    assert queue["spec"]["next"] == ready["spec"]["next"]
+    job_end = found["rehearse-slurm-job-end"]
+    assert "exitCode: 255" in job_end["spec"]["next"]["statusTemplate"]
+    assert "phase: Failed" in job_end["spec"]["next"]["statusTemplate"]
+    assert stages.go_duration(17.25) == "17.250s"
+
+
+# --------------------------------------------------------------------------------------------- objects and report
+
+
+def test_the_modelled_objects_carry_the_chart_contracts_names_and_the_stacks_values() -> None:
+    settings = loopback_settings("hammer")
+    deployment = triton_deployment(settings)
+    release = settings.release.name
+    assert deployment["metadata"]["name"] == settings.generation.inference_object_name(release)
+    assert deployment["spec"]["template"]["metadata"]["labels"] == settings.generation.inference_pod_labels(release)
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == dict(settings.triton.nodeSelector)
+    assert deployment["spec"]["replicas"] == 0
+    so = scaled_object(settings, "http://127.0.0.1:9")
+    assert so["metadata"]["name"] == CHART.scaled_object_name(release)
+    assert so["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert so["spec"]["minReplicaCount"] == settings.keda.minReplicaCount == 0
+    trigger = so["spec"]["triggers"][0]["metadata"]
+    assert trigger == {
+        "serverAddress": "http://127.0.0.1:9",
+        "threshold": str(settings.serverLoad.threshold),
+        "query": settings.serverLoad.metric,
+    }
+
+
+def test_the_prediction_names_the_timeout_the_share_and_the_guaranteed_time_after_a_late_wake() -> None:
+    settings = loopback_settings("hammer")
+    sfz = settings.scaleFromZero
+    lines = "\n".join(report.prediction(settings, parse("fixed:600"), 4.0))
+    assert f"readyTimeoutSeconds {sfz.readyTimeoutSeconds}" in lines
+    assert "predicted share of cold sessions served: 100.0%" in lines
+    assert f"at least {sfz.holdMinReplicasSeconds - (sfz.readyTimeoutSeconds - 1)} s" in lines
+    late = "\n".join(report.prediction(settings, parse(f"fixed:{sfz.readyTimeoutSeconds}"), 4.0))
+    assert "predicted share of cold sessions served: 0.0%" in late
+
+
+def test_the_parts_say_what_is_real_and_what_is_a_stand_in() -> None:
+    found = {p.name: p.kind for p in report.parts("v2.21.0", "v0.7.0", "v1.34.4")}
+    assert found["KEDA operator"] == found["Envoy"] == found["client"] == report.REAL
+    assert found["Lua filter"] == found["admission sidecar"] == found["Triton"] == report.STAND_IN
+    assert found["Slurm queue and job"] == report.MODELLED
+
+
+# --------------------------------------------------------------------------------------------- the verb
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["no-such-stack", "--queue-delay", "fixed:1"], "no stack 'no-such-stack'"),
+        (["hammer", "--queue-delay", "gauss:1"], "expected fixed:S"),
+    ],
+)
+def test_the_verb_refuses_a_wrong_stack_or_delay_before_starting_anything(args: list[str], says: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "supersonic_interlink", "rehearse", *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr
+
+
+def test_the_keda_operators_cert_dir_holds_a_ca_and_a_loopback_serving_pair_it_signed(tmp_path: Path) -> None:
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from supersonic_interlink.rehearse.keda import write_certs
+
+    write_certs(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
+    ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    key = serialization.load_pem_private_key((tmp_path / "tls.key").read_bytes(), None)
+    cert.verify_directly_issued_by(ca)
+    spki = serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    assert cert.public_key().public_bytes(*spki) == key.public_key().public_bytes(*spki), "the key is the cert's"
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert ipaddress.ip_address("127.0.0.1") in names.get_values_for_type(x509.IPAddress)
+    assert (tmp_path / "tls.key").stat().st_mode & 0o077 == 0, "the key is readable by its owner only"
