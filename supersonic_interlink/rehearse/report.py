@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from supersonic_interlink.config import Settings
 from supersonic_interlink.rehearse.delays import QueueDelay, served_share
-from supersonic_interlink.wake.report import LUA_CLOCK_SECONDS
+from supersonic_interlink.wake.probe import LUA_CLOCK_SECONDS
 
 REAL = "real"
 MODELLED = "modelled"
