@@ -1,4 +1,4 @@
-"""How long `./supersonic test` takes: wall time, CPU time, the test count and the slowest test files.
+"""How long `./supersonic test` takes: wall time, CPU time, the test count, the slowest test files and tests.
 
     python benchmarks/unit_suite.py [pytest args ...]
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DURATION = re.compile(r"^([0-9.]+)s (?:setup|call|teardown)\s+([^:\s]+)")
+DURATION = re.compile(r"^([0-9.]+)s (?:setup|call|teardown)\s+(([^:\s]+)::.*)$")
 SUMMARY = re.compile(r"(\d+) passed")
 
 
@@ -29,14 +29,19 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def per_file(report: str) -> dict[str, float]:
-    """Seconds per test file, summed over every phase of every test (the sum across workers, not wall time)."""
+def summed(report: str, group: int) -> dict[str, float]:
+    """Seconds per test (group 2) or per test file (group 3), summed over setup, call and teardown: the sum across
+    workers, not wall time."""
     totals: dict[str, float] = {}
     for line in report.splitlines():
         match = DURATION.match(line)
         if match:
-            totals[match.group(2)] = totals.get(match.group(2), 0.0) + float(match.group(1))
+            totals[match.group(group)] = totals.get(match.group(group), 0.0) + float(match.group(1))
     return totals
+
+
+def slowest(totals: dict[str, float], count: int = 10) -> list[tuple[str, float]]:
+    return sorted(totals.items(), key=lambda item: -item[1])[:count]
 
 
 def main(argv: list[str]) -> int:
@@ -64,8 +69,11 @@ def main(argv: list[str]) -> int:
     print(f"wall time      {wall:.1f} s   (load average {load:.1f} at the start, {os.cpu_count()} CPUs)")
     print(f"CPU time       {cpu:.1f} s   (user + system of pytest and everything it ran)")
     print("slowest files  (seconds summed over their tests, across workers)")
-    for name, seconds in sorted(per_file(report).items(), key=lambda item: -item[1])[:10]:
+    for name, seconds in slowest(summed(report, 3)):
         print(f"  {seconds:7.1f}  {name}")
+    print("slowest tests")
+    for name, seconds in slowest(summed(report, 2)):
+        print(f"  {seconds:7.1f}  {name[:150]}")
     if done.returncode != 0:
         print(report[-4000:], file=sys.stderr)
     return done.returncode

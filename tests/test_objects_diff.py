@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from chart_fixtures import chart_repository, fixture_chart, git, redirect_upstream
+from cli_runner import run_cli
 from conftest import ROOT
 
 from supersonic_interlink.cli import takeover
@@ -230,7 +231,7 @@ def run_takeover(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
 
 
 def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(tmp_path) -> None:
-    done = run_takeover(*objects_command())
+    done = run_cli("takeover", *objects_command(), cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (
         "stack hammer: supersonic-interlink:release.chart is a git source without a commit, so it names no exact "
