@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 
 from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
-from project_copies import SECRET_STACK, commit_all, edit, git_project, pin
+from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CONFORMING = ROOT / "tests" / "charts" / "conforming"
-CIPHERTEXTS = ("Q0lQSEVSVEVYVC1NRVRSSUMtbm90LXJlYWw", "Q0lQSEVSVEVYVC1UT0tFTi1ub3QtcmVhbA", "c2FsdC1ub3QtcmVhbA")
 
 
 def diff(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

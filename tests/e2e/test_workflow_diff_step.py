@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from chart_fixtures import chart_repository, git, redirect_upstream
-from project_copies import SECRET_STACK, commit_all, edit, git_project, pin
-from workflow_steps import CIPHERTEXTS, pull_request_workflow, run_step, step
+from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
+from workflow_steps import pull_request_workflow, run_step, step
 
 
 def run_diff_step(root: Path, base: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
