@@ -6,6 +6,7 @@ The suite runs once in a fresh process tree, as CI runs it, after `./supersonic 
 and the pinned binaries are in place (so installing them is not counted). CPU time is user + system of every process
 the run started (pytest, its xdist workers and whatever they ran), which a busy machine does not inflate the way it
 inflates wall time; the load average at the start is printed so a wall time can be read against it.
+UNIT_SUITE_REPORT=FILE keeps pytest's whole report (every test's durations) in FILE.
 """
 
 from __future__ import annotations
@@ -68,12 +69,16 @@ def main(argv: list[str]) -> int:
     print(f"tests passed   {passed[-1] if passed else 0}")
     print(f"wall time      {wall:.1f} s   (load average {load:.1f} at the start, {os.cpu_count()} CPUs)")
     print(f"CPU time       {cpu:.1f} s   (user + system of pytest and everything it ran)")
+    tests = sum(summed(report, 3).values())
+    print(f"test time      {tests:.1f} s   (setup, call and teardown of every test, summed across workers)")
     print("slowest files  (seconds summed over their tests, across workers)")
     for name, seconds in slowest(summed(report, 3)):
         print(f"  {seconds:7.1f}  {name}")
     print("slowest tests")
     for name, seconds in slowest(summed(report, 2)):
         print(f"  {seconds:7.1f}  {name[:150]}")
+    if os.environ.get("UNIT_SUITE_REPORT"):
+        Path(os.environ["UNIT_SUITE_REPORT"]).write_text(report)
     if done.returncode != 0:
         print(report[-4000:], file=sys.stderr)
     return done.returncode
