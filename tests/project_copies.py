@@ -1,16 +1,21 @@
-"""A git checkout of the project for tests that read a base commit from git (``./supersonic diff``, the pull-request
-workflow's diff step): the program, its tools and stack files copied, plus the stack with secrets from
-tests/fixtures/stacks/, committed on branch main."""
+"""Copies of the project for tests that run it in a fresh interpreter. ``git_project``: a git checkout for tests that
+read a base commit from git (``./supersonic diff``, the pull-request workflow's diff step), the program, its tools
+and stack files copied, plus the stack with secrets from tests/fixtures/stacks/, committed on branch main.
+``project_with``: a plain copy holding one given stack file, and ``render_in`` to render it there."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from chart_fixtures import git
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.secret-example.yaml"
+CIPHERTEXTS = ("Q0lQSEVSVEVYVC1NRVRSSUMtbm90LXJlYWw", "Q0lQSEVSVEVYVC1UT0tFTi1ub3QtcmVhbA", "c2FsdC1ub3QtcmVhbA")
+"""The secret stack's ciphertexts: none may appear in anything printed or written."""
 COPIED = (
     "Pulumi.yaml",
     "__main__.py",
@@ -61,3 +66,29 @@ def pin(stack_file: Path, commit: str) -> None:
         stack_file.write_text("\n".join(lines) + "\n")
     else:
         edit(stack_file, "      path: helm/supersonic\n", f"      commit: {commit}\n      path: helm/supersonic\n")
+
+
+def project_with(tmp_path: Path, stack: str, text: str) -> Path:
+    """A copy of the project (not a git checkout) whose only stack file is ``text``."""
+    root = tmp_path / "project"
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text((ROOT / name).read_text())
+    for package in ("supersonic_interlink", "components", "scripts", "postrender"):
+        subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
+    for shared in (".venv", ".tools"):
+        (root / shared).symlink_to(ROOT / shared)
+    (root / "stacks").mkdir()
+    (root / "stacks" / f"Pulumi.{stack}.yaml").write_text(text)
+    return root
+
+
+def render_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "render", *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=False,
+        timeout=120,
+    )

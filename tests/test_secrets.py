@@ -9,13 +9,12 @@ as secret, so state and `preview --diff` show `[secret]`. These tests run the re
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, stack_config
+from project_copies import project_with, render_in
 
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import current_secret_keys
@@ -101,64 +100,6 @@ def test_offline_a_nested_secure_value_is_the_placeholder_and_its_path_is_listed
     assert json.loads(config[f"{P}:helmValues"]) == {"auth": {"token": SECRET_PLACEHOLDER}}
     assert secret_paths(stack_values) == [f"{P}:helmValues.auth.token"]
     assert "ciphertext" not in json.dumps(config), "the ciphertext is never read into the config"
-
-
-SECRET_STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.secret-example.yaml"
-CIPHERTEXTS = ("Q0lQSEVSVEVYVC1NRVRSSUMtbm90LXJlYWw", "Q0lQSEVSVEVYVC1UT0tFTi1ub3QtcmVhbA", "c2FsdC1ub3QtcmVhbA")
-
-
-def project_with(tmp_path: Path, stack: str, text: str) -> Path:
-    root = tmp_path / "project"
-    for name in ("Pulumi.yaml", "__main__.py"):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text((ROOT / name).read_text())
-    for package in ("supersonic_interlink", "components", "scripts", "postrender"):
-        subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
-    for shared in (".venv", ".tools"):
-        (root / shared).symlink_to(ROOT / shared)
-    (root / "stacks").mkdir()
-    (root / "stacks" / f"Pulumi.{stack}.yaml").write_text(text)
-    return root
-
-
-def render_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        check=False,
-        timeout=120,
-    )
-
-
-def test_a_stack_with_secrets_renders_and_passes_every_check_with_no_ciphertext_anywhere(tmp_path: Path) -> None:
-    root = project_with(tmp_path, "secret-example", SECRET_STACK.read_text())
-    out = tmp_path / "rendered"
-    chart = ROOT / "tests" / "charts" / "conforming"
-
-    checked = render_in(root, "secret-example", "--out", str(out), "--check", "--strict", "--chart", str(chart))
-    summary = render_in(root, "secret-example")
-
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert (
-        "stack secret-example: check deferred: load metric selectors: serverLoad is a secret, whose text is not here "
-        "offline; pulumi preview checks it"
-    ) in checked.stdout, "the one check of the secret's own text is named, not counted as passed"
-    assert (
-        "stack secret-example: checks passed, except load metric selectors, which pulumi preview runs"
-    ) in checked.stdout, "every other check ran: none was skipped"
-    assert (
-        "secrets: 2 value(s) rendered as the placeholder [secret] (no passphrase is read): "
-        f"{P}:serverLoad.metric, {P}:triton.podAnnotations.example.org/pull-token"
-    ) in summary.stdout
-    written = {path: path.read_text() for path in out.rglob("*.yaml")}
-    scaled = written[out / "chart" / "ScaledObject.keda.sh" / "supersonic-interlink-keda-so.yaml"]
-    triton = written[out / "chart" / "Deployment.apps" / "supersonic-interlink-triton.yaml"]
-    assert "query: '[secret]'" in scaled, "the secret metric lands in the ScaledObject as its placeholder"
-    assert "example.org/pull-token: '[secret]'" in triton, "and the secret annotation on the Triton pods"
-    printed = checked.stdout + checked.stderr + summary.stdout + summary.stderr + "".join(written.values())
-    assert not [c for c in CIPHERTEXTS if c in printed], "no ciphertext in any output or file"
 
 
 def test_a_secret_where_the_placeholder_is_not_allowed_says_pulumi_preview_checks_it(tmp_path: Path) -> None:

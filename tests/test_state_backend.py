@@ -8,7 +8,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import botocore.session
 import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.retries.standard import ExponentialBackoff, RetryContext
+from cli_runner import run_cli
 from moto import mock_aws
 from moto.core import set_initial_no_auth_action_count
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -750,32 +750,20 @@ def bucket() -> str:
 
 
 def state_tool(endpoint: str, *argv: str) -> subprocess.CompletedProcess:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "AWS_ACCESS_KEY_ID": "rgw-user",
-        "AWS_SECRET_ACCESS_KEY": "rgw-secret",
-        "AWS_CONFIG_FILE": "/dev/null",
-        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "supersonic_interlink",
-            "state",
-            *argv,
-            "--endpoint-url",
-            endpoint,
-            "--allow-plain-http",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """``./supersonic state ...`` in this process (tests/cli_runner.py), with only the credentials an operator
+    exports: no profile, config file or metadata service of the machine leaks in."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [n for n in os.environ if n.startswith("AWS_")]:
+            patch.delenv(name)
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "rgw-user",
+            "AWS_SECRET_ACCESS_KEY": "rgw-secret",
+            "AWS_CONFIG_FILE": "/dev/null",
+            "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }.items():
+            patch.setenv(name, value)
+        return run_cli("state", *argv, "--endpoint-url", endpoint, "--allow-plain-http")
 
 
 def endpoint_client(endpoint: str):

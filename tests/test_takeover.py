@@ -7,10 +7,10 @@ import os
 import shlex
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import run_cli
 from conftest import ROOT, stack_config, stack_settings
 
 from supersonic_interlink.config import ConfigError
@@ -212,13 +212,7 @@ def test_the_printed_helmrelease_delete_runs_once_it_is_suspended(hammer_steps, 
 
 
 def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "takeover", "steps", "hammer"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_cli("takeover", "steps", "hammer", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert f"release URN:   {RELEASE_URN}\n" in done.stdout
     assert "release.adopt is off (step 2 turns it on)" in done.stdout
@@ -227,13 +221,7 @@ def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> Non
 
 
 def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "takeover", "steps", "nosuch"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_cli("takeover", "steps", "nosuch", cwd=ROOT)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in done.stderr
 

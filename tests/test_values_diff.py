@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import copy
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_runner import run_cli
 from conftest import ROOT
 
 from supersonic_interlink.contract import NEWEST
@@ -176,13 +176,7 @@ def test_a_live_file_that_is_not_values_is_one_line(text, message) -> None:
 
 
 def _takeover(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "takeover", "values", "hammer", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return run_cli("takeover", "values", "hammer", *args, cwd=ROOT)
 
 
 def test_the_values_command_prints_the_table_and_exits_0_when_every_difference_is_declared(live, project) -> None:

@@ -15,35 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from chart_fixtures import chart_repository, git, redirect_upstream
-from project_copies import SECRET_STACK, commit_all, edit, git_project, pin
+from workflow_steps import WORKFLOWS, load, pull_request_workflow, run_step, step, workflow_files
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKFLOWS = ROOT / ".github" / "workflows"
 ZIZMOR = Path(sys.executable).with_name("zizmor")
 ACTIONLINT = Path(sys.executable).with_name("actionlint")
-CIPHERTEXTS = ("Q0lQSEVSVEVYVC1NRVRSSUMtbm90LXJlYWw", "Q0lQSEVSVEVYVC1UT0tFTi1ub3QtcmVhbA", "c2FsdC1ub3QtcmVhbA")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
-
-
-def workflow_files() -> list[Path]:
-    return sorted(WORKFLOWS.glob("*.yml")) + sorted(WORKFLOWS.glob("*.yaml"))
-
-
-def load(path: Path) -> dict:
-    # PyYAML reads the `on:` key as True; rename it back.
-    document = yaml.safe_load(path.read_text())
-    document["on"] = document.pop(True)
-    return document
-
-
-def pull_request_workflow() -> dict:
-    return load(WORKFLOWS / "pull-request.yml")
-
-
-def step(job: str, name: str) -> dict:
-    steps = pull_request_workflow()["jobs"][job]["steps"]
-    return next(s for s in steps if s.get("id") == name or s.get("name") == name)
 
 
 def zizmor(*args: str) -> subprocess.CompletedProcess:
@@ -55,19 +32,6 @@ def zizmor(*args: str) -> subprocess.CompletedProcess:
         check=False,
         # No token: with --offline zizmor must not need one, and none should reach it from CI.
         env={k: v for k, v in os.environ.items() if k not in {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN"}},
-    )
-
-
-def run_step(script: str, cwd: Path, timeout: int = 60, **env: str) -> subprocess.CompletedProcess:
-    """Run a `run:` block the way a GitHub-hosted runner does (bash -e), with the given environment."""
-    return subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={"PATH": os.environ["PATH"], **env},
     )
 
 
@@ -164,89 +128,6 @@ def test_a_stack_file_name_that_is_not_a_stack_name_stops_the_run(tmp_path):
     (tmp_path / "stacks" / "Pulumi.$(reboot).yaml").write_text("config: {}\n")
     result = run_step(step("stacks", "list")["run"], tmp_path, GITHUB_OUTPUT=str(tmp_path / "output"))
     assert result.returncode == 1 and "Bad stack file name" in result.stdout
-
-
-def run_diff_step(root: Path, base: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
-    marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
-    output = tmp_path / "github-output"
-    result = run_step(
-        step("rendered-diff", "diff")["run"],
-        root,
-        timeout=600,
-        MARKER=marker,
-        BASE_SHA=base,
-        GITHUB_OUTPUT=str(output),
-        GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"),
-        HOME=str(tmp_path),
-        **env,
-    )
-    return result, output.read_text() if output.exists() else ""
-
-
-def test_the_pull_request_comment_is_the_text_of_supersonic_diff_secrets_and_all(tmp_path: Path) -> None:
-    """The real step, the real ./supersonic diff, in a checkout of a pull request's merge: a stack holding secrets
-    whose chart is pinned, and the two committed stacks, unpinned, which fail the job by design."""
-    root = git_project(tmp_path)
-    upstream = chart_repository(tmp_path / "remote")
-    secret_stack = root / "stacks" / SECRET_STACK.name
-    pin(secret_stack, git("rev-parse", "HEAD", cwd=upstream))
-    base = commit_all(root, "the base branch")
-    edit(secret_stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
-    edit(root / "stacks" / "Pulumi.hammer.yaml", "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
-    edit(root / "stacks" / "Pulumi.hammer.yaml", "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
-    commit_all(root, "the pull request, as it would merge")
-    redirect = redirect_upstream(upstream)
-
-    result, output = run_diff_step(root, base, tmp_path, **redirect)
-
-    assert result.returncode == 0, result.stdout + result.stderr
-    comment = (root / "rendered" / "comment.md").read_text()
-    marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
-    assert comment.startswith(marker), "the marker lets the next push edit this comment instead of adding one"
-    local = subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "diff", "secret-example", "--base", base, "--markdown"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=300,
-        check=False,
-        env={**os.environ, **redirect},
-    )
-    assert local.returncode == 0, local.stderr
-    assert local.stdout in comment, "what a reviewer reads locally and on the pull request is one text"
-    assert "chart objects: compared" in local.stdout and "    spec.maxReplicaCount\n-       10\n+       12\n" in (
-        local.stdout
-    ), "the chart's ScaledObject, rendered from the pinned commit on both sides"
-    assert "<details><summary><b>hammer</b>: 1 changed, 1 replaced, 0 added, 0 removed" in comment
-    assert "    options.timeout\n-       1200\n+       1500\n" in comment, "the Helm timeout of hammer's release"
-    assert "- **geddes-gpu**" not in comment and "<b>geddes-gpu</b>: no change; chart objects not compared" in comment
-    assert not [c for c in CIPHERTEXTS if c in comment + result.stdout + result.stderr], "no ciphertext anywhere"
-    assert output == "failed= geddes-gpu hammer\n", "unpinned charts could not be compared: the job fails on them"
-    failing = run_step(
-        step("rendered-diff", "Fail on a stack that could not be diffed in full")["run"], root, FAILED=" hammer"
-    )
-    assert failing.returncode == 1 and "./supersonic render <stack> --pin-chart" in failing.stdout
-
-
-def test_a_huge_diff_points_to_the_artifact_instead(tmp_path: Path) -> None:
-    root = git_project(tmp_path)
-    base = git("rev-parse", "HEAD", cwd=root)
-    long_argument = "--model-repository=/cvmfs/" + "x" * 70000
-    edit(
-        root / "stacks" / "Pulumi.geddes-gpu.yaml",
-        "--allow-gpu-metrics=true",
-        f"{long_argument} --allow-gpu-metrics=true",
-    )
-
-    result, _ = run_diff_step(root, base, tmp_path)
-
-    assert result.returncode == 0, result.stderr
-    comment = (root / "rendered" / "comment.md").read_text()
-    assert len(comment) < 65536, "GitHub rejects longer comments"
-    assert "- **geddes-gpu**: 1 changed, 0 replaced, 0 added, 0 removed" in comment
-    assert "- **hammer**: no change; chart objects not compared" in comment
-    assert "rendered-diff` artifact" in comment
-    assert long_argument in (root / "rendered" / "diffs" / "geddes-gpu.md").read_text(), "the artifact has it all"
 
 
 def test_the_shell_steps_need_only_tools_a_runner_has():

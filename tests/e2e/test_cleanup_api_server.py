@@ -1,0 +1,149 @@
+"""The cleanup script against the real kube-apiserver: its label and field selectors, evaluated by the API server
+itself, delete this release's Failed inference-server pods but the newest and nothing else.
+
+The unit tier runs the same script against tests/kube_api_standin.py, which also counts the requests and injects
+faults; this checks that what the stand-in selects is what the API server selects, for every class of bystander.
+The script runs as the container runs it (busybox sh, the real kubectl 1.34, the environment the component
+computes), with the control plane's admin kubeconfig: what the Job's own ServiceAccount may do is
+test_cleanup_authorizer.py's subject.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from busybox_harness import busybox_path, make_bin
+
+from components.failed_pod_cleanup import container_command, object_labels, script_environment, script_text
+from supersonic_interlink.config import PROJECT, load_settings
+from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.engine.cluster import LocalCluster
+
+pytestmark = pytest.mark.timeout(300)
+
+RELEASE = "supersonic-interlink"  # the hammer stack's release, whose selector the component computes
+NAMESPACE = "e2e-cleanup-direct"
+OTHER_NAMESPACE = "e2e-cleanup-direct-other"
+
+
+def manifest(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A pod no node will take (its nodeSelector matches none), so only this test sets its phase."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "nodeSelector": {"e2e.supersonic/never": "true"},
+            "containers": [{"name": "triton-server", "image": "triton:test"}],
+        },
+    }
+
+
+def make_pod(cluster: LocalCluster, namespace: str, name: str, labels: dict[str, str], phase: str) -> None:
+    """Create a pod and set its phase through the status subresource, as interLink's virtual kubelet does."""
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=yaml.safe_dump(manifest(name, labels)))
+    if phase != "Pending":
+        status = {"status": {"phase": phase, "reason": "Error: 1"}}
+        cluster.kubectl(
+            "patch", "pod", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", json.dumps(status)
+        )
+
+
+def wait_for_default_service_account(cluster: LocalCluster, namespace: str, timeout: float = 60.0) -> None:
+    """A pod is admitted only once the controller-manager has made the namespace's default ServiceAccount."""
+    deadline = time.monotonic() + timeout
+    while cluster.kubectl("get", "serviceaccount", "default", "-n", namespace, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"no default ServiceAccount in {namespace} after {timeout:g} s"
+        time.sleep(0.5)
+
+
+def pod_names(cluster: LocalCluster, namespace: str) -> set[str]:
+    listed = cluster.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout
+    return {item["metadata"]["name"] for item in json.loads(listed)["items"]}
+
+
+def run_cleanup(cluster: LocalCluster, bin_dir: Path, scratch: Path, **cleanup: Any) -> subprocess.CompletedProcess:
+    """The container's command with the container's environment for the hammer stack (``cleanup`` overridden), the
+    downward API's NAMESPACE, and a fresh HOME and discovery cache, as the Job's emptyDir gives it."""
+    config = load_stack_config("hammer")
+    config[f"{PROJECT}:cleanup"] = json.dumps(cleanup)
+    scratch.mkdir()
+    env = {
+        "PATH": str(bin_dir),
+        "NAMESPACE": NAMESPACE,
+        **script_environment(load_settings(config)),
+        "HOME": str(scratch),
+        "KUBECACHEDIR": str(scratch / ".kube" / "cache"),
+        "KUBECONFIG": str(cluster.kubeconfig),
+    }
+    command = container_command(script_text())
+    assert command[0] == "/bin/sh", "the container runs the script with the image's /bin/sh (busybox ash)"
+    return subprocess.run(
+        [busybox_path(), "sh", *command[1:]], env=env, cwd=scratch, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_api_server_deletes_the_releases_failed_pods_but_the_newest_and_no_bystander(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    for namespace in (NAMESPACE, OTHER_NAMESPACE):
+        cluster.kubectl("create", "namespace", namespace)
+        wait_for_default_service_account(cluster, namespace)
+    triton = CHART.inference_pod_labels(RELEASE)
+    bystanders = {
+        "triton-running": (triton, "Running"),
+        "triton-pending": (triton, "Pending"),
+        "triton-succeeded": (triton, "Succeeded"),
+        "triton-unknown": (triton, "Unknown"),
+        "other-release-failed": (CHART.inference_pod_labels("supersonic-gpu"), "Failed"),
+        "envoy-failed": ({**triton, CHART.component_label: CHART.envoy_component}, "Failed"),
+        "other-chart-failed": ({**triton, CHART.name_label: "not-supersonic"}, "Failed"),
+        "cleaner-failed": (object_labels(RELEASE), "Failed"),
+        "unlabelled-failed": ({}, "Failed"),
+    }
+
+    # Step 1: the bystanders, then three Failed pods of this release a second apart (creation times have a
+    # resolution of one second), and one in another namespace.
+    for name, (labels, phase) in bystanders.items():
+        make_pod(cluster, NAMESPACE, name, labels, phase)
+    failed = ["triton-failed-oldest", "triton-failed-middle", "triton-failed-newest"]
+    for index, name in enumerate(failed):
+        if index:
+            time.sleep(1.1)
+        make_pod(cluster, NAMESPACE, name, triton, "Failed")
+    make_pod(cluster, OTHER_NAMESPACE, "triton-failed-elsewhere", triton, "Failed")
+    made = pod_names(cluster, NAMESPACE)
+    assert made == set(bystanders) | set(failed), "the pods are there to be selected"
+    bin_dir = make_bin(tmp_path / "bin")
+
+    # Step 2: a dry run deletes nothing and names what it would delete.
+    dry = run_cleanup(cluster, bin_dir, tmp_path / "dry", keep=1, dryRun=True)
+    assert dry.returncode == 0, dry.stderr
+    assert pod_names(cluster, NAMESPACE) == made, "a dry run deletes nothing"
+    named = {line.split()[2] for line in dry.stdout.splitlines() if line.startswith("would delete pod/")}
+    assert named == {"pod/triton-failed-oldest", "pod/triton-failed-middle"}, dry.stdout
+    assert "cleanup (dry run): deleted 0, would delete 2, kept 1" in dry.stdout, dry.stdout
+
+    # Step 3: the real run: the API server selects this release's Failed pods, minus the kept one by name.
+    done = run_cleanup(cluster, bin_dir, tmp_path / "run", keep=1)
+    assert done.returncode == 0, done.stderr
+    assert made - pod_names(cluster, NAMESPACE) == {"triton-failed-oldest", "triton-failed-middle"}, done.stdout
+    assert "cleanup: deleted 2, kept 1" in done.stdout
+
+    # Step 4: run again: only the kept pod matches, and nothing goes.
+    again = run_cleanup(cluster, bin_dir, tmp_path / "again", keep=1)
+    assert again.returncode == 0, again.stderr
+    assert pod_names(cluster, NAMESPACE) == set(bystanders) | {"triton-failed-newest"}, again.stdout
+
+    # Step 5: keep 0 deletes the last Failed pod of the release (a phase-only field selector) and still no bystander.
+    none_kept = run_cleanup(cluster, bin_dir, tmp_path / "keep-0", keep=0)
+    assert none_kept.returncode == 0, none_kept.stderr
+    assert pod_names(cluster, NAMESPACE) == set(bystanders), none_kept.stdout
+    assert pod_names(cluster, OTHER_NAMESPACE) == {"triton-failed-elsewhere"}, "another namespace is never touched"

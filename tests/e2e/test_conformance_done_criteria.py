@@ -1,0 +1,73 @@
+"""The chart conformance check's done criteria, run as a newcomer runs them: `./supersonic render hammer --check`
+against the tests' stand-ins for the chart generations that matter (tests/charts/), each a fresh interpreter running
+the real Helm v3 for the contract and the full ignored-values scan. Seconds of CPU each, so they run in this tier;
+the failure classes and the scan's parts are tested in tests/test_conformance.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from chart_fixtures import CONFORMING, fixture_chart
+
+from supersonic_interlink.render.conformance import GUARD_FINDING
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+REFUSAL = "scaleFromZero.enabled is incompatible with envoy.external_config.load_from_configmap"
+LUA_NOT_MOUNTED = (
+    "scale-from-zero Lua filter: no ConfigMap is mounted at /etc/envoy/lua/envoy-filter.lua in container envoy "
+    "of supersonic-interlink-envoy"
+)
+
+
+def run_render(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "render", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("chart_name", "generation"), [("inference-server", "inferenceServer"), (CONFORMING, "triton")]
+)
+def test_a_chart_that_reads_every_value_passes_for_hammer_in_either_generation(chart_name, generation, tmp_path):
+    chart = fixture_chart(chart_name, tmp_path)
+    result = run_render("hammer", "--check", "--chart", str(chart))
+    assert result.returncode == 0, f"nothing to report for a chart that does what the stack asks:\n{result.stderr}"
+    assert f"stack hammer: chart {chart} conforms" in result.stdout and "stack hammer: checks passed" in result.stdout
+    assert f"chart generation: {generation} (" in result.stdout, "--chart DIR: the generation is read from DIR"
+
+
+def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scale_from_zero_wiring(tmp_path) -> None:
+    chart = fixture_chart("no-scale-from-zero", tmp_path)
+    result = run_render("hammer", "--check", "--chart", str(chart))
+    assert result.returncode == 1, result.stdout + result.stderr
+    prefix = f"check: chart {chart}: "
+    reported = {line[len(prefix) :] for line in result.stderr.splitlines() if line.startswith(prefix)}
+    assert reported == {
+        "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
+        LUA_NOT_MOUNTED,
+        "Deployment supersonic-interlink-envoy: no admission sidecar (scale from zero has nothing to wake Triton)",
+        "keda.minReplicaCount: ignored by the chart (changing it changes nothing the chart renders)",
+        "scaleFromZero.enabled: ignored by the chart (changing it changes nothing the chart renders)",
+        "scaleFromZero.readyTimeoutSeconds: ignored by the chart (changing it changes nothing the chart renders)",
+        "scaleFromZero.holdMinReplicasSeconds: ignored by the chart (changing it changes nothing the chart renders)",
+        "keda.metricType: ignored by the chart (changing it changes nothing the chart renders)",
+    }, "Hammer would hold a Slurm GPU job forever (1 replica) and Envoy would crash-loop on the missing Lua file"
+    assert "stack hammer: 8 finding(s)" in result.stderr
+
+
+def test_a_commit_that_still_refuses_an_external_config_is_refused_with_that_reason(tmp_path) -> None:
+    chart = fixture_chart("refuses-external-config", tmp_path)
+    result = run_render("hammer", "--check", "--chart", str(chart))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        f"check: chart {chart}: {GUARD_FINDING} (the chart says: execution error at "
+        f"(supersonic/templates/scale-from-zero-guard.yaml:4:4): {REFUSAL})\n" in result.stderr
+    ), "pinning such a commit would fail every install: the reason is named, the chart's own words kept"

@@ -1,0 +1,194 @@
+"""./supersonic diff, run as a reviewer runs it in a git checkout, and lint's stack check (scripts/check-stacks.sh).
+
+Each case renders the stack at the base and in the working tree in interpreters of their own, with the real Helm when
+a chart is pinned: seconds of CPU per case, so they run in this tier rather than the unit tier. The diff's pure parts
+are tested in tests/test_diff.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
+from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+CONFORMING = ROOT / "tests" / "charts" / "conforming"
+
+
+def diff(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "diff", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_a_ready_timeout_edit_shows_every_object_it_moves(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    stack = root / "stacks" / "Pulumi.hammer.yaml"
+    edit(stack, "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
+    edit(stack, "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
+
+    result = diff(root, "hammer", "--chart", str(CONFORMING))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    base = git("rev-parse", "HEAD", cwd=root)
+    assert out.startswith(f"stack hammer: base {base[:12]} (merge base with main) -> working tree\n")
+    assert "chart objects: compared (rendered with the real Helm v3 on both sides)" in out
+    assert "± ConfigMap/cms/supersonic-interlink-envoy-external-37960a6b42 -> supersonic-interlink-envoy-external-" in (
+        out
+    ), "the content-addressed Envoy ConfigMap is replaced, not shown as an unrelated removal and addition"
+    assert "-                         idle_timeout: 1020s\n+                         idle_timeout: 1320s\n" in out, (
+        "the RepositoryIndex route timeout, as a line of the Envoy configuration"
+    )
+    envoy = out[out.index("~ Deployment.apps/cms/supersonic-interlink-envoy") :]
+    assert envoy.splitlines()[1] == '    spec.template.metadata.annotations["checksum/envoy-config"]', (
+        "the Envoy pods roll: the chart's Deployment carries the new checksum"
+    )
+    release = out[out.index("~ Release.helm.sh/cms/supersonic-interlink") :]
+    assert "    options.timeout\n-       1200\n+       1500\n" in release, "the Helm upgrade timeout moves too"
+    assert "- " not in "".join(line[:2] for line in out.splitlines() if line.endswith("(removed)")), "nothing removed"
+    assert "1 replaced, 0 added, 0 removed" in out
+
+
+def test_a_chart_commit_bump_shows_each_chart_object_it_changes(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    first = git("rev-parse", "HEAD", cwd=upstream)
+    second = commit_chart(upstream, "default-one", "ScaledObject minReplicaCount rendered with default 1")
+    stack = root / "stacks" / "Pulumi.hammer.yaml"
+    pin(stack, first)
+    base = commit_all(root, "pin the chart")
+    pin(stack, second)
+
+    result = diff(root, "hammer", "--strict", env=redirect_upstream(upstream))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert f"stack hammer: base {base[:12]} (merge base with main)" in out
+    assert "chart objects: compared" in out, "both commits were fetched into the cache and rendered"
+    scaled = out[out.index("~ ScaledObject.keda.sh/cms/supersonic-interlink-keda-so") :]
+    assert scaled.splitlines()[1:4] == ["    spec.minReplicaCount", "-       0", "+       1"], scaled
+    assert f"    chart.commit\n-       {first}\n+       {second}\n" in out
+    assert (
+        f"    options.chart\n-       .charts/{first}/helm/supersonic\n+       .charts/{second}/helm/supersonic\n" in out
+    )
+    assert out.count("\n~ ") == 2 and "0 added, 0 removed" in out, "the chart's other objects are unchanged"
+
+
+def test_a_stack_with_secrets_diffs_without_any_ciphertext(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    stack = root / "stacks" / SECRET_STACK.name
+    edit(stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
+    # `pulumi config set --secret` again: a new ciphertext, whatever the value.
+    edit(stack, "bA==:bm9uY2UtMDI=", "bA==:bm9uY2UtMDM=")
+
+    result = diff(root, "secret-example", "--chart", str(CONFORMING), "--markdown")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    printed = result.stdout + result.stderr
+    assert "<details><summary><b>secret-example</b>: 2 changed, 0 replaced" in printed
+    assert "1 secret(s) changed</summary>" in printed
+    assert (
+        "secret supersonic-interlink:triton.podAnnotations.example.org/pull-token: set again (its ciphertext changed; "
+        "the value, changed or not, is not shown)"
+    ) in printed, "a secret set again is said, though its placeholder renders the same on both sides"
+    assert "    spec.maxReplicaCount\n-       10\n+       12\n" in printed, "the ScaledObject the chart renders"
+    assert not [c for c in CIPHERTEXTS if c in printed], "a secret's ciphertext must never be printed"
+
+
+def test_an_unpinned_chart_is_named_as_not_compared_and_fails_under_strict(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = diff(root, "hammer", "--strict")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert (
+        "chart objects: NOT compared: on both sides, the chart is not pinned (`./supersonic render hammer --pin-chart`)"
+    ) in result.stdout
+    assert "no change" in result.stdout
+    assert "--strict: the chart's objects were not compared (exit 3)" in result.stderr
+
+
+def test_a_stack_new_in_the_working_tree_is_all_added(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    shutil.copy(root / "stacks" / "Pulumi.geddes-gpu.yaml", root / "stacks" / "Pulumi.second.yaml")
+    result = diff(root, "second")
+    assert result.returncode == 0, result.stderr
+    assert "the stack has no stack file at the base: every object is added" in result.stdout
+    assert "+ Release.helm.sh/cms/supersonic-gpu (added)" in result.stdout
+
+
+def test_a_base_that_is_not_a_commit_is_one_line(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = diff(root, "hammer", "--base", "no-such-ref")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "stack hammer: --base 'no-such-ref': not a commit in this repository"
+    empty = diff(root, "hammer", "--base", "")
+    assert empty.returncode == 2 and "--base is empty" in empty.stderr
+
+
+def test_a_stack_neither_side_has_is_a_usage_error_not_an_empty_diff(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = diff(root, "hamer")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "no stack file stacks/Pulumi.hamer.yaml at the base or in the working tree" in result.stderr
+
+
+def test_the_working_tree_is_never_touched(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    edit(root / "stacks" / "Pulumi.hammer.yaml", "maxReplicaCount: 10", "maxReplicaCount: 11")
+    before = git("status", "--porcelain", cwd=root), git("worktree", "list", cwd=root), git("stash", "list", cwd=root)
+    assert diff(root, "hammer").returncode == 0
+    after = git("status", "--porcelain", cwd=root), git("worktree", "list", cwd=root), git("stash", "list", cwd=root)
+    assert after == before, "the base is read with git archive into a temporary directory"
+
+
+# --------------------------------------------------------------------------------------------- lint's stack check
+
+
+def check_stacks(root: Path, *files: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["scripts/check-stacks.sh", *files],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_lint_checks_an_unpinned_stack_without_strict_and_says_its_chart_check_is_skipped(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    result = check_stacks(root, "stacks/Pulumi.hammer.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "check-stacks: stack hammer: chart not pinned: checked without --strict, the chart conformance check skipped"
+    ) in result.stdout
+
+
+def test_lint_fetches_a_pinned_stacks_chart_and_fails_it_on_any_finding(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    pin(root / "stacks" / "Pulumi.hammer.yaml", git("rev-parse", "HEAD", cwd=upstream))
+    redirect = redirect_upstream(upstream)
+
+    passing = check_stacks(root, "stacks/Pulumi.hammer.yaml", env=redirect)
+    refusing = commit_chart(upstream, "refuses-external-config", "a chart that refuses the stack's values")
+    pin(root / "stacks" / "Pulumi.hammer.yaml", refusing)
+    failing = check_stacks(root, "stacks/Pulumi.hammer.yaml", env=redirect)
+
+    assert passing.returncode == 0 and "chart not pinned" not in passing.stdout, passing.stdout + passing.stderr
+    assert (root / ".charts" / git("rev-parse", "HEAD~1", cwd=upstream)).is_dir(), "lint fetched the pinned chart"
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert (
+        "check-stacks: stack hammer failed: run './supersonic render hammer --check --strict' to see why"
+    ) in failing.stderr

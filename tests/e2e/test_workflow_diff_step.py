@@ -1,0 +1,99 @@
+"""The pull-request workflow's rendered-diff step, run as the runner runs it: the real `./supersonic diff` over every
+stack of a checkout of the pull request's merge, then the comment it writes.
+
+The step renders each stack twice in interpreters of their own (over a minute of CPU for the two cases), so it runs in
+this tier; the workflows' other checks are in tests/test_workflows.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from chart_fixtures import chart_repository, git, redirect_upstream
+from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
+from workflow_steps import pull_request_workflow, run_step, step
+
+
+def run_diff_step(root: Path, base: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
+    marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
+    output = tmp_path / "github-output"
+    result = run_step(
+        step("rendered-diff", "diff")["run"],
+        root,
+        timeout=600,
+        MARKER=marker,
+        BASE_SHA=base,
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"),
+        HOME=str(tmp_path),
+        **env,
+    )
+    return result, output.read_text() if output.exists() else ""
+
+
+def test_the_pull_request_comment_is_the_text_of_supersonic_diff_secrets_and_all(tmp_path: Path) -> None:
+    """The real step, the real ./supersonic diff, in a checkout of a pull request's merge: a stack holding secrets
+    whose chart is pinned, and the two committed stacks, unpinned, which fail the job by design."""
+    root = git_project(tmp_path)
+    upstream = chart_repository(tmp_path / "remote")
+    secret_stack = root / "stacks" / SECRET_STACK.name
+    pin(secret_stack, git("rev-parse", "HEAD", cwd=upstream))
+    base = commit_all(root, "the base branch")
+    edit(secret_stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
+    edit(root / "stacks" / "Pulumi.hammer.yaml", "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
+    edit(root / "stacks" / "Pulumi.hammer.yaml", "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
+    commit_all(root, "the pull request, as it would merge")
+    redirect = redirect_upstream(upstream)
+
+    result, output = run_diff_step(root, base, tmp_path, **redirect)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    comment = (root / "rendered" / "comment.md").read_text()
+    marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
+    assert comment.startswith(marker), "the marker lets the next push edit this comment instead of adding one"
+    local = subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "diff", "secret-example", "--base", base, "--markdown"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=300,
+        check=False,
+        env={**os.environ, **redirect},
+    )
+    assert local.returncode == 0, local.stderr
+    assert local.stdout in comment, "what a reviewer reads locally and on the pull request is one text"
+    assert "chart objects: compared" in local.stdout and "    spec.maxReplicaCount\n-       10\n+       12\n" in (
+        local.stdout
+    ), "the chart's ScaledObject, rendered from the pinned commit on both sides"
+    assert "<details><summary><b>hammer</b>: 1 changed, 1 replaced, 0 added, 0 removed" in comment
+    assert "    options.timeout\n-       1200\n+       1500\n" in comment, "the Helm timeout of hammer's release"
+    assert "- **geddes-gpu**" not in comment and "<b>geddes-gpu</b>: no change; chart objects not compared" in comment
+    assert not [c for c in CIPHERTEXTS if c in comment + result.stdout + result.stderr], "no ciphertext anywhere"
+    assert output == "failed= geddes-gpu hammer\n", "unpinned charts could not be compared: the job fails on them"
+    failing = run_step(
+        step("rendered-diff", "Fail on a stack that could not be diffed in full")["run"], root, FAILED=" hammer"
+    )
+    assert failing.returncode == 1 and "./supersonic render <stack> --pin-chart" in failing.stdout
+
+
+def test_a_huge_diff_points_to_the_artifact_instead(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    base = git("rev-parse", "HEAD", cwd=root)
+    long_argument = "--model-repository=/cvmfs/" + "x" * 70000
+    edit(
+        root / "stacks" / "Pulumi.geddes-gpu.yaml",
+        "--allow-gpu-metrics=true",
+        f"{long_argument} --allow-gpu-metrics=true",
+    )
+
+    result, _ = run_diff_step(root, base, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    comment = (root / "rendered" / "comment.md").read_text()
+    assert len(comment) < 65536, "GitHub rejects longer comments"
+    assert "- **geddes-gpu**: 1 changed, 0 replaced, 0 added, 0 removed" in comment
+    assert "- **hammer**: no change; chart objects not compared" in comment
+    assert "rendered-diff` artifact" in comment
+    assert long_argument in (root / "rendered" / "diffs" / "geddes-gpu.md").read_text(), "the artifact has it all"
