@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pulumi
 import pytest
-from conftest import stack_settings
+from conftest import stack_config, stack_settings
 
 from components.supersonic_release import POSTRENDER, split_nulls
-from supersonic_interlink.config import deep_merge
+from supersonic_interlink.config import ConfigError, deep_merge
+from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION, helm_values_collisions
 from supersonic_interlink.contract import CHART, NEWEST
 from supersonic_interlink.program import build
@@ -172,10 +173,20 @@ def test_second_stack_runs_triton_on_cluster_gpus_with_the_default_wake(run_stac
 
 
 def test_helm_values_fill_in_what_settings_do_not_model(run_stack) -> None:
-    values = values_of(run_stack(helmValues={"envoy": {"replicas": 2}, "triton": {"affinity": {"x": "y"}}}))
+    key = NEWEST.inference_values_key
+    values = values_of(run_stack(helmValues={"envoy": {"replicas": 2}, key: {"affinity": {"x": "y"}}}))
     assert values["envoy"]["replicas"] == 2
-    assert values["triton"]["affinity"] == {"x": "y"}
+    assert values[key]["affinity"] == {"x": "y"}
     assert values["envoy"]["service"] == {"type": "LoadBalancer"}, "merging underneath keeps computed values"
+
+
+def test_helm_values_under_the_other_generations_block_are_refused_naming_the_right_one() -> None:
+    with pytest.raises(ConfigError) as refused:
+        settings_from_config(stack_config("hammer", helmValues={"triton": {"affinity": {"x": "y"}}}))
+    assert refused.value.problems == [
+        "supersonic-interlink:helmValues.triton: the triton generation's block, but the chart is of the "
+        "inferenceServer generation, which names it inferenceServer (and may refuse the old name); move it there"
+    ], "the newest chart fails the whole install on a triton: block; say so before anything deploys"
 
 
 def test_helm_values_collisions_are_found_at_every_depth() -> None:
