@@ -373,7 +373,7 @@ def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_re
     ],
 )
 def test_a_rejection_at_the_ready_timeout_is_a_cut_off_wake_in_either_chart_generation(
-    status: str, elapsed: float, ready_timeout: int | None, cut_off: bool
+    status: str, elapsed: float, ready_timeout: int, cut_off: bool
 ) -> None:
     from supersonic_interlink.wake import history as wake_history
 

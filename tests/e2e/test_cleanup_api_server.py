@@ -23,11 +23,13 @@ from busybox_harness import busybox_path, make_bin
 from components.failed_pod_cleanup import container_command, object_labels, script_environment, script_text
 from supersonic_interlink.config import PROJECT, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, NEWEST
 from supersonic_interlink.engine.cluster import LocalCluster
 
 pytestmark = pytest.mark.timeout(300)
 
+GENERATION = NEWEST
+"""The hammer stack's (unpinned: the newest); the script takes its selector as given."""
 RELEASE = "supersonic-interlink"  # the hammer stack's release, whose selector the component computes
 NAMESPACE = "e2e-cleanup-direct"
 OTHER_NAMESPACE = "e2e-cleanup-direct-other"
@@ -96,13 +98,13 @@ def test_the_api_server_deletes_the_releases_failed_pods_but_the_newest_and_no_b
     for namespace in (NAMESPACE, OTHER_NAMESPACE):
         cluster.kubectl("create", "namespace", namespace)
         wait_for_default_service_account(cluster, namespace)
-    triton = CHART.inference_pod_labels(RELEASE)
+    triton = GENERATION.inference_pod_labels(RELEASE)
     bystanders = {
         "triton-running": (triton, "Running"),
         "triton-pending": (triton, "Pending"),
         "triton-succeeded": (triton, "Succeeded"),
         "triton-unknown": (triton, "Unknown"),
-        "other-release-failed": (CHART.inference_pod_labels("supersonic-gpu"), "Failed"),
+        "other-release-failed": (GENERATION.inference_pod_labels("supersonic-gpu"), "Failed"),
         "envoy-failed": ({**triton, CHART.component_label: CHART.envoy_component}, "Failed"),
         "other-chart-failed": ({**triton, CHART.name_label: "not-supersonic"}, "Failed"),
         "cleaner-failed": (object_labels(RELEASE), "Failed"),
