@@ -145,8 +145,6 @@ CHART = ChartContract(
 class Generation:
     """What one chart generation names its own way: one row of the table below."""
 
-    name: str
-    """How docs and messages call the generation: its inference-server values block."""
     inference_values_key: str
     """Top-level values block of the inference server; the chart's own ``values.yaml`` declares it, which is how a
     chart's generation is told (``generation_of_values``)."""
@@ -163,6 +161,11 @@ class Generation:
     """The same status as the number in its ``grpc-status`` header."""
     wake_timeout_message: str
     """The ``grpc-message`` of that answer (empty: the filter sends none)."""
+
+    @property
+    def name(self) -> str:
+        """How docs and messages call the generation: by its inference-server values block."""
+        return self.inference_values_key
 
     def inference_object_name(self, release_name: str) -> str:
         """Name of the inference-server Deployment and of its headless Service."""
@@ -182,7 +185,6 @@ class Generation:
 
 
 TRITON = Generation(
-    name="triton",
     inference_values_key="triton",
     inference_component="triton",
     inference_cluster="triton_grpc_service",
@@ -195,7 +197,6 @@ TRITON = Generation(
 )
 
 INFERENCE_SERVER = Generation(
-    name="inferenceServer",
     inference_values_key="inferenceServer",
     inference_component="inference-server",
     inference_cluster="inference_server_grpc_service",
