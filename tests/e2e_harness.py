@@ -161,6 +161,19 @@ def providers(pulumi_home: Path) -> list[int]:
     return found
 
 
+def unscheduled_pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A pod no node will take (its nodeSelector matches none), so only the test sets its phase."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "nodeSelector": {"e2e.supersonic/never": "true"},
+            "containers": [{"name": "triton-server", "image": "triton:test"}],
+        },
+    }
+
+
 def kubectl_json(cluster: LocalCluster, *args: str) -> Any:
     return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from busybox_harness import busybox_path, make_bin
+from e2e_harness import unscheduled_pod
 
 from components.failed_pod_cleanup import container_command, object_labels, script_environment, script_text
 from supersonic_interlink.config import PROJECT, load_settings
@@ -35,22 +36,9 @@ NAMESPACE = "e2e-cleanup-direct"
 OTHER_NAMESPACE = "e2e-cleanup-direct-other"
 
 
-def manifest(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    """A pod no node will take (its nodeSelector matches none), so only this test sets its phase."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "nodeSelector": {"e2e.supersonic/never": "true"},
-            "containers": [{"name": "triton-server", "image": "triton:test"}],
-        },
-    }
-
-
 def make_pod(cluster: LocalCluster, namespace: str, name: str, labels: dict[str, str], phase: str) -> None:
     """Create a pod and set its phase through the status subresource, as interLink's virtual kubelet does."""
-    cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=yaml.safe_dump(manifest(name, labels)))
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=yaml.safe_dump(unscheduled_pod(name, labels)))
     if phase != "Pending":
         status = {"status": {"phase": phase, "reason": "Error: 1"}}
         cluster.kubectl(

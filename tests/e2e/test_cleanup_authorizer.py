@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from busybox_harness import busybox_path, make_bin
-from e2e_harness import Project, hammer_like, kubectl_json
+from e2e_harness import Project, hammer_like, kubectl_json, unscheduled_pod
 
 from supersonic_interlink.contract import TRITON
 from supersonic_interlink.engine.cluster import LocalCluster, write_kubeconfig
@@ -28,26 +28,13 @@ NAMESPACE = "e2e-cleanup"
 OTHER_NAMESPACE = "e2e-cleanup-other"
 
 
-def pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    """A pod no node will take (its nodeSelector matches none), so only this test moves its phase."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "nodeSelector": {"e2e.supersonic/never": "true"},
-            "containers": [{"name": "triton-server", "image": "triton:test"}],
-        },
-    }
-
-
 def make_pods(cluster: LocalCluster, namespace: str, specs: list[tuple[str, dict[str, str], str]]) -> None:
     """Create pods in order (a second apart, so creation times order them) and set each one's phase through the
     status subresource, as interLink's virtual kubelet does."""
     for index, (name, labels, phase) in enumerate(specs):
         if index:
             time.sleep(1.1)
-        cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=_yaml(pod(name, labels)))
+        cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=_yaml(unscheduled_pod(name, labels)))
         if phase != "Pending":
             cluster.kubectl(
                 "patch",
