@@ -28,12 +28,11 @@ from pathlib import Path
 
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import LocalCluster, free_port
-from supersonic_interlink.rehearse.loopback import LOOPBACK
+from supersonic_interlink.rehearse.loopback import LOOPBACK, stop_process
 
 OPERATOR = "keda-operator"
 CLUSTER_OBJECT_NAMESPACE = "keda"
 START_TIMEOUT_SECONDS = 60.0
-STOP_TIMEOUT_SECONDS = 10.0
 
 
 class KedaError(Exception):
@@ -152,10 +151,4 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
             time.sleep(0.2)
         yield operator
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(STOP_TIMEOUT_SECONDS)
+        stop_process(process)

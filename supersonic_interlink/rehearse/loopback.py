@@ -319,11 +319,18 @@ def envoy_running(
         wait_until(ready, START_TIMEOUT_SECONDS, "Envoy to report LIVE")
         yield envoy
     finally:
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(STOP_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(STOP_TIMEOUT_SECONDS)
+        if process is not None:
+            stop_process(process)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """Terminate a process this module started, and kill it if it does not end within ``STOP_TIMEOUT_SECONDS``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(STOP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(STOP_TIMEOUT_SECONDS)
