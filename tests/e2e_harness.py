@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,18 @@ def providers(pulumi_home: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def run_render(*args: str) -> subprocess.CompletedProcess[str]:
+    """``./supersonic render ARGS`` in a fresh interpreter from the project directory, as a newcomer runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "supersonic_interlink", "render", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
 
 
 def unscheduled_pod(name: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -5,32 +5,17 @@ the failure classes and the scan's parts are tested in tests/test_conformance.py
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from chart_fixtures import CONFORMING, fixture_chart
+from e2e_harness import run_render
 
 from supersonic_interlink.render.conformance import GUARD_FINDING
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 REFUSAL = "scaleFromZero.enabled is incompatible with envoy.external_config.load_from_configmap"
 LUA_NOT_MOUNTED = (
     "scale-from-zero Lua filter: no ConfigMap is mounted at /etc/envoy/lua/envoy-filter.lua in container envoy "
     "of supersonic-interlink-envoy"
 )
-
-
-def run_render(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize(

@@ -7,20 +7,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-def run_render(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+from e2e_harness import run_render
 
 
 def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
