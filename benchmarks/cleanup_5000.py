@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from busybox_harness import Cluster, Run, busybox_path, kubectl_path, make_bin
 from kube_api_standin import JSONObject, kube_api_standin, pod
 
-from components.failed_pod_cleanup import ROLE_RULES, script_environment
+from supersonic_interlink.components.failed_pod_cleanup import ROLE_RULES, script_environment
 from supersonic_interlink.config import Settings, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import NEWEST

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from timing import describe
 
-from components.supersonic_release import POSTRENDER
 from supersonic_interlink.chart.helm import ChartRenderer
+from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.render import conformance
 from supersonic_interlink.render import stack as rendering
 

@@ -3,4 +3,4 @@
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-"""The project directory: ``Pulumi.yaml``, ``stacks/``, ``components/`` and the front door ``./supersonic``."""
+"""The project directory: ``Pulumi.yaml``, ``stacks/`` and the front door ``./supersonic``."""

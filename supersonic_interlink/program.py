@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pulumi
 
-from components.envoy_config import EnvoyConfig, EnvoyConfigArgs
-from components.failed_pod_cleanup import FailedPodCleanup, FailedPodCleanupArgs
-from components.supersonic_release import SupersonicRelease, SupersonicReleaseArgs
 from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.components.envoy_config import EnvoyConfig, EnvoyConfigArgs
+from supersonic_interlink.components.failed_pod_cleanup import FailedPodCleanup, FailedPodCleanupArgs
+from supersonic_interlink.components.supersonic_release import SupersonicRelease, SupersonicReleaseArgs
 from supersonic_interlink.config import ConfigError, Settings
 from supersonic_interlink.config.pulumi_config import current_config, current_secret_keys, settings_from_config
 from supersonic_interlink.contract import CHART

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from kube_api_standin import KubeApiStandIn, Recorded
 
-from components.failed_pod_cleanup import container_command, script_text
 from supersonic_interlink.chart import binaries
+from supersonic_interlink.components.failed_pod_cleanup import container_command, script_text
 
 # alpine/kubectl:1.34.1 has no `tac` (checked in the image by the change request), Debian's busybox does.
 MISSING_IN_IMAGE = frozenset({"tac"})

@@ -25,7 +25,7 @@ COPIED = (
     "requirements-dev.txt",
     "constraints.txt",
 )
-PACKAGES = ("supersonic_interlink", "components", "postrender", "scripts", "stacks")
+PACKAGES = ("supersonic_interlink", "postrender", "scripts", "stacks")
 
 
 def git_project(into: Path) -> Path:
@@ -74,7 +74,7 @@ def project_with(tmp_path: Path, stack: str, text: str) -> Path:
     for name in ("Pulumi.yaml", "__main__.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text((ROOT / name).read_text())
-    for package in ("supersonic_interlink", "components", "scripts", "postrender"):
+    for package in ("supersonic_interlink", "scripts", "postrender"):
         subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
     for shared in (".venv", ".tools"):
         (root / shared).symlink_to(ROOT / shared)

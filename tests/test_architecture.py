@@ -15,7 +15,7 @@ LAYERS: dict[str, int] = {
     "supersonic_interlink.files": 0,
     "supersonic_interlink.config": 1,
     "supersonic_interlink.chart": 2,
-    "components": 3,
+    "supersonic_interlink.components": 3,
     "supersonic_interlink.program": 4,
     "supersonic_interlink.render": 5,
     "supersonic_interlink.takeover": 6,
@@ -69,7 +69,7 @@ def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, st
             for alias in node.names:
                 full = f"{name}.{alias.name}"
                 found.append((node.lineno, full if _is_module(full) else name))
-    return [(line, name) for line, name in found if name.split(".")[0] in (PACKAGE, "components")]
+    return [(line, name) for line, name in found if name.split(".")[0] == PACKAGE]
 
 
 def _is_module(name: str) -> bool:
@@ -78,7 +78,7 @@ def _is_module(name: str) -> bool:
 
 
 def sources() -> list[Path]:
-    return sorted([*(ROOT / PACKAGE).rglob("*.py"), *(ROOT / "components").rglob("*.py")])
+    return sorted((ROOT / PACKAGE).rglob("*.py"))
 
 
 def violations() -> list[str]:

@@ -24,7 +24,7 @@ from busybox_harness import MISSING_IN_IMAGE, Cluster, Run, kubectl_path, make_b
 from conftest import stack_settings
 from kube_api_standin import JSONObject, kube_api_standin, pod
 
-from components.failed_pod_cleanup import (
+from supersonic_interlink.components.failed_pod_cleanup import (
     COMPONENT,
     ROLE_RULES,
     SCRIPT_PATH,

@@ -57,7 +57,7 @@ def test_render_exits_2_with_the_same_lines_and_no_traceback(name: str, tmp_path
     for item in ("Pulumi.yaml", "__main__.py"):
         (root / item).parent.mkdir(parents=True, exist_ok=True)
         (root / item).write_text((ROOT / item).read_text())
-    for package in ("supersonic_interlink", "components", "scripts", "postrender"):
+    for package in ("supersonic_interlink", "scripts", "postrender"):
         subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
     (root / "stacks").mkdir()
     (root / "stacks" / "Pulumi.corpus.yaml").write_bytes((CORPUS / f"{name}.yaml").read_bytes())

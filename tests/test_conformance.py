@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from chart_fixtures import CHARTS, CONFORMING, fixture_chart
 
-from components.failed_pod_cleanup import inference_pod_selector
-from components.supersonic_release import POSTRENDER
 from supersonic_interlink import contract
 from supersonic_interlink.chart.helm import ChartRenderer
+from supersonic_interlink.components.failed_pod_cleanup import inference_pod_selector
+from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.config import PROJECT
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.render import stack as rendering

@@ -13,7 +13,7 @@ import pytest
 from conftest import stack_config, stack_settings
 from wake_records import cold_wake, cut_off_wake
 
-from components.supersonic_release import release_timeout_seconds
+from supersonic_interlink.components.supersonic_release import release_timeout_seconds
 from supersonic_interlink.config import HELM_UPGRADE_MARGIN_SECONDS, ConfigError
 from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
 from supersonic_interlink.config.pulumi_config import settings_from_config

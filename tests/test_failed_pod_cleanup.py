@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from conftest import ROOT, stack_settings
 
-from components.failed_pod_cleanup import (
+from supersonic_interlink import contract
+from supersonic_interlink.components.failed_pod_cleanup import (
     COMPONENT,
     TYPE,
     container_command,
@@ -17,7 +18,6 @@ from components.failed_pod_cleanup import (
     object_name,
     script_text,
 )
-from supersonic_interlink import contract
 from supersonic_interlink.config import CLEANUP_KEEP_MAX, RELEASE_NAME_MAX, ConfigError
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render.checks import KUBERNETES_VERSIONS, kubernetes_findings

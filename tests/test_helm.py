@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from chart_fixtures import fixture_chart
 
-from components.supersonic_release import POSTRENDER
 from supersonic_interlink.chart.helm import (
     ChartRenderer,
     ChartRenderError,
@@ -18,6 +17,7 @@ from supersonic_interlink.chart.helm import (
     missing_dependencies,
     render_chart,
 )
+from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected, post_renderer_function

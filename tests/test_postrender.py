@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.supersonic_release import POSTRENDER
+from supersonic_interlink.components.supersonic_release import POSTRENDER
 
 ROOT = Path(__file__).resolve().parent.parent
 EXECUTABLE = ROOT / POSTRENDER

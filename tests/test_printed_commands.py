@@ -33,7 +33,7 @@ PROSE = [
     ROOT / "Pulumi.yaml",
     ROOT / "supersonic",
 ]
-CODE = sorted([*(ROOT / "supersonic_interlink").rglob("*.py"), *(ROOT / "components").rglob("*.py")])
+CODE = sorted((ROOT / "supersonic_interlink").rglob("*.py"))
 _START = re.compile(r"(?:\.\./|\./)supersonic((?: [^ \n`'\"]+)*)")
 _STOP = (">", ">>", "|", "&&", ";", "||", "2>&1")
 

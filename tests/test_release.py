@@ -6,7 +6,7 @@ import pulumi
 import pytest
 from conftest import stack_config, stack_settings
 
-from components.supersonic_release import POSTRENDER, split_nulls
+from supersonic_interlink.components.supersonic_release import POSTRENDER, split_nulls
 from supersonic_interlink.config import ConfigError, deep_merge
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION, helm_values_collisions

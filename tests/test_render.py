@@ -152,7 +152,7 @@ def test_invalid_config_exits_2_with_every_problem_and_no_traceback(tmp_path: Pa
     for name in ("Pulumi.yaml", "__main__.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text((ROOT / name).read_text())
-    for package in ("supersonic_interlink", "components", "scripts", "postrender"):
+    for package in ("supersonic_interlink", "scripts", "postrender"):
         if (ROOT / package).is_dir():
             subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
     (root / "stacks").mkdir()

@@ -10,12 +10,6 @@ from __future__ import annotations
 import importlib
 import sys
 
-from supersonic_interlink import ROOT
-
-# ``components`` (the Pulumi convention: beside Pulumi.yaml) imports from any working directory.
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 VERBS: dict[str, tuple[str, str]] = {
     "render": ("supersonic_interlink.cli.render", "render a stack offline and check it"),
     "diff": ("supersonic_interlink.cli.diff", "what a change deploys: the stack rendered at a base ref vs. now"),

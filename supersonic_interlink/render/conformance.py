@@ -497,7 +497,7 @@ def check(
     ``post_renderer``: the executable Helm runs on each render; by default the project's own, which the
     re-renders of the ignored-values scan run as a function in this process instead (the same code).
     """
-    from components.supersonic_release import POSTRENDER
+    from supersonic_interlink.components.supersonic_release import POSTRENDER
 
     mismatch = generation_mismatch(chart_dir, expected.generation)
     if mismatch is not None:

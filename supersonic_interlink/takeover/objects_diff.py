@@ -216,7 +216,7 @@ def render_sides(
     chart_dir: Path, given: Sides, *, post_renderer: Path | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(live render, project render), rendered at the same time. Raises ``SideRefused`` or ``BinaryError``."""
-    from components.supersonic_release import POSTRENDER
+    from supersonic_interlink.components.supersonic_release import POSTRENDER
 
     executable = ROOT / POSTRENDER if post_renderer is None else post_renderer
 

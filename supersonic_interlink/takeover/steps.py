@@ -11,10 +11,14 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from components.envoy_config import config_map_name, envoy_config_text
-from components.failed_pod_cleanup import object_name as cleanup_object_name
-from components.supersonic_release import HELM_RELEASE_TYPE, helm_release_resource_name, live_release_id
-from components.supersonic_release import TYPE as RELEASE_COMPONENT_TYPE
+from supersonic_interlink.components.envoy_config import config_map_name, envoy_config_text
+from supersonic_interlink.components.failed_pod_cleanup import object_name as cleanup_object_name
+from supersonic_interlink.components.supersonic_release import (
+    HELM_RELEASE_TYPE,
+    helm_release_resource_name,
+    live_release_id,
+)
+from supersonic_interlink.components.supersonic_release import TYPE as RELEASE_COMPONENT_TYPE
 from supersonic_interlink.config import PROJECT, Settings
 from supersonic_interlink.config.stack_config import ROOT, stack_file
 from supersonic_interlink.contract import CHART

@@ -119,7 +119,7 @@ class Timeouts:
 
     @classmethod
     def of(cls, settings: Settings) -> Timeouts:
-        from components.supersonic_release import release_timeout_seconds
+        from supersonic_interlink.components.supersonic_release import release_timeout_seconds
 
         return cls(
             ready_timeout_seconds=settings.scaleFromZero.readyTimeoutSeconds,

@@ -21,7 +21,12 @@ import yaml
 from busybox_harness import busybox_path, make_bin
 from e2e_harness import unscheduled_pod
 
-from components.failed_pod_cleanup import container_command, object_labels, script_environment, script_text
+from supersonic_interlink.components.failed_pod_cleanup import (
+    container_command,
+    object_labels,
+    script_environment,
+    script_text,
+)
 from supersonic_interlink.config import PROJECT, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART, NEWEST

@@ -28,7 +28,7 @@ import pytest
 from busybox_harness import busybox_path, make_bin
 from e2e_harness import REHEARSAL_NAMESPACE
 
-from components.failed_pod_cleanup import container_command, script_environment, script_text
+from supersonic_interlink.components.failed_pod_cleanup import container_command, script_environment, script_text
 from supersonic_interlink.config import PROJECT, Settings, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.engine.cluster import LocalCluster

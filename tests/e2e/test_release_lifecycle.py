@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from e2e_harness import Project, existing_cvmfs_claim, hammer_like, helm_history, helm_status, kubectl_json
 
-from components.envoy_config import TYPE as ENVOY_CONFIG_TYPE
+from supersonic_interlink.components.envoy_config import TYPE as ENVOY_CONFIG_TYPE
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.run import EngineError
 from supersonic_interlink.render.stack import render

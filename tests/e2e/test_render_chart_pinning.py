@@ -26,7 +26,7 @@ def project_copy(into: Path, tools: bool = True) -> Path:
     root.mkdir()
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, root / name)
-    for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
+    for package in ("supersonic_interlink", "postrender", "scripts", "stacks"):
         shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
     for shared in (".venv", ".tools") if tools else (".venv",):
         (root / shared).symlink_to(ROOT / shared)

@@ -37,7 +37,7 @@ def test_a_pinned_stack_fetches_its_chart_and_renders_it(tmp_path) -> None:
     root.mkdir()
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, root / name)
-    for package in ("supersonic_interlink", "components", "postrender", "scripts", "stacks"):
+    for package in ("supersonic_interlink", "postrender", "scripts", "stacks"):
         shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
     for shared in (".venv", ".tools"):
         (root / shared).symlink_to(ROOT / shared)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import created_name
+from supersonic_interlink.components import created_name
 from supersonic_interlink.config import Settings
 from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.contract import CHART

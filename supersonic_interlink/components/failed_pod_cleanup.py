@@ -13,13 +13,13 @@ computed here, so the script text is the same for every stack and the values sho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import created_name
+from supersonic_interlink import ROOT
+from supersonic_interlink.components import created_name
 from supersonic_interlink.config import Settings, thaw
 from supersonic_interlink.contract import CHART, Generation
 
@@ -28,7 +28,7 @@ TYPE = "supersonic-interlink:index:FailedPodCleanup"
 COMPONENT = "failed-pod-cleanup"
 """Suffix of every object name and value of the component label on them (ours, not the chart's)."""
 
-SCRIPT_PATH = Path(__file__).resolve().parent.parent / "scripts" / "cleanup-failed-pods.sh"
+SCRIPT_PATH = ROOT / "scripts" / "cleanup-failed-pods.sh"
 SCRIPT_NAME = "cleanup-failed-pods"
 """``$0`` of the script under ``sh -c``, so its messages name it."""
 CONTAINER_NAME = "cleanup"
