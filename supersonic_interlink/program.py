@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.components.envoy_config import EnvoyConfig, EnvoyConfigArgs
-from supersonic_interlink.components.failed_pod_cleanup import FailedPodCleanup, FailedPodCleanupArgs
-from supersonic_interlink.components.supersonic_release import SupersonicRelease, SupersonicReleaseArgs
-from supersonic_interlink.config import ConfigError, Settings
+from supersonic_interlink.components.envoy_config import (
+    ENVOY_KEYS,
+    EnvoyConfig,
+    EnvoyConfigArgs,
+    config_checksum,
+    envoy_config_text,
+)
+from supersonic_interlink.components.failed_pod_cleanup import (
+    FailedPodCleanup,
+    FailedPodCleanupArgs,
+    script_environment,
+)
+from supersonic_interlink.components.supersonic_release import (
+    RELEASE_VALUE_KEYS,
+    SupersonicRelease,
+    SupersonicReleaseArgs,
+    live_release_id,
+    release_timeout_seconds,
+)
+from supersonic_interlink.config import ConfigError, Settings, deep_merge, thaw
 from supersonic_interlink.config.pulumi_config import current_config, current_secret_keys, settings_from_config
+from supersonic_interlink.config.values import release_values, split_nulls
 from supersonic_interlink.contract import CHART
 
 ENVOY_COMPONENT = "envoy"
@@ -25,25 +44,63 @@ cluster. Without it, the Release's protection and the preview gate refuse the re
 
 
 def build(settings: Settings) -> None:
-    """Register every resource of the stack and export what operators and other tooling read."""
-    envoy = EnvoyConfig(ENVOY_COMPONENT, EnvoyConfigArgs(settings=settings))
+    """Register every resource of the stack and export what operators and other tooling read.
+
+    The one place a setting becomes a Pulumi secret: every value computed from a key the CLI passed as a secret
+    (``pulumi config set --secret``) goes to its component wrapped, so state and ``preview --diff`` show
+    ``[secret]``. Names, namespaces and checksums never carry a secret (``SECRET_CAPABLE`` in ``config/model.py``).
+    """
+
+    def secret(value: Any, *keys: str) -> Any:
+        return pulumi.Output.secret(value) if settings.is_secret(*keys) else value
+
+    release_name, namespace = settings.release.name, settings.namespace
+    text = envoy_config_text(settings)
+    checksum = config_checksum(text)
+    envoy = EnvoyConfig(
+        ENVOY_COMPONENT,
+        EnvoyConfigArgs(release_name, namespace, text=secret(text, *ENVOY_KEYS), checksum=checksum),
+    )
+    # helmValues goes underneath: collisions with computed values were refused before anything registered.
+    values, nulls = split_nulls(
+        deep_merge(settings.helmValues, release_values(settings, envoy.config_map_name, checksum))
+    )
     release = SupersonicRelease(
         RELEASE_COMPONENT,
         SupersonicReleaseArgs(
-            settings=settings,
-            envoy_config_map_name=envoy.config_map_name,
-            envoy_checksum=envoy.checksum,
+            name=release_name,
+            namespace=namespace,
+            chart=settings.release.chart,
+            values=secret(values, *RELEASE_VALUE_KEYS),
+            nulls=secret(nulls, *RELEASE_VALUE_KEYS) if nulls else None,
+            timeout_seconds=secret(release_timeout_seconds(settings), "scaleFromZero"),
+            max_history=settings.release.maxHistory,
+            import_id=live_release_id(settings) if settings.release.adopt else None,
+            protect=not settings.release.removable,
         ),
         pulumi.ResourceOptions(aliases=[pulumi.Alias(name=old) for old in RELEASE_COMPONENT_ALIASES]),
     )
-    cleanup = FailedPodCleanup(CLEANUP_COMPONENT, FailedPodCleanupArgs(settings=settings))
+    cleanup = settings.cleanup
+    cleaner = FailedPodCleanup(
+        CLEANUP_COMPONENT,
+        FailedPodCleanupArgs(
+            release_name,
+            namespace,
+            enabled=cleanup.enabled,
+            image=secret(cleanup.image, "cleanup"),
+            schedule=secret(cleanup.schedule, "cleanup"),
+            environment={key: secret(value, "cleanup") for key, value in script_environment(settings).items()},
+            node_selector=secret(thaw(cleanup.nodeSelector), "cleanup"),
+            tolerations=secret(thaw(cleanup.tolerations), "cleanup"),
+        ),
+    )
     pulumi.export("releaseName", release.release_name)
     pulumi.export("namespace", release.namespace)
     pulumi.export("envoyConfigMap", envoy.config_map_name)
-    pulumi.export("cleanupCronJob", cleanup.cronjob_name)
+    pulumi.export("cleanupCronJob", cleaner.cronjob_name)
     pulumi.export(
         "clientEndpoint",
-        f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{CHART.envoy_grpc_port}",
+        f"{CHART.client_endpoint_host(release_name, namespace)}:{CHART.envoy_grpc_port}",
     )
 
 

@@ -13,10 +13,9 @@ from conftest import stack_config
 
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.source import ChartSourceError, fetch, resolve, verify
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import load_settings
 from supersonic_interlink.render.evaluate import evaluate, run_entry_point
-
-RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 @pytest.fixture
@@ -230,7 +229,7 @@ def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
         release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": commit}},
     )
     evaluation = evaluate(config, "hammer", offline=False)
-    assert evaluation.one(RELEASE).inputs["chart"] == f".charts/{commit}/{CHART_PATH}"
+    assert evaluation.one(HELM_RELEASE_TYPE).inputs["chart"] == f".charts/{commit}/{CHART_PATH}"
     assert (tmp_path / "cache" / commit / CHART_PATH / "Chart.yaml").is_file(), "fetched before registering"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, stack_config
 
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError, load_settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import cli_config, read_stack_document
@@ -135,7 +136,7 @@ def test_a_rename_replaces_the_release_by_uninstalling_the_old_one_first() -> No
     """helm_release.go Diff: name and namespace force a replacement and the provider leaves DeleteBeforeReplace
     false; the chart's cvmfs PVC (no release name in it) would collide, so the option is set on the Release."""
     evaluation = evaluate(stack_config("hammer"), "hammer")
-    release = evaluation.one("kubernetes:helm.sh/v3:Release")
+    release = evaluation.one(HELM_RELEASE_TYPE)
     assert release.delete_before_replace, "create-before-delete collides on the chart's fixed-name objects"
     others = [r for r in evaluation.resources if r.custom and r is not release]
     assert others and not any(r.delete_before_replace for r in others), "only the Release needs it"

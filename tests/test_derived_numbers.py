@@ -13,7 +13,7 @@ import pytest
 from conftest import stack_config, stack_settings
 from wake_records import cold_wake, cut_off_wake
 
-from supersonic_interlink.components.supersonic_release import release_timeout_seconds
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE, release_timeout_seconds
 from supersonic_interlink.config import HELM_UPGRADE_MARGIN_SECONDS, ConfigError
 from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
 from supersonic_interlink.config.pulumi_config import settings_from_config
@@ -164,7 +164,7 @@ def test_a_secret_wake_or_envoy_setting_makes_the_envoy_configmap_and_the_releas
     (config_map,) = evaluation.of_type("kubernetes:core/v1:ConfigMap")
     data = {p: s for p, s in _secret_paths(config_map.inputs).items() if p.startswith(".data")}
     assert data and all(data.values()), f"the Envoy configuration is computed from {key}: {data}"
-    values = _secret_paths(evaluation.one("kubernetes:helm.sh/v3:Release").inputs)
+    values = _secret_paths(evaluation.one(HELM_RELEASE_TYPE).inputs)
     assert any(p.startswith(".values") for p in values) and all(s for p, s in values.items() if p.startswith(".values"))
     plain = evaluate(stack_config("hammer"), "hammer")
     (plain_map,) = plain.of_type("kubernetes:core/v1:ConfigMap")

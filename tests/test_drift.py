@@ -20,6 +20,7 @@ import pytest
 
 from supersonic_interlink import contract
 from supersonic_interlink.cli import drift as drift_cli
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.drift import check
 from supersonic_interlink.drift import release as release_part
@@ -161,7 +162,7 @@ def test_the_refresh_shows_an_edit_the_preview_calls_same_and_ignores_the_provid
 
 def test_the_release_record_changed_by_helm_outside_pulumi_is_drift_status_included() -> None:
     changed = copy.deepcopy(recorded("clean"))
-    record = next(r for r in changed.resources if r.type == "kubernetes:helm.sh/v3:Release")
+    record = next(r for r in changed.resources if r.type == HELM_RELEASE_TYPE)
     assert record.live is not None
     record.live["status"] = {**record.live["status"], "revision": 2, "status": "failed"}
     found = {(r.field, r.expected, r.live) for r in compare(changed).rows}
@@ -172,7 +173,7 @@ def test_the_release_record_changed_by_helm_outside_pulumi_is_drift_status_inclu
 
 def test_a_program_change_the_preview_plans_is_reported_by_the_fields_the_engine_names() -> None:
     changed = copy.deepcopy(recorded("clean"))
-    record = next(r for r in changed.resources if r.type == "kubernetes:helm.sh/v3:Release")
+    record = next(r for r in changed.resources if r.type == HELM_RELEASE_TYPE)
     record.step, record.diffs = "update", ["values"]
     assert [(r.object, r.field, r.note) for r in compare(changed).rows] == [
         ("Release supersonic-helm", "values", "update")
@@ -340,7 +341,7 @@ def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_prov
 
 def test_a_correction_never_applies_a_change_of_the_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     observed = pulumi_side(recorded("drifted"))
-    record = next(r for r in observed.resources if r.type == "kubernetes:helm.sh/v3:Release")
+    record = next(r for r in observed.resources if r.type == HELM_RELEASE_TYPE)
     record.step, record.diffs = "update", ["values"]
     engine = StandInEngine(tmp_path)
     said: list[str] = []

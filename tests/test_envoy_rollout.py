@@ -15,10 +15,10 @@ import pytest
 from conftest import stack_config
 
 import supersonic_interlink.render.evaluate as evaluate_module
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
 
@@ -28,7 +28,7 @@ def hammer_envoy(**changes: Any) -> dict[str, Any]:
 
 
 def release_values(evaluation) -> dict[str, Any]:
-    return evaluation.one(RELEASE).inputs["values"]
+    return evaluation.one(HELM_RELEASE_TYPE).inputs["values"]
 
 
 def envoy_pod_annotations(evaluation) -> dict[str, str]:
@@ -124,8 +124,8 @@ def test_the_config_map_is_immutable_created_before_the_release_reads_it_and_rep
     _OptionRecordingMonitor.requests = {}
     evaluation = evaluate_module.evaluate(stack_config("hammer"), "hammer")
     requests = _OptionRecordingMonitor.requests
-    assert set(requests) >= {RELEASE, CONFIG_MAP}, "the recording monitor must have seen both registrations"
-    config_map_request, release_request = requests[CONFIG_MAP], requests[RELEASE]
+    assert set(requests) >= {HELM_RELEASE_TYPE, CONFIG_MAP}, "the recording monitor must have seen both registrations"
+    config_map_request, release_request = requests[CONFIG_MAP], requests[HELM_RELEASE_TYPE]
     assert config_map(evaluation)["immutable"] is True, (
         "immutable, so the provider replaces rather than edits it when the data changes"
     )

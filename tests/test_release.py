@@ -6,15 +6,14 @@ import pulumi
 import pytest
 from conftest import stack_config, stack_settings
 
-from supersonic_interlink.components.supersonic_release import POSTRENDER, split_nulls
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE, POSTRENDER
 from supersonic_interlink.config import ConfigError, deep_merge
 from supersonic_interlink.config.pulumi_config import settings_from_config
-from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION, helm_values_collisions
+from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION, helm_values_collisions, split_nulls
 from supersonic_interlink.contract import CHART, NEWEST
 from supersonic_interlink.program import build
 from supersonic_interlink.render.evaluate import evaluate
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
 
@@ -26,7 +25,7 @@ def hammer():
 
 
 def values_of(evaluation) -> dict:
-    return evaluation.one(RELEASE).inputs["values"]
+    return evaluation.one(HELM_RELEASE_TYPE).inputs["values"]
 
 
 def test_hammer_release_scales_from_zero_with_a_900_second_wake(hammer) -> None:
@@ -75,7 +74,9 @@ def test_hammer_triton_service_probes_and_model_repository_match_the_running_rel
     assert triton["readinessProbe"] == {"successThreshold": 3}, (
         "the chart renders its own exec probe and ignores a grpc handler: only what it reads is passed"
     )
-    assert "valueYamlFiles" not in hammer.one(RELEASE).inputs, "no explicit nulls: nothing to remove from the chart"
+    assert "valueYamlFiles" not in hammer.one(HELM_RELEASE_TYPE).inputs, (
+        "no explicit nulls: nothing to remove from the chart"
+    )
     assert triton["startupProbe"] == {
         "httpGet": {"path": "/v2/health/ready", "port": "http"},
         "periodSeconds": 5,
@@ -132,7 +133,7 @@ def test_hammer_prometheus_grafana_and_load_metric(hammer) -> None:
 
 
 def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_failure(hammer) -> None:
-    release = hammer.one(RELEASE).inputs
+    release = hammer.one(HELM_RELEASE_TYPE).inputs
     assert release["name"] == "supersonic-interlink"
     assert release["namespace"] == "cms"
     assert release["chart"] == ".charts/unpinned/helm/supersonic", (
@@ -233,4 +234,4 @@ def test_nulls_are_split_out_with_their_nesting() -> None:
 
 
 def test_a_stack_without_nulls_sends_no_value_files(run_stack) -> None:
-    assert "valueYamlFiles" not in run_stack("geddes-gpu").one(RELEASE).inputs
+    assert "valueYamlFiles" not in run_stack("geddes-gpu").one(HELM_RELEASE_TYPE).inputs

@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT, stack_config
 from project_copies import project_with, render_in
 
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import current_secret_keys
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, secret_paths
@@ -23,7 +24,6 @@ from supersonic_interlink.contract import NEWEST
 from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 P = "supersonic-interlink"
-RELEASE = "kubernetes:helm.sh/v3:Release"
 SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
 """How a secret travels to the engine (pulumi's rpc: the special signature key and value)."""
 CREDENTIAL = "hunter2-not-a-real-token"
@@ -45,14 +45,14 @@ def run(secret_keys: list[str], **overrides: Any) -> Evaluation:
 
 def test_a_credential_nested_under_helm_values_reaches_the_release_only_as_a_secret() -> None:
     evaluation = run([f"{P}:helmValues"], helmValues={"extraEnv": {"auth": {"token": CREDENTIAL}}})
-    found = occurrences(evaluation.one(RELEASE).inputs, CREDENTIAL)
+    found = occurrences(evaluation.one(HELM_RELEASE_TYPE).inputs, CREDENTIAL)
     assert found, "the credential must reach the Release at all, or this test proves nothing"
     assert all(secret for _, secret in found), f"in clear in state and in preview --diff at {found}"
 
 
 def test_without_the_secret_key_the_same_value_is_plain_so_the_check_above_can_fail() -> None:
     evaluation = run([], helmValues={"extraEnv": {"auth": {"token": CREDENTIAL}}})
-    found = occurrences(evaluation.one(RELEASE).inputs, CREDENTIAL)
+    found = occurrences(evaluation.one(HELM_RELEASE_TYPE).inputs, CREDENTIAL)
     assert found and not any(secret for _, secret in found), found
 
 
@@ -60,7 +60,7 @@ def test_a_secret_triton_annotation_makes_the_release_values_secret() -> None:
     triton = json.loads(stack_config("hammer")[f"{P}:triton"])
     triton["podAnnotations"] = {**triton["podAnnotations"], "example.org/token": CREDENTIAL}
     evaluation = run([f"{P}:triton"], triton=triton)
-    found = occurrences(evaluation.one(RELEASE).inputs, CREDENTIAL)
+    found = occurrences(evaluation.one(HELM_RELEASE_TYPE).inputs, CREDENTIAL)
     assert found and all(secret for _, secret in found), found
 
 

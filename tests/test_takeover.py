@@ -13,12 +13,12 @@ import pytest
 from cli_runner import run_cli
 from conftest import ROOT, stack_config, stack_settings
 
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
 from supersonic_interlink.takeover.steps import adoption, format_steps, resource_urn, steps
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
 # Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
 PINNED_CHART = {
     "git": "https://github.com/fastmachinelearning/SuperSONIC",
@@ -73,10 +73,10 @@ def _ancestry(evaluation: Evaluation, resource: Registered) -> list[Registered]:
 
 def test_the_release_urn_names_the_types_and_names_the_program_registers(both_modes) -> None:
     evaluation = both_modes[False]
-    release = evaluation.one(RELEASE)
+    release = evaluation.one(HELM_RELEASE_TYPE)
     chain = _ancestry(evaluation, release)
     registered_chain = "$".join(r.type for r in chain)
-    assert [r.type for r in chain] == ["supersonic-interlink:index:SupersonicRelease", RELEASE]
+    assert [r.type for r in chain] == ["supersonic-interlink:index:SupersonicRelease", HELM_RELEASE_TYPE]
     assert f"urn:pulumi:hammer::supersonic-interlink::{registered_chain}::{release.name}" == RELEASE_URN, (
         "the URN the steps print must be the one the engine gives what the program registers, or `pulumi state "
         "delete` in the undo step names nothing"
@@ -93,13 +93,13 @@ def test_without_adopt_the_release_is_registered_for_install(both_modes) -> None
 def test_with_adopt_only_the_release_is_imported_by_namespace_and_name(both_modes) -> None:
     adopting = both_modes[True]
     imported = {(r.type, r.name): r.import_id for r in adopting.resources if r.import_id}
-    assert imported == {(RELEASE, "supersonic-helm"): "cms/supersonic-interlink"}, (
+    assert imported == {(HELM_RELEASE_TYPE, "supersonic-helm"): "cms/supersonic-interlink"}, (
         "the live release is read into the state; the Envoy ConfigMap and the cleanup objects are created"
     )
 
 
 def test_adopting_changes_nothing_the_release_is_upgraded_to(both_modes) -> None:
-    assert both_modes[True].one(RELEASE).inputs == both_modes[False].one(RELEASE).inputs, (
+    assert both_modes[True].one(HELM_RELEASE_TYPE).inputs == both_modes[False].one(HELM_RELEASE_TYPE).inputs, (
         "adoption only decides install versus import; the upgrade must be the same release either way"
     )
     assert sorted((r.type, r.name) for r in both_modes[True].resources) == sorted(
@@ -174,7 +174,7 @@ def test_steps_name_the_objects_the_program_creates(hammer_steps, both_modes) ->
     registered = {
         r.inputs["kind"]: r.inputs["metadata"]["name"]
         for r in both_modes[True].resources
-        if r.custom and r.type != RELEASE
+        if r.custom and r.type != HELM_RELEASE_TYPE
     }
     assert plan.new_envoy_config_map == registered["ConfigMap"]
     assert plan.cleanup_cronjob == registered["CronJob"]

@@ -22,6 +22,8 @@ from supersonic_interlink.contract import CHART
 
 TYPE = "supersonic-interlink:index:EnvoyConfig"
 HASH_LENGTH = 10
+ENVOY_KEYS = ("envoy", "scaleFromZero")
+"""The config keys the configuration is computed from: if either came from a secret, the ConfigMap's data is one."""
 
 
 def envoy_config_text(settings: Settings) -> str:
@@ -33,15 +35,19 @@ def config_checksum(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def config_map_name(release_name: str, text: str) -> str:
+def config_map_name(release_name: str, checksum: str) -> str:
     """``<release>-envoy-external-<hash>``: distinct from the chart's own ``<release>-envoy-config``."""
-    return f"{CHART.envoy_object_name(release_name)}-external-{config_checksum(text)[:HASH_LENGTH]}"
+    return f"{CHART.envoy_object_name(release_name)}-external-{checksum[:HASH_LENGTH]}"
 
 
 @dataclass(frozen=True)
 class EnvoyConfigArgs:
-    settings: Settings
-    """The stack's settings; the configuration is a pure function of them."""
+    release_name: str
+    namespace: str
+    text: pulumi.Input[str]
+    """The configuration text (``envoy_config_text``), a Pulumi secret when a setting it is computed from is one."""
+    checksum: str
+    """``config_checksum`` of the text: names the ConfigMap (``config_map_name``) and rolls the Envoy pods."""
 
 
 class EnvoyConfig(pulumi.ComponentResource):
@@ -49,34 +55,24 @@ class EnvoyConfig(pulumi.ComponentResource):
 
     config_map_name: pulumi.Output[str]
     """Name of the ConfigMap, for ``envoy.external_config.configmap_name``."""
-    checksum: str
-    """SHA-256 of the configuration text, for the Envoy pod annotation that rolls the pods on change."""
-    text: str
-    """The configuration text as stored."""
 
     def __init__(self, name: str, args: EnvoyConfigArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
-        settings = args.settings
-        self.text = envoy_config_text(settings)
-        self.checksum = config_checksum(self.text)
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-configmap",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=config_map_name(settings.release.name, self.text),
-                namespace=settings.namespace,
+                name=config_map_name(args.release_name, args.checksum),
+                namespace=args.namespace,
                 labels={
-                    CHART.instance_label: CHART.instance_name(settings.release.name),
+                    CHART.instance_label: CHART.instance_name(args.release_name),
                     "app.kubernetes.io/managed-by": "pulumi",
                     CHART.component_label: CHART.envoy_component,
                 },
-                annotations={"supersonic-interlink/config-sha256": self.checksum},
+                annotations={"supersonic-interlink/config-sha256": args.checksum},
             ),
             immutable=True,
-            # Secret in state and previews when a setting it is computed from was set with --secret.
-            data=pulumi.Output.secret({CHART.envoy_config_key: self.text})
-            if settings.is_secret("envoy", "scaleFromZero")
-            else {CHART.envoy_config_key: self.text},
+            data={CHART.envoy_config_key: args.text},
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.config_map_name = config_map.metadata.apply(created_name)
-        self.register_outputs({"config_map_name": self.config_map_name, "checksum": self.checksum})
+        self.register_outputs({"config_map_name": self.config_map_name})

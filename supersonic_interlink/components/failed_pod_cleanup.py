@@ -12,6 +12,7 @@ computed here, so the script text is the same for every stack and the values sho
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.components import created_name
-from supersonic_interlink.config import Settings, thaw
+from supersonic_interlink.config import Settings
 from supersonic_interlink.contract import CHART, Generation
 
 TYPE = "supersonic-interlink:index:FailedPodCleanup"
@@ -118,8 +119,18 @@ def script_environment(settings: Settings) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class FailedPodCleanupArgs:
-    settings: Settings
-    """The stack's settings: ``namespace``, ``release.name`` and the ``cleanup`` block."""
+    """What the CronJob is made of; each value a Pulumi secret when the ``cleanup`` key was set with ``--secret``."""
+
+    release_name: str
+    namespace: str
+    enabled: bool
+    """False: the component and no objects."""
+    image: pulumi.Input[str]
+    schedule: pulumi.Input[str]
+    environment: Mapping[str, pulumi.Input[str]]
+    """``script_environment``."""
+    node_selector: pulumi.Input[Mapping[str, str]]
+    tolerations: pulumi.Input[Sequence[Any]]
 
 
 class FailedPodCleanup(pulumi.ComponentResource):
@@ -134,25 +145,17 @@ class FailedPodCleanup(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         self.cronjob_name = None
         self.service_account_name = None
-        settings = args.settings
-        if settings.cleanup.enabled:
-            self._create(name, settings)
+        if args.enabled:
+            self._create(name, args)
         self.register_outputs({"cronjob_name": self.cronjob_name, "service_account_name": self.service_account_name})
 
-    def _create(self, name: str, settings: Settings) -> None:
-        cleanup = settings.cleanup
-        # Every value taken from `cleanup` is a Pulumi secret when the key was set with --secret.
-        hidden = settings.is_secret("cleanup")
-
-        def hide(value: Any) -> Any:
-            return pulumi.Output.secret(value) if hidden else value
-
-        release = settings.release.name
+    def _create(self, name: str, args: FailedPodCleanupArgs) -> None:
+        release, namespace = args.release_name, args.namespace
         labels = object_labels(release)
         child = pulumi.ResourceOptions(parent=self)
 
         def metadata() -> k8s.meta.v1.ObjectMetaArgs:
-            return k8s.meta.v1.ObjectMetaArgs(name=object_name(release), namespace=settings.namespace, labels=labels)
+            return k8s.meta.v1.ObjectMetaArgs(name=object_name(release), namespace=namespace, labels=labels)
 
         account = k8s.core.v1.ServiceAccount(
             f"{name}-serviceaccount",
@@ -180,7 +183,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             ),
             subjects=[
                 k8s.rbac.v1.SubjectArgs(
-                    kind="ServiceAccount", name=account.metadata.apply(created_name), namespace=settings.namespace
+                    kind="ServiceAccount", name=account.metadata.apply(created_name), namespace=namespace
                 )
             ],
             opts=child,
@@ -193,12 +196,10 @@ class FailedPodCleanup(pulumi.ComponentResource):
                 ),
             )
         ]
-        environment += [
-            k8s.core.v1.EnvVarArgs(name=key, value=hide(value)) for key, value in script_environment(settings).items()
-        ]
+        environment += [k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in args.environment.items()]
         container = k8s.core.v1.ContainerArgs(
             name=CONTAINER_NAME,
-            image=hide(cleanup.image),
+            image=args.image,
             image_pull_policy="IfNotPresent",
             command=container_command(script_text()),
             env=environment,
@@ -217,8 +218,8 @@ class FailedPodCleanup(pulumi.ComponentResource):
             automount_service_account_token=True,
             enable_service_links=False,
             restart_policy="Never",
-            node_selector=hide(thaw(cleanup.nodeSelector)),
-            tolerations=hide(thaw(cleanup.tolerations)),
+            node_selector=args.node_selector,
+            tolerations=args.tolerations,
             security_context=k8s.core.v1.PodSecurityContextArgs(
                 run_as_non_root=True,
                 run_as_user=RUN_AS_ID,
@@ -237,7 +238,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             f"{name}-cronjob",
             metadata=metadata(),
             spec=k8s.batch.v1.CronJobSpecArgs(
-                schedule=hide(cleanup.schedule),
+                schedule=args.schedule,
                 concurrency_policy="Forbid",
                 starting_deadline_seconds=STARTING_DEADLINE_SECONDS,
                 successful_jobs_history_limit=SUCCESSFUL_JOBS_HISTORY_LIMIT,

@@ -4,13 +4,12 @@ A ``helm.v3.Release`` (a real ``helm upgrade --install``), not ``helm.v4.Chart``
 Envoy ConfigMap and the live ScaledObject with Helm's ``lookup``, which only works in a real install or upgrade,
 and its admission sidecar patches the ScaledObject at run time, which per-object management would fight.
 
-The values are a pure function of the settings (``release_values``); ``helmValues`` from the stack is merged
-underneath, and a key it shares with a computed value is a config error (``helm_values_collisions``).
+The values are a pure function of the settings (``config.values.release_values``, ``helmValues`` merged
+underneath; a key it shares with a computed value is a config error), computed by ``program.build``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +18,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from supersonic_interlink.chart.source import release_chart
-from supersonic_interlink.config import HELM_UPGRADE_MARGIN_SECONDS, Settings, deep_merge
-from supersonic_interlink.config.values import release_values
+from supersonic_interlink.config import HELM_UPGRADE_MARGIN_SECONDS, ChartSource, Settings
 
 TYPE = "supersonic-interlink:index:SupersonicRelease"
 
@@ -46,28 +44,6 @@ is the same on every operator's machine and in CI."""
 UPGRADE_MARGIN_SECONDS = HELM_UPGRADE_MARGIN_SECONDS
 
 
-def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Separate the explicit nulls ("delete this chart default") from the other values.
-
-    Returns (values without nulls, the nulls alone in the same nesting). Only a null that reaches Helm deletes a
-    chart default, and the provider documents ``valueYamlFiles`` as the path that keeps nulls from every SDK
-    language, so the nulls travel there.
-    """
-    kept: dict[str, Any] = {}
-    nulls: dict[str, Any] = {}
-    for key, value in values.items():
-        if value is None:
-            nulls[key] = None
-        elif isinstance(value, Mapping):
-            sub_kept, sub_nulls = split_nulls(value)
-            kept[key] = sub_kept
-            if sub_nulls:
-                nulls[key] = sub_nulls
-        else:
-            kept[key] = value
-    return kept, nulls
-
-
 def helm_release_resource_name(component_name: str) -> str:
     """Pulumi resource name of the Release (not the Helm release name): ``<component>-helm``."""
     return f"{component_name}-{HELM_CHILD}"
@@ -78,23 +54,8 @@ def live_release_id(settings: Settings) -> str:
     return f"{settings.namespace}/{settings.release.name}"
 
 
-def import_id(settings: Settings) -> str | None:
-    """With ``release.adopt``, the live release to import (the ``import`` resource option), else None.
-
-    The engine reads the live release into the state, diffs it against this program's inputs and upgrades it in
-    place (Pulumi CLI 3.174 on; older CLIs refused an import whose inputs differ). If no such release runs, the
-    import fails and nothing is installed. See docs/takeover.md.
-    """
-    return live_release_id(settings) if settings.release.adopt else None
-
-
 RELEASE_VALUE_KEYS = ("helmValues", "scaleFromZero", "keda", "serverLoad", "prometheus", "triton", "envoy")
 """The config keys the chart values are computed from: if any came from a secret, the values are a secret."""
-
-
-def secret_if(value: Any, secret: bool) -> Any:
-    """``value`` as a Pulumi secret when it came from a secret config key, as it is otherwise."""
-    return pulumi.Output.secret(value) if secret else value
 
 
 def release_timeout_seconds(settings: Settings) -> int:
@@ -103,13 +64,24 @@ def release_timeout_seconds(settings: Settings) -> int:
 
 @dataclass(frozen=True)
 class SupersonicReleaseArgs:
-    settings: Settings
-    """The stack's settings."""
-    envoy_config_map_name: pulumi.Input[str]
-    """Name of the ConfigMap with the Envoy configuration (from ``EnvoyConfig``); wiring it as an output also
-    orders the ConfigMap's creation before the upgrade that reads it."""
-    envoy_checksum: str
-    """Checksum of the Envoy configuration, annotated on the Envoy pods so a change rolls them."""
+    name: str
+    """The Helm release name."""
+    namespace: str
+    chart: ChartSource
+    values: pulumi.Input[dict[str, Any]]
+    """The chart values without explicit nulls (``split_nulls``); the Envoy ConfigMap's name in them, an output of
+    ``EnvoyConfig``, also orders the ConfigMap's creation before the upgrade that reads it."""
+    nulls: pulumi.Input[dict[str, Any]] | None
+    """The explicit nulls alone ("delete this chart default"), or None when there are none."""
+    timeout_seconds: pulumi.Input[int]
+    """``release_timeout_seconds``."""
+    max_history: int
+    import_id: str | None
+    """With ``release.adopt``, the live release to import (``live_release_id``): the engine reads it into the state,
+    diffs it against these inputs and upgrades it in place (Pulumi CLI 3.174 on; older CLIs refused an import whose
+    inputs differ). If no such release runs, the import fails and nothing is installed. See docs/takeover.md."""
+    protect: bool
+    """``not release.removable``."""
 
 
 class SupersonicRelease(pulumi.ComponentResource):
@@ -120,14 +92,7 @@ class SupersonicRelease(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SupersonicReleaseArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
-        settings = args.settings
-        # helmValues goes underneath: collisions with computed values were rejected before anything registered.
-        values, nulls = split_nulls(
-            deep_merge(settings.helmValues, release_values(settings, args.envoy_config_map_name, args.envoy_checksum))
-        )
-        # A value set with `pulumi config set --secret` stays a secret in state and in `preview --diff`.
-        hidden = settings.is_secret(*RELEASE_VALUE_KEYS)
-        chart = settings.release.chart
+        chart = args.chart
         if chart.kind == "git":
             # The fetched commit, relative to the project directory (see chart_source). A chart checked out from
             # git has no dependencies in charts/: the provider downloads them, at the versions Chart.yaml names.
@@ -142,19 +107,21 @@ class SupersonicRelease(pulumi.ComponentResource):
             }
         release = k8s.helm.v3.Release(
             helm_release_resource_name(name),
-            name=settings.release.name,
-            namespace=settings.namespace,
-            values=secret_if(values, hidden),
-            value_yaml_files=(
-                secret_if([pulumi.StringAsset(yaml.safe_dump(nulls, sort_keys=True))], hidden) if nulls else None
+            name=args.name,
+            namespace=args.namespace,
+            values=args.values,
+            value_yaml_files=None
+            if args.nulls is None
+            else pulumi.Output.from_input(args.nulls).apply(
+                lambda nulls: [pulumi.StringAsset(yaml.safe_dump(nulls, sort_keys=True))]
             ),
-            max_history=settings.release.maxHistory,
+            max_history=args.max_history,
             # atomic: a failed upgrade rolls back to the last good revision instead of leaving the release
             # half-changed, and a failed first install is purged; cleanup_on_fail removes objects a failed
             # upgrade created. The timeout is derived from the wake timeout (see UPGRADE_MARGIN_SECONDS).
             atomic=True,
             cleanup_on_fail=True,
-            timeout=secret_if(release_timeout_seconds(settings), settings.is_secret("scaleFromZero")),
+            timeout=args.timeout_seconds,
             postrender=POSTRENDER,
             # A new name or namespace replaces the release. The provider asks for create-before-delete
             # (helm_release.go Diff: DeleteBeforeReplace false), and the chart's objects whose names do not carry
@@ -168,9 +135,9 @@ class SupersonicRelease(pulumi.ComponentResource):
             # running beside the new one and hold its cvmfs claim, and a deliberate removal should uninstall.
             opts=pulumi.ResourceOptions(
                 parent=self,
-                import_=import_id(settings),
+                import_=args.import_id,
                 delete_before_replace=True,
-                protect=not settings.release.removable,
+                protect=args.protect,
             ),
             **source,
         )

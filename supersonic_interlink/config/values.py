@@ -110,3 +110,25 @@ def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any]
         else:
             found.append(sub)
     return found
+
+
+def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Separate the explicit nulls ("delete this chart default") from the other values.
+
+    Returns (values without nulls, the nulls alone in the same nesting). Only a null that reaches Helm deletes a
+    chart default, and the provider documents ``valueYamlFiles`` as the path that keeps nulls from every SDK
+    language, so the nulls travel there.
+    """
+    kept: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None:
+            nulls[key] = None
+        elif isinstance(value, Mapping):
+            sub_kept, sub_nulls = split_nulls(value)
+            kept[key] = sub_kept
+            if sub_nulls:
+                nulls[key] = sub_nulls
+        else:
+            kept[key] = value
+    return kept, nulls

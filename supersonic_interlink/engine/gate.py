@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
+
 CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 ENVOY_CONFIG_TYPE = "supersonic-interlink:index:EnvoyConfig"
 
@@ -81,14 +82,14 @@ def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
     problems: list[str] = []
     if not removable:
         for step in steps:
-            if step.type == RELEASE_TYPE and step.op in REMOVING_OPS:
+            if step.type == HELM_RELEASE_TYPE and step.op in REMOVING_OPS:
                 problems.append(
                     f"{step.op} of Helm release {step.name} ({step.urn}): this uninstalls or re-installs the release. "
                     "If that is the intent, set release.removable: true in the stack file in a reviewed change"
                 )
     envoy_maps = [s for s in steps if s.type == CONFIG_MAP_TYPE and ENVOY_CONFIG_TYPE in s.parent_types]
     successor = any(s.op in CREATING_OPS for s in envoy_maps)
-    release_goes = any(s.type == RELEASE_TYPE and s.op in REMOVING_OPS for s in steps)
+    release_goes = any(s.type == HELM_RELEASE_TYPE and s.op in REMOVING_OPS for s in steps)
     if not successor and not release_goes:
         for step in envoy_maps:
             if step.op in ("delete", "delete-replaced", "discard"):

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, generation, load_yaml
 from supersonic_interlink.config.generation import values_on_disk
 from supersonic_interlink.config.stack_config import (
@@ -28,8 +29,6 @@ from supersonic_interlink.config.stack_config import (
 )
 from supersonic_interlink.contract import CHART, Generation
 from supersonic_interlink.files import write_text
-
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -98,10 +97,10 @@ def render(
     manifests = [
         reveal(r.inputs)
         for r in evaluation.resources
-        if r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE_TYPE
+        if r.custom and r.type.startswith("kubernetes:") and r.type != HELM_RELEASE_TYPE
     ]
     manifests.sort(key=lambda m: (m["kind"], m["metadata"]["name"]))
-    release_inputs = reveal(evaluation.one(RELEASE_TYPE).inputs)
+    release_inputs = reveal(evaluation.one(HELM_RELEASE_TYPE).inputs)
     # What Helm receives: the value files first, then `values` over them (Helm's own order).
     values: dict[str, Any] = {}
     for asset in release_inputs.get("valueYamlFiles", []):

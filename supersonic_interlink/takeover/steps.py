@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from supersonic_interlink.components.envoy_config import config_map_name, envoy_config_text
+from supersonic_interlink.components.envoy_config import config_checksum, config_map_name, envoy_config_text
 from supersonic_interlink.components.failed_pod_cleanup import object_name as cleanup_object_name
 from supersonic_interlink.components.supersonic_release import (
     HELM_RELEASE_TYPE,
@@ -106,7 +106,7 @@ def adoption(stack: str, settings: Settings) -> Adoption:
         triton_deployment=settings.generation.inference_object_name(settings.release.name),
         scaled_object=CHART.scaled_object_name(settings.release.name),
         hold_seconds=settings.scaleFromZero.holdMinReplicasSeconds,
-        new_envoy_config_map=config_map_name(settings.release.name, envoy_config_text(settings)),
+        new_envoy_config_map=config_map_name(settings.release.name, config_checksum(envoy_config_text(settings))),
         cleanup_cronjob=cleanup_object_name(settings.release.name),
         flux=flux_objects(settings),
     )

@@ -14,6 +14,7 @@ import pytest
 from e2e_harness import Project, existing_cvmfs_claim, hammer_like, helm_history, helm_status, kubectl_json
 
 from supersonic_interlink.components.envoy_config import TYPE as ENVOY_CONFIG_TYPE
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.run import EngineError
 from supersonic_interlink.render.stack import render
@@ -107,11 +108,11 @@ def test_ready_timeout_edit_replaces_the_config_map_only_after_the_upgrade(proje
     project.write_stack(STACK, hammer_like(namespace, RELEASE, chart, scaleFromZero=edited))
     project.run(STACK, "preview", diff=True)
     changed = {(op, kind) for op, kind, _name in project.changes()}
-    assert ("update", "kubernetes:helm.sh/v3:Release") in changed, project.changes()
+    assert ("update", HELM_RELEASE_TYPE) in changed, project.changes()
     config_map_ops = {op for op, kind, _name in project.changes() if kind == "kubernetes:core/v1:ConfigMap"}
     assert config_map_ops, "the Envoy configuration changed, so its ConfigMap must be new"
     others = {kind for _op, kind, _name in project.changes()} - {
-        "kubernetes:helm.sh/v3:Release",
+        HELM_RELEASE_TYPE,
         "kubernetes:core/v1:ConfigMap",
         ENVOY_CONFIG_TYPE,
         "pulumi:pulumi:Stack",
@@ -121,7 +122,7 @@ def test_ready_timeout_edit_replaces_the_config_map_only_after_the_upgrade(proje
     # Step 2: up. The new ConfigMap exists before the upgrade reads it; the old one goes after it succeeded.
     project.run(STACK, "up")
     order = [(op, kind) for op, kind, _name in project.steps()]
-    release_at = order.index(("update", "kubernetes:helm.sh/v3:Release"))
+    release_at = order.index(("update", HELM_RELEASE_TYPE))
     created_at = min(i for i, (op, kind) in enumerate(order) if kind.endswith("ConfigMap") and "create" in op)
     deleted_at = max(i for i, (op, kind) in enumerate(order) if kind.endswith("ConfigMap") and "delete" in op)
     assert created_at < release_at < deleted_at, order

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from e2e_harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_json
 
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render.stack import render
@@ -216,7 +217,7 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     # Step 4: adopt. One `pulumi up` imports the live release and upgrades it.
     project.run(STACK, "up")
     ops = {(op, kind) for op, kind, _name in project.changes()}
-    assert any(kind == "kubernetes:helm.sh/v3:Release" and op.startswith("import") for op, kind in ops), ops
+    assert any(kind == HELM_RELEASE_TYPE and op.startswith("import") for op, kind in ops), ops
     assert not any("delete" in op or "replace" in op for op, kind in ops if "Release" in kind), ops
 
     # Helm's record: the Flux revision kept, one upgrade on top; never an uninstall and reinstall.
