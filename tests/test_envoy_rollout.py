@@ -9,15 +9,15 @@ with the old one deleted only after it. Evaluated under the mock engine with the
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from conftest import stack_config
 
-import supersonic_interlink.render.evaluate as evaluate_module
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.render.evaluate import evaluate
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
@@ -109,34 +109,16 @@ def test_a_change_outside_the_envoy_configuration_leaves_the_envoy_pods_alone(ru
     )
 
 
-class _OptionRecordingMonitor(evaluate_module.RecordingMonitor):
-    """Also records the resource options and dependencies each registration carried."""
-
-    requests: ClassVar[dict[str, Any]] = {}
-
-    def RegisterResource(self, request):
-        _OptionRecordingMonitor.requests[request.type] = request
-        return super().RegisterResource(request)
-
-
-def test_the_config_map_is_immutable_created_before_the_release_reads_it_and_replaced_create_first(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "RecordingMonitor", _OptionRecordingMonitor)
-    _OptionRecordingMonitor.requests = {}
-    evaluation = evaluate_module.evaluate(stack_config("hammer"), "hammer")
-    requests = _OptionRecordingMonitor.requests
-    assert set(requests) >= {HELM_RELEASE_TYPE, CONFIG_MAP}, "the recording monitor must have seen both registrations"
-    config_map_request, release_request = requests[CONFIG_MAP], requests[HELM_RELEASE_TYPE]
+def test_the_config_map_is_immutable_created_before_the_release_reads_it_and_replaced_create_first() -> None:
+    evaluation = evaluate(stack_config("hammer"), "hammer")
+    config_map_record, release_record = evaluation.one(CONFIG_MAP), evaluation.one(HELM_RELEASE_TYPE)
     assert config_map(evaluation)["immutable"] is True, (
         "immutable, so the provider replaces rather than edits it when the data changes"
     )
-    assert not config_map_request.deleteBeforeReplace, (
+    assert not config_map_record.delete_before_replace, (
         "delete-before-replace would leave a moment with no ConfigMap for the chart's lookup to find"
     )
-    config_map_urn = next(r for r in evaluation.resources if r.type == CONFIG_MAP)
-    dependencies = set(release_request.dependencies)
-    for deps in release_request.propertyDependencies.values():
-        dependencies |= set(deps.urns)
-    assert any(urn.endswith(f"{CONFIG_MAP}::{config_map_urn.name}") for urn in dependencies), (
+    assert any(urn.endswith(f"{CONFIG_MAP}::{config_map_record.name}") for urn in release_record.dependencies), (
         "the Release must depend on the ConfigMap, so the new one exists before the upgrade and the old one "
         "is deleted only after it"
     )

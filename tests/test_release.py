@@ -206,12 +206,8 @@ def test_outputs_checked_inside_apply_really_ran() -> None:
 
     def program() -> None:
         build(settings)
-        from pulumi.runtime.settings import get_root_resource
-        from pulumi.runtime.stack import Stack
-
-        root = get_root_resource()
-        assert isinstance(root, Stack), "the mock engine runs the program under a Stack"
-        outputs = root.outputs
+        outputs = getattr(pulumi.runtime.get_root_resource(), "outputs", {})
+        assert {"releaseName", "clientEndpoint"} <= set(outputs), "the mock engine runs the program under a Stack"
 
         def check(args: list) -> None:
             name, endpoint = args

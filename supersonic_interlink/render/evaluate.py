@@ -25,10 +25,7 @@ from typing import Any, Self
 
 import pulumi
 from google.protobuf import json_format
-from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime.settings import get_root_resource
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime.mocks import MockMonitor
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.chart import source as chart_source
@@ -79,6 +76,8 @@ class Registered:
     """The ``import`` resource option: the id of a live resource the engine reads into the state ("" for none)."""
     delete_before_replace: bool = False
     """The resource option: on a replacement, the old resource goes before the new one is created."""
+    dependencies: frozenset[str] = frozenset()
+    """URNs this resource depends on, through its inputs or ``depends_on``: the engine creates them first."""
 
 
 class EchoMocks(pulumi.runtime.Mocks):
@@ -91,8 +90,9 @@ class EchoMocks(pulumi.runtime.Mocks):
         return {}
 
 
-class RecordingMonitor(pulumi_mocks.MockMonitor):
-    """The mock engine's monitor, recording each registration before the mock SDK drops null inputs."""
+class RecordingMonitor(MockMonitor):
+    """The mock engine's monitor (``set_mocks(monitor=...)``), recording each registration as sent, before the mock
+    SDK drops null inputs and the options ``Mocks.new_resource`` is not given (parent, dependencies, replacement)."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks):
         super().__init__(mocks)
@@ -110,6 +110,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     bool(request.custom),
                     request.importId,
                     bool(request.deleteBeforeReplace),
+                    frozenset(request.dependencies).union(
+                        *(deps.urns for deps in request.propertyDependencies.values())
+                    ),
                 )
             )
         return super().RegisterResource(request)
@@ -173,19 +176,17 @@ def _evaluate(
     monitor = RecordingMonitor(EchoMocks())
     outputs: dict[str, Any] = {}
 
-    def run() -> None:
+    def run() -> pulumi.Output[Any]:
         program()
-        root = get_root_resource()
-        exported = dict(getattr(root, "outputs", {}) or {})
-        for key, value in exported.items():
-            outputs[key] = _sync_await(pulumi.Output.from_input(value).future())
+        exported = getattr(pulumi.runtime.get_root_resource(), "outputs", None) or {}
+        return pulumi.Output.from_input(dict(exported)).apply(outputs.update)
 
     # The loop is in place before set_mocks, which already creates the root stack's futures on it.
     with _OwnEventLoops():
         pulumi.runtime.set_all_config(config, secret_keys)
         # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
-        pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
-        _sync_await(run_pulumi_func(run))
+        pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+        pulumi.runtime.test(run)()
     return Evaluation(resources=list(monitor.registered), outputs=outputs)
 
 
