@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_settings
-from supersonic_interlink.config.stack_config import full_key, load_stack_config, stack_file
+from supersonic_interlink.config.stack_config import full_key, load_stack, stack_file
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
@@ -68,7 +68,7 @@ def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
     Returns (commit, stack file). Raises ``ConfigError`` (the stack's config) or ``ChartSourceError`` (not a git
     source, no network, no such ref, no chart at the path).
     """
-    chart = load_settings(load_stack_config(stack)).release.chart
+    chart = load_settings(load_stack(stack).config).release.chart
     if chart.kind != "git":
         raise chart_source.ChartSourceError(
             f"{PROJECT}:release.chart is a {chart.kind} source: --pin-chart pins the commit of a git source "

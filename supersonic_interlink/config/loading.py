@@ -288,16 +288,23 @@ def _model_of_loc(cls: type[Model], loc: tuple[Any, ...]) -> bool:
     return bool(loc) and _owner(cls, loc) is not None and not any(isinstance(p, int) for p in loc[-1:])
 
 
-def _parse_top(name: str, text: Any, annotation: Any, secret: bool) -> tuple[Any, str | None]:
-    """The CLI passes objects as JSON text and strings as they are."""
+def cli_text(value: Any) -> str:
+    """How the CLI hands a value to the program: strings as they are, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def _parse_top(name: str, value: Any, annotation: Any, secret: bool) -> tuple[Any, str | None]:
+    """A top-level value as the program reads it. The CLI passes objects as JSON text and everything else as text;
+    a stack file read without the CLI (``render``) gives the values themselves, taken as the CLI would pass them."""
     if _model_of(annotation) is None and not _is_object(annotation):
-        return text, None
-    if not isinstance(text, str):
-        return text, None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # JSONDecodeError, and Python's 4,300-digit limit on integers
-        return None, f"{_key(name)} = {_show(text, secret)}: expected an object"
+        return (value if isinstance(value, str) else cli_text(value)), None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):  # JSONDecodeError, and Python's 4,300-digit limit on integers
+            return None, f"{_key(name)} = {_show(value, secret)}: expected an object"
     if not isinstance(value, dict):
         return None, f"{_key(name)} = {_show(value, secret)}: expected an object"
     return value, None

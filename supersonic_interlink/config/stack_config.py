@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.config import PROJECT, PROJECT_FILE, ConfigError, project_defaults
+from supersonic_interlink.config.loading import cli_text
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
 
 ROOT = PROJECT_FILE.parent
@@ -74,13 +75,6 @@ def read_yaml_file(path: Path) -> Any:
         return read_pulumi_yaml(path.read_bytes())
     except YAMLInputError as error:
         raise ConfigError([f"{shown}: {error}"]) from None
-
-
-def cli_text(value: Any) -> str:
-    """How the CLI hands a value to the program: strings as they are, everything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _secure_values(value: Any, path: str) -> list[tuple[str, str]]:
@@ -156,9 +150,10 @@ def _with_placeholders(value: Any) -> Any:
     return value
 
 
-def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Merge ``Pulumi.yaml`` defaults under a stack's ``config:`` map the way the CLI does, as CLI text; each
-    ``secure:`` value is ``SECRET_PLACEHOLDER`` (``secret_paths`` lists where)."""
+def merged_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Merge ``Pulumi.yaml`` defaults under a stack's ``config:`` map the way the CLI does, values as read
+    (``load_settings`` takes them as they are); each ``secure:`` value is ``SECRET_PLACEHOLDER`` (``secret_paths``
+    lists where)."""
     defaults = project_defaults() if defaults is None else defaults
     merged: dict[str, Any] = {f"{PROJECT}:{key}": value for key, value in defaults.items()}
     problems: list[str] = []
@@ -178,7 +173,12 @@ def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | No
         merged[full] = "" if value is None else _with_placeholders(value)
     if problems:
         raise ConfigError(problems)
-    return {key: cli_text(value) for key, value in sorted(merged.items())}
+    return dict(sorted(merged.items()))
+
+
+def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """``merged_config`` as the CLI hands it to the program: every value as text (``cli_text``)."""
+    return {key: cli_text(value) for key, value in merged_config(stack_values, defaults).items()}
 
 
 def read_stack_document(path: Path) -> dict[str, Any]:
@@ -223,11 +223,28 @@ def _existing_stack_file(stack: str) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class StackConfig:
+    """A stack file read once: its config merged over the project's defaults, and where its secrets sit."""
+
+    config: dict[str, Any]
+    """``merged_config``: full key -> value (secrets as ``SECRET_PLACEHOLDER``)."""
+    secrets: list[str]
+    """``secret_paths``."""
+
+    @property
+    def secret_keys(self) -> list[str]:
+        """The top-level keys the CLI would list as secret."""
+        return sorted({secret_key_of(path) for path in self.secrets})
+
+
+def load_stack(stack: str) -> StackConfig:
+    """``stacks/Pulumi.<stack>.yaml``, read and checked once."""
+    values = read_stack_document(_existing_stack_file(stack))
+    return StackConfig(merged_config(values), secret_paths(values))
+
+
 def load_stack_config(stack: str) -> dict[str, str]:
-    """The CLI-equivalent config map of ``stacks/Pulumi.<stack>.yaml`` (secrets as ``SECRET_PLACEHOLDER``)."""
-    return cli_config(read_stack_document(_existing_stack_file(stack)))
-
-
-def load_stack_secrets(stack: str) -> list[str]:
-    """``secret_paths`` of ``stacks/Pulumi.<stack>.yaml``."""
-    return secret_paths(read_stack_document(_existing_stack_file(stack)))
+    """The config map the CLI would pass for ``stacks/Pulumi.<stack>.yaml``, as text (secrets as
+    ``SECRET_PLACEHOLDER``)."""
+    return {key: cli_text(value) for key, value in load_stack(stack).config.items()}

@@ -23,8 +23,7 @@ from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_
 from supersonic_interlink.config.generation import values_on_disk
 from supersonic_interlink.config.stack_config import (
     SECRET_PLACEHOLDER,
-    load_stack_config,
-    load_stack_secrets,
+    load_stack,
     secret_key_of,
 )
 from supersonic_interlink.contract import CHART, Generation
@@ -72,18 +71,20 @@ def _placeholder_problems(problems: Sequence[str]) -> list[str]:
 
 
 def render(
-    stack: str, config: Mapping[str, str] | None = None, secrets: Sequence[str] = (), chart_dir: Path | None = None
+    stack: str, config: Mapping[str, Any] | None = None, secrets: Sequence[str] = (), chart_dir: Path | None = None
 ) -> dict[str, Any]:
     """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it, with ``secrets`` the
     paths of the secret values in it); return its manifests, release description and Envoy text. Raises ConfigError.
     ``chart_dir``: a chart directory to render for instead of the stack's own chart (its generation is read there).
+    The settings are built once and the program (``program.build``) runs on them under the mock engine.
     """
     from supersonic_interlink.config.pulumi_config import settings_from_config
+    from supersonic_interlink.program import build
     from supersonic_interlink.render.evaluate import evaluate, reveal
 
     if config is None:
-        config, secrets = load_stack_config(stack), load_stack_secrets(stack)
-    config = dict(config)
+        loaded = load_stack(stack)
+        config, secrets = loaded.config, loaded.secrets
     secret_keys = sorted({secret_key_of(path) for path in secrets})
     override = generation.CHART_OVERRIDE.set(chart_dir)
     try:
@@ -92,7 +93,7 @@ def render(
         raise ConfigError(_placeholder_problems(error.problems)) from None
     finally:
         generation.CHART_OVERRIDE.reset(override)
-    evaluation = evaluate(config, stack, secret_keys=secret_keys, chart_dir=chart_dir)
+    evaluation = evaluate({}, stack, program=lambda: build(settings), chart_dir=chart_dir)
     # What the provider is handed: secrets unwrapped (offline they are placeholders).
     manifests = [
         reveal(r.inputs)
@@ -354,5 +355,5 @@ def render_settings(stack: str) -> Any:
     """The stack's settings as ``render`` checks them (secrets as placeholders). Raises ConfigError."""
     from supersonic_interlink.config.pulumi_config import settings_from_config
 
-    secrets = load_stack_secrets(stack)
-    return settings_from_config(load_stack_config(stack), sorted({secret_key_of(path) for path in secrets}))
+    loaded = load_stack(stack)
+    return settings_from_config(loaded.config, loaded.secret_keys)
