@@ -2,12 +2,12 @@
 
 import sys
 
-from pulumi.runtime.settings import get_monitor
+import pulumi
 
 from supersonic_interlink.program import build, settings_or_stop
 
-if get_monitor() is None:
-    # Run as a plain script: no engine to register with, and no stack config to read.
+if pulumi.runtime.get_root_resource() is None:
+    # Run as a plain script: no engine, so no stack to register under and no stack config to read.
     sys.exit(
         "__main__.py is the Pulumi program: the engine runs it (`pulumi preview --stack hammer`, or "
         "`./supersonic pulumi preview hammer`). To see what it deploys without a cluster: `./supersonic render hammer`."
