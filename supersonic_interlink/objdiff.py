@@ -233,15 +233,8 @@ class ObjectKey:
 class ObjectChange:
     key: ObjectKey
     changes: tuple[Change, ...]
-
-
-@dataclass(frozen=True)
-class Replaced:
-    """A content-addressed object renamed: removed under its old name, added under the new one."""
-
-    old: ObjectKey
-    new: ObjectKey
-    changes: tuple[Change, ...]
+    old: ObjectKey | None = None
+    """A replaced object's old key: a content-addressed object renamed, removed under ``old``, added under ``key``."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +243,7 @@ class ObjectsDiff:
     removed: tuple[ObjectKey, ...]
     changed: tuple[ObjectChange, ...]
     unchanged: tuple[ObjectKey, ...]
-    replaced: tuple[Replaced, ...] = ()
+    replaced: tuple[ObjectChange, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -320,18 +313,18 @@ def compare_objects(
         else:
             unchanged.append(key)
     added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
-    replaced: list[Replaced] = []
+    replaced: list[ObjectChange] = []
     if renames:
         stems: dict[Any, tuple[list[ObjectKey], list[ObjectKey]]] = {}
         for side, keys in ((0, removed), (1, added)):
             for key in keys:
                 stems.setdefault(_stem(key), ([], []))[side].append(key)
         replaced = [
-            Replaced(gone[0], came[0], tuple(changes(old[gone[0]], new[came[0]])))
+            ObjectChange(came[0], tuple(changes(old[gone[0]], new[came[0]])), gone[0])
             for stem, (gone, came) in stems.items()
             if stem is not None and len(gone) == len(came) == 1
         ]
-    paired = {r.old for r in replaced} | {r.new for r in replaced}
+    paired = {r.old for r in replaced} | {r.key for r in replaced}
     return ObjectsDiff(
         added=tuple(k for k in added if k not in paired),
         removed=tuple(k for k in removed if k not in paired),

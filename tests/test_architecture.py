@@ -29,9 +29,9 @@ LAYERS: dict[str, int] = {
     "supersonic_interlink.cli": 8,
     "supersonic_interlink.__main__": 9,
 }
-"""Layer of each package: contract, files, objdiff < config < chart < components < the program < render < the tools (takeover,
-wake, state, engine) < what combines tools (drift, diff, rehearse) < cli < ``python -m supersonic_interlink``.
-Equal layers are siblings: they do not import each other."""
+"""Layer of each package: contract, files, objdiff < config < chart < components < the program < render < the tools
+(takeover, wake, state, engine) < what combines tools (drift, diff, rehearse) < cli <
+``python -m supersonic_interlink``. Equal layers are siblings: they do not import each other."""
 
 
 def unit_of(module: str) -> str:

@@ -179,7 +179,7 @@ def test_a_content_addressed_rename_is_one_replaced_object_with_its_fields() -> 
     before, after = [config_map("r-envoy-external-0123456789", a="1")], [config_map("r-envoy-external-abcdef0123")]
     found = compare_objects(before, after, renames=True)
     assert (found.added, found.removed) == ((), ())
-    assert [(r.old.name, r.new.name) for r in found.replaced] == [
+    assert [(r.old and r.old.name, r.key.name) for r in found.replaced] == [
         ("r-envoy-external-0123456789", "r-envoy-external-abcdef0123")
     ]
     assert {c.path for c in found.replaced[0].changes} == {("data", "a"), ("metadata", "name")}

@@ -81,7 +81,7 @@ def text(diff: StackDiff) -> str:
         lines.append(f"+ {key} (added)")
     for replaced in objects.replaced:
         lines.append(
-            f"± {replaced.old} -> {replaced.new.name} (replaced: a content-addressed name; the new one is created "
+            f"± {replaced.old} -> {replaced.key.name} (replaced: a content-addressed name; the new one is created "
             "before the upgrade, the old one deleted after it)"
         )
         lines += [line for change in replaced.changes for line in field_lines(change)]
