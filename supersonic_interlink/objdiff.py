@@ -190,12 +190,16 @@ def markdown_cell(text: str) -> str:
     return f"`` {body} ``" if "`" in body else f"`{body}`"
 
 
+def cut(text: str, width: int) -> str:
+    """``text``, or its first ``width`` - 1 characters and …"""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def markdown_value(value: Any, width: int | None = None) -> str:
-    """A value for a markdown table cell: code, or *(not set)* for a missing key; longer than ``width``: cut (…)."""
+    """A value for a markdown table cell: code, or *(not set)* for a missing key; longer than ``width``: cut."""
     if value is ABSENT:
         return "*(not set)*"
-    text = format_value(value)
-    return markdown_cell(text if width is None or len(text) <= width else text[: width - 1] + "…")
+    return markdown_cell(format_value(value) if width is None else cut(format_value(value), width))
 
 
 def markdown_row(change: Change, *more: str) -> str:
@@ -285,9 +289,8 @@ _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6,}$")
 
 
 def _stem(key: ObjectKey) -> tuple[str, str, str, str] | None:
-    if not _HASH_SUFFIX.search(key.name):
-        return None
-    return (key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name))
+    hashed = _HASH_SUFFIX.search(key.name) is not None
+    return (key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name)) if hashed else None
 
 
 def compare_objects(

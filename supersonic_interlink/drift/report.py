@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supersonic_interlink.drift.rules import API_DEFAULTS_NOTE, RULES
-from supersonic_interlink.objdiff import ABSENT, Path, format_path, format_value, markdown_cell, markdown_value
+from supersonic_interlink.objdiff import ABSENT, Path, cut, format_path, format_value, markdown_cell, markdown_value
 
 RELEASE_PART = "helm release"
 """The Release's objects, compared by a server-side dry-run apply of its stored manifest."""
@@ -125,12 +125,8 @@ def masked(report: Report, secrets: Collection[str]) -> Report:
     return dataclasses.replace(report, rows=rows)
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _cell(value: Any) -> str:
-    return _cut(format_value(value).replace("\n", "\\n"), CELL)
+    return cut(format_value(value).replace("\n", "\\n"), CELL)
 
 
 def _summary(report: Report) -> str:
