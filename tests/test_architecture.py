@@ -13,6 +13,7 @@ LAYERS: dict[str, int] = {
     "supersonic_interlink": 0,  # the package's __init__: ROOT only
     "supersonic_interlink.contract": 0,
     "supersonic_interlink.files": 0,
+    "supersonic_interlink.objdiff": 0,
     "supersonic_interlink.config": 1,
     "supersonic_interlink.chart": 2,
     "supersonic_interlink.components": 3,
@@ -28,9 +29,9 @@ LAYERS: dict[str, int] = {
     "supersonic_interlink.cli": 8,
     "supersonic_interlink.__main__": 9,
 }
-"""Layer of each package: contract < config < chart < components < the program < render < the tools (takeover,
-wake, state, engine) < what combines tools (drift, diff, rehearse) < cli < ``python -m supersonic_interlink``.
-Equal layers are siblings: they do not import each other."""
+"""Layer of each package: contract, files, objdiff < config < chart < components < the program < render < the tools
+(takeover, wake, state, engine) < what combines tools (drift, diff, rehearse) < cli <
+``python -m supersonic_interlink``. Equal layers are siblings: they do not import each other."""
 
 
 def unit_of(module: str) -> str:

@@ -28,7 +28,7 @@ from supersonic_interlink.drift.check import Observed, compare
 from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, as_json_text, markdown, text
 from supersonic_interlink.drift.rules import RULES, sidecar_hold_annotation
 from supersonic_interlink.engine.run import Engine
-from supersonic_interlink.takeover.tree_diff import ABSENT, Named, format_path
+from supersonic_interlink.objdiff import ABSENT, format_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "drift"
 RELEASE = "supersonic-interlink"
@@ -266,16 +266,6 @@ def test_a_deleted_release_object_is_created_again_from_the_manifest(monkeypatch
     assert body["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE, "Helm still owns it after"
 
 
-def test_overlay_and_set_address_named_list_items_by_name() -> None:
-    live = {"spec": {"ports": [{"name": "grpc", "port": 8002, "nodePort": 3}, {"name": "admin", "port": 9901}]}}
-    manifest = {"spec": {"ports": [{"name": "grpc", "port": 8001}, {"name": "admin", "port": 9901}]}}
-    assert release_part._overlay(live, manifest)["spec"]["ports"][0] == {"name": "grpc", "port": 8001, "nodePort": 3}
-    target = copy.deepcopy(live)
-    release_part._set(target, ("spec", "ports", Named("grpc"), "port"), 8001)
-    release_part._set(target, ("spec", "ports", Named("admin")), ABSENT)
-    assert target == {"spec": {"ports": [{"name": "grpc", "port": 8001, "nodePort": 3}]}}
-
-
 def test_an_unknown_stack_is_a_usage_error_before_anything_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert drift_cli.main(["no-such-stack"]) == 2
     assert "no stack 'no-such-stack'" in capsys.readouterr().err
@@ -456,7 +446,6 @@ def test_after_a_correction_the_exit_code_is_the_second_checks(
 
 def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() -> None:
     from supersonic_interlink.drift.report import Report, Row, markdown, masked, text
-    from supersonic_interlink.takeover.tree_diff import ABSENT
 
     report = Report("hammer", "supersonic-interlink", "cms", 3)
     report.rows = [

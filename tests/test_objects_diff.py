@@ -12,10 +12,10 @@ from cli_runner import run_cli
 from conftest import ROOT
 
 from supersonic_interlink.cli import takeover
+from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.takeover import objects_diff
-from supersonic_interlink.takeover.manifest_diff import ObjectKey
 from supersonic_interlink.takeover.objects_diff import (
     ExpectedDeletion,
     LiveObject,
@@ -26,7 +26,6 @@ from supersonic_interlink.takeover.objects_diff import (
     render_sides,
     sides,
 )
-from supersonic_interlink.takeover.tree_diff import ABSENT, Change, Named
 from supersonic_interlink.takeover.values_diff import load_live_values
 
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
@@ -96,8 +95,8 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
     hammer, live, tmp_path
 ) -> None:
     comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
-    assert comparison.diff.deleted == (), "the conforming chart renders every live object after the upgrade too"
-    assert comparison.diff.created == (LUA_CONFIG,)
+    assert comparison.diff.removed == (), "the conforming chart renders every live object after the upgrade too"
+    assert comparison.diff.added == (LUA_CONFIG,)
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
     assert changed_fields(comparison, TRITON) == {("spec", "replicas"): (1, ABSENT)}, (
         "with scale from zero the chart leaves Triton's replica count to KEDA and the admission sidecar"
@@ -138,9 +137,9 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
 
 def test_an_object_only_the_live_values_render_is_an_unexplained_deletion(hammer, live, tmp_path) -> None:
     comparison, _ = upgrade("deletes-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
-    assert comparison.diff.deleted == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
+    assert comparison.diff.removed == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
-    assert comparison.diff.created == (LUA_CONFIG,)
+    assert comparison.diff.added == (LUA_CONFIG,)
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
 
 
@@ -153,7 +152,7 @@ def test_a_declared_deletion_is_explained(hammer, live, tmp_path) -> None:
 
 def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(hammer, live, tmp_path) -> None:
     comparison, _ = upgrade("kept-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
-    assert comparison.diff.deleted == (TRITON_PDB,)
+    assert comparison.diff.removed == (TRITON_PDB,)
     assert [d.key for d in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
     assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
 

@@ -13,8 +13,8 @@ from cli_runner import run_cli
 from conftest import ROOT
 
 from supersonic_interlink.contract import NEWEST
+from supersonic_interlink.objdiff import ABSENT
 from supersonic_interlink.render.stack import render
-from supersonic_interlink.takeover.tree_diff import ABSENT, Change
 from supersonic_interlink.takeover.values_diff import (
     DELIBERATE,
     Deliberate,
@@ -95,15 +95,6 @@ def test_the_most_specific_declaration_gives_the_reason() -> None:
     comparison = compare_values({"a": {"b": 1, "c": 1}}, {"a": {"b": 2, "c": 2}}, declared)
     assert [(r.change.path, r.why) for r in comparison.deliberate] == [(("a", "b"), "leaf"), (("a", "c"), "block")]
     assert comparison.stale == ()
-
-
-def test_a_key_the_project_removes_and_an_explicit_null_are_differences() -> None:
-    comparison = compare_values({"a": 1, "b": None, "c": {"d": True}}, {"b": 0, "c": {"d": 1}}, ())
-    assert [r.change for r in comparison.undeclared] == [
-        Change(("a",), 1, ABSENT),
-        Change(("b",), None, 0),
-        Change(("c", "d"), True, 1),
-    ], "Helm reads null as 'delete the default' and true is not 1: neither may compare equal"
 
 
 def test_every_declaration_has_a_reason_and_a_distinct_path() -> None:

@@ -10,17 +10,13 @@ one object, ``Release.helm.sh``: its chart, Helm options (the upgrade timeout) a
 
 from __future__ import annotations
 
-import difflib
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from supersonic_interlink.diff import sides
-from supersonic_interlink.diff.compare import ObjectsDiff, compare
-from supersonic_interlink.takeover.tree_diff import Change, format_path, format_value
-
-CONTEXT_LINES = 2
+from supersonic_interlink.objdiff import Change, ObjectsDiff, compare_objects, format_path, format_value, text_diff
 
 
 @dataclass(frozen=True)
@@ -60,11 +56,9 @@ def field_lines(change: Change) -> list[str]:
     lines = [f"    {format_path(change.path)}"]
     before, after = change.before, change.after
     if isinstance(before, str) and isinstance(after, str) and ("\n" in before or "\n" in after):
-        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=CONTEXT_LINES):
-            if line.startswith(("---", "+++")):
-                continue
-            lines.append(f"      {line}" if line.startswith("@@") else f"{line[0]}       {line[1:]}")
-        return lines
+        return lines + [
+            f"      {line}" if line[0] == "@" else f"{line[0]}       {line[1:]}" for line in text_diff(before, after)
+        ]
     return [*lines, f"-       {format_value(before)}", f"+       {format_value(after)}"]
 
 
@@ -87,13 +81,13 @@ def text(diff: StackDiff) -> str:
         lines.append(f"+ {key} (added)")
     for replaced in objects.replaced:
         lines.append(
-            f"± {replaced.old} -> {replaced.new.name} (replaced: a content-addressed name; the new one is created "
+            f"± {replaced.old} -> {replaced.key.name} (replaced: a content-addressed name; the new one is created "
             "before the upgrade, the old one deleted after it)"
         )
         lines += [line for change in replaced.changes for line in field_lines(change)]
-    for key, changes in objects.changed:
-        lines.append(f"~ {key}")
-        lines += [line for change in changes for line in field_lines(change)]
+    for changed in objects.changed:
+        lines.append(f"~ {changed.key}")
+        lines += [line for change in changed.changes for line in field_lines(change)]
     return "\n".join(lines) + "\n"
 
 
@@ -135,4 +129,11 @@ def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None =
     if not base.exists or not head.exists:
         chart_compared = (base.chart is not None) or (head.chart is not None)
         before, after = base.objects + (base.chart or []), head.objects + (head.chart or [])
-    return StackDiff(stack, base, head, f"{label} -> working tree", compare(before, after, namespace), chart_compared)
+    return StackDiff(
+        stack,
+        base,
+        head,
+        f"{label} -> working tree",
+        compare_objects(before, after, namespace, renames=True),
+        chart_compared,
+    )

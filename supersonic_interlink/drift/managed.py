@@ -22,7 +22,7 @@ from typing import Any
 
 from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Row
 from supersonic_interlink.drift.rules import rule_for
-from supersonic_interlink.takeover.tree_diff import ABSENT, changes
+from supersonic_interlink.objdiff import ABSENT, changes
 
 QUIET_TYPES = ("pulumi:pulumi:Stack", "pulumi:providers:")
 """The stack and the provider: their outputs are the program's exports and the provider's version, nothing read from

@@ -35,7 +35,7 @@ import yaml
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Row
 from supersonic_interlink.drift.rules import rule_for, sidecar_hold_annotation
-from supersonic_interlink.takeover.tree_diff import ABSENT, Named, Path, changes
+from supersonic_interlink.objdiff import ABSENT, changes, overlay, put
 
 FIELD_MANAGER = "supersonic-drift"
 """Field manager of the dry-run applies (never used for a real apply, so it owns nothing: applying drops no field
@@ -211,34 +211,6 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     return ReleaseObservation(release, namespace, revision, state, objects)
 
 
-def _overlay(live: Any, manifest: Any) -> Any:
-    """``live`` with every field ``manifest`` sets put in: mappings key by key, lists of named items by name, any
-    other value whole."""
-    if isinstance(live, Mapping) and isinstance(manifest, Mapping):
-        merged = dict(live)
-        for key, value in manifest.items():
-            merged[key] = _overlay(live.get(key, ABSENT), value) if key in live else value
-        return merged
-    live_named, manifest_named = _named(live), _named(manifest)
-    if live_named is not None and manifest_named is not None:
-        result = [
-            _overlay(live_named[name], item) if name in live_named else item for name, item in manifest_named.items()
-        ]
-        return result + [item for name, item in live_named.items() if name not in manifest_named]
-    return manifest
-
-
-def _named(value: Any) -> dict[str, Any] | None:
-    if not isinstance(value, list) or not value:
-        return None
-    items: dict[str, Any] = {}
-    for item in value:
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or item["name"] in items:
-            return None
-        items[item["name"]] = item
-    return items
-
-
 def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy to write back: without managedFields, which the API server then keeps as they are."""
     result = copy.deepcopy(dict(obj))
@@ -257,7 +229,7 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
             continue
         live = item.live
         if item.refused:
-            expected = _overlay(live, item.manifest)
+            expected = overlay(live, item.manifest)
             reason = item.refused.splitlines()[-1]
             note = f"dry-run apply refused: {reason.split(INVALID)[-1]}"
         else:
@@ -270,32 +242,6 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
             else:
                 rows.append(Row(RELEASE_PART, item.key, change.path, change.after, change.before, note))
     return rows, ignored, [item.key for item in observed.objects]
-
-
-def _set(target: Any, path: Path, value: Any) -> None:
-    """Put ``value`` at ``path`` in ``target`` (``ABSENT`` removes it)."""
-    *parents, last = path
-    for segment in parents:
-        target = _child(target, segment)
-    if isinstance(last, Named):
-        index = next((i for i, item in enumerate(target) if item.get("name") == last.name), None)
-        if value is ABSENT:
-            if index is not None:
-                del target[index]
-        elif index is None:
-            target.append(value)
-        else:
-            target[index] = value
-    elif value is ABSENT:
-        target.pop(last, None)
-    else:
-        target[last] = value
-
-
-def _child(target: Any, segment: Any) -> Any:
-    if isinstance(segment, Named):
-        return next(item for item in target if item.get("name") == segment.name)
-    return target.setdefault(segment, {})
 
 
 def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list[str]:
@@ -318,7 +264,7 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
             continue
         desired = _without_managed_fields(item.live)
         for row in drifted:
-            _set(desired, row.path, copy.deepcopy(row.expected))
+            put(desired, row.path, copy.deepcopy(row.expected))
         _write(tools, "replace", desired, observed.namespace)
         done.append(f"{item.key}: {', '.join(row.field for row in drifted)} set back")
     return done

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supersonic_interlink.drift.rules import API_DEFAULTS_NOTE, RULES
-from supersonic_interlink.takeover.tree_diff import ABSENT, Path, format_path, format_value, markdown_cell
+from supersonic_interlink.objdiff import ABSENT, Path, cut, format_path, format_value, markdown_cell, markdown_value
 
 RELEASE_PART = "helm release"
 """The Release's objects, compared by a server-side dry-run apply of its stored manifest."""
@@ -125,16 +125,8 @@ def masked(report: Report, secrets: Collection[str]) -> Report:
     return dataclasses.replace(report, rows=rows)
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _cell(value: Any) -> str:
-    return _cut("(not set)" if value is ABSENT else format_value(value).replace("\n", "\\n"), CELL)
-
-
-def _markdown_value(value: Any) -> str:
-    return "*(not set)*" if value is ABSENT else markdown_cell(_cut(format_value(value), MARKDOWN_CELL))
+    return cut(format_value(value).replace("\n", "\\n"), CELL)
 
 
 def _summary(report: Report) -> str:
@@ -169,10 +161,8 @@ def markdown(report: Report, *, correct_command: str = "") -> str:
         lines += ["| part | object | field | expected | live |", "|---|---|---|---|---|"]
         for row in report.rows:
             name = markdown_cell(row.field) + (f" ({row.note})" if row.note else "")
-            lines.append(
-                f"| {row.part} | {markdown_cell(row.object)} | {name} | {_markdown_value(row.expected)} | "
-                f"{_markdown_value(row.live)} |"
-            )
+            values = " | ".join(markdown_value(value, MARKDOWN_CELL) for value in (row.expected, row.live))
+            lines.append(f"| {row.part} | {markdown_cell(row.object)} | {name} | {values} |")
     else:
         lines.append("No drift.")
     lines += ["", _summary(report) + ".", "", "Ignored by rule (each with its reason):", ""]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from supersonic_interlink.contract import CHART, GENERATIONS
-from supersonic_interlink.takeover.tree_diff import Path, is_under
+from supersonic_interlink.objdiff import Path, is_under
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ will. Each side's ``lookup`` is answered by a stand-in API serving what the clus
 objects given (the old external Envoy ConfigMap, the live ScaledObject whose ``minReplicaCount`` the chart keeps)
 and, on this project's side, also its own Envoy ConfigMap, which ``pulumi up`` creates before the upgrade.
 
-``compare`` matches the two renders object by object (``manifest_diff.compare_manifests``). A Helm upgrade deletes
+``compare`` matches the two renders object by object (``objdiff.compare_objects``). A Helm upgrade deletes
 every object of the old release the new render no longer contains, except one marked ``helm.sh/resource-policy:
 keep`` and hooks, which are not part of the release's objects (helm/helm ``pkg/kube/client.go``, ``update``). Each
 deletion must be one this project means to make: ``EXPECTED_DELETIONS`` declares them with the reason. An
@@ -18,7 +18,6 @@ writes the report the operator pastes into the pull request; ``command`` is ``./
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,9 +36,19 @@ from supersonic_interlink.config.loading import load_outside_yaml
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.files import write_text
+from supersonic_interlink.objdiff import (
+    Change,
+    ObjectKey,
+    ObjectsDiff,
+    compare_objects,
+    format_path,
+    index,
+    markdown_cell,
+    markdown_row,
+    object_key,
+    text_diff,
+)
 from supersonic_interlink.render.conformance import ROOT, Expected
-from supersonic_interlink.takeover.manifest_diff import ManifestDiff, ObjectKey, compare_manifests, object_key
-from supersonic_interlink.takeover.tree_diff import Change, format_path, markdown_cell, markdown_value
 from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
 
 
@@ -253,7 +262,8 @@ class Deletion:
 
 @dataclass(frozen=True)
 class ObjectsComparison:
-    diff: ManifestDiff
+    diff: ObjectsDiff
+    """The live render against the project's: ``removed`` is what the upgrade deletes, ``added`` what it creates."""
     deleted: tuple[Deletion, ...]
     """Deleted by the upgrade, as declared in ``EXPECTED_DELETIONS``."""
     unexplained: tuple[ObjectKey, ...]
@@ -288,11 +298,11 @@ def compare(
     """Compare the live render with the project's and sort what the upgrade no longer renders (``declared``:
     default ``EXPECTED_DELETIONS``)."""
     declarations = EXPECTED_DELETIONS if declared is None else declared
-    diff = compare_manifests(before, after, namespace=namespace)
-    old = {object_key(m, namespace): m for m in before}
+    diff = compare_objects(before, after, namespace)
+    old = index(before, namespace)
     reasons = {d.key(release_name, namespace): d for d in declarations}
     deleted, unexplained, left, used = [], [], [], set()
-    for key in diff.deleted:
+    for key in diff.removed:
         kept = _left_by_helm(old[key])
         if kept:
             left.append(Deletion(key, kept))
@@ -313,10 +323,8 @@ def _is_text(value: Any) -> bool:
 
 
 def _text_diff(change: Change) -> list[str]:
-    before = change.before if isinstance(change.before, str) else ""
-    after = change.after if isinstance(change.after, str) else ""
-    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), "live", "this stack", n=2, lineterm="")
-    return [f"`{format_path(change.path)}`:", "", "```diff", *lines, "```", ""]
+    diff = text_diff(change.before, change.after)
+    return [f"`{format_path(change.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff, "```", ""]
 
 
 def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
@@ -327,10 +335,7 @@ def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
             texts.append(change)
             lines.append(f"| {markdown_cell(format_path(change.path))} | *(text: see below)* | *(text: see below)* |")
         else:
-            lines.append(
-                f"| {markdown_cell(format_path(change.path))} | {markdown_value(change.before)} "
-                f"| {markdown_value(change.after)} |"
-            )
+            lines.append(markdown_row(change))
     lines.append("")
     for change in texts:
         lines += _text_diff(change)
@@ -361,7 +366,7 @@ def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str] = (
         lines += [f"- `{d.key}`: {d.why}" for d in comparison.left]
         lines.append("")
     lines += ["**Created:**", ""]
-    lines += [f"- `{key}`" for key in diff.created] or ["*(none)*"]
+    lines += [f"- `{key}`" for key in diff.added] or ["*(none)*"]
     lines.append("")
     for change in diff.changed:
         lines += _changed_object(change.key, change.changes)
@@ -384,7 +389,7 @@ def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str] = (
         "",
         (
             f"{len(comparison.deleted) + len(comparison.unexplained)} deleted ({len(comparison.unexplained)} "
-            f"unexplained), {len(diff.created)} created, {len(diff.changed)} changed, {len(diff.unchanged)} "
+            f"unexplained), {len(diff.added)} created, {len(diff.changed)} changed, {len(diff.unchanged)} "
             f"unchanged, {len(comparison.left)} left by Helm, {len(comparison.stale)} stale."
         ),
     ]
@@ -531,8 +536,8 @@ def command(
     if cluster is not None:
         # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
         # pinned chart: the two agree only if the pinned commit is the live chart.
-        rendered_live = compare_manifests(cluster.manifest, before, namespace=given.namespace)
-        differing = len(rendered_live.deleted) + len(rendered_live.created) + len(rendered_live.changed)
+        rendered_live = compare_objects(cluster.manifest, before, given.namespace)
+        differing = len(rendered_live.removed) + len(rendered_live.added) + len(rendered_live.changed)
         before = cluster.manifest
         first = (
             f"Before: the live release's stored manifest (`helm get manifest`, revision {cluster.revision}), "

@@ -17,7 +17,7 @@ from supersonic_interlink.config.loading import load_outside_yaml
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART, GENERATIONS, TRITON
-from supersonic_interlink.takeover.tree_diff import (
+from supersonic_interlink.objdiff import (
     ABSENT,
     Change,
     Path,
@@ -25,7 +25,7 @@ from supersonic_interlink.takeover.tree_diff import (
     format_path,
     is_under,
     markdown_cell,
-    markdown_value,
+    markdown_row,
 )
 
 
@@ -193,11 +193,7 @@ def markdown(comparison: ValuesComparison, stack: str) -> str:
         "| value | live | this project | why |",
         "|---|---|---|---|",
     ]
-    lines += [
-        f"| {markdown_cell(format_path(r.change.path))} | {markdown_value(r.change.before)} "
-        f"| {markdown_value(r.change.after)} | {r.why} |"
-        for r in comparison.deliberate
-    ]
+    lines += [markdown_row(r.change, r.why) for r in comparison.deliberate]
     if not comparison.deliberate:
         lines.append("| *(none)* | | | |")
     lines.append("")
@@ -211,11 +207,7 @@ def markdown(comparison: ValuesComparison, stack: str) -> str:
             "| value | live | this project |",
             "|---|---|---|",
         ]
-        lines += [
-            f"| {markdown_cell(format_path(r.change.path))} | {markdown_value(r.change.before)} "
-            f"| {markdown_value(r.change.after)} |"
-            for r in comparison.undeclared
-        ]
+        lines += [markdown_row(r.change) for r in comparison.undeclared]
         lines.append("")
     if comparison.stale:
         lines += [

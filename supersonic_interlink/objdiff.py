@@ -1,0 +1,337 @@
+"""The difference between two object trees (Helm values, Kubernetes objects, a Pulumi resource's outputs) and between
+two sets of Kubernetes manifests, and the one way a path and a value are written. Takeover, diff and drift all use
+it; each keeps its own rules of which differences matter. Pure: plain data in, plain data out.
+
+Trees: mappings are compared key by key. A list whose items are all mappings with distinct ``name`` keys
+(containers, volumes, env, ports) is compared item by item by name, so an inserted container does not shift every
+later one; any other list is one value. A key missing on one side is ``ABSENT``, which is not the same as an
+explicit null (Helm reads a null as "delete this chart default"), and ``true`` is not ``1``.
+
+Manifests: objects are matched the way Helm matches them on upgrade, by API group, kind, namespace and name (the API
+version may change without making it another object). An object only one side has is added or removed; one on both
+sides is changed when any field differs, with the changed fields listed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class _Absent:
+    """The value of a key that is not there (compared by identity: there is one)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+@dataclass(frozen=True)
+class Named:
+    """Path segment of a list item matched by its ``name``."""
+
+    name: str
+
+
+Segment = str | Named
+Path = tuple[Segment, ...]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field that differs: its path, the value before and the value after (either may be ``ABSENT``)."""
+
+    path: Path
+    before: Any
+    after: Any
+
+
+# --------------------------------------------------------------------------------------------- trees
+
+
+def changes(before: Any, after: Any, path: Path = ()) -> list[Change]:
+    """Every leaf where ``after`` differs from ``before``, in a stable order (keys sorted, named items by name).
+
+    A mapping present on one side only is reported leaf by leaf, each leaf ``ABSENT`` on the other side; a named
+    list item present on one side only is reported whole.
+    """
+    if _mapping_or_absent(before) and _mapping_or_absent(after) and not (before is ABSENT and after is ABSENT):
+        old = before if isinstance(before, Mapping) else {}
+        new = after if isinstance(after, Mapping) else {}
+        if old or new:
+            found: list[Change] = []
+            for key in sorted(set(old) | set(new), key=str):
+                found.extend(changes(old.get(key, ABSENT), new.get(key, ABSENT), (*path, str(key))))
+            return found
+    before_items, after_items = _named_items(before), _named_items(after)
+    if before_items is not None and after_items is not None:
+        found = []
+        for name in sorted(set(before_items) | set(after_items)):
+            old_item, new_item = before_items.get(name, ABSENT), after_items.get(name, ABSENT)
+            if old_item is ABSENT or new_item is ABSENT:
+                # A whole container (volume, port) added or removed reads best as the item itself.
+                found.append(Change((*path, Named(name)), old_item, new_item))
+            else:
+                found.extend(changes(old_item, new_item, (*path, Named(name))))
+        return found
+    if before is ABSENT or after is ABSENT:
+        return [] if before is after else [Change(path, before, after)]
+    return [] if _same(before, after) else [Change(path, before, after)]
+
+
+def _mapping_or_absent(value: Any) -> bool:
+    return value is ABSENT or isinstance(value, Mapping)
+
+
+def _named_items(value: Any) -> dict[str, Any] | None:
+    """The items of a list of mappings keyed by their distinct string ``name``; None for any other value."""
+    if not isinstance(value, list) or not value:
+        return None
+    items: dict[str, Any] = {}
+    for item in value:
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or item["name"] in items:
+            return None
+        items[item["name"]] = item
+    return items
+
+
+def _same(a: Any, b: Any) -> bool:
+    # bool is an int in Python: True must not equal 1 here, as it does not in YAML.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def is_under(path: Path, prefix: Path) -> bool:
+    """Whether ``path`` is ``prefix`` or lies inside it."""
+    return path[: len(prefix)] == prefix
+
+
+def overlay(base: Any, top: Any) -> Any:
+    """``base`` with every field ``top`` sets put in: mappings key by key, lists of named items by name, any other
+    value whole."""
+    if isinstance(base, Mapping) and isinstance(top, Mapping):
+        return {**base, **{key: overlay(base[key], value) if key in base else value for key, value in top.items()}}
+    base_named, top_named = _named_items(base), _named_items(top)
+    if base_named is not None and top_named is not None:
+        merged = [overlay(base_named[name], item) if name in base_named else item for name, item in top_named.items()]
+        return merged + [item for name, item in base_named.items() if name not in top_named]
+    return top
+
+
+def put(tree: Any, path: Path, value: Any) -> None:
+    """Set ``value`` at ``path`` in ``tree`` in place, creating missing mappings on the way (``ABSENT`` removes it)."""
+    *parents, last = path
+    for segment in parents:
+        if isinstance(segment, Named):
+            tree = next(item for item in tree if item.get("name") == segment.name)
+        else:
+            tree = tree.setdefault(segment, {})
+    if not isinstance(last, Named):
+        if value is ABSENT:
+            tree.pop(last, None)
+        else:
+            tree[last] = value
+        return
+    index = next((i for i, item in enumerate(tree) if item.get("name") == last.name), None)
+    if index is None:
+        if value is not ABSENT:
+            tree.append(value)
+    elif value is ABSENT:
+        del tree[index]
+    else:
+        tree[index] = value
+
+
+# --------------------------------------------------------------------------------------------- the text format
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+CONTEXT_LINES = 2
+"""Unchanged lines shown around each changed line of a multi-line text."""
+
+
+def format_path(path: Path) -> str:
+    """``triton.annotations["slurm-job.vk.io/flags"]``, ``spec.containers[name=envoy].image``."""
+    text = ""
+    for segment in path:
+        if isinstance(segment, Named):
+            text += f"[name={segment.name}]"
+        elif _PLAIN_KEY.match(segment):
+            text += f".{segment}" if text else segment
+        else:
+            text += f"[{json.dumps(segment)}]"
+    return text
+
+
+def format_value(value: Any) -> str:
+    """One line: ``(not set)``, ``null``, a string as it is, anything else as compact JSON."""
+    if value is ABSENT:
+        return "(not set)"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` as inline code in a markdown table cell (pipes escaped, so the row stays one row)."""
+    if not text:
+        return ""
+    body = text.replace("|", "\\|").replace("\n", " ")
+    return f"`` {body} ``" if "`" in body else f"`{body}`"
+
+
+def cut(text: str, width: int) -> str:
+    """``text``, or its first ``width`` - 1 characters and …"""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def markdown_value(value: Any, width: int | None = None) -> str:
+    """A value for a markdown table cell: code, or *(not set)* for a missing key; longer than ``width``: cut."""
+    if value is ABSENT:
+        return "*(not set)*"
+    return markdown_cell(format_value(value) if width is None else cut(format_value(value), width))
+
+
+def markdown_row(change: Change, *more: str) -> str:
+    """``| path | before | after |`` and any ``more`` cells: one markdown table row."""
+    cells = [markdown_cell(format_path(change.path)), markdown_value(change.before), markdown_value(change.after)]
+    return "| " + " | ".join([*cells, *more]) + " |"
+
+
+def text_diff(before: Any, after: Any) -> list[str]:
+    """Two texts (a side that is not text reads as empty) as the hunks of a unified diff: the lines that changed
+    with ``CONTEXT_LINES`` around them, without the file header."""
+    old, new = (value.splitlines() if isinstance(value, str) else [] for value in (before, after))
+    return list(difflib.unified_diff(old, new, n=CONTEXT_LINES, lineterm=""))[2:]
+
+
+# --------------------------------------------------------------------------------------------- manifests
+
+
+@dataclass(frozen=True, order=True)
+class ObjectKey:
+    """Identity of a Kubernetes object within a release."""
+
+    kind: str
+    name: str
+    group: str = ""
+    namespace: str = ""
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{kind}/{where}{self.name}"
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    key: ObjectKey
+    changes: tuple[Change, ...]
+    old: ObjectKey | None = None
+    """A replaced object's old key: a content-addressed object renamed, removed under ``old``, added under ``key``."""
+
+
+@dataclass(frozen=True)
+class ObjectsDiff:
+    added: tuple[ObjectKey, ...]
+    removed: tuple[ObjectKey, ...]
+    changed: tuple[ObjectChange, ...]
+    unchanged: tuple[ObjectKey, ...]
+    replaced: tuple[ObjectChange, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.replaced or self.changed)
+
+    def counts(self) -> str:
+        return (
+            f"{len(self.changed)} changed, {len(self.replaced)} replaced, {len(self.added)} added, "
+            f"{len(self.removed)} removed, {len(self.unchanged)} unchanged"
+        )
+
+
+def object_key(manifest: Mapping[str, Any], namespace: str = "") -> ObjectKey:
+    """The key of one manifest; ``namespace`` stands in where the manifest names none (the release namespace)."""
+    api_version = str(manifest.get("apiVersion", ""))
+    metadata = manifest.get("metadata") or {}
+    if not manifest.get("kind") or not metadata.get("name"):
+        raise ValueError(f"a manifest without kind or metadata.name: {format_value(dict(manifest))[:120]}")
+    return ObjectKey(
+        kind=str(manifest["kind"]),
+        name=str(metadata["name"]),
+        group=api_version.rsplit("/", 1)[0] if "/" in api_version else "",
+        namespace=str(metadata.get("namespace") or namespace),
+    )
+
+
+def index(manifests: Iterable[Mapping[str, Any]], namespace: str = "", side: str = "") -> dict[ObjectKey, Any]:
+    """The manifests by key. Raises ValueError for one without kind or name, or an object that appears twice."""
+    indexed: dict[ObjectKey, Any] = {}
+    for manifest in manifests:
+        key = object_key(manifest, namespace)
+        if key in indexed:
+            raise ValueError(f"{side}: {key} appears twice (Helm refuses such a release)")
+        indexed[key] = manifest
+    return indexed
+
+
+_HASH_SUFFIX = re.compile(r"-[0-9a-f]{6,}$")
+
+
+def _stem(key: ObjectKey) -> tuple[str, str, str, str] | None:
+    hashed = _HASH_SUFFIX.search(key.name) is not None
+    return (key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name)) if hashed else None
+
+
+def compare_objects(
+    before: Iterable[Mapping[str, Any]],
+    after: Iterable[Mapping[str, Any]],
+    namespace: str = "",
+    *,
+    renames: bool = False,
+) -> ObjectsDiff:
+    """The objects of ``after`` against ``before``; ``namespace`` stands in where an object names none.
+
+    With ``renames``, a removed and an added object of the same kind whose names differ only in a trailing content
+    hash (``<release>-envoy-external-<hash>``, renamed whenever its content changes) are one object *replaced*,
+    compared field by field like a changed one. Raises ValueError as ``index`` does.
+    """
+    old, new = index(before, namespace, "before"), index(after, namespace, "after")
+    changed: list[ObjectChange] = []
+    unchanged: list[ObjectKey] = []
+    for key in sorted(old.keys() & new.keys()):
+        found = tuple(changes(old[key], new[key]))
+        if found:
+            changed.append(ObjectChange(key, found))
+        else:
+            unchanged.append(key)
+    added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
+    replaced: list[ObjectChange] = []
+    if renames:
+        stems: dict[Any, tuple[list[ObjectKey], list[ObjectKey]]] = {}
+        for side, keys in ((0, removed), (1, added)):
+            for key in keys:
+                stems.setdefault(_stem(key), ([], []))[side].append(key)
+        replaced = [
+            ObjectChange(came[0], tuple(changes(old[gone[0]], new[came[0]])), gone[0])
+            for stem, (gone, came) in stems.items()
+            if stem is not None and len(gone) == len(came) == 1
+        ]
+    paired = {r.old for r in replaced} | {r.key for r in replaced}
+    return ObjectsDiff(
+        added=tuple(k for k in added if k not in paired),
+        removed=tuple(k for k in removed if k not in paired),
+        changed=tuple(changed),
+        unchanged=tuple(unchanged),
+        replaced=tuple(replaced),
+    )
