@@ -9,6 +9,7 @@ point itself stays covered.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -35,3 +36,29 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     finally:
         os.chdir(previous)
     return subprocess.CompletedProcess(["supersonic", *args], code, stdout.getvalue(), stderr.getvalue())
+
+
+def sub_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's sub-verbs and their parsers: its sub-parsers, or the choices of its first positional (``pulumi
+    preview``, ``cluster start``), which take the parser's own options."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    first = next((action for action in parser._actions if not action.option_strings), None)
+    return dict.fromkeys(first.choices, parser) if first is not None and first.choices else {}
+
+
+def options(parser: argparse.ArgumentParser) -> list[str]:
+    return [flag for action in parser._actions for flag in action.option_strings]
+
+
+def verb_words() -> dict[str, dict[str, list[str]]]:
+    """verb -> {"": its sub-verbs and options, sub-verb: that sub-verb's options}, read from the parsers as the
+    completion script is made from them (``cli/completion.py``'s tree)."""
+    from supersonic_interlink.cli.completion import tree
+
+    table: dict[str, dict[str, list[str]]] = {}
+    for verb, parser in sub_parsers(tree()).items():
+        subs = sub_parsers(parser)
+        table[verb] = {"": [*subs, *options(parser)], **{sub: options(p) for sub, p in subs.items()}}
+    return table

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from cli_runner import run_cli
+from cli_runner import run_cli, verb_words
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,8 +37,10 @@ def test_a_report_cut_short_by_its_reader_ends_without_a_traceback() -> None:
 
 def test_takeover_with_the_stack_forgotten_names_what_is_missing() -> None:
     forgot = cli("takeover", "steps")
-    assert forgot.returncode == 2 and "the following arguments are required: STACK" in forgot.stderr
-    assert forgot.stderr.startswith("usage: ./supersonic takeover steps"), forgot.stderr
+    assert forgot.stderr == (
+        "takeover steps: the following arguments are required: STACK (see `./supersonic takeover steps --help`)\n"
+    )
+    assert forgot.returncode == 2
     swapped = cli("takeover", "hammer", "steps")
     assert swapped.returncode == 2
     assert swapped.stderr == "takeover: the command comes first: ./supersonic takeover steps hammer\n"
@@ -49,42 +52,75 @@ def test_every_verb_answers_help_with_its_own_usage() -> None:
     for verb in VERBS:
         helped = cli(verb, "--help")
         assert helped.returncode == 0, f"{verb}: {helped.stderr}"
-        assert "usage" in helped.stdout.lower() or verb == "completion", f"{verb}: {helped.stdout[:200]}"
+        assert "usage" in helped.stdout.lower(), f"{verb}: {helped.stdout[:200]}"
         assert "__main__.py" not in helped.stdout, f"{verb}: the usage names the front door, not a file"
 
 
-def test_the_completion_script_completes_verbs_sub_verbs_flags_and_stacks(tmp_path: Path) -> None:
+def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_stack(tmp_path: Path) -> None:
+    from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
+
     script = tmp_path / "supersonic.bash"
     made = cli("completion", "bash")
-    assert made.returncode == 0
+    assert made.returncode == 0, made.stderr
     script.write_text(made.stdout)
 
     def complete(*words: str) -> list[str]:
+        """What real bash offers for ``./supersonic <words>`` through the function the script binds to supersonic."""
         line = " ".join(f'"{w}"' for w in words)
-        shell = f"source {script}; COMP_WORDS=(./supersonic {line}); COMP_CWORD={len(words)}; _supersonic; "
+        shell = f"source {script}; spec=$(complete -p supersonic); function=${{spec##*-F }}; "
+        shell += f'COMP_WORDS=(./supersonic {line}); COMP_CWORD={len(words)}; "${{function%% *}}"; '
         shell += 'printf "%s\\n" "${COMPREPLY[@]}"'
         done = subprocess.run(["bash", "-c", shell], cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 0 and done.stderr == "", done.stderr
         return done.stdout.split()
 
     assert complete("ren") == ["render"]
-    assert complete("takeover", "")[:4] == ["steps", "values", "objects", "--help"]
-    assert set(complete("takeover", "steps", "")) >= {"--live", "hammer", "geddes-gpu"}
+    assert set(complete("")) == {*VERBS, *FRONT_DOOR_ONLY}, "every verb of the table, and only those"
+    assert complete("takeover", "") == ["steps", "values", "objects"]
+    assert sorted(complete("takeover", "steps", "")) == ["geddes-gpu", "hammer"], "the stacks under stacks/"
     assert complete("state", "restore", "hammer", "--ver") == ["--version-id"]
     assert complete("pulumi", "preview", "hammer", "--d") == ["--diff"]
-    zsh = cli("completion", "zsh")
-    assert zsh.returncode == 0 and "bashcompinit" in zsh.stdout and made.stdout in zsh.stdout
+    assert complete("pulumi", "") == ["preview", "up", "refresh", "destroy"]
+    assert complete("probe", "report", "--s") == ["--stack", "--since"], "probe's report form, read before its parser"
+    assert complete("toolchain", "path", "kw") == ["kwok"]
+    for verb, entries in verb_words().items():
+        for sub, taken in entries.items():
+            offered = complete(verb, *([sub] if sub else []), "--")
+            assert set(offered) == {w for w in taken if w.startswith("--")}, f"{verb} {sub}: {offered}"
+
+
+def test_the_zsh_completion_script_is_made_from_the_same_parsers() -> None:
+    from supersonic_interlink.cli.main import VERBS
+
+    made = cli("completion", "zsh")
+    assert made.returncode == 0 and made.stdout.startswith("#compdef supersonic"), made.stdout[:200]
+    for verb in VERBS:
+        assert f"\n    {verb}:" in made.stdout, f"zsh offers the verb {verb}"
+    assert '"--version-id[' in made.stdout and "_supersonic_stacks" in made.stdout
 
 
 def test_every_sub_verb_answers_help() -> None:
-    from supersonic_interlink.cli.completion import words
-
-    table = words()
-    pairs = [(verb, sub) for verb, entries in table.items() for sub in entries if sub]
+    pairs = [(verb, sub) for verb, entries in verb_words().items() for sub in entries if sub]
     assert ("takeover", "objects") in pairs and ("state", "restore") in pairs and ("toolchain", "build") in pairs
+    assert ("probe", "report") in pairs
     for verb, sub in pairs:
         helped = cli(verb, sub, "--help")
         assert helped.returncode == 0 and "usage" in helped.stdout.lower(), f"{verb} {sub}: {helped.stderr}"
+
+
+def test_a_usage_error_is_one_line_with_exit_code_2_in_every_verb() -> None:
+    for verb, entries in verb_words().items():
+        if verb in ("test", "e2e", "lint"):
+            continue
+        for sub in entries:
+            done = cli(verb, *([sub] if sub else []), "--no-such-option")
+            assert done.returncode == 2 and done.stdout == "", (verb, sub, done.stdout)
+            assert len(done.stderr.splitlines()) == 1, (verb, sub, done.stderr)
+            assert re.fullmatch(rf"{verb}( {sub})?: .* \(see `./supersonic {verb}( {sub})? --help`\)\n", done.stderr), (
+                verb,
+                sub,
+                done.stderr,
+            )
 
 
 def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument() -> None:

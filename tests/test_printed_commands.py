@@ -18,9 +18,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from cli_runner import run_cli
+from cli_runner import run_cli, verb_words
 
-from supersonic_interlink.cli import completion
 from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +95,7 @@ def _placeholder(word: str) -> bool:
 
 @cache
 def _words() -> dict[str, dict[str, list[str]]]:
-    return completion.words()
+    return verb_words()
 
 
 EXAMPLES = ROOT / "examples"
@@ -110,7 +109,7 @@ def runs_as_printed(words: tuple[str, ...]) -> bool:
     if any(_placeholder(w) for w in words) or (NEEDS_OUTSIDE & set(words) and verb != "takeover"):
         return False
     if verb == "completion" or "--help" in words:
-        return True
+        return len(words) > 1
     if verb == "render":
         return len(words) > 1 and words[1] in _stacks() and not NEEDS_OUTSIDE & set(words)
     if verb == "takeover":

@@ -471,7 +471,7 @@ def test_bad_probe_options_are_one_line_usage_errors_with_exit_code_2(args: list
 def test_a_missing_stack_argument_is_a_one_line_usage_error() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert probe.main([], stdout=out, stderr=err) == 2
-    assert err.getvalue() == "probe: the following arguments are required: stack\n"
+    assert err.getvalue() == "probe: the following arguments are required: stack (see `./supersonic probe --help`)\n"
 
 
 # --------------------------------------------------------------------------------------------- through Envoy

@@ -581,7 +581,7 @@ def test_a_bad_endpoint_url_is_a_one_line_usage_error(aws_env, capsys, calls, va
     err = capsys.readouterr().err
     assert exit_info.value.code == sb.EXIT_ERROR
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("error: argument --endpoint-url: ") and says in err, err
+    assert err.startswith("state check: argument --endpoint-url: ") and says in err, err
     assert "https://HOST[:PORT]" in err or "Port out of range" in err, "the form that is allowed is named"
     assert calls == [], "nothing is sent for a command line that is wrong"
 
@@ -602,7 +602,7 @@ def test_a_bad_bucket_name_is_a_one_line_usage_error(aws_env, capsys, calls, val
     err = capsys.readouterr().err
     assert exit_info.value.code == sb.EXIT_ERROR
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("error: argument --bucket: ") and says in err and "3 to 63 lowercase" in err, err
+    assert err.startswith("state check: argument --bucket: ") and says in err and "3 to 63 lowercase" in err, err
     assert calls == [], "nothing is sent for a command line that is wrong"
 
 

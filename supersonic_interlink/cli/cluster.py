@@ -5,23 +5,25 @@ from __future__ import annotations
 import sys
 
 from supersonic_interlink.chart import binaries
-from supersonic_interlink.cli.args import path as args_path
+from supersonic_interlink.cli import args as args_
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import ClusterError, LocalCluster, default_dir
 
 
-def main(argv: list[str]) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(
+def parser() -> args_.Parser:
+    parser = args_.Parser(
         prog="./supersonic cluster",
         description="A local Kubernetes control plane on 127.0.0.1 (etcd, kube-apiserver, controller-manager, "
         "scheduler, kwok nodes incl. the interLink virtual node).",
         epilog='example: ./supersonic cluster start && eval "$(./supersonic cluster env)" && kubectl get nodes',
     )
     parser.add_argument("action", choices=["start", "stop", "env", "status"])
-    parser.add_argument("--dir", type=args_path, default=None, help=f"where its files live (default {default_dir()})")
-    args = parser.parse_args(argv)
+    parser.add_argument("--dir", type=args_.path, default=None, help=f"where its files live (default {default_dir()})")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     cluster = LocalCluster((args.dir or default_dir()).resolve())
     try:
         if args.action == "start":

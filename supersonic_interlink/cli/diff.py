@@ -12,33 +12,37 @@ error (an unknown stack, a --base that is no commit), 3 under --strict when the 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from supersonic_interlink.cli.args import path as args_path
+from supersonic_interlink.cli import args as args_
 from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
 
 
-def main(argv: list[str] | None = None) -> int:
-    from supersonic_interlink.diff import report, sides
-
-    parser = argparse.ArgumentParser(
+def parser() -> args_.Parser:
+    parser = args_.Parser(
         prog="./supersonic diff",
         description=__doc__.split("\n\n")[0],
         epilog="example: ./supersonic diff hammer --base main --chart tests/charts/conforming",
     )
-    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}, or one only the base has)")
+    args_.add_stack(parser, help=f"stack name ({', '.join(stack_names())}, or one only the base has)")
     parser.add_argument("--base", metavar="REF", help="git ref to compare with (default: merge base with main)")
-    parser.add_argument("--chart", type=args_path, metavar="DIR", help="render both sides with this chart directory")
+    parser.add_argument("--chart", type=args_.path, metavar="DIR", help="render both sides with this chart directory")
     parser.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
     parser.add_argument("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from supersonic_interlink.diff import report, sides
+
+    command = parser()
+    args = command.parse_args(argv)
     if args.base is not None and not args.base.strip():
-        parser.error("--base is empty: give a branch, a tag or a commit, or leave it out for the merge base with main")
+        command.error("--base is empty: give a branch, a tag or a commit, or leave it out for the merge base with main")
     if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
-        parser.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
+        command.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
     try:
         result = report.diff_stack(args.stack, args.base, args.chart)
     except ConfigError as error:

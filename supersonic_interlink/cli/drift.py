@@ -7,22 +7,23 @@ objects). Exit 0 no drift, 1 drift, 2 could not check.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
+from supersonic_interlink.cli import args as args_
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+
+def parser() -> args_.Parser:
+    parser = args_.Parser(
         prog="./supersonic drift",
         description="Compare the cluster KUBECONFIG names with what the stack deployed: the objects Pulumi manages "
         "(pulumi preview --refresh) and the Helm release's objects (a server-side dry-run apply of its stored "
         "manifest). Exit 0 no drift, 1 drift, 2 could not check.",
         epilog="example: ./supersonic drift hammer --json",
     )
-    parser.add_argument("stack")
+    args_.add_stack(parser, help="stack name, as in stacks/Pulumi.<stack>.yaml")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the report as JSON")
     output.add_argument("--markdown", action="store_true", help="the report as markdown (the scheduled issue)")
@@ -32,11 +33,12 @@ def main(argv: list[str]) -> int:
         help="bring drifted objects back (the release's objects to its manifest, Pulumi's to its state), then check "
         "again; the exit code is the second check's",
     )
-    args = parser.parse_args(argv)
+    return parser
 
-    from supersonic_interlink.cli.args import unknown_stack
 
-    why = unknown_stack(args.stack)
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    why = args_.unknown_stack(args.stack)
     if why is not None:
         print(f"supersonic drift: {why}", file=sys.stderr)
         return 2

@@ -31,14 +31,14 @@ or an unreadable FILE.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 
-from supersonic_interlink.cli.args import name as args_name
-from supersonic_interlink.cli.args import path as args_path
+from supersonic_interlink.cli import args as args_
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.commands import run_probes, run_report
@@ -50,15 +50,6 @@ from supersonic_interlink.wake.probe import (
 )
 
 REPORT = "report"
-
-
-class UsageError(Exception):
-    """Bad input on the command line: one line, exit 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog.removeprefix('./supersonic ')}: {message}")
 
 
 def _seconds(minimum: float, inclusive: bool) -> Callable[[str], float]:
@@ -95,17 +86,18 @@ def _since(text: str) -> datetime:
         ) from None
 
 
-def _probe_parser() -> _Parser:
+def parser() -> args_.Parser:
+    """``probe <stack>``; ``main`` hands ``probe report ...`` to ``report_parser`` before this parser reads it."""
     summary, _, outcomes = (__doc__ or "").partition("Outcomes and exit codes:")
-    parser = _Parser(
+    parser = args_.Parser(
         prog="./supersonic probe",
         usage="%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]",
         description=summary.split("\n\n", 2)[2].strip(),
         epilog="outcomes and exit codes:" + outcomes.rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "stack", help=f"stack name ({', '.join(stack_names())}): gives the deadline and the default endpoint"
+    args_.add_stack(
+        parser, help=f"stack name ({', '.join(stack_names())}): gives the deadline and the default endpoint"
     )
     parser.add_argument(
         "--endpoint",
@@ -121,7 +113,7 @@ def _probe_parser() -> _Parser:
     parser.add_argument(
         "--record",
         metavar="FILE",
-        type=args_path,
+        type=args_.path,
         help="append each probe's JSON object to FILE as one line (JSON Lines; several probes may share FILE)",
     )
     parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="probe N times (default 1)")
@@ -149,20 +141,26 @@ def _probe_parser() -> _Parser:
     return parser
 
 
-def _report_parser() -> _Parser:
-    parser = _Parser(
+def report_parser() -> args_.Parser:
+    parser = args_.Parser(
         prog=f"./supersonic probe {REPORT}",
         description="Per stack: cold wakes, their outcomes and wake times, the share the current readyTimeoutSeconds "
         "covered, and the readyTimeoutSeconds the history supports (docs/probe.md).",
     )
-    parser.add_argument("file", metavar="FILE", type=args_path, help="a history written by ./supersonic probe --record")
-    parser.add_argument("--stack", metavar="S", type=args_name, help="only this stack")
+    parser.add_argument(
+        "file", metavar="FILE", type=args_.path, help="a history written by ./supersonic probe --record"
+    )
+    parser.add_argument("--stack", metavar="S", type=args_.name, help="only this stack")
     parser.add_argument("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
     parser.add_argument("--json", action="store_true", help="one JSON object per stack instead of text")
     parser.add_argument(
-        "--png", metavar="OUT", type=args_path, help="draw each stack's cold-wake distribution and timeouts to OUT"
+        "--png", metavar="OUT", type=args_.path, help="draw each stack's cold-wake distribution and timeouts to OUT"
     )
     return parser
+
+
+SUB_VERBS = {REPORT: report_parser}
+"""What ``main`` reads before ``parser`` (whose first word is a stack), for completion to offer."""
 
 
 def main(
@@ -178,10 +176,12 @@ def main(
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     argv = sys.argv[1:] if argv is None else argv
+    report = argv[:1] == [REPORT]
     try:
-        if argv[:1] == [REPORT]:
-            return run_report(_report_parser().parse_args(argv[1:]), stack_configs, stdout, stderr)
-        return run_probes(_probe_parser().parse_args(argv), config, stdout, stderr)
-    except UsageError as error:
-        print(error, file=stderr)
-        return EXIT_CONFIG
+        with contextlib.redirect_stderr(stderr):
+            args = (report_parser() if report else parser()).parse_args(argv[1:] if report else argv)
+    except SystemExit as exited:
+        return EXIT_CONFIG if exited.code else 0
+    if report:
+        return run_report(args, stack_configs, stdout, stderr)
+    return run_probes(args, config, stdout, stderr)

@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from supersonic_interlink.cli import args as args_
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.run import ACTIONS, ROOT, Engine, EngineError, Refused, gated, scratch_project
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> args_.Parser:
+    parser = args_.Parser(
         prog="./supersonic pulumi",
         description="Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
         epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
     )
     parser.add_argument("action", choices=ACTIONS)
-    parser.add_argument("stack")
+    args_.add_stack(parser, help="stack name, as in stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--yes", action="store_true", help="apply without asking (up, destroy)")
     parser.add_argument("--diff", action="store_true", help="show the property-level diff")
     parser.add_argument("--json", action="store_true", help="the CLI's JSON output (preview)")
     parser.add_argument("--expect-no-changes", action="store_true", help="fail if anything would change")
-    args = parser.parse_args(argv)
+    return parser
 
-    from supersonic_interlink.cli.args import unknown_stack
 
-    why = unknown_stack(args.stack)
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    why = args_.unknown_stack(args.stack)
     if why is not None:
         print(f"supersonic pulumi: {why}", file=sys.stderr)
         return 2

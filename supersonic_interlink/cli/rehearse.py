@@ -3,21 +3,22 @@ local control plane, and what it predicts for the stack's readyTimeoutSeconds.""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from supersonic_interlink.cli import args as args_
 
 if TYPE_CHECKING:
     from supersonic_interlink.config import Settings
     from supersonic_interlink.rehearse.delays import QueueDelay
 
 
-def main(argv: list[str]) -> int:
+def parser() -> args_.Parser:
     from supersonic_interlink.rehearse.delays import FORMS
 
-    parser = argparse.ArgumentParser(
+    parser = args_.Parser(
         prog="./supersonic rehearse",
         description="Rehearse a cold start of the stack on a local control plane: a client's RepositoryIndex through "
         "the real Envoy (the stack's computed configuration) wakes Triton from zero under the real KEDA operator, "
@@ -27,14 +28,15 @@ def main(argv: list[str]) -> int:
         "engine toolchain and the KEDA operator first if they are not cached (tens of minutes, once).",
         epilog="example: ./supersonic rehearse hammer --queue-delay history:wakes.jsonl",
     )
-    parser.add_argument("stack")
+    args_.add_stack(parser, help="stack name, as in stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--queue-delay", required=True, metavar="SPEC", help=f"the Slurm queue delay: {FORMS}")
     parser.add_argument("--dir", type=Path, default=None, help="where the local cluster's files live")
-    args = parser.parse_args(argv)
+    return parser
 
-    from supersonic_interlink.cli.args import unknown_stack
 
-    why = unknown_stack(args.stack)
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    why = args_.unknown_stack(args.stack)
     if why is not None:
         print(f"supersonic rehearse: {why}", file=sys.stderr)
         return 2

@@ -19,13 +19,13 @@ problem.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
+from supersonic_interlink.cli import args as args_
 from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_SKIPPED
 from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.stack_config import stack_names
@@ -70,9 +70,9 @@ def _config_problems(stack: str, error: ConfigError) -> None:
         print(f"  {problem}", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="./supersonic render", description=__doc__.split("\n\n")[0])
-    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())})")
+def parser() -> args_.Parser:
+    parser = args_.Parser(prog="./supersonic render", description=__doc__.split("\n\n")[0])
+    args_.add_stack(parser, help=f"stack name ({', '.join(stack_names())})")
     parser.add_argument("--out", type=output_path, help="directory to write manifests.yaml, release.yaml, envoy.yaml")
     parser.add_argument("--check", action="store_true", help="validate the output; exit 1 on any finding")
     parser.add_argument(
@@ -94,20 +94,25 @@ def main(argv: list[str] | None = None) -> int:
         metavar="REF",
         help="write the commit REF (default main) of the stack's git chart into the stack file (needs network)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = parser()
+    args = command.parse_args(argv)
     if args.chart is not None and not (args.check or args.out):
-        parser.error("--chart DIR names the chart --check checks and --out renders: give --check or --out too")
+        command.error("--chart DIR names the chart --check checks and --out renders: give --check or --out too")
     if args.strict and not args.check:
-        parser.error("--strict fails a check that could not run: give --check too")
+        command.error("--strict fails a check that could not run: give --check too")
     if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
-        parser.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
+        command.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
     if args.pin_chart is not None and not args.pin_chart.strip():
-        parser.error("--pin-chart REF: REF is empty (a branch, a tag or a full commit id; without REF: main)")
+        command.error("--pin-chart REF: REF is empty (a branch, a tag or a full commit id; without REF: main)")
     chart_actions = [
         flag for flag, given in (("--pin-chart", args.pin_chart), ("--fetch-chart", args.fetch_chart)) if given
     ]
     if chart_actions and (args.check or args.out or len(chart_actions) > 1):
-        parser.error(f"{' and '.join(chart_actions)} only changes the chart: run --check / --out as a second command")
+        command.error(f"{' and '.join(chart_actions)} only changes the chart: run --check / --out as a second command")
     if args.pin_chart is not None:
         return _pin(args.stack, args.pin_chart)
     try:

@@ -20,254 +20,16 @@ requests without TLS, since that policy would refuse the very endpoint it was se
 
 from __future__ import annotations
 
-import argparse
-import json
-import re
-import sys
-import time
-from datetime import UTC
-from typing import NoReturn
-from urllib.parse import urlsplit
-
-import botocore.config
-import botocore.exceptions
-
-from supersonic_interlink.state import backend
-from supersonic_interlink.state.backend import (
-    DEFAULT_NONCURRENT_DAYS,
-    EXIT_DRIFT,
-    EXIT_ERROR,
-    POLICY,
-    UNSUPPORTED,
-    NoState,
-    Requirements,
-    StateBackendError,
-    _as_list,
-    _optional,
-    bootstrap,
-    bucket_exists,
-    bucket_region,
-    describe_error,
-    find_drift,
-    is_plain_http,
-    login_url,
-    partition_for_region,
-    project_name,
-    read_settings,
-    region_of,
-    restore,
-    show,
-    state_versions,
-)
+from supersonic_interlink.cli import args as args_
+from supersonic_interlink.state import backend, commands
 
 
-def command_bootstrap(client, args) -> int:
-    region = region_of(client)
-    req = requirements_from(args, region)
-    result = bootstrap(client, req, region=region, endpoint_url=args.endpoint_url)
-    if result.created:
-        print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
-    not_kept = {d.setting for d in result.remaining if d.fixable}
-    for drift in result.changed:
-        if drift.setting in not_kept:
-            print(f"tried to set {drift.setting} (was: {show(drift.found)}); the endpoint did not keep it")
-        else:
-            print(f"set {drift.setting} (was: {show(drift.found)})")
-    if not req.require_tls:
-        print(
-            "left out the bucket policy that denies requests without TLS: the endpoint is plain HTTP "
-            "(--allow-plain-http), and that policy would refuse every request made through it, Pulumi's included"
-        )
-    if result.remaining:
-        for drift in result.remaining:
-            print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
-        print(
-            f"bucket {req.bucket} does NOT have the required settings: {len(result.remaining)} left to a person "
-            "(NOT FIXED above); fix them and run bootstrap again",
-            file=sys.stderr,
-        )
-        return EXIT_DRIFT
-    if result.created or result.changed:
-        print(f"bucket {req.bucket} now has the required settings")
-    else:
-        print(f"bucket {req.bucket} already has the required settings; nothing to change")
-    region = bucket_region(client, req.bucket, args.endpoint_url)
-    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
-    return 0
-
-
-def command_check(client, args) -> int:
-    region = region_of(client)
-    req = requirements_from(args, region)
-    if not bucket_exists(client, req.bucket):
-        raise StateBackendError(
-            f"bucket {req.bucket!r} does not exist at {args.endpoint_url or 'AWS S3'}; create it with "
-            f"`./supersonic state bootstrap --bucket {req.bucket}`"
-        )
-    found = read_settings(client, req.bucket)
-    drift = find_drift(found, req)
-    if not req.require_tls:
-        print(
-            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS "
-            "is required"
-        )
-    if found.public_access_block is UNSUPPORTED:
-        print("note: the endpoint has no public access block; the bucket policy is checked for public grants instead")
-    for item in drift:
-        print(f"DRIFT {item.describe()}")
-    if drift:
-        fixable = any(d.fixable for d in drift)
-        hint = "; `bootstrap` fixes the fixable ones" if fixable else ""
-        print(f"{len(drift)} setting(s) differ from the requirements{hint}", file=sys.stderr)
-        return EXIT_DRIFT
-    print(f"bucket {req.bucket} has the required settings")
-    region = bucket_region(client, req.bucket, args.endpoint_url)
-    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
-    return 0
-
-
-def command_history(client, args) -> int:
-    project = args.project or project_name()
-    status = client.get_bucket_versioning(Bucket=args.bucket).get("Status", "never enabled")
-    if status != "Enabled":
-        print(f"warning: versioning on bucket {args.bucket} is {status}; older states are not kept", file=sys.stderr)
-    try:
-        versions = state_versions(client, args.bucket, project, args.stack)
-    except NoState as no_state:
-        raise explained(client, args, no_state) from None
-    print(f"versions of s3://{args.bucket}/{versions[0].key}, newest first:")
-    for version in versions:
-        when = version.last_modified.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        size = "deleted" if version.is_delete_marker else f"{version.size} bytes"
-        current = "  (current)" if version.is_latest else ""
-        print(f"{version.version_id}  {when}  {size}{current}")
-    return 0
-
-
-def explained(client, args, no_state: NoState) -> StateBackendError:
-    """Over plain HTTP, "no state" under a TLS-only bucket policy is the denial it is: storage that enforces that
-    policy on object requests only lists no state, since nothing, Pulumi included, could write any."""
-    if is_plain_http(args.endpoint_url) and denies_plain_http(client, args.bucket):
-        return StateBackendError(
-            f"access denied on bucket {args.bucket!r} at {args.endpoint_url}: its policy denies requests without "
-            "TLS (aws:SecureTransport), so no state can be written or read over this plain-HTTP endpoint; use the "
-            "endpoint's https:// URL"
-        )
-    return no_state
-
-
-def denies_plain_http(client, bucket: str) -> bool:
-    found = _optional(client.get_bucket_policy, POLICY, Bucket=bucket)
-    policy = json.loads(found["Policy"]) if isinstance(found, dict) else {}
-    return any(
-        str(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")).lower() == "false"
-        and s.get("Effect") == "Deny"
-        for s in _as_list(policy.get("Statement"))
-    )
-
-
-def command_restore(client, args) -> int:
-    project = args.project or project_name()
-    try:
-        restored = restore(client, args.bucket, project, args.stack, args.version_id)
-    except NoState as no_state:
-        raise explained(client, args, no_state) from None
-    if restored is None:
-        print(f"version {args.version_id} is already the current state of stack {args.stack}; nothing to do")
-        return 0
-    print(
-        f"restored version {restored.restored_version_id} of {restored.key} as the current version "
-        f"{restored.new_version_id} ({restored.size} bytes, sha256 {restored.sha256}, verified)"
-    )
-    if restored.replaced_version_id:
-        print(
-            f"the state it replaced is kept as version {restored.replaced_version_id}; "
-            "restore it the same way to undo this"
-        )
-    return 0
-
-
-def requirements_from(args, region: str | None) -> Requirements:
-    return Requirements(
-        bucket=args.bucket,
-        noncurrent_days=args.noncurrent_days,
-        kms_key_id=args.kms_key_id,
-        partition=partition_for_region(region),
-        require_tls=not is_plain_http(args.endpoint_url),
-    )
-
-
-def positive_days(text: str) -> int:
-    days = int(text)
-    if days < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 day, got {days}")
-    return days
-
-
-ENDPOINT_FORM = "https://HOST[:PORT], e.g. https://s3.example.org"
-_LABEL = r"[A-Za-z0-9](?:[-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
-_NETLOC = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{{1,5}})?", re.ASCII)
-
-
-def endpoint_url(text: str) -> str:
-    """An endpoint URL botocore can use: http or https, a host, maybe a port, nothing else."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is empty; expected {ENDPOINT_FORM}, or leave it out for AWS S3")
-    try:
-        parts = urlsplit(text)
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({error}); expected {ENDPOINT_FORM}") from None
-    if parts.scheme not in ("https", "http"):
-        raise argparse.ArgumentTypeError(f"{text!r} has no https:// or http:// scheme; expected {ENDPOINT_FORM}")
-    if not parts.hostname or not port_ok or not _NETLOC.fullmatch(parts.netloc):
-        # botocore refuses a host it cannot put in a request line (https://my_host) with a traceback of its own, and
-        # urlsplit reads a port written in other scripts' digits.
-        raise argparse.ArgumentTypeError(
-            f"{text!r} names no host (DNS labels of letters, digits and '-', or an IP address), or a bad port (ASCII "
-            f"digits, 1 to 65535); expected {ENDPOINT_FORM}"
-        )
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has more than scheme, host and port; expected {ENDPOINT_FORM} (buckets are addressed path-style)"
-        )
-    return text
-
-
-def kms_key_id(text: str) -> str:
-    """A KMS key id, ARN or alias: an empty one would silently mean "any default encryption" (AES256)."""
-    if not text.strip() or text != text.strip():
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected a KMS key id, key ARN or alias/NAME; leave --kms-key-id out to accept AES256"
-        )
-    return text
-
-
-BUCKET_FORM = "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
-
-
-def bucket_name(text: str) -> str:
-    """An S3 bucket name as the S3 naming rules (and Ceph RGW's defaults) allow it, checked before any request."""
-    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text) or ".." in text:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: expected {BUCKET_FORM}")
-    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is an IP address, not a bucket name: expected {BUCKET_FORM}")
-    return text
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, with a usage error as one line that names the option, the value and what is allowed."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"error: {message} (see `{self.prog} --help`)\n")
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    common = OneLineParser(add_help=False)
-    common.add_argument("--bucket", required=True, type=bucket_name, help="the bucket that holds Pulumi state")
+def parser() -> args_.Parser:
+    common = args_.Parser(add_help=False)
+    common.add_argument("--bucket", required=True, type=commands.bucket_name, help="the bucket that holds Pulumi state")
     common.add_argument(
         "--endpoint-url",
-        type=endpoint_url,
+        type=commands.endpoint_url,
         help="an S3-compatible endpoint (Ceph RGW, MinIO), e.g. https://s3.example.org",
     )
     common.add_argument(
@@ -276,84 +38,59 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="accept an http:// endpoint (tests, loopback): requests and state then cross the network "
         "unencrypted, and bootstrap leaves out the policy that denies requests without TLS",
     )
-    settings = OneLineParser(add_help=False)
+    settings = args_.Parser(add_help=False)
     settings.add_argument(
         "--noncurrent-days",
-        type=positive_days,
-        default=DEFAULT_NONCURRENT_DAYS,
-        help=f"keep replaced state versions this many days before they expire (default {DEFAULT_NONCURRENT_DAYS})",
+        type=commands.positive_days,
+        default=backend.DEFAULT_NONCURRENT_DAYS,
+        help="keep replaced state versions this many days before they expire (default %(default)s)",
     )
     settings.add_argument(
         "--kms-key-id",
-        type=kms_key_id,
+        type=commands.kms_key_id,
         help="require SSE-KMS with this key instead of any default encryption",
     )
-    stack = OneLineParser(add_help=False)
-    stack.add_argument("stack", help="the stack name, as in stacks/Pulumi.<stack>.yaml")
+    stack = args_.Parser(add_help=False)
+    args_.add_stack(stack, help="the stack name, as in stacks/Pulumi.<stack>.yaml")
     stack.add_argument("--project", help="the Pulumi project name (default: name: in Pulumi.yaml)")
 
-    parser = OneLineParser(prog="./supersonic state", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser(
+    parser = args_.Parser(prog="./supersonic state", description=__doc__.split("\n\n")[0])
+    verbs = parser.add_subparsers(dest="command", required=True)
+    verbs.add_parser(
         "bootstrap", prog="./supersonic state bootstrap", parents=[common, settings], help="create or fix the bucket"
     )
-    commands.add_parser(
+    verbs.add_parser(
         "check",
         prog="./supersonic state check",
         parents=[common, settings],
         help="report settings that differ; exit 1 if any",
     )
-    commands.add_parser(
+    verbs.add_parser(
         "history",
         prog="./supersonic state history",
         parents=[common, stack],
         help="list the versions of a stack's state",
     )
-    restore_parser = commands.add_parser(
+    restore_parser = verbs.add_parser(
         "restore",
         prog="./supersonic state restore",
         parents=[common, stack],
         help="make an earlier state version current again",
     )
     restore_parser.add_argument("--version-id", required=True, help="a version ID from `history`")
-    args = parser.parse_args(argv)
-    command = commands.choices[args.command]
-    plain_http = is_plain_http(args.endpoint_url)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    state = parser()
+    args = state.parse_args(argv)
+    plain_http = backend.is_plain_http(args.endpoint_url)
     if plain_http and not args.allow_plain_http:
-        command.error(
+        state.error(
             f"argument --endpoint-url: {args.endpoint_url!r} is plain HTTP: requests and state would cross the network "
             "unencrypted, and the bucket policy bootstrap sets refuses requests without TLS; use the https:// URL, "
             "or pass --allow-plain-http (tests, a loopback endpoint)"
         )
     if args.allow_plain_http and not plain_http:
-        command.error("argument --allow-plain-http: applies only to an http:// --endpoint-url")
-    return args
-
-
-COMMANDS = {
-    "bootstrap": command_bootstrap,
-    "check": command_check,
-    "history": command_history,
-    "restore": command_restore,
-}
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.allow_plain_http:
-        print(
-            f"warning: {args.endpoint_url} is plain HTTP (--allow-plain-http): requests and state cross the network "
-            "unencrypted; use the endpoint's https:// URL outside tests",
-            file=sys.stderr,
-        )
-    start = time.monotonic()
-    try:
-        return COMMANDS[args.command](backend.make_client(args.endpoint_url), args)
-    except (StateBackendError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
-        elapsed = time.monotonic() - start
-        print(f"error: {describe_error(error, args.bucket, args.endpoint_url, elapsed)}", file=sys.stderr)
-        return EXIT_ERROR
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        state.error("argument --allow-plain-http: applies only to an http:// --endpoint-url")
+    return commands.run(args)

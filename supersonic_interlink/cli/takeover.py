@@ -18,10 +18,9 @@ Invalid stack config, an unreadable input file or no chart to render exits 2.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from supersonic_interlink.cli.args import path as args_path
+from supersonic_interlink.cli import args as args_
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.files import output_path, write_text
@@ -29,8 +28,8 @@ from supersonic_interlink.files import output_path, write_text
 TAKEOVER_COMMANDS = ("steps", "values", "objects")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> args_.Parser:
+    parser = args_.Parser(
         prog="./supersonic takeover",
         usage="%(prog)s {steps,values,objects} STACK [options]",
         description=__doc__.split("\n\n")[0],
@@ -41,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     steps_parser = commands.add_parser(
         "steps", prog="./supersonic takeover steps", help="print the takeover steps with this stack's URNs and names"
     )
-    steps_parser.add_argument("stack", metavar="STACK", help=stack_help)
+    args_.add_stack(steps_parser, metavar="STACK", help=stack_help)
     steps_parser.add_argument(
         "--live",
         action="store_true",
@@ -51,17 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     values = commands.add_parser(
         "values", prog="./supersonic takeover values", help="the live values against this stack's, as a markdown table"
     )
-    values.add_argument("stack", metavar="STACK", help=stack_help)
-    values.add_argument("--live", type=args_path, required=True, help="the live release's values (YAML)")
+    args_.add_stack(values, metavar="STACK", help=stack_help)
+    values.add_argument("--live", type=args_.path, required=True, help="the live release's values (YAML)")
     values.add_argument("--out", type=output_path, help="write the table here instead of standard output")
     objects = commands.add_parser(
         "objects",
         prog="./supersonic takeover objects",
         help="what the upgrade deletes, creates and changes, object by object",
     )
-    objects.add_argument("stack", metavar="STACK", help=stack_help)
+    args_.add_stack(objects, metavar="STACK", help=stack_help)
     source = objects.add_mutually_exclusive_group(required=True)
-    source.add_argument("--live", type=args_path, help="the live release's values (YAML)")
+    source.add_argument("--live", type=args_.path, help="the live release's values (YAML)")
     source.add_argument(
         "--from-cluster",
         action="store_true",
@@ -70,21 +69,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     objects.add_argument(
         "--live-object",
-        type=args_path,
+        type=args_.path,
         action="append",
         default=[],
         metavar="FILE",
         help="live objects the chart looks up (kubectl get -o yaml): the old Envoy ConfigMap, the ScaledObject",
     )
     objects.add_argument(
-        "--chart", type=args_path, metavar="DIR", help="render this chart instead of the stack's pinned one"
+        "--chart", type=args_.path, metavar="DIR", help="render this chart instead of the stack's pinned one"
     )
     objects.add_argument("--out", type=output_path, help="write the report here instead of standard output")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) >= 2 and argv[1] in TAKEOVER_COMMANDS and argv[0] not in TAKEOVER_COMMANDS:
         print(f"takeover: the command comes first: ./supersonic takeover {argv[1]} {argv[0]}", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
 
     from supersonic_interlink.config.pulumi_config import settings_from_config
     from supersonic_interlink.config.stack_config import load_stack_config

@@ -305,12 +305,3 @@ def _go_build(build: Build, names: list[str]) -> None:
         final = path(n)
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(scratch, final)
-
-
-USAGE = """usage: ./supersonic toolchain build [NAME ...] | path NAME
-
-build   build what is missing from the cache (every binary without NAME), a line per binary
-path    where NAME's binary is (built or not)
-
-binaries: {names}
-example: ./supersonic toolchain build pulumi pulumi-resource-kubernetes"""

@@ -1,5 +1,5 @@
 """The state bucket's required settings, the differences from them, and the S3 calls that read, fix, list and restore
-(``./supersonic state``; its commands are in ``supersonic_interlink/cli/state.py``)."""
+(``./supersonic state``; its commands are in ``commands.py``)."""
 
 from __future__ import annotations
 
@@ -445,6 +445,17 @@ def read_settings(client, bucket: str) -> BucketSettings:
     lifecycle = _optional(client.get_bucket_lifecycle_configuration, LIFECYCLE, Bucket=bucket)
     rules = lifecycle.get("Rules", []) if isinstance(lifecycle, dict) else []
     return BucketSettings(versioning, encryption, access_block, policy, rules)
+
+
+def denies_plain_http(client, bucket: str) -> bool:
+    """Whether the bucket's policy denies requests without TLS (any such statement, not only the required one)."""
+    found = _optional(client.get_bucket_policy, POLICY, Bucket=bucket)
+    policy = json.loads(found["Policy"]) if isinstance(found, dict) else {}
+    return any(
+        str(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")).lower() == "false"
+        and s.get("Effect") == "Deny"
+        for s in _as_list(policy.get("Statement"))
+    )
 
 
 def bucket_exists(client, bucket: str) -> bool:

@@ -1,0 +1,246 @@
+"""``./supersonic state``'s commands: each reads and changes the bucket through ``backend`` and prints what it did;
+the value checks its parser uses (``cli/state.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from datetime import UTC
+from urllib.parse import urlsplit
+
+import botocore.exceptions
+
+from supersonic_interlink.state import backend
+from supersonic_interlink.state.backend import (
+    EXIT_DRIFT,
+    EXIT_ERROR,
+    UNSUPPORTED,
+    NoState,
+    Requirements,
+    StateBackendError,
+    bootstrap,
+    bucket_exists,
+    bucket_region,
+    describe_error,
+    find_drift,
+    is_plain_http,
+    login_url,
+    partition_for_region,
+    project_name,
+    read_settings,
+    region_of,
+    restore,
+    show,
+    state_versions,
+)
+
+
+def command_bootstrap(client, args) -> int:
+    region = region_of(client)
+    req = requirements_from(args, region)
+    result = bootstrap(client, req, region=region, endpoint_url=args.endpoint_url)
+    if result.created:
+        print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
+    not_kept = {d.setting for d in result.remaining if d.fixable}
+    for drift in result.changed:
+        if drift.setting in not_kept:
+            print(f"tried to set {drift.setting} (was: {show(drift.found)}); the endpoint did not keep it")
+        else:
+            print(f"set {drift.setting} (was: {show(drift.found)})")
+    if not req.require_tls:
+        print(
+            "left out the bucket policy that denies requests without TLS: the endpoint is plain HTTP "
+            "(--allow-plain-http), and that policy would refuse every request made through it, Pulumi's included"
+        )
+    if result.remaining:
+        for drift in result.remaining:
+            print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
+        print(
+            f"bucket {req.bucket} does NOT have the required settings: {len(result.remaining)} left to a person "
+            "(NOT FIXED above); fix them and run bootstrap again",
+            file=sys.stderr,
+        )
+        return EXIT_DRIFT
+    if result.created or result.changed:
+        print(f"bucket {req.bucket} now has the required settings")
+    else:
+        print(f"bucket {req.bucket} already has the required settings; nothing to change")
+    region = bucket_region(client, req.bucket, args.endpoint_url)
+    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
+    return 0
+
+
+def command_check(client, args) -> int:
+    region = region_of(client)
+    req = requirements_from(args, region)
+    if not bucket_exists(client, req.bucket):
+        raise StateBackendError(
+            f"bucket {req.bucket!r} does not exist at {args.endpoint_url or 'AWS S3'}; create it with "
+            f"`./supersonic state bootstrap --bucket {req.bucket}`"
+        )
+    found = read_settings(client, req.bucket)
+    drift = find_drift(found, req)
+    if not req.require_tls:
+        print(
+            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS "
+            "is required"
+        )
+    if found.public_access_block is UNSUPPORTED:
+        print("note: the endpoint has no public access block; the bucket policy is checked for public grants instead")
+    for item in drift:
+        print(f"DRIFT {item.describe()}")
+    if drift:
+        fixable = any(d.fixable for d in drift)
+        hint = "; `bootstrap` fixes the fixable ones" if fixable else ""
+        print(f"{len(drift)} setting(s) differ from the requirements{hint}", file=sys.stderr)
+        return EXIT_DRIFT
+    print(f"bucket {req.bucket} has the required settings")
+    region = bucket_region(client, req.bucket, args.endpoint_url)
+    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
+    return 0
+
+
+def command_history(client, args) -> int:
+    project = args.project or project_name()
+    status = client.get_bucket_versioning(Bucket=args.bucket).get("Status", "never enabled")
+    if status != "Enabled":
+        print(f"warning: versioning on bucket {args.bucket} is {status}; older states are not kept", file=sys.stderr)
+    try:
+        versions = state_versions(client, args.bucket, project, args.stack)
+    except NoState as no_state:
+        raise explained(client, args, no_state) from None
+    print(f"versions of s3://{args.bucket}/{versions[0].key}, newest first:")
+    for version in versions:
+        when = version.last_modified.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        size = "deleted" if version.is_delete_marker else f"{version.size} bytes"
+        current = "  (current)" if version.is_latest else ""
+        print(f"{version.version_id}  {when}  {size}{current}")
+    return 0
+
+
+def explained(client, args, no_state: NoState) -> StateBackendError:
+    """Over plain HTTP, "no state" under a TLS-only bucket policy is the denial it is: storage that enforces that
+    policy on object requests only lists no state, since nothing, Pulumi included, could write any."""
+    if is_plain_http(args.endpoint_url) and backend.denies_plain_http(client, args.bucket):
+        return StateBackendError(
+            f"access denied on bucket {args.bucket!r} at {args.endpoint_url}: its policy denies requests without "
+            "TLS (aws:SecureTransport), so no state can be written or read over this plain-HTTP endpoint; use the "
+            "endpoint's https:// URL"
+        )
+    return no_state
+
+
+def command_restore(client, args) -> int:
+    project = args.project or project_name()
+    try:
+        restored = restore(client, args.bucket, project, args.stack, args.version_id)
+    except NoState as no_state:
+        raise explained(client, args, no_state) from None
+    if restored is None:
+        print(f"version {args.version_id} is already the current state of stack {args.stack}; nothing to do")
+        return 0
+    print(
+        f"restored version {restored.restored_version_id} of {restored.key} as the current version "
+        f"{restored.new_version_id} ({restored.size} bytes, sha256 {restored.sha256}, verified)"
+    )
+    if restored.replaced_version_id:
+        print(
+            f"the state it replaced is kept as version {restored.replaced_version_id}; "
+            "restore it the same way to undo this"
+        )
+    return 0
+
+
+def requirements_from(args, region: str | None) -> Requirements:
+    return Requirements(
+        bucket=args.bucket,
+        noncurrent_days=args.noncurrent_days,
+        kms_key_id=args.kms_key_id,
+        partition=partition_for_region(region),
+        require_tls=not is_plain_http(args.endpoint_url),
+    )
+
+
+def positive_days(text: str) -> int:
+    days = int(text)
+    if days < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 day, got {days}")
+    return days
+
+
+ENDPOINT_FORM = "https://HOST[:PORT], e.g. https://s3.example.org"
+_LABEL = r"[A-Za-z0-9](?:[-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+_NETLOC = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{{1,5}})?", re.ASCII)
+
+
+def endpoint_url(text: str) -> str:
+    """An endpoint URL botocore can use: http or https, a host, maybe a port, nothing else."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is empty; expected {ENDPOINT_FORM}, or leave it out for AWS S3")
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({error}); expected {ENDPOINT_FORM}") from None
+    if parts.scheme not in ("https", "http"):
+        raise argparse.ArgumentTypeError(f"{text!r} has no https:// or http:// scheme; expected {ENDPOINT_FORM}")
+    if not parts.hostname or not port_ok or not _NETLOC.fullmatch(parts.netloc):
+        # botocore refuses a host it cannot put in a request line (https://my_host) with a traceback of its own, and
+        # urlsplit reads a port written in other scripts' digits.
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no host (DNS labels of letters, digits and '-', or an IP address), or a bad port (ASCII "
+            f"digits, 1 to 65535); expected {ENDPOINT_FORM}"
+        )
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has more than scheme, host and port; expected {ENDPOINT_FORM} (buckets are addressed path-style)"
+        )
+    return text
+
+
+def kms_key_id(text: str) -> str:
+    """A KMS key id, ARN or alias: an empty one would silently mean "any default encryption" (AES256)."""
+    if not text.strip() or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a KMS key id, key ARN or alias/NAME; leave --kms-key-id out to accept AES256"
+        )
+    return text
+
+
+BUCKET_FORM = "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+
+
+def bucket_name(text: str) -> str:
+    """An S3 bucket name as the S3 naming rules (and Ceph RGW's defaults) allow it, checked before any request."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text) or ".." in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: expected {BUCKET_FORM}")
+    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is an IP address, not a bucket name: expected {BUCKET_FORM}")
+    return text
+
+
+COMMANDS = {
+    "bootstrap": command_bootstrap,
+    "check": command_check,
+    "history": command_history,
+    "restore": command_restore,
+}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command ``args`` names (as ``cli/state.py`` parsed them); an S3 or bucket error is one line, exit 2."""
+    if args.allow_plain_http:
+        print(
+            f"warning: {args.endpoint_url} is plain HTTP (--allow-plain-http): requests and state cross the network "
+            "unencrypted; use the endpoint's https:// URL outside tests",
+            file=sys.stderr,
+        )
+    start = time.monotonic()
+    try:
+        return COMMANDS[args.command](backend.make_client(args.endpoint_url), args)
+    except (StateBackendError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+        elapsed = time.monotonic() - start
+        print(f"error: {describe_error(error, args.bucket, args.endpoint_url, elapsed)}", file=sys.stderr)
+        return EXIT_ERROR
