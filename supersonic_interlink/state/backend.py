@@ -178,14 +178,6 @@ def required_settings(req: Requirements) -> dict:
     return required
 
 
-def partition_for_region(region: str | None) -> str:
-    if region and region.startswith("cn-"):
-        return "aws-cn"
-    if region and region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Comparing found settings with the requirements. Pure functions over plain data.
 
@@ -546,29 +538,26 @@ def list_versions(client, bucket: str, key: str) -> list[StateVersion]:
     """Every version of exactly `key`, newest first, delete markers included."""
     versions = []
     for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=key):
-        for item in page.get("Versions", []):
-            if item["Key"] == key:
-                versions.append(
-                    StateVersion(key, item["VersionId"], item["LastModified"], item["Size"], item["IsLatest"], False)
-                )
-        for item in page.get("DeleteMarkers", []):
-            if item["Key"] == key:
-                versions.append(
-                    StateVersion(key, item["VersionId"], item["LastModified"], None, item["IsLatest"], True)
-                )
+        found = [(item, False) for item in page.get("Versions", [])]
+        found += [(item, True) for item in page.get("DeleteMarkers", [])]
+        versions += [
+            StateVersion(key, item["VersionId"], item["LastModified"], item.get("Size"), item["IsLatest"], marker)
+            for item, marker in found
+            if item["Key"] == key
+        ]
     return sorted(versions, key=lambda v: (v.last_modified, v.is_latest), reverse=True)
 
 
+def _keys(client, bucket: str, prefix: str) -> list[str]:
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return list(pages.search("Contents[].Key || `[]`"))
+
+
 def stack_names(client, bucket: str, project: str) -> list[str]:
+    """The stacks of `project` with state in the bucket: plain JSON or gzipped (``state_keys``)."""
     prefix = f"{STATE_PREFIX}stacks/{project}/"
-    names = set()
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            name = item["Key"][len(prefix) :]
-            for suffix in (".json", ".json.gz"):
-                if name.endswith(suffix) and "/" not in name:
-                    names.add(name[: -len(suffix)])
-    return sorted(names)
+    names = (re.fullmatch(r"([^/]+)\.json(?:\.gz)?", key[len(prefix) :]) for key in _keys(client, bucket, prefix))
+    return sorted({name.group(1) for name in names if name})
 
 
 def state_versions(client, bucket: str, project: str, stack: str) -> list[StateVersion]:
@@ -586,12 +575,7 @@ def state_versions(client, bucket: str, project: str, stack: str) -> list[StateV
 
 def stack_locks(client, bucket: str, project: str, stack: str) -> list[str]:
     """Lock objects Pulumi holds for this stack while an update runs (.pulumi/locks/<org>/<project>/<stack>/)."""
-    locks = []
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=LOCKS_PREFIX):
-        for item in page.get("Contents", []):
-            if item["Key"].split("/")[-3:-1] == [project, stack]:
-                locks.append(item["Key"])
-    return locks
+    return [key for key in _keys(client, bucket, LOCKS_PREFIX) if key.split("/")[-3:-1] == [project, stack]]
 
 
 @dataclass(frozen=True)
@@ -644,7 +628,7 @@ def restore(client, bucket: str, project: str, stack: str, version_id: str) -> R
     new_version_id = copied["VersionId"]
     old_bytes = client.get_object(Bucket=bucket, Key=chosen.key, VersionId=version_id)["Body"].read()
     new_bytes = client.get_object(Bucket=bucket, Key=chosen.key, VersionId=new_version_id)["Body"].read()
-    if hashlib.sha256(old_bytes).digest() != hashlib.sha256(new_bytes).digest():
+    if new_bytes != old_bytes:
         raise StateBackendError(
             f"the restored copy {new_version_id!r} of {chosen.key} differs from version {version_id!r}; "
             "do not run pulumi on this stack, and restore again"
@@ -660,77 +644,20 @@ def restore(client, bucket: str, project: str, stack: str, version_id: str) -> R
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Command line.
+# Endpoints and regions.
 
 
 def is_plain_http(endpoint_url: str | None) -> bool:
     return bool(endpoint_url) and urlsplit(endpoint_url).scheme == "http"
 
 
-PLAIN_HTTP_DENIED_HINT = (
-    "; over plain HTTP, a bucket policy that denies requests without TLS (aws:SecureTransport) refuses every "
-    "request: use the endpoint's https:// URL"
-)
-
-
-def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elapsed_seconds: float = 0.0) -> str:
-    where = endpoint_url or "AWS S3"
-    if isinstance(error, StateBackendError):
-        return str(error)
-    if isinstance(error, botocore.exceptions.ReadTimeoutError):
-        return (
-            f"no answer from {where} within {READ_TIMEOUT_SECONDS:g} s in each of {MAX_ATTEMPTS} attempts "
-            f"(gave up after {elapsed_seconds:.1f} s; never more than {give_up_after_seconds():g} s): it accepts "
-            "connections but does not respond; check --endpoint-url and the storage service"
-        )
-    if isinstance(error, botocore.exceptions.ConnectTimeoutError):
-        return (
-            f"could not connect to {where} within {CONNECT_TIMEOUT_SECONDS:g} s in each of {MAX_ATTEMPTS} attempts "
-            f"(gave up after {elapsed_seconds:.1f} s); check --endpoint-url and the network"
-        )
-    if isinstance(error, botocore.exceptions.NoCredentialsError):
-        return (
-            "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "
-            "(credentials are read only from the standard AWS environment variables and profile files)"
-        )
-    if isinstance(error, botocore.exceptions.ProfileNotFound):
-        return f"{error}; fix AWS_PROFILE or add the profile to ~/.aws/config"
-    if isinstance(error, botocore.exceptions.EndpointConnectionError):
-        return f"cannot reach {where} ({error}); check --endpoint-url and the network"
-    if isinstance(error, botocore.exceptions.NoRegionError):
-        return "no AWS region set: export AWS_REGION (or set region in the AWS profile)"
-    if isinstance(error, botocore.exceptions.ClientError):
-        code = error_code(error)
-        operation = error.operation_name
-        if code in NO_SUCH_BUCKET:
-            return (
-                f"bucket {bucket!r} does not exist at {where}; create it with "
-                f"`./supersonic state bootstrap --bucket {bucket}`, or check the name and --endpoint-url"
-            )
-        if code in ACCESS_DENIED:
-            return (
-                f"access denied on bucket {bucket!r} at {where} ({operation}): the credentials from the AWS "
-                "environment/profile lack that permission, or a bucket policy denies it; grant it, or use an "
-                "identity that has it (AWS_PROFILE)" + (PLAIN_HTTP_DENIED_HINT if is_plain_http(endpoint_url) else "")
-            )
-        if code in BAD_CREDENTIALS:
-            return f"{where} rejected the AWS credentials ({code}); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
-        message = error.response.get("Error", {}).get("Message", "")
-        return f"{operation} on bucket {bucket!r} at {where} failed: {code}: {message}"
-    return f"{type(error).__name__}: {error}"
-
-
-def region_of(client) -> str | None:
-    return client.meta.region_name
-
-
 def bucket_region(client, bucket: str, endpoint_url: str | None) -> str | None:
     """The region to put in the login URL: where an AWS bucket really is; the client's for other endpoints."""
     if endpoint_url:
-        return region_of(client)
+        return client.meta.region_name
     try:
         location = client.get_bucket_location(Bucket=bucket).get("LocationConstraint")
     except botocore.exceptions.ClientError:
         # Only the login hint needs it; an identity without s3:GetBucketLocation still gets its answer.
-        return region_of(client)
+        return client.meta.region_name
     return location or "us-east-1"

@@ -14,8 +14,11 @@ import botocore.exceptions
 
 from supersonic_interlink.state import backend
 from supersonic_interlink.state.backend import (
+    ACCESS_DENIED,
+    BAD_CREDENTIALS,
     EXIT_DRIFT,
     EXIT_ERROR,
+    NO_SUCH_BUCKET,
     UNSUPPORTED,
     NoState,
     Requirements,
@@ -23,14 +26,12 @@ from supersonic_interlink.state.backend import (
     bootstrap,
     bucket_exists,
     bucket_region,
-    describe_error,
+    error_code,
     find_drift,
     is_plain_http,
     login_url,
-    partition_for_region,
     project_name,
     read_settings,
-    region_of,
     restore,
     show,
     state_versions,
@@ -38,8 +39,8 @@ from supersonic_interlink.state.backend import (
 
 
 def command_bootstrap(client, args) -> int:
-    region = region_of(client)
-    req = requirements_from(args, region)
+    region = client.meta.region_name
+    req = requirements_from(args, client)
     result = bootstrap(client, req, region=region, endpoint_url=args.endpoint_url)
     if result.created:
         print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
@@ -73,8 +74,7 @@ def command_bootstrap(client, args) -> int:
 
 
 def command_check(client, args) -> int:
-    region = region_of(client)
-    req = requirements_from(args, region)
+    req = requirements_from(args, client)
     if not bucket_exists(client, req.bucket):
         raise StateBackendError(
             f"bucket {req.bucket!r} does not exist at {args.endpoint_url or 'AWS S3'}; create it with "
@@ -153,12 +153,12 @@ def command_restore(client, args) -> int:
     return 0
 
 
-def requirements_from(args, region: str | None) -> Requirements:
+def requirements_from(args, client) -> Requirements:
     return Requirements(
         bucket=args.bucket,
         noncurrent_days=args.noncurrent_days,
         kms_key_id=args.kms_key_id,
-        partition=partition_for_region(region),
+        partition=client.meta.partition,
         require_tls=not is_plain_http(args.endpoint_url),
     )
 
@@ -219,6 +219,60 @@ def bucket_name(text: str) -> str:
     if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text):
         raise argparse.ArgumentTypeError(f"{text!r} is an IP address, not a bucket name: expected {BUCKET_FORM}")
     return text
+
+
+PLAIN_HTTP_DENIED_HINT = (
+    "; over plain HTTP, a bucket policy that denies requests without TLS (aws:SecureTransport) refuses every "
+    "request: use the endpoint's https:// URL"
+)
+
+
+def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elapsed_seconds: float = 0.0) -> str:
+    where = endpoint_url or "AWS S3"
+    if isinstance(error, StateBackendError):
+        return str(error)
+    tries = f"in each of {backend.MAX_ATTEMPTS} attempts (gave up after {elapsed_seconds:.1f} s"
+    if isinstance(error, botocore.exceptions.ReadTimeoutError):
+        return (
+            f"no answer from {where} within {backend.READ_TIMEOUT_SECONDS:g} s {tries}; never more than "
+            f"{backend.give_up_after_seconds():g} s): it accepts connections but does not respond; check "
+            "--endpoint-url and the storage service"
+        )
+    if isinstance(error, botocore.exceptions.ConnectTimeoutError):
+        return (
+            f"could not connect to {where} within {backend.CONNECT_TIMEOUT_SECONDS:g} s {tries}); check "
+            "--endpoint-url and the network"
+        )
+    if isinstance(error, botocore.exceptions.NoCredentialsError):
+        return (
+            "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "
+            "(credentials are read only from the standard AWS environment variables and profile files)"
+        )
+    if isinstance(error, botocore.exceptions.ProfileNotFound):
+        return f"{error}; fix AWS_PROFILE or add the profile to ~/.aws/config"
+    if isinstance(error, botocore.exceptions.EndpointConnectionError):
+        return f"cannot reach {where} ({error}); check --endpoint-url and the network"
+    if isinstance(error, botocore.exceptions.NoRegionError):
+        return "no AWS region set: export AWS_REGION (or set region in the AWS profile)"
+    if isinstance(error, botocore.exceptions.ClientError):
+        code = error_code(error)
+        operation = error.operation_name
+        if code in NO_SUCH_BUCKET:
+            return (
+                f"bucket {bucket!r} does not exist at {where}; create it with "
+                f"`./supersonic state bootstrap --bucket {bucket}`, or check the name and --endpoint-url"
+            )
+        if code in ACCESS_DENIED:
+            return (
+                f"access denied on bucket {bucket!r} at {where} ({operation}): the credentials from the AWS "
+                "environment/profile lack that permission, or a bucket policy denies it; grant it, or use an "
+                "identity that has it (AWS_PROFILE)" + (PLAIN_HTTP_DENIED_HINT if is_plain_http(endpoint_url) else "")
+            )
+        if code in BAD_CREDENTIALS:
+            return f"{where} rejected the AWS credentials ({code}); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
+        message = error.response.get("Error", {}).get("Message", "")
+        return f"{operation} on bucket {bucket!r} at {where} failed: {code}: {message}"
+    return f"{type(error).__name__}: {error}"
 
 
 COMMANDS = {
