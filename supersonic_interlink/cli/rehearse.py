@@ -4,15 +4,9 @@ local control plane, and what it predicts for the stack's readyTimeoutSeconds.""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from supersonic_interlink.cli import args as args_
-
-if TYPE_CHECKING:
-    from supersonic_interlink.config import Settings
-    from supersonic_interlink.rehearse.delays import QueueDelay
 
 
 def parser() -> args_.Parser:
@@ -40,70 +34,6 @@ def main(argv: list[str]) -> int:
     if why is not None:
         print(f"supersonic rehearse: {why}", file=sys.stderr)
         return 2
-    from supersonic_interlink.config import ConfigError, load_settings
-    from supersonic_interlink.config.stack_config import load_stack_config
-    from supersonic_interlink.rehearse.delays import DelaySpecError, parse
+    from supersonic_interlink.rehearse.command import run
 
-    try:
-        delay = parse(args.queue_delay, stack=args.stack)
-        settings = load_settings(load_stack_config(args.stack))
-    except DelaySpecError as error:
-        print(f"supersonic rehearse: {error}", file=sys.stderr)
-        return 2
-    except ConfigError as error:
-        print(f"supersonic rehearse: {args.stack}: {'; '.join(error.problems)}", file=sys.stderr)
-        return 2
-    if not settings.scaleFromZero.enabled:
-        print(f"supersonic rehearse: {args.stack} has scaleFromZero.enabled false: nothing wakes", file=sys.stderr)
-        return 2
-    return _rehearse(args.stack, settings, delay, args.dir)
-
-
-def _rehearse(stack: str, settings: Settings, delay: QueueDelay, directory: Path | None) -> int:
-    from supersonic_interlink.engine import toolchain
-    from supersonic_interlink.engine.cluster import ClusterError, LocalCluster
-    from supersonic_interlink.rehearse import report
-    from supersonic_interlink.rehearse.keda import OPERATOR, KedaError
-    from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME, rehearsal
-    from supersonic_interlink.rehearse.stages import rehearsal_stages
-    from supersonic_interlink.wake.probe import READY, describe
-
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    root = (directory or toolchain.cache_dir() / "rehearse").resolve()
-    try:
-        toolchain.ensure(
-            ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", OPERATOR], log=log
-        )
-        versions = {
-            name: toolchain.version(toolchain.build_for(name)) for name in ("keda-operator", "kwok", "kube-apiserver")
-        }
-        cluster = LocalCluster(root, tied=True, pod_stages=rehearsal_stages(settings.namespace, VIRTUAL_NODE_NAME))
-        cluster.start(log=log)
-        try:
-            with rehearsal(cluster, settings, delay, root / "rehearsal", stack=stack) as run:
-                run.scripted.append(0.0)
-                log("rehearse: one cold wake with no queue delay, to measure the overhead around the queue")
-                started = time.monotonic()
-                result = run.wake()
-                log(f"rehearse: {describe(result)} ({time.monotonic() - started:.1f} s)")
-                errors = run.errors + run.admission.errors
-        finally:
-            cluster.stop(log=log)
-    except (ClusterError, KedaError, toolchain.ToolchainError) as error:
-        print(f"supersonic rehearse: {error}", file=sys.stderr)
-        return 1
-    print("parts of this rehearsal:")
-    print(
-        "\n".join(
-            report.describe_parts(report.parts(versions["keda-operator"], versions["kwok"], versions["kube-apiserver"]))
-        )
-    )
-    if result.outcome != READY or result.wake_seconds is None:
-        print(f"the measuring wake was not served ({result.outcome}: {result.detail}); no prediction")
-        for problem in errors:
-            print(f"  {problem}")
-        return 1
-    print("\n".join(report.prediction(settings, delay, result.wake_seconds)))
-    return 0
+    return run(args.stack, args.queue_delay, args.dir)

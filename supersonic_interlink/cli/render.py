@@ -19,55 +19,11 @@ problem.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.chart.binaries import BinaryError
-from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.cli import args as args_
-from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_SKIPPED
-from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.files import output_path
-from supersonic_interlink.render.stack import checks, release_chart_objects, render, summary, write
-
-
-def _fetch(stack: str, chart: ChartSource) -> int:
-    if chart.kind != "git":
-        print(f"stack {stack}: the chart is a {chart.kind} source; nothing to fetch")
-        return 0
-    if chart.commit is None:
-        print(f"stack {stack}: {chart_source.unpinned_message(stack)}", file=sys.stderr)
-        return 1
-    try:
-        directory = chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
-    except chart_source.ChartSourceError as error:
-        print(f"stack {stack}: {error}", file=sys.stderr)
-        return 1
-    print(f"stack {stack}: chart {chart.commit} at {directory.relative_to(chart_source.ROOT)}")
-    return 0
-
-
-def _pin(stack: str, ref: str) -> int:
-    from supersonic_interlink.chart.pin import pin_chart
-
-    try:
-        commit, path = pin_chart(stack, ref)
-    except ConfigError as error:
-        _config_problems(stack, error)
-        return 2
-    except chart_source.ChartSourceError as error:
-        print(f"stack {stack}: --pin-chart {ref}: {error}", file=sys.stderr)
-        return 1
-    print(f"stack {stack}: release.chart pinned to {commit} ({ref}); wrote {path.relative_to(chart_source.ROOT)}")
-    return 0
-
-
-def _config_problems(stack: str, error: ConfigError) -> None:
-    print(f"stack {stack}: invalid config:", file=sys.stderr)
-    for problem in error.problems:
-        print(f"  {problem}", file=sys.stderr)
 
 
 def parser() -> args_.Parser:
@@ -113,58 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if chart_actions and (args.check or args.out or len(chart_actions) > 1):
         command.error(f"{' and '.join(chart_actions)} only changes the chart: run --check / --out as a second command")
-    if args.pin_chart is not None:
-        return _pin(args.stack, args.pin_chart)
-    try:
-        rendered = render(args.stack, chart_dir=args.chart)
-    except ConfigError as error:
-        _config_problems(args.stack, error)
-        return 2
-    chart = rendered["chart_source"]
-    if args.fetch_chart:
-        return _fetch(args.stack, chart)
-    if args.out:
-        refused = ""
-        try:
-            objects, why = release_chart_objects(args.stack, rendered, args.chart)
-        except (ChartRenderError, BinaryError) as error:
-            objects, refused = None, " ".join(str(error).split())
-        try:
-            written = write(rendered, args.out, objects)
-        except OSError as error:
-            print(f"render: --out {args.out}: cannot write: {error.strerror or error}", file=sys.stderr)
-            return 2
-        for path in written:
-            print(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
-        if refused:
-            print(f"stack {args.stack}: the chart's objects cannot be rendered: {refused}", file=sys.stderr)
-            if not args.check:
-                return EXIT_FINDING
-        elif objects is None:
-            print(f"stack {args.stack}: the chart's objects are not rendered: {why}")
-        if chart.kind == "git" and chart.commit is None:
-            print(f"stack {args.stack}: {chart_source.unpinned_message(args.stack)}")
-    else:
-        print(summary(args.stack, rendered))
-    if args.check:
-        print(
-            f"stack {args.stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance "
-            "check with the real Helm v3 when the chart is on disk (a few seconds)",
-            file=sys.stderr,
-            flush=True,
-        )
-        outcome = checks(args.stack, rendered, args.chart)
-        for finding in outcome.findings:
-            print(f"check: {finding}", file=sys.stderr)
-        for check, why in outcome.skipped:
-            print(f"stack {args.stack}: check skipped: {check}: {why}")
-        for check, why in outcome.deferred:
-            print(f"stack {args.stack}: check deferred: {check}: {why}")
-        if outcome.findings:
-            print(outcome.last_line(args.stack), file=sys.stderr)
-            return EXIT_FINDING
-        print(outcome.last_line(args.stack))
-        if outcome.skipped and args.strict:
-            print(f"stack {args.stack}: --strict: a check that could not run fails the run (exit 3)", file=sys.stderr)
-            return EXIT_SKIPPED
-    return 0
+    from supersonic_interlink.render.command import run
+
+    return run(
+        args.stack,
+        out=args.out,
+        check=args.check,
+        strict=args.strict,
+        chart_dir=args.chart,
+        fetch_chart=args.fetch_chart,
+        pin_chart=args.pin_chart,
+    )
