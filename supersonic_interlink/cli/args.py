@@ -7,8 +7,7 @@ import argparse
 from pathlib import Path
 from typing import NoReturn
 
-EXIT_USAGE = 2
-"""A usage error: nothing was run (the exit-code contract in ``cli/main.py``)."""
+from supersonic_interlink import EXIT_USAGE
 
 STACKS_COMPLETE = {
     "bash": "_supersonic_stacks",

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 from supersonic_interlink.cli import args as args_
-from supersonic_interlink.cli.main import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
 

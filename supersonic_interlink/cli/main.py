@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+
 VERBS: dict[str, tuple[str, str]] = {
     "render": ("supersonic_interlink.cli.render", "render a stack offline and check it"),
     "diff": ("supersonic_interlink.cli.diff", "what a change deploys: the stack rendered at a base ref vs. now"),
@@ -31,8 +33,6 @@ FRONT_DOOR_ONLY: dict[str, str] = {
     "lint": "every static check CI and the pre-commit hooks run",
 }
 """Verbs only ``./supersonic`` runs: they set up tools outside Python first."""
-
-EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 3
 
 
 def usage() -> str:

@@ -7,13 +7,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.render.stack import checks, release_chart_objects, render, summary, write
-
-EXIT_FINDING, EXIT_USAGE, EXIT_SKIPPED = 1, 2, 3
 
 
 def run(
