@@ -51,7 +51,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
 import socket
 import struct
@@ -79,10 +78,10 @@ from supersonic_interlink.rehearse.loopback import (
     wait_until,
 )
 from supersonic_interlink.rehearse.loopback import envoy_running as _envoy_running
+from supersonic_interlink.rehearse.standins import MODEL, HttpStandIn
 
 ROOT = Path(__file__).resolve().parent.parent
 
-MODEL = "standin"
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The stand-in Triton accepts messages up to this size, above the 32 MiB buffer, so Envoy is what refuses."""
 
@@ -134,9 +133,6 @@ def infer(client, size_bytes: int = 16, timeout: float | None = 10.0):
     tensor.set_data_from_numpy(data)
     result = client.infer(MODEL, [tensor], client_timeout=timeout)
     return int(result.as_numpy("RECEIVED_BYTES")[0])
-
-
-# --------------------------------------------------------------------------------------------- DNS
 
 
 # --------------------------------------------------------------------------------------------- Triton
@@ -499,7 +495,7 @@ def _close(sock: socket.socket) -> None:
 # --------------------------------------------------------------------------------------------- admission
 
 
-class AdmissionStandIn:
+class AdmissionStandIn(HttpStandIn):
     """The chart's admission sidecar: ``/wake`` (counted; runs ``on_wake`` in the background), ``/sleep``,
     ``/health``."""
 
@@ -509,50 +505,21 @@ class AdmissionStandIn:
         self.wakes = 0
         self.sleeps = 0
         self._lock = threading.Lock()
-        owner = self
+        super().__init__("admission-standin")
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/wake":
-                    owner._woken()
-                elif path == "/sleep":
-                    with owner._lock:
-                        owner.sleeps += 1
-                    time.sleep(owner.sleep_seconds)
-                elif path != "/health":
-                    self.send_error(404)
-                    return
-                body = b"ok\n"
-                self.send_response(200)
-                self.send_header("content-type", "text/plain")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
-        self._server.daemon_threads = True
-        self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="admission-standin", daemon=True
-        )
-        self._thread.start()
-
-    def _woken(self) -> None:
-        with self._lock:
-            self.wakes += 1
-        if self.on_wake is not None:
-            threading.Thread(target=self.on_wake, name="admission-wake", daemon=True).start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(STOP_TIMEOUT_SECONDS)
+    def answer(self, path: str) -> tuple[int, str, bytes]:
+        if path == "/wake":
+            with self._lock:
+                self.wakes += 1
+            if self.on_wake is not None:
+                threading.Thread(target=self.on_wake, name="admission-wake", daemon=True).start()
+        elif path == "/sleep":
+            with self._lock:
+                self.sleeps += 1
+            time.sleep(self.sleep_seconds)
+        elif path != "/health":
+            return 404, "text/plain", b"not found\n"
+        return 200, "text/plain", b"ok\n"
 
 
 @contextlib.contextmanager
@@ -564,9 +531,6 @@ def admission_standin(
         yield server
     finally:
         server.stop()
-
-
-# --------------------------------------------------------------------------------------------- Envoy
 
 
 # --------------------------------------------------------------------------------------------- Envoy

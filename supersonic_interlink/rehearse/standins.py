@@ -32,25 +32,38 @@ HOLD_CHECK_SECONDS = 2.0
 WATCH_SECONDS = 0.5
 
 
-class _Server:
-    """A threading HTTP server on a free loopback port answering GET through ``answer(path, query)``."""
+def reply(request: http.server.BaseHTTPRequestHandler, status: int, content_type: str, body: bytes) -> None:
+    """Answer ``request`` with ``body`` whole (HTTP/1.1, a content-length, the connection kept)."""
+    request.send_response(status)
+    request.send_header("content-type", content_type)
+    request.send_header("content-length", str(len(body)))
+    request.end_headers()
+    request.wfile.write(body)
 
-    def __init__(self, name: str, answer: Callable[[str, str], tuple[int, str, bytes]]) -> None:
+
+class HttpStandIn:
+    """A threading HTTP/1.1 server on a free loopback port until ``stop``, shared with the tests' stand-ins.
+
+    Each request of ``METHODS`` goes to ``handle``, which by default answers with ``answer(path)`` (the query
+    dropped); a stand-in that needs the headers or the body overrides ``handle``.
+    """
+
+    METHODS: tuple[str, ...] = ("GET",)
+
+    def __init__(self, name: str) -> None:
+        owner = self
+
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:
-                path, _, query = self.path.partition("?")
-                status, content_type, body = answer(path, query)
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+            def dispatch(self) -> None:
+                owner.handle(self)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+        for method in self.METHODS:
+            setattr(Handler, f"do_{method}", Handler.dispatch)
         self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
@@ -59,24 +72,30 @@ class _Server:
         )
         self._thread.start()
 
+    def handle(self, request: http.server.BaseHTTPRequestHandler) -> None:
+        reply(request, *self.answer(request.path.partition("?")[0]))
+
+    def answer(self, path: str) -> tuple[int, str, bytes]:
+        """(status, content type, body) for a request of ``path``."""
+        raise NotImplementedError
+
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(STOP_TIMEOUT_SECONDS)
 
 
-class PrometheusStandIn(_Server):
+class PrometheusStandIn(HttpStandIn):
     def __init__(self, value: float = 0.0) -> None:
         self.value = value
         self.queries = 0
-        super().__init__("prometheus-standin", self._answer)
+        super().__init__("prometheus-standin")
 
     @property
     def address(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
-    def _answer(self, path: str, query: str) -> tuple[int, str, bytes]:
-        del query
+    def answer(self, path: str) -> tuple[int, str, bytes]:
         if path != "/api/v1/query":
             return 404, "text/plain", b"not found\n"
         self.queries += 1
@@ -85,7 +104,7 @@ class PrometheusStandIn(_Server):
         return 200, "application/json", json.dumps(body).encode()
 
 
-class AdmissionStandIn(_Server):
+class AdmissionStandIn(HttpStandIn):
     """See the module's docstring. ``scale(replicas)`` and ``set_min(replicas)`` act on the cluster."""
 
     def __init__(
@@ -110,12 +129,11 @@ class AdmissionStandIn(_Server):
         self._held = False
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        super().__init__("admission-standin", self._answer)
+        super().__init__("admission-standin")
         self._watch = threading.Thread(target=self._watch_loop, name="admission-hold", daemon=True)
         self._watch.start()
 
-    def _answer(self, path: str, query: str) -> tuple[int, str, bytes]:
-        del query
+    def answer(self, path: str) -> tuple[int, str, bytes]:
         if path == "/wake":
             with self._lock:
                 self.wakes.append(time.monotonic())
