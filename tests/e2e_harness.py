@@ -162,14 +162,16 @@ def providers(pulumi_home: Path) -> list[int]:
     return found
 
 
-def run_render(*args: str) -> subprocess.CompletedProcess[str]:
-    """``./supersonic render ARGS`` in a fresh interpreter from the project directory, as a newcomer runs it."""
+def run_render(*args: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    """``./supersonic render ARGS`` in a fresh interpreter from the project directory, as a newcomer runs it, with
+    ``environment`` added to this process's."""
     return subprocess.run(
         [sys.executable, "-m", "supersonic_interlink", "render", *args],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=ROOT,
+        env={**os.environ, **environment},
         check=False,
     )
 

@@ -1,4 +1,5 @@
-"""render as its own process, many times over: what only shows at an interpreter's exit, under load.
+"""render as its own process, many times over: what only shows at an interpreter's exit, under load, or with another
+hash seed.
 
 Here and not in the unit tier because it starts a dozen interpreters that each import Pulumi's SDKs (half a minute of
 CPU); the unit tier runs the verb in-process (tests/cli_runner.py)."""
@@ -6,7 +7,9 @@ CPU); the unit tier runs the verb in-process (tests/cli_runner.py)."""
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import subprocess
+from pathlib import Path
 
 from e2e_harness import run_render
 
@@ -24,3 +27,14 @@ def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
     noisy = [r.stderr for r in results if r.stderr]
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results if r.returncode]
     assert noisy == [], f"{len(noisy)} of {runs} renders wrote to stderr; the first:\n{noisy[0] if noisy else ''}"
+
+
+def test_rendering_is_byte_identical_across_interpreters(tmp_path: Path) -> None:
+    """Two processes with different hash seeds: nothing may depend on set or dict iteration order."""
+    digests = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        result = run_render("hammer", "--out", str(out), PYTHONHASHSEED=seed)
+        assert result.returncode == 0, result.stderr
+        digests.append({path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(out.iterdir())})
+    assert len(digests[0]) == 3 and digests[0] == digests[1]
