@@ -159,16 +159,6 @@ def test_actionlint_really_reports_a_broken_workflow(tmp_path: Path) -> None:
     assert "nonsense" in result.stdout
 
 
-def test_an_unpinned_stack_fails_the_chart_fetch_with_the_pin_command(tmp_path: Path) -> None:
-    """The real step, the real ./supersonic render: the hammer stack has no commit yet."""
-    result = run_step(step("render-check", "fetch")["run"], ROOT, STACKS='["hammer"]', HOME=str(tmp_path))
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert (
-        "::error title=No chart for hammer::stack hammer: supersonic-interlink:release.chart is a git source without "
-        "a commit, so it names no exact chart: run `./supersonic render hammer --pin-chart` and commit the stack file"
-    ) in result.stdout, "an unpinned stack cannot be deployed; the check says so and how to pin it"
-
-
 def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_or_grepping() -> None:
     steps = pull_request_workflow()["jobs"]["render-check"]["steps"]
     commands = [line for item in steps for line in item.get("run", "").splitlines() if not line.strip().startswith("#")]

@@ -1,8 +1,9 @@
-"""The pull-request workflow's rendered-diff step, run as the runner runs it: the real `./supersonic diff` over every
-stack of a checkout of the pull request's merge, then the comment it writes.
+"""The pull-request workflow's steps that run `./supersonic` render or diff, run as the runner runs them: the chart
+fetch of an unpinned stack, and the rendered-diff step over every stack of a checkout of the pull request's merge,
+then the comment it writes.
 
-The step renders each stack twice in interpreters of their own (over a minute of CPU for the two cases), so it runs in
-this tier; the workflows' other checks are in tests/test_workflows.py."""
+Each starts the front door and renders in interpreters of their own (the diff step: over a minute of CPU for its two
+cases), so they run in this tier; the workflows' other checks are in tests/test_workflows.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 from chart_fixtures import chart_repository, git, redirect_upstream
 from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
 from workflow_steps import pull_request_workflow, run_step, step
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_diff_step(root: Path, base: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
@@ -97,3 +100,13 @@ def test_a_huge_diff_points_to_the_artifact_instead(tmp_path: Path) -> None:
     assert "- **hammer**: no change; chart objects not compared" in comment
     assert "rendered-diff` artifact" in comment
     assert long_argument in (root / "rendered" / "diffs" / "geddes-gpu.md").read_text(), "the artifact has it all"
+
+
+def test_an_unpinned_stack_fails_the_chart_fetch_with_the_pin_command(tmp_path: Path) -> None:
+    """The real step, the real ./supersonic render: the hammer stack has no commit yet."""
+    result = run_step(step("render-check", "fetch")["run"], ROOT, STACKS='["hammer"]', HOME=str(tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "::error title=No chart for hammer::stack hammer: supersonic-interlink:release.chart is a git source without "
+        "a commit, so it names no exact chart: run `./supersonic render hammer --pin-chart` and commit the stack file"
+    ) in result.stdout, "an unpinned stack cannot be deployed; the check says so and how to pin it"
