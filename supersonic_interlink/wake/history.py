@@ -201,6 +201,29 @@ def wake_from_record(line: int, record: Mapping[str, Any]) -> Wake:
     )
 
 
+def _json_object(raw: bytes) -> dict[str, Any]:
+    """One history line as a JSON object; DamagedRecord says why it is not one."""
+    try:
+        text = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise DamagedRecord("not UTF-8 text") from None
+    try:
+        record = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise DamagedRecord("not JSON this reader takes: nested too deep") from None
+    except json.JSONDecodeError as error:
+        if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
+            raise DamagedRecord(f"cut short: the record ends mid-way, after {len(text.rstrip())} characters") from None
+        raise DamagedRecord(f"not JSON: {error.msg} at column {error.colno}") from None
+    except DamagedRecord:
+        raise
+    except ValueError:  # Python's limit on integer digits (4,300): no probe writes such a number
+        raise DamagedRecord("not JSON this reader takes: an integer of more than 4,300 digits") from None
+    if not isinstance(record, dict):
+        raise DamagedRecord(f"a JSON {type(record).__name__}, not an object")
+    return record
+
+
 def parse_lines(lines: Iterable[bytes]) -> History:
     """Read history lines (numbered from 1); never raises for what a line holds."""
     history = History()
@@ -208,42 +231,13 @@ def parse_lines(lines: Iterable[bytes]) -> History:
         if not raw.strip():
             continue
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            history.damaged.append(DamagedLine(number, "not UTF-8 text"))
-            continue
-        text = text.rstrip("\r\n")
-        try:
-            record = json.loads(text, parse_constant=_reject_constant)
-        except DamagedRecord as error:
-            history.damaged.append(DamagedLine(number, str(error)))
-            continue
-        except RecursionError:
-            history.damaged.append(DamagedLine(number, "not JSON this reader takes: nested too deep"))
-            continue
-        except json.JSONDecodeError as error:
-            if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
-                reason = f"cut short: the record ends mid-way, after {len(text.rstrip())} characters"
-            else:
-                reason = f"not JSON: {error.msg} at column {error.colno}"
-            history.damaged.append(DamagedLine(number, reason))
-            continue
-        except ValueError:  # Python's limit on integer digits (4,300): no probe writes such a number
-            history.damaged.append(
-                DamagedLine(number, "not JSON this reader takes: an integer of more than 4,300 digits")
-            )
-            continue
-        if not isinstance(record, dict):
-            history.damaged.append(DamagedLine(number, f"a JSON {type(record).__name__}, not an object"))
-            continue
-        if record.get("kind") != RECORD_KIND:
+            record = _json_object(raw)
             if record.get("kind") == "summary":
                 history.other_records += 1
+            elif record.get("kind") != RECORD_KIND:
+                raise DamagedRecord(f"kind = {json.dumps(record.get('kind'))}: not a probe")
             else:
-                history.damaged.append(DamagedLine(number, f"kind = {json.dumps(record.get('kind'))}: not a probe"))
-            continue
-        try:
-            history.wakes.append(wake_from_record(number, record))
+                history.wakes.append(wake_from_record(number, record))
         except DamagedRecord as error:
             history.damaged.append(DamagedLine(number, str(error)))
     return history

@@ -188,27 +188,23 @@ class ProbeResult:
 
 
 def summarize(results: list[ProbeResult]) -> dict[str, Any]:
-    """Count, outcomes, and min/median/max wake time over the probes that got an answer."""
+    """Count, outcomes, and min/median/max wake time over the probes that got an answer (at least one probe)."""
     wakes = [r.wake_seconds for r in results if r.wake_seconds is not None]
-    worst = worst_outcome(r.outcome for r in results) if results else None
+    worst = worst_outcome(r.outcome for r in results)
+    spread = (("min", min), ("median", statistics.median), ("max", max))
     return {
         "kind": "summary",
-        "stack": results[0].stack if results else None,
-        "endpoint": results[0].endpoint if results else None,
+        "stack": results[0].stack,
+        "endpoint": results[0].endpoint,
         "count": len(results),
         "outcomes": {outcome: sum(r.outcome == outcome for r in results) for outcome in OUTCOMES},
         "cold": sum(r.cold is True for r in results),
         "warm": sum(r.cold is False for r in results),
-        "wake_seconds": {
-            "count": len(wakes),
-            "min": round(min(wakes), 3) if wakes else None,
-            "median": round(statistics.median(wakes), 3) if wakes else None,
-            "max": round(max(wakes), 3) if wakes else None,
-        },
+        "wake_seconds": {"count": len(wakes)} | {name: round(f(wakes), 3) if wakes else None for name, f in spread},
         "worst_outcome": worst,
-        "exit_code": EXIT_CODES[worst] if worst else EXIT_CODES[READY],
-        "started_at": utc_timestamp(results[0].started) if results else None,
-        "finished_at": utc_timestamp(results[-1].finished) if results else None,
+        "exit_code": EXIT_CODES[worst],
+        "started_at": utc_timestamp(results[0].started),
+        "finished_at": utc_timestamp(results[-1].finished),
     }
 
 
@@ -483,29 +479,15 @@ def probe_once(
 
         models = [{"name": m.name, "version": m.version, "state": m.state} for m in response.models]
         remaining = max(deadline - elapsed, 1.0)
+        why: dict[str, Any] = {}
         try:
             ready = bool(client.is_server_ready(client_timeout=min(SERVER_READY_TIMEOUT, remaining)))
         except InferenceServerException as ready_error:
-            return result(
-                NOT_READY,
-                elapsed,
-                wake_seconds=elapsed,
-                server_ready=False,
-                models=models,
-                grpc_status=_status_name(ready_error),
-                detail=f"ServerReady failed: {ready_error.message()}",
-                **known,
-            )
-        if not ready:
-            return result(
-                NOT_READY,
-                elapsed,
-                wake_seconds=elapsed,
-                server_ready=False,
-                models=models,
-                detail="ServerReady is false (a model failed to load, or Triton is shutting down)",
-                **known,
-            )
-        return result(READY, elapsed, wake_seconds=elapsed, server_ready=True, models=models, **known)
+            ready = False
+            why = {"grpc_status": _status_name(ready_error), "detail": f"ServerReady failed: {ready_error.message()}"}
+        if not ready and not why:
+            why = {"detail": "ServerReady is false (a model failed to load, or Triton is shutting down)"}
+        outcome = READY if ready else NOT_READY
+        return result(outcome, elapsed, wake_seconds=elapsed, server_ready=ready, models=models, **why, **known)
     finally:
         client.close()

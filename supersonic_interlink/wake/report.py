@@ -28,6 +28,7 @@ How the numbers are made (docs/probe.md says why):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,6 +64,8 @@ ROUND_TO_SECONDS = 60
 
 TAIL_PERCENTILES = (90, 99)
 PERCENTILE_FOR_TIMEOUT = 99
+SHOWN = (("min", 0), ("median", 50), ("p90", 90), ("p99", 99), ("max", 100))
+"""The statistics the report shows, by name and percentile."""
 
 
 def min_sample_for(percent: int) -> int:
@@ -99,11 +102,16 @@ def wake_time(wake: Wake) -> WakeTime | None:
     """The wake time a cold probe gives the distribution; None when it failed in a way that measures nothing."""
     if wake.outcome in (READY, NOT_READY) and wake.wake_seconds is not None:
         return WakeTime(wake.wake_seconds)
-    if wake.outcome == DEADLINE_EXCEEDED:
-        return WakeTime(wake.elapsed_seconds, cut_off=True)
-    if wake.outcome == REJECTED and lua_gave_up(wake.grpc_status, wake.elapsed_seconds, wake.ready_timeout_seconds):
+    if wake.outcome == DEADLINE_EXCEEDED or (
+        wake.outcome == REJECTED and lua_gave_up(wake.grpc_status, wake.elapsed_seconds, wake.ready_timeout_seconds)
+    ):
         return WakeTime(wake.elapsed_seconds, cut_off=True)
     return None
+
+
+def covered(times: Iterable[WakeTime], timeout: float) -> int:
+    """How many of ``times`` a ``timeout`` would have let finish: the measured ones not above it."""
+    return sum(not t.cut_off and t.seconds <= timeout for t in times)
 
 
 @dataclass(frozen=True)
@@ -129,12 +137,7 @@ class Timeouts:
         )
 
     def record(self) -> dict[str, int]:
-        return {
-            "ready_timeout_seconds": self.ready_timeout_seconds,
-            "hold_min_replicas_seconds": self.hold_min_replicas_seconds,
-            "idle_timeout_seconds": self.idle_timeout_seconds,
-            "helm_timeout_seconds": self.helm_timeout_seconds,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -155,22 +158,16 @@ def load_config(stack: str) -> StackConfig:
         return StackConfig(None, "", error.problems[0])
 
 
-def settings_with_wake_timeouts(config: Mapping[str, str], ready: int, hold: int) -> Settings:
-    """The stack's settings with ``scaleFromZero.readyTimeoutSeconds``/``holdMinReplicasSeconds`` replaced,
-    loaded and checked exactly as ``pulumi up`` would load them (ConfigError if the program would refuse)."""
+def settings_of(config: Mapping[str, str], **scale_from_zero: int) -> Settings:
+    """The stack's settings with the given ``scaleFromZero`` keys replaced, loaded and checked exactly as ``pulumi
+    up`` would load them (ConfigError if the program would refuse)."""
     from supersonic_interlink.config.pulumi_config import settings_from_config
 
+    if not scale_from_zero:
+        return settings_from_config(config)
     key = f"{PROJECT}:scaleFromZero"
     current = json.loads(config[key]) if key in config else {}
-    changed = dict(config)
-    changed[key] = json.dumps(deep_merge(current, {"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": hold}))
-    return settings_from_config(changed)
-
-
-def current_settings(config: Mapping[str, str]) -> Settings:
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-
-    return settings_from_config(config)
+    return settings_from_config({**config, key: json.dumps(deep_merge(current, scale_from_zero))})
 
 
 def round_up_to_minute(seconds: float) -> int:
@@ -207,7 +204,6 @@ class StackReport:
     """Probes whose record predates telling cold from warm (no start check recorded)."""
     unreached: int
     """Probes that never reached Envoy (unreachable): neither cold nor warm."""
-    """Probes recorded before cold and warm were told apart."""
     outcomes: Mapping[str, int]
     """How the cold probes ended."""
     times: tuple[WakeTime, ...]
@@ -238,12 +234,12 @@ class StackReport:
         return self.times[nearest_rank(self.samples, percent) - 1]
 
     def covered_by(self, timeout: float) -> int:
-        return sum(not t.cut_off and t.seconds <= timeout for t in self.times)
+        return covered(self.times, timeout)
 
     def record(self) -> dict[str, Any]:
         """The report for this stack as one JSON object (``./supersonic probe report --json``)."""
         stats: dict[str, Any] = {"samples": self.samples, "cut_off": self.cut_off, "failed": self.failed}
-        for name, percent in (("min", 0), ("median", 50), ("p90", 90), ("p99", 99), ("max", 100)):
+        for name, percent in SHOWN:
             value = self.percentile(percent)
             stats[name] = None if value is None else value.record()
         for percent in TAIL_PERCENTILES:
@@ -303,26 +299,20 @@ def _recommend(
     if config is not None and current is not None:
         # Keep what the hold gives a client beyond the slowest allowed wake: the hold counts from the wake's start.
         hold = ready + max(0, current.hold_min_replicas_seconds - current.ready_timeout_seconds)
-        timeouts = Timeouts.of(settings_with_wake_timeouts(config, ready, hold))
-    covered = sum(not t.cut_off and t.seconds <= ready for t in times)
+        timeouts = Timeouts.of(settings_of(config, readyTimeoutSeconds=ready, holdMinReplicasSeconds=hold))
     chance = None if enough else 1 - (PERCENTILE_FOR_TIMEOUT / 100) ** count
-    return Recommendation(basis_name, basis.seconds, ready, covered, timeouts, chance), None
+    return Recommendation(basis_name, basis.seconds, ready, covered(times, ready), timeouts, chance), None
 
 
 def build_report(stack: str, wakes: Sequence[Wake], config: StackConfig) -> StackReport:
     """The report for one stack's probes (all of them this stack's, at least one)."""
     cold = [w for w in wakes if w.cold is True]
-    times: list[WakeTime] = []
-    for wake in cold:
-        measured = wake_time(wake)
-        if measured is not None:
-            times.append(measured)
-    times.sort(key=WakeTime.sort_key)
+    times = sorted((t for t in map(wake_time, cold) if t is not None), key=WakeTime.sort_key)
     current: Timeouts | None = None
     problem = config.problem
     if config.config is not None:
         try:
-            current = Timeouts.of(current_settings(config.config))
+            current = Timeouts.of(settings_of(config.config))
         except ConfigError as error:
             problem = error.problems[0]
     if current is not None:
@@ -392,7 +382,7 @@ def describe(report: StackReport) -> list[str]:
         if report.failed:
             notes.append(f"{report.failed} cold probe(s) failed without a wake time, not counted")
         stats = []
-        for name, percent in (("min", 0), ("median", 50), ("p90", 90), ("p99", 99), ("max", 100)):
+        for name, percent in SHOWN:
             value = report.percentile(percent)
             stats.append(
                 f"{name} {value.show()}"
