@@ -513,7 +513,7 @@ class WakeClock:
 
 def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_time() -> None:
     settings = loopback_settings("hammer", envoy=FAST_DNS)
-    with loopback_stack(settings, ready=False, wake_delay_seconds=2.0) as stack:
+    with loopback_stack(settings, ready=False, wake_delay_seconds=1.0) as stack:
         clock = WakeClock(stack)
         command = [
             sys.executable,
