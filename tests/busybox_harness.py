@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,37 @@ def make_bin(directory: Path) -> Path:
             (directory / applet).symlink_to(busybox)
     (directory / "kubectl").symlink_to(kubectl_path())
     return directory
+
+
+def run_script(
+    environment: Mapping[str, str],
+    bin_dir: Path,
+    kubeconfig: Path,
+    scratch: Path,
+    *,
+    text: str | None = None,
+    timing: Sequence[str] = (),
+) -> subprocess.CompletedProcess[str]:
+    """The container's command run by busybox sh with ``environment`` (the component's and the downward API's
+    NAMESPACE), only ``bin_dir`` on PATH, and a fresh HOME and discovery cache in ``scratch`` (the Job's emptyDir)."""
+    command = container_command(script_text() if text is None else text)
+    assert command[0] == "/bin/sh", "the container runs the script with the image's /bin/sh (busybox ash)"
+    env = {
+        "PATH": str(bin_dir),
+        **environment,
+        "HOME": str(scratch),
+        "KUBECACHEDIR": str(scratch / ".kube" / "cache"),
+        "KUBECONFIG": str(kubeconfig),
+    }
+    return subprocess.run(
+        [*timing, busybox_path(), "sh", *command[1:]],
+        env=env,
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECONDS,
+        check=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -102,30 +133,13 @@ class Cluster:
         ``text`` replaces the script's text (a benchmark runs an earlier version); with ``usage_file``, ``busybox
         time -v`` starts the run and writes its resource usage there (its peak RSS is the largest process's).
         """
-        command = container_command(script_text() if text is None else text)
-        assert command[0] == "/bin/sh", "the container runs the script with the image's /bin/sh (busybox ash)"
         timing = [] if usage_file is None else [busybox_path(), "time", "-v", "-o", str(usage_file)]
         scratch = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
-        env = {
-            "PATH": str(self.bin_dir),
-            "NAMESPACE": namespace,
-            **environment,
-            # The Job's emptyDir: a fresh HOME and discovery cache every run.
-            "HOME": str(scratch),
-            "KUBECACHEDIR": str(scratch / ".kube" / "cache"),
-            "KUBECONFIG": str(self.kubeconfig),
-        }
         before = frozenset(self.server.names())
         start = len(self.server.requests)
         started = time.perf_counter()
-        result = subprocess.run(
-            [*timing, busybox_path(), "sh", *command[1:]],
-            env=env,
-            cwd=scratch,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_SECONDS,
-            check=False,
+        result = run_script(
+            {"NAMESPACE": namespace, **environment}, self.bin_dir, self.kubeconfig, scratch, text=text, timing=timing
         )
         seconds = time.perf_counter() - started
         shutil.rmtree(scratch, ignore_errors=True)

@@ -18,15 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
-from busybox_harness import busybox_path, make_bin
+from busybox_harness import make_bin, run_script
 from e2e_harness import unscheduled_pod
 
-from supersonic_interlink.components.failed_pod_cleanup import (
-    container_command,
-    object_labels,
-    script_environment,
-    script_text,
-)
+from supersonic_interlink.components.failed_pod_cleanup import object_labels, script_environment
 from supersonic_interlink.config import PROJECT, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART, NEWEST
@@ -65,24 +60,13 @@ def pod_names(cluster: LocalCluster, namespace: str) -> set[str]:
 
 
 def run_cleanup(cluster: LocalCluster, bin_dir: Path, scratch: Path, **cleanup: Any) -> subprocess.CompletedProcess:
-    """The container's command with the container's environment for the hammer stack (``cleanup`` overridden), the
-    downward API's NAMESPACE, and a fresh HOME and discovery cache, as the Job's emptyDir gives it."""
+    """The container's command with the container's environment for the hammer stack (``cleanup`` overridden), as
+    busybox_harness runs it, against the control plane."""
     config = load_stack_config("hammer")
     config[f"{PROJECT}:cleanup"] = json.dumps(cleanup)
     scratch.mkdir()
-    env = {
-        "PATH": str(bin_dir),
-        "NAMESPACE": NAMESPACE,
-        **script_environment(load_settings(config)),
-        "HOME": str(scratch),
-        "KUBECACHEDIR": str(scratch / ".kube" / "cache"),
-        "KUBECONFIG": str(cluster.kubeconfig),
-    }
-    command = container_command(script_text())
-    assert command[0] == "/bin/sh", "the container runs the script with the image's /bin/sh (busybox ash)"
-    return subprocess.run(
-        [busybox_path(), "sh", *command[1:]], env=env, cwd=scratch, capture_output=True, text=True, timeout=120
-    )
+    environment = {"NAMESPACE": NAMESPACE, **script_environment(load_settings(config))}
+    return run_script(environment, bin_dir, cluster.kubeconfig, scratch)
 
 
 def test_the_api_server_deletes_the_releases_failed_pods_but_the_newest_and_no_bystander(
