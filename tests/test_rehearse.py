@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import run_cli
 from loopback import loopback_settings
 from wake_records import cold_wake, probe_record, warm_answer
 
@@ -19,9 +18,6 @@ from supersonic_interlink.rehearse import report
 from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
 from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
 from supersonic_interlink.wake.probe import DEADLINE_EXCEEDED
-
-ROOT = Path(__file__).resolve().parent.parent
-
 
 # --------------------------------------------------------------------------------------------- delays
 
@@ -142,13 +138,7 @@ def test_the_parts_say_what_is_real_and_what_is_a_stand_in() -> None:
     ],
 )
 def test_the_verb_refuses_a_wrong_stack_or_delay_before_starting_anything(args: list[str], says: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-P", "-m", "supersonic_interlink", "rehearse", *args],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        timeout=60,
-    )
+    done = run_cli("rehearse", *args)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
 
