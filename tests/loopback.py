@@ -78,7 +78,7 @@ from supersonic_interlink.rehearse.loopback import (
     wait_until,
 )
 from supersonic_interlink.rehearse.loopback import envoy_running as _envoy_running
-from supersonic_interlink.rehearse.standins import MODEL, HttpStandIn
+from supersonic_interlink.rehearse.standins import MODEL, HttpStandIn, TritonServicer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,34 +138,26 @@ def infer(client, size_bytes: int = 16, timeout: float | None = 10.0):
 # --------------------------------------------------------------------------------------------- Triton
 
 
-class _Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
+class _Servicer(TritonServicer):
+    """The package's stand-in Triton (rehearse/standins.py) with metadata and ModelInfer, its calls counted and
+    scripted by the owner."""
+
     def __init__(self, owner: TritonStandIn):
+        super().__init__()
         self.owner = owner
 
-    def _enter(self, method: str, context) -> None:
+    def enter(self, method: str, context) -> None:
         self.owner._count(method)
         failure = self.owner._take_failure(method)
         if failure is not None:
             context.abort(failure, f"stand-in Triton scripted failure ({failure.name})")
 
-    def ServerLive(self, request, context):
-        self._enter("ServerLive", context)
-        return service_pb2.ServerLiveResponse(live=True)
-
-    def ServerReady(self, request, context):
-        self._enter("ServerReady", context)
-        return service_pb2.ServerReadyResponse(ready=True)
-
-    def ModelReady(self, request, context):
-        self._enter("ModelReady", context)
-        return service_pb2.ModelReadyResponse(ready=request.name == MODEL)
-
     def ServerMetadata(self, request, context):
-        self._enter("ServerMetadata", context)
+        self.enter("ServerMetadata", context)
         return service_pb2.ServerMetadataResponse(name="triton-standin", version="0")
 
     def ModelMetadata(self, request, context):
-        self._enter("ModelMetadata", context)
+        self.enter("ModelMetadata", context)
         return service_pb2.ModelMetadataResponse(
             name=MODEL,
             versions=["1"],
@@ -176,17 +168,11 @@ class _Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
             ],
         )
 
-    def RepositoryIndex(self, request, context):
-        self._enter("RepositoryIndex", context)
-        return service_pb2.RepositoryIndexResponse(
-            models=[service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")]
-        )
-
     def ModelInfer(self, request, context):
         size = sum(len(raw) for raw in request.raw_input_contents)
         with self.owner._lock:
             self.owner.infer_sizes.append(size)
-        self._enter("ModelInfer", context)
+        self.enter("ModelInfer", context)
         if self.owner.infer_delay_seconds:
             time.sleep(self.owner.infer_delay_seconds)
         return service_pb2.ModelInferResponse(

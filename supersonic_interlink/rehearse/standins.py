@@ -10,9 +10,13 @@
     then lowers ``minReplicaCount`` back to the stack's own. ``/sleep`` paces the filter's wait (1 s, as the
     chart's). ``/idle`` is the same pause under the name another chart generation uses.
 ``TritonStandIn``
-    a gRPC ``GRPCInferenceService`` (tritonclient's servicer base) answering ``ServerLive``, ``ServerReady`` and
-    ``RepositoryIndex``; it is reached through Envoy only while the rehearsal publishes its DNS name, that is
-    while a Triton pod is Ready, as a headless Service's record follows its ready pods.
+    a gRPC ``GRPCInferenceService`` (``TritonServicer``, on tritonclient's servicer base) answering ``ServerLive``,
+    ``ServerReady``, ``ModelReady`` and ``RepositoryIndex``; it is reached through Envoy only while the rehearsal
+    publishes its DNS name, that is while a Triton pod is Ready, as a headless Service's record follows its ready
+    pods.
+
+``HttpStandIn`` and ``TritonServicer`` are also the skeletons of the tests' stand-ins (``tests/loopback.py``,
+``tests/kube_api_standin.py``).
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ import http.server
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
+
+import grpc
+from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from supersonic_interlink.rehearse.loopback import LOOPBACK, STOP_TIMEOUT_SECONDS
 
@@ -178,37 +186,40 @@ class AdmissionStandIn(HttpStandIn):
         super().stop()
 
 
+class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
+    """A Triton serving the one model ``MODEL``: ServerLive, ServerReady, ModelReady and RepositoryIndex. Every call
+    goes through ``enter(method, context)`` first, which counts it in ``calls``; the tests' stand-in extends it."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def enter(self, method: str, context: Any) -> None:
+        self.calls[method] += 1
+
+    def ServerLive(self, request: Any, context: Any) -> Any:
+        self.enter("ServerLive", context)
+        return service_pb2.ServerLiveResponse(live=True)
+
+    def ServerReady(self, request: Any, context: Any) -> Any:
+        self.enter("ServerReady", context)
+        return service_pb2.ServerReadyResponse(ready=True)
+
+    def ModelReady(self, request: Any, context: Any) -> Any:
+        self.enter("ModelReady", context)
+        return service_pb2.ModelReadyResponse(ready=request.name == MODEL)
+
+    def RepositoryIndex(self, request: Any, context: Any) -> Any:
+        self.enter("RepositoryIndex", context)
+        model = service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")
+        return service_pb2.RepositoryIndexResponse(models=[model])
+
+
 class TritonStandIn:
     def __init__(self) -> None:
-        import grpc
-        from tritonclient.grpc import service_pb2, service_pb2_grpc
-
-        owner = self
-        self.calls: dict[str, int] = {}
-
-        def count(method: str) -> None:
-            owner.calls[method] = owner.calls.get(method, 0) + 1
-
-        class Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-            def ServerLive(self, request: Any, context: Any) -> Any:
-                count("ServerLive")
-                return service_pb2.ServerLiveResponse(live=True)
-
-            def ServerReady(self, request: Any, context: Any) -> Any:
-                count("ServerReady")
-                return service_pb2.ServerReadyResponse(ready=True)
-
-            def ModelReady(self, request: Any, context: Any) -> Any:
-                count("ModelReady")
-                return service_pb2.ModelReadyResponse(ready=request.name == MODEL)
-
-            def RepositoryIndex(self, request: Any, context: Any) -> Any:
-                count("RepositoryIndex")
-                model = service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")
-                return service_pb2.RepositoryIndexResponse(models=[model])
-
+        servicer = TritonServicer()
+        self.calls = servicer.calls
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(Servicer(), self._server)
+        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, self._server)
         self.port: int = self._server.add_insecure_port(f"{LOOPBACK}:0")
         self._server.start()
 
