@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
+from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError, write_loopback_kubeconfig
 
 CONFIG_MAP = {
     "apiVersion": "v1",
@@ -112,7 +112,7 @@ def test_an_object_it_cannot_serve_is_refused_up_front(obj: dict, complaint: str
 
 def test_the_kubeconfig_points_at_the_server_and_is_private(tmp_path) -> None:
     with LookupApi() as api:
-        path = api.write_kubeconfig(tmp_path / "kubeconfig", "cms")
+        path = write_loopback_kubeconfig(tmp_path / "kubeconfig", api.url, "cms")
         config = json.loads(path.read_text())
         url = api.url
     assert config["clusters"][0]["cluster"]["server"] == url and url.startswith("http://127.0.0.1:")

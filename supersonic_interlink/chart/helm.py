@@ -35,7 +35,7 @@ from typing import Any, Self
 import yaml
 
 from supersonic_interlink.chart import binaries
-from supersonic_interlink.chart.lookup_api import LookupApi
+from supersonic_interlink.chart.lookup_api import LookupApi, write_loopback_kubeconfig
 from supersonic_interlink.config import load_yaml
 
 HELM_TIMEOUT_SECONDS = 120
@@ -163,7 +163,7 @@ class ChartRenderer:
         try:
             self._chart = prepare_chart(self.chart_dir, work)
             self.api.__enter__()
-            kubeconfig = self.api.write_kubeconfig(work / "kubeconfig", self.namespace)
+            kubeconfig = write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)
         except BaseException:
             self.close()
             raise

@@ -69,18 +69,28 @@ Ingress, Role, PersistentVolumeClaim, ScaledObject) or render, plus the objects 
 _READ_VERBS = ["get", "list"]
 
 
-def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
-    """A kubeconfig (JSON, which kubectl and Helm read as YAML) whose only context is the stand-in API at ``url``,
-    with no credentials, readable by its owner alone (Helm warns about a group- or world-readable one)."""
+def write_loopback_kubeconfig(
+    path: Path,
+    url: str,
+    namespace: str = "default",
+    *,
+    user: Mapping[str, str] | None = None,
+    certificate_authority: Path | None = None,
+) -> Path:
+    """A kubeconfig (JSON, which kubectl and Helm read as YAML) whose only context is the API server at ``url`` (the
+    stand-in needs no credentials, the local control plane a token), readable by its owner alone (Helm warns about
+    a group- or world-readable one)."""
+    cluster: dict[str, str] = {"server": url}
+    if certificate_authority is not None:
+        cluster["certificate-authority"] = str(certificate_authority)
+    context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "stand-in", "cluster": {"server": url}}],
-        "users": [{"name": "stand-in", "user": {}}],
-        "contexts": [
-            {"name": "stand-in", "context": {"cluster": "stand-in", "user": "stand-in", "namespace": namespace}}
-        ],
-        "current-context": "stand-in",
+        "clusters": [{"name": "loopback", "cluster": cluster}],
+        "users": [{"name": "loopback", "user": dict(user or {})}],
+        "contexts": [{"name": "loopback", "context": context}],
+        "current-context": "loopback",
     }
     path.write_text(json.dumps(config))
     path.chmod(0o600)
@@ -195,10 +205,6 @@ class LookupApi:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-
-    def write_kubeconfig(self, path: Path, namespace: str = "default") -> Path:
-        """A kubeconfig whose only context points at this server (no credentials: the stand-in needs none)."""
-        return write_loopback_kubeconfig(path, self.url, namespace)
 
     # ----------------------------------------------------------------------------------------- answers
 
