@@ -25,9 +25,10 @@ from chart_fixtures import fixture_chart
 from supersonic_interlink.config import PROJECT
 from supersonic_interlink.config.stack_config import cli_config, read_stack_document
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import LocalCluster
 from supersonic_interlink.engine.gate import steps_from_events
-from supersonic_interlink.engine.run import Engine, pulumi_binary
+from supersonic_interlink.engine.run import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +116,7 @@ class Project:
     def pulumi(self, *args: str, stack: str, input_text: str | None = None) -> subprocess.CompletedProcess:
         """The real CLI, as an operator types it, in the project directory."""
         return subprocess.run(
-            [str(pulumi_binary()), *args, "--stack", stack, "--non-interactive"],
+            [str(toolchain.path("pulumi")), *args, "--stack", stack, "--non-interactive"],
             cwd=self.directory,
             env={**self.env},
             capture_output=True,

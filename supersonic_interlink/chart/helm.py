@@ -35,14 +35,16 @@ from typing import Any, Self
 import yaml
 
 from supersonic_interlink.chart import binaries
-from supersonic_interlink.chart.lookup_api import LookupApi
-from supersonic_interlink.config import load_yaml
+from supersonic_interlink.chart.lookup_api import LookupApi, write_loopback_kubeconfig
+from supersonic_interlink.config.loading import load_outside_yaml
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 
 HELM_TIMEOUT_SECONDS = 120
 """Longest one render may take before it counts as a failure (a render takes well under a second)."""
 
-_SEMVER_CORE = "0123456789."
-_ARCHIVE = re.compile(r"(?P<name>.+?)-v?\d+\.\d+\.\d+\S*\.tgz")
+VERSION = r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
+"""An exact SemVer version (not a range), as in a packaged chart's name."""
+_ARCHIVE = re.compile(rf"(?P<name>.+?)-{VERSION}\.tgz")
 """A packaged dependency in ``charts/``: ``<name>-<version>.tgz``, as ``helm dependency build`` writes it."""
 
 
@@ -61,51 +63,45 @@ def _helm_error(stderr: str) -> str:
     return text.removeprefix("Error: ")
 
 
-def _exact_version(version: str) -> bool:
-    core = version.lstrip("v").split("-", 1)[0].split("+", 1)[0]
-    return core.count(".") == 2 and all(c in _SEMVER_CORE for c in core)
-
-
-def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
-    """(name, version) of each dependency in ``Chart.yaml`` with no chart of that name in ``charts/``.
-
-    The version is the one ``Chart.lock`` resolved, else the requirement's own if it is exact; a range with no lock
-    gives an empty version (no stand-in can honestly be made for it).
-    """
+def _chart_file(path: Path) -> Any:
     try:
-        metadata = load_yaml((chart_dir / "Chart.yaml").read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise ChartRenderError(
-            f"{chart_dir / 'Chart.yaml'}: not a readable chart file: {' '.join(str(error).split())}"
-        ) from None
+        documents = load_outside_yaml(path.read_bytes())
+    except (OSError, YAMLInputError) as error:
+        raise ChartRenderError(f"{path}: not a readable chart file: {' '.join(str(error).split())}") from None
+    return documents[0] if documents else None
+
+
+def declared_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
+    """(name, version) of each dependency ``Chart.yaml`` declares: the version ``Chart.lock`` resolved, else the
+    requirement's own if it is exact, else "" (a range no lock resolved). Raises ``ChartRenderError``."""
+    metadata = _chart_file(chart_dir / "Chart.yaml")
     wanted = metadata.get("dependencies") if isinstance(metadata, dict) else None
     if not isinstance(metadata, dict) or not isinstance(wanted or [], list):
         raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: expected a mapping with a list of dependencies")
-    if not wanted:
-        return []
-    if not all(isinstance(dependency, dict) for dependency in wanted):
+    if not all(isinstance(dependency, dict) for dependency in wanted or []):
         raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: every entry of dependencies must be a mapping")
-    lock_file = chart_dir / "Chart.lock"
-    locked: dict[str, str] = {}
-    if lock_file.is_file():
-        for entry in (load_yaml(lock_file.read_text()) or {}).get("dependencies") or []:
-            locked[str(entry.get("name"))] = str(entry.get("version"))
+    lock = _chart_file(chart_dir / "Chart.lock") if (chart_dir / "Chart.lock").is_file() else None
+    entries = lock.get("dependencies") if isinstance(lock, dict) else None
+    locked = {str(e.get("name")): str(e.get("version")) for e in entries or [] if isinstance(e, dict)}
+    declared = []
+    for dependency in wanted or []:
+        name = str(dependency.get("name"))
+        version = locked.get(name) or str(dependency.get("version") or "")
+        declared.append((name, version if re.fullmatch(VERSION, version) else ""))
+    return declared
+
+
+def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
+    """``declared_dependencies`` with no chart of that name in ``charts/`` (a directory or an archive)."""
     present = set()
     charts = chart_dir / "charts"
-    if charts.is_dir():
-        for sub in charts.iterdir():
-            if sub.is_dir() and (sub / "Chart.yaml").is_file():
-                present.add(str((load_yaml((sub / "Chart.yaml").read_text()) or {}).get("name")))
-            elif match := _ARCHIVE.fullmatch(sub.name):
-                present.add(match["name"])
-    missing = []
-    for dependency in wanted:
-        name = str(dependency.get("name"))
-        if name in present:
-            continue
-        version = locked.get(name) or str(dependency.get("version") or "")
-        missing.append((name, version if _exact_version(version) else ""))
-    return missing
+    for sub in charts.iterdir() if charts.is_dir() else ():
+        if (sub / "Chart.yaml").is_file():
+            subchart = _chart_file(sub / "Chart.yaml")
+            present.add(str(subchart.get("name") if isinstance(subchart, dict) else None))
+        elif match := _ARCHIVE.fullmatch(sub.name):
+            present.add(match["name"])
+    return [(name, version) for name, version in declared_dependencies(chart_dir) if name not in present]
 
 
 def _stand_in_dependency(charts_dir: Path, name: str, version: str) -> None:
@@ -163,7 +159,7 @@ class ChartRenderer:
         try:
             self._chart = prepare_chart(self.chart_dir, work)
             self.api.__enter__()
-            kubeconfig = self.api.write_kubeconfig(work / "kubeconfig", self.namespace)
+            kubeconfig = write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)
         except BaseException:
             self.close()
             raise

@@ -2,12 +2,13 @@
 
 ``helm template --dry-run=server`` renders client-side but resolves the chart's ``lookup`` calls against the API
 server of its kubeconfig: for each one it reads the discovery document of the group-version (``/api/v1``,
-``/apis/<group>/<version>``) to find the resource, then GETs the named object or LISTs the namespace. This server
-answers exactly those requests, read-only: discovery for the kinds in ``RESOURCES`` (the kinds the SuperSONIC
-chart looks up or renders, and KEDA's ScaledObject, installed on every cluster this program deploys to), and
-GET/LIST of the objects it is given. A missing object is a 404 ``Status``, which ``lookup`` turns into an empty
-result, as on a cluster. Anything else is refused (405 for writes, 404 for unknown paths), so a chart that needs
-more of the API fails loudly instead of rendering from a guess.
+``/apis/<group>/<version>``) to find the resource, then GETs the named object or LISTs the namespace; it asks
+nothing else (``tests/test_helm.py`` records what it asks). This server answers exactly those requests, read-only:
+discovery for the kinds in ``RESOURCES`` (the kinds the SuperSONIC chart looks up or renders, and KEDA's
+ScaledObject, installed on every cluster this program deploys to), and GET/LIST of the objects it is given. A
+missing object is a 404 ``Status``, which ``lookup`` turns into an empty result, as on a cluster. Anything else is
+refused (405 for writes, 404 for other paths), so a chart that needs more of the API fails loudly instead of
+rendering from a guess.
 
 It listens on 127.0.0.1 on a free port, over plain HTTP, and serves until closed; requests are answered
 concurrently, so several Helm processes can render against one server.
@@ -25,9 +26,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-KUBERNETES_VERSION = {"major": "1", "minor": "34", "gitVersion": "v1.34.0", "platform": "linux/amd64"}
-"""What ``/version`` reports (the newest Kubernetes minor the manifests are checked against)."""
-
 
 @dataclass(frozen=True)
 class ApiResource:
@@ -37,14 +35,6 @@ class ApiResource:
     kind: str
     plural: str
     namespaced: bool = True
-
-    @property
-    def group(self) -> str:
-        return self.group_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.group_version.rpartition("/")[2]
 
 
 RESOURCES: tuple[ApiResource, ...] = (
@@ -69,18 +59,28 @@ Ingress, Role, PersistentVolumeClaim, ScaledObject) or render, plus the objects 
 _READ_VERBS = ["get", "list"]
 
 
-def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
-    """A kubeconfig (JSON, which kubectl and Helm read as YAML) whose only context is the stand-in API at ``url``,
-    with no credentials, readable by its owner alone (Helm warns about a group- or world-readable one)."""
+def write_loopback_kubeconfig(
+    path: Path,
+    url: str,
+    namespace: str = "default",
+    *,
+    user: Mapping[str, str] | None = None,
+    certificate_authority: Path | None = None,
+) -> Path:
+    """A kubeconfig (JSON, which kubectl and Helm read as YAML) whose only context is the API server at ``url`` (the
+    stand-in needs no credentials, the local control plane a token), readable by its owner alone (Helm warns about
+    a group- or world-readable one)."""
+    cluster: dict[str, str] = {"server": url}
+    if certificate_authority is not None:
+        cluster["certificate-authority"] = str(certificate_authority)
+    context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "stand-in", "cluster": {"server": url}}],
-        "users": [{"name": "stand-in", "user": {}}],
-        "contexts": [
-            {"name": "stand-in", "context": {"cluster": "stand-in", "user": "stand-in", "namespace": namespace}}
-        ],
-        "current-context": "stand-in",
+        "clusters": [{"name": "loopback", "cluster": cluster}],
+        "users": [{"name": "loopback", "user": dict(user or {})}],
+        "contexts": [{"name": "loopback", "context": context}],
+        "current-context": "loopback",
     }
     path.write_text(json.dumps(config))
     path.chmod(0o600)
@@ -107,10 +107,9 @@ def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
 class LookupApi:
     """The stand-in API, serving ``objects``; a context manager (``with LookupApi(objs) as api: api.url``)."""
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]] = (), resources: Iterable[ApiResource] = RESOURCES):
-        self.resources = tuple(resources)
-        self._by_kind = {(r.group_version, r.kind): r for r in self.resources}
-        self._by_plural = {(r.group_version, r.plural): r for r in self.resources}
+    def __init__(self, objects: Iterable[Mapping[str, Any]] = ()):
+        self._by_kind = {(r.group_version, r.kind): r for r in RESOURCES}
+        self._by_plural = {(r.group_version, r.plural): r for r in RESOURCES}
         self._objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         for obj in objects:
             self._add(obj)
@@ -127,7 +126,7 @@ class LookupApi:
         resource = self._by_kind.get((str(api_version), str(kind)))
         ident = f"{api_version} {kind} {namespace}/{name}"
         if resource is None:
-            known = ", ".join(f"{r.group_version} {r.kind}" for r in self.resources)
+            known = ", ".join(f"{r.group_version} {r.kind}" for r in RESOURCES)
             raise LookupApiError(f"{ident}: no discovery for this kind in the stand-in API (serves {known})")
         if not name:
             raise LookupApiError(f"{ident}: an object to serve needs metadata.name")
@@ -196,54 +195,18 @@ class LookupApi:
             self._thread.join()
             self._thread = None
 
-    def write_kubeconfig(self, path: Path, namespace: str = "default") -> Path:
-        """A kubeconfig whose only context points at this server (no credentials: the stand-in needs none)."""
-        return write_loopback_kubeconfig(path, self.url, namespace)
-
     # ----------------------------------------------------------------------------------------- answers
 
     def answer(self, path: str) -> tuple[int, dict[str, Any]]:
         """The status code and JSON body for a GET of ``path``."""
-        if path == "/version":
-            return 200, dict(KUBERNETES_VERSION)
-        if path == "/api":
-            return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
-        if path == "/apis":
-            return 200, self._group_list()
-        match = re.fullmatch(r"/api/(?P<version>[^/]+)(?P<rest>/.*)?", path) or re.fullmatch(
-            r"/apis/(?P<group>[^/]+)/(?P<version>[^/]+)(?P<rest>/.*)?", path
-        )
-        if match is None:
+        match = re.fullmatch(r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?P<rest>/.*)?", path)
+        group_version = "/".join(filter(None, (match["group"], match["version"]))) if match else ""
+        served = [r for r in RESOURCES if r.group_version == group_version]
+        if match is None or not served:
             return 404, status_object(404, "NotFound", f"the stand-in API does not serve {path}")
-        group = match.groupdict().get("group") or ""
-        group_version = f"{group}/{match['version']}" if group else match["version"]
-        served = [r for r in self.resources if r.group_version == group_version]
-        if not served:
-            return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({path})")
-        rest = match["rest"] or ""
-        if rest in ("", "/"):
+        if (match["rest"] or "/") == "/":
             return 200, self._resource_list(group_version, served)
-        return self._objects_answer(group_version, rest)
-
-    def _group_list(self) -> dict[str, Any]:
-        groups: dict[str, list[str]] = {}
-        for resource in self.resources:
-            if resource.group:
-                versions = groups.setdefault(resource.group, [])
-                if resource.version not in versions:
-                    versions.append(resource.version)
-        return {
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [
-                {
-                    "name": group,
-                    "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
-                    "preferredVersion": {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]},
-                }
-                for group, versions in groups.items()
-            ],
-        }
+        return self._objects_answer(group_version, match["rest"])
 
     @staticmethod
     def _resource_list(group_version: str, served: list[ApiResource]) -> dict[str, Any]:
@@ -274,7 +237,7 @@ class LookupApi:
         if len(parts) == 2:
             obj = self._objects.get((group_version, resource.plural, namespace, parts[1]))
             if obj is None:
-                group = resource.group
+                group = resource.group_version.rpartition("/")[0]
                 qualified = f"{resource.plural}.{group}" if group else resource.plural
                 return 404, status_object(404, "NotFound", f'{qualified} "{parts[1]}" not found')
             return 200, copy.deepcopy(obj)

@@ -29,10 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from supersonic_interlink import ROOT
+from supersonic_interlink.chart.helm import VERSION, ChartRenderError, declared_dependencies
 from supersonic_interlink.config import PROJECT, ChartSource
 from supersonic_interlink.config.generation import CHART_CACHE_DIR
-from supersonic_interlink.config.loading import load_outside_yaml
-from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 
 CACHE_DIR = CHART_CACHE_DIR
 CACHE_ROOT = ROOT / CACHE_DIR
@@ -143,33 +142,16 @@ def verify(checkout: Path, commit: str, path: str) -> str | None:
     return None
 
 
-_VERSION = r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
-
-
 def _dependency_archives(chart_dir: Path) -> Callable[[str], bool]:
     """Whether a file name under ``<chart>/charts/`` is an archive the provider's ``dependencyUpdate`` downloads: the
-    dependencies ``Chart.yaml`` declares, each at the version ``Chart.lock`` locks (any exact version where it has
-    no lock entry: Helm resolves the range then)."""
-
-    def declared(file: Path) -> list[tuple[str, str]]:
-        try:
-            documents = load_outside_yaml(file.read_bytes()) if file.is_file() else []
-        except (OSError, YAMLInputError):
-            return []
-        document = documents[0] if documents and isinstance(documents[0], dict) else {}
-        entries = document.get("dependencies")
-        return [
-            (str(entry.get("name")), str(entry.get("version", "")))
-            for entry in (entries if isinstance(entries, list) else [])
-            if isinstance(entry, dict) and entry.get("name")
-        ]
-
-    locked = dict(declared(chart_dir / "Chart.lock"))
-    patterns = []
-    for name, wanted in declared(chart_dir / "Chart.yaml"):
-        version = locked.get(name) or (wanted if re.fullmatch(_VERSION, wanted) else None)
-        patterns.append(re.escape(f"{name}-{version}.tgz") if version else re.escape(name) + "-" + _VERSION + r"\.tgz")
-    allowed = re.compile("|".join(patterns)) if patterns else None
+    dependencies ``Chart.yaml`` declares, each at the version ``Chart.lock`` locks (any exact version where nothing
+    fixes one: Helm resolves the range then). None for a ``Chart.yaml`` that cannot be read."""
+    try:
+        declared = declared_dependencies(chart_dir)
+    except ChartRenderError:
+        declared = []
+    patterns = [re.escape(f"{name}-") + (re.escape(version) if version else VERSION) for name, version in declared]
+    allowed = re.compile(rf"(?:{'|'.join(patterns)})\.tgz") if patterns else None
     return lambda name: allowed is not None and allowed.fullmatch(name) is not None
 
 

@@ -18,16 +18,16 @@ real CRDs come from its Go module (``tools/keda``), at the version pinned there.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
+import contextlib
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,12 +35,13 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.chart import binaries
+from supersonic_interlink.chart.lookup_api import write_loopback_kubeconfig
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
+from supersonic_interlink.engine.run import OFFLINE_ENV
 
 SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
 
-ADMIN_USER = "admin"
 PASSPHRASE = "local-cluster-only"
 """The passphrase of stacks on the local cluster's own backend. It protects nothing real: that backend is a
 folder beside the cluster and holds only what the local cluster runs."""
@@ -78,10 +79,10 @@ CVMFS_VOLUMES = 12
 """PersistentVolumes of class ``cvmfs``: one per namespace that installs the chart (it claims ``cvmfs`` there)."""
 
 KWOK_MANAGED = "kwok.x-k8s.io/node"
+"""Annotation kwok selects the nodes it simulates by."""
 KWOK_STARTS = 3
 KWOK_SETTLE_SECONDS = 3.0
 """How long kwok must keep running after its start to count as started (its start-up race strikes within one s)."""
-"""Annotation kwok selects the nodes it simulates by."""
 
 LOAD_BALANCER_STAGE = {
     "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -107,7 +108,7 @@ class ClusterError(Exception):
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
@@ -116,124 +117,19 @@ def default_dir() -> Path:
     return toolchain.cache_dir() / "cluster"
 
 
-# ---------------------------------------------------------------------------------------------------- certificates
-
-
-def _write_pki(pki: Path) -> None:
-    """A CA, the API server's serving certificate, an admin client certificate (group system:masters) and the
-    ServiceAccount token signing key."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    pki.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC)
-
-    def key() -> ec.EllipticCurvePrivateKey:
-        return ec.generate_private_key(ec.SECP256R1())
-
-    def write_key(name: str, k: ec.EllipticCurvePrivateKey) -> None:
-        (pki / name).write_bytes(
-            k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-        )
-        (pki / name).chmod(0o600)
-
-    def name(cn: str, org: str | None = None) -> x509.Name:
-        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
-        if org:
-            attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
-        return x509.Name(attrs)
-
-    ca_key = key()
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(name("supersonic-local-ca"))
-        .issuer_name(name("supersonic-local-ca"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    write_key("ca.key", ca_key)
-    (pki / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-
-    def leaf(filename: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]) -> None:
-        k = key()
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(ca.subject)
-            .public_key(k.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(ca_key, hashes.SHA256())
-        write_key(f"{filename}.key", k)
-        (pki / f"{filename}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-
-    from cryptography.x509.oid import ExtendedKeyUsageOID
-
-    first_service_ip = ipaddress.IPv4Network(SERVICE_CIDR)[1]
-    leaf(
-        "apiserver",
-        name("kube-apiserver"),
-        ExtendedKeyUsageOID.SERVER_AUTH,
-        [
-            x509.DNSName("localhost"),
-            x509.DNSName("kubernetes"),
-            x509.DNSName("kubernetes.default"),
-            x509.DNSName("kubernetes.default.svc"),
-            x509.DNSName("kubernetes.default.svc.cluster.local"),
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-            x509.IPAddress(first_service_ip),
-        ],
-    )
-    leaf("admin", name(ADMIN_USER, "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH, [])
-    write_key("sa.key", key())
-    sa_key = serialization.load_pem_private_key((pki / "sa.key").read_bytes(), None)
-    (pki / "sa.pub").write_bytes(
-        sa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
-
-
-def write_kubeconfig(path: Path, server: str, pki: Path) -> None:
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")}}],
-        "users": [
-            {
-                "name": ADMIN_USER,
-                "user": {"client-certificate": str(pki / "admin.crt"), "client-key": str(pki / "admin.key")},
-            }
-        ],
-        "contexts": [{"name": "local", "context": {"cluster": "local", "user": ADMIN_USER}}],
-        "current-context": "local",
+def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
+    """The Pulumi CLI run offline: a private home, the plugins installed from local binaries only, no update check."""
+    return {
+        "PULUMI_HOME": str(home),
+        "PULUMI_BACKEND_URL": backend,
+        "PULUMI_CONFIG_PASSPHRASE": passphrase,
+        **OFFLINE_ENV,
     }
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
-
-
-# ------------------------------------------------------------------------------------------------------- processes
-
-
-@dataclass
-class Component:
-    name: str
-    argv: list[str]
 
 
 @dataclass
 class LocalCluster:
-    """The control plane rooted at ``directory`` (pki, etcd data, logs, kubeconfig, pids, Pulumi backend)."""
+    """The control plane rooted at ``directory`` (certificates, etcd data, logs, kubeconfig, pids, Pulumi backend)."""
 
     directory: Path
     tied: bool = False
@@ -271,29 +167,24 @@ class LocalCluster:
             SCRATCH_PROJECT_ENV: str(self.directory / "project"),
         }
 
-    def running(self) -> bool:
-        """Every component this cluster started still runs."""
-        if not self.state_file.is_file():
-            return False
-        recorded = json.loads(self.state_file.read_text()).get("pids", {})
-        alive = self._pids()
-        return bool(recorded) and set(alive) == set(recorded) and all(_alive(pid) for pid in alive.values())
+    def _state(self) -> dict[str, Any]:
+        return json.loads(self.state_file.read_text()) if self.state_file.is_file() else {}
 
     def _pids(self) -> dict[str, int]:
-        """The components this cluster started that still run: a pid is trusted only while it runs the binary
-        recorded for it (after a reboot, a recorded pid may be any other process)."""
-        if not self.state_file.is_file():
-            return {}
-        state = json.loads(self.state_file.read_text())
-        exes = state.get("exes", {})
-        found = {}
-        for name, pid in state.get("pids", {}).items():
-            try:
-                if os.readlink(f"/proc/{int(pid)}/exe") == exes.get(name):
-                    found[name] = int(pid)
-            except OSError:
-                continue
-        return found
+        """The components this cluster started that still run: a pid counts only while it runs the binary recorded
+        for it (after a reboot a recorded pid may be any other process; a zombie runs none)."""
+        state = self._state()
+        return {name: pid for name, pid in state.get("pids", {}).items() if _exe(pid) == state["exes"].get(name)}
+
+    def running(self) -> bool:
+        """Every component this cluster started still runs."""
+        recorded = self._state().get("pids", {})
+        return bool(recorded) and self._pids().keys() == recorded.keys()
+
+    def _log_tail(self, component: str) -> str:
+        log_file = self.directory / "logs" / f"{component}.log"
+        tail = log_file.read_text(errors="replace")[-3000:] if log_file.is_file() else "(no log)"
+        return f"{component}'s log ({log_file}) ends:\n{tail}"
 
     # ---------------------------------------------------------------------------------------------------- start
 
@@ -306,28 +197,31 @@ class LocalCluster:
         paths = toolchain.ensure(
             ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "pulumi"], log=log
         )
-        kubectl = binaries.ensure("kubectl")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        pki = self.directory / "pki"
-        _write_pki(pki)
-        for sub in ("logs", "etcd"):
-            (self.directory / sub).mkdir(exist_ok=True)
-        self.backend_dir.mkdir(exist_ok=True)
-        self.pulumi_home.mkdir(exist_ok=True)
-
-        etcd_client, etcd_peer, api_port = free_port(), free_port(), free_port()
+        binaries.ensure("kubectl")
+        # The API server makes its own serving certificate and CA in --cert-dir when it is given none (writing
+        # apiserver.crt, the certificate followed by its CA, before it listens); its key also signs ServiceAccount
+        # tokens. The directory is emptied first, so every start has fresh ones. The admin is a static token in
+        # group system:masters.
+        certs = self.directory / "pki"
+        shutil.rmtree(certs, ignore_errors=True)
+        for sub in (certs, self.directory / "logs", self.directory / "etcd", self.backend_dir, self.pulumi_home):
+            sub.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_urlsafe(32)
+        tokens = certs / "tokens.csv"
+        tokens.touch(mode=0o600)
+        tokens.write_text(f'{token},admin,admin,"system:masters"\n')
+        ca, key = certs / "apiserver.crt", certs / "apiserver.key"
+        api_port = free_port()
         server = f"https://127.0.0.1:{api_port}"
-        write_kubeconfig(self.kubeconfig, server, pki)
-        kubeconfig = str(self.kubeconfig)
-        etcd_url = f"http://127.0.0.1:{etcd_client}"
-        peer_url = f"http://127.0.0.1:{etcd_peer}"
-        pids: dict[str, int] = {}
-        exes: dict[str, str] = {}
+        write_loopback_kubeconfig(self.kubeconfig, server, user={"token": token}, certificate_authority=ca)
+        kubeconfig = f"--kubeconfig={self.kubeconfig}"
+        etcd_url, peer_url = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+        processes: dict[str, subprocess.Popen[bytes]] = {}
 
-        def launch(component: Component) -> subprocess.Popen[bytes]:
-            with (self.directory / "logs" / f"{component.name}.log").open("ab") as out:
-                proc = subprocess.Popen(
-                    component.argv,
+        def launch(name: str, *args: str) -> subprocess.Popen[bytes]:
+            with (self.directory / "logs" / f"{name}.log").open("ab") as out:
+                processes[name] = subprocess.Popen(
+                    [str(paths[name]), *args],
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -335,119 +229,86 @@ class LocalCluster:
                     # Only a prctl call between fork and exec: no lock a thread could hold is touched.
                     preexec_fn=_die_with_parent if self.tied else None,  # noqa: PLW1509
                 )
-            pids[component.name] = proc.pid
-            exes[component.name] = component.argv[0]
+            pids = {n: p.pid for n, p in processes.items()}
+            exes = {n: str(paths[n]) for n in processes}
             self.state_file.write_text(json.dumps({"pids": pids, "exes": exes, "server": server}, indent=2))
-            return proc
+            return processes[name]
 
         try:
             launch(
-                Component(
-                    "etcd",
-                    [
-                        str(paths["etcd"]),
-                        "--name=local",
-                        f"--data-dir={self.directory / 'etcd'}",
-                        f"--listen-client-urls={etcd_url}",
-                        f"--advertise-client-urls={etcd_url}",
-                        f"--listen-peer-urls={peer_url}",
-                        f"--initial-advertise-peer-urls={peer_url}",
-                        f"--initial-cluster=local={peer_url}",
-                        "--unsafe-no-fsync=true",
-                    ],
-                )
+                "etcd",
+                "--name=local",
+                f"--data-dir={self.directory / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=local={peer_url}",
+                "--unsafe-no-fsync=true",
             )
-            _wait(lambda: _http_ok(f"{etcd_url}/health"), timeout, "etcd", self._log("etcd"))
             launch(
-                Component(
-                    "kube-apiserver",
-                    [
-                        str(paths["kube-apiserver"]),
-                        f"--etcd-servers={etcd_url}",
-                        f"--cert-dir={pki}",
-                        f"--tls-cert-file={pki / 'apiserver.crt'}",
-                        f"--tls-private-key-file={pki / 'apiserver.key'}",
-                        f"--client-ca-file={pki / 'ca.crt'}",
-                        f"--secure-port={api_port}",
-                        "--bind-address=127.0.0.1",
-                        "--advertise-address=127.0.0.1",
-                        f"--service-cluster-ip-range={SERVICE_CIDR}",
-                        "--allow-privileged=true",
-                        "--authorization-mode=RBAC",
-                        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                        f"--service-account-key-file={pki / 'sa.pub'}",
-                        f"--service-account-signing-key-file={pki / 'sa.key'}",
-                    ],
-                )
-            )
-            _wait(
-                lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0,
-                timeout,
                 "kube-apiserver",
-                self._log("kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                f"--cert-dir={certs}",
+                f"--token-auth-file={tokens}",
+                f"--secure-port={api_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={key}",
+                f"--service-account-signing-key-file={key}",
             )
+
+            # The API server waits for etcd itself; its /readyz includes etcd's health.
+            def api_ready() -> bool:
+                exited = [name for name, process in processes.items() if process.poll() is not None]
+                if exited:
+                    tails = "\n".join(self._log_tail(name) for name in exited)
+                    raise ClusterError(f"{', '.join(exited)} exited as the API server came up; {tails}")
+                return self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0
+
+            self._wait("the API server", "kube-apiserver", timeout, api_ready)
             launch(
-                Component(
-                    "kube-controller-manager",
-                    [
-                        str(paths["kube-controller-manager"]),
-                        f"--kubeconfig={kubeconfig}",
-                        "--leader-elect=false",
-                        "--secure-port=0",
-                        "--use-service-account-credentials=true",
-                        f"--service-account-private-key-file={pki / 'sa.key'}",
-                        f"--root-ca-file={pki / 'ca.crt'}",
-                        f"--cluster-cidr={POD_CIDR}",
-                        "--controllers=*",
-                    ],
-                )
+                "kube-controller-manager",
+                kubeconfig,
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={key}",
+                f"--root-ca-file={ca}",
+                f"--cluster-cidr={POD_CIDR}",
+                "--controllers=*",
             )
-            launch(
-                Component(
-                    "kube-scheduler",
-                    [
-                        str(paths["kube-scheduler"]),
-                        f"--kubeconfig={kubeconfig}",
-                        "--leader-elect=false",
-                        "--secure-port=0",
-                    ],
-                )
-            )
+            launch("kube-scheduler", kubeconfig, "--leader-elect=false", "--secure-port=0")
             kwok_config = self.directory / "kwok.yaml"
             kwok_config.write_text(yaml.safe_dump_all([LOAD_BALANCER_STAGE, *self.pod_stages], sort_keys=False))
-            kwok = Component(
-                "kwok",
-                [
-                    str(paths["kwok"]),
-                    f"--kubeconfig={kubeconfig}",
-                    f"--config={kwok_config}",
-                    f"--manage-nodes-with-annotation-selector={KWOK_MANAGED}=fake",
-                    "--node-lease-duration-seconds=40",
-                    f"--cidr={POD_CIDR}",
-                    "--node-ip=127.0.0.1",
-                    f"--server-address=127.0.0.1:{free_port()}",
-                ],
+            kwok_args = (
+                kubeconfig,
+                f"--config={kwok_config}",
+                f"--manage-nodes-with-annotation-selector={KWOK_MANAGED}=fake",
+                "--node-lease-duration-seconds=40",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=127.0.0.1",
+                f"--server-address=127.0.0.1:{free_port()}",
             )
             # kwok 0.7.0 sometimes dies as it starts its stage controllers together ("fatal error: concurrent map
             # writes" in its CEL type registry, seen here about once in ten starts): it is started again.
             for attempt in range(1, KWOK_STARTS + 1):
-                proc = launch(kwok)
-                deadline = time.monotonic() + KWOK_SETTLE_SECONDS
-                while proc.poll() is None and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                if proc.poll() is None:
-                    break
+                try:
+                    launch("kwok", *kwok_args).wait(KWOK_SETTLE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    break  # still running: started
                 log(f"cluster: kwok exited as it started (attempt {attempt} of {KWOK_STARTS}); starting it again")
             else:
-                raise ClusterError(f"kwok exited as it started, {KWOK_STARTS} times; see {self._log('kwok')}")
-            self._seed(kubectl, timeout, log)
+                raise ClusterError(f"kwok exited as it started, {KWOK_STARTS} times; {self._log_tail('kwok')}")
+            self._seed(timeout, log)
         except BaseException:
             self.stop(log=lambda _line: None, keep_logs=True)
             raise
         log(f"cluster: ready in {time.monotonic() - started:.1f} s at {server} (KUBECONFIG={self.kubeconfig})")
-
-    def _log(self, component: str) -> Path:
-        return self.directory / "logs" / f"{component}.log"
 
     def tool(
         self, name: str, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 120
@@ -467,47 +328,49 @@ class LocalCluster:
     def kubectl(self, *args: str, input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         return self.tool("kubectl", *args, input_text=input_text, check=check)
 
-    def _seed(self, kubectl: Path, timeout: float, log: Callable[[str], None]) -> None:
-        """Nodes, KEDA's CRDs, and a pool of PersistentVolumes; then wait until pods can be scheduled and run."""
-        del kubectl
-        docs: list[dict[str, Any]] = [_node(spec) for spec in [*PLAIN_NODES, *AF_NODES, VIRTUAL_NODE]]
-        docs += keda_crds()
+    def _wait(self, what: str, component: str, timeout: float, ready: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{what} not ready within {timeout:.0f} s; {self._log_tail(component)}")
+            time.sleep(0.2)
+
+    def _jsonpath(self, target: str, path: str) -> str:
+        return str(self.kubectl("get", target, "-o", f"jsonpath={path}", check=False).stdout.strip())
+
+    def _seed(self, timeout: float, log: Callable[[str], None]) -> None:
+        """Nodes, KEDA's CRDs (from its Go module at the version ``tools/keda/go.mod`` pins), and a pool of
+        PersistentVolumes; then wait until pods can be scheduled and run."""
+        nodes = [_node(spec) for spec in [*PLAIN_NODES, *AF_NODES, VIRTUAL_NODE]]
+        crds = toolchain.module_source("keda") / "config" / "crd" / "bases"
         # Static volumes, as the CVMFS CSI driver's class provides on Geddes: each namespace's `cvmfs` claim binds.
         storage_class = CHART.model_repository_storage_class
-        docs += [_persistent_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)]
-        self.kubectl("apply", "--server-side", "-f", "-", input_text=yaml.safe_dump_all(docs))
-        # Polled here: `kubectl wait` fails at once when it reads the CRD before its conditions exist.
+        volumes = [
+            _persistent_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)
+        ]
+        seed = yaml.safe_dump_all([*nodes, *volumes])
+        self.kubectl("apply", "--server-side", "-f", "-", "-f", str(crds), input_text=seed)
+        # Polled, not `kubectl wait`: a condition or jsonpath wait fails at once on status.conditions still null.
         established = '{.status.conditions[?(@.type=="Established")].status}'
-        _wait(
-            lambda: (
-                self.kubectl(
-                    "get", "crd/scaledobjects.keda.sh", "-o", f"jsonpath={established}", check=False
-                ).stdout.strip()
-                == "True"
-            ),
-            timeout,
+        self._wait(
             "the KEDA CRDs",
-            self._log("kube-apiserver"),
-        )
-        ready = '{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'
-        nodes = sum(1 for d in docs if d["kind"] == "Node")
-        _wait(
-            lambda: (
-                self.kubectl("get", "nodes", "-o", f"jsonpath={ready}", check=False).stdout.split() == ["True"] * nodes
-            ),
+            "kube-apiserver",
             timeout,
-            "kwok's nodes",
-            self._log("kwok"),
+            lambda: self._jsonpath("crd/scaledobjects.keda.sh", established) == "True",
+        )
+        ready = '{.items[*].status.conditions[?(@.type=="Ready")].status}'
+        self._wait(
+            "kwok's nodes", "kwok", timeout, lambda: self._jsonpath("nodes", ready).split() == ["True"] * len(nodes)
         )
         # Pods are admitted only once the namespace's default ServiceAccount exists (the controller-manager
-        # makes it): wait for the one in "default" as a sign that controller is running.
-        _wait(
-            lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0,
-            timeout,
+        # makes it): the one in "default" is the sign that controller is running.
+        self._wait(
+            "the default ServiceAccount",
             "kube-controller-manager",
-            self._log("kube-controller-manager"),
+            timeout,
+            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
         )
-        log(f"cluster: nodes {', '.join(d['metadata']['name'] for d in docs if d['kind'] == 'Node')}; KEDA CRDs")
+        log(f"cluster: nodes {', '.join(n['metadata']['name'] for n in nodes)}; KEDA CRDs")
 
     # ----------------------------------------------------------------------------------------------------- stop
 
@@ -519,27 +382,12 @@ class LocalCluster:
             _terminate(pids[name], timeout)
         if pids:
             log(f"cluster: stopped {', '.join(reversed(list(pids)))}")
-        if self.state_file.exists():
-            self.state_file.unlink()
+        self.state_file.unlink(missing_ok=True)
         if not keep_logs:
-            import shutil
-
             # The cluster's data goes, and with it the Pulumi state that described it: a state left behind would
             # say a (protected) release exists on the next, empty, cluster.
             for data in ("etcd", "backend", "project"):
                 shutil.rmtree(self.directory / data, ignore_errors=True)
-
-
-def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
-    """The Pulumi CLI run offline: a private home, the plugins installed from local binaries only, no update check."""
-    from supersonic_interlink.engine.run import OFFLINE_ENV
-
-    return {
-        "PULUMI_HOME": str(home),
-        "PULUMI_BACKEND_URL": backend,
-        "PULUMI_CONFIG_PASSPHRASE": passphrase,
-        **OFFLINE_ENV,
-    }
 
 
 def _node(spec: dict[str, Any]) -> dict[str, Any]:
@@ -570,17 +418,6 @@ def _persistent_volume(name: str, storage_class: str) -> dict[str, Any]:
     }
 
 
-def keda_crds() -> list[dict[str, Any]]:
-    """KEDA's own CRD manifests, read from its Go module at the version ``tools/keda/go.mod`` pins."""
-    source = toolchain.module_source("keda")
-    docs = []
-    for path in sorted((source / "config" / "crd" / "bases").glob("*.yaml")):
-        docs += [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
-    if not any(d.get("metadata", {}).get("name") == "scaledobjects.keda.sh" for d in docs):
-        raise ClusterError(f"no scaledobjects.keda.sh CRD in {source}/config/crd/bases")
-    return docs
-
-
 def _die_with_parent() -> None:
     """In the child before exec: the kernel sends SIGTERM when the parent exits (Linux prctl PR_SET_PDEATHSIG)."""
     import ctypes
@@ -588,63 +425,23 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 
 
-def _alive(pid: int) -> bool:
+def _exe(pid: int) -> str | None:
+    """The binary process ``pid`` runs; None once it has ended (a zombie runs none)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of this process counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
+        return os.readlink(f"/proc/{pid}/exe")
     except OSError:
-        return False
+        return None
 
 
 def _terminate(pid: int, timeout: float) -> None:
+    """SIGTERM to the process group, SIGKILL after ``timeout``; a child of this process is reaped."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                if os.waitpid(pid, os.WNOHANG) != (0, 0):
-                    return
-            except ChildProcessError:
-                if not _alive(pid):
-                    return
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            if _exe(pid) is None:
+                return
             time.sleep(0.05)
-
-
-def _http_ok(url: str) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-def _wait(ready: Callable[[], bool], timeout: float, what: str, log_file: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.2)
-    tail = log_file.read_text(errors="replace")[-3000:] if log_file.is_file() else "(no log)"
-    raise ClusterError(f"{what} was not ready within {timeout:.0f} s; its log ({log_file}) ends:\n{tail}")
-
-
-@contextmanager
-def running(directory: Path, *, log: Callable[[str], None] = print) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(directory)
-    cluster.start(log=log)
-    try:
-        yield cluster
-    finally:
-        cluster.stop(log=log)

@@ -39,19 +39,15 @@ def program() -> None:
     build(settings_or_stop())
 
 
-def provider_version() -> str:
-    return toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
-
-
 def install_provider(env: dict[str, str], *, log: Callable[[str], None] = print) -> None:
     """Install the locally built provider into ``PULUMI_HOME`` under its own version, if it is not there."""
-    version = provider_version()
+    version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
     home = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi")
     if (home / "plugins" / f"resource-{PROVIDER}-{version}").is_dir():
         return
     binary = toolchain.ensure(["pulumi-resource-kubernetes"], log=log)["pulumi-resource-kubernetes"]
     done = subprocess.run(
-        [str(pulumi_binary()), "plugin", "install", "resource", PROVIDER, version, "--file", str(binary)],
+        [str(toolchain.path("pulumi")), "plugin", "install", "resource", PROVIDER, version, "--file", str(binary)],
         env=env,
         capture_output=True,
         text=True,
@@ -59,10 +55,6 @@ def install_provider(env: dict[str, str], *, log: Callable[[str], None] = print)
     if done.returncode != 0:
         raise EngineError(f"pulumi plugin install resource {PROVIDER} {version} failed: {done.stderr.strip()}")
     log(f"engine: provider {PROVIDER} {version} installed into {home}")
-
-
-def pulumi_binary() -> Path:
-    return toolchain.path("pulumi")
 
 
 OFFLINE_ENV = {
@@ -101,7 +93,7 @@ class Engine:
         env = self._environment()
         install_provider(env, log=self.log)
         # The Automation API runs the `pulumi` on this process's PATH: the built one goes first, once.
-        bin_dir = str(pulumi_binary().parent)
+        bin_dir = str(toolchain.path("pulumi").parent)
         if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
             os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
         env["PATH"] = os.environ["PATH"]

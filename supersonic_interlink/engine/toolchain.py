@@ -61,9 +61,20 @@ class Build:
     """``-X`` settings; ``{version}`` is replaced by the label (or the module version)."""
     main_dir: str = ""
     """Directory of the main package inside the module, when files must be generated beside it."""
-    generated: dict[str, str] = field(default_factory=dict)
-    """File -> how to make it (a key of ``GENERATORS``), for files the main package embeds that its module zip
-    leaves out."""
+    generated: dict[str, Callable[[Path, str], bytes]] = field(default_factory=dict)
+    """File -> how to make it from the main package's directory and the version, for files the main package embeds
+    that its module zip leaves out."""
+
+
+def _provider_schema(src: Path, label: str) -> bytes:
+    spec = json.loads((src / "schema.json").read_text())
+    spec["version"] = label.removeprefix("v")
+    return json.dumps(spec, separators=(",", ":")).encode()
+
+
+def _provider_mapping(src: Path, _label: str) -> bytes:
+    mapping = json.loads((src / "terraform-mapping.json").read_text())
+    return json.dumps(mapping, separators=(",", ":")).encode()
 
 
 KUBE_VERSION_LDFLAGS = tuple(
@@ -99,10 +110,7 @@ BUILDS: tuple[Build, ...] = (
         label="v4.25.0",
         ldflags=("-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version={version}",),
         main_dir="cmd/pulumi-resource-kubernetes",
-        generated={
-            "schema-embed.json": "provider-schema",
-            "terraform-mapping-embed.json": "provider-mapping",
-        },
+        generated={"schema-embed.json": _provider_schema, "terraform-mapping-embed.json": _provider_mapping},
     ),
     Build(
         group="etcd",
@@ -198,21 +206,6 @@ def _module_dir(build: Build) -> Path:
     return Path(out.stdout.strip())
 
 
-def _provider_schema(src: Path, label: str) -> bytes:
-    spec = json.loads((src / "schema.json").read_text())
-    spec["version"] = label.removeprefix("v")
-    return json.dumps(spec, separators=(",", ":")).encode()
-
-
-def _provider_mapping(src: Path, label: str) -> bytes:
-    del label
-    mapping = json.loads((src / "terraform-mapping.json").read_text())
-    return json.dumps(mapping, separators=(",", ":")).encode()
-
-
-GENERATORS = {"provider-schema": _provider_schema, "provider-mapping": _provider_mapping}
-
-
 def _ldflags(build: Build) -> str:
     v = version(build)
     major, minor = [*v.removeprefix("v").split("."), "", ""][:2]
@@ -223,37 +216,25 @@ def _ldflags(build: Build) -> str:
 def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print) -> dict[str, Path]:
     """Build every binary in ``names`` (default: all) that is not in the cache; return name -> path."""
     wanted = names or [n for b in BUILDS for n in b.packages]
-    for name in wanted:
-        build_for(name)  # an unknown name is an error, not nothing built
+    builds = {name: build_for(name) for name in wanted}  # an unknown name is an error, not nothing built
     if any(not path(n).is_file() for n in wanted) and shutil.which("go") is None:
         raise ToolchainError(
             "the go command is not on PATH: building the Pulumi CLI, the provider and the control plane needs Go "
             "1.26.6 or later (the go.mod files under tools/ say which) and the Go module proxy"
         )
-    result: dict[str, Path] = {}
-    for build in BUILDS:
-        todo = [n for n in build.packages if n in wanted]
-        if not todo:
-            continue
+    for name, build in builds.items():
         v = version(build)
-        missing = [n for n in todo if not path(n).is_file()]
-        for n in todo:
-            result[n] = path(n)
-        if not missing:
-            for n in todo:
-                log(f"toolchain: {n} {v} cached ({path(n)})")
-            continue
-        # One builder at a time per binary group: a second `./supersonic` waits here and then finds the binary.
-        with _locked(cache_dir() / "work" / f"{build.group}.lock"):
-            for n in todo:
-                if path(n).is_file():
-                    log(f"toolchain: {n} {v} cached ({path(n)})")
+        if not path(name).is_file():
+            # One builder at a time per binary group: a second `./supersonic` waits here and then finds the binary.
+            with _locked(cache_dir() / "work" / f"{build.group}.lock"):
+                if not path(name).is_file():
+                    started = time.monotonic()
+                    log(f"toolchain: building {name} {v} from {build.module}@{module_version(build)} ...")
+                    _go_build(build, name)
+                    log(f"toolchain: {name} {v} built in {time.monotonic() - started:.0f} s ({path(name)})")
                     continue
-                started = time.monotonic()
-                log(f"toolchain: building {n} {v} from {build.module}@{module_version(build)} ...")
-                _go_build(build, [n])
-                log(f"toolchain: {n} {v} built in {time.monotonic() - started:.0f} s ({path(n)})")
-    return result
+        log(f"toolchain: {name} {v} cached ({path(name)})")
+    return {name: path(name) for name in wanted}
 
 
 def _go(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
@@ -273,7 +254,7 @@ def _locked(lock_file: Path) -> Iterator[None]:
         yield
 
 
-def _go_build(build: Build, names: list[str]) -> None:
+def _go_build(build: Build, name: str) -> None:
     v = version(build)
     work = cache_dir() / "work" / f"{build.group}-{v}"
     work.mkdir(parents=True, exist_ok=True)
@@ -281,27 +262,25 @@ def _go_build(build: Build, names: list[str]) -> None:
     if build.tags:
         args += ["-tags", build.tags]
     cwd = TOOLS / build.group
-    packages = dict(build.packages)
+    package = build.packages[name]
     if build.generated:
         # Go refuses overlays of files in the module cache, so the (tiny) main package is copied into the cache
         # beside its generated files, in a module with the wrapper's go.mod and go.sum, and built from there.
         cwd = work / "main"
         cwd.mkdir(exist_ok=True)
-        for name in ("go.mod", "go.sum"):
-            (cwd / name).write_bytes((TOOLS / build.group / name).read_bytes())
+        for module_file in ("go.mod", "go.sum"):
+            (cwd / module_file).write_bytes((TOOLS / build.group / module_file).read_bytes())
         src = _module_dir(build)
         main_dir = src / build.main_dir
         for go_file in main_dir.glob("*.go"):
             if "//go:build ignore" not in go_file.read_text():
                 (cwd / go_file.name).write_bytes(go_file.read_bytes())
         for filename, generator in build.generated.items():
-            (cwd / filename).write_bytes(GENERATORS[generator](main_dir, v))
-        packages = dict.fromkeys(packages, ".")
-    # Each binary is built into a scratch path and moved into place, so an interrupted build never leaves a half
-    # binary where the cache lookup would trust it. One package per invocation (Go's build cache shares the rest).
-    for n in names:
-        scratch = work / f"{n}.{os.getpid()}.partial"
-        _go([*args, "-o", str(scratch), packages[n]], cwd, f"go build of {n} in tools/{build.group}")
-        final = path(n)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(scratch, final)
+            (cwd / filename).write_bytes(generator(main_dir, v))
+        package = "."
+    # Built into a scratch path and moved into place, so an interrupted build never leaves a half binary where the
+    # cache lookup would trust it. One package per invocation (Go's build cache shares the rest).
+    scratch = work / f"{name}.{os.getpid()}.partial"
+    _go([*args, "-o", str(scratch), package], cwd, f"go build of {name} in tools/{build.group}")
+    path(name).parent.mkdir(parents=True, exist_ok=True)
+    os.replace(scratch, path(name))

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from busybox_harness import busybox_path, make_bin
 from e2e_harness import Project, hammer_like, kubectl_json, unscheduled_pod
 
 from supersonic_interlink.contract import TRITON
-from supersonic_interlink.engine.cluster import LocalCluster, write_kubeconfig
+from supersonic_interlink.engine.cluster import LocalCluster
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -54,15 +55,11 @@ def pod_names(cluster: LocalCluster, namespace: str) -> set[str]:
 
 
 def token_kubeconfig(cluster: LocalCluster, service_account: str, path: Path) -> Path:
+    """The cluster's own kubeconfig with the ServiceAccount's token for its user: same server, same CA."""
     token = cluster.kubectl("create", "token", service_account, "-n", NAMESPACE).stdout.strip()
-    server = kubectl_json(cluster, "config", "view", "--raw")["clusters"][0]["cluster"]["server"]
-    write_kubeconfig(path, server, cluster.directory / "pki")
-    text = path.read_text()
-    # The same cluster entry, but the user is the ServiceAccount: its token, no client certificate.
-    import yaml
-
-    config = yaml.safe_load(text)
-    config["users"] = [{"name": "admin", "user": {"token": token}}]
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    (user,) = config["users"]
+    user["user"] = {"token": token}
     path.write_text(yaml.safe_dump(config))
     return path
 
