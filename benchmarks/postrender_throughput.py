@@ -5,7 +5,7 @@
 Builds a stream of small Helm-style documents (ConfigMaps with a ``# Source:`` comment, about 250 bytes each) of
 the given size with the chart's ScaledObject last, pipes it through the post-renderer as Helm does (a fresh
 interpreter, manifests on stdin) and prints the seconds per run and the throughput. ``--script`` runs another
-copy of ``keda_trigger_timeout.py`` (an older revision, to compare). Checks that the output is the input with
+copy of ``supersonic_interlink/postrender.py`` (an older revision, to compare). Checks that the output is the input with
 only the ScaledObject changed.
 """
 
@@ -66,9 +66,15 @@ def stream_of(megabytes: float, parse_every_document: bool) -> tuple[bytes, int]
     return ("".join(parts) + SCALED_OBJECT).encode(), len(parts) + 1
 
 
+MODULE = ROOT / "supersonic_interlink" / "postrender.py"
+
+
 def run_once(script: Path, stream: bytes) -> tuple[float, bytes]:
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, str(script)], input=stream, capture_output=True, check=False, timeout=1800)
+    command = (
+        [sys.executable, str(script)] if script != MODULE else [sys.executable, "-m", "supersonic_interlink.postrender"]
+    )
+    result = subprocess.run(command, input=stream, capture_output=True, check=False, timeout=1800, cwd=ROOT)
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"the post-renderer failed: {result.stderr.decode()[-2000:]}")
@@ -84,7 +90,7 @@ def main() -> None:
         action="store_true",
         help="give every small document a backslash escape, so each one goes through the YAML parser",
     )
-    parser.add_argument("--script", type=Path, default=ROOT / "postrender" / "keda_trigger_timeout.py")
+    parser.add_argument("--script", type=Path, default=MODULE, help="another revision's post-renderer file to compare")
     args = parser.parse_args()
     stream, count = stream_of(args.megabytes, args.parse_every_document)
     samples = []

@@ -15,6 +15,7 @@ LAYERS: dict[str, int] = {
     "supersonic_interlink.files": 0,
     "supersonic_interlink.objdiff": 0,
     "supersonic_interlink.config": 1,
+    "supersonic_interlink.postrender": 1,
     "supersonic_interlink.chart": 2,
     "supersonic_interlink.components": 3,
     "supersonic_interlink.program": 4,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -116,8 +115,7 @@ def test_a_scaled_object_under_an_unexpected_name_is_an_error_not_a_silent_skip(
 def test_without_the_project_virtualenv_it_says_what_to_run(tmp_path: Path) -> None:
     copy = tmp_path / "postrender"
     copy.mkdir()
-    for name in ("keda-trigger-timeout", "keda_trigger_timeout.py"):
-        (copy / name).write_bytes((ROOT / "postrender" / name).read_bytes())
+    (copy / "keda-trigger-timeout").write_bytes((ROOT / "postrender" / "keda-trigger-timeout").read_bytes())
     (copy / "keda-trigger-timeout").chmod(0o755)
     result = subprocess.run(
         [str(copy / "keda-trigger-timeout")], input=SCALED_OBJECT, capture_output=True, text=True, timeout=30
@@ -260,12 +258,8 @@ def test_a_document_after_an_end_marker_without_a_start_marker_is_one_line() -> 
 
 
 def test_the_post_renderer_parses_with_libyaml() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "keda_trigger_timeout", ROOT / "postrender" / "keda_trigger_timeout.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from supersonic_interlink import postrender as module
+
     assert module.LOADER is yaml.CSafeLoader and module.DUMPER is yaml.CSafeDumper, (
         "the pure-Python parser took minutes on a large release (benchmarks/postrender_throughput.py)"
     )

@@ -20,7 +20,6 @@ Pure in its inputs (the chart directory and what ``./supersonic render`` rendere
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import posixpath
@@ -53,20 +52,10 @@ PROBE_KEY = "conformance-probe"
 """Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
 
 
-def _post_renderer_module() -> Any:
-    """``postrender/keda_trigger_timeout.py``, the code the post-renderer executable runs (not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "keda_trigger_timeout", ROOT / "postrender" / "keda_trigger_timeout.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def post_renderer_function() -> Callable[[str], str]:
     """What the project's post-renderer does to Helm's output, as a function of this process."""
-    patch: Callable[[str], str] = _post_renderer_module().patch
+    from supersonic_interlink.postrender import patch
+
     return patch
 
 
@@ -316,7 +305,8 @@ class _Review:
         if (spec.get("scaleTargetRef") or {}).get("name") != inference:
             self.findings.append(f"ScaledObject {name} does not scale Deployment {inference}")
         timeout = (((spec.get("triggers") or [{}])[0]).get("metadata") or {}).get("timeout")
-        wanted = _post_renderer_module().TRIGGER_TIMEOUT_MS
+        from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS as wanted
+
         if timeout != wanted:
             self.findings.append(
                 f"ScaledObject {name}: first trigger's metadata.timeout is {timeout!r}, not {wanted!r} "

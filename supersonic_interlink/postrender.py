@@ -1,6 +1,7 @@
 """Helm post-renderer: give the ScaledObject's first trigger ``metadata.timeout: "60000"``.
 
-Helm pipes the rendered manifests through this program on every install and upgrade of the release. It sets
+Helm pipes the rendered manifests through this program (``postrender/keda-trigger-timeout`` runs
+``python -m supersonic_interlink.postrender``) on every install and upgrade of the release. It sets
 ``spec.triggers[0].metadata.timeout`` on the release's ScaledObject (``<instance>-keda-so``), also when the
 ScaledObject sits in the ``items`` of a list object (Kubernetes deploys each item of a list), and copies every
 other document through byte for byte, CRLF line endings included. A patched document keeps the line endings it
@@ -13,12 +14,9 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from supersonic_interlink.contract import CHART
 
