@@ -175,9 +175,8 @@ def run_objects(
                 "not deployed: a Helm operation is in flight or failed; see docs/takeover.md before going on"
             )
         live_values = cluster.values
-    elif live is None:
-        raise Stop("objects: give --live FILE (the live values) or --from-cluster")
     else:
+        assert live is not None, "the parser requires --live or --from-cluster"
         live_values = _live_values(live)
     objects: list[LiveObject] = list(cluster.objects) if cluster is not None else []
     for path in live_objects:
@@ -231,7 +230,7 @@ def run_objects(
 # --------------------------------------------------------------------------------------------- the inputs
 
 
-def chart_directory(stack: str, chart: ChartSource, given: Path | None, cache: Path | None = None) -> Path:
+def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
     """The chart to render: ``given`` (``--chart``), else the stack's chart, fetched if it is a pinned git commit not
     yet in the cache. Raises ``ChartSourceError`` with one line saying what to do."""
     if given is not None:
@@ -241,14 +240,14 @@ def chart_directory(stack: str, chart: ChartSource, given: Path | None, cache: P
     if chart.kind == "git":
         if chart.commit is None:
             raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
-        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path), cache)
-    on_disk = chart_source.chart_on_disk(chart)
-    if on_disk is not None:
-        return on_disk
+        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     if chart.kind == "path":
-        raise chart_source.ChartSourceError(
-            f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
-        )
+        on_disk = chart_source.chart_on_disk(chart)
+        if on_disk is None:
+            raise chart_source.ChartSourceError(
+                f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
+            )
+        return on_disk
     raise chart_source.ChartSourceError(
         f"{PROJECT}:release.chart is chart {chart.name} {chart.version} of repository {chart.repo}, not a directory: "
         "give --chart DIR (helm pull --untar)"

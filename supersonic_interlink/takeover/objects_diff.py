@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -161,9 +161,12 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
     notes = []
     live_served = list(served)
     envoy = live_envoy_config_map(live_values)
+    scaled = CHART.scaled_object_name(expected.release_name)
+    named = [ObjectKey("ScaledObject", scaled, "keda.sh", namespace)]
     if envoy is not None:
         name, key = envoy
-        given = by_key.get(ObjectKey("ConfigMap", name, "", namespace))
+        named.append(ObjectKey("ConfigMap", name, "", namespace))
+        given = by_key.get(named[1])
         if given is not None:
             notes.append(f"The live Envoy ConfigMap `{name}` is the one in `{given.source}`.")
         else:
@@ -179,8 +182,7 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
                 f"**The live Envoy ConfigMap `{name}` was not given**: this stack's envoy.yaml was served under its "
                 "name, so the change of the Envoy configuration itself is not shown. Give it with `--live-object`."
             )
-    scaled = CHART.scaled_object_name(expected.release_name)
-    live_scaled = by_key.get(ObjectKey("ScaledObject", scaled, "keda.sh", namespace))
+    live_scaled = by_key.get(named[0])
     if live_scaled is not None:
         floor = (live_scaled.manifest.get("spec") or {}).get("minReplicaCount", "not set")
         notes.append(
@@ -191,9 +193,6 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
             f"No live ScaledObject `{scaled}` was given: the chart's lookup found none, so where the chart keeps the "
             "live minReplicaCount this shows the value set instead. Give it with `--live-object`."
         )
-    named = {ObjectKey("ScaledObject", scaled, "keda.sh", namespace)}
-    if envoy is not None:
-        named.add(ObjectKey("ConfigMap", envoy[0], "", namespace))
     others = [o for o in live_objects if o.key not in named]
     if others:
         notes.append("Also served to the chart's lookup: " + ", ".join(f"`{o.key}`" for o in others) + ".")
@@ -262,7 +261,7 @@ class ObjectsComparison:
     """Findings: deleted by the upgrade, and not declared."""
     left: tuple[Deletion, ...]
     """No longer rendered, but left on the cluster by Helm (kept, or a hook); ``why`` says which."""
-    stale: tuple[ExpectedDeletion, ...] = field(default=())
+    stale: tuple[ExpectedDeletion, ...]
     """Findings: declared deletions the upgrade no longer makes."""
 
     @property
@@ -310,27 +309,20 @@ def compare(
 # --------------------------------------------------------------------------------------------- the report
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and "\n" in value
-
-
-def _text_diff(change: Change) -> list[str]:
-    diff = text_diff(change.before, change.after)
-    return [f"`{format_path(change.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff, "```", ""]
-
-
 def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
+    """A table row per changed field; a multi-line text (the Envoy configuration) as a diff under the table."""
+    texts = [c for c in changes if any(isinstance(v, str) and "\n" in v for v in (c.before, c.after))]
     lines = [f"**Changed `{key}`:**", "", "| field | live | this stack |", "|---|---|---|"]
-    texts = []
-    for change in changes:
-        if _is_text(change.before) or _is_text(change.after):
-            texts.append(change)
-            lines.append(f"| {markdown_cell(format_path(change.path))} | *(text: see below)* | *(text: see below)* |")
-        else:
-            lines.append(markdown_row(change))
+    lines += [
+        f"| {markdown_cell(format_path(c.path))} | *(text: see below)* | *(text: see below)* |"
+        if c in texts
+        else markdown_row(c)
+        for c in changes
+    ]
     lines.append("")
-    for change in texts:
-        lines += _text_diff(change)
+    for c in texts:
+        diff = text_diff(c.before, c.after)
+        lines += [f"`{format_path(c.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff, "```", ""]
     return lines
 
 
