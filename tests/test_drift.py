@@ -450,7 +450,7 @@ def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() 
     report = Report("hammer", "supersonic-interlink", "cms", 3)
     report.rows = [
         Row("release", "Secret/supersonic-interlink-token", ("data", "token"), "c2VjcmV0LXZhbHVl", "b3RoZXI="),
-        Row("release", "Deployment/triton", ("spec", "template", "metadata", "annotations", "pull"), "tok-9f3a", "x"),
+        Row("release", "Deployment/triton", ("spec", "template", "spec"), {"args": ["--token=tok-9f3a"]}, "x"),
         Row("release", "Deployment/envoy", ("spec", "replicas"), 1, 3),
         Row("release", "ConfigMap/envoy", (), "present (in the release's manifest)", ABSENT, "deleted"),
     ]
