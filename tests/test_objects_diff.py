@@ -294,17 +294,13 @@ def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
 
 
 def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-    from supersonic_interlink.config.stack_config import load_stack_config
-    from supersonic_interlink.takeover import objects_diff
+    from supersonic_interlink.takeover import command
 
-    def pending(release: str, namespace: str) -> objects_diff.LiveRelease:
-        return objects_diff.LiveRelease({}, [], 7, "pending-upgrade", [])
+    def pending(release: str, namespace: str) -> command.LiveRelease:
+        return command.LiveRelease({}, [], 7, "pending-upgrade", [])
 
-    monkeypatch.setattr(objects_diff, "read_live_release", pending)
-    settings = settings_from_config(load_stack_config("hammer"))
-    code = objects_diff.command("hammer", settings, dict, live=None, from_cluster=True)
-    assert code == 2
+    monkeypatch.setattr(command, "read_live_release", pending)
+    assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
     assert "release supersonic-interlink is pending-upgrade (revision 7), not deployed" in capsys.readouterr().err
 
 

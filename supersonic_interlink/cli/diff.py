@@ -12,11 +12,7 @@ error (an unknown stack, a --base that is no commit), 3 under --strict when the 
 
 from __future__ import annotations
 
-import sys
-
-from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 from supersonic_interlink.cli import args as args_
-from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
 
 
@@ -35,36 +31,12 @@ def parser() -> args_.Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from supersonic_interlink.diff import report, sides
-
     command = parser()
     args = command.parse_args(argv)
     if args.base is not None and not args.base.strip():
         command.error("--base is empty: give a branch, a tag or a commit, or leave it out for the merge base with main")
     if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
         command.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
-    try:
-        result = report.diff_stack(args.stack, args.base, args.chart)
-    except ConfigError as error:
-        print(f"stack {args.stack}: invalid config in the working tree:", file=sys.stderr)
-        for problem in error.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    except sides.BaseRefError as error:
-        print(f"stack {args.stack}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except sides.SideError as error:
-        print(f"stack {args.stack}: {error}", file=sys.stderr)
-        return EXIT_FINDING
-    if not result.base.exists and not result.head.exists:
-        print(
-            f"stack {args.stack}: no stack file stacks/Pulumi.{args.stack}.yaml at the base or in the working tree "
-            f"(stacks: {', '.join(stack_names())})",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    print(report.markdown(result) if args.markdown else report.text(result), end="")
-    if args.strict and not result.chart_compared:
-        print(f"stack {args.stack}: --strict: the chart's objects were not compared (exit 3)", file=sys.stderr)
-        return EXIT_SKIPPED
-    return EXIT_OK
+    from supersonic_interlink.diff.command import run
+
+    return run(args.stack, args.base, args.chart, markdown=args.markdown, strict=args.strict)

@@ -2,16 +2,14 @@
 
 Read-only without ``--correct``: a ``pulumi preview --refresh`` of the stack (the objects Pulumi manages directly,
 and the Helm release's record) and a server-side dry-run apply of the live release's stored manifest (the release's
-objects). Exit 0 no drift, 1 drift, 2 could not check.
+objects); the work is ``drift/command.py``. Exit 0 no drift, 1 drift, 2 could not check.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-from pathlib import Path
 
+from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli import args as args_
 
 
@@ -41,36 +39,8 @@ def main(argv: list[str]) -> int:
     why = args_.unknown_stack(args.stack)
     if why is not None:
         print(f"supersonic drift: {why}", file=sys.stderr)
-        return 2
-    from supersonic_interlink.drift import report as printed
-    from supersonic_interlink.drift.check import CannotCheck, EngineError, Tools, run
-    from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
-    from supersonic_interlink.engine.run import ROOT, Engine, scratch_project
-    from supersonic_interlink.engine.toolchain import ToolchainError
+        return EXIT_USAGE
+    from supersonic_interlink.drift.command import run
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    scratch = os.environ.get(SCRATCH_PROJECT_ENV)
-    try:
-        work_dir = scratch_project(Path(scratch)) if scratch else ROOT
-        engine = Engine(args.stack, work_dir=work_dir, log=log, create=False)
-        first, second = run(engine, Tools(), fix=args.correct, log=log)
-    except (CannotCheck, EngineError, ToolchainError) as error:
-        print(f"supersonic drift: could not check {args.stack}: {error}", file=sys.stderr)
-        return 2
-    final = second or first
-    if args.json:
-        document = final.as_json()
-        if second is not None:
-            document["corrected"] = first.as_json()
-        print(json.dumps(document, indent=2))
-    elif args.markdown:
-        print(printed.markdown(final, correct_command=f"./supersonic drift {args.stack} --correct"), end="")
-    else:
-        if second is not None:
-            print("before the correction:\n" + printed.text(first) + "\nafter it:")
-        print(printed.text(final), end="")
-        if final.drift and not args.correct:
-            print(f"to bring it back: ./supersonic drift {args.stack} --correct")
-    return 1 if final.drift else 0
+    output = "json" if args.json else "markdown" if args.markdown else "text"
+    return run(args.stack, output=output, correct=args.correct)

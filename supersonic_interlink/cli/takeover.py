@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import sys
 
+from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli import args as args_
-from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import stack_names
-from supersonic_interlink.files import output_path, write_text
+from supersonic_interlink.files import output_path
 
 TAKEOVER_COMMANDS = ("steps", "values", "objects")
 
@@ -43,6 +43,7 @@ def parser() -> args_.Parser:
     args_.add_stack(steps_parser, metavar="STACK", help=stack_help)
     steps_parser.add_argument(
         "--live",
+        dest="check_live",
         action="store_true",
         help="first check the live release on the cluster KUBECONFIG names (its HelmRelease suspended, its chart "
         "source and reconcileStrategy, no Helm operation in flight); refuse while a check fails",
@@ -72,6 +73,7 @@ def parser() -> args_.Parser:
         type=args_.path,
         action="append",
         default=[],
+        dest="live_objects",
         metavar="FILE",
         help="live objects the chart looks up (kubectl get -o yaml): the old Envoy ConfigMap, the ScaledObject",
     )
@@ -86,86 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) >= 2 and argv[1] in TAKEOVER_COMMANDS and argv[0] not in TAKEOVER_COMMANDS:
         print(f"takeover: the command comes first: ./supersonic takeover {argv[1]} {argv[0]}", file=sys.stderr)
-        return 2
-    args = parser().parse_args(argv)
+        return EXIT_USAGE
+    from supersonic_interlink.takeover.command import run
 
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-    from supersonic_interlink.config.stack_config import load_stack_config
-
-    try:
-        settings = settings_from_config(load_stack_config(args.stack))
-    except ConfigError as error:
-        print(f"stack {args.stack}: invalid config:", file=sys.stderr)
-        for problem in error.problems:
-            print(f"  {problem}", file=sys.stderr)
-        return 2
-
-    if args.command == "steps":
-        from supersonic_interlink.takeover.steps import adoption, format_steps, steps
-
-        if args.live:
-            from supersonic_interlink.chart.binaries import BinaryError
-            from supersonic_interlink.takeover.flux_check import LiveCheckError, live_findings
-
-            try:
-                findings = live_findings(settings)
-            except (LiveCheckError, BinaryError) as error:
-                print(f"stack {args.stack}: {error}", file=sys.stderr)
-                return 2
-            for finding in findings:
-                print(f"stack {args.stack}: {finding.check}: {finding.problem}", file=sys.stderr)
-            if findings:
-                print(
-                    f"stack {args.stack}: not printing the steps: the import must not run until these pass",
-                    file=sys.stderr,
-                )
-                return 1
-            print(
-                f"stack {args.stack}: the live release is Flux's, suspended, on this chart, and deployed",
-                file=sys.stderr,
-            )
-        plan = adoption(args.stack, settings)
-        print(format_steps(plan, steps(plan)), end="")
-        return 0
-
-    from supersonic_interlink.render.stack import render
-
-    if args.command == "objects":
-        from supersonic_interlink.takeover.objects_diff import command
-
-        return command(
-            args.stack,
-            settings,
-            lambda: render(args.stack, chart_dir=args.chart),
-            live=args.live,
-            live_objects=args.live_object,
-            chart=args.chart,
-            out=args.out,
-            from_cluster=args.from_cluster,
-        )
-
-    from supersonic_interlink.takeover.values_diff import LiveValuesError, compare_values, load_live_values, markdown
-
-    try:
-        live = load_live_values(args.live.read_bytes(), str(args.live))
-    except OSError as error:
-        print(f"--live {args.live}: cannot read: {error.strerror}", file=sys.stderr)
-        return 2
-    except LiveValuesError as error:
-        print(f"--live {error}", file=sys.stderr)
-        return 2
-    comparison = compare_values(live, render(args.stack)["release"]["values"])
-    table = markdown(comparison, args.stack)
-    if args.out:
-        write_text(args.out, table)
-        print(f"wrote {args.out}", file=sys.stderr)
-    else:
-        print(table, end="")
-    if comparison.has_findings:
-        print(
-            f"stack {args.stack}: {len(comparison.undeclared)} undeclared and {len(comparison.stale)} stale "
-            "difference(s); see the table",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    return run(**vars(parser().parse_args(argv)))

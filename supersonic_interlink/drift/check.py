@@ -9,13 +9,13 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from supersonic_interlink.drift import managed, release
 from supersonic_interlink.drift.release import CannotCheck, Tools
-from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, Report, masked
-from supersonic_interlink.engine.run import Engine, EngineError
+from supersonic_interlink.drift.report import PULUMI_PART, Report, leaves, masked
+from supersonic_interlink.engine.run import Engine
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Observed:
         return {
             "stack": self.stack,
             "release": self.release.as_json(),
-            "resources": managed.as_json(self.resources),
+            "resources": [asdict(item) for item in self.resources],
         }
 
     @classmethod
@@ -40,7 +40,7 @@ class Observed:
         return cls(
             document["stack"],
             release.ReleaseObservation.from_json(document["release"]),
-            managed.from_json(document["resources"]),
+            [managed.ResourceObservation(**item) for item in document["resources"]],
         )
 
 
@@ -122,7 +122,7 @@ def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) ->
     inputs, manager = state.get("__inputs"), state.get("__fieldManager")
     if not isinstance(inputs, Mapping) or not manager:
         raise CannotCheck(f"{item.label}: the state holds no inputs to apply again")
-    if _has_secret(inputs):
+    if "[secret]" in leaves(inputs):  # how the engine's events show a secret value
         raise CannotCheck(
             f"{item.label}: its inputs hold a secret, which the engine's events never show, so they cannot be "
             "applied again from here; delete the object and run the correction again (a deleted object is recreated "
@@ -143,14 +143,6 @@ def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) ->
     return f"{item.label}: applied again from the inputs Pulumi last sent (field manager {manager})"
 
 
-def _has_secret(value: Any) -> bool:
-    if isinstance(value, Mapping):
-        return any(_has_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_secret(v) for v in value)
-    return value == "[secret]"
-
-
 SECRET_MIN_LENGTH = 4
 """Shorter secret values are not searched for in the report (every "1" would be masked); none of this project's
 secret-capable keys holds one that short in practice."""
@@ -159,22 +151,11 @@ secret-capable keys holds one that short in practice."""
 def stack_secrets(engine: Engine) -> frozenset[str]:
     """Every text a secret config value of the stack holds (an object's leaves too), for masking the report."""
     found: set[str] = set()
-
-    def leaves(value: Any) -> None:
-        if isinstance(value, Mapping):
-            for item in value.values():
-                leaves(item)
-        elif isinstance(value, list):
-            for item in value:
-                leaves(item)
-        elif value is not None and len(str(value)) >= SECRET_MIN_LENGTH:
-            found.add(str(value))
-
     for config in engine.workspace_stack().get_all_config().values():
         if config.secret:
             found.add(config.value)
             with contextlib.suppress(ValueError):
-                leaves(json.loads(config.value))
+                found.update(str(leaf) for leaf in leaves(json.loads(config.value)) if leaf is not None)
     return frozenset(s for s in found if len(s) >= SECRET_MIN_LENGTH)
 
 
@@ -190,6 +171,3 @@ def run(
         return masked(report, secrets), None
     correct(engine, tools, observed, report, log)
     return masked(report, secrets), masked(compare(observe(engine, tools)), secrets)
-
-
-__all__ = ["RELEASE_PART", "CannotCheck", "EngineError", "Observed", "Tools", "compare", "observe", "run"]

@@ -17,7 +17,7 @@ compares the program's inputs with the inputs it last sent, not with the live ob
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Row
@@ -107,11 +107,3 @@ def compare(observed: Iterable[ResourceObservation], release: str) -> tuple[list
                 path = (name,) if name else ()
                 rows.append(Row(PULUMI_PART, item.label, path, "(the program's)", "(the state's)", item.step))
     return rows, ignored, compared
-
-
-def as_json(observed: Iterable[ResourceObservation]) -> list[dict[str, Any]]:
-    return [asdict(item) for item in observed]
-
-
-def from_json(documents: Iterable[Mapping[str, Any]]) -> list[ResourceObservation]:
-    return [ResourceObservation(**dict(d)) for d in documents]

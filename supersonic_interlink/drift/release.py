@@ -67,7 +67,7 @@ class ObjectObservation:
 
     @property
     def key(self) -> str:
-        return f"{self.manifest.get('kind')}/{(self.manifest.get('metadata') or {}).get('name')}"
+        return _key(self.manifest)
 
 
 @dataclass
@@ -211,13 +211,6 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     return ReleaseObservation(release, namespace, revision, state, objects)
 
 
-def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy to write back: without managedFields, which the API server then keeps as they are."""
-    result = copy.deepcopy(dict(obj))
-    (result.get("metadata") or {}).pop("managedFields", None)
-    return result
-
-
 def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], list[str]]:
     """Rows of drift, what the rules ignored, and every object compared."""
     rows: list[Row] = []
@@ -262,7 +255,8 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
             _write(tools, "create", item.manifest, observed.namespace)
             done.append(f"{item.key}: created from the release's manifest")
             continue
-        desired = _without_managed_fields(item.live)
+        desired = copy.deepcopy(item.live)
+        desired["metadata"].pop("managedFields", None)  # left out, the API server keeps them as they are
         for row in drifted:
             put(desired, row.path, copy.deepcopy(row.expected))
         _write(tools, "replace", desired, observed.namespace)

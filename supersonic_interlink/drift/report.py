@@ -5,8 +5,7 @@ issue."""
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,14 +99,20 @@ class Report:
 SECRET_SHOWN = "[secret]"
 
 
-def _hides(value: Any, secrets: Collection[str]) -> bool:
-    if isinstance(value, str):
-        return any(secret in value for secret in secrets)
+def leaves(value: Any) -> Iterator[Any]:
+    """Every value inside ``value`` that is neither a mapping nor a list (``value`` itself when it is neither)."""
     if isinstance(value, Mapping):
-        return any(_hides(v, secrets) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_hides(v, secrets) for v in value)
-    return False
+        for item in value.values():
+            yield from leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from leaves(item)
+    else:
+        yield value
+
+
+def _hides(value: Any, secrets: Collection[str]) -> bool:
+    return any(isinstance(leaf, str) and any(secret in leaf for secret in secrets) for leaf in leaves(value))
 
 
 def masked(report: Report, secrets: Collection[str]) -> Report:
@@ -171,7 +176,3 @@ def markdown(report: Report, *, correct_command: str = "") -> str:
     if correct_command and report.rows:
         lines += ["", f"To bring the cluster back: `{correct_command}`"]
     return "\n".join(lines) + "\n"
-
-
-def as_json_text(report: Report) -> str:
-    return json.dumps(report.as_json(), indent=2, sort_keys=False) + "\n"

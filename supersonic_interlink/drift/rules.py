@@ -33,9 +33,8 @@ class IgnoreRule:
     """... unless it is at or under one of these."""
     kind: str = ""
     """Only objects of this kind (any kind when empty)."""
-    object_name: str = ""
-    """Only the object of this name, given as a chart contract function of the release name (``inference_object``,
-    ``scaled_object``); any object when empty."""
+    names: Callable[[str], set[str]] | None = None
+    """Only the objects of these names, a chart contract function of the release name; any object when None."""
     sidecar_annotation: bool = False
     """Only the annotation the release's own admission sidecar code names (``sidecar_hold_annotation``), when it
     names one; ``paths`` is then unused."""
@@ -55,20 +54,21 @@ class IgnoreRule:
             paths = (("metadata", "annotations", hold_annotation),)
         if self.kind and resource.get("kind") != self.kind:
             return False
-        if self.object_name and (resource.get("metadata") or {}).get("name") not in _OBJECT_NAMES[self.object_name](
-            release
-        ):
+        if self.names is not None and (resource.get("metadata") or {}).get("name") not in self.names(release):
             return False
         if not any(is_under(path, prefix) for prefix in paths):
             return False
         return not any(is_under(path, kept) for kept in self.keep)
 
 
-_OBJECT_NAMES: dict[str, Callable[[str], set[str]]] = {
+def _inference_object(release: str) -> set[str]:
     # A release holds one generation's inference server; either generation's name is that object.
-    "inference_object": lambda release: {g.inference_object_name(release) for g in GENERATIONS},
-    "scaled_object": lambda release: {CHART.scaled_object_name(release)},
-}
+    return {g.inference_object_name(release) for g in GENERATIONS}
+
+
+def _scaled_object(release: str) -> set[str]:
+    return {CHART.scaled_object_name(release)}
+
 
 RULES: tuple[IgnoreRule, ...] = (
     IgnoreRule(
@@ -91,7 +91,7 @@ RULES: tuple[IgnoreRule, ...] = (
         "it through /scale on a wake; with scale from zero the chart leaves it out",
         paths=(("spec", "replicas"),),
         kind="Deployment",
-        object_name="inference_object",
+        names=_inference_object,
     ),
     IgnoreRule(
         "admission-min-replicas",
@@ -100,7 +100,7 @@ RULES: tuple[IgnoreRule, ...] = (
         "(templates/keda/so.yaml, lookup). It patches nothing else of the ScaledObject",
         paths=(("spec", "minReplicaCount"),),
         kind="ScaledObject",
-        object_name="scaled_object",
+        names=_scaled_object,
     ),
     IgnoreRule(
         "admission-hold-deadline",
@@ -109,7 +109,7 @@ RULES: tuple[IgnoreRule, ...] = (
         "code this release deployed gives it, and not at all when that code names none",
         paths=(),
         kind="ScaledObject",
-        object_name="scaled_object",
+        names=_scaled_object,
         sidecar_annotation=True,
     ),
     IgnoreRule(

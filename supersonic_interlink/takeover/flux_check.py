@@ -1,7 +1,8 @@
 """Before the import step of the takeover: is the live release really Flux's, stopped, on this stack's chart, and
 with no Helm operation in flight? ``takeover steps --live`` refuses to print the import step while one fails.
 
-Read from the cluster ``KUBECONFIG`` names with the pinned kubectl and Helm:
+``check`` judges what ``command.live_findings`` read from the cluster ``KUBECONFIG`` names with the pinned kubectl
+and Helm (pure: the tests give it objects):
 
 - the HelmRelease that manages the stack's release. helm-controller names the Helm release ``spec.releaseName``,
   else ``<spec.targetNamespace>-<name>`` with a target namespace, else ``<name>``, and installs it into
@@ -17,33 +18,16 @@ Read from the cluster ``KUBECONFIG`` names with the pinned kubectl and Helm:
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from supersonic_interlink.chart.binaries import ensure
 from supersonic_interlink.config import Settings
-
-HELM_RELEASES = "helmreleases.helm.toolkit.fluxcd.io"
-GIT_REPOSITORIES = "gitrepositories.source.toolkit.fluxcd.io"
-
-
-class LiveCheckError(Exception):
-    """The cluster could not be read; the message is the tool's own."""
 
 
 @dataclass(frozen=True)
 class Finding:
     check: str
     problem: str
-
-
-def _run(tool: str, *args: str) -> str:
-    done = subprocess.run([str(ensure(tool)), *args], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise LiveCheckError(f"{tool} {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
-    return done.stdout
 
 
 def release_of(helm_release: dict[str, Any]) -> tuple[str, str]:
@@ -64,7 +48,6 @@ def check(
     helm_status: dict[str, Any] | None,
     settings: Settings,
 ) -> list[Finding]:
-    """The findings on what was read (pure: the tests give it objects)."""
     wanted = (settings.release.name, settings.namespace)
     managing = [hr for hr in helm_releases if release_of(hr) == wanted]
     findings: list[Finding] = []
@@ -139,23 +122,3 @@ def check(
                 )
             )
     return findings
-
-
-def live_findings(settings: Settings) -> list[Finding]:
-    """Read the cluster and check it. Raises ``LiveCheckError`` when it cannot be read."""
-
-    def items(resource: str) -> list[dict[str, Any]]:
-        return list(json.loads(_run("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"])
-
-    try:
-        helm_releases = items(HELM_RELEASES)
-        repositories = items(GIT_REPOSITORIES)
-    except LiveCheckError as error:
-        raise LiveCheckError(f"cannot list Flux's objects (are Flux's CRDs installed?): {error}") from None
-    try:
-        status = json.loads(_run("helm", "status", settings.release.name, "-n", settings.namespace, "-o", "json"))
-    except LiveCheckError as error:
-        if "not found" not in str(error):
-            raise
-        status = None
-    return check(helm_releases, repositories, status, settings)

@@ -13,29 +13,22 @@ every object of the old release the new render no longer contains, except one ma
 keep`` and hooks, which are not part of the release's objects (helm/helm ``pkg/kube/client.go``, ``update``). Each
 deletion must be one this project means to make: ``EXPECTED_DELETIONS`` declares them with the reason. An
 undeclared deletion is a finding, and so is a declaration under which nothing is deleted any more. ``markdown``
-writes the report the operator pastes into the pull request; ``command`` is ``./supersonic takeover objects <stack>``.
+writes the report the operator pastes into the pull request (``command.run_objects`` prints it).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError, render_chart
 from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
-from supersonic_interlink.config import PROJECT, ChartSource, Settings
 from supersonic_interlink.config.loading import load_outside_yaml
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.files import write_text
 from supersonic_interlink.objdiff import (
     Change,
     ObjectKey,
@@ -49,7 +42,6 @@ from supersonic_interlink.objdiff import (
     text_diff,
 )
 from supersonic_interlink.render.conformance import ROOT, Expected
-from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
 
 
 @dataclass(frozen=True)
@@ -169,9 +161,12 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
     notes = []
     live_served = list(served)
     envoy = live_envoy_config_map(live_values)
+    scaled = CHART.scaled_object_name(expected.release_name)
+    named = [ObjectKey("ScaledObject", scaled, "keda.sh", namespace)]
     if envoy is not None:
         name, key = envoy
-        given = by_key.get(ObjectKey("ConfigMap", name, "", namespace))
+        named.append(ObjectKey("ConfigMap", name, "", namespace))
+        given = by_key.get(named[1])
         if given is not None:
             notes.append(f"The live Envoy ConfigMap `{name}` is the one in `{given.source}`.")
         else:
@@ -187,8 +182,7 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
                 f"**The live Envoy ConfigMap `{name}` was not given**: this stack's envoy.yaml was served under its "
                 "name, so the change of the Envoy configuration itself is not shown. Give it with `--live-object`."
             )
-    scaled = CHART.scaled_object_name(expected.release_name)
-    live_scaled = by_key.get(ObjectKey("ScaledObject", scaled, "keda.sh", namespace))
+    live_scaled = by_key.get(named[0])
     if live_scaled is not None:
         floor = (live_scaled.manifest.get("spec") or {}).get("minReplicaCount", "not set")
         notes.append(
@@ -199,9 +193,6 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
             f"No live ScaledObject `{scaled}` was given: the chart's lookup found none, so where the chart keeps the "
             "live minReplicaCount this shows the value set instead. Give it with `--live-object`."
         )
-    named = {ObjectKey("ScaledObject", scaled, "keda.sh", namespace)}
-    if envoy is not None:
-        named.add(ObjectKey("ConfigMap", envoy[0], "", namespace))
     others = [o for o in live_objects if o.key not in named]
     if others:
         notes.append("Also served to the chart's lookup: " + ", ".join(f"`{o.key}`" for o in others) + ".")
@@ -270,7 +261,7 @@ class ObjectsComparison:
     """Findings: deleted by the upgrade, and not declared."""
     left: tuple[Deletion, ...]
     """No longer rendered, but left on the cluster by Helm (kept, or a hook); ``why`` says which."""
-    stale: tuple[ExpectedDeletion, ...] = field(default=())
+    stale: tuple[ExpectedDeletion, ...]
     """Findings: declared deletions the upgrade no longer makes."""
 
     @property
@@ -318,27 +309,20 @@ def compare(
 # --------------------------------------------------------------------------------------------- the report
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and "\n" in value
-
-
-def _text_diff(change: Change) -> list[str]:
-    diff = text_diff(change.before, change.after)
-    return [f"`{format_path(change.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff, "```", ""]
-
-
 def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
+    """A table row per changed field; a multi-line text (the Envoy configuration) as a diff under the table."""
+    texts = [c for c in changes if any(isinstance(v, str) and "\n" in v for v in (c.before, c.after))]
     lines = [f"**Changed `{key}`:**", "", "| field | live | this stack |", "|---|---|---|"]
-    texts = []
-    for change in changes:
-        if _is_text(change.before) or _is_text(change.after):
-            texts.append(change)
-            lines.append(f"| {markdown_cell(format_path(change.path))} | *(text: see below)* | *(text: see below)* |")
-        else:
-            lines.append(markdown_row(change))
+    lines += [
+        f"| {markdown_cell(format_path(c.path))} | *(text: see below)* | *(text: see below)* |"
+        if c in texts
+        else markdown_row(c)
+        for c in changes
+    ]
     lines.append("")
-    for change in texts:
-        lines += _text_diff(change)
+    for c in texts:
+        diff = text_diff(c.before, c.after)
+        lines += [f"`{format_path(c.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff, "```", ""]
     return lines
 
 
@@ -394,175 +378,3 @@ def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str] = (
         ),
     ]
     return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------------------------- the command
-
-
-def chart_directory(stack: str, chart: ChartSource, given: Path | None, cache: Path | None = None) -> Path:
-    """The chart to render: ``given`` (``--chart``), else the stack's chart, fetched if it is a pinned git commit not
-    yet in the cache. Raises ``ChartSourceError`` with one line saying what to do."""
-    if given is not None:
-        if not (given / "Chart.yaml").is_file():
-            raise chart_source.ChartSourceError(f"--chart {given}: not a chart directory (no Chart.yaml in it)")
-        return given
-    if chart.kind == "git":
-        if chart.commit is None:
-            raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
-        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path), cache)
-    on_disk = chart_source.chart_on_disk(chart)
-    if on_disk is not None:
-        return on_disk
-    if chart.kind == "path":
-        raise chart_source.ChartSourceError(
-            f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
-        )
-    raise chart_source.ChartSourceError(
-        f"{PROJECT}:release.chart is chart {chart.name} {chart.version} of repository {chart.repo}, not a directory: "
-        "give --chart DIR (helm pull --untar)"
-    )
-
-
-class ClusterReadError(Exception):
-    """The live release could not be read from the cluster; the message is the tool's own."""
-
-
-@dataclass(frozen=True)
-class LiveRelease:
-    """What the cluster says of the live release: Helm's record and the objects the chart looks up."""
-
-    values: dict[str, Any]
-    manifest: list[dict[str, Any]]
-    """The release's stored manifest (``helm get manifest``): what Helm's upgrade compares against."""
-    revision: int
-    status: str
-    objects: list[LiveObject]
-
-
-def read_live_release(release: str, namespace: str) -> LiveRelease:
-    """Read the release from the cluster ``KUBECONFIG`` names, with the pinned Helm v3 and kubectl."""
-    import json
-    import subprocess
-
-    from supersonic_interlink.chart.binaries import ensure
-
-    def run(tool: str, *args: str) -> str:
-        done = subprocess.run([str(ensure(tool)), *args], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise ClusterReadError(f"{tool} {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
-        return done.stdout
-
-    status = json.loads(run("helm", "status", release, "-n", namespace, "-o", "json"))
-    values = load_live_values(run("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
-    manifest = [d for d in yaml.safe_load_all(run("helm", "get", "manifest", release, "-n", namespace)) if d]
-    objects: list[LiveObject] = []
-    wanted = [("scaledobject.keda.sh", CHART.scaled_object_name(CHART.instance_name(release)))]
-    envoy = live_envoy_config_map(values)
-    if envoy is not None:
-        wanted.append(("configmap", envoy[0]))
-    for kind, name in wanted:
-        found = run("kubectl", "get", kind, "-n", namespace, "--ignore-not-found", "-o", "yaml", name)
-        if found.strip():
-            objects += load_live_objects(found, f"kubectl get {kind} {name}", namespace)
-    return LiveRelease(values, manifest, int(status["version"]), str(status["info"]["status"]), objects)
-
-
-def _error(line: str) -> int:
-    print(line, file=sys.stderr)
-    return 2
-
-
-def command(
-    stack: str,
-    settings: Settings,
-    rendered: Callable[[], Mapping[str, Any]],
-    *,
-    live: Path | None,
-    live_objects: Sequence[Path] = (),
-    chart: Path | None = None,
-    out: Path | None = None,
-    from_cluster: bool = False,
-) -> int:
-    """``./supersonic takeover objects <stack>``: 0 when every deletion is explained, 1 on a finding (an unexplained or
-    stale deletion, or the chart refusing either side's values), 2 when nothing could be compared. ``rendered`` gives
-    what ``./supersonic render`` renders for the stack. With ``from_cluster`` the live values, the objects the chart
-    looks up and, as "before", the release's stored manifest are read from the cluster: the comparison Helm's upgrade
-    makes."""
-    cluster: LiveRelease | None = None
-    if from_cluster:
-        try:
-            cluster = read_live_release(settings.release.name, settings.namespace)
-        except (ClusterReadError, LiveValuesError, LiveObjectsError, BinaryError) as error:
-            return _error(f"stack {stack}: cannot read the live release: {error}")
-        if cluster.status != "deployed":
-            return _error(
-                f"stack {stack}: release {settings.release.name} is {cluster.status} (revision {cluster.revision}), "
-                "not deployed: a Helm operation is in flight or failed; see docs/takeover.md before going on"
-            )
-        live_values = cluster.values
-    elif live is None:
-        return _error("objects: give --live FILE (the live values) or --from-cluster")
-    else:
-        try:
-            live_values = load_live_values(live.read_bytes(), str(live))
-        except OSError as error:
-            return _error(f"--live {live}: cannot read: {error.strerror}")
-        except LiveValuesError as error:
-            return _error(f"--live {error}")
-    objects: list[LiveObject] = list(cluster.objects) if cluster is not None else []
-    for path in live_objects:
-        try:
-            objects += load_live_objects(path.read_bytes(), str(path), settings.namespace)
-        except OSError as error:
-            return _error(f"--live-object {path}: cannot read: {error.strerror}")
-        except LiveObjectsError as error:
-            return _error(f"--live-object {error}")
-    try:
-        chart_dir = chart_directory(stack, settings.release.chart, chart)
-    except chart_source.ChartSourceError as error:
-        return _error(f"stack {stack}: {error}")
-    given = sides(Expected.from_rendered(rendered()), live_values, objects)
-    try:
-        before, after = render_sides(chart_dir, given)
-    except BinaryError as error:
-        return _error(f"stack {stack}: cannot render the chart: {error}")
-    except SideRefused as refused:
-        print(f"stack {stack}: chart {chart_dir} refuses {refused.side}: {refused}", file=sys.stderr)
-        return 1
-    first = (
-        f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
-        f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
-    )
-    if cluster is not None:
-        # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
-        # pinned chart: the two agree only if the pinned commit is the live chart.
-        rendered_live = compare_objects(cluster.manifest, before, given.namespace)
-        differing = len(rendered_live.removed) + len(rendered_live.added) + len(rendered_live.changed)
-        before = cluster.manifest
-        first = (
-            f"Before: the live release's stored manifest (`helm get manifest`, revision {cluster.revision}), "
-            f"what Helm's upgrade compares against. After: chart `{chart_dir}` rendered with this stack's values as "
-            "an upgrade, with the post-renderer. "
-            + (
-                "The pinned chart renders the live values exactly as stored: it is the live chart."
-                if differing == 0
-                else f"**The pinned chart renders the live values differently from the stored manifest in {differing} "
-                "object(s)**: it is not the chart the live release runs (docs/takeover.md, step 1)."
-            )
-        )
-    comparison = compare(before, after, given.release_name, given.namespace)
-    notes = (first, *given.notes)
-    report = markdown(comparison, stack, notes)
-    if out is not None:
-        write_text(out, report)
-        print(f"wrote {out}", file=sys.stderr)
-    else:
-        print(report, end="")
-    if comparison.has_findings:
-        print(
-            f"stack {stack}: {len(comparison.unexplained)} unexplained and {len(comparison.stale)} stale "
-            "deletion(s); see the report",
-            file=sys.stderr,
-        )
-        return 1
-    return 0

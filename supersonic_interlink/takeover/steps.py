@@ -42,31 +42,6 @@ def resource_urn(stack: str, project: str, type_chain: Sequence[str], name: str)
 
 
 @dataclass(frozen=True)
-class FluxObjects:
-    """What the GitOps repository applies for the release today, by the names it gives them."""
-
-    helm_release: str
-    """The HelmRelease (helm.toolkit.fluxcd.io), in the release namespace."""
-    helm_chart: str
-    """The HelmChart helm-controller made for it, ``<namespace>-<HelmRelease>``, in the GitRepository's namespace."""
-    values_config_map: str
-    envoy_config_map: str
-    pruner: str
-    """CronJob, ServiceAccount, Role and RoleBinding of the old Failed-pod cleanup."""
-
-
-def flux_objects(settings: Settings) -> FluxObjects:
-    release, namespace = settings.release.name, settings.namespace
-    return FluxObjects(
-        helm_release=release,
-        helm_chart=f"{namespace}-{release}",
-        values_config_map=f"{release}-config",
-        envoy_config_map=f"{release}-envoy-config-custom",
-        pruner=f"{release}-pod-pruner",
-    )
-
-
-@dataclass(frozen=True)
 class Adoption:
     """Everything the steps name for one stack."""
 
@@ -85,7 +60,6 @@ class Adoption:
     hold_seconds: int
     new_envoy_config_map: str
     cleanup_cronjob: str
-    flux: FluxObjects
 
 
 def adoption(stack: str, settings: Settings) -> Adoption:
@@ -108,7 +82,6 @@ def adoption(stack: str, settings: Settings) -> Adoption:
         hold_seconds=settings.scaleFromZero.holdMinReplicasSeconds,
         new_envoy_config_map=config_map_name(settings.release.name, config_checksum(envoy_config_text(settings))),
         cleanup_cronjob=cleanup_object_name(settings.release.name),
-        flux=flux_objects(settings),
     )
 
 
@@ -137,13 +110,19 @@ class Step:
 
 def steps(a: Adoption) -> list[Step]:
     """The takeover for one stack, in the order that never uninstalls the release (docs/takeover.md says why)."""
-    ns, rel, flux = a.namespace, a.release, a.flux
+    ns, rel = a.namespace, a.release
+    # What the GitOps repository applies for the release today, by the names it gives them: the HelmRelease (the
+    # release's name), the HelmChart helm-controller made for it (``<namespace>-<HelmRelease>``, in the
+    # GitRepository's namespace), the values and Envoy ConfigMaps, and the old Failed-pod cleanup's CronJob,
+    # ServiceAccount, Role and RoleBinding.
+    helm_chart, values_config_map = f"{ns}-{rel}", f"{rel}-config"
+    envoy_config_map, pruner = f"{rel}-envoy-config-custom", f"{rel}-pod-pruner"
     helm = f"helm -n {ns}"
     kubectl = f"kubectl -n {ns}"
     stack_path = stack_file(a.stack).relative_to(ROOT)
     urn = shlex.quote(a.release_urn)
     stack = shlex.quote(a.stack)  # a stack name is checked where it is read; quoted here too, as every printed word
-    hr = f"{kubectl} get helmrelease {flux.helm_release}"
+    hr = f"{kubectl} get helmrelease {rel}"
     label = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/"
     owner = f"{label}namespace}} {label}name}}"
     reconcile = Do("flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)")
@@ -156,13 +135,13 @@ def steps(a: Adoption) -> list[Step]:
                 Do(f"{helm} get metadata {rel}"),
                 Do(
                     "kubectl get helmcharts.source.toolkit.fluxcd.io -A --field-selector "
-                    f"metadata.name={flux.helm_chart} -o jsonpath='{{range .items[*]}}{{.metadata.namespace}} "
+                    f"metadata.name={helm_chart} -o jsonpath='{{range .items[*]}}{{.metadata.namespace}} "
                     f'{{.status.observedSourceArtifactRevision}}{{"\\n"}}{{end}}\''
                 ),
                 Do(f"{hr} -o jsonpath='{owner}'"),
                 Do(f"{helm} get values {rel} -o yaml > live-values.yaml"),
                 Do(
-                    f"{kubectl} get configmap/{flux.envoy_config_map} scaledobject/{a.scaled_object} -o yaml "
+                    f"{kubectl} get configmap/{envoy_config_map} scaledobject/{a.scaled_object} -o yaml "
                     f"> {LIVE_OBJECTS_FILE}"
                 ),
                 Do(f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"),
@@ -211,12 +190,12 @@ def steps(a: Adoption) -> list[Step]:
         ),
         Step(
             "Stop Flux acting on the release (GitOps repository)",
-            f"HelmRelease {flux.helm_release} gets spec.suspend: true and the annotation "
+            f"HelmRelease {rel} gets spec.suspend: true and the annotation "
             "kustomize.toolkit.fluxcd.io/prune: disabled; helm-controller stops reconciling it, the release is "
             "untouched.",
             (
                 edit(
-                    f"in the HelmRelease {flux.helm_release} manifest: spec.suspend: true and "
+                    f"in the HelmRelease {rel} manifest: spec.suspend: true and "
                     "metadata.annotations: {kustomize.toolkit.fluxcd.io/prune: disabled}; commit"
                 ),
                 reconcile,
@@ -268,28 +247,19 @@ def steps(a: Adoption) -> list[Step]:
         ),
         Step(
             "Retire the HelmRelease and the old ConfigMaps",
-            f"Flux prunes ConfigMaps {flux.values_config_map} and {flux.envoy_config_map}; the suspended "
+            f"Flux prunes ConfigMaps {values_config_map} and {envoy_config_map}; the suspended "
             "HelmRelease stays (prune disabled) until it is deleted by hand, which, suspended, uninstalls nothing.",
             (
                 edit(
-                    f"remove HelmRelease {flux.helm_release}, ConfigMap {flux.values_config_map} and ConfigMap "
-                    f"{flux.envoy_config_map} from the GitOps repository; commit"
+                    f"remove HelmRelease {rel}, ConfigMap {values_config_map} and ConfigMap "
+                    f"{envoy_config_map} from the GitOps repository; commit"
                 ),
                 reconcile,
-                Do(
-                    f"test \"$({hr} -o jsonpath='{{.spec.suspend}}')\" = true"
-                    f" && {kubectl} delete helmrelease {flux.helm_release}"
-                ),
-                Do(
-                    f"kubectl -n <HelmChart namespace from step 1> delete helmchart {flux.helm_chart}"
-                    " --ignore-not-found"
-                ),
+                Do(f"test \"$({hr} -o jsonpath='{{.spec.suspend}}')\" = true && {kubectl} delete helmrelease {rel}"),
+                Do(f"kubectl -n <HelmChart namespace from step 1> delete helmchart {helm_chart} --ignore-not-found"),
             ),
             (
-                (
-                    f"{hr}  and  {kubectl} get configmap {flux.values_config_map} {flux.envoy_config_map}"
-                    "  report NotFound;"
-                ),
+                (f"{hr}  and  {kubectl} get configmap {values_config_map} {envoy_config_map}  report NotFound;"),
                 f"{helm} status {rel}  still deployed at the revision of step 4;",
                 f"pulumi preview --stack {stack}  shows no changes.",
             ),
@@ -297,16 +267,16 @@ def steps(a: Adoption) -> list[Step]:
         ),
         Step(
             "Retire the old pod pruner after the new CronJob has run",
-            f"Flux prunes CronJob, ServiceAccount, Role and RoleBinding {flux.pruner}.",
+            f"Flux prunes CronJob, ServiceAccount, Role and RoleBinding {pruner}.",
             (
                 Do(f"{kubectl} get cronjob {a.cleanup_cronjob} -o jsonpath='{{.status.lastSuccessfulTime}}'"),
                 edit(
-                    f"once that prints a time: remove CronJob, ServiceAccount, Role and RoleBinding {flux.pruner} "
+                    f"once that prints a time: remove CronJob, ServiceAccount, Role and RoleBinding {pruner} "
                     "from the GitOps repository; commit"
                 ),
                 reconcile,
             ),
-            (f"{kubectl} get cronjob,serviceaccount,role,rolebinding {flux.pruner}  reports NotFound for all four.",),
+            (f"{kubectl} get cronjob,serviceaccount,role,rolebinding {pruner}  reports NotFound for all four.",),
             ("Revert the GitOps commit.",),
         ),
         Step(

@@ -10,7 +10,7 @@ not made). ``markdown`` writes the table the operator pastes into the pull reque
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from supersonic_interlink.config.loading import load_outside_yaml
@@ -101,7 +101,7 @@ class ValuesComparison:
     deliberate: tuple[Row, ...]
     undeclared: tuple[Row, ...]
     """Findings: differences no row of the table explains."""
-    stale: tuple[Deliberate, ...] = field(default=())
+    stale: tuple[Deliberate, ...]
     """Findings: declared differences under which live and project now agree."""
 
     @property

@@ -25,9 +25,9 @@ from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render.stack import render
-from supersonic_interlink.takeover.flux_check import live_findings
+from supersonic_interlink.takeover.command import live_findings
+from supersonic_interlink.takeover.command import run_objects as objects_command
 from supersonic_interlink.takeover.objects_diff import EXPECTED_DELETIONS
-from supersonic_interlink.takeover.objects_diff import command as objects_command
 
 pytestmark = pytest.mark.timeout(900)
 

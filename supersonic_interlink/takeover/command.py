@@ -1,0 +1,316 @@
+"""``./supersonic takeover steps|values|objects <stack>``: the verb's work once its parser has read the command line
+(``cli/takeover.py``): the inputs read (the live values and objects from files or the cluster, the chart), the pure
+comparisons of ``values_diff``, ``objects_diff`` and ``flux_check`` run on them, and what is printed. Exit codes as
+``cli/main.py`` states them: 1 a finding, 2 nothing could be compared (invalid config, an unreadable input, no chart).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.chart.binaries import BinaryError, ensure
+from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, Settings
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.files import write_text
+from supersonic_interlink.objdiff import compare_objects
+from supersonic_interlink.render.conformance import Expected
+from supersonic_interlink.takeover import flux_check, objects_diff, values_diff
+from supersonic_interlink.takeover.objects_diff import LiveObject, LiveObjectsError, load_live_objects
+from supersonic_interlink.takeover.steps import adoption, format_steps, steps
+from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
+
+HELM_RELEASES = "helmreleases.helm.toolkit.fluxcd.io"
+GIT_REPOSITORIES = "gitrepositories.source.toolkit.fluxcd.io"
+
+
+class Stop(Exception):
+    """The command ends here: ``line`` on stderr, exit ``code``."""
+
+    def __init__(self, line: str, code: int = EXIT_USAGE):
+        super().__init__(line)
+        self.code = code
+
+
+def _stops(command: Callable[..., int]) -> Callable[..., int]:
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> int:
+        try:
+            return command(*args, **kwargs)
+        except Stop as stop:
+            print(stop, file=sys.stderr)
+            return stop.code
+
+    return run
+
+
+def run(
+    command: str,
+    stack: str,
+    *,
+    check_live: bool = False,
+    live: Path | None = None,
+    live_objects: Sequence[Path] = (),
+    chart: Path | None = None,
+    out: Path | None = None,
+    from_cluster: bool = False,
+) -> int:
+    """``./supersonic takeover <command> <stack>`` with the options its parser read."""
+    from supersonic_interlink.config.pulumi_config import settings_from_config
+    from supersonic_interlink.config.stack_config import load_stack_config
+    from supersonic_interlink.render.stack import render
+
+    try:
+        settings = settings_from_config(load_stack_config(stack))
+    except ConfigError as error:
+        print(f"stack {stack}: invalid config:", *(f"  {p}" for p in error.problems), sep="\n", file=sys.stderr)
+        return EXIT_USAGE
+    if command == "steps":
+        return run_steps(stack, settings, check_live=check_live)
+    if command == "values":
+        assert live is not None, "the parser requires --live"
+        return run_values(stack, live, lambda: render(stack), out=out)
+    return run_objects(
+        stack,
+        settings,
+        lambda: render(stack, chart_dir=chart),
+        live=live,
+        live_objects=live_objects,
+        chart=chart,
+        out=out,
+        from_cluster=from_cluster,
+    )
+
+
+def _report(stack: str, text: str, out: Path | None, findings: str) -> int:
+    """Print or write a report; with ``findings`` (the line that counts them) exit 1."""
+    if out is not None:
+        write_text(out, text)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        print(text, end="")
+    if findings:
+        print(f"stack {stack}: {findings}", file=sys.stderr)
+        return EXIT_FINDING
+    return EXIT_OK
+
+
+def _live_values(live: Path) -> dict[str, Any]:
+    try:
+        return load_live_values(live.read_bytes(), str(live))
+    except OSError as error:
+        raise Stop(f"--live {live}: cannot read: {error.strerror}") from None
+    except LiveValuesError as error:
+        raise Stop(f"--live {error}") from None
+
+
+# --------------------------------------------------------------------------------------------- the three commands
+
+
+@_stops
+def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
+    """The runbook; with ``check_live`` only once the live release passes ``flux_check``."""
+    if check_live:
+        try:
+            findings = live_findings(settings)
+        except (ClusterReadError, BinaryError) as error:
+            raise Stop(f"stack {stack}: {error}") from None
+        for finding in findings:
+            print(f"stack {stack}: {finding.check}: {finding.problem}", file=sys.stderr)
+        if findings:
+            raise Stop(f"stack {stack}: not printing the steps: the import must not run until these pass", EXIT_FINDING)
+        print(f"stack {stack}: the live release is Flux's, suspended, on this chart, and deployed", file=sys.stderr)
+    plan = adoption(stack, settings)
+    print(format_steps(plan, steps(plan)), end="")
+    return EXIT_OK
+
+
+@_stops
+def run_values(stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]], *, out: Path | None = None) -> int:
+    """The live values against the stack's: the table, exit 1 on an undeclared or stale difference."""
+    comparison = values_diff.compare_values(_live_values(live), rendered()["release"]["values"])
+    findings = (
+        f"{len(comparison.undeclared)} undeclared and {len(comparison.stale)} stale difference(s); see the table"
+        if comparison.has_findings
+        else ""
+    )
+    return _report(stack, values_diff.markdown(comparison, stack), out, findings)
+
+
+@_stops
+def run_objects(
+    stack: str,
+    settings: Settings,
+    rendered: Callable[[], Mapping[str, Any]],
+    *,
+    live: Path | None,
+    live_objects: Sequence[Path] = (),
+    chart: Path | None = None,
+    out: Path | None = None,
+    from_cluster: bool = False,
+) -> int:
+    """0 when every deletion is explained, 1 on a finding (an unexplained or stale deletion, or the chart refusing
+    either side's values), 2 when nothing could be compared. ``rendered`` gives what ``./supersonic render`` renders
+    for the stack. With ``from_cluster`` the live values, the objects the chart looks up and, as "before", the
+    release's stored manifest are read from the cluster: the comparison Helm's upgrade makes."""
+    cluster: LiveRelease | None = None
+    if from_cluster:
+        try:
+            cluster = read_live_release(settings.release.name, settings.namespace)
+        except (ClusterReadError, LiveValuesError, LiveObjectsError, BinaryError) as error:
+            raise Stop(f"stack {stack}: cannot read the live release: {error}") from None
+        if cluster.status != "deployed":
+            raise Stop(
+                f"stack {stack}: release {settings.release.name} is {cluster.status} (revision {cluster.revision}), "
+                "not deployed: a Helm operation is in flight or failed; see docs/takeover.md before going on"
+            )
+        live_values = cluster.values
+    else:
+        assert live is not None, "the parser requires --live or --from-cluster"
+        live_values = _live_values(live)
+    objects: list[LiveObject] = list(cluster.objects) if cluster is not None else []
+    for path in live_objects:
+        try:
+            objects += load_live_objects(path.read_bytes(), str(path), settings.namespace)
+        except OSError as error:
+            raise Stop(f"--live-object {path}: cannot read: {error.strerror}") from None
+        except LiveObjectsError as error:
+            raise Stop(f"--live-object {error}") from None
+    try:
+        chart_dir = chart_directory(stack, settings.release.chart, chart)
+    except chart_source.ChartSourceError as error:
+        raise Stop(f"stack {stack}: {error}") from None
+    given = objects_diff.sides(Expected.from_rendered(rendered()), live_values, objects)
+    try:
+        before, after = objects_diff.render_sides(chart_dir, given)
+    except BinaryError as error:
+        raise Stop(f"stack {stack}: cannot render the chart: {error}") from None
+    except objects_diff.SideRefused as refused:
+        raise Stop(f"stack {stack}: chart {chart_dir} refuses {refused.side}: {refused}", EXIT_FINDING) from None
+    first = (
+        f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
+        f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
+    )
+    if cluster is not None:
+        # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
+        # pinned chart: the two agree only if the pinned commit is the live chart.
+        stored = compare_objects(cluster.manifest, before, given.namespace)
+        differing = len(stored.removed) + len(stored.added) + len(stored.changed)
+        before = cluster.manifest
+        first = (
+            f"Before: the live release's stored manifest (`helm get manifest`, revision {cluster.revision}), "
+            f"what Helm's upgrade compares against. After: chart `{chart_dir}` rendered with this stack's values as "
+            "an upgrade, with the post-renderer. "
+            + (
+                f"**The pinned chart renders the live values differently from the stored manifest in {differing} "
+                "object(s)**: it is not the chart the live release runs (docs/takeover.md, step 1)."
+                if differing
+                else "The pinned chart renders the live values exactly as stored: it is the live chart."
+            )
+        )
+    comparison = objects_diff.compare(before, after, given.release_name, given.namespace)
+    findings = (
+        f"{len(comparison.unexplained)} unexplained and {len(comparison.stale)} stale deletion(s); see the report"
+        if comparison.has_findings
+        else ""
+    )
+    return _report(stack, objects_diff.markdown(comparison, stack, (first, *given.notes)), out, findings)
+
+
+# --------------------------------------------------------------------------------------------- the inputs
+
+
+def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
+    """The chart to render: ``given`` (``--chart``), else the stack's chart, fetched if it is a pinned git commit not
+    yet in the cache. Raises ``ChartSourceError`` with one line saying what to do."""
+    if given is not None:
+        if not (given / "Chart.yaml").is_file():
+            raise chart_source.ChartSourceError(f"--chart {given}: not a chart directory (no Chart.yaml in it)")
+        return given
+    if chart.kind == "git":
+        if chart.commit is None:
+            raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
+        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+    if chart.kind == "path":
+        on_disk = chart_source.chart_on_disk(chart)
+        if on_disk is None:
+            raise chart_source.ChartSourceError(
+                f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
+            )
+        return on_disk
+    raise chart_source.ChartSourceError(
+        f"{PROJECT}:release.chart is chart {chart.name} {chart.version} of repository {chart.repo}, not a directory: "
+        "give --chart DIR (helm pull --untar)"
+    )
+
+
+class ClusterReadError(Exception):
+    """The cluster ``KUBECONFIG`` names could not be read; the message is the tool's own."""
+
+
+def _read(tool: str, *args: str) -> str:
+    """The output of the pinned ``tool`` (helm or kubectl) run with ``args``."""
+    done = subprocess.run([str(ensure(tool)), *args], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise ClusterReadError(f"{tool} {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
+    return done.stdout
+
+
+def live_findings(settings: Settings) -> list[flux_check.Finding]:
+    """Read Flux's objects and the release's status from the cluster and check them (``flux_check.check``). Raises
+    ``ClusterReadError`` when the cluster cannot be read."""
+
+    def items(resource: str) -> list[dict[str, Any]]:
+        return list(json.loads(_read("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"])
+
+    try:
+        helm_releases = items(HELM_RELEASES)
+        repositories = items(GIT_REPOSITORIES)
+    except ClusterReadError as error:
+        raise ClusterReadError(f"cannot list Flux's objects (are Flux's CRDs installed?): {error}") from None
+    try:
+        status = json.loads(_read("helm", "status", settings.release.name, "-n", settings.namespace, "-o", "json"))
+    except ClusterReadError as error:
+        if "not found" not in str(error):
+            raise
+        status = None
+    return flux_check.check(helm_releases, repositories, status, settings)
+
+
+@dataclass(frozen=True)
+class LiveRelease:
+    """What the cluster says of the live release: Helm's record and the objects the chart looks up."""
+
+    values: dict[str, Any]
+    manifest: list[dict[str, Any]]
+    """The release's stored manifest (``helm get manifest``): what Helm's upgrade compares against."""
+    revision: int
+    status: str
+    objects: list[LiveObject]
+
+
+def read_live_release(release: str, namespace: str) -> LiveRelease:
+    """Read the release from the cluster ``KUBECONFIG`` names, with the pinned Helm v3 and kubectl."""
+    status = json.loads(_read("helm", "status", release, "-n", namespace, "-o", "json"))
+    values = load_live_values(_read("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
+    manifest = [d for d in yaml.safe_load_all(_read("helm", "get", "manifest", release, "-n", namespace)) if d]
+    objects: list[LiveObject] = []
+    wanted = [("scaledobject.keda.sh", CHART.scaled_object_name(CHART.instance_name(release)))]
+    envoy = objects_diff.live_envoy_config_map(values)
+    if envoy is not None:
+        wanted.append(("configmap", envoy[0]))
+    for kind, name in wanted:
+        found = _read("kubectl", "get", kind, "-n", namespace, "--ignore-not-found", "-o", "yaml", name)
+        if found.strip():
+            objects += load_live_objects(found, f"kubectl get {kind} {name}", namespace)
+    return LiveRelease(values, manifest, int(status["version"]), str(status["info"]["status"]), objects)
