@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from supersonic_interlink.config import ConfigError, Settings, load_settings
-from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import ClusterError, LocalCluster
 from supersonic_interlink.rehearse import report
@@ -24,7 +24,7 @@ def run(stack: str, queue_delay: str, directory: Path | None) -> int:
     """Exit 2 for a bad delay or stack config, 1 when the rehearsal could not run or its wake was not served."""
     try:
         delay = parse(queue_delay, stack=stack)
-        settings = load_settings(load_stack_config(stack))
+        settings = load_settings(load_stack(stack).config)
     except DelaySpecError as error:
         print(f"supersonic rehearse: {error}", file=sys.stderr)
         return 2

@@ -67,11 +67,12 @@ def run(
 ) -> int:
     """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     from supersonic_interlink.config.pulumi_config import settings_from_config
-    from supersonic_interlink.config.stack_config import load_stack_config
+    from supersonic_interlink.config.stack_config import load_stack
     from supersonic_interlink.render.stack import render
 
     try:
-        settings = settings_from_config(load_stack_config(stack))
+        loaded = load_stack(stack)  # read once: the settings here, and the render below
+        settings = settings_from_config(loaded.config, loaded.secret_keys)
     except ConfigError as error:
         print(f"stack {stack}: invalid config:", *(f"  {p}" for p in error.problems), sep="\n", file=sys.stderr)
         return EXIT_USAGE
@@ -79,11 +80,11 @@ def run(
         return run_steps(stack, settings, check_live=check_live)
     if command == "values":
         assert live is not None, "the parser requires --live"
-        return run_values(stack, live, lambda: render(stack), out=out)
+        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out)
     return run_objects(
         stack,
         settings,
-        lambda: render(stack, chart_dir=chart),
+        lambda: render(stack, loaded.config, loaded.secrets, chart_dir=chart),
         live=live,
         live_objects=live_objects,
         chart=chart,
