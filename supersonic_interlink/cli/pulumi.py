@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.cli import args as args_
-from supersonic_interlink.engine import toolchain
-from supersonic_interlink.engine.run import ACTIONS, ROOT, Engine, EngineError, Refused, gated, scratch_project
+from supersonic_interlink.engine.run import ACTIONS
 
 
 def parser() -> args_.Parser:
@@ -56,28 +53,6 @@ def main(argv: list[str]) -> int:
             print("supersonic pulumi: --json goes with preview", file=sys.stderr)
             return 2
         kwargs["json"] = True
-    from supersonic_interlink.config import ConfigError
+    from supersonic_interlink.engine.command import run_pulumi
 
-    printer = (
-        (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
-    )
-    from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
-
-    scratch = os.environ.get(SCRATCH_PROJECT_ENV)
-    try:
-        work_dir = scratch_project(Path(scratch)) if scratch else ROOT
-        # Only `up` creates a stack in a real backend; on the local cluster's throwaway backend anything may.
-        engine = Engine(args.stack, work_dir=work_dir, log=printer, create=bool(scratch) or args.action == "up")
-        result = gated(engine, args.action, **kwargs)
-        if args.json:
-            print(result.stdout)
-    except ConfigError as error:
-        print("\n".join(error.problems), file=sys.stderr)
-        return 2
-    except Refused as error:
-        print(f"supersonic pulumi: {error}", file=sys.stderr)
-        return 2 if args.action == "destroy" else 1
-    except (EngineError, toolchain.ToolchainError) as error:
-        print(f"supersonic pulumi: {args.action} of {args.stack} failed:\n{error}", file=sys.stderr)
-        return 1
-    return 0
+    return run_pulumi(args.stack, args.action, **kwargs)
