@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import os
+
 import pytest
 
 from supersonic_interlink.chart import binaries
@@ -22,3 +26,33 @@ def test_a_missing_binary_names_the_command_that_installs_it(tmp_path, monkeypat
     monkeypatch.setattr(binaries, "ROOT", tmp_path)
     with pytest.raises(binaries.BinaryError, match=r"python -m supersonic_interlink.chart.binaries install helm"):
         binaries.ensure("helm")
+
+
+def test_a_binary_is_hashed_at_its_first_use_only_and_a_changed_one_is_refused(tmp_path, monkeypatch) -> None:
+    pinned = b"the pinned bytes"
+    monkeypatch.setattr(binaries, "TOOLS_DIR", tmp_path / ".tools")
+    monkeypatch.setattr(binaries, "ROOT", tmp_path)
+    tiny = dataclasses.replace(binaries.BINARIES["helm"], name="tiny", sha256=hashlib.sha256(pinned).hexdigest())
+    monkeypatch.setitem(binaries.BINARIES, "tiny", tiny)
+    hashed: list[bytes] = []
+
+    def sha256(data: bytes) -> str:
+        hashed.append(data)
+        return hashlib.sha256(data).hexdigest()
+
+    monkeypatch.setattr(binaries, "_sha256", sha256)
+    target = binaries.path("tiny")
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"other bytes, same size")
+    with pytest.raises(binaries.BinaryError):
+        binaries.ensure("tiny")
+    target.write_bytes(pinned)
+
+    assert binaries.ensure("tiny") == binaries.ensure("tiny") == target
+    assert hashed[1:] == [pinned], "hashed once for two uses: a readiness poll calls kubectl many times a second"
+
+    replacement = target.with_name("replacement")
+    replacement.write_bytes(b"the changed bytes")
+    os.replace(replacement, target)
+    with pytest.raises(binaries.BinaryError):
+        binaries.ensure("tiny")
