@@ -76,19 +76,18 @@ def chart_on_disk(chart: ChartSource, root: Path = ROOT, cache: Path | None = No
         directory = root / str(chart.path)
         return directory if (directory / "Chart.yaml").is_file() else None
     if chart.kind == "git" and chart.commit is not None:
-        checkout = (CACHE_ROOT if cache is None else cache) / chart.commit
-        if checkout.is_dir() and verify(checkout, chart.commit, str(chart.path)) is None:
-            return checkout / str(chart.path)
+        return fetched_copy(chart.commit, str(chart.path), cache)[0]
     return None
 
 
-def fetched_copy_problem(chart: ChartSource, cache: Path | None = None) -> str | None:
-    """Why the fetched copy of a pinned git chart is not the pinned commit (changed files, another commit), or None:
-    also when nothing is fetched, which ``chart_on_disk`` tells apart."""
-    if chart.kind != "git" or chart.commit is None:
-        return None
-    checkout = (CACHE_ROOT if cache is None else cache) / chart.commit
-    return verify(checkout, chart.commit, str(chart.path)) if checkout.is_dir() else None
+def fetched_copy(commit: str, path: str, cache: Path | None = None) -> tuple[Path | None, str | None]:
+    """The fetched copy of a pinned git chart, verified once: (its chart directory, None), or (None, why it is not
+    the pinned commit: changed files, another commit), or (None, None) when nothing is fetched."""
+    checkout = (CACHE_ROOT if cache is None else cache) / commit
+    if not checkout.is_dir():
+        return None, None
+    problem = verify(checkout, commit, path)
+    return (checkout / path, None) if problem is None else (None, problem)
 
 
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

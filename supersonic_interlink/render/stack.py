@@ -244,13 +244,12 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
     """(the chart directory, "") when the chart is on disk (``chart_dir`` if given), else (None, why not)."""
     if chart_dir is not None:
         return chart_dir, ""
-    found = chart_source.chart_on_disk(chart)
-    if found is not None:
-        return found, ""
     if chart.kind == "git" and chart.commit is None:
         return None, f"the chart is not pinned (`{chart_source.pin_command(stack)}`)"
     if chart.kind == "git":
-        modified = chart_source.fetched_copy_problem(chart)
+        found, modified = chart_source.fetched_copy(str(chart.commit), str(chart.path))
+        if found is not None:
+            return found, ""
         if modified is not None:
             return None, (
                 f"the fetched copy of commit {chart.commit} is modified: {modified} (delete "
@@ -258,7 +257,8 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
             )
         return None, f"commit {chart.commit} is not fetched (`./supersonic render {stack} --fetch-chart`)"
     if chart.kind == "path":
-        return None, f"no chart at {chart.path}"
+        found = chart_source.chart_on_disk(chart)
+        return (found, "") if found is not None else (None, f"no chart at {chart.path}")
     return None, "the chart is in a chart repository, not on disk (give --chart DIR)"
 
 
