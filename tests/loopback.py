@@ -68,15 +68,8 @@ from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from supersonic_interlink.config import PROJECT, Settings, deep_merge, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
-from supersonic_interlink.rehearse.loopback import (
-    LOOPBACK,
-    STOP_TIMEOUT_SECONDS,
-    DnsStandIn,
-    EnvoyProcess,
-    dns_standin,
-    free_port,
-    wait_until,
-)
+from supersonic_interlink.engine.cluster import LOOPBACK, free_port, wait_until
+from supersonic_interlink.rehearse.loopback import STOP_TIMEOUT_SECONDS, DnsStandIn, EnvoyProcess, dns_standin
 from supersonic_interlink.rehearse.loopback import envoy_running as _envoy_running
 from supersonic_interlink.rehearse.standins import MODEL, HttpStandIn, TritonServicer
 

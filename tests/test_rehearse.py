@@ -141,24 +141,3 @@ def test_the_verb_refuses_a_wrong_stack_or_delay_before_starting_anything(args: 
     done = run_cli("rehearse", *args)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
-
-
-def test_the_keda_operators_cert_dir_holds_a_ca_and_a_loopback_serving_pair_it_signed(tmp_path: Path) -> None:
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-
-    from supersonic_interlink.rehearse.keda import write_certs
-
-    write_certs(tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
-    ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
-    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
-    key = serialization.load_pem_private_key((tmp_path / "tls.key").read_bytes(), None)
-    cert.verify_directly_issued_by(ca)
-    spki = serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    assert cert.public_key().public_bytes(*spki) == key.public_key().public_bytes(*spki), "the key is the cert's"
-    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert ipaddress.ip_address("127.0.0.1") in names.get_values_for_type(x509.IPAddress)
-    assert (tmp_path / "tls.key").stat().st_mode & 0o077 == 0, "the key is readable by its owner only"

@@ -27,7 +27,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,13 +104,87 @@ it has an ingress address."""
 
 
 class ClusterError(Exception):
-    """The control plane could not start or be reached; the message says which part and where its log is."""
+    """The control plane, or a process run beside it (the KEDA operator, Envoy), did not start or become ready in
+    time; the message says which and how its log ends."""
+
+
+LOOPBACK = "127.0.0.1"
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
+
+
+def start_process(
+    argv: Sequence[str], log_file: Path, *, env: Mapping[str, str] | None = None, tied: bool = False
+) -> subprocess.Popen[bytes]:
+    """``argv`` started in a session of its own (``stop_process`` stops its whole group), its output appended to
+    ``log_file``; with ``tied`` the kernel sends it SIGTERM when this process dies."""
+    with log_file.open("ab") as out:
+        return subprocess.Popen(
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            # Only a prctl call between fork and exec: no lock a thread could hold is touched.
+            preexec_fn=_die_with_parent if tied else None,  # noqa: PLW1509
+        )
+
+
+def log_tail(log_file: Path) -> str:
+    tail = log_file.read_text(errors="replace")[-3000:] if log_file.is_file() else "(no log)"
+    return f"{log_file.stem}'s log ({log_file}) ends:\n{tail}"
+
+
+def wait_until(
+    condition: Callable[[], Any],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = 0.01,
+    log_file: Path | None = None,
+    process: subprocess.Popen[bytes] | None = None,
+) -> Any:
+    """Poll ``condition`` until it returns something truthy, and return that; a ClusterError naming ``what``, and
+    ending with ``log_file``'s tail, once ``timeout`` has passed or as soon as ``process`` has exited."""
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        if process is not None and process.poll() is not None:
+            problem = f"exited with {process.returncode} while waiting for {what}"
+        elif time.monotonic() >= deadline:
+            problem = f"timed out after {timeout:g} s waiting for {what}"
+        else:
+            time.sleep(interval)
+            continue
+        raise ClusterError(problem + (f"; {log_tail(log_file)}" if log_file is not None else ""))
+    return result
+
+
+def stop_process(process: subprocess.Popen[bytes] | int, timeout: float = 20.0) -> None:
+    """SIGTERM to the process group ``process`` leads (``start_process`` makes each a leader), SIGKILL after
+    ``timeout``; a child of this process is reaped."""
+    pid = process if isinstance(process, int) else process.pid
+
+    def ended() -> bool:
+        if not isinstance(process, int):
+            return process.poll() is not None
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        return _exe(pid) is None
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ended():
+                return
+            time.sleep(0.05)
 
 
 def default_dir() -> Path:
@@ -148,6 +222,12 @@ class LocalCluster:
         return self.directory / "cluster.json"
 
     @property
+    def pki(self) -> Path:
+        """The API server's ``--cert-dir``: the serving certificate and CA it makes for itself (``apiserver.crt``,
+        the certificate followed by its CA, for 127.0.0.1; ``apiserver.key``) and the admin token file."""
+        return self.directory / "pki"
+
+    @property
     def pulumi_home(self) -> Path:
         return self.directory / "pulumi-home"
 
@@ -181,10 +261,8 @@ class LocalCluster:
         recorded = self._state().get("pids", {})
         return bool(recorded) and self._pids().keys() == recorded.keys()
 
-    def _log_tail(self, component: str) -> str:
-        log_file = self.directory / "logs" / f"{component}.log"
-        tail = log_file.read_text(errors="replace")[-3000:] if log_file.is_file() else "(no log)"
-        return f"{component}'s log ({log_file}) ends:\n{tail}"
+    def _log(self, component: str) -> Path:
+        return self.directory / "logs" / f"{component}.log"
 
     # ---------------------------------------------------------------------------------------------------- start
 
@@ -202,7 +280,7 @@ class LocalCluster:
         # apiserver.crt, the certificate followed by its CA, before it listens); its key also signs ServiceAccount
         # tokens. The directory is emptied first, so every start has fresh ones. The admin is a static token in
         # group system:masters.
-        certs = self.directory / "pki"
+        certs = self.pki
         shutil.rmtree(certs, ignore_errors=True)
         for sub in (certs, self.directory / "logs", self.directory / "etcd", self.backend_dir, self.pulumi_home):
             sub.mkdir(parents=True, exist_ok=True)
@@ -219,16 +297,7 @@ class LocalCluster:
         processes: dict[str, subprocess.Popen[bytes]] = {}
 
         def launch(name: str, *args: str) -> subprocess.Popen[bytes]:
-            with (self.directory / "logs" / f"{name}.log").open("ab") as out:
-                processes[name] = subprocess.Popen(
-                    [str(paths[name]), *args],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    # Only a prctl call between fork and exec: no lock a thread could hold is touched.
-                    preexec_fn=_die_with_parent if self.tied else None,  # noqa: PLW1509
-                )
+            processes[name] = start_process([str(paths[name]), *args], self._log(name), tied=self.tied)
             pids = {n: p.pid for n, p in processes.items()}
             exes = {n: str(paths[n]) for n in processes}
             self.state_file.write_text(json.dumps({"pids": pids, "exes": exes, "server": server}, indent=2))
@@ -266,7 +335,7 @@ class LocalCluster:
             def api_ready() -> bool:
                 exited = [name for name, process in processes.items() if process.poll() is not None]
                 if exited:
-                    tails = "\n".join(self._log_tail(name) for name in exited)
+                    tails = "\n".join(log_tail(self._log(name)) for name in exited)
                     raise ClusterError(f"{', '.join(exited)} exited as the API server came up; {tails}")
                 return self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0
 
@@ -303,7 +372,7 @@ class LocalCluster:
                     break  # still running: started
                 log(f"cluster: kwok exited as it started (attempt {attempt} of {KWOK_STARTS}); starting it again")
             else:
-                raise ClusterError(f"kwok exited as it started, {KWOK_STARTS} times; {self._log_tail('kwok')}")
+                raise ClusterError(f"kwok exited as it started, {KWOK_STARTS} times; {log_tail(self._log('kwok'))}")
             self._seed(timeout, log)
         except BaseException:
             self.stop(log=lambda _line: None, keep_logs=True)
@@ -329,11 +398,7 @@ class LocalCluster:
         return self.tool("kubectl", *args, input_text=input_text, check=check)
 
     def _wait(self, what: str, component: str, timeout: float, ready: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{what} not ready within {timeout:.0f} s; {self._log_tail(component)}")
-            time.sleep(0.2)
+        wait_until(ready, timeout, what, interval=0.2, log_file=self._log(component))
 
     def _jsonpath(self, target: str, path: str) -> str:
         return str(self.kubectl("get", target, "-o", f"jsonpath={path}", check=False).stdout.strip())
@@ -379,7 +444,7 @@ class LocalCluster:
         leave the directory for reading."""
         pids = self._pids()
         for name in reversed(list(pids)):
-            _terminate(pids[name], timeout)
+            stop_process(pids[name], timeout)
         if pids:
             log(f"cluster: stopped {', '.join(reversed(list(pids)))}")
         self.state_file.unlink(missing_ok=True)
@@ -431,17 +496,3 @@ def _exe(pid: int) -> str | None:
         return os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return None
-
-
-def _terminate(pid: int, timeout: float) -> None:
-    """SIGTERM to the process group, SIGKILL after ``timeout``; a child of this process is reaped."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            if _exe(pid) is None:
-                return
-            time.sleep(0.05)

@@ -14,7 +14,7 @@ from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import ClusterError, LocalCluster
 from supersonic_interlink.rehearse import report
 from supersonic_interlink.rehearse.delays import DelaySpecError, QueueDelay, parse
-from supersonic_interlink.rehearse.keda import OPERATOR, KedaError
+from supersonic_interlink.rehearse.keda import OPERATOR
 from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME, rehearsal
 from supersonic_interlink.rehearse.stages import rehearsal_stages
 from supersonic_interlink.wake.probe import READY, describe
@@ -62,7 +62,7 @@ def _rehearse(stack: str, settings: Settings, delay: QueueDelay, directory: Path
                 errors = run.errors + run.admission.errors
         finally:
             cluster.stop(log=log)
-    except (ClusterError, KedaError, toolchain.ToolchainError) as error:
+    except (ClusterError, toolchain.ToolchainError) as error:
         print(f"supersonic rehearse: {error}", file=sys.stderr)
         return 1
     print("parts of this rehearsal:")

@@ -8,8 +8,10 @@ What it needs, read in ``cmd/operator/main.go`` and ``pkg/util`` at the pinned v
 - ``KEDA_CLUSTER_OBJECT_NAMESPACE`` (``pkg/util/env_resolver.go``; otherwise read from the in-cluster
   ServiceAccount mount, which a process has not) and ``POD_NAMESPACE`` (the leader-election namespace);
 - ``--cert-dir`` holding ``ca.crt``, ``tls.crt`` and ``tls.key`` (``pkg/metricsservice/utils/tls.go``): its gRPC
-  metrics service serves with them even though nothing here asks it (the metrics API server and the admission
-  webhooks are not run: scaling between 0 and 1 is the operator's own scale loop, not the HPA's);
+  metrics service loads them as it starts, and the operator exits if it cannot, though nothing here connects to it
+  (the metrics API server and the admission webhooks are not run: scaling between 0 and 1 is the operator's own
+  scale loop, not the HPA's). So they are links to the serving certificate the API server made for 127.0.0.1 in
+  the cluster's ``pki/`` (``apiserver.crt`` holds it followed by its CA, which is all ``ca.crt`` must add);
 - its three listeners (metrics, health probes, metrics service) default to every interface: they are put on
   free loopback ports.
 """
@@ -17,75 +19,35 @@ What it needs, read in ``cmd/operator/main.go`` and ``pkg/util`` at the pinned v
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import os
 import subprocess
-import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from supersonic_interlink.engine import toolchain
-from supersonic_interlink.engine.cluster import LocalCluster, free_port
-from supersonic_interlink.rehearse.loopback import LOOPBACK, stop_process
+from supersonic_interlink.engine.cluster import (
+    LOOPBACK,
+    LocalCluster,
+    free_port,
+    start_process,
+    stop_process,
+    wait_until,
+)
 
 OPERATOR = "keda-operator"
 CLUSTER_OBJECT_NAMESPACE = "keda"
 START_TIMEOUT_SECONDS = 60.0
 
 
-class KedaError(Exception):
-    """The operator could not start; the message ends with its log."""
-
-
-def write_certs(directory: Path) -> None:
-    """A CA and a serving certificate for loopback, as the operator's ``--cert-dir`` wants them."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
+def link_certs(cluster: LocalCluster, directory: Path) -> Path:
+    """``directory`` holding the operator's ``ca.crt``, ``tls.crt`` and ``tls.key``: links to the API server's own."""
     directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rehearsal-keda-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, OPERATOR)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
-        )
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(LOOPBACK))]),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    (directory / "ca.crt").write_bytes(ca.public_bytes(pem))
-    (directory / "tls.crt").write_bytes(cert.public_bytes(pem))
-    (directory / "tls.key").write_bytes(
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    (directory / "tls.key").chmod(0o600)
+    for name, target in (("ca.crt", "apiserver.crt"), ("tls.crt", "apiserver.crt"), ("tls.key", "apiserver.key")):
+        (directory / name).unlink(missing_ok=True)
+        (directory / name).symlink_to(cluster.pki / target)
+    return directory
 
 
 @dataclass
@@ -98,8 +60,6 @@ class KedaOperator:
         return self.log_path.read_text(errors="replace")
 
     def healthy(self) -> bool:
-        import urllib.request
-
         try:
             with urllib.request.urlopen(f"http://{LOOPBACK}:{self.health_port}/readyz", timeout=1) as response:
                 return bool(response.status == 200)
@@ -116,8 +76,7 @@ def binary() -> Path:
 def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[KedaOperator]:
     """The operator watching ``namespace`` of ``cluster`` until the block ends."""
     executable = binary()
-    certs = directory / "certs"
-    write_certs(certs)
+    certs = link_certs(cluster, directory / "certs")
     cluster.kubectl("create", "namespace", CLUSTER_OBJECT_NAMESPACE, check=False)
     health_port = free_port()
     env = {
@@ -138,17 +97,16 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
         "--zap-log-level=info",
     ]
     log_path = directory / "keda-operator.log"
-    with log_path.open("ab") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-    operator = KedaOperator(process, log_path, health_port)
+    operator = KedaOperator(start_process(argv, log_path, env=env), log_path, health_port)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not operator.healthy():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise KedaError(
-                    f"keda-operator did not become ready; its log ({log_path}) ends:\n{operator.log()[-3000:]}"
-                )
-            time.sleep(0.2)
+        wait_until(
+            operator.healthy,
+            START_TIMEOUT_SECONDS,
+            "keda-operator to report ready",
+            interval=0.2,
+            log_file=log_path,
+            process=operator.process,
+        )
         yield operator
     finally:
-        stop_process(process)
+        stop_process(operator.process)

@@ -23,10 +23,9 @@ import struct
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,34 +33,15 @@ from typing import Any
 from supersonic_interlink.config import Settings
 from supersonic_interlink.config.envoy import build_envoy_config
 from supersonic_interlink.contract import CHART, Generation
+from supersonic_interlink.engine.cluster import LOOPBACK, free_port, start_process, stop_process, wait_until
 from supersonic_interlink.render.checks import envoy_binary
 
 ROOT = Path(__file__).resolve().parents[2]
-LOOPBACK = "127.0.0.1"
 STANDIN_LUA = ROOT / "tests" / "fixtures" / "wake-filter.lua"
 """The project's stand-in for the chart's scale-from-zero Lua filter, written from the protocol the chart documents
 and kept beside the tests that check it; used wherever the chart's own filter is not on disk."""
 START_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 5.0
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.01) -> Any:
-    """Poll ``condition`` until it returns something truthy; raise TimeoutError naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
 
 
 class DnsStandIn:
@@ -221,7 +201,7 @@ def loopback_config(
 class EnvoyProcess:
     """A running Envoy: ``target`` for clients, admin helpers for its stats."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     grpc_port: int
     admin_port: int
     workdir: Path
@@ -271,7 +251,7 @@ def envoy_running(
     on ``dns_port``. ``lua``: the filter's text (default: the stand-in filter filled in for ``settings``).
     """
     workdir = Path(tempfile.mkdtemp(prefix="envoy-loopback-"))
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
     try:
         lua_path = workdir / "envoy-filter.lua"
         lua_path.write_text(render_test_lua(settings) if lua is None else lua)
@@ -289,48 +269,20 @@ def envoy_running(
         )
         config_path = workdir / "envoy.json"
         config_path.write_text(json.dumps(rewritten, indent=1))
-        log = open(workdir / "envoy.log", "wb")  # noqa: SIM115 -- Envoy writes to it until stop() closes it
-        process = subprocess.Popen(
-            [
-                envoy_binary(),
-                "-c",
-                str(config_path),
-                "--disable-hot-restart",
-                "--concurrency",
-                str(concurrency),
-                "--log-level",
-                log_level,
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        log.close()
+        argv = [envoy_binary(), "-c", str(config_path), "--disable-hot-restart", "--concurrency", str(concurrency)]
+        log_file = workdir / "envoy.log"
+        process = start_process([*argv, "--log-level", log_level], log_file)
         envoy = EnvoyProcess(process, grpc_port, admin_port, workdir, rewritten)
 
         def ready() -> bool:
-            if process.poll() is not None:
-                raise RuntimeError(f"envoy exited with {process.returncode}:\n{envoy.log()[-4000:]}")
             try:
                 return envoy.admin("/ready", timeout=0.5).strip() == "LIVE"
             except OSError:
                 return False
 
-        wait_until(ready, START_TIMEOUT_SECONDS, "Envoy to report LIVE")
+        wait_until(ready, START_TIMEOUT_SECONDS, "Envoy to report LIVE", log_file=log_file, process=process)
         yield envoy
     finally:
         if process is not None:
-            stop_process(process)
+            stop_process(process, STOP_TIMEOUT_SECONDS)
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def stop_process(process: subprocess.Popen) -> None:
-    """Terminate a process this module started, and kill it if it does not end within ``STOP_TIMEOUT_SECONDS``."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(STOP_TIMEOUT_SECONDS)

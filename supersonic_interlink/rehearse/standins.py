@@ -33,7 +33,8 @@ from typing import Any
 import grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from supersonic_interlink.rehearse.loopback import LOOPBACK, STOP_TIMEOUT_SECONDS
+from supersonic_interlink.engine.cluster import LOOPBACK
+from supersonic_interlink.rehearse.loopback import STOP_TIMEOUT_SECONDS
 
 MODEL = "standin"
 HOLD_CHECK_SECONDS = 2.0
