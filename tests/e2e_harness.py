@@ -163,16 +163,18 @@ def providers(pulumi_home: Path) -> list[int]:
     return found
 
 
-def run_render(*args: str, **environment: str) -> subprocess.CompletedProcess[str]:
-    """``./supersonic render ARGS`` in a fresh interpreter from the project directory, as a newcomer runs it, with
-    ``environment`` added to this process's."""
+def run_supersonic(
+    verb: str, *args: str, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``./supersonic VERB ARGS`` in a fresh interpreter from ``cwd`` (this checkout, or a copy of it), as a newcomer
+    runs it, with ``env`` added to this process's environment."""
     return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
+        [sys.executable, "-m", "supersonic_interlink", verb, *args],
         capture_output=True,
         text=True,
-        timeout=120,
-        cwd=ROOT,
-        env={**os.environ, **environment},
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
         check=False,
     )
 

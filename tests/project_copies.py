@@ -1,7 +1,8 @@
 """Copies of the project for tests that run it in a fresh interpreter. ``git_project``: a git checkout for tests that
 read a base commit from git (``./supersonic diff``, the pull-request workflow's diff step), the program, its tools
 and stack files copied, plus the stack with secrets from tests/fixtures/stacks/, committed on branch main.
-``project_with``: a plain copy holding one given stack file, and ``render_in`` to render it there."""
+``project_copy``: a plain copy; ``project_with``: a plain copy holding one given stack file, and ``render_in`` to
+render it there."""
 
 from __future__ import annotations
 
@@ -28,18 +29,25 @@ COPIED = (
 PACKAGES = ("supersonic_interlink", "postrender", "scripts", "stacks")
 
 
-def git_project(into: Path) -> Path:
-    """A git checkout of the project (branch main, one commit) whose files a test may change; .venv and the pinned
-    tools are shared by link and ignored, as in a real clone."""
+def project_copy(into: Path, *, tools: bool = True) -> Path:
+    """A copy of the project whose stack files and chart cache a test may change; .venv and (with ``tools``) the
+    pinned tools are shared by link."""
     root = into / "project"
     root.mkdir()
     for name in COPIED:
         shutil.copy2(ROOT / name, root / name)
     for package in PACKAGES:
         shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(SECRET_STACK, root / "stacks" / SECRET_STACK.name)
-    for shared in (".venv", ".tools"):
+    for shared in (".venv", ".tools") if tools else (".venv",):
         (root / shared).symlink_to(ROOT / shared)
+    return root
+
+
+def git_project(into: Path) -> Path:
+    """A git checkout of the project (branch main, one commit) whose files a test may change; .venv and the pinned
+    tools are shared by link and ignored, as in a real clone."""
+    root = project_copy(into)
+    shutil.copy(SECRET_STACK, root / "stacks" / SECRET_STACK.name)
     (root / ".gitignore").write_text(".venv\n.tools\n.charts\n__pycache__/\n")
     git("init", "--quiet", "--initial-branch", "main", cwd=root)
     commit_all(root, "base")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from chart_fixtures import CONFORMING, fixture_chart
-from e2e_harness import run_render
+from e2e_harness import run_supersonic
 
 from supersonic_interlink.render.conformance import GUARD_FINDING
 
@@ -23,7 +23,7 @@ LUA_NOT_MOUNTED = (
 )
 def test_a_chart_that_reads_every_value_passes_for_hammer_in_either_generation(chart_name, generation, tmp_path):
     chart = fixture_chart(chart_name, tmp_path)
-    result = run_render("hammer", "--check", "--chart", str(chart))
+    result = run_supersonic("render", "hammer", "--check", "--chart", str(chart))
     assert result.returncode == 0, f"nothing to report for a chart that does what the stack asks:\n{result.stderr}"
     assert f"stack hammer: chart {chart} conforms" in result.stdout and "stack hammer: checks passed" in result.stdout
     assert f"chart generation: {generation} (" in result.stdout, "--chart DIR: the generation is read from DIR"
@@ -31,7 +31,7 @@ def test_a_chart_that_reads_every_value_passes_for_hammer_in_either_generation(c
 
 def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scale_from_zero_wiring(tmp_path) -> None:
     chart = fixture_chart("no-scale-from-zero", tmp_path)
-    result = run_render("hammer", "--check", "--chart", str(chart))
+    result = run_supersonic("render", "hammer", "--check", "--chart", str(chart))
     assert result.returncode == 1, result.stdout + result.stderr
     prefix = f"check: chart {chart}: "
     reported = {line[len(prefix) :] for line in result.stderr.splitlines() if line.startswith(prefix)}
@@ -50,7 +50,7 @@ def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scal
 
 def test_a_commit_that_still_refuses_an_external_config_is_refused_with_that_reason(tmp_path) -> None:
     chart = fixture_chart("refuses-external-config", tmp_path)
-    result = run_render("hammer", "--check", "--chart", str(chart))
+    result = run_supersonic("render", "hammer", "--check", "--chart", str(chart))
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
         f"check: chart {chart}: {GUARD_FINDING} (the chart says: execution error at "

@@ -9,26 +9,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
+from e2e_harness import run_supersonic
 from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CONFORMING = ROOT / "tests" / "charts" / "conforming"
-
-
-def diff(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "diff", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
 
 
 def test_a_ready_timeout_edit_shows_every_object_it_moves(tmp_path: Path) -> None:
@@ -37,7 +25,7 @@ def test_a_ready_timeout_edit_shows_every_object_it_moves(tmp_path: Path) -> Non
     edit(stack, "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
     edit(stack, "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
 
-    result = diff(root, "hammer", "--chart", str(CONFORMING))
+    result = run_supersonic("diff", "hammer", "--chart", str(CONFORMING), cwd=root)
 
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -70,7 +58,7 @@ def test_a_chart_commit_bump_shows_each_chart_object_it_changes(tmp_path: Path) 
     base = commit_all(root, "pin the chart")
     pin(stack, second)
 
-    result = diff(root, "hammer", "--strict", env=redirect_upstream(upstream))
+    result = run_supersonic("diff", "hammer", "--strict", env=redirect_upstream(upstream), cwd=root)
 
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -92,7 +80,7 @@ def test_a_stack_with_secrets_diffs_without_any_ciphertext(tmp_path: Path) -> No
     # `pulumi config set --secret` again: a new ciphertext, whatever the value.
     edit(stack, "bA==:bm9uY2UtMDI=", "bA==:bm9uY2UtMDM=")
 
-    result = diff(root, "secret-example", "--chart", str(CONFORMING), "--markdown")
+    result = run_supersonic("diff", "secret-example", "--chart", str(CONFORMING), "--markdown", cwd=root)
 
     assert result.returncode == 0, result.stdout + result.stderr
     printed = result.stdout + result.stderr
@@ -108,7 +96,7 @@ def test_a_stack_with_secrets_diffs_without_any_ciphertext(tmp_path: Path) -> No
 
 def test_an_unpinned_chart_is_named_as_not_compared_and_fails_under_strict(tmp_path: Path) -> None:
     root = git_project(tmp_path)
-    result = diff(root, "hammer", "--strict")
+    result = run_supersonic("diff", "hammer", "--strict", cwd=root)
     assert result.returncode == 3, result.stdout + result.stderr
     assert (
         "chart objects: NOT compared: on both sides, the chart is not pinned (`./supersonic render hammer --pin-chart`)"
@@ -120,7 +108,7 @@ def test_an_unpinned_chart_is_named_as_not_compared_and_fails_under_strict(tmp_p
 def test_a_stack_new_in_the_working_tree_is_all_added(tmp_path: Path) -> None:
     root = git_project(tmp_path)
     shutil.copy(root / "stacks" / "Pulumi.geddes-gpu.yaml", root / "stacks" / "Pulumi.second.yaml")
-    result = diff(root, "second")
+    result = run_supersonic("diff", "second", cwd=root)
     assert result.returncode == 0, result.stderr
     assert "the stack has no stack file at the base: every object is added" in result.stdout
     assert "+ Release.helm.sh/cms/supersonic-gpu (added)" in result.stdout
@@ -128,16 +116,16 @@ def test_a_stack_new_in_the_working_tree_is_all_added(tmp_path: Path) -> None:
 
 def test_a_base_that_is_not_a_commit_is_one_line(tmp_path: Path) -> None:
     root = git_project(tmp_path)
-    result = diff(root, "hammer", "--base", "no-such-ref")
+    result = run_supersonic("diff", "hammer", "--base", "no-such-ref", cwd=root)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "stack hammer: --base 'no-such-ref': not a commit in this repository"
-    empty = diff(root, "hammer", "--base", "")
+    empty = run_supersonic("diff", "hammer", "--base", "", cwd=root)
     assert empty.returncode == 2 and "--base is empty" in empty.stderr
 
 
 def test_a_stack_neither_side_has_is_a_usage_error_not_an_empty_diff(tmp_path: Path) -> None:
     root = git_project(tmp_path)
-    result = diff(root, "hamer")
+    result = run_supersonic("diff", "hamer", cwd=root)
     assert result.returncode == 2 and result.stdout == ""
     assert "no stack file stacks/Pulumi.hamer.yaml at the base or in the working tree" in result.stderr
 
@@ -146,7 +134,7 @@ def test_the_working_tree_is_never_touched(tmp_path: Path) -> None:
     root = git_project(tmp_path)
     edit(root / "stacks" / "Pulumi.hammer.yaml", "maxReplicaCount: 10", "maxReplicaCount: 11")
     before = git("status", "--porcelain", cwd=root), git("worktree", "list", cwd=root), git("stash", "list", cwd=root)
-    assert diff(root, "hammer").returncode == 0
+    assert run_supersonic("diff", "hammer", cwd=root).returncode == 0
     after = git("status", "--porcelain", cwd=root), git("worktree", "list", cwd=root), git("stash", "list", cwd=root)
     assert after == before, "the base is read with git archive into a temporary directory"
 

@@ -7,41 +7,15 @@ tests/test_chart_source.py and render's other paths in tests/test_render.py."""
 from __future__ import annotations
 
 import difflib
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
+from e2e_harness import run_supersonic
+from project_copies import project_copy
 
 from supersonic_interlink.render.conformance import GUARD_FINDING
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-def project_copy(into: Path, tools: bool = True) -> Path:
-    """A copy of the project whose stack files and chart cache a test may change (the tools and venv are shared)."""
-    root = into / "project"
-    root.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
-    for package in ("supersonic_interlink", "postrender", "scripts", "stacks"):
-        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in (".venv", ".tools") if tools else (".venv",):
-        (root / shared).symlink_to(ROOT / shared)
-    return root
-
-
-def run_in(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=root,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_renders_that_chart(tmp_path: Path) -> None:
@@ -50,7 +24,7 @@ def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_render
     commit = git("rev-parse", "HEAD", cwd=upstream)
     before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
 
-    pinned = run_in(root, "hammer", "--pin-chart", env=redirect_upstream(upstream))
+    pinned = run_supersonic("render", "hammer", "--pin-chart", env=redirect_upstream(upstream), cwd=root)
 
     assert pinned.returncode == 0, pinned.stdout + pinned.stderr
     assert f"stack hammer: release.chart pinned to {commit} (main)" in pinned.stdout
@@ -70,7 +44,7 @@ def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_render
     ), "the commit line, and the comment that said it was not pinned now says what is; the rest kept"
     assert (root / ".charts" / commit / "helm" / "supersonic" / "Chart.yaml").is_file()
 
-    checked = run_in(root, "hammer", "--check")
+    checked = run_supersonic("render", "hammer", "--check", cwd=root)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert f"chart {root / '.charts' / commit / 'helm' / 'supersonic'}: {GUARD_FINDING}" in checked.stderr, (
         "with the pinned chart on disk, --check runs the conformance check against it without being asked, and a "
@@ -89,12 +63,13 @@ def test_pin_chart_takes_a_full_commit_only_if_the_repository_has_it(tmp_path: P
     upstream = chart_repository(tmp_path / "remote")
     first = git("rev-parse", "HEAD", cwd=upstream)
     commit_chart(upstream, "default-one", "later")
-    assert run_in(root, "hammer", "--pin-chart", first, env=redirect_upstream(upstream)).returncode == 0
+    env = redirect_upstream(upstream)
+    assert run_supersonic("render", "hammer", "--pin-chart", first, env=env, cwd=root).returncode == 0
     assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text()
-    missing = run_in(root, "hammer", "--pin-chart", "f" * 40, env=redirect_upstream(upstream))
+    missing = run_supersonic("render", "hammer", "--pin-chart", "f" * 40, env=env, cwd=root)
     assert missing.returncode == 1 and f"has no commit {'f' * 40}" in missing.stderr
     assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text(), "a failed pin writes nothing"
-    short = run_in(root, "hammer", "--pin-chart", first[:7], env=redirect_upstream(upstream))
+    short = run_supersonic("render", "hammer", "--pin-chart", first[:7], env=env, cwd=root)
     assert short.returncode == 1 and "a short commit id cannot be pinned: give the full 40-hex commit" in short.stderr
 
 
@@ -102,7 +77,9 @@ def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:
     root = project_copy(tmp_path)
     before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
     offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
-    result = run_in(root, "hammer", "--pin-chart", env={**offline, "GIT_CONFIG_VALUE_0": "https://github.com/"})
+    result = run_supersonic(
+        "render", "hammer", "--pin-chart", env={**offline, "GIT_CONFIG_VALUE_0": "https://github.com/"}, cwd=root
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "needs network access" in result.stderr, result.stderr
     assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before
@@ -112,12 +89,12 @@ def test_an_edited_fetched_chart_is_named_as_modified_not_as_not_fetched(tmp_pat
     root = project_copy(tmp_path)
     upstream = chart_repository(tmp_path / "remote")
     commit = git("rev-parse", "HEAD", cwd=upstream)
-    assert run_in(root, "hammer", "--pin-chart", env=redirect_upstream(upstream)).returncode == 0
+    assert run_supersonic("render", "hammer", "--pin-chart", env=redirect_upstream(upstream), cwd=root).returncode == 0
     values = root / ".charts" / commit / "helm" / "supersonic" / "values.yaml"
     values.write_text(values.read_text() + "# edited by hand\n")
 
-    checked = run_in(root, "hammer", "--check")
-    strict = run_in(root, "hammer", "--check", "--strict")
+    checked = run_supersonic("render", "hammer", "--check", cwd=root)
+    strict = run_supersonic("render", "hammer", "--check", "--strict", cwd=root)
 
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert (
@@ -131,7 +108,9 @@ def test_an_edited_fetched_chart_is_named_as_modified_not_as_not_fetched(tmp_pat
 
 def test_without_the_pinned_helm_the_check_says_how_to_install_it(tmp_path: Path) -> None:
     root = project_copy(tmp_path, tools=False)
-    result = run_in(root, "hammer", "--check", "--chart", str(ROOT / "tests" / "charts" / "conforming"))
+    result = run_supersonic(
+        "render", "hammer", "--check", "--chart", str(ROOT / "tests" / "charts" / "conforming"), cwd=root
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert (
         "check: chart conformance could not run: helm v3.18.0 is not installed in .tools/: "

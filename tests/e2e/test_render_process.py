@@ -11,7 +11,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from e2e_harness import run_render
+from e2e_harness import run_supersonic
 
 
 def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
@@ -20,7 +20,7 @@ def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
     runs = 12
 
     def one(_: int) -> subprocess.CompletedProcess:
-        return run_render("hammer")
+        return run_supersonic("render", "hammer")
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(one, range(runs)))
@@ -34,7 +34,7 @@ def test_rendering_is_byte_identical_across_interpreters(tmp_path: Path) -> None
     digests = []
     for seed in ("1", "2"):
         out = tmp_path / seed
-        result = run_render("hammer", "--out", str(out), PYTHONHASHSEED=seed)
+        result = run_supersonic("render", "hammer", "--out", str(out), env={"PYTHONHASHSEED": seed})
         assert result.returncode == 0, result.stderr
         digests.append({path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(out.iterdir())})
     assert len(digests[0]) == 3 and digests[0] == digests[1]

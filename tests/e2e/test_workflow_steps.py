@@ -7,12 +7,11 @@ cases), so they run in this tier; the workflows' other checks are in tests/test_
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from chart_fixtures import chart_repository, git, redirect_upstream
+from e2e_harness import run_supersonic
 from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
 from workflow_steps import pull_request_workflow, run_step, step
 
@@ -56,15 +55,7 @@ def test_the_pull_request_comment_is_the_text_of_supersonic_diff_secrets_and_all
     comment = (root / "rendered" / "comment.md").read_text()
     marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
     assert comment.startswith(marker), "the marker lets the next push edit this comment instead of adding one"
-    local = subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "diff", "secret-example", "--base", base, "--markdown"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=300,
-        check=False,
-        env={**os.environ, **redirect},
-    )
+    local = run_supersonic("diff", "secret-example", "--base", base, "--markdown", cwd=root, env=redirect)
     assert local.returncode == 0, local.stderr
     assert local.stdout in comment, "what a reviewer reads locally and on the pull request is one text"
     assert "chart objects: compared" in local.stdout and "    spec.maxReplicaCount\n-       10\n+       12\n" in (
