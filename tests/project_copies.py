@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from chart_fixtures import git
+from e2e_harness import run_supersonic
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.secret-example.yaml"
@@ -78,25 +78,12 @@ def pin(stack_file: Path, commit: str) -> None:
 
 def project_with(tmp_path: Path, stack: str, text: str) -> Path:
     """A copy of the project (not a git checkout) whose only stack file is ``text``."""
-    root = tmp_path / "project"
-    for name in ("Pulumi.yaml", "__main__.py"):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text((ROOT / name).read_text())
-    for package in ("supersonic_interlink", "scripts", "postrender"):
-        subprocess.run(["cp", "-r", str(ROOT / package), str(root / package)], check=True)
-    for shared in (".venv", ".tools"):
-        (root / shared).symlink_to(ROOT / shared)
+    root = project_copy(tmp_path)
+    shutil.rmtree(root / "stacks")
     (root / "stacks").mkdir()
     (root / "stacks" / f"Pulumi.{stack}.yaml").write_text(text)
     return root
 
 
 def render_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "supersonic_interlink", "render", *args],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        check=False,
-        timeout=120,
-    )
+    return run_supersonic("render", *args, cwd=root, timeout=120)
