@@ -1,5 +1,6 @@
 """The rehearsal's pure parts: the queue-delay forms and the prediction, kwok's Stages, the modelled objects, the
-verb's refusals. The rehearsal itself runs in tests/e2e/test_cold_start_rehearsal.py."""
+verb's refusals, and how the processes it runs beside the control plane are started, waited for and stopped. The
+rehearsal itself runs in tests/e2e/test_cold_start_rehearsal.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from loopback import loopback_settings
 from wake_records import cold_wake, probe_record, warm_answer
 
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.engine.cluster import ClusterError, start_process, stop_process, wait_until
 from supersonic_interlink.rehearse import report
 from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
 from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
@@ -141,3 +143,28 @@ def test_the_verb_refuses_a_wrong_stack_or_delay_before_starting_anything(args: 
     done = run_cli("rehearse", *args)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
+
+
+# --------------------------------------------------------------------------------------------- processes
+
+
+def test_a_process_that_exits_before_it_is_ready_fails_the_wait_at_once_with_its_log(tmp_path: Path) -> None:
+    log_file = tmp_path / "operator.log"
+    process = start_process(["sh", "-c", "echo 'cannot load tls.crt'; exit 3"], log_file)
+    with pytest.raises(ClusterError) as raised:
+        wait_until(lambda: False, 10, "the operator to report ready", log_file=log_file, process=process)
+    assert str(raised.value).startswith("exited with 3 while waiting for the operator to report ready; ")
+    assert "cannot load tls.crt" in str(raised.value), "the log says why, so the error must carry it"
+
+
+def test_stopping_a_process_stops_its_children_and_kills_one_that_ignores_sigterm(tmp_path: Path) -> None:
+    child = tmp_path / "child.pid"
+    parent = start_process(["sh", "-c", f"sleep 60 & echo $! > {child}; wait"], tmp_path / "parent.log")
+    stubborn = start_process(["sh", "-c", "trap '' TERM; exec sleep 60"], tmp_path / "stubborn.log")
+    pid = int(wait_until(lambda: child.is_file() and child.read_text().strip(), 10, "the child's pid"))
+
+    stop_process(parent, timeout=5)
+    stop_process(stubborn, timeout=0.3)
+
+    assert parent.returncode is not None and stubborn.returncode == -9, "SIGKILL after the timeout"
+    wait_until(lambda: not Path(f"/proc/{pid}/exe").exists(), 5, "the orphaned sleep to end")

@@ -11,6 +11,9 @@ The nodes: ordinary ones labelled and tainted like Geddes' analysis-facility nod
 run), and the interLink virtual node ``interlink-hammer`` with the label and taint interLink gives it. KEDA's
 real CRDs come from its Go module (``tools/keda``), at the version pinned there.
 
+Every process is started, waited for and stopped by ``start_process``, ``wait_until`` and ``stop_process``, which
+the rehearsal also runs KEDA's operator and Envoy with.
+
     ./supersonic cluster start [--dir DIR]   # prints where its kubeconfig is
     ./supersonic cluster env   [--dir DIR]   # export lines for eval
     ./supersonic cluster stop  [--dir DIR]
