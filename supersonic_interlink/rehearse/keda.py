@@ -56,9 +56,6 @@ class KedaOperator:
     log_path: Path
     health_port: int
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
     def healthy(self) -> bool:
         try:
             with urllib.request.urlopen(f"http://{LOOPBACK}:{self.health_port}/readyz", timeout=1) as response:
