@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_render(*args: str) -> subprocess.CompletedProcess:
-    """``render`` from the project root, in this process; ``run_in`` below runs a copy of the project in its own."""
+    """``render`` from the project root, in this process (tests/cli_runner.py)."""
     return run_cli("render", *args, cwd=ROOT)
 
 
