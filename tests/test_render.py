@@ -22,6 +22,12 @@ def run_render(*args: str) -> subprocess.CompletedProcess:
     return run_cli("render", *args, cwd=ROOT)
 
 
+@pytest.fixture(scope="module")
+def hammer() -> dict[str, Any]:
+    """hammer rendered once for the cases that only read the render (the determinism case renders its own two)."""
+    return rendering.render("hammer")
+
+
 STRICT_STACK = "hammer"
 """The stack also rendered with --strict: the same checks, and a skipped one fails the run."""
 
@@ -94,8 +100,8 @@ def test_output_is_byte_for_byte_deterministic(tmp_path: Path) -> None:
         assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between two renders"
 
 
-def test_manifests_are_plain_kubernetes_sorted_by_kind_then_name(tmp_path: Path) -> None:
-    rendering.write(rendering.render("hammer"), tmp_path)
+def test_manifests_are_plain_kubernetes_sorted_by_kind_then_name(hammer: dict[str, Any], tmp_path: Path) -> None:
+    rendering.write(hammer, tmp_path)
     documents = list(yaml.safe_load_all((tmp_path / "manifests.yaml").read_text()))
     keys = [(d["kind"], d["metadata"]["name"]) for d in documents]
     assert keys == sorted(keys), "sorted output keeps PR diffs stable"
@@ -113,8 +119,8 @@ def test_manifests_are_plain_kubernetes_sorted_by_kind_then_name(tmp_path: Path)
     assert floats(documents) == [], "integers must come out as integers, as Kubernetes spells them"
 
 
-def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(tmp_path: Path) -> None:
-    rendering.write(rendering.render("hammer"), tmp_path)
+def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(hammer: dict[str, Any], tmp_path: Path) -> None:
+    rendering.write(hammer, tmp_path)
     release = yaml.safe_load((tmp_path / "release.yaml").read_text())
     assert release["name"] == "supersonic-interlink" and release["namespace"] == "cms"
     assert release["chart"] == {
@@ -126,8 +132,8 @@ def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(tmp_path:
     assert release["values"]["scaleFromZero"]["readyTimeoutSeconds"] == 900
 
 
-def test_envoy_yaml_is_the_text_stored_in_the_config_map(tmp_path: Path) -> None:
-    rendered = rendering.render("hammer")
+def test_envoy_yaml_is_the_text_stored_in_the_config_map(hammer: dict[str, Any], tmp_path: Path) -> None:
+    rendered = hammer
     rendering.write(rendered, tmp_path)
     stored = [
         m["data"]["envoy.yaml"]
@@ -237,11 +243,11 @@ def test_a_broken_chart_yaml_is_a_finding_of_render_check_not_a_traceback(tmp_pa
 
 @pytest.mark.parametrize("chart_yaml, complaint", BROKEN_CHART_YAML)
 def test_each_way_a_chart_yaml_breaks_is_named_in_the_chart_finding(
-    tmp_path: Path, chart_yaml: str, complaint: str
+    hammer: dict[str, Any], tmp_path: Path, chart_yaml: str, complaint: str
 ) -> None:
     """The finding ``render --check`` prints (above) comes from the chart check; each kind of break, named there."""
     from supersonic_interlink.render.conformance import Expected, check
 
-    expected = Expected.from_rendered(rendering.render("hammer"))
+    expected = Expected.from_rendered(hammer)
     (finding,) = check(broken_chart(tmp_path, chart_yaml), expected)
     assert finding.startswith(f"the chart cannot be rendered: {tmp_path / 'Chart.yaml'}: {complaint}"), finding
