@@ -4,8 +4,9 @@
 
 The suite runs once in a fresh process tree, as CI runs it, after `./supersonic test --version` has made sure .venv
 and the pinned binaries are in place (so installing them is not counted). CPU time is user + system of every process
-the run started (pytest, its xdist workers and whatever they ran), which a busy machine does not inflate the way it
-inflates wall time; the load average at the start is printed so a wall time can be read against it.
+the run started (pytest, its xdist workers and whatever they ran), which a busy machine inflates far less than it
+inflates wall time; the load average at the start is printed so a wall time can be read against it, and whether
+Python may cache bytecode (PYTHONDONTWRITEBYTECODE), which changes the CPU time by several seconds.
 UNIT_SUITE_REPORT=FILE keeps pytest's whole report (every test's durations) in FILE.
 """
 
@@ -69,6 +70,10 @@ def main(argv: list[str]) -> int:
     print(f"tests passed   {passed[-1] if passed else 0}")
     print(f"wall time      {wall:.1f} s   (load average {load:.1f} at the start, {os.cpu_count()} CPUs)")
     print(f"CPU time       {cpu:.1f} s   (user + system of pytest and everything it ran)")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        # pytest then keeps no rewritten test modules either: each worker compiles and rewrites every test file
+        # anew (about 2 s of CPU per worker here), so compare runs made with the same setting.
+        print("bytecode       not cached (PYTHONDONTWRITEBYTECODE is set): every process compiles what it imports")
     tests = sum(summed(report, 3).values())
     print(f"test time      {tests:.1f} s   (setup, call and teardown of every test, summed across workers)")
     print("slowest files  (seconds summed over their tests, across workers)")

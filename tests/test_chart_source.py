@@ -18,8 +18,14 @@ from supersonic_interlink.config import load_settings
 from supersonic_interlink.render.evaluate import evaluate, run_entry_point
 
 
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository the cases fetch from and only read; a case that commits or tags takes ``own_upstream``."""
+    return chart_repository(tmp_path_factory.mktemp("remote"))
+
+
 @pytest.fixture
-def upstream(tmp_path: Path) -> Path:
+def own_upstream(tmp_path: Path) -> Path:
     return chart_repository(tmp_path / "remote")
 
 
@@ -32,10 +38,10 @@ def test_a_commit_is_fetched_into_the_cache_and_verified(upstream: Path, tmp_pat
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name != commit], "no partial fetch left behind"
 
 
-def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(upstream: Path, tmp_path: Path) -> None:
-    first = git("rev-parse", "HEAD", cwd=upstream)
-    commit_chart(upstream, "default-one", "a later commit on main")
-    chart = fetch(upstream.as_uri(), first, CHART_PATH, cache=tmp_path / "cache")
+def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(own_upstream: Path, tmp_path: Path) -> None:
+    first = git("rev-parse", "HEAD", cwd=own_upstream)
+    commit_chart(own_upstream, "default-one", "a later commit on main")
+    chart = fetch(own_upstream.as_uri(), first, CHART_PATH, cache=tmp_path / "cache")
     assert "| int" in (chart / "templates" / "keda.yaml").read_text(), "the pinned commit's chart, not main's"
 
 
@@ -164,15 +170,15 @@ def test_no_network_is_said_in_one_line(tmp_path: Path) -> None:
     assert "\n" not in message and "needs network access" in message and "127.0.0.1:1" in message
 
 
-def test_a_branch_or_tag_resolves_to_its_commit(upstream: Path) -> None:
-    first = git("rev-parse", "HEAD", cwd=upstream)
-    git("tag", "-a", "v1", "-m", "release", cwd=upstream)
-    second = commit_chart(upstream, "default-one", "later")
-    assert resolve(upstream.as_uri(), "main") == second
-    assert resolve(upstream.as_uri(), "v1") == first, "an annotated tag resolves to the commit, not the tag object"
-    assert resolve(upstream.as_uri(), first) == first, "a full commit id is taken as given (fetch then proves it)"
+def test_a_branch_or_tag_resolves_to_its_commit(own_upstream: Path) -> None:
+    first = git("rev-parse", "HEAD", cwd=own_upstream)
+    git("tag", "-a", "v1", "-m", "release", cwd=own_upstream)
+    second = commit_chart(own_upstream, "default-one", "later")
+    assert resolve(own_upstream.as_uri(), "main") == second
+    assert resolve(own_upstream.as_uri(), "v1") == first, "an annotated tag resolves to the commit, not the tag object"
+    assert resolve(own_upstream.as_uri(), first) == first, "a full commit id is taken as given (fetch then proves it)"
     with pytest.raises(ChartSourceError, match="has no branch or tag named 'nope'"):
-        resolve(upstream.as_uri(), "nope")
+        resolve(own_upstream.as_uri(), "nope")
 
 
 def test_the_release_is_given_the_cached_chart_by_a_path_relative_to_the_project() -> None:

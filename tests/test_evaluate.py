@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 from conftest import stack_config
 
 from supersonic_interlink.render.evaluate import evaluate, run_entry_point
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def open_event_loops() -> set[int]:
@@ -63,16 +58,5 @@ def test_a_failing_program_still_closes_its_event_loops() -> None:
     assert open_event_loops() - before == set(), "an error in the program must not leave loops behind"
 
 
-def test_render_gives_python_no_unclosed_event_loop_to_warn_about() -> None:
-    """ResourceWarning names the cause deterministically, where the stray exit message shows only now and then."""
-    result = subprocess.run(
-        [sys.executable, "-W", "always::ResourceWarning", "-m", "supersonic_interlink", "render", "hammer"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "stack hammer: release" in result.stdout, "the render itself ran"
-    assert result.stderr == "", f"render must exit without resource warnings:\n{result.stderr}"
+# Render in a fresh interpreter with ResourceWarning shown (what only shows at its exit):
+# tests/e2e/test_render_process.py.

@@ -41,22 +41,29 @@ def no_traceback(capsys: pytest.CaptureFixture[str]) -> str:
 # --------------------------------------------------------------------------------------------- stack names
 
 
+NAMES = {"300": LONG, "forging": FORGING, "empty": "", "dots": "..", "space": "has space", "non-ascii": "ümlaut"}
+VERBS = {
+    "render": ["render"],
+    "render-check": ["render", "--check"],
+    "takeover-steps": ["takeover", "steps"],
+    "takeover-values--live": ["takeover", "values", "--live", "/dev/null"],
+    "takeover-objects--live": ["takeover", "objects", "--live", "/dev/null"],
+    "diff": ["diff"],
+}
+# diff checks the name where render does (stack_config.stack_file), after a git archive of its base that costs a
+# quarter second a name: one name the rule refuses and the forging one (refused before any verb runs) show that it
+# does; the rule itself, name by name, is proven through render and takeover above and at its boundary below.
+ONCE_FOR_DIFF = ("300", "forging")
+
+
 @pytest.mark.parametrize(
-    "stack",
-    [LONG, FORGING, "", "..", "has space", "ümlaut"],
-    ids=["300", "forging", "empty", "dots", "space", "non-ascii"],
-)
-@pytest.mark.parametrize(
-    "verb",
+    ("verb", "stack"),
     [
-        ["render"],
-        ["render", "--check"],
-        ["takeover", "steps"],
-        ["takeover", "values", "--live", "/dev/null"],
-        ["takeover", "objects", "--live", "/dev/null"],
-        ["diff"],
+        pytest.param(verb, stack, id=f"{verb_id}-{stack_id}")
+        for verb_id, verb in VERBS.items()
+        for stack_id, stack in NAMES.items()
+        if verb_id != "diff" or stack_id in ONCE_FOR_DIFF
     ],
-    ids=lambda v: "-".join(a for a in v if not a.startswith("/")),
 )
 def test_a_name_the_pulumi_cli_would_refuse_is_one_line_in_every_tool(
     verb: list[str], stack: str, capsys: pytest.CaptureFixture[str]

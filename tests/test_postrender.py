@@ -1,14 +1,20 @@
-"""The Helm post-renderer, run as Helm runs it: the executable the Release names, manifests on stdin."""
+"""The Helm post-renderer: the executable the Release names, run as Helm runs it (its own process, manifests on
+stdin), and the module it hands over to (``python -m supersonic_interlink.postrender``), whose ``main()`` the other
+cases run in this process. test_helm.py runs the
+executable through Helm and compares its output with the in-process patch."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from supersonic_interlink import postrender
 from supersonic_interlink.components.supersonic_release import POSTRENDER
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,12 +56,30 @@ spec:
 """
 
 
-def post_render(stream: str) -> subprocess.CompletedProcess:
+def run_executable(stream: str) -> subprocess.CompletedProcess:
+    """The executable the Release names, as Helm runs it: its own process, the manifests on stdin."""
     return subprocess.run([str(EXECUTABLE)], input=stream, capture_output=True, text=True, timeout=30, cwd=ROOT)
 
 
-def post_render_bytes(data: bytes) -> subprocess.CompletedProcess:
-    return subprocess.run([str(EXECUTABLE)], input=data, capture_output=True, timeout=30, cwd=ROOT, check=False)
+def post_render_bytes(data: bytes) -> subprocess.CompletedProcess[bytes]:
+    """The post-renderer's ``main()`` in this process, ``data`` on its stdin: the exit code, stdout and stderr the
+    executable's process gives (an exception it lets escape fails the test, as a traceback would)."""
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    stderr = io.StringIO()
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+    try:
+        code = postrender.main()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+    stdout.flush()
+    return subprocess.CompletedProcess([str(EXECUTABLE)], code, stdout.buffer.getvalue(), stderr.getvalue().encode())
+
+
+def post_render(stream: str) -> subprocess.CompletedProcess:
+    result = post_render_bytes(stream.encode())
+    return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
 
 
 def documents(stream: str) -> list[dict]:
@@ -68,7 +92,7 @@ def test_the_release_names_an_executable_that_exists_relative_to_the_project() -
 
 
 def test_first_trigger_of_the_scaled_object_gets_the_timeout() -> None:
-    result = post_render(DEPLOYMENT + SCALED_OBJECT)
+    result = run_executable(DEPLOYMENT + SCALED_OBJECT)
     assert result.returncode == 0, result.stderr
     scaled = [d for d in documents(result.stdout) if d["kind"] == "ScaledObject"]
     assert len(scaled) == 1
@@ -99,7 +123,7 @@ def test_a_release_without_a_scaled_object_passes_through_unchanged() -> None:
 
 
 def test_bad_yaml_stops_the_upgrade_with_a_message() -> None:
-    result = post_render(DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n")
+    result = run_executable(DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n")
     assert result.returncode != 0, "Helm must not deploy what it could not patch"
     assert "document 2 is not valid YAML" in result.stderr
     assert "Traceback" not in result.stderr
@@ -258,8 +282,6 @@ def test_a_document_after_an_end_marker_without_a_start_marker_is_one_line() -> 
 
 
 def test_the_post_renderer_parses_with_libyaml() -> None:
-    from supersonic_interlink import postrender as module
-
-    assert module.LOADER is yaml.CSafeLoader and module.DUMPER is yaml.CSafeDumper, (
+    assert postrender.LOADER is yaml.CSafeLoader and postrender.DUMPER is yaml.CSafeDumper, (
         "the pure-Python parser took minutes on a large release (benchmarks/postrender_throughput.py)"
     )

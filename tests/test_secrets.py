@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import run_cli
 from conftest import ROOT, stack_config
-from project_copies import project_with, render_in
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config import stack_config as stack_config_module
 from supersonic_interlink.config.pulumi_config import current_secret_keys
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, secret_paths
 from supersonic_interlink.contract import NEWEST
@@ -102,7 +103,9 @@ def test_offline_a_nested_secure_value_is_the_placeholder_and_its_path_is_listed
     assert "ciphertext" not in json.dumps(config), "the ciphertext is never read into the config"
 
 
-def test_a_secret_where_the_placeholder_is_not_allowed_says_pulumi_preview_checks_it(tmp_path: Path) -> None:
+def test_a_secret_where_the_placeholder_is_not_allowed_says_pulumi_preview_checks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text = (
         (ROOT / "stacks" / "Pulumi.hammer.yaml")
         .read_text()
@@ -110,8 +113,9 @@ def test_a_secret_where_the_placeholder_is_not_allowed_says_pulumi_preview_check
             "    url: prometheus-server.cms.svc.cluster.local\n", "    url:\n      secure: v1:QUFBQWNpcGhlcnRleHQ=\n"
         )
     )
-    root = project_with(tmp_path, "secret", text)
-    result = render_in(root, "secret")
+    (tmp_path / "Pulumi.secret.yaml").write_text(text)
+    monkeypatch.setattr(stack_config_module, "STACKS_DIR", tmp_path)
+    result = run_cli("render", "secret")
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
         f"{P}:prometheus.url = [secret]: expected a host name" in result.stderr

@@ -728,7 +728,8 @@ def s3_server(like_rgw: bool = True) -> Iterator[str]:
     server = make_server(
         "127.0.0.1", 0, EnforcesTlsPolicyLikeRgw(app) if like_rgw else app, True, request_handler=MotoRequestHandler
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop to look up: every 0.05 s, not werkzeug's default 0.5 s.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"

@@ -29,6 +29,14 @@ def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
     assert noisy == [], f"{len(noisy)} of {runs} renders wrote to stderr; the first:\n{noisy[0] if noisy else ''}"
 
 
+def test_render_gives_python_no_unclosed_event_loop_to_warn_about() -> None:
+    """ResourceWarning names the cause deterministically, where the stray exit message shows only now and then."""
+    result = run_render("hammer", PYTHONWARNINGS="always::ResourceWarning")
+    assert result.returncode == 0, result.stderr
+    assert "stack hammer: release" in result.stdout, "the render itself ran"
+    assert result.stderr == "", f"render must exit without resource warnings:\n{result.stderr}"
+
+
 def test_rendering_is_byte_identical_across_interpreters(tmp_path: Path) -> None:
     """Two processes with different hash seeds: nothing may depend on set or dict iteration order."""
     digests = []

@@ -1,4 +1,5 @@
-"""The suite's own rule: a skipped test fails the run (checked in a child pytest)."""
+"""The suite's own rule (tests/conftest.py, under both tiers): a skipped test fails the run, checked in a child
+pytest. Here and not in the unit tier because the child is a fresh interpreter importing the program's SDKs."""
 
 import os
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 
 
 def test_a_skipped_test_fails_the_run(tmp_path: Path) -> None:
-    (tmp_path / "conftest.py").write_text((Path(__file__).parent / "conftest.py").read_text())
+    (tmp_path / "conftest.py").write_text((Path(__file__).resolve().parent.parent / "conftest.py").read_text())
     (tmp_path / "test_x.py").write_text(
         textwrap.dedent("""
         import pytest
@@ -19,7 +20,7 @@ def test_a_skipped_test_fails_the_run(tmp_path: Path) -> None:
             pass
     """)
     )
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
