@@ -31,7 +31,7 @@ def test_repeated_renders_under_load_exit_with_an_empty_stderr() -> None:
 
 def test_render_gives_python_no_unclosed_event_loop_to_warn_about() -> None:
     """ResourceWarning names the cause deterministically, where the stray exit message shows only now and then."""
-    result = run_render("hammer", PYTHONWARNINGS="always::ResourceWarning")
+    result = run_supersonic("render", "hammer", env={"PYTHONWARNINGS": "always::ResourceWarning"})
     assert result.returncode == 0, result.stderr
     assert "stack hammer: release" in result.stdout, "the render itself ran"
     assert result.stderr == "", f"render must exit without resource warnings:\n{result.stderr}"
