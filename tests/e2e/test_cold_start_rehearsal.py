@@ -96,7 +96,10 @@ def run_cleanup(cluster: LocalCluster, settings: Settings, scratch: Path) -> sub
 
 
 def scaled_to_zero(run: Rehearsal) -> bool:
-    return run.replicas() == 0 and not run.published
+    """No replica, no DNS record, and Envoy's view caught up (its next DNS refresh, up to dnsRefreshMs later): the
+    one Triton stand-in outlives the pods, so a wake in that window would otherwise find it warm."""
+    members = f"cluster.{run.settings.generation.inference_cluster}.membership_total"
+    return run.replicas() == 0 and not run.published and run.envoy.stat(members) == 0
 
 
 def test_a_cold_start_from_zero_under_the_real_keda_operator(cluster: LocalCluster, tmp_path: Path) -> None:
