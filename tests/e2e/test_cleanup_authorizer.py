@@ -158,6 +158,8 @@ def test_cleanup_may_delete_only_pods_of_its_namespace_and_deletes_failed_triton
     assert "triton-elsewhere" in pod_names(cluster, OTHER_NAMESPACE), "another namespace is never touched"
 
     # Step 4: a Job made from the CronJob, as an operator starts one by hand, runs the same.
+    # A second after the newest of step 2: creation times have one-second resolution, and a tie is broken by name.
+    time.sleep(1.1)
     make_pods(cluster, NAMESPACE, [("triton-failed-later", triton, "Failed")])
     cluster.kubectl("create", "job", f"--from=cronjob/{cronjob['metadata']['name']}", "manual-run", "-n", NAMESPACE)
     job = kubectl_json(cluster, "get", "job", "manual-run", "-n", NAMESPACE)
