@@ -15,6 +15,7 @@ declares), never typed in the stack; a new generation is one more row.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -80,6 +81,12 @@ class ChartContract:
     """What the chart's ``fail`` says when it refuses ``scaleFromZero.enabled`` together with
     ``envoy.external_config.load_from_configmap`` (``templates/envoy/admission.yaml`` at 6003f24, db73925 and
     098d4a6c): a commit that carries it cannot run this program's Envoy configuration."""
+    guarded_commits: Mapping[str, str]
+    """Commits of the chart's repository known to carry that ``fail``, each with the template line it stands on: a pin
+    of one is refused before anything is fetched (any other commit is read for the guard once fetched)."""
+    inherited_deprecations: tuple[str, ...]
+    """Fields Envoy calls deprecated that the chart's own generated configuration uses, and so this program's too
+    (it follows that configuration): ``envoy --mode validate`` warns of them, and the check does not count them."""
     name_override_values: tuple[str, ...]
     """Top-level values that rename the chart's objects (``supersonic.name`` in ``templates/_helpers/_helpers.tpl``
     reads ``nameOverride``; ``fullnameOverride`` is the usual Helm spelling of the same): every name below is
@@ -137,6 +144,12 @@ CHART = ChartContract(
     model_repository_storage_class="cvmfs",
     hold_annotation_variable="HOLD_ANNOTATION",
     external_config_guard="is incompatible with envoy.external_config.load_from_configmap",
+    guarded_commits={
+        # templates/envoy/admission.yaml, read at each commit in the stored copy of the chart's repository.
+        "db73925a34eba2cd018e41338e0b1917c1640600": "templates/envoy/admission.yaml:9",
+        "098d4a6c1411d22a748e7a7de4ff30eea10bf32d": "templates/envoy/admission.yaml:9",
+    },
+    inherited_deprecations=("envoy.config.cluster.v3.Cluster.dns_refresh_rate",),
     name_override_values=("nameOverride", "fullnameOverride"),
 )
 

@@ -29,6 +29,30 @@ def stack_config(stack: str, **overrides: Any) -> dict[str, str]:
     return config
 
 
+def unpinned_config(stack: str) -> dict[str, str]:
+    """A stack's CLI config map with its git chart's commit taken out: what a stack looks like before its pin."""
+    config = load_stack_config(stack)
+    release = json.loads(config[f"{PROJECT}:release"])
+    release["chart"] = {k: v for k, v in release["chart"].items() if k != "commit"}
+    config[f"{PROJECT}:release"] = json.dumps(release)
+    return config
+
+
+@pytest.fixture
+def unpinned_stacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stacks directory whose files are the project's with every ``commit:`` line taken out, in force for the
+    test: how a stack reads before its chart is pinned."""
+    from supersonic_interlink.config import stack_config as stacks
+
+    directory = tmp_path / "unpinned-stacks"
+    directory.mkdir()
+    for path in stacks.STACKS_DIR.glob("Pulumi.*.yaml"):
+        lines = path.read_text().splitlines(True)
+        (directory / path.name).write_text("".join(line for line in lines if not line.lstrip().startswith("commit:")))
+    monkeypatch.setattr(stacks, "STACKS_DIR", directory)
+    return directory
+
+
 def stack_settings(stack: str, **overrides: Any) -> Settings:
     return load_settings(stack_config(stack, **overrides))
 

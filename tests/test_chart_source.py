@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pulumi
 import pytest
-from chart_fixtures import CHART_PATH, UPSTREAM, chart_repository, commit_chart, git
-from conftest import stack_config
+from chart_fixtures import CHART_PATH, UPSTREAM, chart_repository, commit_chart, fixture_chart, git
+from conftest import stack_config, unpinned_config
 
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.source import ChartSourceError, fetch, resolve, verify
@@ -197,7 +197,7 @@ def test_the_release_is_given_the_cached_chart_by_a_path_relative_to_the_project
 
 def test_preview_and_up_stop_before_registering_anything_while_the_chart_is_unpinned() -> None:
     with pytest.raises(pulumi.RunError) as stopped:
-        evaluate(stack_config("hammer"), "hammer", offline=False)
+        evaluate(unpinned_config("hammer"), "hammer", offline=False)
     assert str(stopped.value) == (
         "supersonic-interlink:release.chart is a git source without a commit, so it names no exact chart: "
         "run `./supersonic render hammer --pin-chart` and commit the stack file"
@@ -213,7 +213,7 @@ def test_an_unpinned_stack_registers_nothing() -> None:
         except pulumi.RunError as error:
             stopped.append(str(error))
 
-    evaluation = evaluate(stack_config("hammer"), "hammer", program=program, offline=False)
+    evaluation = evaluate(unpinned_config("hammer"), "hammer", program=program, offline=False)
     assert stopped and "--pin-chart" in stopped[0], "the program did stop"
     assert evaluation.resources == [], "the refusal comes before any resource is registered"
 
@@ -255,3 +255,62 @@ def test_a_fetch_failure_stops_preview_in_one_line(tmp_path: Path, monkeypatch: 
 
 def test_git_itself_is_the_one_here() -> None:
     assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
+
+
+# --------------------------------------------------------------------------------------------- the external-config guard
+
+GUARDED = "098d4a6c1411d22a748e7a7de4ff30eea10bf32d"
+
+
+def _unreachable_github(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "url.https://127.0.0.1:1/.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/")
+
+
+def test_a_commit_known_to_carry_the_guard_is_refused_before_anything_is_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
+    _unreachable_github(monkeypatch)
+    config = stack_config(
+        "hammer",
+        release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": GUARDED}},
+    )
+    with pytest.raises(pulumi.RunError) as stopped:
+        evaluate(config, "hammer", offline=False)
+    assert str(stopped.value) == (
+        f"commit {GUARDED} still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap "
+        "(templates/envoy/admission.yaml:9), so it cannot load this program's Envoy configuration: pin a commit "
+        "without that fail (docs/chart.md)"
+    ), "named by commit and template line, and not a network error: nothing was fetched"
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_fetched_commit_whose_templates_carry_the_guard_is_refused_naming_the_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guarded = chart_repository(tmp_path / "remote", "refuses-external-config")
+    commit = git("rev-parse", "HEAD", cwd=guarded)
+    monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
+    for key, value in {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"url.{guarded.as_uri()}.insteadOf",
+        "GIT_CONFIG_VALUE_0": UPSTREAM,
+    }.items():
+        monkeypatch.setenv(key, value)
+    chart = load_settings(
+        stack_config(
+            "hammer",
+            release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": commit}},
+        )
+    ).release.chart
+    with pytest.raises(ChartSourceError, match=rf"^commit {commit} still refuses .* \(templates/scale-from-zero-guard"):
+        chart_source.prepare(chart, "hammer")
+
+
+def test_the_conforming_chart_carries_no_guard(tmp_path: Path) -> None:
+    assert chart_source.guard_line(fixture_chart("conforming", tmp_path / "a")) is None
+    assert chart_source.guard_line(fixture_chart("refuses-external-config", tmp_path / "b")) == (
+        "templates/scale-from-zero-guard.yaml:4"
+    )

@@ -214,7 +214,7 @@ def test_a_chart_that_refuses_the_stacks_values_is_a_finding_with_its_message(tm
     assert f"stack hammer: chart {chart} refuses this stack's values: execution error at" in err
 
 
-def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(tmp_path) -> None:
+def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(unpinned_stacks) -> None:
     done = run_cli("takeover", *objects_command(), cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (

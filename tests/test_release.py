@@ -136,8 +136,8 @@ def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_f
     release = hammer.one(HELM_RELEASE_TYPE).inputs
     assert release["name"] == "supersonic-interlink"
     assert release["namespace"] == "cms"
-    assert release["chart"] == ".charts/unpinned/helm/supersonic", (
-        "hammer's git chart is not pinned yet: offline it renders, showing where the commit goes"
+    assert release["chart"] == ".charts/42b2b9334db34ebd51ac97f18a0301922cbe90cb/helm/supersonic", (
+        "hammer's pinned commit, from the cache the provider is handed by a path relative to the project"
     )
     assert "version" not in release and "repositoryOpts" not in release, "no chart repository, no version named"
     assert release["dependencyUpdate"] is True, "a chart checked out from git has no dependencies in charts/"

@@ -40,14 +40,16 @@ def test_every_stack_renders_with_no_finding_and_its_skipped_chart_check_named(s
     assert sorted(p.name for p in tmp_path.iterdir()) == ["envoy.yaml", "manifests.yaml", "release.yaml"], (
         "no chart on disk, so no chart/ objects"
     )
-    assert f"stack {stack}: check skipped: chart conformance: the chart is not pinned" in result.stdout, (
-        "no commit of SuperSONIC main could be resolved where this was written, so none is invented"
-    )
+    assert (
+        f"stack {stack}: check skipped: chart conformance: commit 42b2b9334db3 is not on disk: the chart checks "
+        f"need `./supersonic render {stack} --fetch-chart` (network access to "
+        "https://github.com/fastmachinelearning/SuperSONIC)"
+    ) in result.stdout, "the pinned commit cannot be fetched offline: one line says what would run the chart checks"
     assert f"stack {stack}: no findings, but 1 check(s) skipped (chart conformance): not a pass" in result.stdout
     assert "checks passed" not in result.stdout, "a check that did not run is never reported as passed"
     if strict:
         assert f"stack {stack}: --strict: a check that could not run fails the run (exit 3)" in result.stderr, (
-            "under --strict an unpinned stack exits 3 naming the skipped check"
+            "under --strict a pinned chart not on disk exits 3 naming the skipped check"
         )
 
 
@@ -76,9 +78,9 @@ def test_with_the_chart_on_disk_the_tree_holds_each_chart_object_as_deployed(tmp
     assert envoy_config["data"]["envoy.yaml"].rstrip() == (first / "envoy.yaml").read_text().rstrip(), (
         "the chart's lookup was answered: it copied this stack's Envoy ConfigMap"
     )
-    unpinned = run_render("hammer", "--out", str(first))
+    offline = run_render("hammer", "--out", str(first))
     assert not (first / "chart").exists(), "a tree is exactly one render: no chart objects left from an earlier one"
-    assert "the chart's objects are not rendered: the chart is not pinned" in unpinned.stdout
+    assert "the chart's objects are not rendered: commit 42b2b9334db3 is not on disk" in offline.stdout
 
 
 def test_secret_data_is_masked_in_the_tree_yet_a_change_shows() -> None:
@@ -125,10 +127,10 @@ def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(hammer: d
     assert release["name"] == "supersonic-interlink" and release["namespace"] == "cms"
     assert release["chart"] == {
         "git": "https://github.com/fastmachinelearning/SuperSONIC",
-        "commit": None,
+        "commit": "42b2b9334db34ebd51ac97f18a0301922cbe90cb",
         "path": "helm/supersonic",
-    }, "SuperSONIC main, where scale from zero lives; no commit can be resolved here, so none is invented"
-    assert release["options"]["chart"] == ".charts/unpinned/helm/supersonic"
+    }, "SuperSONIC main at the commit that dropped the external-config guard"
+    assert release["options"]["chart"] == ".charts/42b2b9334db34ebd51ac97f18a0301922cbe90cb/helm/supersonic"
     assert release["values"]["scaleFromZero"]["readyTimeoutSeconds"] == 900
 
 
@@ -149,6 +151,15 @@ def test_without_out_it_prints_a_short_summary() -> None:
     assert result.returncode == 0, result.stderr
     assert "stack hammer: release supersonic-interlink in namespace cms" in result.stdout
     assert "readyTimeoutSeconds 900 (RepositoryIndex idle_timeout 1020s)" in result.stdout
+    assert (
+        "chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at "
+        "42b2b9334db34ebd51ac97f18a0301922cbe90cb"
+    ) in result.stdout
+
+
+def test_an_unpinned_stacks_summary_says_preview_and_up_refuse_it(unpinned_stacks: Path) -> None:
+    result = run_render("hammer")
+    assert result.returncode == 0, result.stderr
     assert "NOT PINNED: pulumi preview/up refuse it; run `./supersonic render hammer --pin-chart`" in result.stdout
 
 
@@ -186,7 +197,7 @@ def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
 # Pinning and fetching a chart in a copy of the project, with git and Helm: tests/e2e/test_render_chart_pinning.py.
 
 
-def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command() -> None:
+def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command(unpinned_stacks: Path) -> None:
     result = run_render("hammer", "--fetch-chart")
     assert result.returncode == 1
     assert "run `./supersonic render hammer --pin-chart` and commit the stack file" in result.stderr

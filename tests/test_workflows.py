@@ -222,16 +222,16 @@ def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: P
     (project / "stacks").mkdir(parents=True)
     for stack in (ROOT / "stacks").glob("Pulumi.*.yaml"):
         (project / "stacks" / stack.name).write_text(stack.read_text())
-    hammer = project / "stacks" / "Pulumi.hammer.yaml"
-    hammer.write_text(hammer.read_text().replace("      git: ", f"      commit: {'ab' * 20}\n      git: ", 1))
+    gpu = project / "stacks" / "Pulumi.geddes-gpu.yaml"
+    gpu.write_text("".join(line for line in gpu.read_text().splitlines(True) if "      commit: " not in line))
     output = tmp_path / "output"
     result = run_step(listing["run"], project, GITHUB_OUTPUT=str(output))
     assert result.returncode == 0, result.stdout + result.stderr
     assert output.read_text() == 'stacks=["hammer"]\n', "only the pinned stack"
     assert "::notice title=Stack geddes-gpu not checked::its chart is not pinned" in result.stdout
-    # The committed stacks are unpinned today: none is checked, and the run says why instead of failing.
+    # The committed stacks are both pinned: both are checked.
     committed = run_step(listing["run"], ROOT, GITHUB_OUTPUT=str(tmp_path / "committed"))
-    assert committed.returncode == 0 and (tmp_path / "committed").read_text() == "stacks=[]\n"
+    assert committed.returncode == 0 and (tmp_path / "committed").read_text() == 'stacks=["geddes-gpu","hammer"]\n'
 
 
 def test_drift_checks_with_the_operators_command_and_the_previews_credentials() -> None:

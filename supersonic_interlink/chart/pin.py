@@ -66,7 +66,8 @@ def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
     """Resolve ``ref`` of the stack's git chart to a commit, fetch and verify it, and write it into the stack file.
 
     Returns (commit, stack file). Raises ``ConfigError`` (the stack's config) or ``ChartSourceError`` (not a git
-    source, no network, no such ref, no chart at the path).
+    source, no network, no such ref, no chart at the path, a commit whose templates still refuse an external Envoy
+    configuration); the stack file is written only once all of that passed.
     """
     chart = load_settings(load_stack(stack).config).release.chart
     if chart.kind != "git":
@@ -75,7 +76,8 @@ def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
             f"({{git, path}})"
         )
     commit = chart_source.resolve(str(chart.git), ref)
-    chart_source.fetch(str(chart.git), commit, str(chart.path))
+    chart_source.refuse_guarded(commit)
+    chart_source.refuse_guarded(commit, chart_source.fetch(str(chart.git), commit, str(chart.path)))
     path = stack_file(stack)
     path.write_text(pinned_comment(with_commit(path.read_text(), chart, commit), stack, ref, commit))
     return commit, path

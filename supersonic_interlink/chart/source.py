@@ -32,6 +32,7 @@ from supersonic_interlink import ROOT
 from supersonic_interlink.chart.helm import VERSION, ChartRenderError, declared_dependencies
 from supersonic_interlink.config import PROJECT, ChartSource
 from supersonic_interlink.config.generation import CHART_CACHE_DIR
+from supersonic_interlink.contract import CHART
 
 CACHE_DIR = CHART_CACHE_DIR
 CACHE_ROOT = ROOT / CACHE_DIR
@@ -220,6 +221,31 @@ def resolve(url: str, ref: str) -> str:
     raise ChartSourceError(f"{url} has no branch or tag named {ref!r}; give a branch, a tag or a full 40-hex commit")
 
 
+def guard_line(chart_dir: Path) -> str | None:
+    """Where the chart's templates still ``fail`` on ``scaleFromZero.enabled`` with an external Envoy configuration
+    (``templates/<file>:<line>``), or None when no template does."""
+    for template in sorted((chart_dir / "templates").rglob("*")):
+        if not template.is_file():
+            continue
+        lines = template.read_text(errors="replace").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if "fail" in line and CHART.external_config_guard in line:
+                return f"{template.relative_to(chart_dir)}:{number}"
+    return None
+
+
+def refuse_guarded(commit: str, chart_dir: Path | None = None) -> None:
+    """Raise ``ChartSourceError`` naming the commit and the template line when the commit still refuses this program's
+    Envoy configuration: known from the chart's history before anything is fetched, or read from ``chart_dir``."""
+    where = CHART.guarded_commits.get(commit) or (guard_line(chart_dir) if chart_dir is not None else None)
+    if where is not None:
+        raise ChartSourceError(
+            f"commit {commit} still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap "
+            f"({where}), so it cannot load this program's Envoy configuration: pin a commit without that fail "
+            f"(docs/chart.md)"
+        )
+
+
 def prepare(chart: ChartSource, stack: str) -> None:
     """Before anything is registered under ``pulumi preview``/``up``: refuse an unpinned git source, and fetch a
     pinned one. Nothing happens in an offline evaluation (``OFFLINE``). Raises ``ChartSourceError``."""
@@ -227,4 +253,5 @@ def prepare(chart: ChartSource, stack: str) -> None:
         return
     if chart.commit is None:
         raise ChartSourceError(unpinned_message(stack))
-    fetch(str(chart.git), chart.commit, str(chart.path))
+    refuse_guarded(chart.commit)
+    refuse_guarded(chart.commit, fetch(str(chart.git), chart.commit, str(chart.path)))

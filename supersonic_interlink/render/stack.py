@@ -210,6 +210,8 @@ def generation_line(chart: ChartSource, row: Generation, chart_dir: Path | None)
         return f"{names}, read from {chart_dir}/values.yaml (--chart)"
     if chart.kind == "repo":
         return f"{names}, that of every published version up to 0.3.1"
+    if values_on_disk(chart) is None and chart.commit is not None:
+        return f"{names}, assumed (what SuperSONIC main carries): commit {chart.commit[:12]} is not on disk to read"
     if values_on_disk(chart) is None:
         return f"{names}, assumed (what SuperSONIC main carries): the chart is not on disk to read it from"
     return f"{names}, read from the chart's values.yaml"
@@ -255,7 +257,10 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
                 f"the fetched copy of commit {chart.commit} is modified: {modified} (delete "
                 f"{chart_source.CACHE_DIR}/{chart.commit} and run `./supersonic render {stack} --fetch-chart`)"
             )
-        return None, f"commit {chart.commit} is not fetched (`./supersonic render {stack} --fetch-chart`)"
+        return None, (
+            f"commit {chart.commit[:12]} is not on disk: the chart checks need `./supersonic render {stack} "
+            f"--fetch-chart` (network access to {chart.git})"
+        )
     if chart.kind == "path":
         found = chart_source.chart_on_disk(chart)
         return (found, "") if found is not None else (None, f"no chart at {chart.path}")

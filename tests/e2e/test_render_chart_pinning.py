@@ -16,11 +16,13 @@ from project_copies import project_copy
 from supersonic_interlink.render.conformance import GUARD_FINDING
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+GUARDED = "098d4a6c1411d22a748e7a7de4ff30eea10bf32d"
+"""A commit of the chart's repository known to carry the guard (``contract.CHART.guarded_commits``)."""
 
 
 def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_renders_that_chart(tmp_path: Path) -> None:
     root = project_copy(tmp_path)
-    upstream = chart_repository(tmp_path / "remote", "refuses-external-config")
+    upstream = chart_repository(tmp_path / "remote")
     commit = git("rev-parse", "HEAD", cwd=upstream)
     before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
 
@@ -31,24 +33,13 @@ def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_render
     after = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
     added = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:2] in ("+ ", "- ")]
     assert sorted(added) == sorted(
-        [
-            (
-                "-     # SuperSONIC main, where scale from zero lives. Not pinned yet: `./supersonic render hammer "
-                "--pin-chart` writes"
-            ),
-            "-     # the commit main is at; preview and up refuse the stack until then.",
-            "+     # SuperSONIC main, where scale from zero lives.",
-            f"+     # Pinned to main at {commit[:12]}: `./supersonic render hammer --pin-chart [REF]` moves the pin.",
-            f"+       commit: {commit}",
-        ]
-    ), "the commit line, and the comment that said it was not pinned now says what is; the rest kept"
+        ["-       commit: 42b2b9334db34ebd51ac97f18a0301922cbe90cb", f"+       commit: {commit}"]
+    ), "the commit line moves; the comments and the rest are kept"
     assert (root / ".charts" / commit / "helm" / "supersonic" / "Chart.yaml").is_file()
 
     checked = run_supersonic("render", "hammer", "--check", cwd=root)
-    assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert f"chart {root / '.charts' / commit / 'helm' / 'supersonic'}: {GUARD_FINDING}" in checked.stderr, (
-        "with the pinned chart on disk, --check runs the conformance check against it without being asked, and a "
-        "commit that still refuses an external Envoy configuration is refused with that reason"
+    assert f"chart {root / '.charts' / commit / 'helm' / 'supersonic'}" in checked.stdout + checked.stderr, (
+        "with the pinned chart on disk, --check runs the conformance check against it without being asked"
     )
     assert "chart generation: triton (" in checked.stdout and "read from the chart's values.yaml" in checked.stdout, (
         "a pinned chart's generation is read from the fetched chart, not assumed"
@@ -56,6 +47,32 @@ def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_render
     assert f"chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at {commit}" in (
         checked.stdout
     ), "the summary names the pinned commit"
+
+
+def test_pin_chart_refuses_a_commit_that_still_carries_the_guard_and_writes_nothing(tmp_path: Path) -> None:
+    root = project_copy(tmp_path)
+    upstream = chart_repository(tmp_path / "remote", "refuses-external-config")
+    commit = git("rev-parse", "HEAD", cwd=upstream)
+    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
+
+    refused = run_supersonic("render", "hammer", "--pin-chart", env=redirect_upstream(upstream), cwd=root)
+
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
+    assert refused.stderr.strip() == (
+        f"stack hammer: --pin-chart main: commit {commit} still refuses scaleFromZero.enabled with "
+        "envoy.external_config.load_from_configmap (templates/scale-from-zero-guard.yaml:4), so it cannot load this "
+        "program's Envoy configuration: pin a commit without that fail (docs/chart.md)"
+    ), "one line naming the commit and the template line"
+    assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before, "nothing written"
+    known = run_supersonic("render", "hammer", "--pin-chart", GUARDED, env=redirect_upstream(upstream), cwd=root)
+    assert known.returncode == 1 and "(templates/envoy/admission.yaml:9)" in known.stderr, known.stderr
+    assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before, "nothing written"
+
+    checked = run_supersonic(
+        "render", "hammer", "--check", "--chart", str(root / ".charts" / commit / "helm" / "supersonic"), cwd=root
+    )
+    assert checked.returncode == 1
+    assert GUARD_FINDING in checked.stderr, "conformance names the guard of a chart given by hand too"
 
 
 def test_pin_chart_takes_a_full_commit_only_if_the_repository_has_it(tmp_path: Path) -> None:
