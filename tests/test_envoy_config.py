@@ -165,16 +165,11 @@ def test_the_route_configuration_has_the_charts_name(hammer):
 
 def test_the_triton_cluster_resolves_the_headless_service_by_dns_every_second(hammer):
     cluster = clusters_of(hammer)[NEWEST.inference_cluster]
-    assert "type" not in cluster and "dns_refresh_rate" not in cluster, (
-        "Cluster.dns_refresh_rate is deprecated at 1.39; the DNS cluster extension carries it"
-    )
-    assert cluster["cluster_type"]["name"] == "envoy.cluster.dns"
-    dns = cluster["cluster_type"]["typed_config"]
-    assert (dns["dns_refresh_rate"], dns["dns_lookup_family"], dns["all_addresses_in_single_endpoint"]) == (
+    assert (cluster["type"], cluster["dns_refresh_rate"], cluster["dns_lookup_family"]) == (
+        "STRICT_DNS",
         "1s",
         "V4_ONLY",
-        False,
-    ), "STRICT_DNS semantics: every address of the headless Service is a host"
+    ), "as the chart generates it: every address of the headless Service is a host, re-resolved every second"
     assert cluster["connect_timeout"] == "2s"
     assert cluster["lb_policy"] == "ROUND_ROBIN"
     options = cluster["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]

@@ -48,7 +48,21 @@ _ROUTER = _TYPE + "extensions.filters.http.router.v3.Router"
 _FILE_ACCESS_LOG = _TYPE + "extensions.access_loggers.file.v3.FileAccessLog"
 _PREVIOUS_HOSTS = _TYPE + "extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
 _HTTP_PROTOCOL_OPTIONS = _TYPE + "extensions.upstreams.http.v3.HttpProtocolOptions"
-_DNS_CLUSTER = _TYPE + "extensions.clusters.dns.v3.DnsCluster"
+
+
+BUFFER_FILTER = "envoy.filters.http.buffer"
+
+
+def declared_additions(inference_cluster: str) -> dict[tuple[str, ...], str]:
+    """What this configuration adds to the one the chart generates, by place (``conformance`` compares the two with
+    these taken out), each with why. Everything else must be what the chart generates."""
+    return {
+        ("http_filters", BUFFER_FILTER): "the 32 MiB request buffer",
+        ("clusters", inference_cluster, "outlier_detection"): "outlier ejection",
+        ("routes", "prefix /", "route", "retry_policy"): "the aggressive retry policy on the inference route",
+        # Envoy's default of 3 concurrent retries per cluster would refuse that policy's retries in any outage.
+        ("clusters", inference_cluster, "circuit_breakers"): "the retry policy's concurrency (docs/envoy.md)",
+    }
 
 
 def duration(milliseconds: int) -> str:
@@ -154,7 +168,7 @@ def _http_filters(settings: Settings) -> list[dict[str, Any]]:
         # The buffer holds the whole request before the router sees it, which is what lets a retry replay the
         # body; a larger request is refused with 413 before it reaches Triton.
         {
-            "name": "envoy.filters.http.buffer",
+            "name": BUFFER_FILTER,
             "typed_config": {"@type": _BUFFER, "max_request_bytes": settings.envoy.bufferMaxRequestBytes},
         },
         {"name": "envoy.filters.http.router", "typed_config": {"@type": _ROUTER}},
@@ -197,18 +211,12 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
     name = settings.generation.inference_cluster
     return {
         "name": name,
-        # The DNS cluster extension is STRICT_DNS without the deprecated Cluster.dns_refresh_rate: every address
-        # the headless Service returns is a host, and no address (no ready Triton pod) means no host, which is
-        # what the Lua filter's membership_healthy wait watches.
-        "cluster_type": {
-            "name": "envoy.cluster.dns",
-            "typed_config": {
-                "@type": _DNS_CLUSTER,
-                "dns_refresh_rate": duration(envoy.dnsRefreshMs),
-                "dns_lookup_family": "V4_ONLY",
-                "all_addresses_in_single_endpoint": False,
-            },
-        },
+        # As the chart generates it: every address the headless Service returns is a host, and no address (no ready
+        # inference server) means no host, which is what the Lua filter's membership_healthy wait watches. Envoy
+        # 1.39 calls Cluster.dns_refresh_rate deprecated (a warning the chart's own configuration has too).
+        "type": "STRICT_DNS",
+        "dns_refresh_rate": duration(envoy.dnsRefreshMs),
+        "dns_lookup_family": "V4_ONLY",
         "connect_timeout": duration(envoy.connectTimeoutMs),
         "lb_policy": envoy.loadBalancerPolicy,
         "typed_extension_protocol_options": {

@@ -181,8 +181,7 @@ def loopback_config(
             ]
         }
     ]
-    dns = inference["cluster_type"]["typed_config"]
-    dns["typed_dns_resolver_config"] = {
+    inference["typed_dns_resolver_config"] = {
         "name": "envoy.network.dns_resolver.cares",
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
