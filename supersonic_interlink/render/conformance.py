@@ -12,6 +12,9 @@ post-renderer) and names each way the result falls short:
 - the ScaledObject's ``minReplicaCount`` is not the one set, or its first trigger lacks the post-renderer's timeout;
 - the chart's Envoy ConfigMap does not carry this stack's envoy.yaml (a trailing newline aside), the Envoy pods lack
   the checksum annotation, the Triton pods lack their labels, placement or annotations;
+- the chart's own generated Envoy configuration (the same values with ``load_from_configmap: false``) has a
+  listener, route, cluster or filter that this stack's configuration lacks or changes, other than the declared
+  additions (``config.envoy.declared_additions``);
 - a value the program passes that the chart ignores: each leaf of the values is changed on its own and the chart
   rendered again; identical output means the chart never reads it, and it is reported by its values path.
 
@@ -32,9 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from supersonic_interlink import ROOT
 from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
+from supersonic_interlink.config.envoy import declared_additions
 from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
+from supersonic_interlink.objdiff import ABSENT, changes, format_path, format_value, is_under
 
 UNSTABLE_RENDER = (
     "the chart renders the same values differently each time (random or time-based output), so the values it "
@@ -367,6 +374,117 @@ class _Review:
             )
 
 
+# --------------------------------------------------------------------------------------------- generated Envoy config
+
+
+def _route_key(route: Mapping[str, Any]) -> str:
+    """A route by its match, as a reader names it: ``path /inference...`` or ``prefix /``."""
+    match = route.get("match") or {}
+    return " ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"
+
+
+def _by(items: Any, key: Callable[[Mapping[str, Any]], str]) -> dict[str, Any]:
+    return {key(item): item for item in items or [] if isinstance(item, Mapping)}
+
+
+def envoy_parts(config: Any) -> dict[str, Any]:
+    """An Envoy bootstrap as the parts a reader compares: admin, each listener (its connection manager's fields
+    apart from routes and filters), each route by its match, each HTTP filter by name, each cluster by name."""
+    config = config if isinstance(config, Mapping) else {}
+    resources = config.get("static_resources") or {}
+    parts: dict[str, Any] = {"admin": config.get("admin", ABSENT), "listeners": {}, "routes": {}, "http_filters": {}}
+    filter_order: list[str] = []
+    for listener in resources.get("listeners") or []:
+        listener = dict(listener)
+        chains = listener.pop("filter_chains", None) or []
+        managers = [f for chain in chains for f in chain.get("filters") or [] if "typed_config" in f]
+        manager = dict((managers[0] if managers else {}).get("typed_config") or {})
+        route_config = manager.pop("route_config", None) or {}
+        filters = manager.pop("http_filters", None) or []
+        hosts = route_config.get("virtual_hosts") or []
+        listener["http_connection_manager"] = manager
+        listener["route_config"] = {
+            "name": route_config.get("name", ABSENT),
+            "virtual_hosts": {h.get("name"): {k: v for k, v in h.items() if k != "routes"} for h in hosts},
+        }
+        parts["listeners"][listener.get("name")] = listener
+        for host in hosts:
+            parts["routes"].update(_by(host.get("routes"), _route_key))
+        parts["http_filters"].update(_by(filters, lambda f: str(f.get("name"))))
+        filter_order += [str(f.get("name")) for f in filters]
+    parts["clusters"] = _by(resources.get("clusters"), lambda c: str(c.get("name")))
+    parts["http_filter_order"] = filter_order
+    return parts
+
+
+def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
+    """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
+    taken out: one line per field, naming the listener, route, cluster or filter."""
+    additions = declared_additions(generation.inference_cluster)
+    theirs, ours = envoy_parts(generated), envoy_parts(computed)
+    added_filters = {path[1] for path in additions if path[0] == "http_filters"}
+    found = []
+    if [f for f in ours.pop("http_filter_order") if f not in added_filters] != theirs.pop("http_filter_order"):
+        found.append(
+            f"HTTP filters in another order than the chart's ({', '.join(envoy_parts(generated)['http_filter_order'])}"
+            f"), the declared additions aside"
+        )
+    singular = {"listeners": "listener", "routes": "route", "http_filters": "HTTP filter", "clusters": "cluster"}
+    for part in ("admin", *singular):
+        elements = {"": (theirs[part], ours[part])} if part == "admin" else {
+            key: (theirs[part].get(key, ABSENT), ours[part].get(key, ABSENT)) for key in {**theirs[part], **ours[part]}
+        }
+        for key, (before, after) in elements.items():
+            place = (part, key) if key else (part,)
+            name = f"{singular[part]} {key}" if key else part
+            if any(is_under(place, declared) for declared in additions):
+                continue
+            if before is ABSENT or after is ABSENT:
+                found.append(f"the Envoy configuration {'adds' if before is ABSENT else 'lacks'} the chart's {name}")
+                continue
+            fields = [
+                f"{format_path(change.path)} (chart: {format_value(change.before)}, this stack: "
+                f"{format_value(change.after)})"
+                for change in changes(before, after)
+                if not any(is_under((*place, *change.path), declared) for declared in additions)
+            ]
+            if fields:
+                found.append(f"the Envoy configuration changes the chart's {name}: {'; '.join(fields)}")
+    return found
+
+
+def generated_values(values: Mapping[str, Any], computed: Mapping[str, Any], generation: Generation) -> dict[str, Any]:
+    """The stack's values with the chart generating its own Envoy configuration: ``load_from_configmap: false``, and
+    the two values only that configuration reads (route timeout, load-balancing policy) as this stack's."""
+    parts = envoy_parts(computed)
+    envoy = dict(values[CHART.envoy_values_key])
+    envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
+    envoy["grpc_route_timeout"] = (parts["routes"].get("prefix /") or {}).get("route", {}).get("timeout", "0s")
+    envoy["loadBalancerPolicy"] = (parts["clusters"].get(generation.inference_cluster) or {}).get("lb_policy")
+    return {**values, CHART.envoy_values_key: envoy}
+
+
+def generated_config(renderer: ChartRenderer, expected: Expected) -> tuple[Any, str | None]:
+    """(the chart's own generated Envoy configuration, None), or (None, why there is none to compare with)."""
+    computed = yaml.safe_load(expected.envoy_yaml)
+    try:
+        objects = renderer.render(generated_values(expected.values, computed, expected.generation))
+    except ChartRenderError as error:
+        return None, f"the chart refuses to generate its own Envoy configuration from these values: {error}"
+    own = _find(objects, "ConfigMap", CHART.envoy_config_map_name(expected.release_name)) or {}
+    text = (own.get("data") or {}).get(CHART.envoy_config_key)
+    try:
+        generated = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError as error:
+        return None, f"the chart's generated Envoy configuration is not YAML: {' '.join(str(error).split())}"
+    if not isinstance(generated, dict) or "static_resources" not in generated:
+        return None, (
+            f"with load_from_configmap false the chart generates no Envoy configuration in ConfigMap "
+            f"{CHART.envoy_config_map_name(expected.release_name)} to compare this stack's with"
+        )
+    return generated, None
+
+
 class ScanStopped(Exception):
     """The ignored-values scan ran out of its time budget; the message says how far it got."""
 
@@ -513,6 +631,11 @@ def check(
                 return [GUARD_FINDING + f" (the chart says: {error})"]
             return [f"the chart refuses this stack's values: {error}"]
         findings = contract_findings(objects, expected)
+        if _section(expected.values, "scaleFromZero").get("enabled"):
+            generated, missing = generated_config(renderer, expected)
+            findings += [missing] if missing else generated_config_findings(
+                generated, yaml.safe_load(expected.envoy_yaml), expected.generation
+            )
         baseline = canonical(objects)
         if canonical(again) != baseline:
             return [*findings, UNSTABLE_RENDER]
@@ -527,5 +650,34 @@ def check(
             )
         except ScanStopped as stopped:
             return [*findings, str(stopped)]
-    findings += [f"{path}: ignored by the chart (changing it changes nothing the chart renders)" for path in ignored]
+    pairs = set(_scalars(objects))
+    fixed = {leaf.name for leaf in leaves(expected.values) if rendered_anyway(leaf, pairs)}
+    findings += [
+        f"{path}: ignored by the chart (changing it changes nothing the chart renders)"
+        for path in ignored
+        if path not in fixed
+    ]
     return findings
+
+
+def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
+    """Every (key, value) of a mapping entry in ``tree`` whose value is a string."""
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            if isinstance(value, str):
+                yield str(key), value
+            else:
+                yield from _scalars(value)
+    elif isinstance(tree, list):
+        for item in tree:
+            yield from _scalars(item)
+
+
+def rendered_anyway(leaf: Leaf, rendered: set[tuple[str, Any]]) -> bool:
+    """Whether the render (its ``(key, text)`` pairs) carries the leaf's text under the leaf's own key (``metricType: Value`` in a ScaledObject's
+    trigger): an ignored value of that kind asks for what the chart does anyway, so it is no finding. A value the
+    chart ignores and renders otherwise (``minReplicaCount`` 0 rendered as 1) stays one."""
+    key = leaf.path[-1] if leaf.path else None
+    if not isinstance(key, str) or not isinstance(leaf.value, str) or not leaf.value:
+        return False
+    return (key, leaf.value) in rendered
