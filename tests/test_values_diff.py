@@ -128,7 +128,7 @@ def test_live_values_read_from_helm_or_from_the_flux_configmap_are_the_same(live
         ("- a\n- b\n", "f: expected a mapping of chart values, found list"),
         ("a: [\n", "f: not valid YAML (line 2, column 1)"),
         ("kind: ConfigMap\ndata: {other: x}\n", "f: a ConfigMap without the text key values.yaml (data: other)"),
-        # Hostile or odd files: each one line, nothing built past the limits (README: Limits).
+        # Hostile or odd files: each one line, nothing built past the limits (docs/config.md: Limits).
         ("kind: ConfigMap\ndata: [x]\n", "f: a ConfigMap without the text key values.yaml (data: list)"),
         (
             "kind: ConfigMap\ndata: {values.yaml: 5}\n",

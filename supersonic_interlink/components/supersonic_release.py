@@ -126,7 +126,7 @@ class SupersonicRelease(pulumi.ComponentResource):
             # A new name or namespace replaces the release. The provider asks for create-before-delete
             # (helm_release.go Diff: DeleteBeforeReplace false), and the chart's objects whose names do not carry
             # the release name (the cvmfs PersistentVolumeClaim) would collide with the old release's: the old
-            # release is uninstalled first instead (README: "Renaming a release").
+            # release is uninstalled first instead (docs/engine.md: "Removing or renaming a release").
             #
             # protect: the engine refuses to delete or replace a protected resource, so `pulumi destroy`, a rename
             # and removing the Release from the program all stop before `helm uninstall` (pulumi/pulumi

@@ -113,8 +113,8 @@ class ReleaseSettings(Model):
         Field(
             description="required per stack. Helm release name and the chart's instance name: it names the Triton "
             "Deployment/Service (<name>-triton), the Envoy Service clients use (<name>) and the cleanup objects. "
-            "Changing it (or namespace) replaces the release: refused unless release.removable (README: Removing or "
-            "renaming a release)"
+            "Changing it (or namespace) replaces the release: refused unless release.removable (docs/engine.md: "
+            "Removing or renaming a release)"
         ),
     ]
     chart: Annotated[
@@ -143,7 +143,7 @@ class ReleaseSettings(Model):
         Field(
             description="false protects the release: pulumi destroy, a rename of release.name or namespace, and "
             "removing it from the program are refused, and the pull-request preview fails on them. Set true in a "
-            "reviewed change to uninstall or rename on purpose (README: Removing or renaming a release)"
+            "reviewed change to uninstall or rename on purpose (docs/engine.md: Removing or renaming a release)"
         ),
     ]
 

@@ -86,7 +86,7 @@ def correct(engine: Engine, tools: Tools, observed: Observed, report: Report, lo
     - The release's objects: each drifted object patched back to what applying its manifest makes it
       (``release.correct``). Not a Helm upgrade or rollback: Helm 3's three-way merge leaves a custom resource
       (the ScaledObject) as it is when the manifest did not change, and a Service port changed in place makes it
-      fail and leaves the release ``failed`` (seen on the local control plane: README, Drift).
+      fail and leaves the release ``failed`` (seen on the local control plane: docs/drift.md).
     - Pulumi's objects: one edited in place is applied again from the inputs the provider last sent, under the
       provider's own field manager (the engine would not: after a refresh its preview of an edited object is
       ``same``); then ``pulumi up --refresh``, gated like ``./supersonic pulumi up``, creates what was deleted.

@@ -108,7 +108,7 @@ def test_kubectl_drift_is_reported_by_field_and_nothing_else_then_corrected(proj
     observed = observe(engine, tools)
     record(observed, "drifted")
     drifted = compare(observed)
-    # The same check with only the Role the README gives the drift check (supersonic_interlink/drift/rbac.py).
+    # The same check with only the Role docs/drift.md gives the drift check (supersonic_interlink/drift/rbac.py).
     reader = reader_env(project)
     as_reader = compare(observe(Engine(STACK, work_dir=project.directory, env=reader, log=print), Tools(reader)))
     assert [(r.object, r.field) for r in as_reader.rows] == [(r.object, r.field) for r in drifted.rows]

@@ -52,7 +52,7 @@ project.engine({stack!r}).run("up")
 def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(project: Project, chart: Path) -> None:
     cluster = project.cluster
     cluster.kubectl("create", "namespace", NAMESPACE)
-    existing_cvmfs_claim(project, NAMESPACE)  # a rollback to the install then works (README)
+    existing_cvmfs_claim(project, NAMESPACE)  # a rollback to the install then works (docs/engine.md)
     good = hammer_like(NAMESPACE, RELEASE, chart)
     project.write_stack(STACK, good)
     gated(project.engine(STACK), "up")

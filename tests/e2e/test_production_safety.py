@@ -69,7 +69,7 @@ def test_destroy_removal_and_renames_never_uninstall_the_release(
     with pytest.raises(EngineError, match="marked for protection"):
         gated(project.engine(STACK), "preview")
     # (`pulumi up` previews first and stops there too; only `--skip-preview` goes on to apply what does not
-    # depend on the Release, README: "Removing or renaming a release".)
+    # depend on the Release, docs/engine.md: "Removing or renaming a release".)
     # The engine allows lifting the protection and replacing in one change: that is the deliberate path, and the
     # gate lets it through only with release.removable (the recorded preview has the replacement steps).
     deliberate = {

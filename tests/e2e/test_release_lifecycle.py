@@ -184,7 +184,7 @@ def test_a_rejected_first_upgrade_cannot_roll_back_to_an_install_that_created_th
     the install revision of a release in a fresh namespace holds the claim, and Helm's rollback to that revision
     fails: the claim is in the target manifest, on the cluster, but not in the failed revision's manifest (Helm
     v3 ``kube.Client.Update``: "no <kind> with the name <name> found"). The release is left failed; the next
-    correct ``up`` upgrades it again. README: "A failed upgrade right after the first install"."""
+    correct ``up`` upgrades it again. docs/engine.md: "A failed upgrade right after the first install"."""
     namespace = "e2e-first-rollback"
     project.cluster.kubectl("create", "namespace", namespace)
     deploy(project, namespace, chart)
