@@ -327,3 +327,16 @@ def test_a_scan_within_its_budget_tries_every_value_and_names_the_unread_ones() 
 def test_check_reports_a_spent_budget_as_a_finding_not_as_conforming(hammer, tmp_path) -> None:
     found = check(fixture_chart("conforming", tmp_path), hammer, budget_seconds=0)
     assert len(found) == 1 and found[0].startswith("the ignored-values scan stopped at its budget of 0 s after "), found
+
+
+def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_is_no_finding() -> None:
+    from supersonic_interlink.render.conformance import _scalars, rendered_anyway
+
+    scaled = {"kind": "ScaledObject", "spec": {"minReplicaCount": 1, "triggers": [{"metricType": "Value"}]}}
+    rendered = set(_scalars([scaled]))
+    assert rendered_anyway(Leaf(("keda", "metricType"), "Value"), rendered), (
+        "metricType: Value on a chart that hard-codes Value asks for what the chart does anyway"
+    )
+    assert not rendered_anyway(Leaf(("keda", "metricType"), "AverageValue"), rendered), "another value is ignored"
+    assert not rendered_anyway(Leaf(("keda", "minReplicaCount"), 0), rendered), "0 rendered as 1 stays a finding"
+    assert not rendered_anyway(Leaf(("keda", "other"), "Value"), rendered), "only under the value's own key"
