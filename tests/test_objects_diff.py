@@ -309,3 +309,51 @@ def test_objects_needs_the_live_values_from_a_file_or_the_cluster(capsys) -> Non
         takeover.main(["objects", "hammer"])
     assert exit_.value.code == 2
     assert "one of the arguments --live --from-cluster is required" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------- a move of the generation
+
+
+def _stored_manifest(tmp_path: Path) -> Path:
+    """What `helm get manifest` of a live release on the triton generation holds: its chart with the live values."""
+    from supersonic_interlink.chart.helm import render_chart
+    from supersonic_interlink.components.supersonic_release import POSTRENDER
+    from supersonic_interlink.takeover.values_diff import load_live_values
+
+    live_chart = fixture_chart(CONFORMING, tmp_path / "live-chart")
+    values = load_live_values(LIVE_VALUES.read_bytes(), str(LIVE_VALUES))
+    served = [OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT]
+    objects = render_chart(
+        live_chart, "supersonic-interlink", "cms", values, served, post_renderer=ROOT / POSTRENDER, is_upgrade=True
+    )
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def test_a_move_of_the_chart_generation_replaces_the_triton_deployment_by_the_inference_server_one(
+    tmp_path, capsys
+) -> None:
+    manifest = _stored_manifest(tmp_path)
+    objects = live_objects_file(tmp_path, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    chart = fixture_chart("inference-server", tmp_path / "new-chart")
+    args = ("--chart", str(chart), "--live-object", str(objects), "--live-manifest", str(manifest))
+    code = takeover.main(objects_command(*args))
+    out = capsys.readouterr().out
+    assert code == 0, "the two deletions the move makes are declared by it: no finding"
+    assert "**The chart generation moves from triton to inferenceServer**" in out
+    for kind in ("Deployment.apps", "Service"):
+        assert f"| `{kind}/cms/supersonic-interlink-triton` | The chart generation moves from triton to " in out, (
+            f"the old {kind} is deleted by the upgrade, and the report says why"
+        )
+        assert f"- `{kind}/cms/supersonic-interlink-inference-server`\n" in out, f"the new {kind} is created"
+
+
+def test_a_move_of_the_chart_generation_without_the_stored_manifest_says_how_to_give_it(tmp_path, capsys) -> None:
+    chart = fixture_chart("inference-server", tmp_path)
+    assert takeover.main(objects_command("--chart", str(chart))) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"stack hammer: the live values are of the triton chart generation and chart {chart} of the inferenceServer "
+        "one, which cannot render them: give the live release's stored manifest with --live-manifest FILE "
+        "(`helm get manifest supersonic-interlink -n cms > FILE`) or read it with --from-cluster"
+    )

@@ -2,7 +2,8 @@
 
     ./supersonic takeover steps <stack>
     ./supersonic takeover values <stack> --live FILE [--out FILE]
-    ./supersonic takeover objects <stack> --live FILE [--live-object FILE ...] [--chart DIR] [--out FILE]
+    ./supersonic takeover objects <stack> --live FILE [--live-object FILE ...] [--live-manifest FILE] [--chart DIR]
+        [--out FILE]
 
 `steps` prints the runbook (docs/takeover.md) for the stack with its real URNs and object names. `values` compares
 the live release's values (`helm get values -n <ns> <release> -o yaml`, or Flux's values ConfigMap) with the values
@@ -76,6 +77,13 @@ def parser() -> args_.Parser:
         dest="live_objects",
         metavar="FILE",
         help="live objects the chart looks up (kubectl get -o yaml): the old Envoy ConfigMap, the ScaledObject",
+    )
+    objects.add_argument(
+        "--live-manifest",
+        type=args_.path,
+        metavar="FILE",
+        help="with --live: the live release's stored manifest (helm get manifest), what the upgrade compares "
+        "against; needed when the chart generation moves",
     )
     objects.add_argument(
         "--chart", type=args_.path, metavar="DIR", help="render this chart instead of the stack's pinned one"

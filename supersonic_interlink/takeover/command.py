@@ -21,7 +21,7 @@ from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, Settings
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, UnknownGeneration, generation_of_values
 from supersonic_interlink.files import write_text
 from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
@@ -64,6 +64,7 @@ def run(
     chart: Path | None = None,
     out: Path | None = None,
     from_cluster: bool = False,
+    live_manifest: Path | None = None,
 ) -> int:
     """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     from supersonic_interlink.config.pulumi_config import settings_from_config
@@ -90,6 +91,7 @@ def run(
         chart=chart,
         out=out,
         from_cluster=from_cluster,
+        live_manifest=live_manifest,
     )
 
 
@@ -104,6 +106,18 @@ def _report(stack: str, text: str, out: Path | None, findings: str) -> int:
         print(f"stack {stack}: {findings}", file=sys.stderr)
         return EXIT_FINDING
     return EXIT_OK
+
+
+def _manifest_file(path: Path | None, namespace: str) -> list[dict[str, Any]] | None:
+    """The objects of a stored manifest file (``helm get manifest`` output), or None when none is given."""
+    if path is None:
+        return None
+    try:
+        return [o.manifest for o in load_live_objects(path.read_bytes(), str(path), namespace)]
+    except OSError as error:
+        raise Stop(f"--live-manifest {path}: cannot read: {error.strerror}") from None
+    except LiveObjectsError as error:
+        raise Stop(f"--live-manifest {error}") from None
 
 
 def _live_values(live: Path) -> dict[str, Any]:
@@ -159,11 +173,14 @@ def run_objects(
     chart: Path | None = None,
     out: Path | None = None,
     from_cluster: bool = False,
+    live_manifest: Path | None = None,
 ) -> int:
     """0 when every deletion is explained, 1 on a finding (an unexplained or stale deletion, or the chart refusing
     either side's values), 2 when nothing could be compared. ``rendered`` gives what ``./supersonic render`` renders
     for the stack. With ``from_cluster`` the live values, the objects the chart looks up and, as "before", the
-    release's stored manifest are read from the cluster: the comparison Helm's upgrade makes."""
+    release's stored manifest are read from the cluster: the comparison Helm's upgrade makes; ``live_manifest`` is
+    that manifest from a file. A move of the chart generation needs one of the two: the new chart refuses the old
+    generation's values, so the live side cannot be rendered with it."""
     cluster: LiveRelease | None = None
     if from_cluster:
         try:
@@ -191,9 +208,26 @@ def run_objects(
         chart_dir = chart_directory(stack, settings.release.chart, chart)
     except chart_source.ChartSourceError as error:
         raise Stop(f"stack {stack}: {error}") from None
-    given = objects_diff.sides(Expected.from_rendered(rendered()), live_values, objects)
+    expected = Expected.from_rendered(rendered())
+    given = objects_diff.sides(expected, live_values, objects)
+    stored = cluster.manifest if cluster is not None else _manifest_file(live_manifest, settings.namespace)
     try:
-        before, after = objects_diff.render_sides(chart_dir, given)
+        live_generation = generation_of_values(live_values)
+    except UnknownGeneration:
+        live_generation = expected.generation  # the chart says what is wrong when it renders them
+    moves = live_generation != expected.generation
+    if moves and stored is None:
+        raise Stop(
+            f"stack {stack}: the live values are of the {live_generation.name} chart generation and chart "
+            f"{chart_dir} of the {expected.generation.name} one, which cannot render them: give the live release's "
+            f"stored manifest with --live-manifest FILE (`helm get manifest {settings.release.name} -n "
+            f"{settings.namespace} > FILE`) or read it with --from-cluster"
+        )
+    try:
+        if moves:
+            before, after = list(stored or []), objects_diff.render_side(chart_dir, given, "project")
+        else:
+            before, after = objects_diff.render_sides(chart_dir, given)
     except BinaryError as error:
         raise Stop(f"stack {stack}: cannot render the chart: {error}") from None
     except objects_diff.SideRefused as refused:
@@ -202,24 +236,33 @@ def run_objects(
         f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
         f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
     )
-    if cluster is not None:
+    if stored is not None:
         # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
         # pinned chart: the two agree only if the pinned commit is the live chart.
-        stored = compare_objects(cluster.manifest, before, given.namespace)
-        differing = len(stored.removed) + len(stored.added) + len(stored.changed)
-        before = cluster.manifest
+        where = f"revision {cluster.revision}" if cluster is not None else f"`{live_manifest}`"
         first = (
-            f"Before: the live release's stored manifest (`helm get manifest`, revision {cluster.revision}), "
-            f"what Helm's upgrade compares against. After: chart `{chart_dir}` rendered with this stack's values as "
-            "an upgrade, with the post-renderer. "
-            + (
-                f"**The pinned chart renders the live values differently from the stored manifest in {differing} "
+            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade "
+            f"compares against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with "
+            "the post-renderer. "
+        )
+        if moves:
+            first += (
+                f"**The chart generation moves from {live_generation.name} to {expected.generation.name}**: the "
+                f"upgrade replaces `{live_generation.inference_object_name(given.release_name)}` by "
+                f"`{expected.generation.inference_object_name(given.release_name)}`."
+            )
+        else:
+            differing = compare_objects(stored, before, given.namespace)
+            count = len(differing.removed) + len(differing.added) + len(differing.changed)
+            first += (
+                f"**The pinned chart renders the live values differently from the stored manifest in {count} "
                 "object(s)**: it is not the chart the live release runs (docs/takeover.md, step 1)."
-                if differing
+                if count
                 else "The pinned chart renders the live values exactly as stored: it is the live chart."
             )
-        )
-    comparison = objects_diff.compare(before, after, given.release_name, given.namespace)
+            before = list(stored)
+    declared = objects_diff.EXPECTED_DELETIONS + objects_diff.generation_deletions(live_generation, expected.generation)
+    comparison = objects_diff.compare(before, after, given.release_name, given.namespace, declared)
     findings = (
         f"{len(comparison.unexplained)} unexplained and {len(comparison.stale)} stale deletion(s); see the report"
         if comparison.has_findings
