@@ -74,7 +74,7 @@ def generation_deletions(live: Generation, new: Generation) -> tuple[ExpectedDel
     why = (
         f"The chart generation moves from {live.name} to {new.name}: replaced in the same upgrade by "
         f"`<release>-{new.inference_component}`. The running inference server and its Slurm job end; clients "
-        "wait for the new one as for a cold start (docs/chart.md, "Moving the generation")."
+        "wait for the new one as for a cold start (docs/chart.md, Moving the generation)."
     )
     return tuple(
         ExpectedDeletion(kind, f"{{instance}}-{live.inference_component}", why, group)
