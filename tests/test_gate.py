@@ -107,8 +107,16 @@ def test_a_step_the_gate_cannot_classify_refuses_the_plan_naming_it(
 
 # A step as a plan may hold it: a readable one, half-readable or not a step at all.
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
-JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=6)
-OPS = st.sampled_from(sorted(ENGINE_OPS)) | st.sampled_from(["Delete", "DELETE", "obliterate", "", " delete"]) | JSON_VALUES
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+OPS = (
+    st.sampled_from(sorted(ENGINE_OPS))
+    | st.sampled_from(["Delete", "DELETE", "obliterate", "", " delete"])
+    | JSON_VALUES
+)
 URNS = (
     st.sampled_from([RELEASE_URN, ENVOY_MAP_URN, recorded("update")[0].urn])
     | st.sampled_from([RELEASE_URN, ENVOY_MAP_URN]).map(lambda urn: urn.replace("::", ":", 1))

@@ -24,11 +24,11 @@ from supersonic_interlink.config.rules import (
 from supersonic_interlink.config.types import (
     AbsolutePath,
     AnnotationMap,
-    NoEmptyArgument,
     ContainerResource,
     Image,
     LabelMap,
     LabelValue,
+    NoEmptyArgument,
     QualifiedName,
     Quantity,
     overcommit_allowed,
@@ -54,9 +54,9 @@ class ServiceMetadata(Model):
 class ResourceRequirements(Model):
     """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...)."""
 
-    requests: Annotated[
-        Mapping[ContainerResource, Quantity], Frozen, Expect("an object of Kubernetes quantities")
-    ] = Field(default_factory=dict)
+    requests: Annotated[Mapping[ContainerResource, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = (
+        Field(default_factory=dict)
+    )
     limits: Annotated[Mapping[ContainerResource, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = (
         Field(default_factory=dict)
     )

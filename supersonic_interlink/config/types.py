@@ -74,7 +74,9 @@ Host = Annotated[
         max_length=253,
     ),
 ]
-ABSOLUTE_PATH_TEXT = "an absolute, normalized path (starting with '/', no spaces, no '.', '..' or empty parts, no trailing '/')"
+ABSOLUTE_PATH_TEXT = (
+    "an absolute, normalized path (starting with '/', no spaces, no '.', '..' or empty parts, no trailing '/')"
+)
 """The chart mounts the path as written: /cvmfs/../etc would mount CVMFS over /etc."""
 
 
@@ -173,7 +175,7 @@ Quantity = Annotated[
 ]
 
 NO_EMPTY_ARGUMENT_TEXT = "a list of non-empty strings (an empty one reaches the container as an empty argument)"
-NoEmptyArgument = _rule(lambda value: all(value), NO_EMPTY_ARGUMENT_TEXT)
+NoEmptyArgument = _rule(all, NO_EMPTY_ARGUMENT_TEXT)
 """A container's command or args: the chart copies them into the pod spec unread, so "" would be passed on."""
 
 StringMap = Annotated[
@@ -222,7 +224,9 @@ LabelMap = Annotated[
 """Labels and node selectors, as the API server checks them."""
 ANNOTATIONS_MAX_BYTES = 256 * 1024
 """apimachinery ``TotalAnnotationSizeLimitB``: an object's annotations, keys and values together, in bytes."""
-ANNOTATIONS_TEXT = f"annotations of at most {ANNOTATIONS_MAX_BYTES} bytes in all, keys and values (the API server's limit)"
+ANNOTATIONS_TEXT = (
+    f"annotations of at most {ANNOTATIONS_MAX_BYTES} bytes in all, keys and values (the API server's limit)"
+)
 
 
 def annotations_size(value: Mapping[str, str]) -> bool:
@@ -280,7 +284,9 @@ def container_resource_name(value: str) -> bool:
     return qualified_name(value) and (not native or value.rpartition("/")[2] in STANDARD_CONTAINER_RESOURCES)
 
 
-ContainerResource = Annotated[str, _rule(container_resource_name, CONTAINER_RESOURCE_TEXT), Expect(CONTAINER_RESOURCE_TEXT)]
+ContainerResource = Annotated[
+    str, _rule(container_resource_name, CONTAINER_RESOURCE_TEXT), Expect(CONTAINER_RESOURCE_TEXT)
+]
 
 
 def overcommit_allowed(resource: str) -> bool:

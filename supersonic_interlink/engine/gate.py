@@ -115,7 +115,8 @@ def steps_from_json(document: Any) -> list[Step]:
     if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
         raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
     return [
-        Step(s.get("op"), s.get("urn")) if isinstance(s, dict) else Step(s, None, not_an_object=True) for s in document.get("steps", [])
+        Step(s.get("op"), s.get("urn")) if isinstance(s, dict) else Step(s, None, not_an_object=True)
+        for s in document.get("steps", [])
     ]
 
 
