@@ -12,6 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import pulumi
 import pytest
 from conftest import stack_config, stack_settings
 from wake_records import cold_wake, write_history
@@ -22,6 +23,7 @@ from supersonic_interlink.config.loading import project_defaults
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.rules import printable
 from supersonic_interlink.config.stack_config import check_stack_name
+from supersonic_interlink.render.evaluate import evaluate
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.probe import parse_endpoint
 
@@ -266,3 +268,42 @@ def test_json_nested_100000_deep_in_pulumi_config_is_one_line() -> None:
     with pytest.raises(ConfigError) as caught:
         settings_from_config(config)
     assert [p for p in caught.value.problems if p.startswith(f"{P}:helmValues = ")], caught.value.problems
+
+
+# --------------------------------------------------------------------------------------------- the engine's environment
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("PULUMI_CONFIG", "{not json", "a JSON object of config keys to values"),
+        ("PULUMI_CONFIG", '["a list"]', "a JSON object of config keys to values"),
+        ("PULUMI_CONFIG_SECRET_KEYS", '{"a": 1}', "a JSON list of config keys"),
+        ("PULUMI_CONFIG_SECRET_KEYS", "[1]", "a JSON list of config keys"),
+        ("PULUMI_CONFIG_SECRET_KEYS", "[" * 100_000, "a JSON list of config keys"),
+    ],
+    ids=["config-not-json", "config-a-list", "secret-keys-an-object", "secret-keys-numbers", "secret-keys-deep"],
+)
+def test_a_malformed_engine_environment_stops_the_program_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, expected: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(pulumi.RunError) as stopped:
+        evaluate(stack_config("hammer"), "hammer")
+    lines = str(stopped.value).splitlines()
+    assert lines[0] == "invalid stack config:" and len(lines) == 2, lines
+    assert lines[1].strip().startswith(f"environment variable {name} = ") and expected in lines[1], lines
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"], ids=["empty", "blank-lines", "comment"])
+def test_an_empty_live_values_file_is_refused_not_read_as_no_values(
+    tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    live = tmp_path / "live-values.yaml"
+    live.write_text(text)
+    assert front_door.main(["takeover", "values", "hammer", "--live", str(live)]) == 2
+    err = no_traceback(capsys)
+    assert f"{live}: empty; expected `helm get values -o yaml` output" in err, err
+    live.write_text("null\n")  # what `helm get values -o yaml` prints for a release without values
+    front_door.main(["takeover", "values", "hammer", "--live", str(live)])
+    assert "empty; expected" not in no_traceback(capsys), "a release without values is still read as one"
