@@ -175,7 +175,18 @@ def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_
 
         with futures.ThreadPoolExecutor(clients) as pool:
             results = [pool.submit(call, client) for client in channels]
-            time.sleep(0.5)
+            # Triton comes back only once every call has reached Envoy and met the crash (a retry or an overflowed
+            # one each); a fixed pause would let a loaded machine start some calls after the restart.
+            wait_until(
+                lambda: (
+                    stack.envoy.stat("http.ingress_grpc.downstream_rq_total") >= clients
+                    and stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry")
+                    + stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry_overflow")
+                    >= clients
+                ),
+                10,
+                "every call to meet the crashed Triton",
+            )
             stack.triton.come_up()
             survived = sum(r.result(timeout=20) for r in results)
         overflow = stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry_overflow")

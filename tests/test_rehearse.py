@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_runner import run_cli
 from loopback import loopback_settings
-from wake_records import cold_wake, probe_record, warm_answer
+from wake_records import cold_wake, probe_record, warm_answer, write_history
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import ClusterError, start_process, stop_process, wait_until
@@ -51,8 +51,7 @@ def test_a_history_gives_its_cold_wakes_of_the_stack_and_a_cut_off_one_is_never_
         warm_answer(),
         cold_wake(5.0, stack="other"),
     ]
-    history = tmp_path / "wakes.jsonl"
-    history.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    history = write_history(tmp_path / "wakes.jsonl", lines)  # an hour apart: five probes, none a repeat
     delay = parse(f"history:{history}", stack="hammer")
     assert sorted(delay.samples) == [100.0, 300.0, math.inf]
     assert served_share(delay, 10_000, 0) == pytest.approx(2 / 3), "a wake given up on stays unserved"
@@ -160,8 +159,11 @@ def test_a_process_that_exits_before_it_is_ready_fails_the_wait_at_once_with_its
 def test_stopping_a_process_stops_its_children_and_kills_one_that_ignores_sigterm(tmp_path: Path) -> None:
     child = tmp_path / "child.pid"
     parent = start_process(["sh", "-c", f"sleep 60 & echo $! > {child}; wait"], tmp_path / "parent.log")
-    stubborn = start_process(["sh", "-c", "trap '' TERM; exec sleep 60"], tmp_path / "stubborn.log")
+    trapped = tmp_path / "trapped"
+    stubborn = start_process(["sh", "-c", f"trap '' TERM; touch {trapped}; exec sleep 60"], tmp_path / "stubborn.log")
     pid = int(wait_until(lambda: child.is_file() and child.read_text().strip(), 10, "the child's pid"))
+    # A TERM that arrived before the trap was set would end the shell (-15): wait until it is ignoring TERM.
+    wait_until(trapped.is_file, 10, "the stubborn shell to ignore TERM")
 
     stop_process(parent, timeout=5)
     stop_process(stubborn, timeout=0.3)
