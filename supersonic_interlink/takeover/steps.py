@@ -264,8 +264,8 @@ def steps(a: Adoption) -> list[Step]:
                 ),
                 f"{helm} rollback {rel} <revision from step 1>",
                 (
-                    f"pulumi destroy --stack {stack}   (only after the state delete: the Envoy ConfigMap and the cleanup "
-                    "objects; with the release in the state, destroy would uninstall it)"
+                    f"pulumi destroy --stack {stack}   (only after the state delete: the Envoy ConfigMap and the "
+                    "cleanup objects; with the release in the state, destroy would uninstall it)"
                 ),
                 "then undo step 3.",
             ),
