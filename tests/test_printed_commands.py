@@ -226,7 +226,7 @@ def _project_files(suffix: str) -> list[str]:
 
 def _ours(name: str) -> bool:
     """A bare file name, or a path under one of the project's directories (not the chart's ``cfg/``, say)."""
-    first = name.split("/")[0]
+    first = name.split("/", maxsplit=1)[0]
     return "/" not in name or (ROOT / first).is_dir() or (ROOT / "supersonic_interlink" / first).is_dir()
 
 
