@@ -69,11 +69,15 @@ class Side:
     """Path of each secret config value -> digest of its ciphertext (``stack_config.secret_digests``)."""
 
 
+class GitMissing(SideError):
+    """No git to run: said as such, never as a ref that is not there."""
+
+
 def git(*args: str, cwd: Path = ROOT, binary: bool = False) -> Any:
     try:
         result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=not binary, check=False)
     except FileNotFoundError:
-        raise SideError("git is not installed: diff reads the base from git (apt-get install git)") from None
+        raise GitMissing("git is not installed: diff reads the base from git (apt-get install git)") from None
     if result.returncode != 0:
         error = result.stderr.decode(errors="replace") if binary else result.stderr
         raise SideError(f"git {' '.join(args)}: {' '.join(error.split()) or f'exit {result.returncode}'}")
@@ -85,6 +89,8 @@ def default_base() -> tuple[str, str]:
     for branch in ("main", "origin/main"):
         try:
             commit = git("merge-base", "HEAD", branch).strip()
+        except GitMissing:
+            raise
         except SideError:
             continue
         return commit, f"merge base with {branch}"
@@ -94,6 +100,8 @@ def default_base() -> tuple[str, str]:
 def resolve(ref: str) -> str:
     try:
         return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
+    except GitMissing:
+        raise
     except SideError:
         raise BaseRefError(f"--base {ref!r}: not a commit in this repository") from None
 
