@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from cli_runner import run_cli
 
-from supersonic_interlink.diff.report import field_lines
+from supersonic_interlink.contract import NEWEST, TRITON
+from supersonic_interlink.diff import sides
+from supersonic_interlink.diff.report import diff_stack, field_lines, text
 from supersonic_interlink.objdiff import ABSENT, Change
 
 
@@ -35,3 +37,28 @@ def test_diff_without_git_says_git_is_missing_not_that_the_ref_is_unknown(
         1,
         "stack hammer: git is not installed: diff reads the base from git (apt-get install git)\n",
     )
+
+
+CONFORMING = Path(__file__).parent / "charts" / "conforming"
+
+
+def test_with_chart_the_working_tree_renders_for_that_charts_generation(tmp_path: Path) -> None:
+    head = sides.working_tree("hammer", tmp_path / "head", chart_dir=CONFORMING)
+    envoy = (tmp_path / "head" / "envoy.yaml").read_text()
+    assert head.generation == TRITON.name, "hammer's own chart is unpinned (newest generation); --chart's is triton"
+    assert TRITON.admission_cluster in envoy and NEWEST.admission_cluster not in envoy, (
+        "the Envoy config must name the clusters the chart's Lua calls"
+    )
+
+
+def test_the_first_line_says_when_the_two_sides_generations_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sides, "resolve", lambda ref: "0" * 40)
+    monkeypatch.setattr(sides, "base", lambda *args: sides.Side("base", generation=TRITON.name))
+    monkeypatch.setattr(sides, "working_tree", lambda *args: sides.Side("working tree", generation=NEWEST.name))
+    first = text(diff_stack("hammer", "main")).splitlines()[0]
+    assert first == (
+        f"stack hammer: base 000000000000 (main) -> working tree; the chart generation differs: {TRITON.name} at the "
+        f"base, {NEWEST.name} in the working tree (object names and Envoy cluster names change with it)"
+    )
+    monkeypatch.setattr(sides, "working_tree", lambda *args: sides.Side("working tree", generation=TRITON.name))
+    assert "generation" not in text(diff_stack("hammer", "main")).splitlines()[0]

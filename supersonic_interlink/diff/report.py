@@ -129,11 +129,17 @@ def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None =
     if not base.exists or not head.exists:
         chart_compared = (base.chart is not None) or (head.chart is not None)
         before, after = base.objects + (base.chart or []), head.objects + (head.chart or [])
+    title = f"{label} -> working tree"
+    if base.exists and head.exists and base.generation != head.generation:
+        title += (
+            f"; the chart generation differs: {base.generation} at the base, {head.generation} in the working tree "
+            "(object names and Envoy cluster names change with it)"
+        )
     return StackDiff(
         stack,
         base,
         head,
-        f"{label} -> working tree",
+        title,
         compare_objects(before, after, namespace, renames=True),
         chart_compared,
     )

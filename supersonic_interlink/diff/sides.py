@@ -28,12 +28,13 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import ROOT
+from supersonic_interlink import EXIT_USAGE, ROOT
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
 from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
+from supersonic_interlink.contract import UnknownGeneration, generation_of_values
 from supersonic_interlink.render.release import mask
 from supersonic_interlink.render.stack import CHART_DIR, locate_chart, render, write
 
@@ -67,6 +68,8 @@ class Side:
     namespace: str = ""
     secrets: dict[str, str] = field(default_factory=dict)
     """Path of each secret config value -> digest of its ciphertext (``stack_config.secret_digests``)."""
+    generation: str = ""
+    """The chart generation the side rendered for (``contract.Generation.name``), read from its release's values."""
 
 
 class GitMissing(SideError):
@@ -184,7 +187,7 @@ def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
     if not stack_file(stack).is_file():
         return Side("working tree", exists=False)
     _fetch_pinned_chart(stack_file(stack))  # the render reads the chart's generation from it
-    rendered = render(stack)  # as the base side renders: its own chart's generation, whatever --chart names
+    rendered = render(stack, chart_dir=chart_dir)  # for the chart it renders with: --chart's generation, if given
     objects, note = _chart_objects(stack, rendered, chart_dir, ROOT)
     write(rendered, out, objects)
     side = read_tree(out, "working tree", note)
@@ -199,20 +202,12 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
             return Side(label, exists=False)
         # A pinned chart in the cache first: the render reads the chart's generation from it.
         _fetch_pinned_chart(tree / "stacks" / f"Pulumi.{stack}.yaml")
-        # Only the form every version of render takes; --chart DIR is applied below, here.
         command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
-        try:
-            result = subprocess.run(
-                command,
-                cwd=tree,
-                capture_output=True,
-                text=True,
-                timeout=RENDER_TIMEOUT_SECONDS,
-                check=False,
-                env={**os.environ, "PYTHONPATH": str(tree)},
-            )
-        except subprocess.TimeoutExpired:
-            raise SideError(f"{label}: render did not finish within {RENDER_TIMEOUT_SECONDS} s") from None
+        # With --chart the base renders for that chart's generation too; a base whose render predates --chart renders
+        # for its own chart's, and the diff's first line says when the two sides' generations differ.
+        result = _render_base(tree, label, [*command, "--chart", str(chart_dir.resolve())] if chart_dir else command)
+        if chart_dir is not None and result.returncode == EXIT_USAGE and "--chart" in result.stderr:
+            result = _render_base(tree, label, command)
         printed = (result.stdout + result.stderr).replace(str(tree), "<base>")
         if not (out / "release.yaml").is_file():
             lines = [line.strip() for line in printed.splitlines() if line.strip()]
@@ -227,6 +222,21 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
             if side.chart is not None:
                 side.chart = mask(side.chart)
         return side
+
+
+def _render_base(tree: Path, label: str, command: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            command,
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=RENDER_TIMEOUT_SECONDS,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(tree)},
+        )
+    except subprocess.TimeoutExpired:
+        raise SideError(f"{label}: render did not finish within {RENDER_TIMEOUT_SECONDS} s") from None
 
 
 def _base_chart(stack: str, out: Path, tree: Path, chart_dir: Path | None) -> tuple[Any, str]:
@@ -265,4 +275,12 @@ def read_tree(out: Path, label: str, chart_note: str = "") -> Side:
         chart=chart,
         chart_note=chart_note if chart is None else "",
         namespace=str(release["namespace"]),
+        generation=_generation(release["values"]),
     )
+
+
+def _generation(values: Any) -> str:
+    try:
+        return generation_of_values(values).name
+    except UnknownGeneration:
+        return "unknown"
