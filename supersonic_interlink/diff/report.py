@@ -14,6 +14,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from supersonic_interlink.diff import sides
 from supersonic_interlink.objdiff import Change, ObjectsDiff, compare_objects, format_path, format_value, text_diff
@@ -50,6 +51,20 @@ class StackDiff:
         if len(missing) == 2 and missing[0].chart_note == missing[1].chart_note:
             return f"on both sides, {missing[0].chart_note}"
         return "; ".join(f"{s.label}: {s.chart_note}" for s in missing)
+
+
+def as_json(diff: StackDiff) -> dict[str, Any]:
+    """The diff as one JSON document (docs/json.md)."""
+    return {
+        "stack": diff.stack,
+        "title": diff.title,
+        "base": {"label": diff.base.label, "exists": diff.base.exists, "generation": diff.base.generation},
+        "head": {"label": diff.head.label, "exists": diff.head.exists, "generation": diff.head.generation},
+        "chart_compared": diff.chart_compared,
+        "chart_note": diff.chart_note,
+        "secrets": diff.secrets,
+        **diff.objects.as_json(),
+    }
 
 
 def field_lines(change: Change) -> list[str]:

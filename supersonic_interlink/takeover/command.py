@@ -64,6 +64,7 @@ def run(
     chart: Path | None = None,
     out: Path | None = None,
     from_cluster: bool = False,
+    json: bool = False,
 ) -> int:
     """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     from supersonic_interlink.config.pulumi_config import settings_from_config
@@ -80,7 +81,7 @@ def run(
         return run_steps(stack, settings, check_live=check_live)
     if command == "values":
         assert live is not None, "the parser requires --live"
-        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out)
+        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out, as_json=json)
     return run_objects(
         stack,
         settings,
@@ -90,11 +91,15 @@ def run(
         chart=chart,
         out=out,
         from_cluster=from_cluster,
+        as_json=json,
     )
 
 
-def _report(stack: str, text: str, out: Path | None, findings: str) -> int:
-    """Print or write a report; with ``findings`` (the line that counts them) exit 1."""
+def _report(stack: str, text: str, out: Path | None, findings: str, document: dict[str, Any] | None = None) -> int:
+    """Print or write a report (``document`` as JSON instead of ``text``, when given); with ``findings`` (the line
+    that counts them) exit 1."""
+    if document is not None:
+        text = json.dumps({"stack": stack, **document, "findings": findings}, indent=2, default=str) + "\n"
     if out is not None:
         write_text(out, text)
         print(f"wrote {out}", file=sys.stderr)
@@ -137,7 +142,14 @@ def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
 
 
 @_stops
-def run_values(stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]], *, out: Path | None = None) -> int:
+def run_values(
+    stack: str,
+    live: Path,
+    rendered: Callable[[], Mapping[str, Any]],
+    *,
+    out: Path | None = None,
+    as_json: bool = False,
+) -> int:
     """The live values against the stack's: the table, exit 1 on an undeclared or stale difference."""
     comparison = values_diff.compare_values(_live_values(live), rendered()["release"]["values"])
     findings = (
@@ -145,7 +157,8 @@ def run_values(stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]]
         if comparison.has_findings
         else ""
     )
-    return _report(stack, values_diff.markdown(comparison, stack), out, findings)
+    document = values_diff.as_json(comparison) if as_json else None
+    return _report(stack, values_diff.markdown(comparison, stack), out, findings, document)
 
 
 @_stops
@@ -159,6 +172,7 @@ def run_objects(
     chart: Path | None = None,
     out: Path | None = None,
     from_cluster: bool = False,
+    as_json: bool = False,
 ) -> int:
     """0 when every deletion is explained, 1 on a finding (an unexplained or stale deletion, or the chart refusing
     either side's values), 2 when nothing could be compared. ``rendered`` gives what ``./supersonic render`` renders
@@ -225,7 +239,9 @@ def run_objects(
         if comparison.has_findings
         else ""
     )
-    return _report(stack, objects_diff.markdown(comparison, stack, (first, *given.notes)), out, findings)
+    notes = (first, *given.notes)
+    document = {"notes": list(notes), **objects_diff.as_json(comparison)} if as_json else None
+    return _report(stack, objects_diff.markdown(comparison, stack, notes), out, findings, document)
 
 
 # --------------------------------------------------------------------------------------------- the inputs
