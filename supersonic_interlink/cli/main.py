@@ -15,6 +15,7 @@ from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 VERBS: dict[str, tuple[str, str]] = {
     "render": ("supersonic_interlink.cli.render", "render a stack offline and check it"),
     "diff": ("supersonic_interlink.cli.diff", "what a change deploys: the stack rendered at a base ref vs. now"),
+    "stack": ("supersonic_interlink.cli.stack", "write a new cluster's stack file from an existing one, and check it"),
     "takeover": ("supersonic_interlink.cli.takeover", "take a live release over from Flux (docs/takeover.md)"),
     "probe": ("supersonic_interlink.cli.probe", "measure a cold start through Envoy; wake history and report"),
     "state": ("supersonic_interlink.cli.state", "the S3 state bucket: bootstrap, check, history, restore"),
