@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import EXIT_USAGE, ROOT
+from supersonic_interlink import EXIT_USAGE, ROOT, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
@@ -137,7 +137,8 @@ def _fetch_if_pinned(chart: ChartSource) -> str:
     if chart.kind != "git" or chart.commit is None or (chart_source.CACHE_ROOT / chart.commit).exists():
         return ""
     try:
-        chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+        with progress.step(f"fetching chart {chart.commit} from {chart.git}"):
+            chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     except chart_source.ChartSourceError as error:
         return f"the pinned chart cannot be fetched: {error}"
     return ""
@@ -226,15 +227,16 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
 
 def _render_base(tree: Path, label: str, command: list[str]) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(
-            command,
-            cwd=tree,
-            capture_output=True,
-            text=True,
-            timeout=RENDER_TIMEOUT_SECONDS,
-            check=False,
-            env={**os.environ, "PYTHONPATH": str(tree)},
-        )
+        with progress.step(f"{label}: rendering"):
+            return subprocess.run(
+                command,
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                timeout=RENDER_TIMEOUT_SECONDS,
+                check=False,
+                env={**os.environ, "PYTHONPATH": str(tree)},
+            )
     except subprocess.TimeoutExpired:
         raise SideError(f"{label}: render did not finish within {RENDER_TIMEOUT_SECONDS} s") from None
 

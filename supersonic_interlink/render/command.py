@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE
+from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
@@ -77,13 +77,12 @@ def run(
     else:
         say(summary(stack, rendered))
     if check:
-        print(
-            f"stack {stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance "
-            "check with the real Helm v3 when the chart is on disk (a few seconds)",
-            file=sys.stderr,
-            flush=True,
+        what = (
+            f"stack {stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance check "
+            "with the real Helm v3 when the chart is on disk"
         )
-        outcome = checks(stack, rendered, chart_dir)
+        with progress.step(what):
+            outcome = checks(stack, rendered, chart_dir)
         for finding in outcome.findings:
             print(f"check: {finding}", file=sys.stderr)
         for name, why in outcome.skipped:
@@ -119,7 +118,8 @@ def _fetch(stack: str, chart: ChartSource) -> int:
         print(f"stack {stack}: {chart_source.unpinned_message(stack)}", file=sys.stderr)
         return EXIT_FINDING
     try:
-        directory = chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+        with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
+            directory = chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     except chart_source.ChartSourceError as error:
         print(f"stack {stack}: {error}", file=sys.stderr)
         return EXIT_FINDING
@@ -131,7 +131,8 @@ def _pin(stack: str, ref: str) -> int:
     from supersonic_interlink.chart.pin import pin_chart
 
     try:
-        commit, path = pin_chart(stack, ref)
+        with progress.step(f"stack {stack}: resolving {ref} and fetching the chart"):
+            commit, path = pin_chart(stack, ref)
     except ConfigError as error:
         _config_problems(stack, error)
         return EXIT_USAGE

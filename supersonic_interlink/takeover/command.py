@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, Settings
@@ -207,7 +207,8 @@ def run_objects(
         raise Stop(f"stack {stack}: {error}") from None
     given = objects_diff.sides(Expected.from_rendered(rendered()), live_values, objects)
     try:
-        before, after = objects_diff.render_sides(chart_dir, given)
+        with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):
+            before, after = objects_diff.render_sides(chart_dir, given)
     except BinaryError as error:
         raise Stop(f"stack {stack}: cannot render the chart: {error}") from None
     except objects_diff.SideRefused as refused:
@@ -257,7 +258,10 @@ def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
     if chart.kind == "git":
         if chart.commit is None:
             raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
-        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+        if (chart_source.CACHE_ROOT / chart.commit).is_dir():
+            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))  # verified, not fetched
+        with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
+            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     if chart.kind == "path":
         on_disk = chart_source.chart_on_disk(chart)
         if on_disk is None:
