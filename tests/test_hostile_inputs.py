@@ -116,7 +116,7 @@ def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
 
     plan = replace(adoption("hammer", stack_settings("hammer")), stack="hammer")
     text = format_steps(plan, steps(plan))
-    assert "pulumi up --stack hammer" in text
+    assert "pulumi up hammer --yes" in text
     hostile = replace(plan, stack="x$(id>&2)")
     with pytest.raises(ConfigError):
         format_steps(hostile, steps(hostile))  # the stack file path is built from a checked name first

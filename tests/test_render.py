@@ -221,7 +221,10 @@ def test_a_bad_chart_option_exits_2_naming_it(args: list[str], complaint: str) -
     [
         (["--out", "/dev/null/rendered"], "render: --out /dev/null/rendered: cannot write: Not a directory"),
         (["--pin-chart", ""], "--pin-chart REF: REF is empty"),
-        (["--fetch-chart", "--check"], "--fetch-chart only changes the chart: run --check / --out as a second command"),
+        (
+            ["--fetch-chart", "--check"],
+            "--fetch-chart only changes the chart: run --check / --out / --json as a second command",
+        ),
         (["--pin-chart", "main", "--out", "x"], "--pin-chart only changes the chart"),
     ],
 )

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, Settings
@@ -65,6 +65,7 @@ def run(
     out: Path | None = None,
     from_cluster: bool = False,
     live_manifest: Path | None = None,
+    json: bool = False,
 ) -> int:
     """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     from supersonic_interlink.config.pulumi_config import settings_from_config
@@ -81,7 +82,7 @@ def run(
         return run_steps(stack, settings, check_live=check_live)
     if command == "values":
         assert live is not None, "the parser requires --live"
-        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out)
+        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out, as_json=json)
     return run_objects(
         stack,
         settings,
@@ -92,11 +93,15 @@ def run(
         out=out,
         from_cluster=from_cluster,
         live_manifest=live_manifest,
+        as_json=json,
     )
 
 
-def _report(stack: str, text: str, out: Path | None, findings: str) -> int:
-    """Print or write a report; with ``findings`` (the line that counts them) exit 1."""
+def _report(stack: str, text: str, out: Path | None, findings: str, document: dict[str, Any] | None = None) -> int:
+    """Print or write a report (``document`` as JSON instead of ``text``, when given); with ``findings`` (the line
+    that counts them) exit 1."""
+    if document is not None:
+        text = json.dumps({"stack": stack, **document, "findings": findings}, indent=2, default=str) + "\n"
     if out is not None:
         write_text(out, text)
         print(f"wrote {out}", file=sys.stderr)
@@ -151,7 +156,14 @@ def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
 
 
 @_stops
-def run_values(stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]], *, out: Path | None = None) -> int:
+def run_values(
+    stack: str,
+    live: Path,
+    rendered: Callable[[], Mapping[str, Any]],
+    *,
+    out: Path | None = None,
+    as_json: bool = False,
+) -> int:
     """The live values against the stack's: the table, exit 1 on an undeclared or stale difference."""
     comparison = values_diff.compare_values(_live_values(live), rendered()["release"]["values"])
     findings = (
@@ -159,7 +171,8 @@ def run_values(stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]]
         if comparison.has_findings
         else ""
     )
-    return _report(stack, values_diff.markdown(comparison, stack), out, findings)
+    document = values_diff.as_json(comparison) if as_json else None
+    return _report(stack, values_diff.markdown(comparison, stack), out, findings, document)
 
 
 @_stops
@@ -174,6 +187,7 @@ def run_objects(
     out: Path | None = None,
     from_cluster: bool = False,
     live_manifest: Path | None = None,
+    as_json: bool = False,
 ) -> int:
     """0 when every deletion is explained, 1 on a finding (an unexplained or stale deletion, or the chart refusing
     either side's values), 2 when nothing could be compared. ``rendered`` gives what ``./supersonic render`` renders
@@ -224,10 +238,11 @@ def run_objects(
             f"{settings.namespace} > FILE`) or read it with --from-cluster"
         )
     try:
-        if moves:
-            before, after = list(stored or []), objects_diff.render_side(chart_dir, given, "project")
-        else:
-            before, after = objects_diff.render_sides(chart_dir, given)
+        with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):
+            if moves:
+                before, after = list(stored or []), objects_diff.render_side(chart_dir, given, "project")
+            else:
+                before, after = objects_diff.render_sides(chart_dir, given)
     except BinaryError as error:
         raise Stop(f"stack {stack}: cannot render the chart: {error}") from None
     except objects_diff.SideRefused as refused:
@@ -268,7 +283,9 @@ def run_objects(
         if comparison.has_findings
         else ""
     )
-    return _report(stack, objects_diff.markdown(comparison, stack, (first, *given.notes)), out, findings)
+    notes = (first, *given.notes)
+    document = {"notes": list(notes), **objects_diff.as_json(comparison)} if as_json else None
+    return _report(stack, objects_diff.markdown(comparison, stack, notes), out, findings, document)
 
 
 # --------------------------------------------------------------------------------------------- the inputs
@@ -284,7 +301,10 @@ def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
     if chart.kind == "git":
         if chart.commit is None:
             raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
-        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+        if (chart_source.CACHE_ROOT / chart.commit).is_dir():
+            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))  # verified, not fetched
+        with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
+            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     if chart.kind == "path":
         on_disk = chart_source.chart_on_disk(chart)
         if on_disk is None:

@@ -352,6 +352,17 @@ def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
     return lines
 
 
+def as_json(comparison: ObjectsComparison) -> dict[str, Any]:
+    """``removed`` is what the upgrade deletes, ``added`` what it creates, ``before`` the live side (docs/json.md)."""
+    return {
+        **comparison.diff.as_json(),
+        "deleted": [{"object": str(d.key), "why": d.why} for d in comparison.deleted],
+        "unexplained": [str(key) for key in comparison.unexplained],
+        "left": [{"object": str(d.key), "why": d.why} for d in comparison.left],
+        "stale": [{"kind": d.kind, "name": d.name, "why": d.why} for d in comparison.stale],
+    }
+
+
 def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str] = ()) -> str:
     """The report for the pull request: what was rendered, deleted, created, changed, then any findings."""
     diff = comparison.diff

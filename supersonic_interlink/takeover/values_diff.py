@@ -22,6 +22,7 @@ from supersonic_interlink.objdiff import (
     Change,
     Path,
     changes,
+    changes_json,
     format_path,
     is_under,
     markdown_cell,
@@ -189,6 +190,15 @@ def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = Fa
     if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
         document = {k: v for k, v in document.items() if k != "USER-SUPPLIED VALUES"}
     return document
+
+
+def as_json(comparison: ValuesComparison) -> dict[str, Any]:
+    """``before`` is the live value, ``after`` this stack's (docs/json.md)."""
+    return {
+        "deliberate": [{**changes_json([row.change])[0], "why": row.why} for row in comparison.deliberate],
+        "undeclared": changes_json(row.change for row in comparison.undeclared),
+        "stale": [{"path": format_path(d.path), "why": d.why} for d in comparison.stale],
+    }
 
 
 def markdown(comparison: ValuesComparison, stack: str) -> str:
