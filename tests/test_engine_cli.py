@@ -115,5 +115,5 @@ def test_a_relative_path_chart_means_the_same_directory_in_the_scratch_project(t
     run.scratch_project(scratch, root=root)  # every run refreshes the copy; the link stays
     stack["config"]["supersonic-interlink:release"]["chart"]["path"] = "../elsewhere"
     (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
-    with pytest.raises(run.EngineError, match="release.chart.path '../elsewhere' leaves the project directory"):
+    with pytest.raises(run.EngineError, match=r"release\.chart\.path '\.\./elsewhere' leaves the project directory"):
         run.scratch_project(scratch, root=root)
