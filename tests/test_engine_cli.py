@@ -106,14 +106,14 @@ def test_a_relative_path_chart_means_the_same_directory_in_the_scratch_project(t
     (root / "charts" / "x").mkdir(parents=True)
     (root / "charts" / "x" / "Chart.yaml").write_text("name: x\n")
     (root / "Pulumi.yaml").write_text("name: supersonic-interlink\n")
-    release = {"name": "r", "chart": {"path": "charts/x"}}
-    stack = {"config": {"supersonic-interlink:release": release}}
+    chart = {"path": "charts/x"}
+    stack = {"config": {"supersonic-interlink:release": {"name": "r", "chart": chart}}}
     (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
     scratch = run.scratch_project(tmp_path / "scratch", root=root)
     assert (scratch / "charts" / "x" / "Chart.yaml").read_text() == "name: x\n"
     assert (scratch / "charts" / "x").resolve() == (root / "charts" / "x").resolve()
     run.scratch_project(scratch, root=root)  # every run refreshes the copy; the link stays
-    stack["config"]["supersonic-interlink:release"]["chart"]["path"] = "../elsewhere"
+    chart["path"] = "../elsewhere"
     (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
     with pytest.raises(run.EngineError, match=r"release\.chart\.path '\.\./elsewhere' leaves the project directory"):
         run.scratch_project(scratch, root=root)

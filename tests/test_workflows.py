@@ -334,11 +334,11 @@ def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_o
     kubeconfig = drift_step("Drift kubeconfig for this cluster")
     target = tmp_path / "kubeconfig"
     secret = json.dumps({"hammer": "apiVersion: v1\nkind: Config\n"})
-    env = {"DRIFT_KUBECONFIGS": secret, "KUBECONFIG_FILE": str(target)}
-    result = run_step(kubeconfig["run"], tmp_path, STACK="hammer", **env)
+    script = kubeconfig["run"]
+    result = run_step(script, tmp_path, STACK="hammer", DRIFT_KUBECONFIGS=secret, KUBECONFIG_FILE=str(target))
     assert result.returncode == 0 and target.read_text().startswith("apiVersion: v1\nkind: Config\n")
     assert oct(target.stat().st_mode & 0o777) == "0o600", "readable by the runner user alone"
-    missing = run_step(kubeconfig["run"], tmp_path, STACK="other", **env)
+    missing = run_step(script, tmp_path, STACK="other", DRIFT_KUBECONFIGS=secret, KUBECONFIG_FILE=str(target))
     assert missing.returncode == 1
     assert "::error title=No drift kubeconfig for other::the DRIFT_KUBECONFIGS secret" in missing.stdout
 
