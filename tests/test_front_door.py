@@ -81,7 +81,7 @@ def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_sta
     assert sorted(complete("takeover", "steps", "")) == ["geddes-gpu", "hammer"], "the stacks under stacks/"
     assert complete("state", "restore", "hammer", "--ver") == ["--version-id"]
     assert complete("pulumi", "preview", "hammer", "--d") == ["--diff"]
-    assert complete("pulumi", "") == ["preview", "up", "refresh", "destroy"]
+    assert complete("pulumi", "") == ["preview", "up", "refresh", "destroy", "gate"]
     assert complete("probe", "report", "--s") == ["--stack", "--since"], "probe's report form, read before its parser"
     assert complete("toolchain", "path", "kw") == ["kwok"]
     for verb, entries in verb_words().items():

@@ -20,12 +20,12 @@ def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def run(stack: str, *, output: str = "text", correct: bool = False) -> int:
-    """``output``: ``text``, ``json`` or ``markdown``."""
+def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | None = None) -> int:
+    """``output``: ``text``, ``json`` or ``markdown``; ``cli``: the Pulumi CLI named by ``--pulumi``."""
     scratch = os.environ.get(SCRATCH_PROJECT_ENV)
     try:
         work_dir = scratch_project(Path(scratch)) if scratch else ROOT
-        engine = Engine(stack, work_dir=work_dir, log=_log, create=False)
+        engine = Engine(stack, work_dir=work_dir, log=_log, create=False, cli=cli)
         first, second = check.run(engine, check.Tools(), fix=correct, log=_log)
     except (check.CannotCheck, EngineError, ToolchainError) as error:
         why = rbac.missing_right(str(error)) or str(error)
