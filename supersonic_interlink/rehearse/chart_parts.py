@@ -82,34 +82,21 @@ def filled_lua(chart: Path, settings: Settings) -> str:
 def admission_rbac(settings: Settings, account: str) -> list[dict]:
     """The sidecar's ServiceAccount, Role and RoleBinding as the chart renders them (``templates/envoy/admission.yaml``
     at 42b2b933): scale only the inference Deployment, patch only the release's ScaledObject."""
-    release, namespace = settings.release.name, settings.namespace
-    meta = {"name": account, "namespace": namespace}
+    release, rbac = settings.release.name, "rbac.authorization.k8s.io"
+    meta = {"name": account, "namespace": settings.namespace}
+    targets = [("apps", "deployments/scale", settings.generation.inference_object_name(release))]
+    targets.append(("keda.sh", "scaledobjects", CHART.scaled_object_name(release)))
     rules = [
-        {
-            "apiGroups": ["apps"],
-            "resources": ["deployments/scale"],
-            "resourceNames": [settings.generation.inference_object_name(release)],
-            "verbs": ["get", "patch", "update"],
-        },
-        {
-            "apiGroups": ["keda.sh"],
-            "resources": ["scaledobjects"],
-            "resourceNames": [CHART.scaled_object_name(release)],
-            "verbs": ["get", "patch", "update"],
-        },
+        {"apiGroups": [g], "resources": [r], "resourceNames": [n], "verbs": ["get", "patch", "update"]}
+        for g, r, n in targets
     ]
-    rbac = "rbac.authorization.k8s.io"
+    subject = {"kind": "ServiceAccount", **meta}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": meta, "rules": rules},
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "RoleBinding",
-            "metadata": meta,
-            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": account},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
-        },
-    ]
+        {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": meta, "subjects": [subject],
+         "roleRef": {"apiGroup": rbac, "kind": "Role", "name": account}},
+    ]  # fmt: skip
 
 
 @dataclass
