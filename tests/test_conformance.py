@@ -128,8 +128,7 @@ def test_a_default_1_turns_hammers_zero_replicas_into_one(hammer, tmp_path) -> N
     found = findings_of(fixture_chart("default-one", tmp_path), hammer, ignored_under="keda.m")
     assert found == [
         "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
-        "keda.minReplicaCount: ignored",
-    ], "0 through `default 1` is 1: a Slurm GPU job held forever, and the value reads as ignored"
+    ], "0 through `default 1` is 1: a Slurm GPU job held forever (the admission sidecar still reads the 0)"
 
 
 def test_a_value_the_chart_never_reads_is_reported_by_its_values_path(hammer, tmp_path) -> None:

@@ -53,6 +53,14 @@ def key(kind: str, name: str, group: str = "") -> ObjectKey:
 
 ENVOY_CONFIG = key("ConfigMap", "supersonic-interlink-envoy-config")
 LUA_CONFIG = key("ConfigMap", "supersonic-interlink-lua-config")
+SCALE_FROM_ZERO_OBJECTS = (
+    key("ConfigMap", "supersonic-interlink-envoy-admission"),
+    LUA_CONFIG,
+    key("Role", "supersonic-interlink-envoy", "rbac.authorization.k8s.io"),
+    key("RoleBinding", "supersonic-interlink-envoy", "rbac.authorization.k8s.io"),
+    key("ServiceAccount", "supersonic-interlink-envoy"),
+)
+"""What scale from zero adds to a release that had none: the Lua filter, the admission sidecar's code and identity."""
 ENVOY = key("Deployment", "supersonic-interlink-envoy", "apps")
 TRITON = key("Deployment", "supersonic-interlink-triton", "apps")
 SCALED_OBJECT = key("ScaledObject", "supersonic-interlink-keda-so", "keda.sh")
@@ -96,7 +104,7 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
 ) -> None:
     comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
     assert comparison.diff.removed == (), "the conforming chart renders every live object after the upgrade too"
-    assert comparison.diff.added == (LUA_CONFIG,)
+    assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
     assert changed_fields(comparison, TRITON) == {("spec", "replicas"): (1, ABSENT)}, (
         "with scale from zero the chart leaves Triton's replica count to KEDA and the admission sidecar"
@@ -111,6 +119,8 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
         ("spec", "template", "spec", "containers", Named("envoy"), "image"),
         ("spec", "template", "spec", "containers", Named("envoy"), "volumeMounts", Named("lua")),
         ("spec", "template", "spec", "volumes", Named("lua")),
+        ("spec", "template", "spec", "volumes", Named("admission")),
+        ("spec", "template", "spec", "serviceAccountName"),
     }
     assert envoy[("spec", "template", "spec", "containers", Named("envoy"), "image")] == (
         "envoy:fixture",
@@ -139,7 +149,7 @@ def test_an_object_only_the_live_values_render_is_an_unexplained_deletion(hammer
     comparison, _ = upgrade("deletes-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
     assert comparison.diff.removed == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
-    assert comparison.diff.added == (LUA_CONFIG,)
+    assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
 
 
@@ -182,13 +192,14 @@ def test_the_objects_command_prints_the_report_and_exits_0_when_nothing_is_delet
     out = capsys.readouterr().out
     assert code == 0
     assert "**Deleted by the upgrade:**\n\n*(none)*\n" in out
-    assert "**Created:**\n\n- `ConfigMap/cms/supersonic-interlink-lua-config`\n" in out
+    assert "**Created:**\n\n- `ConfigMap/cms/supersonic-interlink-envoy-admission`\n" in out
+    assert "- `ConfigMap/cms/supersonic-interlink-lua-config`\n" in out
     assert "**Changed `Deployment.apps/cms/supersonic-interlink-envoy`:**" in out
     assert "| `spec.template.spec.containers[name=envoy].image` | `envoy:fixture` | `envoyproxy/envoy:v1.39.1` |" in out
     assert "```diff\n--- live\n+++ this stack\n" in out, "the Envoy configuration's change reads as a text diff"
     assert f"The live Envoy ConfigMap `supersonic-interlink-envoy-config-custom` is the one in `{objects}`." in out
     assert out.rstrip().endswith(
-        "0 deleted (0 unexplained), 1 created, 3 changed, 4 unchanged, 0 left by Helm, 0 stale."
+        "0 deleted (0 unexplained), 5 created, 3 changed, 4 unchanged, 0 left by Helm, 0 stale."
     )
 
 
