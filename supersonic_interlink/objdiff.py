@@ -259,6 +259,30 @@ class ObjectsDiff:
             f"{len(self.removed)} removed, {len(self.unchanged)} unchanged"
         )
 
+    def as_json(self) -> dict[str, Any]:
+        """Objects as ``str(ObjectKey)``; each changed one with its changes (``change_json``); docs/json.md."""
+        return {
+            "added": [str(key) for key in self.added],
+            "removed": [str(key) for key in self.removed],
+            "replaced": [
+                {"object": str(c.key), "old": str(c.old), "changes": changes_json(c.changes)} for c in self.replaced
+            ],
+            "changed": [{"object": str(c.key), "changes": changes_json(c.changes)} for c in self.changed],
+            "unchanged": len(self.unchanged),
+        }
+
+
+def changes_json(found: Iterable[Change]) -> list[dict[str, Any]]:
+    """Each change as ``{"path", "before", "after"}``, the path as ``format_path`` writes it and a side left out
+    where the key is not there (``ABSENT``, which JSON's null would not tell apart from an explicit null)."""
+    return [
+        {
+            "path": format_path(c.path),
+            **{k: v for k, v in (("before", c.before), ("after", c.after)) if v is not ABSENT},
+        }
+        for c in found
+    ]
+
 
 def object_key(manifest: Mapping[str, Any], namespace: str = "") -> ObjectKey:
     """The key of one manifest; ``namespace`` stands in where the manifest names none (the release namespace)."""

@@ -68,12 +68,17 @@ from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from supersonic_interlink.config import PROJECT, Settings, deep_merge, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import LOOPBACK, free_port, wait_until
 from supersonic_interlink.rehearse.loopback import STOP_TIMEOUT_SECONDS, DnsStandIn, EnvoyProcess, dns_standin
 from supersonic_interlink.rehearse.loopback import envoy_running as _envoy_running
 from supersonic_interlink.rehearse.standins import MODEL, HttpStandIn, TritonServicer
 
 ROOT = Path(__file__).resolve().parent.parent
+
+STANDIN_LUA = ROOT / "tests" / "fixtures" / "wake-filter.lua"
+"""The tests' stand-in for the chart's scale-from-zero Lua filter, written from the protocol the chart documents, for
+either generation (its names and its answer to a timed-out wake filled in by ``standin_lua``)."""
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """The stand-in Triton accepts messages up to this size, above the 32 MiB buffer, so Envoy is what refuses."""
@@ -85,6 +90,23 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 OLDER_GENERATION_CHART = {"path": str(Path(__file__).resolve().parent / "charts" / "conforming")}
 """A chart of the ``triton`` generation (the tests' own): a stack given it as ``release.chart`` is of that generation,
 read from the chart as for any stack; the stacks' own unpinned charts are of the newest."""
+
+
+def standin_lua(settings: Settings) -> str:
+    """The stand-in Lua filter with the stack's ready timeout and its generation's names filled in."""
+    values = {
+        "READY_TIMEOUT_SECONDS": str(settings.scaleFromZero.readyTimeoutSeconds),
+        "INFERENCE_CLUSTER": settings.generation.inference_cluster,
+        "ADMISSION_CLUSTER": settings.generation.admission_cluster,
+        "TIMEOUT_STATUS": str(settings.generation.wake_timeout_code),
+        "TIMEOUT_MESSAGE": settings.generation.wake_timeout_message,
+        "ADMIN_CLUSTER": CHART.admin_cluster,
+        "REPOSITORY_INDEX_PATH": CHART.repository_index_path,
+    }
+    text = STANDIN_LUA.read_text()
+    for name, value in values.items():
+        text = text.replace(f"@{name}@", value)
+    return text
 
 
 def loopback_settings(
@@ -524,6 +546,7 @@ def envoy_running(
     dns: DnsStandIn,
     config: Mapping[str, Any] | None = None,
     concurrency: int = 2,
+    lua: str | None = None,
 ) -> Iterator[EnvoyProcess]:
     """The real Envoy (``supersonic_interlink.rehearse.loopback``) in front of these stand-ins; each Triton
     stand-in must have its ``hostname`` (``loopback_stack`` assigns them)."""
@@ -532,6 +555,7 @@ def envoy_running(
         tritons=[(t.hostname or "", t.port) for t in tritons],
         admission_port=admission.port,
         dns_port=dns.port,
+        lua=standin_lua(settings) if lua is None else lua,
         config=config,
         concurrency=concurrency,
     ) as envoy:
@@ -577,11 +601,13 @@ def loopback_stack(
     sleep_seconds: float = 0.05,
     config: Mapping[str, Any] | None = None,
     concurrency: int = 2,
+    lua: str | None = None,
 ) -> Iterator[LoopbackStack]:
     """Envoy plus ``tritons`` stand-in Tritons (up when ``ready``), the admission sidecar and DNS.
 
     With ``wake_delay_seconds``, a ``/wake`` brings every stand-in Triton up after that many seconds (a cold
-    start). With ``ready=True`` this waits until Envoy has resolved every Triton before yielding.
+    start). With ``ready=True`` this waits until Envoy has resolved every Triton before yielding. ``lua``: the Lua
+    filter's text (default: the stand-in's, ``standin_lua``).
     """
     with contextlib.ExitStack() as stack:
         dns = stack.enter_context(dns_standin())
@@ -603,7 +629,13 @@ def loopback_stack(
         )
         envoy = stack.enter_context(
             envoy_running(
-                settings, tritons=standins, admission=admission, dns=dns, config=config, concurrency=concurrency
+                settings,
+                tritons=standins,
+                admission=admission,
+                dns=dns,
+                config=config,
+                concurrency=concurrency,
+                lua=lua,
             )
         )
         # Registered last, so it runs first on exit: a pending wake must not start a server after teardown.

@@ -22,6 +22,7 @@ COPIED = (
     "__main__.py",
     "supersonic",
     "requirements.txt",
+    "requirements-render.txt",
     "requirements-tools.txt",
     "requirements-dev.txt",
     "constraints.txt",

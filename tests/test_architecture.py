@@ -14,6 +14,7 @@ LAYERS: dict[str, int] = {
     "supersonic_interlink.contract": 0,
     "supersonic_interlink.files": 0,
     "supersonic_interlink.objdiff": 0,
+    "supersonic_interlink.progress": 0,
     "supersonic_interlink.config": 1,
     "supersonic_interlink.postrender": 1,
     "supersonic_interlink.chart": 2,

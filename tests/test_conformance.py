@@ -128,8 +128,7 @@ def test_a_default_1_turns_hammers_zero_replicas_into_one(hammer, tmp_path) -> N
     found = findings_of(fixture_chart("default-one", tmp_path), hammer, ignored_under="keda.m")
     assert found == [
         "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
-        "keda.minReplicaCount: ignored",
-    ], "0 through `default 1` is 1: a Slurm GPU job held forever, and the value reads as ignored"
+    ], "0 through `default 1` is 1: a Slurm GPU job held forever (the admission sidecar still reads the 0)"
 
 
 def test_a_value_the_chart_never_reads_is_reported_by_its_values_path(hammer, tmp_path) -> None:
@@ -327,3 +326,16 @@ def test_a_scan_within_its_budget_tries_every_value_and_names_the_unread_ones() 
 def test_check_reports_a_spent_budget_as_a_finding_not_as_conforming(hammer, tmp_path) -> None:
     found = check(fixture_chart("conforming", tmp_path), hammer, budget_seconds=0)
     assert len(found) == 1 and found[0].startswith("the ignored-values scan stopped at its budget of 0 s after "), found
+
+
+def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_is_no_finding() -> None:
+    from supersonic_interlink.render.conformance import _scalars, rendered_anyway
+
+    scaled = {"kind": "ScaledObject", "spec": {"minReplicaCount": 1, "triggers": [{"metricType": "Value"}]}}
+    rendered = set(_scalars([scaled]))
+    assert rendered_anyway(Leaf(("keda", "metricType"), "Value"), rendered), (
+        "metricType: Value on a chart that hard-codes Value asks for what the chart does anyway"
+    )
+    assert not rendered_anyway(Leaf(("keda", "metricType"), "AverageValue"), rendered), "another value is ignored"
+    assert not rendered_anyway(Leaf(("keda", "minReplicaCount"), 0), rendered), "0 rendered as 1 stays a finding"
+    assert not rendered_anyway(Leaf(("keda", "other"), "Value"), rendered), "only under the value's own key"

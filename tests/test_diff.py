@@ -4,7 +4,14 @@ of their own per case), is tested in tests/e2e/test_diff_command.py."""
 
 from __future__ import annotations
 
-from supersonic_interlink.diff.report import field_lines
+from pathlib import Path
+
+import pytest
+from cli_runner import run_cli
+
+from supersonic_interlink.contract import NEWEST, TRITON
+from supersonic_interlink.diff import sides
+from supersonic_interlink.diff.report import diff_stack, field_lines, text
 from supersonic_interlink.objdiff import ABSENT, Change
 
 
@@ -18,3 +25,40 @@ def test_a_multi_line_text_shows_only_the_lines_that_changed_any_other_value_one
     assert lines[1] == "      @@ -9,5 +9,5 @@" and not any(line.startswith(("---", "+++")) for line in lines)
     replicas = field_lines(Change(("spec", "replicas"), ABSENT, 2))
     assert replicas == ["    spec.replicas", "-       (not set)", "+       2"]
+
+
+@pytest.mark.parametrize("base", [["--base", "main"], []])
+def test_diff_without_git_says_git_is_missing_not_that_the_ref_is_unknown(
+    base: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no git on it
+    done = run_cli("diff", "hammer", *base)
+    assert (done.returncode, done.stderr) == (
+        1,
+        "stack hammer: git is not installed: diff reads the base from git (apt-get install git)\n",
+    )
+
+
+CONFORMING = Path(__file__).parent / "charts" / "conforming"
+
+
+def test_with_chart_the_working_tree_renders_for_that_charts_generation(tmp_path: Path) -> None:
+    head = sides.working_tree("hammer", tmp_path / "head", chart_dir=CONFORMING)
+    envoy = (tmp_path / "head" / "envoy.yaml").read_text()
+    assert head.generation == TRITON.name, "hammer's own chart is unpinned (newest generation); --chart's is triton"
+    assert TRITON.admission_cluster in envoy and NEWEST.admission_cluster not in envoy, (
+        "the Envoy config must name the clusters the chart's Lua calls"
+    )
+
+
+def test_the_first_line_says_when_the_two_sides_generations_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sides, "resolve", lambda ref: "0" * 40)
+    monkeypatch.setattr(sides, "base", lambda *args: sides.Side("base", generation=TRITON.name))
+    monkeypatch.setattr(sides, "working_tree", lambda *args: sides.Side("working tree", generation=NEWEST.name))
+    first = text(diff_stack("hammer", "main")).splitlines()[0]
+    assert first == (
+        f"stack hammer: base 000000000000 (main) -> working tree; the chart generation differs: {TRITON.name} at the "
+        f"base, {NEWEST.name} in the working tree (object names and Envoy cluster names change with it)"
+    )
+    monkeypatch.setattr(sides, "working_tree", lambda *args: sides.Side("working tree", generation=TRITON.name))
+    assert "generation" not in text(diff_stack("hammer", "main")).splitlines()[0]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import yaml
 
 from supersonic_interlink import contract
 from supersonic_interlink.cli import drift as drift_cli
@@ -25,6 +26,7 @@ from supersonic_interlink.contract import CHART
 from supersonic_interlink.drift import check
 from supersonic_interlink.drift import release as release_part
 from supersonic_interlink.drift.check import Observed, compare
+from supersonic_interlink.drift.rbac import missing_right, reader_role
 from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, markdown, text
 from supersonic_interlink.drift.rules import RULES, sidecar_hold_annotation
 from supersonic_interlink.engine.run import Engine
@@ -516,4 +518,43 @@ def test_the_sidecars_hold_deadline_is_not_drift_and_is_drift_when_the_sidecar_n
     rows, ignored, _ = release_part.compare(hold_observation("HOLD_TTL = 900\n"))
     assert [r.path for r in rows] == [("metadata", "annotations", "example.org/hold-until")] and ignored == [], (
         "an annotation the deployed sidecar does not write is somebody else's edit"
+    )
+
+
+REFUSED_PATCH = (
+    'Error from server (Forbidden): deployments.apps "supersonic-interlink-envoy" is forbidden: User '
+    '"system:serviceaccount:cms:drift" cannot patch resource "deployments" in API group "apps" in the namespace "cms"'
+)
+
+
+def test_a_refused_request_is_one_line_naming_the_verb_and_resource_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise check.CannotCheck(f"dry-run apply of Deployment/supersonic-interlink-envoy: {REFUSED_PATCH}")
+
+    monkeypatch.setattr(check, "run", refused)
+    assert drift_cli.main(["hammer"]) == 2
+    assert capsys.readouterr().err == (
+        "supersonic drift: could not check hammer: the credential may not patch deployments.apps in namespace cms: "
+        "bind the credential to drift's Role (docs/state-backend.md, Drift's credential)\n"
+    )
+
+
+def test_a_right_drifts_role_lacks_is_named_as_the_roles_gap() -> None:
+    text = 'User "x" cannot delete resource "pods" in API group "" in the namespace "cms"'
+    assert missing_right(text) == (
+        "the credential may not delete pods in namespace cms: drift's Role (supersonic_interlink/drift/rbac.py) "
+        "lacks it too: add it there"
+    )
+    assert missing_right("Kubernetes cluster unreachable") is None
+
+
+def test_the_docs_give_drift_exactly_the_role_rbac_py_declares() -> None:
+    text = (
+        (Path(__file__).parent.parent / "docs" / "state-backend.md").read_text().split("### Drift's credential", 1)[1]
+    )
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert yaml.safe_load(block) == reader_role("supersonic-drift", "cms"), (
+        "the Role an operator applies for drift must be the one its end-to-end test binds"
     )

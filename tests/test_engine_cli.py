@@ -77,3 +77,43 @@ def test_a_stack_holding_a_secret_is_read_without_its_passphrase(tmp_path: Path)
     assert stack_removable("s", root=tmp_path) is True
     (tmp_path / "stacks" / "Pulumi.s.yaml").write_text("config:\n  supersonic-interlink:release:\n    secure: v1:x\n")
     assert stack_removable("s", root=tmp_path) is False, "a secret cannot say removable: the default holds"
+
+
+PREVIEWS = ROOT / "tests" / "fixtures" / "previews"
+
+
+def test_pulumi_gate_runs_the_gate_on_any_clis_json_preview_without_an_engine(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The autouse fixture fails the test if an engine starts: the gate only reads the file.
+    assert pulumi_cli.main(["gate", "hammer", str(PREVIEWS / "update.json")]) == 0
+    assert "gate: stack hammer:" in capsys.readouterr().out
+    assert pulumi_cli.main(["gate", "hammer", str(PREVIEWS / "rename-component.json")]) == 1
+    assert "gate: stack hammer: delete of Helm release supersonic-helm" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["gate", "hammer"], ["preview", "hammer", str(PREVIEWS / "update.json")]])
+def test_the_preview_file_goes_with_gate_only(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert pulumi_cli.main(argv) == 2
+    assert "FILE goes with gate, and gate needs it" in capsys.readouterr().err
+
+
+def test_a_relative_path_chart_means_the_same_directory_in_the_scratch_project(tmp_path: Path) -> None:
+    # The provider resolves release.chart.path from the project directory; in the scratch copy the local cluster
+    # runs in, the same relative path must reach the same chart ("repo charts not found" otherwise).
+    root = tmp_path / "project"
+    (root / "stacks").mkdir(parents=True)
+    (root / "charts" / "x").mkdir(parents=True)
+    (root / "charts" / "x" / "Chart.yaml").write_text("name: x\n")
+    (root / "Pulumi.yaml").write_text("name: supersonic-interlink\n")
+    chart = {"path": "charts/x"}
+    stack = {"config": {"supersonic-interlink:release": {"name": "r", "chart": chart}}}
+    (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
+    scratch = run.scratch_project(tmp_path / "scratch", root=root)
+    assert (scratch / "charts" / "x" / "Chart.yaml").read_text() == "name: x\n"
+    assert (scratch / "charts" / "x").resolve() == (root / "charts" / "x").resolve()
+    run.scratch_project(scratch, root=root)  # every run refreshes the copy; the link stays
+    chart["path"] = "../elsewhere"
+    (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
+    with pytest.raises(run.EngineError, match=r"release\.chart\.path '\.\./elsewhere' leaves the project directory"):
+        run.scratch_project(scratch, root=root)

@@ -14,6 +14,7 @@ from concurrent import futures
 
 import grpc
 import pytest
+from chart_fixtures import fixture_chart
 from loopback import LOOPBACK as LOOPBACK_HOST
 from loopback import OLDER_GENERATION_CHART, infer, loopback_settings, loopback_stack, triton_client, wait_until
 from tritonclient.utils import InferenceServerException
@@ -21,6 +22,7 @@ from tritonclient.utils import InferenceServerException
 from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import NEWEST
+from supersonic_interlink.rehearse.chart_parts import filled_lua
 
 MIB = 1024 * 1024
 CLUSTER = f"cluster.{NEWEST.inference_cluster}"
@@ -87,6 +89,20 @@ def test_a_repository_index_is_refused_when_no_triton_comes_up_within_the_ready_
         )
         assert waited < 4, f"held {waited:.1f} s, well past readyTimeoutSeconds (1 s)"
         assert stack.admission.wakes == 1
+
+
+def test_the_test_charts_own_filter_holds_a_wake_and_answers_a_timed_out_one_with_unavailable(tmp_path):
+    chart = fixture_chart("inference-server", tmp_path)
+    settings = fast_settings(ready_timeout_seconds=2)
+    with loopback_stack(settings, ready=False, wake_delay_seconds=0.5, lua=filled_lua(chart, settings)) as stack:
+        index = triton_client(stack.envoy.target).get_model_repository_index(client_timeout=10)
+        assert [m.name for m in index.models] == ["standin"], "held, then answered by Triton itself"
+        assert stack.admission.wakes == 2, "woken, then the hold renewed once Triton was there (cfg/envoy-filter.lua)"
+    with loopback_stack(settings, ready=False, lua=filled_lua(chart, settings)) as stack:
+        with pytest.raises(InferenceServerException) as failure:
+            triton_client(stack.envoy.target).get_model_repository_index(client_timeout=10)
+        assert failure.value.status() == "StatusCode.UNAVAILABLE"
+        assert "no healthy upstream" in failure.value.message(), failure.value.message()
 
 
 def test_inference_calls_do_not_wake_triton_or_wait(triton, warm):
@@ -175,7 +191,18 @@ def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_
 
         with futures.ThreadPoolExecutor(clients) as pool:
             results = [pool.submit(call, client) for client in channels]
-            time.sleep(0.5)
+            # Triton comes back only once every call has reached Envoy and met the crash (a retry or an overflowed
+            # one each); a fixed pause would let a loaded machine start some calls after the restart.
+            wait_until(
+                lambda: (
+                    stack.envoy.stat("http.ingress_grpc.downstream_rq_total") >= clients
+                    and stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry")
+                    + stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry_overflow")
+                    >= clients
+                ),
+                10,
+                "every call to meet the crashed Triton",
+            )
             stack.triton.come_up()
             survived = sum(r.result(timeout=20) for r in results)
         overflow = stack.envoy.stat(f"{CLUSTER}.upstream_rq_retry_overflow")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -80,7 +81,7 @@ def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_sta
     assert sorted(complete("takeover", "steps", "")) == ["geddes-gpu", "hammer"], "the stacks under stacks/"
     assert complete("state", "restore", "hammer", "--ver") == ["--version-id"]
     assert complete("pulumi", "preview", "hammer", "--d") == ["--diff"]
-    assert complete("pulumi", "") == ["preview", "up", "refresh", "destroy"]
+    assert complete("pulumi", "") == ["preview", "up", "refresh", "destroy", "gate"]
     assert complete("probe", "report", "--s") == ["--stack", "--since"], "probe's report form, read before its parser"
     assert complete("toolchain", "path", "kw") == ["kwok"]
     for verb, entries in verb_words().items():
@@ -145,3 +146,18 @@ def test_every_verb_that_takes_a_stack_checks_its_name_by_the_pulumi_clis_rule()
             done = cli(*args, bad)
             assert done.returncode == 2 and "Traceback" not in done.stderr, (args, bad, done.stderr)
             assert "not a stack name" in done.stderr or "is empty" in done.stderr, (args, bad, done.stderr)
+
+
+def test_the_printed_completion_installs_work_on_a_fresh_home(tmp_path: Path) -> None:
+    from supersonic_interlink.cli.completion import INSTALL
+
+    lines = [line.strip() for line in INSTALL.splitlines()]
+    bash = " && ".join([lines[1].removeprefix("bash: "), lines[2]])
+    zsh = lines[3].removeprefix("zsh:").strip()
+    installs = {bash: ".local/share/bash-completion/completions/supersonic", zsh: ".zfunc/_supersonic"}
+    for command, installed in installs.items():
+        # `echo` stands in for the front door: what fails on a fresh HOME is the redirect into a missing directory.
+        shell = command.replace("./supersonic", "echo")
+        done = subprocess.run(["/bin/sh", "-c", shell], env={**os.environ, "HOME": str(tmp_path)}, capture_output=True)
+        assert done.returncode == 0, f"{command}: {done.stderr!r}"
+        assert (tmp_path / installed).read_text().startswith("completion "), command

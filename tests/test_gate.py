@@ -12,8 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from supersonic_interlink.engine.gate import Step, blocked, main, steps_from_json
+from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
+from supersonic_interlink.engine.gate import ENGINE_OPS, REMOVING_OPS, Step, blocked, main, steps_from_json
 
 PREVIEWS = Path(__file__).resolve().parent / "fixtures" / "previews"
 
@@ -62,3 +65,77 @@ def test_a_file_that_is_not_a_preview_is_a_usage_error(tmp_path: Path, capsys: p
     bad.write_text('["not", "a", "preview"]')
     assert main(["hammer", str(bad)]) == 2
     assert "not the output of `pulumi preview --json`" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------- fails closed
+
+RELEASE_URN = recorded("update")[2].urn
+ENVOY_MAP_URN = recorded("update")[1].urn
+
+
+@pytest.mark.parametrize(
+    ("step", "why"),
+    [
+        ({"op": "obliterate", "urn": RELEASE_URN}, 'op "obliterate" is none the engine plans'),
+        ({"urn": RELEASE_URN}, "its op is null, not a string"),
+        ({"op": ["delete"], "urn": RELEASE_URN}, 'its op is ["delete"], not a string'),
+        ({"op": "Delete", "urn": RELEASE_URN}, 'op "Delete" is none the engine plans'),
+        ({"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")}, "is not urn:pulumi:<stack>::<project>::"),
+        ({"op": "delete", "urn": 7}, "its urn is 7, not a string"),
+        ({"op": "delete"}, "its urn is null, not a string"),
+        ("delete", 'the step is "delete", not an object with an op and a urn'),
+        (3, "the step is 3, not an object with an op and a urn"),
+    ],
+    ids=["unknown-op", "no-op", "op-list", "op-case", "urn-no-colons", "urn-number", "no-urn", "string", "number"],
+)
+def test_a_step_the_gate_cannot_classify_refuses_the_plan_naming_it(
+    tmp_path: Path, step: object, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = json.loads((PREVIEWS / "update.json").read_text())
+    document["steps"].append(step)
+    preview = tmp_path / "preview.json"
+    preview.write_text(json.dumps(document))
+    for removable in (False, True):
+        assert blocked(steps_from_json(document), removable=removable), f"{step!r} must refuse the plan"
+    assert main(["hammer", str(preview)]) == 1, "an unreadable step is a refused plan, exit 1"
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gate: stack hammer: step 3: "), f"one line naming the step: {err}"
+    assert why in lines[0] and lines[0].endswith("the gate cannot tell what it does, so it refuses the plan"), err
+
+
+# A step as a plan may hold it: a readable one, half-readable or not a step at all.
+JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+OPS = (
+    st.sampled_from(sorted(ENGINE_OPS))
+    | st.sampled_from(["Delete", "DELETE", "obliterate", "", " delete"])
+    | JSON_VALUES
+)
+URNS = (
+    st.sampled_from([RELEASE_URN, ENVOY_MAP_URN, recorded("update")[0].urn])
+    | st.sampled_from([RELEASE_URN, ENVOY_MAP_URN]).map(lambda urn: urn.replace("::", ":", 1))
+    | st.text(max_size=40)
+    | JSON_VALUES
+)
+STEPS = st.fixed_dictionaries({}, optional={"op": OPS, "urn": URNS}) | JSON_VALUES
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(STEPS, max_size=6), removable=st.booleans())
+def test_no_generated_plan_raises_and_none_with_an_unreadable_step_passes(steps: list[object], removable: bool) -> None:
+    read = steps_from_json({"steps": steps})
+    assert len(read) == len(steps), "every entry of the plan is a step the gate looks at"
+    problems = blocked(read, removable=removable)
+    unreadable = [step for step in read if step.unreadable is not None]
+    if unreadable:
+        assert len(problems) >= len(unreadable), "every unreadable step is named"
+    touching = [s for s in read if s.unreadable is None and s.op in REMOVING_OPS and s.type == HELM_RELEASE_TYPE]
+    if touching and not removable:
+        assert problems, "a readable step that uninstalls the release is refused too"
+    assert all("\n" not in line and "\x1b" not in line for line in problems), "one printable line per problem"

@@ -18,8 +18,10 @@ from supersonic_interlink.chart.helm import (
     render_chart,
 )
 from supersonic_interlink.components.supersonic_release import POSTRENDER
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.config import load_yaml
+from supersonic_interlink.contract import CHART, INFERENCE_SERVER, TRITON
 from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.checks import envoy_findings
 from supersonic_interlink.render.conformance import Expected, post_renderer_function
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +55,27 @@ def test_the_charts_lookup_copies_the_served_config_map(hammer, tmp_path) -> Non
     assert copied["data"][CHART.envoy_config_key] == hammer.envoy_yaml, (
         "lookup answered from the stand-in API exactly as on the cluster"
     )
+
+
+@pytest.mark.parametrize(("chart", "generation"), [("conforming", TRITON), ("inference-server", INFERENCE_SERVER)])
+def test_without_an_external_config_the_test_chart_generates_one_envoy_accepts(chart, generation, tmp_path) -> None:
+    values = {"scaleFromZero": {"enabled": True, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900}}
+    objects = render_chart(fixture_chart(chart, tmp_path), "supersonic-interlink", "cms", values)
+    text = find(objects, "ConfigMap", "supersonic-interlink-envoy-config")["data"][CHART.envoy_config_key]
+    deprecated = "Using deprecated option 'envoy.config.cluster.v3.Cluster.dns_refresh_rate'"
+    assert [f for f in envoy_findings(text) if deprecated not in f] == [], "Envoy accepts it (warning as SuperSONIC's)"
+    config = load_yaml(text)
+    clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
+    assert list(clusters) == [generation.admission_cluster, CHART.admin_cluster, generation.inference_cluster]
+    (endpoint,) = clusters[generation.inference_cluster]["load_assignment"]["endpoints"][0]["lb_endpoints"]
+    assert endpoint["endpoint"]["address"]["socket_address"] == {
+        "address": generation.inference_service_fqdn("supersonic-interlink", "cms"),
+        "port_value": CHART.inference_grpc_port,
+    }
+    (hcm,) = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"]
+    index, rest = hcm["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
+    assert index["route"]["idle_timeout"] == "1020s", "readyTimeoutSeconds + 120"
+    assert rest["route"] == {"cluster": generation.inference_cluster, "timeout": "0s"}
 
 
 def test_without_the_config_map_the_render_fails_as_an_install_would(hammer, tmp_path) -> None:

@@ -12,8 +12,9 @@ import shlex
 import sys
 from pathlib import Path
 
+import pulumi
 import pytest
-from conftest import stack_config, stack_settings
+from conftest import ROOT, stack_config, stack_settings
 from wake_records import cold_wake, write_history
 
 from supersonic_interlink.cli import main as front_door
@@ -22,6 +23,10 @@ from supersonic_interlink.config.loading import project_defaults
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.rules import printable
 from supersonic_interlink.config.stack_config import check_stack_name
+from supersonic_interlink.render import stack as render_stack_module
+from supersonic_interlink.render.checks import object_findings
+from supersonic_interlink.render.evaluate import evaluate
+from supersonic_interlink.render.stack import render as render_stack
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.probe import parse_endpoint
 
@@ -111,7 +116,7 @@ def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
 
     plan = replace(adoption("hammer", stack_settings("hammer")), stack="hammer")
     text = format_steps(plan, steps(plan))
-    assert "pulumi up --stack hammer" in text
+    assert "pulumi up hammer --yes" in text
     hostile = replace(plan, stack="x$(id>&2)")
     with pytest.raises(ConfigError):
         format_steps(hostile, steps(hostile))  # the stack file path is built from a checked name first
@@ -266,3 +271,142 @@ def test_json_nested_100000_deep_in_pulumi_config_is_one_line() -> None:
     with pytest.raises(ConfigError) as caught:
         settings_from_config(config)
     assert [p for p in caught.value.problems if p.startswith(f"{P}:helmValues = ")], caught.value.problems
+
+
+# --------------------------------------------------------------------------------------------- the engine's environment
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("PULUMI_CONFIG", "{not json", "a JSON object of config keys to values"),
+        ("PULUMI_CONFIG", '["a list"]', "a JSON object of config keys to values"),
+        ("PULUMI_CONFIG_SECRET_KEYS", '{"a": 1}', "a JSON list of config keys"),
+        ("PULUMI_CONFIG_SECRET_KEYS", "[1]", "a JSON list of config keys"),
+        ("PULUMI_CONFIG_SECRET_KEYS", "[" * 100_000, "a JSON list of config keys"),
+    ],
+    ids=["config-not-json", "config-a-list", "secret-keys-an-object", "secret-keys-numbers", "secret-keys-deep"],
+)
+def test_a_malformed_engine_environment_stops_the_program_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, expected: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(pulumi.RunError) as stopped:
+        evaluate(stack_config("hammer"), "hammer")
+    lines = str(stopped.value).splitlines()
+    assert lines[0] == "invalid stack config:" and len(lines) == 2, lines
+    assert lines[1].strip().startswith(f"environment variable {name} = ") and expected in lines[1], lines
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"], ids=["empty", "blank-lines", "comment"])
+def test_an_empty_live_values_file_is_refused_not_read_as_no_values(
+    tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    live = tmp_path / "live-values.yaml"
+    live.write_text(text)
+    assert front_door.main(["takeover", "values", "hammer", "--live", str(live)]) == 2
+    err = no_traceback(capsys)
+    assert f"{live}: empty; expected `helm get values -o yaml` output" in err, err
+    live.write_text("null\n")  # what `helm get values -o yaml` prints for a release without values
+    front_door.main(["takeover", "values", "hammer", "--live", str(live)])
+    assert "empty; expected" not in no_traceback(capsys), "a release without values is still read as one"
+
+
+# --------------------------------------------------------------------------------------------- the chart's objects
+
+CONFORMING = ROOT / "tests" / "charts" / "conforming"
+
+
+def hammer_with_triton(helm_values: object = None, **fields: object) -> dict[str, str]:
+    """Hammer's config with some keys of ``triton`` replaced (the rest of the block kept), and ``helmValues``."""
+    config = stack_config("hammer", **({} if helm_values is None else {"helmValues": helm_values}))
+    triton = json.loads(config[f"{P}:triton"])
+    config[f"{P}:triton"] = json.dumps({**triton, **fields})
+    return config
+
+
+@pytest.fixture(scope="module")
+def hostile_chart_findings() -> list[str]:
+    """The chart's objects for values the settings let through and the API server refuses, checked as
+    ``render --check`` checks them (the conformance check, a minute of re-renders, left out)."""
+    triton = json.loads(stack_config("hammer")[f"{P}:triton"])
+    config = hammer_with_triton(
+        readinessProbe={**triton["readinessProbe"], "periodSeconds": 1.5, "failureThreshold": -1},
+        startupProbe={**triton["startupProbe"], "periodSeconds": -5, "httpGet": {"path": "/v2", "port": "Http_Port"}},
+    )
+    rendered = render_stack("hammer", config, chart_dir=CONFORMING)
+    return render_stack_module.chart_findings("hammer", rendered, CONFORMING)
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("triton.readinessProbe.periodSeconds = 1.5", "expected a whole number from 0 (an int32)"),
+        ("triton.readinessProbe.failureThreshold = -1", "expected a whole number from 0 (an int32)"),
+        ("triton.startupProbe.periodSeconds = -5", "expected a whole number from 0 (an int32)"),
+    ],
+    ids=["fraction", "negative-threshold", "negative-period"],
+)
+def test_a_chart_object_the_api_server_refuses_is_a_finding_naming_the_stack_key(
+    hostile_chart_findings: list[str], key: str, expected: str
+) -> None:
+    line = next((f for f in hostile_chart_findings if f.startswith(f"{P}:{key}: ")), None)
+    assert line is not None, f"no finding names {key}: {hostile_chart_findings}"
+    assert expected in line and "(the chart renders it as Deployment/supersonic-interlink-triton spec." in line, line
+
+
+def test_a_refused_port_name_is_traced_to_its_key_and_each_refused_value_is_named_once(
+    hostile_chart_findings: list[str],
+) -> None:
+    ports = [f for f in hostile_chart_findings if "startupProbe.httpGet.port" in f]
+    assert ports == [
+        (
+            f'{P}:triton.startupProbe.httpGet.port = "Http_Port": expected a port number from 1 to 65535 or a port '
+            "name (at most 15 lowercase letters, digits and '-', one letter) (the chart renders it as "
+            "Deployment/supersonic-interlink-triton spec.template.spec.containers[0].startupProbe.httpGet.port)"
+        )
+    ], ports
+    paths = [f.split(" (the chart renders it as ")[-1] for f in hostile_chart_findings]
+    assert len(paths) == len(set(paths)), (
+        f"a refused value is named once, by its clearest rule: {hostile_chart_findings}"
+    )
+    assert len(hostile_chart_findings) == 4, hostile_chart_findings
+
+
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        (
+            {"metadata": {"name": "x", "annotations": {"a": "x" * 300 * 1024}}},
+            "metadata.annotations.a = ",
+        ),
+        (
+            {
+                "spec": {
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"memroy": "8G"}}}]}}
+                }
+            },
+            'spec.template.spec.containers[0].resources.limits.memroy = "8G": expected a container resource name',
+        ),
+        (
+            {"spec": {"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 0}]}]}}}},
+            "spec.template.spec.containers[0].ports[0].containerPort = 0: expected a port from 1 to 65535",
+        ),
+        (
+            {
+                "spec": {
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "name": "Http_Port"}]}]}
+                    }
+                }
+            },
+            'containers[0].ports[0].name = "Http_Port": expected a port number from 1 to 65535 or a port name',
+        ),
+    ],
+    ids=["annotations-300k", "resource-typo", "container-port-0", "port-name"],
+)
+def test_the_api_servers_rules_hold_for_every_object_whoever_set_the_value(manifest: dict, expected: str) -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", **manifest}
+    findings = object_findings([deployment], stack_settings("hammer"), schemas=False)
+    assert any(expected in line for line in findings), findings
+    assert object_findings([{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}], None) == []

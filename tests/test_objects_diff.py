@@ -53,6 +53,14 @@ def key(kind: str, name: str, group: str = "") -> ObjectKey:
 
 ENVOY_CONFIG = key("ConfigMap", "supersonic-interlink-envoy-config")
 LUA_CONFIG = key("ConfigMap", "supersonic-interlink-lua-config")
+SCALE_FROM_ZERO_OBJECTS = (
+    key("ConfigMap", "supersonic-interlink-envoy-admission"),
+    LUA_CONFIG,
+    key("Role", "supersonic-interlink-envoy", "rbac.authorization.k8s.io"),
+    key("RoleBinding", "supersonic-interlink-envoy", "rbac.authorization.k8s.io"),
+    key("ServiceAccount", "supersonic-interlink-envoy"),
+)
+"""What scale from zero adds to a release that had none: the Lua filter, the admission sidecar's code and identity."""
 ENVOY = key("Deployment", "supersonic-interlink-envoy", "apps")
 TRITON = key("Deployment", "supersonic-interlink-triton", "apps")
 SCALED_OBJECT = key("ScaledObject", "supersonic-interlink-keda-so", "keda.sh")
@@ -96,7 +104,7 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
 ) -> None:
     comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
     assert comparison.diff.removed == (), "the conforming chart renders every live object after the upgrade too"
-    assert comparison.diff.added == (LUA_CONFIG,)
+    assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
     assert changed_fields(comparison, TRITON) == {("spec", "replicas"): (1, ABSENT)}, (
         "with scale from zero the chart leaves Triton's replica count to KEDA and the admission sidecar"
@@ -111,6 +119,8 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
         ("spec", "template", "spec", "containers", Named("envoy"), "image"),
         ("spec", "template", "spec", "containers", Named("envoy"), "volumeMounts", Named("lua")),
         ("spec", "template", "spec", "volumes", Named("lua")),
+        ("spec", "template", "spec", "volumes", Named("admission")),
+        ("spec", "template", "spec", "serviceAccountName"),
     }
     assert envoy[("spec", "template", "spec", "containers", Named("envoy"), "image")] == (
         "envoy:fixture",
@@ -139,7 +149,7 @@ def test_an_object_only_the_live_values_render_is_an_unexplained_deletion(hammer
     comparison, _ = upgrade("deletes-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
     assert comparison.diff.removed == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
-    assert comparison.diff.added == (LUA_CONFIG,)
+    assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
 
 
@@ -182,13 +192,14 @@ def test_the_objects_command_prints_the_report_and_exits_0_when_nothing_is_delet
     out = capsys.readouterr().out
     assert code == 0
     assert "**Deleted by the upgrade:**\n\n*(none)*\n" in out
-    assert "**Created:**\n\n- `ConfigMap/cms/supersonic-interlink-lua-config`\n" in out
+    assert "**Created:**\n\n- `ConfigMap/cms/supersonic-interlink-envoy-admission`\n" in out
+    assert "- `ConfigMap/cms/supersonic-interlink-lua-config`\n" in out
     assert "**Changed `Deployment.apps/cms/supersonic-interlink-envoy`:**" in out
     assert "| `spec.template.spec.containers[name=envoy].image` | `envoy:fixture` | `envoyproxy/envoy:v1.39.1` |" in out
     assert "```diff\n--- live\n+++ this stack\n" in out, "the Envoy configuration's change reads as a text diff"
     assert f"The live Envoy ConfigMap `supersonic-interlink-envoy-config-custom` is the one in `{objects}`." in out
     assert out.rstrip().endswith(
-        "0 deleted (0 unexplained), 1 created, 3 changed, 4 unchanged, 0 left by Helm, 0 stale."
+        "0 deleted (0 unexplained), 5 created, 3 changed, 4 unchanged, 0 left by Helm, 0 stale."
     )
 
 
@@ -309,3 +320,51 @@ def test_objects_needs_the_live_values_from_a_file_or_the_cluster(capsys) -> Non
         takeover.main(["objects", "hammer"])
     assert exit_.value.code == 2
     assert "one of the arguments --live --from-cluster is required" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------- a move of the generation
+
+
+def _stored_manifest(tmp_path: Path) -> Path:
+    """What `helm get manifest` of a live release on the triton generation holds: its chart with the live values."""
+    from supersonic_interlink.chart.helm import render_chart
+    from supersonic_interlink.components.supersonic_release import POSTRENDER
+    from supersonic_interlink.takeover.values_diff import load_live_values
+
+    live_chart = fixture_chart(CONFORMING, tmp_path / "live-chart")
+    values = load_live_values(LIVE_VALUES.read_bytes(), str(LIVE_VALUES))
+    served = [OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT]
+    objects = render_chart(
+        live_chart, "supersonic-interlink", "cms", values, served, post_renderer=ROOT / POSTRENDER, is_upgrade=True
+    )
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def test_a_move_of_the_chart_generation_replaces_the_triton_deployment_by_the_inference_server_one(
+    tmp_path, capsys
+) -> None:
+    manifest = _stored_manifest(tmp_path)
+    objects = live_objects_file(tmp_path, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    chart = fixture_chart("inference-server", tmp_path / "new-chart")
+    args = ("--chart", str(chart), "--live-object", str(objects), "--live-manifest", str(manifest))
+    code = takeover.main(objects_command(*args))
+    out = capsys.readouterr().out
+    assert code == 0, "the two deletions the move makes are declared by it: no finding"
+    assert "**The chart generation moves from triton to inferenceServer**" in out
+    for kind in ("Deployment.apps", "Service"):
+        assert f"| `{kind}/cms/supersonic-interlink-triton` | The chart generation moves from triton to " in out, (
+            f"the old {kind} is deleted by the upgrade, and the report says why"
+        )
+        assert f"- `{kind}/cms/supersonic-interlink-inference-server`\n" in out, f"the new {kind} is created"
+
+
+def test_a_move_of_the_chart_generation_without_the_stored_manifest_says_how_to_give_it(tmp_path, capsys) -> None:
+    chart = fixture_chart("inference-server", tmp_path)
+    assert takeover.main(objects_command("--chart", str(chart))) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"stack hammer: the live values are of the triton chart generation and chart {chart} of the inferenceServer "
+        "one, which cannot render them: give the live release's stored manifest with --live-manifest FILE "
+        "(`helm get manifest supersonic-interlink -n cms > FILE`) or read it with --from-cluster"
+    )

@@ -193,3 +193,48 @@ def _help_form(project: Path, verb: str, sub: str | None) -> tuple[int, str]:
 @cache
 def _stacks() -> set[str]:
     return {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml")}
+
+
+_MODULE_RUN = re.compile(r"(\S*)python3? -m (supersonic_interlink(?:\.\w+)+)")
+_CODE_PATH = re.compile(r"`([\w/.-]+\.(?:py|sh))`")
+
+
+def test_a_module_printed_in_the_docs_runs_without_an_activated_venv() -> None:
+    loose = [
+        f"{path.name}: {match.group(0)}"
+        for path in PROSE
+        for match in _MODULE_RUN.finditer(path.read_text())
+        if not match.group(1).endswith(".venv/bin/")
+    ]
+    assert loose == [], "outside .venv `python -m` has none of the project's requirements: print .venv/bin/python"
+    done = subprocess.run(
+        [".venv/bin/python", "-m", "supersonic_interlink.config.schema"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@cache
+def _all_files() -> tuple[str, ...]:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return tuple(f"/{line}" for line in listed.splitlines())
+
+
+def _project_files(suffix: str) -> list[str]:
+    """The project's files whose path ends in ``suffix`` (a name the docs give with or without its directories)."""
+    return [name for name in _all_files() if name.endswith(suffix)]
+
+
+def _ours(name: str) -> bool:
+    """A bare file name, or a path under one of the project's directories (not the chart's ``cfg/``, say)."""
+    first = name.split("/", maxsplit=1)[0]
+    return "/" not in name or (ROOT / first).is_dir() or (ROOT / "supersonic_interlink" / first).is_dir()
+
+
+def test_every_file_the_docs_name_exists() -> None:
+    missing = [
+        f"{path.name}: {name}"
+        for path in PROSE
+        for name in _CODE_PATH.findall(path.read_text())
+        if _ours(name) and not _project_files(f"/{name}")
+    ]
+    assert missing == [], "a file the docs point a reader to must be there"

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from dataclasses import replace
 
 import grpc
 import pytest
@@ -159,6 +160,29 @@ def test_well_formed_endpoints_are_accepted(text: str) -> None:
 def test_malformed_endpoints_are_refused_with_the_expected_form(text: str) -> None:
     with pytest.raises(ValueError, match="--endpoint"):
         wake_probe.parse_endpoint(text)
+
+
+def test_an_endpoint_with_a_scheme_is_told_to_drop_it() -> None:
+    with pytest.raises(ValueError) as caught:
+        wake_probe.parse_endpoint("http://127.0.0.1:8001")
+    assert (
+        str(caught.value) == "--endpoint 'http://127.0.0.1:8001': drop the scheme, '127.0.0.1:8001': expected HOST:PORT"
+    )
+
+
+def test_an_unreachable_in_cluster_name_says_how_to_port_forward_and_point_endpoint_at_it() -> None:
+    unreachable = replace(
+        _result(wake_probe.UNREACHABLE, None), endpoint="supersonic-interlink.cms.svc.cluster.local:8001"
+    )
+    assert wake_probe.describe(unreachable).splitlines()[1] == (
+        "  outside the cluster that name does not resolve: kubectl -n cms port-forward service/supersonic-interlink "
+        "8001:8001, then --endpoint 127.0.0.1:8001"
+    )
+    elsewhere = replace(unreachable, endpoint="10.0.0.7:8001")
+    assert (
+        wake_probe.describe(elsewhere).splitlines()[1]
+        == "  check the address, or give Envoy's with --endpoint HOST:PORT"
+    )
 
 
 @pytest.mark.parametrize(

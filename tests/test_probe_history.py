@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import wake_records
 from conftest import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from supersonic_interlink.wake import history as wake_history
 
@@ -125,7 +127,7 @@ def test_each_kind_of_damage_is_reported_with_its_line_number_and_the_rest_still
         wake_history.encode_line({"kind": "summary", "count": 3}),  # 11: not a wake, not damage
         wake_history.encode_line(probe_record(kind="other")),  # 12
         wake_history.encode_line(probe_record(wake_seconds=-1)),  # 13
-        good,  # 14
+        wake_history.encode_line(wake_records.probe_record(at=wake_records.T0 + wake_records.HOUR)),  # 14
     ]
     history = tmp_path / "wakes.jsonl"
     history.write_bytes(b"".join(lines))
@@ -138,7 +140,7 @@ def test_each_kind_of_damage_is_reported_with_its_line_number_and_the_rest_still
     assert "wake_seconds" in damaged[6] and "wake_seconds" in damaged[13] and "NaN" in damaged[7]
     assert "started_at" in damaged[8] and "cold" in damaged[9]
     assert read.other_records == 1, "a --json --repeat summary in the file is passed over, not called damage"
-    assert read.damaged[0].describe(history) == f"{history}:2: damaged line skipped: {damaged[2]}", (
+    assert read.damaged[0].describe(history) == f"{history}:2: line skipped: {damaged[2]}", (
         "the operator is told file and line, as an editor jumps to them"
     )
 
@@ -162,3 +164,89 @@ def test_a_record_from_before_cold_and_warm_were_told_apart_reads_as_not_known(t
 )
 def test_times_are_read_as_utc(text: str, iso: str) -> None:
     assert wake_history.parse_time(text).isoformat() == iso, "a date alone is midnight UTC; offsets convert to UTC"
+
+
+# ------------------------------------------------------------------------------ records that cannot be true
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        ({"started_at": "0001-01-01T00:00:00+01:00"}, "outside the years 1 to 9999 in UTC"),
+        ({"started_at": "1969-12-31T23:59:59Z"}, "expected a time from 1970-01-01 to"),
+        ({"started_at": "9999-12-31T00:00:00Z"}, "a day past the reader's clock"),
+        ({"wake_seconds": 500.0, "elapsed_seconds": 400.0}, "is more than elapsed_seconds = 400.0"),
+        ({"ready_timeout_seconds": -5}, "ready_timeout_seconds = -5: expected a whole number from 1 to"),
+        ({"ready_timeout_seconds": 0}, "ready_timeout_seconds = 0: expected a whole number from 1 to"),
+        ({"endpoint": ["127.0.0.1:8001"]}, 'endpoint = ["127.0.0.1:8001"]: expected a string or null'),
+    ],
+    ids=[
+        "year-0-in-utc",
+        "before-1970",
+        "far-future",
+        "wake-past-elapsed",
+        "timeout-negative",
+        "timeout-0",
+        "endpoint",
+    ],
+)
+def test_a_record_that_cannot_be_true_is_skipped_naming_why_and_never_counted(
+    tmp_path: Path, fields: dict[str, object], why: str
+) -> None:
+    history = wake_records.write_history(
+        tmp_path / "wakes.jsonl", [probe_record(), {**wake_records.probe_record(at=wake_records.T0 + 60), **fields}]
+    )
+    read = wake_history.read(history)
+    assert [w.line for w in read.wakes] == [1], "the untrue record is not counted"
+    assert [d.line for d in read.damaged] == [2] and why in read.damaged[0].reason, read.damaged
+
+
+def test_a_record_repeated_fifty_times_counts_once_and_each_repeat_names_the_first(tmp_path: Path) -> None:
+    repeated = wake_records.probe_record(at=wake_records.T0 + 60, wake=900.0)
+    other_endpoint = {**repeated, "endpoint": "10.0.0.1:8001"}
+    history = wake_records.write_history(tmp_path / "wakes.jsonl", [probe_record(), *[repeated] * 50, other_endpoint])
+    read = wake_history.read(history)
+    assert [w.line for w in read.wakes] == [1, 2, 52], "a repeat is counted once; another endpoint is another wake"
+    assert [d.line for d in read.damaged] == list(range(3, 52))
+    assert all(d.reason.startswith("a repeat of line 2 (same stack, endpoint and started_at)") for d in read.damaged)
+
+
+RECORD_FIELDS = {
+    "started_at": st.sampled_from(["0001-01-01T00:00:00+01:00", "1969-12-31T23:59:59Z", "9999-12-31T23:59:59-01:00"])
+    | st.datetimes(timezones=st.timezones() | st.none()).map(lambda t: t.isoformat())
+    | st.text(max_size=30),
+    "wake_seconds": st.none() | st.floats() | st.integers() | st.text(max_size=3),
+    "elapsed_seconds": st.floats() | st.integers() | st.booleans(),
+    "ready_timeout_seconds": st.none() | st.integers() | st.floats(),
+    "endpoint": st.none() | st.sampled_from(["127.0.0.1:8001", "10.0.0.1:8001"]) | st.integers(),
+    "stack": st.sampled_from(["hammer", "geddes"]) | st.text(max_size=8),
+    "cold": st.none() | st.booleans() | st.integers(),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records=st.lists(
+        st.fixed_dictionaries({}, optional=RECORD_FIELDS).map(lambda fields: probe_record(**fields)), max_size=8
+    ).flatmap(lambda records: st.permutations(records + records[:2]))
+)
+def test_no_generated_history_raises_and_every_wake_counted_could_be_true(records: list[dict[str, object]]) -> None:
+    now = wake_history.datetime.now(wake_history.UTC)
+    read = wake_history.parse_lines([wake_history.encode_line(r) if _finite(r) else b"{}\n" for r in records], now=now)
+    assert len(read.wakes) + len(read.damaged) == len(records), "each line is counted or skipped, never both"
+    keys = [(w.stack, w.endpoint, w.started_at) for w in read.wakes]
+    assert len(keys) == len(set(keys)), "no wake is counted twice"
+    for wake in read.wakes:
+        assert wake_history.EARLIEST_START <= wake.started_at <= now + wake_history.CLOCK_SKEW
+        assert wake.wake_seconds is None or 0 <= wake.wake_seconds <= wake.elapsed_seconds
+        assert wake.ready_timeout_seconds is None or wake.ready_timeout_seconds >= 1
+    assert all("\n" not in d.reason for d in read.damaged)
+
+
+def _finite(record: dict[str, object]) -> bool:
+    """Whether the probe's own encoder writes the record (it refuses NaN and Infinity, which are not JSON)."""
+    try:
+        wake_history.encode_line(record)
+    except ValueError:
+        return False
+    return True

@@ -108,7 +108,7 @@ def test_the_text_report_gives_the_evidence_and_lists_the_damaged_line(hundred_w
     code, out, err = run_report(hundred_wakes)
     assert code == 0
     (damaged,) = err.splitlines()
-    assert damaged.startswith(f"{hundred_wakes}:41: damaged line skipped: cut short: the record ends mid-way"), (
+    assert damaged.startswith(f"{hundred_wakes}:41: line skipped: cut short: the record ends mid-way"), (
         f"the damaged line is reported once, with its number and why: {err}"
     )
     assert "stack hammer: 107 probe(s)" in out and "100 cold, 7 warm" in out
@@ -122,7 +122,7 @@ def test_the_text_report_gives_the_evidence_and_lists_the_damaged_line(hundred_w
         "Helm timeout (derived)                  1200 s -> 900 s",
     ):
         assert row in out, f"the operator sees every value that moves with the timeout: {row!r} in\n{out}"
-    assert "1 damaged line(s)" in out, "the report itself says lines were skipped"
+    assert "1 line(s) of" in out, "the report itself says lines were skipped"
 
 
 def test_too_few_cold_wakes_for_a_p99_is_said_plainly_and_the_recommendation_is_provisional(tmp_path: Path) -> None:

@@ -10,13 +10,15 @@ import random
 from pathlib import Path
 
 import pytest
+from chart_fixtures import CHARTS, fixture_chart
 from cli_runner import run_cli
 from loopback import loopback_settings
-from wake_records import cold_wake, probe_record, warm_answer
+from wake_records import cold_wake, probe_record, warm_answer, write_history
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import ClusterError, start_process, stop_process, wait_until
 from supersonic_interlink.rehearse import report
+from supersonic_interlink.rehearse.chart_parts import ACCOUNT_DIR, ADMISSION_FILE, LUA_FILE, ChartPartError, filled_lua
 from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
 from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
 from supersonic_interlink.wake.probe import DEADLINE_EXCEEDED
@@ -51,8 +53,7 @@ def test_a_history_gives_its_cold_wakes_of_the_stack_and_a_cut_off_one_is_never_
         warm_answer(),
         cold_wake(5.0, stack="other"),
     ]
-    history = tmp_path / "wakes.jsonl"
-    history.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    history = write_history(tmp_path / "wakes.jsonl", lines)  # an hour apart: five probes, none a repeat
     delay = parse(f"history:{history}", stack="hammer")
     assert sorted(delay.samples) == [100.0, 300.0, math.inf]
     assert served_share(delay, 10_000, 0) == pytest.approx(2 / 3), "a wake given up on stays unserved"
@@ -122,11 +123,26 @@ def test_the_prediction_names_the_timeout_the_share_and_the_guaranteed_time_afte
     assert "predicted share of cold sessions served: 0.0%" in late
 
 
-def test_the_parts_say_what_is_real_and_what_is_a_stand_in() -> None:
-    found = {p.name: p.kind for p in report.parts("v2.21.0", "v0.7.0", "v1.34.4")}
-    assert found["KEDA operator"] == found["Envoy"] == found["client"] == report.REAL
-    assert found["Lua filter"] == found["admission sidecar"] == found["Triton"] == report.STAND_IN
-    assert found["Slurm queue and job"] == report.MODELLED
+def test_the_parts_say_what_is_real_which_chart_files_ran_and_what_is_a_stand_in() -> None:
+    lua, admission = CHARTS / "inference-server" / LUA_FILE, CHARTS / "conforming" / ADMISSION_FILE
+    found = {p.name: p for p in report.parts("v2.21.0", "v0.7.0", "v1.34.4", lua, admission)}
+    assert found["KEDA operator"].kind == found["Envoy"].kind == found["client"].kind == report.REAL
+    assert found["Lua filter"].kind == found["admission sidecar"].kind == report.CHARTS
+    assert str(lua) in found["Lua filter"].what and str(admission) in found["admission sidecar"].what
+    assert found["Triton"].kind == found["Prometheus"].kind == report.STAND_IN
+    assert found["Slurm queue and job"].kind == report.MODELLED
+
+
+def test_the_chart_lua_is_filled_in_as_the_chart_fills_it_and_the_sidecar_reads_the_service_account(tmp_path) -> None:
+    settings = loopback_settings(scale_from_zero={"readyTimeoutSeconds": 37})
+    chart = fixture_chart("inference-server", tmp_path)
+    lua = filled_lua(chart, settings)
+    assert 'local WAIT_SECONDS = tonumber("37")' in lua and 'local ENABLED = ("true" == "true")' in lua
+    assert "READY_TIMEOUT_SECONDS" not in lua and "SCALE_FROM_ZERO_ENABLED" not in lua
+    assert ACCOUNT_DIR in (chart / ADMISSION_FILE).read_text(), "the rehearsal replaces exactly this path"
+    (chart / LUA_FILE).unlink()
+    with pytest.raises(ChartPartError, match=r"has no cfg/envoy-filter\.lua, which its scale from zero runs"):
+        filled_lua(chart, settings)
 
 
 # --------------------------------------------------------------------------------------------- the verb
@@ -137,9 +153,12 @@ def test_the_parts_say_what_is_real_and_what_is_a_stand_in() -> None:
     [
         (["no-such-stack", "--queue-delay", "fixed:1"], "no stack 'no-such-stack'"),
         (["hammer", "--queue-delay", "gauss:1"], "expected fixed:S"),
+        (["hammer", "--queue-delay", "fixed:1"], "the stack's chart is not on disk (unpinned)"),
+        (["hammer", "--queue-delay", "fixed:1", "--chart", "/no/such/chart"], "--chart /no/such/chart: not a dir"),
+        (["hammer", "--queue-delay", "fixed:1", "--chart", "tests/charts/default-one"], "has no cfg/envoy-filter.lua"),
     ],
 )
-def test_the_verb_refuses_a_wrong_stack_or_delay_before_starting_anything(args: list[str], says: str) -> None:
+def test_the_verb_refuses_a_wrong_stack_delay_or_chart_before_starting_anything(args: list[str], says: str) -> None:
     done = run_cli("rehearse", *args)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
@@ -160,8 +179,11 @@ def test_a_process_that_exits_before_it_is_ready_fails_the_wait_at_once_with_its
 def test_stopping_a_process_stops_its_children_and_kills_one_that_ignores_sigterm(tmp_path: Path) -> None:
     child = tmp_path / "child.pid"
     parent = start_process(["sh", "-c", f"sleep 60 & echo $! > {child}; wait"], tmp_path / "parent.log")
-    stubborn = start_process(["sh", "-c", "trap '' TERM; exec sleep 60"], tmp_path / "stubborn.log")
+    trapped = tmp_path / "trapped"
+    stubborn = start_process(["sh", "-c", f"trap '' TERM; touch {trapped}; exec sleep 60"], tmp_path / "stubborn.log")
     pid = int(wait_until(lambda: child.is_file() and child.read_text().strip(), 10, "the child's pid"))
+    # A TERM that arrived before the trap was set would end the shell (-15): wait until it is ignoring TERM.
+    wait_until(trapped.is_file, 10, "the stubborn shell to ignore TERM")
 
     stop_process(parent, timeout=5)
     stop_process(stubborn, timeout=0.3)

@@ -58,23 +58,27 @@ def test_with_the_chart_on_disk_the_tree_holds_each_chart_object_as_deployed(tmp
     for out in (first, second):
         result = run_render("hammer", "--out", str(out), "--chart", "tests/charts/conforming")
         assert result.returncode == 0, result.stdout + result.stderr
-        assert f"wrote {out}/chart/ (8 chart objects)" in result.stdout
+        assert f"wrote {out}/chart/ (12 chart objects)" in result.stdout
     files = sorted(str(p.relative_to(first)) for p in (first / "chart").rglob("*.yaml"))
     assert files == [
+        "chart/ConfigMap/supersonic-interlink-envoy-admission.yaml",
         "chart/ConfigMap/supersonic-interlink-envoy-config.yaml",
         "chart/ConfigMap/supersonic-interlink-lua-config.yaml",
         "chart/Deployment.apps/supersonic-interlink-envoy.yaml",
         "chart/Deployment.apps/supersonic-interlink-triton.yaml",
         "chart/PersistentVolumeClaim/cvmfs.yaml",
+        "chart/Role.rbac.authorization.k8s.io/supersonic-interlink-envoy.yaml",
+        "chart/RoleBinding.rbac.authorization.k8s.io/supersonic-interlink-envoy.yaml",
         "chart/ScaledObject.keda.sh/supersonic-interlink-keda-so.yaml",
         "chart/Service/supersonic-interlink-triton.yaml",
         "chart/Service/supersonic-interlink.yaml",
+        "chart/ServiceAccount/supersonic-interlink-envoy.yaml",
     ], "one object per file, by kind and name"
     for name in files:
         assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between two renders"
-    scaled = yaml.safe_load((first / files[5]).read_text())
+    scaled = yaml.safe_load((first / "chart/ScaledObject.keda.sh/supersonic-interlink-keda-so.yaml").read_text())
     assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran, as on up"
-    envoy_config = yaml.safe_load((first / files[0]).read_text())
+    envoy_config = yaml.safe_load((first / "chart/ConfigMap/supersonic-interlink-envoy-config.yaml").read_text())
     assert envoy_config["data"]["envoy.yaml"].rstrip() == (first / "envoy.yaml").read_text().rstrip(), (
         "the chart's lookup was answered: it copied this stack's Envoy ConfigMap"
     )
@@ -221,7 +225,10 @@ def test_a_bad_chart_option_exits_2_naming_it(args: list[str], complaint: str) -
     [
         (["--out", "/dev/null/rendered"], "render: --out /dev/null/rendered: cannot write: Not a directory"),
         (["--pin-chart", ""], "--pin-chart REF: REF is empty"),
-        (["--fetch-chart", "--check"], "--fetch-chart only changes the chart: run --check / --out as a second command"),
+        (
+            ["--fetch-chart", "--check"],
+            "--fetch-chart only changes the chart: run --check / --out / --json as a second command",
+        ),
         (["--pin-chart", "main", "--out", "x"], "--pin-chart only changes the chart"),
     ],
 )

@@ -17,7 +17,7 @@ from cli_runner import run_cli
 from conftest import ROOT, stack_config
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
-from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config import ConfigError, load_settings
 from supersonic_interlink.config import stack_config as stack_config_module
 from supersonic_interlink.config.pulumi_config import current_secret_keys
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, secret_paths
@@ -87,6 +87,18 @@ def test_a_secret_namespace_or_release_is_refused_because_it_names_objects() -> 
     text = str(caught.value)
     assert f"{P}:namespace: is a secret; expected a plain value" in text
     assert f"{P}:release: is a secret; expected a plain value" in text
+
+
+def test_a_secret_under_a_key_the_config_lacks_is_reported_as_unknown_and_nothing_else() -> None:
+    config = {**stack_config("hammer"), f"{P}:nosuchkey": "x"}
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, secret_keys={f"{P}:nosuchkey"})
+    assert [p for p in caught.value.problems if "nosuchkey" in p] == [
+        (
+            f"{P}:nosuchkey: unknown key (allowed under {P}: cleanup, deliberateProviderConfig, envoy, helmValues, "
+            "keda, namespace, prometheus, release, scaleFromZero, serverLoad, triton)"
+        )
+    ], "a key that is not in the config: say so, not that it names objects"
 
 
 def test_the_program_reads_the_secret_keys_the_language_host_sets(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -314,9 +314,24 @@ def test_provider_keys_that_only_say_where_or_what_to_print_need_no_listing(key:
             "limits.example.com/fpga = null: expected a limit equal to the request",
         ),
         ({"limits": {"nvidia.com/gpu": "500m"}}, 'limits.nvidia.com/gpu = "500m": expected a whole number'),
-        ({"requests": {"bad name": 1}}, 'requests.bad name = "bad name": expected a Kubernetes qualified name'),
+        ({"requests": {"bad name": 1}}, 'requests.bad name = "bad name": expected a container resource name'),
+        # validateContainerResourceName: without a domain, only the standard container resources.
+        ({"requests": {"memroy": "8G"}}, 'requests.memroy = "memroy": expected a container resource name: cpu, memory'),
+        ({"limits": {"CPU": 2}}, 'limits.CPU = "CPU": expected a container resource name'),
+        ({"limits": {"kubernetes.io/gpu": 2}}, 'limits.kubernetes.io/gpu = "kubernetes.io/gpu": expected a container'),
     ],
-    ids=["cpu", "binary-suffix", "exponent", "gpu-unequal", "extended-without-limit", "gpu-fraction", "bad-name"],
+    ids=[
+        "cpu",
+        "binary-suffix",
+        "exponent",
+        "gpu-unequal",
+        "extended-without-limit",
+        "gpu-fraction",
+        "bad-name",
+        "memroy",
+        "upper-case-cpu",
+        "native-domain",
+    ],
 )
 def test_resources_the_api_server_would_refuse_are_refused_here(resources: dict, problem: str) -> None:
     found = problems(triton={"args": ["tritonserver"], "resources": resources})
@@ -331,8 +346,9 @@ def test_resources_the_api_server_would_refuse_are_refused_here(resources: dict,
         {"requests": {"cpu": 1}},  # no limit: fine for a native resource
         {"limits": {"nvidia.com/gpu": 1}},  # the request defaults to the limit
         {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": 1}},
+        {"limits": {"hugepages-2Mi": "1Gi", "ephemeral-storage": "1Gi", "kubernetes.io/memory": "1Gi"}},
     ],
-    ids=["equal-cpu", "equal-memory", "request-only", "extended-limit-only", "extended-equal"],
+    ids=["equal-cpu", "equal-memory", "request-only", "extended-limit-only", "extended-equal", "other-standard"],
 )
 def test_resources_at_the_boundary_are_accepted(resources: dict) -> None:
     config = stack_config("hammer", triton={"args": ["tritonserver"], "resources": resources})
@@ -350,3 +366,13 @@ def test_toleration_seconds_at_two_to_the_53_is_the_largest_that_stays_exact() -
             f"{2**53} (a Kubernetes int64 that stays exact through Pulumi's numbers)"
         )
     ], "2**53 + 1 becomes 2**53 as a double: the pod would get another number than the file says"
+
+
+def test_pod_annotations_past_the_api_servers_256_kib_are_refused_and_up_to_it_accepted() -> None:
+    key = "slurm-job.vk.io/flags"
+    fits = {key: "x" * (256 * 1024 - len(key))}
+    assert stack_settings("hammer", triton={"args": ["t"], "podAnnotations": fits}).triton.podAnnotations == fits
+    found = problems(triton={"args": ["t"], "podAnnotations": {key: "x" * 300 * 1024}})
+    assert any(
+        line.startswith(f"{P}:triton.podAnnotations = ") and "at most 262144 bytes in all" in line for line in found
+    ), found

@@ -594,6 +594,10 @@ def test_a_bad_endpoint_url_is_a_one_line_usage_error(aws_env, capsys, calls, va
         ("state..bucket", "'state..bucket' is not a bucket name"),
         ("state-", "'state-' is not a bucket name"),
         ("192.168.1.10", "is an IP address"),
+        ("state-s3alias", "uses '-s3alias', which S3 reserves"),
+        ("state--ol-s3", "uses '--ol-s3', which S3 reserves"),
+        ("state.mrap", "uses '.mrap', which S3 reserves"),
+        ("xn--state", "uses 'xn--', which S3 reserves"),
     ],
 )
 def test_a_bad_bucket_name_is_a_one_line_usage_error(aws_env, capsys, calls, value, says):
@@ -604,6 +608,27 @@ def test_a_bad_bucket_name_is_a_one_line_usage_error(aws_env, capsys, calls, val
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith("state check: argument --bucket: ") and says in err and "3 to 63 lowercase" in err, err
     assert calls == [], "nothing is sent for a command line that is wrong"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["history", "..", "--bucket", BUCKET],
+        ["restore", ".", "--version-id", "v1", "--bucket", BUCKET],
+        ["history", "hammer", "--project", "..", "--bucket", BUCKET],
+        ["restore", "hammer", "--project", "a/../b", "--version-id", "v1", "--bucket", BUCKET],
+        ["history", "", "--bucket", BUCKET],
+    ],
+    ids=["stack-dotdot", "stack-dot", "project-dotdot", "project-slash", "stack-empty"],
+)
+def test_a_state_path_that_names_another_folder_is_refused_before_any_request(aws_env, capsys, calls, argv):
+    with pytest.raises(SystemExit) as exit_info:
+        state_cli.main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == sb.EXIT_ERROR
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "is not a Pulumi stack or project name: expected 1 to 100 letters" in err, err
+    assert calls == [], "nothing is sent for a state path that is refused"
 
 
 def test_a_plain_http_endpoint_is_refused_without_the_flag_and_nothing_is_sent(aws_env, capsys, calls):

@@ -4,6 +4,7 @@ and the order of the steps (never an uninstall)."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -16,8 +17,9 @@ from conftest import ROOT, stack_config, stack_settings
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
-from supersonic_interlink.takeover.steps import adoption, format_steps, resource_urn, steps
+from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, adoption, docs_text, format_steps, resource_urn, steps
 
 # Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
 PINNED_CHART = {
@@ -136,7 +138,7 @@ def _index(plan_steps, needle: str) -> int:
 def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_after(hammer_steps) -> None:
     _, plan_steps = hammer_steps
     suspend = _index(plan_steps, "spec.suspend: true")
-    upgrade = _index(plan_steps, "pulumi up --stack hammer")
+    upgrade = _index(plan_steps, "./supersonic pulumi up hammer --yes")
     delete = _index(plan_steps, "delete helmrelease supersonic-interlink")
     pin = _index(plan_steps, "--pin-chart")
     assert pin < suspend < upgrade < delete, (
@@ -150,7 +152,7 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
     ran = _index(plan_steps, "get cronjob supersonic-interlink-failed-pod-cleanup")
     assert ran == old_pruner > upgrade, "the old pruner goes in the step that first checks the new CronJob ran"
     acceptance = [a.text for a in plan_steps[-1].actions]
-    assert acceptance[-1] == "./supersonic probe hammer", "the acceptance test ends the takeover"
+    assert acceptance[-1].startswith("./supersonic probe hammer "), "the acceptance test ends the takeover"
     assert '{"spec":{"minReplicaCount":0}}' in acceptance[0], (
         "the chart keeps the live ScaledObject's minReplicaCount, so the probe would find Triton awake, not cold"
     )
@@ -164,9 +166,33 @@ def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(
     forget = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi state delete"))
     destroy = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi destroy"))
     assert forget < destroy, "with the release still in the state, destroy would run helm uninstall"
-    assert shlex.split(upgrade_undo[forget])[3] == RELEASE_URN, (
-        "the URN holds a $: the shell must receive it whole, not expand $kubernetes"
+    assert (
+        shlex.split(upgrade_undo[forget])[:7]
+        == [*("pulumi", "state", "delete", "--force", RELEASE_URN, "--stack", "hammer", "--yes")][:7]
+    ), "the URN holds a $: the shell must receive it whole; --force: the Release is protected"
+    assert "--yes" in shlex.split(upgrade_undo[forget].split("   (")[0])
+
+
+def test_every_engine_run_goes_through_the_gate_after_the_stack_exists(hammer_steps) -> None:
+    _, plan_steps = hammer_steps
+    shell = [(i, a.text) for i, s in enumerate(plan_steps) for a in s.actions if a.shell]
+    bare = [text for _, text in shell if re.match(r"pulumi (up|preview|destroy|refresh)\b", text)]
+    assert bare == [], "a bare pulumi up or preview skips the project's gate"
+    login = next(i for i, text in shell if text.startswith("pulumi login "))
+    init = next(i for i, text in shell if text.startswith("pulumi stack init hammer "))
+    first_engine = next(i for i, text in shell if text.startswith("./supersonic pulumi "))
+    assert login == init == 0 < first_engine, "the stack exists in the logged-in backend before any preview"
+
+
+def test_docs_takeover_holds_the_steps_the_code_makes() -> None:
+    hammer = load_stack("hammer")
+    wanted = docs_text(DOCS.read_text(), adoption("hammer", settings_from_config(hammer.config, hammer.secret_keys)))
+    assert DOCS.read_text() == wanted, (
+        "docs/takeover.md and `takeover steps` must say the same; run "
+        ".venv/bin/python -m supersonic_interlink.takeover.steps --write"
     )
+    section = DOCS.read_text().split(DOCS_BEGIN)[1]
+    assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
 
 
 def test_steps_name_the_objects_the_program_creates(hammer_steps, both_modes) -> None:
@@ -228,7 +254,7 @@ def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
 
 def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgrade(hammer_steps) -> None:
     _, plan_steps = hammer_steps
-    saved = [a.text for a in plan_steps[0].actions if a.text.endswith("> live-objects.yaml")]
+    saved = [a.text for a in plan_steps[1].actions if a.text.endswith("> live-objects.yaml")]
     assert saved == [
         (
             "kubectl -n cms get configmap/supersonic-interlink-envoy-config-custom "
@@ -237,6 +263,6 @@ def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgr
     ], "the chart's lookup reads the old Envoy ConfigMap and the live ScaledObject; the comparison needs both"
     objects = _index(plan_steps, "./supersonic takeover objects hammer")
     assert "--live live-values.yaml --live-object live-objects.yaml" in plan_steps[objects].actions[3].text
-    assert _index(plan_steps, "--pin-chart") == objects < _index(plan_steps, "pulumi up --stack hammer"), (
+    assert _index(plan_steps, "--pin-chart") == objects < _index(plan_steps, "./supersonic pulumi up hammer"), (
         "the comparison renders the pinned chart, and the operator reads it before the upgrade"
     )

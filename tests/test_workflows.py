@@ -108,9 +108,90 @@ def test_preview_runs_per_stack_with_the_operators_command_and_comments():
     assert './supersonic pulumi preview "$STACK" --diff' in run["run"] and "set -o pipefail" in run["run"]
     assert run["env"]["PULUMI_BACKEND_URL"] == "${{ secrets.PULUMI_BACKEND_URL }}", "the backend comes from a secret"
     assert run["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
-    comment = next(s for s in preview["steps"] if "gh pr comment" in s.get("run", ""))
+    comment = step("preview", "Comment the preview on the pull request")
     assert comment["if"] == "always()", "a gated (failed) preview is commented too"
-    assert not any(s.get("uses", "").startswith("pulumi/actions@") for s in preview["steps"])
+    # pulumi/actions only installs the CLI (no `command`): the preview itself goes through the project's gate.
+    (install,) = [s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
+    assert install["uses"] == "pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d", "v7.0.0's tag commit"
+    assert set(install["with"]) == {"pulumi-version"}, "install only: a `command` would bypass the gate"
+
+
+@pytest.mark.parametrize("job", ["preview", "drift"])
+def test_no_job_an_operator_waits_on_builds_from_go(job: str) -> None:
+    workflow = pull_request_workflow() if job == "preview" else drift_workflow()
+    text = json.dumps(workflow["jobs"][job])
+    assert "GOTOOLCHAIN" not in text and "setup-go" not in text and "toolchain build" not in text
+    assert workflow["jobs"][job]["timeout-minutes"] <= 20
+    names = [s.get("name", s.get("uses", "")) for s in workflow["jobs"][job]["steps"]]
+    runs = [i for i, s in enumerate(workflow["jobs"][job]["steps"]) if "./supersonic pulumi" in s.get("run", "")]
+    runs += [i for i, s in enumerate(workflow["jobs"][job]["steps"]) if "./supersonic drift" in s.get("run", "")]
+    assert names.index("Install the Pulumi CLI") < names.index("Install the Kubernetes provider") < min(runs), (
+        "the engine step finds the installed CLI and provider, so it builds nothing"
+    )
+
+
+def fake_gh(directory: Path, comments: list[dict]) -> Path:
+    """A ``gh`` that logs its arguments and lists ``comments`` for ``gh api .../comments``."""
+    bin_dir = directory / "bin"
+    bin_dir.mkdir()
+    listing = directory / "comments.json"
+    listing.write_text(json.dumps(comments))
+    gh = bin_dir / "gh"
+    gh.write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{directory}/gh.log"\ncase "$*" in *--paginate*) cat "{listing}";; esac\n'
+    )
+    gh.chmod(0o755)
+    return bin_dir
+
+
+def bot(comment_id: int, body: str) -> dict:
+    return {"id": comment_id, "user": {"login": "github-actions[bot]"}, "body": body}
+
+
+@pytest.mark.parametrize(
+    ("comments", "expected"),
+    [
+        ([], "api --method POST repos/o/r/issues/5/comments -F body=@"),
+        (
+            [
+                bot(11, "<!-- supersonic-interlink: pulumi preview hammer -->\nolder"),
+                bot(12, "<!-- supersonic-interlink: pulumi preview hammer-2 -->\nanother stack's"),
+                {
+                    "id": 13,
+                    "user": {"login": "a-person"},
+                    "body": "<!-- supersonic-interlink: pulumi preview hammer -->",
+                },
+            ],
+            "api --method PATCH repos/o/r/issues/comments/11 -F body=@",
+        ),
+    ],
+)
+def test_the_preview_comment_is_one_per_stack_edited_on_each_push(
+    tmp_path: Path, comments: list[dict], expected: str
+) -> None:
+    bin_dir = fake_gh(tmp_path, comments)
+    preview = tmp_path / "preview.txt"
+    preview.write_text("Previewing update (hammer):\n  ~ 1 to update\n")
+    comment = tmp_path / "comment.md"
+    result = run_step(
+        step("preview", "Comment the preview on the pull request")["run"],
+        tmp_path,
+        STACK="hammer",
+        PR="5",
+        REPO="o/r",
+        GH_TOKEN="token",
+        PREVIEW_FILE=str(preview),
+        COMMENT_FILE=str(comment),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    calls = (tmp_path / "gh.log").read_text().splitlines()
+    assert calls[0] == "api --paginate repos/o/r/issues/5/comments"
+    assert calls[1:] == [f"{expected}{comment}"], "hammer-2's comment and a person's are not hammer's"
+    text = comment.read_text()
+    assert text.startswith("<!-- supersonic-interlink: pulumi preview hammer -->\n### ./supersonic pulumi preview")
+    assert "  ~ 1 to update" in text
 
 
 def test_the_stack_list_is_the_stack_files(tmp_path):
@@ -234,7 +315,7 @@ def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: P
     assert committed.returncode == 0 and (tmp_path / "committed").read_text() == 'stacks=["geddes-gpu","hammer"]\n'
 
 
-def test_drift_checks_with_the_operators_command_and_the_previews_credentials() -> None:
+def test_drift_checks_with_the_operators_command_and_the_previews_backend_credentials() -> None:
     check = drift_step("check")
     assert './supersonic drift "$STACK" --markdown' in check["run"]
     assert "--correct" not in json.dumps(drift_workflow()), "the scheduled check corrects nothing"
@@ -242,7 +323,24 @@ def test_drift_checks_with_the_operators_command_and_the_previews_credentials() 
         s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", "")
     )
     secrets = {k: v for k, v in check["env"].items() if "secrets." in v}
-    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same secrets as the preview"
+    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same state backend"
+
+
+def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_only_one(tmp_path: Path) -> None:
+    # The preview's kubeconfig may only get, list and watch; drift's server-side dry run needs patch
+    # (drift/rbac.py), so the scheduled job has a credential of its own.
+    text = json.dumps(drift_workflow())
+    assert "secrets.KUBECONFIGS" not in text and "secrets.DRIFT_KUBECONFIGS" in text
+    kubeconfig = drift_step("Drift kubeconfig for this cluster")
+    target = tmp_path / "kubeconfig"
+    secret = json.dumps({"hammer": "apiVersion: v1\nkind: Config\n"})
+    script = kubeconfig["run"]
+    result = run_step(script, tmp_path, STACK="hammer", DRIFT_KUBECONFIGS=secret, KUBECONFIG_FILE=str(target))
+    assert result.returncode == 0 and target.read_text().startswith("apiVersion: v1\nkind: Config\n")
+    assert oct(target.stat().st_mode & 0o777) == "0o600", "readable by the runner user alone"
+    missing = run_step(script, tmp_path, STACK="other", DRIFT_KUBECONFIGS=secret, KUBECONFIG_FILE=str(target))
+    assert missing.returncode == 1
+    assert "::error title=No drift kubeconfig for other::the DRIFT_KUBECONFIGS secret" in missing.stdout
 
 
 def fake_tools(directory: Path, supersonic_status: int = 0, issues: str = "[]") -> Path:

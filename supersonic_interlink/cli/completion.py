@@ -2,25 +2,32 @@
 
 The script offers what the parsers take today: the verb table in ``cli/main.py``, each verb's parser (its ``parser()``)
 with its sub-verbs, options and choices; stack names are read from ``stacks/`` at each completion.
-Install: ``./supersonic completion bash > ~/.local/share/bash-completion/completions/supersonic`` or, for zsh,
-``./supersonic completion zsh > "${fpath[1]}/_supersonic"`` (or ``source <(./supersonic completion zsh)``).
+The commands that install it are the verb's ``--help`` (``INSTALL``).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 
 from supersonic_interlink.cli import args as args_
 from supersonic_interlink.cli import main as cli_main
 
 SHELLS = ("bash", "zsh")
+INSTALL = """install (the directories may not exist on a fresh HOME):
+  bash: mkdir -p ~/.local/share/bash-completion/completions
+        ./supersonic completion bash > ~/.local/share/bash-completion/completions/supersonic
+  zsh:  mkdir -p ~/.zfunc && ./supersonic completion zsh > ~/.zfunc/_supersonic
+        and in ~/.zshrc, before compinit: fpath=(~/.zfunc $fpath); autoload -Uz compinit && compinit
+  either, for this shell only: source <(./supersonic completion bash)   (or zsh)"""
 
 
 def parser() -> args_.Parser:
     parser = args_.Parser(
         prog="./supersonic completion",
         description=__doc__.split("\n\n")[0],
-        epilog="example: ./supersonic completion bash > ~/.local/share/bash-completion/completions/supersonic",
+        epilog=INSTALL,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell the script is for")
     return parser

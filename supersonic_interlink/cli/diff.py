@@ -1,13 +1,14 @@
 """What a change deploys, object by object: the stack rendered at a base ref and in the working tree.
 
-    ./supersonic diff <stack> [--base REF] [--chart DIR] [--markdown] [--strict]
+    ./supersonic diff <stack> [--base REF] [--chart DIR] [--markdown | --json] [--strict]
 
 The base (default: the merge base of HEAD with main) is rendered from `git archive REF` in a temporary directory by its
 own code; the working tree as `./supersonic render --out` renders it. Both include the chart's objects when the chart is
 on disk (a pinned commit, fetched if missing, or --chart DIR). Prints each object added, removed, replaced or changed,
 with the changed fields; Secret data is masked and secret config values are placeholders. --markdown wraps the same text
-for a pull request comment. Exit 0 when the diff is printed, 1 when a side cannot be rendered, 2 for a usage or config
-error (an unknown stack, a --base that is no commit), 3 under --strict when the chart's objects could not be compared.
+for a pull request comment; --json prints it as one document (docs/json.md). Exit 0 when the diff is printed, 1 when a
+side cannot be rendered, 2 for a usage or config error (an unknown stack, a --base that is no commit), 3 under --strict
+when the chart's objects could not be compared.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def parser() -> args_.Parser:
     args_.add_stack(parser, help=f"stack name ({', '.join(stack_names())}, or one only the base has)")
     parser.add_argument("--base", metavar="REF", help="git ref to compare with (default: merge base with main)")
     parser.add_argument("--chart", type=args_.path, metavar="DIR", help="render both sides with this chart directory")
-    parser.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
+    output.add_argument("--json", action="store_true", help="the same as one JSON document (docs/json.md)")
     parser.add_argument("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
     return parser
 
@@ -39,4 +42,4 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
     from supersonic_interlink.diff.command import run
 
-    return run(args.stack, args.base, args.chart, markdown=args.markdown, strict=args.strict)
+    return run(args.stack, args.base, args.chart, markdown=args.markdown, strict=args.strict, json=args.json)

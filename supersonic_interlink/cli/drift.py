@@ -11,6 +11,7 @@ import sys
 
 from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli import args as args_
+from supersonic_interlink.engine.installed import CLI_ENV
 
 
 def parser() -> args_.Parser:
@@ -31,6 +32,11 @@ def parser() -> args_.Parser:
         help="bring drifted objects back (the release's objects to its manifest, Pulumi's to its state), then check "
         "again; the exit code is the second check's",
     )
+    parser.add_argument(
+        "--pulumi",
+        metavar="PATH",
+        help=f"the Pulumi CLI to run (default: ${CLI_ENV}, else `pulumi` on PATH, else one built from Go modules)",
+    )
     return parser
 
 
@@ -43,4 +49,4 @@ def main(argv: list[str]) -> int:
     from supersonic_interlink.drift.command import run
 
     output = "json" if args.json else "markdown" if args.markdown else "text"
-    return run(args.stack, output=output, correct=args.correct)
+    return run(args.stack, output=output, correct=args.correct, cli=args.pulumi)

@@ -15,6 +15,7 @@ from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 VERBS: dict[str, tuple[str, str]] = {
     "render": ("supersonic_interlink.cli.render", "render a stack offline and check it"),
     "diff": ("supersonic_interlink.cli.diff", "what a change deploys: the stack rendered at a base ref vs. now"),
+    "stack": ("supersonic_interlink.cli.stack", "write a new cluster's stack file from an existing one, and check it"),
     "takeover": ("supersonic_interlink.cli.takeover", "take a live release over from Flux (docs/takeover.md)"),
     "probe": ("supersonic_interlink.cli.probe", "measure a cold start through Envoy; wake history and report"),
     "state": ("supersonic_interlink.cli.state", "the S3 state bucket: bootstrap, check, history, restore"),
@@ -41,7 +42,7 @@ def usage() -> str:
     lines += [f"  {verb:<11}{text} (only through ./supersonic)" for verb, text in FRONT_DOOR_ONLY.items()]
     lines += [
         "",
-        "`./supersonic <verb> --help` for one verb.",
+        "`./supersonic <verb> --help` for one verb; `./supersonic --version`: the versions and the pinned charts.",
         "example: ./supersonic render hammer --out rendered/hammer --check",
         "exit codes: 0 ok, 1 a finding or a failed operation, 2 a usage or config error,",
         "            3 a check could not run under --strict",
@@ -53,6 +54,11 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage(), file=sys.stdout if argv else sys.stderr)
         return EXIT_OK if argv else EXIT_USAGE
+    if argv == ["--version"]:
+        from supersonic_interlink.cli.version import text
+
+        print(text())
+        return EXIT_OK
     verb, rest = argv[0], argv[1:]
     if verb in FRONT_DOOR_ONLY:
         print(f"supersonic: {verb} runs through the front door: ./supersonic {verb}", file=sys.stderr)

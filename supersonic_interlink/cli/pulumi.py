@@ -1,4 +1,5 @@
-"""``./supersonic pulumi preview|up|refresh|destroy <stack>``: the real engine for a stack, guarded."""
+"""``./supersonic pulumi preview|up|refresh|destroy <stack>``: the real engine for a stack, guarded;
+``./supersonic pulumi gate <stack> FILE``: the same gate on ``pulumi preview --json`` output from any CLI."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 from typing import Any
 
 from supersonic_interlink.cli import args as args_
+from supersonic_interlink.engine.installed import CLI_ENV
 from supersonic_interlink.engine.run import ACTIONS
 
 
@@ -13,10 +15,17 @@ def parser() -> args_.Parser:
     parser = args_.Parser(
         prog="./supersonic pulumi",
         description="Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
-        epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
+        epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff\n'
+        "         pulumi preview --stack hammer --json > preview.json && ./supersonic pulumi gate hammer preview.json",
     )
-    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument("action", choices=[*ACTIONS, "gate"])
     args_.add_stack(parser, help="stack name, as in stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("file", nargs="?", type=args_.path, help="gate: the output of `pulumi preview --json`")
+    parser.add_argument(
+        "--pulumi",
+        metavar="PATH",
+        help=f"the Pulumi CLI to run (default: ${CLI_ENV}, else `pulumi` on PATH, else one built from Go modules)",
+    )
     parser.add_argument("--yes", action="store_true", help="apply without asking (up, destroy)")
     parser.add_argument("--diff", action="store_true", help="show the property-level diff")
     parser.add_argument("--json", action="store_true", help="the CLI's JSON output (preview)")
@@ -30,6 +39,16 @@ def main(argv: list[str]) -> int:
     if why is not None:
         print(f"supersonic pulumi: {why}", file=sys.stderr)
         return 2
+    if (args.action == "gate") != (args.file is not None):
+        print(
+            "supersonic pulumi: FILE goes with gate, and gate needs it (`pulumi preview --json` output)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.action == "gate":
+        from supersonic_interlink.engine import gate
+
+        return gate.main([args.stack, str(args.file)])
     if args.action in ("up", "destroy") and not args.yes:
         print(
             f"supersonic pulumi: {args.action} changes the cluster: review `./supersonic pulumi preview "
@@ -55,4 +74,4 @@ def main(argv: list[str]) -> int:
         kwargs["json"] = True
     from supersonic_interlink.engine.command import run_pulumi
 
-    return run_pulumi(args.stack, args.action, **kwargs)
+    return run_pulumi(args.stack, args.action, cli=args.pulumi, **kwargs)

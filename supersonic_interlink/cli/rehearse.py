@@ -15,7 +15,8 @@ def parser() -> args_.Parser:
     parser = args_.Parser(
         prog="./supersonic rehearse",
         description="Rehearse a cold start of the stack on a local control plane: a client's RepositoryIndex through "
-        "the real Envoy (the stack's computed configuration) wakes Triton from zero under the real KEDA operator, "
+        "the real Envoy (the stack's computed configuration, the chart's own Lua filter and admission sidecar) wakes "
+        "Triton from zero under the real KEDA operator, "
         "while kwok holds the Triton pod Pending for a Slurm queue delay. One wake with no queue delay measures the "
         "overhead around the queue; the queue-delay distribution then predicts the share of cold sessions the "
         "stack's readyTimeoutSeconds serves. Prints which parts are real and which are modelled. Builds the "
@@ -25,6 +26,14 @@ def parser() -> args_.Parser:
     args_.add_stack(parser, help="stack name, as in stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--queue-delay", required=True, metavar="SPEC", help=f"the Slurm queue delay: {FORMS}")
     parser.add_argument("--dir", type=Path, default=None, help="where the local cluster's files live")
+    parser.add_argument(
+        "--chart",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the chart whose cfg/envoy-filter.lua and cfg/admission-server.py run (default: the stack's own chart, "
+        "when it is on disk)",
+    )
     return parser
 
 
@@ -36,4 +45,4 @@ def main(argv: list[str]) -> int:
         return 2
     from supersonic_interlink.rehearse.command import run
 
-    return run(args.stack, args.queue_delay, args.dir)
+    return run(args.stack, args.queue_delay, args.dir, args.chart)

@@ -1,6 +1,6 @@
 """Render a stack offline: what `pulumi up` would deploy, as reviewable files, with optional checks.
 
-    ./supersonic render <stack> [--out DIR] [--check [--strict]] [--chart DIR]
+    ./supersonic render <stack> [--out DIR] [--check [--strict]] [--chart DIR] [--json]
     ./supersonic render <stack> --fetch-chart
     ./supersonic render <stack> --pin-chart [REF]
 
@@ -41,6 +41,11 @@ def parser() -> args_.Parser:
         help="with --check or --out: the chart directory to check and render instead of the stack's",
     )
     parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the render (and --check's outcome) as one JSON document (docs/json.md)",
+    )
+    parser.add_argument(
         "--fetch-chart", action="store_true", help="fetch the stack's pinned git chart into .charts/ (needs network)"
     )
     parser.add_argument(
@@ -67,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     chart_actions = [
         flag for flag, given in (("--pin-chart", args.pin_chart), ("--fetch-chart", args.fetch_chart)) if given
     ]
-    if chart_actions and (args.check or args.out or len(chart_actions) > 1):
-        command.error(f"{' and '.join(chart_actions)} only changes the chart: run --check / --out as a second command")
+    if chart_actions and (args.check or args.out or args.json or len(chart_actions) > 1):
+        command.error(
+            f"{' and '.join(chart_actions)} only changes the chart: run --check / --out / --json as a second command"
+        )
     from supersonic_interlink.render.command import run
 
     return run(
@@ -79,4 +86,5 @@ def main(argv: list[str] | None = None) -> int:
         chart_dir=args.chart,
         fetch_chart=args.fetch_chart,
         pin_chart=args.pin_chart,
+        as_json=args.json,
     )

@@ -51,8 +51,10 @@ def parser() -> args_.Parser:
         help="require SSE-KMS with this key instead of any default encryption",
     )
     stack = args_.Parser(add_help=False)
-    args_.add_stack(stack, help="the stack name, as in stacks/Pulumi.<stack>.yaml")
-    stack.add_argument("--project", help="the Pulumi project name (default: name: in Pulumi.yaml)")
+    args_.add_stack(stack, help="the stack name, as in stacks/Pulumi.<stack>.yaml").type = commands.state_name
+    stack.add_argument(
+        "--project", type=commands.state_name, help="the Pulumi project name (default: name: in Pulumi.yaml)"
+    )
 
     parser = args_.Parser(prog="./supersonic state", description=__doc__.split("\n\n")[0])
     verbs = parser.add_subparsers(dest="command", required=True)

@@ -1,8 +1,9 @@
 """Take over a live Flux-managed release with a stack: the steps, and the values the first upgrade changes.
 
     ./supersonic takeover steps <stack>
-    ./supersonic takeover values <stack> --live FILE [--out FILE]
-    ./supersonic takeover objects <stack> --live FILE [--live-object FILE ...] [--chart DIR] [--out FILE]
+    ./supersonic takeover values <stack> --live FILE [--out FILE] [--json]
+    ./supersonic takeover objects <stack> --live FILE [--live-object FILE ...] [--live-manifest FILE] [--chart DIR]
+        [--out FILE] [--json]
 
 `steps` prints the runbook (docs/takeover.md) for the stack with its real URNs and object names. `values` compares
 the live release's values (`helm get values -n <ns> <release> -o yaml`, or Flux's values ConfigMap) with the values
@@ -54,6 +55,7 @@ def parser() -> args_.Parser:
     args_.add_stack(values, metavar="STACK", help=stack_help)
     values.add_argument("--live", type=args_.path, required=True, help="the live release's values (YAML)")
     values.add_argument("--out", type=output_path, help="write the table here instead of standard output")
+    values.add_argument("--json", action="store_true", help="the comparison as one JSON document (docs/json.md)")
     objects = commands.add_parser(
         "objects",
         prog="./supersonic takeover objects",
@@ -78,9 +80,17 @@ def parser() -> args_.Parser:
         help="live objects the chart looks up (kubectl get -o yaml): the old Envoy ConfigMap, the ScaledObject",
     )
     objects.add_argument(
+        "--live-manifest",
+        type=args_.path,
+        metavar="FILE",
+        help="with --live: the live release's stored manifest (helm get manifest), what the upgrade compares "
+        "against; needed when the chart generation moves",
+    )
+    objects.add_argument(
         "--chart", type=args_.path, metavar="DIR", help="render this chart instead of the stack's pinned one"
     )
     objects.add_argument("--out", type=output_path, help="write the report here instead of standard output")
+    objects.add_argument("--json", action="store_true", help="the comparison as one JSON document (docs/json.md)")
     return parser
 
 

@@ -380,7 +380,8 @@ def load_settings(
         if namespace == PROJECT:
             ours[key] = text
     secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
-    for key in sorted(secrets - set(SECRET_CAPABLE)):
+    # A secret under a key the config does not have is reported as the unknown key it is (below), nothing more.
+    for key in sorted(secrets & set(Settings.model_fields) - set(SECRET_CAPABLE)):
         problems.append(
             f"{_key(key)}: is a secret; expected a plain value (it names objects and the exported endpoint, so it "
             f"could not stay secret; only {', '.join(SECRET_CAPABLE)} may be secrets)"

@@ -24,9 +24,11 @@ from supersonic_interlink.config.rules import (
 from supersonic_interlink.config.types import (
     AbsolutePath,
     AnnotationMap,
+    ContainerResource,
     Image,
     LabelMap,
     LabelValue,
+    NoEmptyArgument,
     QualifiedName,
     Quantity,
     overcommit_allowed,
@@ -52,11 +54,11 @@ class ServiceMetadata(Model):
 class ResourceRequirements(Model):
     """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...)."""
 
-    requests: Annotated[Mapping[QualifiedName, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
-        default_factory=dict
+    requests: Annotated[Mapping[ContainerResource, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = (
+        Field(default_factory=dict)
     )
-    limits: Annotated[Mapping[QualifiedName, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = Field(
-        default_factory=dict
+    limits: Annotated[Mapping[ContainerResource, Quantity], Frozen, Expect("an object of Kubernetes quantities")] = (
+        Field(default_factory=dict)
     )
 
     @model_validator(mode="after")
@@ -135,10 +137,11 @@ Tolerations = Annotated[tuple[Toleration, ...], Frozen, Expect("a list of tolera
 Args = Annotated[
     tuple[str, ...],
     Field(min_length=1),
+    NoEmptyArgument,
     Frozen,
     Expect("a non-empty list of strings (Triton's arguments; [] would start the image without a model repository)"),
 ]
-Command = Annotated[tuple[str, ...], Frozen, Expect("a list of strings")]
+Command = Annotated[tuple[str, ...], NoEmptyArgument, Frozen, Expect("a list of strings")]
 
 
 class TritonSettings(Model):

@@ -3,6 +3,8 @@ checked across keys and against the values the program computes, before any reso
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -57,19 +59,37 @@ def settings_from_config(
     return settings
 
 
+def _environment_json(name: str, shape: type, expected: str) -> Any:
+    """``$name`` read as JSON of ``shape`` (the SDK's own ``json.loads`` of it would raise a traceback); absent:
+    an empty one. ConfigError names the variable and what it must hold."""
+    text = os.environ.get(name)
+    if text is None:
+        return shape()
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, shape) or (shape is list and not all(isinstance(key, str) for key in value)):
+        shown = text if len(text) <= 80 else f"{text[:77]}..."
+        raise ConfigError([f"environment variable {name} = {shown!r}: expected {expected}, as the Pulumi CLI sets it"])
+    return value
+
+
 def current_config() -> dict[str, Any]:
-    """The config map the Pulumi CLI handed this process (project and provider keys alike)."""
+    """The config map the Pulumi CLI handed this process (project and provider keys alike). Raises ConfigError when
+    ``PULUMI_CONFIG`` is no JSON object."""
     from pulumi.runtime import config as runtime_config
 
-    merged = dict(runtime_config.get_config_env())
+    merged = dict(_environment_json("PULUMI_CONFIG", dict, "a JSON object of config keys to values"))
     merged.update(runtime_config.CONFIG.get())
     return merged
 
 
 def current_secret_keys(config: Mapping[str, Any]) -> frozenset[str]:
     """The config keys the CLI passed as secrets: ``PULUMI_CONFIG_SECRET_KEYS`` (how the Python language host hands
-    them over) and any the runtime was told about (``set_all_config``, as under the mock engine)."""
+    them over) and any the runtime was told about (``set_all_config``, as under the mock engine). Raises
+    ConfigError when ``PULUMI_CONFIG_SECRET_KEYS`` is no JSON list of strings."""
     from pulumi.runtime import config as runtime_config
 
-    listed = set(runtime_config.get_config_secret_keys_env())
+    listed = set(_environment_json("PULUMI_CONFIG_SECRET_KEYS", list, "a JSON list of config keys"))
     return frozenset(listed | {key for key in config if runtime_config.is_config_secret(key)})

@@ -4,7 +4,7 @@ The models in ``config/model*.py`` are the one declaration of every key; ``Pulum
 needs (each key's ``type``) and what ``pulumi config`` shows (its ``description``), plus the defaults, which are written
 only there. ``tests/test_schema.py`` fails when the file and the models drift apart;
 
-    python -m supersonic_interlink.config.schema --write
+    .venv/bin/python -m supersonic_interlink.config.schema --write
 
 rewrites the types and descriptions in place (comments and defaults are kept; run it after changing a model).
 """
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in found:
         print(f"Pulumi.yaml {line}", file=sys.stderr)
     if found:
-        print("run: python -m supersonic_interlink.config.schema --write", file=sys.stderr)
+        print("run: .venv/bin/python -m supersonic_interlink.config.schema --write", file=sys.stderr)
         return 1
     print("Pulumi.yaml: config types and descriptions match the settings models")
     return 0

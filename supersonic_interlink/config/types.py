@@ -4,6 +4,7 @@ schedules, Kubernetes quantities), and the API server's own rules for what the p
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -73,7 +74,25 @@ Host = Annotated[
         max_length=253,
     ),
 ]
-AbsolutePath = Annotated[str, Matches(r"/[^\s\x00]*", "an absolute path (starting with '/', no spaces)")]
+ABSOLUTE_PATH_TEXT = (
+    "an absolute, normalized path (starting with '/', no spaces, no '.', '..' or empty parts, no trailing '/')"
+)
+"""The chart mounts the path as written: /cvmfs/../etc would mount CVMFS over /etc."""
+
+
+def normalized_absolute_path(value: str) -> bool:
+    """A path that means what it says: ``posixpath.normpath`` leaves it as it is (no ``.``, ``..``, ``//`` or
+    trailing ``/``), and it starts at the root (``normpath`` keeps a leading ``//``, POSIX's implementation-defined
+    root, so that is refused apart)."""
+    return (
+        value.startswith("/")
+        and not value.startswith("//")
+        and posixpath.normpath(value) == value
+        and re.search(r"[\s\x00]", value) is None
+    )
+
+
+AbsolutePath = Annotated[str, _rule(normalized_absolute_path, ABSOLUTE_PATH_TEXT), Expect(ABSOLUTE_PATH_TEXT)]
 Port = Annotated[int, Field(ge=1, le=65535), Expect("a port from 1 to 65535")]
 
 # The OCI reference grammar (distribution/reference): [domain[:port]/]path[:tag][@sha256:<64 hex>].
@@ -155,6 +174,10 @@ Quantity = Annotated[
     Expect(QUANTITY_TEXT),
 ]
 
+NO_EMPTY_ARGUMENT_TEXT = "a list of non-empty strings (an empty one reaches the container as an empty argument)"
+NoEmptyArgument = _rule(all, NO_EMPTY_ARGUMENT_TEXT)
+"""A container's command or args: the chart copies them into the pod spec unread, so "" would be passed on."""
+
 StringMap = Annotated[
     Mapping[str, Annotated[str, Expect("a string (quote numbers and booleans)")]],
     Frozen,
@@ -199,9 +222,22 @@ LabelMap = Annotated[
     Expect("an object of Kubernetes labels (qualified names to label values)"),
 ]
 """Labels and node selectors, as the API server checks them."""
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+"""apimachinery ``TotalAnnotationSizeLimitB``: an object's annotations, keys and values together, in bytes."""
+ANNOTATIONS_TEXT = (
+    f"annotations of at most {ANNOTATIONS_MAX_BYTES} bytes in all, keys and values (the API server's limit)"
+)
+
+
+def annotations_size(value: Mapping[str, str]) -> bool:
+    """apimachinery ``ValidateAnnotationsSize``: the keys' and values' lengths summed."""
+    return sum(len(k.encode()) + len(v.encode()) for k, v in value.items()) <= ANNOTATIONS_MAX_BYTES
+
+
 AnnotationMap = Annotated[
     Mapping[QualifiedName, Annotated[str, Expect("a string (quote numbers and booleans)")]],
     Frozen,
+    _rule(annotations_size, ANNOTATIONS_TEXT),
     Expect("an object of Kubernetes annotations (qualified names to strings)"),
 ]
 
@@ -227,6 +263,30 @@ def quantity_value(value: int | str) -> Fraction:
             raise ValueError(value)
         return number * Fraction(10) ** exponent
     return number * _SUFFIX[suffix]
+
+
+STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+CONTAINER_RESOURCE_TEXT = (
+    "a container resource name: cpu, memory, ephemeral-storage, hugepages-<size>, or a name with a domain such as "
+    "nvidia.com/gpu (the API server refuses any other)"
+)
+
+
+def container_resource_name(value: str) -> bool:
+    """core validation ``validateContainerResourceName``: without a domain, only the standard container resources
+    (``memroy`` and ``CPU`` are refused); with one, a qualified name outside kubernetes.io unless native."""
+    if "/" not in value:
+        return value in STANDARD_CONTAINER_RESOURCES or (
+            value.startswith("hugepages-") and _QUANTITY.fullmatch(value.removeprefix("hugepages-")) is not None
+        )
+    domain = value.rpartition("/")[0]
+    native = domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    return qualified_name(value) and (not native or value.rpartition("/")[2] in STANDARD_CONTAINER_RESOURCES)
+
+
+ContainerResource = Annotated[
+    str, _rule(container_resource_name, CONTAINER_RESOURCE_TEXT), Expect(CONTAINER_RESOURCE_TEXT)
+]
 
 
 def overcommit_allowed(resource: str) -> bool:

@@ -5,6 +5,7 @@ fail as one line and its exit code (``cli/main.py``)."""
 from __future__ import annotations
 
 import sys
+from json import dumps
 from pathlib import Path
 
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
@@ -13,7 +14,15 @@ from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.diff import report, sides
 
 
-def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool = False, strict: bool = False) -> int:
+def run(
+    stack: str,
+    base: str | None,
+    chart: Path | None,
+    *,
+    markdown: bool = False,
+    strict: bool = False,
+    json: bool = False,
+) -> int:
     try:
         result = report.diff_stack(stack, base, chart)
     except ConfigError as error:
@@ -34,7 +43,10 @@ def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool = Fa
             file=sys.stderr,
         )
         return EXIT_USAGE
-    print(report.markdown(result) if markdown else report.text(result), end="")
+    if json:
+        print(dumps(report.as_json(result), indent=2, default=str))
+    else:
+        print(report.markdown(result) if markdown else report.text(result), end="")
     if strict and not result.chart_compared:
         print(f"stack {stack}: --strict: the chart's objects were not compared (exit 3)", file=sys.stderr)
         return EXIT_SKIPPED

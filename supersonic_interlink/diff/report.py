@@ -14,6 +14,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from supersonic_interlink.diff import sides
 from supersonic_interlink.objdiff import Change, ObjectsDiff, compare_objects, format_path, format_value, text_diff
@@ -50,6 +51,20 @@ class StackDiff:
         if len(missing) == 2 and missing[0].chart_note == missing[1].chart_note:
             return f"on both sides, {missing[0].chart_note}"
         return "; ".join(f"{s.label}: {s.chart_note}" for s in missing)
+
+
+def as_json(diff: StackDiff) -> dict[str, Any]:
+    """The diff as one JSON document (docs/json.md)."""
+    return {
+        "stack": diff.stack,
+        "title": diff.title,
+        "base": {"label": diff.base.label, "exists": diff.base.exists, "generation": diff.base.generation},
+        "head": {"label": diff.head.label, "exists": diff.head.exists, "generation": diff.head.generation},
+        "chart_compared": diff.chart_compared,
+        "chart_note": diff.chart_note,
+        "secrets": diff.secrets,
+        **diff.objects.as_json(),
+    }
 
 
 def field_lines(change: Change) -> list[str]:
@@ -129,11 +144,17 @@ def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None =
     if not base.exists or not head.exists:
         chart_compared = (base.chart is not None) or (head.chart is not None)
         before, after = base.objects + (base.chart or []), head.objects + (head.chart or [])
+    title = f"{label} -> working tree"
+    if base.exists and head.exists and base.generation != head.generation:
+        title += (
+            f"; the chart generation differs: {base.generation} at the base, {head.generation} in the working tree "
+            "(object names and Envoy cluster names change with it)"
+        )
     return StackDiff(
         stack,
         base,
         head,
-        f"{label} -> working tree",
+        title,
         compare_objects(before, after, namespace, renames=True),
         chart_compared,
     )

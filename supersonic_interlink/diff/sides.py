@@ -28,12 +28,13 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import ROOT
+from supersonic_interlink import EXIT_USAGE, ROOT, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
 from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
+from supersonic_interlink.contract import UnknownGeneration, generation_of_values
 from supersonic_interlink.render.release import mask
 from supersonic_interlink.render.stack import CHART_DIR, locate_chart, render, write
 
@@ -67,13 +68,19 @@ class Side:
     namespace: str = ""
     secrets: dict[str, str] = field(default_factory=dict)
     """Path of each secret config value -> digest of its ciphertext (``stack_config.secret_digests``)."""
+    generation: str = ""
+    """The chart generation the side rendered for (``contract.Generation.name``), read from its release's values."""
+
+
+class GitMissing(SideError):
+    """No git to run: said as such, never as a ref that is not there."""
 
 
 def git(*args: str, cwd: Path = ROOT, binary: bool = False) -> Any:
     try:
         result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=not binary, check=False)
     except FileNotFoundError:
-        raise SideError("git is not installed: diff reads the base from git (apt-get install git)") from None
+        raise GitMissing("git is not installed: diff reads the base from git (apt-get install git)") from None
     if result.returncode != 0:
         error = result.stderr.decode(errors="replace") if binary else result.stderr
         raise SideError(f"git {' '.join(args)}: {' '.join(error.split()) or f'exit {result.returncode}'}")
@@ -85,6 +92,8 @@ def default_base() -> tuple[str, str]:
     for branch in ("main", "origin/main"):
         try:
             commit = git("merge-base", "HEAD", branch).strip()
+        except GitMissing:
+            raise
         except SideError:
             continue
         return commit, f"merge base with {branch}"
@@ -94,6 +103,8 @@ def default_base() -> tuple[str, str]:
 def resolve(ref: str) -> str:
     try:
         return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
+    except GitMissing:
+        raise
     except SideError:
         raise BaseRefError(f"--base {ref!r}: not a commit in this repository") from None
 
@@ -126,7 +137,8 @@ def _fetch_if_pinned(chart: ChartSource) -> str:
     if chart.kind != "git" or chart.commit is None or (chart_source.CACHE_ROOT / chart.commit).exists():
         return ""
     try:
-        chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+        with progress.step(f"fetching chart {chart.commit} from {chart.git}"):
+            chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     except chart_source.ChartSourceError as error:
         return f"the pinned chart cannot be fetched: {error}"
     return ""
@@ -176,7 +188,7 @@ def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
     if not stack_file(stack).is_file():
         return Side("working tree", exists=False)
     _fetch_pinned_chart(stack_file(stack))  # the render reads the chart's generation from it
-    rendered = render(stack)  # as the base side renders: its own chart's generation, whatever --chart names
+    rendered = render(stack, chart_dir=chart_dir)  # for the chart it renders with: --chart's generation, if given
     objects, note = _chart_objects(stack, rendered, chart_dir, ROOT)
     write(rendered, out, objects)
     side = read_tree(out, "working tree", note)
@@ -191,20 +203,12 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
             return Side(label, exists=False)
         # A pinned chart in the cache first: the render reads the chart's generation from it.
         _fetch_pinned_chart(tree / "stacks" / f"Pulumi.{stack}.yaml")
-        # Only the form every version of render takes; --chart DIR is applied below, here.
         command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
-        try:
-            result = subprocess.run(
-                command,
-                cwd=tree,
-                capture_output=True,
-                text=True,
-                timeout=RENDER_TIMEOUT_SECONDS,
-                check=False,
-                env={**os.environ, "PYTHONPATH": str(tree)},
-            )
-        except subprocess.TimeoutExpired:
-            raise SideError(f"{label}: render did not finish within {RENDER_TIMEOUT_SECONDS} s") from None
+        # With --chart the base renders for that chart's generation too; a base whose render predates --chart renders
+        # for its own chart's, and the diff's first line says when the two sides' generations differ.
+        result = _render_base(tree, label, [*command, "--chart", str(chart_dir.resolve())] if chart_dir else command)
+        if chart_dir is not None and result.returncode == EXIT_USAGE and "--chart" in result.stderr:
+            result = _render_base(tree, label, command)
         printed = (result.stdout + result.stderr).replace(str(tree), "<base>")
         if not (out / "release.yaml").is_file():
             lines = [line.strip() for line in printed.splitlines() if line.strip()]
@@ -219,6 +223,22 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
             if side.chart is not None:
                 side.chart = mask(side.chart)
         return side
+
+
+def _render_base(tree: Path, label: str, command: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        with progress.step(f"{label}: rendering"):
+            return subprocess.run(
+                command,
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                timeout=RENDER_TIMEOUT_SECONDS,
+                check=False,
+                env={**os.environ, "PYTHONPATH": str(tree)},
+            )
+    except subprocess.TimeoutExpired:
+        raise SideError(f"{label}: render did not finish within {RENDER_TIMEOUT_SECONDS} s") from None
 
 
 def _base_chart(stack: str, out: Path, tree: Path, chart_dir: Path | None) -> tuple[Any, str]:
@@ -257,4 +277,12 @@ def read_tree(out: Path, label: str, chart_note: str = "") -> Side:
         chart=chart,
         chart_note=chart_note if chart is None else "",
         namespace=str(release["namespace"]),
+        generation=_generation(release["values"]),
     )
+
+
+def _generation(values: Any) -> str:
+    try:
+        return generation_of_values(values).name
+    except UnknownGeneration:
+        return "unknown"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from supersonic_interlink.drift import check, report
+from supersonic_interlink.drift import check, rbac, report
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
 from supersonic_interlink.engine.run import ROOT, Engine, EngineError, scratch_project
 from supersonic_interlink.engine.toolchain import ToolchainError
@@ -20,15 +20,16 @@ def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def run(stack: str, *, output: str = "text", correct: bool = False) -> int:
-    """``output``: ``text``, ``json`` or ``markdown``."""
+def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | None = None) -> int:
+    """``output``: ``text``, ``json`` or ``markdown``; ``cli``: the Pulumi CLI named by ``--pulumi``."""
     scratch = os.environ.get(SCRATCH_PROJECT_ENV)
     try:
         work_dir = scratch_project(Path(scratch)) if scratch else ROOT
-        engine = Engine(stack, work_dir=work_dir, log=_log, create=False)
+        engine = Engine(stack, work_dir=work_dir, log=_log, create=False, cli=cli)
         first, second = check.run(engine, check.Tools(), fix=correct, log=_log)
     except (check.CannotCheck, EngineError, ToolchainError) as error:
-        print(f"supersonic drift: could not check {stack}: {error}", file=sys.stderr)
+        why = rbac.missing_right(str(error)) or str(error)
+        print(f"supersonic drift: could not check {stack}: {why}", file=sys.stderr)
         return EXIT_USAGE
     final = second or first
     if output == "json":

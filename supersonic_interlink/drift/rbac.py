@@ -13,6 +13,7 @@ The end-to-end test runs the check with a ServiceAccount bound to exactly this R
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 READER_RULES: list[dict[str, Any]] = [
@@ -47,3 +48,31 @@ def reader_role(name: str, namespace: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": namespace},
         "rules": READER_RULES,
     }
+
+
+_FORBIDDEN = re.compile(
+    r'cannot (?P<verb>[a-z]+) resource "(?P<resource>[^"]+)" in API group "(?P<group>[^"]*)"'
+    r'(?: in the namespace "(?P<namespace>[^"]+)"| at the cluster scope)'
+)
+"""The API server's refusal (k8s.io/apiserver ``responsewriters.forbiddenMessage``), as kubectl, Helm and the provider
+pass it on."""
+
+
+def missing_right(text: str) -> str | None:
+    """One line naming the verb and resource a refused request lacked, and whether this Role grants it; None when
+    ``text`` holds no refusal."""
+    refused = _FORBIDDEN.search(text)
+    if refused is None:
+        return None
+    verb, resource, group = refused["verb"], refused["resource"].split("/")[0], refused["group"]
+    where = f"in namespace {refused['namespace']}" if refused["namespace"] else "at the cluster scope"
+    named = f"{resource}.{group}" if group else resource
+    granted = any(
+        verb in rule["verbs"] and resource in rule["resources"] and group in rule["apiGroups"] for rule in READER_RULES
+    )
+    fix = (
+        "bind the credential to drift's Role (docs/state-backend.md, Drift's credential)"
+        if granted
+        else "drift's Role (supersonic_interlink/drift/rbac.py) lacks it too: add it there"
+    )
+    return f"the credential may not {verb} {named} {where}: {fix}"

@@ -240,7 +240,9 @@ class LocalCluster:
 
     def env(self) -> dict[str, str]:
         """What a shell or a test needs to run kubectl, helm and the Pulumi CLI against this cluster, offline."""
-        bins = [str(toolchain.path("pulumi").parent), *(str(binaries.path(n).parent) for n in ("kubectl", "helm"))]
+        # A built Pulumi CLI goes on PATH only if there is one: an operator's own `pulumi` is found there otherwise.
+        built = [toolchain.path("pulumi")] if toolchain.path("pulumi").is_file() else []
+        bins = [str(b.parent) for b in [*built, *(binaries.path(n) for n in ("kubectl", "helm"))]]
         return {
             "KUBECONFIG": str(self.kubeconfig),
             "PATH": os.pathsep.join([*bins, os.environ.get("PATH", "")]),
@@ -276,7 +278,7 @@ class LocalCluster:
         self.stop(log=lambda _line: None)
         started = time.monotonic()
         paths = toolchain.ensure(
-            ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "pulumi"], log=log
+            ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"], log=log
         )
         binaries.ensure("kubectl")
         # The API server makes its own serving certificate and CA in --cert-dir when it is given none (writing

@@ -14,12 +14,13 @@ from supersonic_interlink.chart import binaries
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV, ClusterError, LocalCluster
-from supersonic_interlink.engine.run import ROOT, Engine, EngineError, Refused, gated, scratch_project
+from supersonic_interlink.engine.run import ROOT, Engine, EngineError, Refused, Unusable, gated, scratch_project
 
 
-def run_pulumi(stack: str, action: str, *, json: bool = False, **options: Any) -> int:
+def run_pulumi(stack: str, action: str, *, json: bool = False, cli: str | None = None, **options: Any) -> int:
     """``action`` on ``stack`` through the preview gate; ``json``: the CLI's JSON preview on stdout, the log on
-    stderr. On the local cluster (``SCRATCH_PROJECT_ENV`` set) the engine runs in its throwaway project copy."""
+    stderr; ``cli``: the Pulumi CLI named by ``--pulumi``. On the local cluster (``SCRATCH_PROJECT_ENV`` set) the
+    engine runs in its throwaway project copy."""
 
     def printer(line: str) -> None:
         print(line, file=sys.stderr if json else sys.stdout, flush=True)
@@ -28,12 +29,15 @@ def run_pulumi(stack: str, action: str, *, json: bool = False, **options: Any) -
     try:
         work_dir = scratch_project(Path(scratch)) if scratch else ROOT
         # Only `up` creates a stack in a real backend; on the local cluster's throwaway backend anything may.
-        engine = Engine(stack, work_dir=work_dir, log=printer, create=bool(scratch) or action == "up")
+        engine = Engine(stack, work_dir=work_dir, log=printer, create=bool(scratch) or action == "up", cli=cli)
         result = gated(engine, action, **({"json": True} if json else {}), **options)
         if json:
             print(result.stdout)
     except ConfigError as error:
         print("\n".join(error.problems), file=sys.stderr)
+        return EXIT_USAGE
+    except Unusable as error:
+        print(f"supersonic pulumi: {error}", file=sys.stderr)
         return EXIT_USAGE
     except Refused as error:
         print(f"supersonic pulumi: {error}", file=sys.stderr)

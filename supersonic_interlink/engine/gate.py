@@ -10,7 +10,9 @@ reads must outlive it. The gate reads the plan itself and names the resource; ``
 file, which a reviewer sees, is the one thing that lets a release go.
 
 The steps come from ``pulumi preview --json`` (``steps[].op``, ``.urn``) or from the engine events the Automation
-API delivers (``resourcePreEvent.metadata``); both name the same ops.
+API delivers (``resourcePreEvent.metadata``); both name the same ops. The gate fails closed: a step it cannot
+classify (an op the engine does not plan, an op or URN that is not a string, a URN without its four ``::`` parts)
+refuses the plan, named, since it might be the one that uninstalls the release.
 
     python -m supersonic_interlink.engine.gate <stack> PREVIEW.json   # exit 1 with one line per blocked step
 """
@@ -25,10 +27,32 @@ from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
+from supersonic_interlink.config.rules import printable
 
 CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 ENVOY_CONFIG_TYPE = "supersonic-interlink:index:EnvoyConfig"
 
+ENGINE_OPS = frozenset(
+    {
+        "same",
+        "create",
+        "update",
+        "delete",
+        "replace",
+        "create-replacement",
+        "delete-replaced",
+        "read",
+        "read-replacement",
+        "refresh",
+        "discard",
+        "discard-replaced",
+        "remove-pending-replace",
+        "import",
+        "import-replacement",
+    }
+)
+"""Every op the engine plans (pulumi/pulumi ``pkg/resource/deploy/step.go``, ``StepOps``, v3.274.1), spelled as
+``preview --json`` and the engine events write them; anything else is a step the gate cannot read."""
 REMOVING_OPS = frozenset(
     {"delete", "delete-replaced", "replace", "create-replacement", "import-replacement", "discard", "discard-replaced"}
 )
@@ -41,28 +65,59 @@ component sets no deleteBeforeReplace), so its ``replace`` creates the successor
 
 @dataclass(frozen=True)
 class Step:
-    op: str
-    urn: str
+    """One planned step. ``op`` and ``urn`` are what the plan said, unchecked: ``unreadable`` says why the gate
+    cannot classify it (None for a step it can), and the other properties hold only for a readable step."""
+
+    op: Any
+    urn: Any
+    not_an_object: bool = False
+    """The plan's entry was no JSON object (then ``op`` holds the entry itself)."""
+
+    @property
+    def unreadable(self) -> str | None:
+        if self.not_an_object:
+            return f"the step is {_show(self.op)}, not an object with an op and a urn"
+        if not isinstance(self.op, str):
+            return f"its op is {_show(self.op)}, not a string"
+        if self.op not in ENGINE_OPS:
+            return f"op {_show(self.op)} is none the engine plans ({', '.join(sorted(ENGINE_OPS))})"
+        if not isinstance(self.urn, str):
+            return f"its urn is {_show(self.urn)}, not a string"
+        parts = self.urn.split("::", 3)
+        if len(parts) != 4 or not parts[0].startswith("urn:pulumi:") or not all(parts[1:]):
+            return f"urn {_show(self.urn)} is not urn:pulumi:<stack>::<project>::<type>::<name>"
+        return None
 
     @property
     def type(self) -> str:
         """The resource's own type: the last of the URN's type chain (``parent$child``)."""
-        return self.urn.split("::")[2].split("$")[-1]
+        return str(self.urn).split("::", 3)[2].split("$")[-1]
 
     @property
     def parent_types(self) -> list[str]:
-        return self.urn.split("::")[2].split("$")[:-1]
+        return str(self.urn).split("::", 3)[2].split("$")[:-1]
 
     @property
     def name(self) -> str:
-        return self.urn.split("::")[-1]
+        """Everything after the type: a resource name may itself hold ``::``."""
+        return str(self.urn).split("::", 3)[3]
+
+
+def _show(value: Any, limit: int = 120) -> str:
+    """A plan's value in a message: JSON, cut to ``limit`` characters, escapes written out."""
+    text = json.dumps(value, default=repr)
+    return printable(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def steps_from_json(document: Any) -> list[Step]:
-    """The steps of ``pulumi preview --json`` output."""
+    """The steps of ``pulumi preview --json`` output; a step that is not an object, or has no op or urn, is kept as
+    an unreadable step (``None`` for what is missing) so that the gate refuses it."""
     if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
         raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
-    return [Step(str(s["op"]), str(s["urn"])) for s in document.get("steps", []) if "op" in s and "urn" in s]
+    return [
+        Step(s.get("op"), s.get("urn")) if isinstance(s, dict) else Step(s, None, not_an_object=True)
+        for s in document.get("steps", [])
+    ]
 
 
 def steps_from_events(events: Iterable[Any]) -> list[Step]:
@@ -79,7 +134,12 @@ def steps_from_events(events: Iterable[Any]) -> list[Step]:
 def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
     """One line per step the gate refuses; empty when the preview may go ahead."""
     steps = list(steps)
-    problems: list[str] = []
+    problems = [
+        f"step {index}: {why}; the gate cannot tell what it does, so it refuses the plan"
+        for index, step in enumerate(steps)
+        if (why := step.unreadable) is not None
+    ]
+    steps = [step for step in steps if step.unreadable is None]
     if not removable:
         for step in steps:
             if step.type == HELM_RELEASE_TYPE and step.op in REMOVING_OPS:
@@ -97,7 +157,7 @@ def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
                     f"{step.op} of Envoy ConfigMap {step.name}: the running release reads it (the chart copies it at "
                     "every upgrade) and no new Envoy ConfigMap is created in this change"
                 )
-    return problems
+    return [printable(line) for line in problems]
 
 
 def main(argv: list[str]) -> int:

@@ -7,20 +7,20 @@ CLI (``pulumi up --client``), which runs the real engine and the real Kubernetes
 ``pulumi up``; the program is the one ``__main__.py`` runs. Where a ``pulumi`` with its language host is
 installed, plain ``pulumi up`` does the same.
 
-The CLI and the provider are the ones ``toolchain`` builds; the provider is installed into ``PULUMI_HOME`` from
-that binary (``pulumi plugin install --file``), never downloaded.
+The CLI and the provider are the operator's own where they are installed (``engine/installed.py`` says which and
+in what order); only where none is found are they built from their Go modules (``toolchain``), never downloaded.
+The first line of every run names both, their versions and where each came from.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.engine import toolchain
+from supersonic_interlink.engine import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "supersonic-interlink"
@@ -39,31 +39,13 @@ def program() -> None:
     build(settings_or_stop())
 
 
-def install_provider(env: dict[str, str], *, log: Callable[[str], None] = print) -> None:
-    """Install the locally built provider into ``PULUMI_HOME`` under its own version, if it is not there."""
-    version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
-    home = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi")
-    if (home / "plugins" / f"resource-{PROVIDER}-{version}").is_dir():
-        return
-    binary = toolchain.ensure(["pulumi-resource-kubernetes"], log=log)["pulumi-resource-kubernetes"]
-    done = subprocess.run(
-        [str(toolchain.path("pulumi")), "plugin", "install", "resource", PROVIDER, version, "--file", str(binary)],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise EngineError(f"pulumi plugin install resource {PROVIDER} {version} failed: {done.stderr.strip()}")
-    log(f"engine: provider {PROVIDER} {version} installed into {home}")
-
-
 OFFLINE_ENV = {
     "PULUMI_SKIP_UPDATE_CHECK": "true",
     "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
     "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
 }
-"""The CLI never downloads a plugin (the provider comes from the local build), never asks for updates, and ignores a
-``pulumi-resource-kubernetes`` of another version that happens to be on PATH."""
+"""The CLI never downloads a plugin (the provider is the installed plugin ``installed.find_provider`` checked), never
+asks for updates, and ignores a ``pulumi-resource-kubernetes`` of another version that happens to be on PATH."""
 
 
 @dataclass
@@ -78,6 +60,9 @@ class Engine:
     create: bool = True
     """Create the stack in the backend when it is not there; when false, a missing stack is an error that says so
     (a pull-request preview must not create stacks in the production backend)."""
+    cli: str | None = None
+    """The Pulumi CLI named by ``--pulumi``; otherwise ``installed.find_cli`` looks for one."""
+    _command: Any = field(default=None, init=False, repr=False)
 
     def _environment(self) -> dict[str, str]:
         env = {**os.environ, **self.env}
@@ -85,23 +70,41 @@ class Engine:
             env.setdefault(key, value)
         return env
 
+    def _pulumi_command(self, env: dict[str, str]) -> Any:
+        """The CLI and provider found (or built), named in one line first; ``Unusable`` is an ``EngineError``."""
+        from pulumi import automation as auto
+        from semver import VersionInfo
+
+        try:
+            cli, build_cli = installed.find_cli(self.cli, env)
+            provider, source = installed.find_provider(env)
+        except installed.Unusable as error:
+            raise Unusable(str(error)) from None
+        self.log(f"engine: {cli.describe('pulumi CLI')}; {provider.describe(f'{installed.PROVIDER} provider')}")
+        if build_cli:
+            installed.build_cli(self.log)
+        if source is not None:
+            installed.install_provider(cli.path, source, env, log=self.log)
+
+        class Command(auto.PulumiCommand):  # the CLI at its path, its version already checked
+            def __init__(self) -> None:
+                self.command = str(cli.path)
+                self.version = VersionInfo.parse(cli.version.removeprefix("v"))
+
+        return Command()
+
     def workspace_stack(self) -> Any:
-        """The Automation API's stack, with the built CLI and provider. Raises ``EngineError``."""
+        """The Automation API's stack, with the CLI and provider found or built. Raises ``EngineError``."""
         from pulumi import automation as auto
 
-        toolchain.ensure(["pulumi"], log=self.log)
         env = self._environment()
-        install_provider(env, log=self.log)
-        # The Automation API runs the `pulumi` on this process's PATH: the built one goes first, once.
-        bin_dir = str(toolchain.path("pulumi").parent)
-        if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
-            os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
-        env["PATH"] = os.environ["PATH"]
+        if self._command is None:
+            self._command = self._pulumi_command(env)
         options = auto.LocalWorkspaceOptions(
             work_dir=str(self.work_dir),
             pulumi_home=env.get("PULUMI_HOME"),
             env_vars=env,
-            pulumi_command=auto.PulumiCommand(root=None, skip_version_check=False),
+            pulumi_command=self._command,
         )
         select = auto.create_or_select_stack if self.create else auto.select_stack
         try:
@@ -129,29 +132,59 @@ class Engine:
             raise EngineError(_command_error_text(error)) from None
 
 
-def scratch_project(directory: Path) -> Path:
-    """A copy of this project in ``directory`` for a throwaway backend: ``Pulumi.yaml``, the post-renderer and the
-    fetched charts linked, and each stack file's config copied from ``stacks/`` on every run (what the CLI added to
-    the copy, its encryption salt, is kept), so ``stacks/`` is never written."""
+def scratch_project(directory: Path, root: Path = ROOT) -> Path:
+    """A copy of the project at ``root`` in ``directory`` for a throwaway backend: ``Pulumi.yaml``, the post-renderer,
+    the fetched charts and every chart a stack names by a relative ``release.chart.path`` linked at the same relative
+    path (the provider resolves it from the project directory), and each stack file's config copied from ``stacks/``
+    on every run (what the CLI added to the copy, its encryption salt, is kept), so ``stacks/`` is never written."""
     import yaml
 
     from supersonic_interlink.config.stack_config import read_yaml_file
 
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "Pulumi.yaml").write_bytes((ROOT / "Pulumi.yaml").read_bytes())
+    (directory / "Pulumi.yaml").write_bytes((root / "Pulumi.yaml").read_bytes())
     for name in ("postrender", ".charts"):
-        link = directory / name
-        (ROOT / name).mkdir(exist_ok=True)
-        if not link.is_symlink():
-            link.symlink_to(ROOT / name)
+        (root / name).mkdir(exist_ok=True)
+        _link(directory / name, root / name)
     (directory / "stacks").mkdir(exist_ok=True)
-    for source in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
+    for source in sorted((root / "stacks").glob("Pulumi.*.yaml")):
         target = directory / "stacks" / source.name
         kept = (yaml.safe_load(target.read_text()) or {}) if target.exists() else {}
         document = {k: v for k, v in kept.items() if k != "config"}
         document["config"] = (read_yaml_file(source) or {}).get("config") or {}
         target.write_text(yaml.safe_dump(document, sort_keys=False))
+        chart = _path_chart(document["config"])
+        if chart is not None and not Path(chart).is_absolute():
+            link = Path(os.path.normpath(directory / chart))
+            if not link.is_relative_to(directory):
+                raise EngineError(
+                    f"{source.name}: release.chart.path {chart!r} leaves the project directory; on the local cluster "
+                    "name a chart inside the project or by an absolute path"
+                )
+            link.parent.mkdir(parents=True, exist_ok=True)
+            _link(link, Path(os.path.normpath(root / chart)))
     return directory
+
+
+def _path_chart(config: dict[str, Any]) -> str | None:
+    """The ``path`` of a stack's path chart source (``{path: DIR}``, no ``git``), as the stack file writes it."""
+    release = config.get(f"{PROJECT}:release")
+    chart = release.get("chart") if isinstance(release, dict) else None
+    if isinstance(chart, dict) and "git" not in chart and isinstance(chart.get("path"), str):
+        return str(chart["path"])
+    return None
+
+
+def _link(link: Path, target: Path) -> None:
+    if link.is_symlink() and link.readlink() == target:
+        return
+    if link.is_symlink():
+        link.unlink()
+    link.symlink_to(target)
+
+
+class Unusable(EngineError):
+    """The CLI or provider found cannot be used (``installed.Unusable``): nothing ran; the line says what to install."""
 
 
 class Refused(EngineError):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -214,7 +215,8 @@ def _ldflags(build: Build) -> str:
 
 
 def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print) -> dict[str, Path]:
-    """Build every binary in ``names`` (default: all) that is not in the cache; return name -> path."""
+    """Build every binary in ``names`` (default: all) that is not in the cache; return name -> path. A build says
+    each step with its elapsed time, and a wait on another build's lock says whose it is."""
     wanted = names or [n for b in BUILDS for n in b.packages]
     builds = {name: build_for(name) for name in wanted}  # an unknown name is an error, not nothing built
     if any(not path(n).is_file() for n in wanted) and shutil.which("go") is None:
@@ -226,15 +228,20 @@ def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print
         v = version(build)
         if not path(name).is_file():
             # One builder at a time per binary group: a second `./supersonic` waits here and then finds the binary.
-            with _locked(cache_dir() / "work" / f"{build.group}.lock"):
+            with _locked(cache_dir() / "work" / f"{build.group}.lock", name, log):
                 if not path(name).is_file():
                     started = time.monotonic()
-                    log(f"toolchain: building {name} {v} from {build.module}@{module_version(build)} ...")
-                    _go_build(build, name)
-                    log(f"toolchain: {name} {v} built in {time.monotonic() - started:.0f} s ({path(name)})")
+                    log(f"toolchain: building {name} {v} from {build.module}@{module_version(build)} (cached after)")
+                    _go_build(build, name, log)
+                    log(f"toolchain: {name} {v} built in {_elapsed(started)} ({path(name)})")
                     continue
         log(f"toolchain: {name} {v} cached ({path(name)})")
     return {name: path(name) for name in wanted}
+
+
+def _elapsed(started: float) -> str:
+    seconds = int(time.monotonic() - started)
+    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def _go(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
@@ -244,21 +251,62 @@ def _go(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[st
     return done
 
 
+PROGRESS_SECONDS = 60.0
+"""How often a running compile says how far it is."""
+
+
+def _compile(args: list[str], cwd: Path, what: str, log: Callable[[str], None]) -> None:
+    """``go build -v``: it names each package as it compiles it, which is counted into a line a minute."""
+    started = last = time.monotonic()
+    count, tail = 0, ""
+    with subprocess.Popen(
+        ["go", *args], cwd=cwd, env=go_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stderr is not None
+        for line in process.stderr:
+            count += 1
+            tail = (tail + line)[-4000:]
+            if time.monotonic() - last >= PROGRESS_SECONDS:
+                last = time.monotonic()
+                log(f"toolchain: {what}: {count} packages compiled so far, {_elapsed(started)}")
+    if process.returncode != 0:
+        raise ToolchainError(f"{what} failed (exit {process.returncode}); rerun to retry:\n{tail}")
+    log(f"toolchain: {what}: {count} packages compiled in {_elapsed(started)}")
+
+
 @contextmanager
-def _locked(lock_file: Path) -> Iterator[None]:
+def _locked(lock_file: Path, name: str, log: Callable[[str], None]) -> Iterator[None]:
+    """An exclusive lock on ``lock_file``; its holder writes who it is and since when into it, so a waiter can say."""
     import fcntl
 
     lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+    with lock_file.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "a process that did not say who it is"
+            log(f"toolchain: waiting for another build of {name}: {lock_file} is held by {holder}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)
 
 
-def _go_build(build: Build, name: str) -> None:
+def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
     v = version(build)
     work = cache_dir() / "work" / f"{build.group}-{v}"
     work.mkdir(parents=True, exist_ok=True)
-    args = ["build", "-trimpath", "-ldflags", _ldflags(build)]
+    started = time.monotonic()
+    _go(["mod", "download"], TOOLS / build.group, f"go mod download in tools/{build.group}")
+    log(f"toolchain: {name}: modules downloaded (go mod download) in {_elapsed(started)}")
+    args = ["build", "-v", "-trimpath", "-ldflags", _ldflags(build)]
     if build.tags:
         args += ["-tags", build.tags]
     cwd = TOOLS / build.group
@@ -281,6 +329,6 @@ def _go_build(build: Build, name: str) -> None:
     # Built into a scratch path and moved into place, so an interrupted build never leaves a half binary where the
     # cache lookup would trust it. One package per invocation (Go's build cache shares the rest).
     scratch = work / f"{name}.{os.getpid()}.partial"
-    _go([*args, "-o", str(scratch), package], cwd, f"go build of {name} in tools/{build.group}")
+    _compile([*args, "-o", str(scratch), package], cwd, f"go build of {name}", log)
     path(name).parent.mkdir(parents=True, exist_ok=True)
     os.replace(scratch, path(name))

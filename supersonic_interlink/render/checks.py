@@ -1,11 +1,24 @@
-"""Offline checks of rendered output: Kubernetes schemas (strict) and the Envoy binary's own validation."""
+"""Offline checks of rendered output: Kubernetes schemas (strict), the API server's rules those schemas cannot state
+(over every object, the program's and the chart's), and the Envoy binary's own validation. A value the chart
+rendered that is refused is traced back to the stack key that set it."""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
+from supersonic_interlink.config.rules import INT32_MAX, PROJECT
+from supersonic_interlink.config.types import (
+    ANNOTATIONS_MAX_BYTES,
+    CONTAINER_RESOURCE_TEXT,
+    annotations_size,
+    container_resource_name,
+)
 from supersonic_interlink.contract import CHART
 
 KUBERNETES_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
@@ -36,6 +49,215 @@ def kubernetes_findings(
                     f"{ident}: Kubernetes {version}: no schema for {manifest.get('apiVersion')} {manifest.get('kind')}"
                 )
     return findings
+
+
+# --------------------------------------------------------------------------------------------- the chart's objects
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A value of a rendered object that Kubernetes refuses: where it is, the value, and what is allowed."""
+
+    ident: str
+    path: tuple[str | int, ...]
+    value: Any
+    expected: str
+
+    @property
+    def where(self) -> str:
+        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path).lstrip(".")
+
+
+PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+PROBE_COUNTS = ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold")
+"""validation.go ``ValidateProbe``: each a non-negative int32 (0 then defaults: timeout and period 1 s, thresholds
+1 and 3)."""
+PORT_TEXT = "a port number from 1 to 65535 or a port name (at most 15 lowercase letters, digits and '-', one letter)"
+_PORT_NAME = re.compile(r"(?=.*[a-z])(?!-)(?!.*--)[a-z0-9-]{1,15}(?<!-)", re.ASCII)
+"""apimachinery ``IsValidPortName`` (IANA_SVC_NAME)."""
+
+
+def _port(value: Any, *, named: bool = True) -> bool:
+    """apimachinery ``IsValidPortNum`` (1-65535) or, where a name may stand, ``IsValidPortName``."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return 1 <= value <= 65535
+    return named and isinstance(value, str) and _PORT_NAME.fullmatch(value) is not None
+
+
+def _pod_specs(manifest: Mapping[str, Any]) -> Iterator[tuple[tuple[str, ...], Mapping[str, Any]]]:
+    """(path, pod template) of a workload: Deployment-like ``spec.template``, a CronJob's job template, a Pod."""
+    spec = manifest.get("spec")
+    if not isinstance(spec, Mapping):
+        return
+    if manifest.get("kind") == "Pod":
+        yield (), manifest
+    template = spec.get("template")
+    if isinstance(template, Mapping):
+        yield ("spec", "template"), template
+    job = spec.get("jobTemplate")
+    if isinstance(job, Mapping) and isinstance(job.get("spec"), Mapping):
+        inner = job["spec"].get("template")
+        if isinstance(inner, Mapping):
+            yield ("spec", "jobTemplate", "spec", "template"), inner
+
+
+def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
+    """What the API server refuses in ``manifest`` beyond its schema (kubernetes/kubernetes
+    ``pkg/apis/core/validation/validation.go``): annotation size, probe counts and ports, container ports, resource
+    names, Service ports."""
+    ident = f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}"
+    found: list[Refusal] = []
+
+    def annotations(at: tuple[str | int, ...], metadata: Any) -> None:
+        notes = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+        strings = isinstance(notes, Mapping) and all(isinstance(v, str) for v in notes.values())
+        if strings and not annotations_size(notes):
+            largest = max(notes, key=lambda k: len(notes[k]))
+            found.append(
+                Refusal(
+                    ident,
+                    (*at, "annotations", largest),
+                    notes[largest],
+                    f"annotations of at most {ANNOTATIONS_MAX_BYTES} bytes in all (the API server's limit)",
+                )
+            )
+
+    annotations(("metadata",), manifest.get("metadata"))
+    for at, pod in _pod_specs(manifest):
+        annotations((*at, "metadata"), pod.get("metadata"))
+        spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+        for group in ("initContainers", "containers"):
+            for index, container in enumerate(spec.get(group) or []):
+                if not isinstance(container, Mapping):
+                    continue
+                here = (*at, "spec", group, index)
+                for probe_name in PROBES:
+                    probe = container.get(probe_name)
+                    if not isinstance(probe, Mapping):
+                        continue
+                    for count in PROBE_COUNTS:
+                        value = probe.get(count)
+                        if value is not None and not (
+                            isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX
+                        ):
+                            found.append(
+                                Refusal(ident, (*here, probe_name, count), value, "a whole number from 0 (an int32)")
+                            )
+                    for handler in ("httpGet", "tcpSocket", "grpc"):
+                        action = probe.get(handler)
+                        if isinstance(action, Mapping) and "port" in action:
+                            named = handler != "grpc"  # a grpc probe's port is a number (ValidateGRPCAction)
+                            if not _port(action["port"], named=named):
+                                found.append(
+                                    Refusal(ident, (*here, probe_name, handler, "port"), action["port"], PORT_TEXT)
+                                )
+                for port_index, port in enumerate(container.get("ports") or []):
+                    if isinstance(port, Mapping):
+                        if not _port(port.get("containerPort"), named=False):
+                            where = (*here, "ports", port_index, "containerPort")
+                            found.append(Refusal(ident, where, port.get("containerPort"), "a port from 1 to 65535"))
+                        name = port.get("name")
+                        if name is not None and not (isinstance(name, str) and _PORT_NAME.fullmatch(name)):
+                            found.append(Refusal(ident, (*here, "ports", port_index, "name"), port["name"], PORT_TEXT))
+                resources = container.get("resources")
+                for kind in ("requests", "limits"):
+                    names = resources.get(kind) if isinstance(resources, Mapping) else None
+                    for name, quantity in (names or {}).items():
+                        if not container_resource_name(str(name)):
+                            found.append(
+                                Refusal(ident, (*here, "resources", kind, name), quantity, CONTAINER_RESOURCE_TEXT)
+                            )
+    if manifest.get("kind") == "Service" and isinstance(manifest.get("spec"), Mapping):
+        for index, port in enumerate(manifest["spec"].get("ports") or []):
+            if isinstance(port, Mapping):
+                if not _port(port.get("port"), named=False):
+                    found.append(
+                        Refusal(ident, ("spec", "ports", index, "port"), port.get("port"), "a port from 1 to 65535")
+                    )
+                if "targetPort" in port and not _port(port["targetPort"]):
+                    found.append(Refusal(ident, ("spec", "ports", index, "targetPort"), port["targetPort"], PORT_TEXT))
+    return found
+
+
+def schema_refusals(manifest: Mapping[str, Any], versions: Iterable[str] = KUBERNETES_VERSIONS) -> list[Refusal]:
+    """Strict schema validation of one object, once per refused value (the first version that refuses it); a kind
+    with no built-in schema (a custom resource such as KEDA's ScaledObject) is left to the API server's dry run."""
+    import kubernetes_validate
+    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+
+    ident = f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}"
+    found: dict[tuple[Any, ...], Refusal] = {}
+    for version in versions:
+        try:
+            kubernetes_validate.validate(dict(manifest), version, strict=True)
+        except ValidationError as error:
+            path = tuple(error.path)
+            what = f"what the Kubernetes {version} schema takes ({error.message})"
+            found.setdefault(path, Refusal(ident, path, error.instance, what))
+        except SchemaNotFoundError:
+            return []
+    return list(found.values())
+
+
+def stack_leaves(tree: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """Every (path, value) of the stack's settings (the models' fields are the stack keys), a mapping's keys and a
+    list's indexes as path parts."""
+    if isinstance(tree, BaseModel):
+        for name in type(tree).model_fields:
+            yield from stack_leaves(getattr(tree, name), (*path, name))
+    elif isinstance(tree, Mapping):
+        for key, value in tree.items():
+            yield from stack_leaves(value, (*path, key))
+    elif isinstance(tree, (list, tuple)):
+        for index, value in enumerate(tree):
+            yield from stack_leaves(value, (*path, index))
+    else:
+        yield path, tree
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
+    """The stack keys whose value the chart rendered where ``refusal`` is: a key of the same name (the last part of
+    the object path, which for a refused resource name is the name) holding the same value. A value alone names
+    no key: the same text may come from several, or from the chart's own defaults."""
+    name = refusal.path[-1] if refusal.path else None
+    leaves = list(stack_leaves(settings))
+    named = [path for path, value in leaves if path and path[-1] == name and _same(value, refusal.value)]
+    return [
+        f"{PROJECT}:" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") for path in named
+    ]
+
+
+def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, schemas: bool = True) -> list[str]:
+    """Every refusal in rendered objects (strict schemas unless ``schemas`` is false, then the API server's own
+    rules), one line each: as a config error naming the stack key that set the value when one did, else at the
+    object's path."""
+    findings: list[str] = []
+    for manifest in objects:
+        refusals = api_server_refusals(manifest)
+        refused = {r.path for r in refusals}
+        refusals += [r for r in (schema_refusals(manifest) if schemas else []) if r.path not in refused]
+        for refusal in refusals:
+            keys = stack_keys_of(refusal, settings)
+            shown = _shown(refusal.value)
+            if keys:
+                findings.append(
+                    f"{' and '.join(keys)} = {shown}: expected {refusal.expected} (the chart renders it as "
+                    f"{refusal.ident} {refusal.where})"
+                )
+            else:
+                findings.append(f"{refusal.ident}: {refusal.where} = {shown}: expected {refusal.expected}")
+    return findings
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} characters)"
 
 
 ENVOY_VALIDATE_TIMEOUT_SECONDS = 60

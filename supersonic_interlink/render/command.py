@@ -4,10 +4,13 @@ Exit codes as ``cli/main.py`` states them for every verb."""
 
 from __future__ import annotations
 
+import functools
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE
+from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
@@ -24,7 +27,11 @@ def run(
     chart_dir: Path | None,
     fetch_chart: bool,
     pin_chart: str | None,
+    as_json: bool = False,
 ) -> int:
+    """With ``as_json`` the one JSON document (docs/json.md) is all that goes to standard output; every line the
+    text form prints there goes to standard error instead."""
+    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
     if pin_chart is not None:
         return _pin(stack, pin_chart)
     try:
@@ -35,6 +42,16 @@ def run(
     chart = rendered["chart_source"]
     if fetch_chart:
         return _fetch(stack, chart)
+    document: dict[str, Any] = {
+        "stack": stack,
+        "release": rendered["release"],
+        "manifests": rendered["manifests"],
+        "envoy": rendered["envoy"],
+        "generation": rendered["generation"].name,
+        "chart_objects": None,
+        "written": [],
+        "check": None,
+    }
     if out:
         refused = ""
         try:
@@ -46,40 +63,51 @@ def run(
         except OSError as error:
             print(f"render: --out {out}: cannot write: {error.strerror or error}", file=sys.stderr)
             return EXIT_USAGE
+        document["chart_objects"], document["written"] = objects, [str(path) for path in written]
         for path in written:
-            print(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
+            say(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
         if refused:
             print(f"stack {stack}: the chart's objects cannot be rendered: {refused}", file=sys.stderr)
             if not check:
-                return EXIT_FINDING
+                return _done(document, as_json, EXIT_FINDING)
         elif objects is None:
-            print(f"stack {stack}: the chart's objects are not rendered: {why}")
+            say(f"stack {stack}: the chart's objects are not rendered: {why}")
         if chart.kind == "git" and chart.commit is None:
-            print(f"stack {stack}: {chart_source.unpinned_message(stack)}")
+            say(f"stack {stack}: {chart_source.unpinned_message(stack)}")
     else:
-        print(summary(stack, rendered))
+        say(summary(stack, rendered))
     if check:
-        print(
-            f"stack {stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance "
-            "check with the real Helm v3 when the chart is on disk (a few seconds)",
-            file=sys.stderr,
-            flush=True,
+        what = (
+            f"stack {stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance check "
+            "with the real Helm v3 when the chart is on disk"
         )
-        outcome = checks(stack, rendered, chart_dir)
+        with progress.step(what):
+            outcome = checks(stack, rendered, chart_dir)
         for finding in outcome.findings:
             print(f"check: {finding}", file=sys.stderr)
         for name, why in outcome.skipped:
-            print(f"stack {stack}: check skipped: {name}: {why}")
+            say(f"stack {stack}: check skipped: {name}: {why}")
         for name, why in outcome.deferred:
-            print(f"stack {stack}: check deferred: {name}: {why}")
+            say(f"stack {stack}: check deferred: {name}: {why}")
+        document["check"] = {
+            "findings": list(outcome.findings),
+            "skipped": [{"check": name, "why": why} for name, why in outcome.skipped],
+            "deferred": [{"check": name, "why": why} for name, why in outcome.deferred],
+        }
         if outcome.findings:
             print(outcome.last_line(stack), file=sys.stderr)
-            return EXIT_FINDING
-        print(outcome.last_line(stack))
+            return _done(document, as_json, EXIT_FINDING)
+        say(outcome.last_line(stack))
         if outcome.skipped and strict:
             print(f"stack {stack}: --strict: a check that could not run fails the run (exit 3)", file=sys.stderr)
-            return EXIT_SKIPPED
-    return 0
+            return _done(document, as_json, EXIT_SKIPPED)
+    return _done(document, as_json, 0)
+
+
+def _done(document: dict[str, Any], as_json: bool, code: int) -> int:
+    if as_json:
+        print(json.dumps(document, indent=2, default=str))
+    return code
 
 
 def _fetch(stack: str, chart: ChartSource) -> int:
@@ -90,7 +118,8 @@ def _fetch(stack: str, chart: ChartSource) -> int:
         print(f"stack {stack}: {chart_source.unpinned_message(stack)}", file=sys.stderr)
         return EXIT_FINDING
     try:
-        directory = chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+        with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
+            directory = chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     except chart_source.ChartSourceError as error:
         print(f"stack {stack}: {error}", file=sys.stderr)
         return EXIT_FINDING
@@ -102,7 +131,8 @@ def _pin(stack: str, ref: str) -> int:
     from supersonic_interlink.chart.pin import pin_chart
 
     try:
-        commit, path = pin_chart(stack, ref)
+        with progress.step(f"stack {stack}: resolving {ref} and fetching the chart"):
+            commit, path = pin_chart(stack, ref)
     except ConfigError as error:
         _config_problems(stack, error)
         return EXIT_USAGE

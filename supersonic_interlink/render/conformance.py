@@ -560,8 +560,8 @@ def ignored_values(
 
 GUARD_FINDING = (
     "this commit still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap, so it cannot "
-    "load this program's Envoy configuration: pin a commit that has dropped that guard (the change request's "
-    "SuperSONIC #90), and until one is known leave the stack unpinned"
+    "load this program's Envoy configuration: pin a commit that has dropped that guard (42b2b933 is the first "
+    "known one: docs/chart.md)"
 )
 
 

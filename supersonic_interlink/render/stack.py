@@ -133,6 +133,7 @@ def render(
         "generation": settings.generation,
         "generation_chart": chart_dir,
         "secrets": list(secrets),
+        "settings": settings,
     }
 
 
@@ -172,9 +173,13 @@ def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[s
 
 
 def findings(rendered: dict[str, Any]) -> list[str]:
-    from supersonic_interlink.render.checks import envoy_findings, kubernetes_findings
+    from supersonic_interlink.render.checks import envoy_findings, kubernetes_findings, object_findings
 
-    return kubernetes_findings(rendered["manifests"]) + envoy_findings(rendered["envoy"])
+    return (
+        kubernetes_findings(rendered["manifests"])
+        + object_findings(rendered["manifests"], rendered["settings"], schemas=False)
+        + envoy_findings(rendered["envoy"])
+    )
 
 
 def _repository_index_idle_timeout(envoy_yaml: str) -> str:
@@ -318,12 +323,29 @@ def conformance(stack: str, rendered: dict[str, Any], chart_dir: Path | None) ->
     return found
 
 
+def chart_findings(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
+    """The chart's objects, as the release deploys them, through the checks the program's own objects pass; a value
+    refused there named by the stack key that set it. None when the chart is not on disk, or refuses the values
+    (the conformance check then says so)."""
+    from supersonic_interlink.chart.binaries import BinaryError
+    from supersonic_interlink.chart.helm import ChartRenderError
+    from supersonic_interlink.render.checks import object_findings
+
+    try:
+        objects, _ = release_chart_objects(stack, rendered, chart_dir)
+    except (ChartRenderError, BinaryError):
+        return []
+    return object_findings(objects or [], rendered["settings"])
+
+
 def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) -> Outcome:
-    """Every check of ``render --check``: strict Kubernetes schemas, ``envoy --mode validate``, and the chart
-    conformance check when the chart is on disk (skipped, with the reason, when it is not)."""
+    """Every check of ``render --check``: strict Kubernetes schemas, ``envoy --mode validate``, and, when the chart
+    is on disk, the same schemas and the API server's rules over the chart's objects and the chart conformance
+    check (both skipped, with the reason, when it is not)."""
     outcome = Outcome(findings=findings(rendered))
     why = conformance_skipped(stack, rendered, chart_dir)
     if why is None:
+        outcome.findings += chart_findings(stack, rendered, chart_dir)
         outcome.findings += conformance(stack, rendered, chart_dir)
     else:
         outcome.skipped.append((CONFORMANCE, why))

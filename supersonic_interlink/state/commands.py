@@ -210,6 +210,10 @@ def kms_key_id(text: str) -> str:
 
 
 BUCKET_FORM = "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
+RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3")
+"""What S3's general purpose bucket naming rules reserve (access point, Object Lambda and Multi-Region Access
+Point aliases, directory buckets): AWS refuses to create such a bucket, and one by that name is not a bucket."""
 
 
 def bucket_name(text: str) -> str:
@@ -218,6 +222,24 @@ def bucket_name(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: expected {BUCKET_FORM}")
     if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text):
         raise argparse.ArgumentTypeError(f"{text!r} is an IP address, not a bucket name: expected {BUCKET_FORM}")
+    reserved = [p for p in RESERVED_PREFIXES if text.startswith(p)] + [s for s in RESERVED_SUFFIXES if text.endswith(s)]
+    if reserved:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} uses {reserved[0]!r}, which S3 reserves (prefixes {', '.join(RESERVED_PREFIXES)}; suffixes "
+            f"{', '.join(RESERVED_SUFFIXES)}): expected {BUCKET_FORM}, without those"
+        )
+    return text
+
+
+STATE_NAME_FORM = "1 to 100 letters, digits, '-', '_' or '.', not '.' or '..'"
+
+
+def state_name(text: str) -> str:
+    """A stack or project name as it becomes a part of the state object's key (``.pulumi/stacks/<project>/<stack>``):
+    the Pulumi CLI's names (tokens ``ParseStackName``, ``ValidateProjectName``), and never a ``.`` or ``..`` part,
+    which would name another folder of the bucket; refused before any request."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", text, re.ASCII) or text in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Pulumi stack or project name: expected {STATE_NAME_FORM}")
     return text
 
 

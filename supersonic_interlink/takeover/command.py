@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, Settings
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, UnknownGeneration, generation_of_values
 from supersonic_interlink.files import write_text
 from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
@@ -64,6 +64,8 @@ def run(
     chart: Path | None = None,
     out: Path | None = None,
     from_cluster: bool = False,
+    live_manifest: Path | None = None,
+    json: bool = False,
 ) -> int:
     """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     from supersonic_interlink.config.pulumi_config import settings_from_config
@@ -80,7 +82,7 @@ def run(
         return run_steps(stack, settings, check_live=check_live)
     if command == "values":
         assert live is not None, "the parser requires --live"
-        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out)
+        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out, as_json=json)
     return run_objects(
         stack,
         settings,
@@ -90,11 +92,16 @@ def run(
         chart=chart,
         out=out,
         from_cluster=from_cluster,
+        live_manifest=live_manifest,
+        as_json=json,
     )
 
 
-def _report(stack: str, text: str, out: Path | None, findings: str) -> int:
-    """Print or write a report; with ``findings`` (the line that counts them) exit 1."""
+def _report(stack: str, text: str, out: Path | None, findings: str, document: dict[str, Any] | None = None) -> int:
+    """Print or write a report (``document`` as JSON instead of ``text``, when given); with ``findings`` (the line
+    that counts them) exit 1."""
+    if document is not None:
+        text = json.dumps({"stack": stack, **document, "findings": findings}, indent=2, default=str) + "\n"
     if out is not None:
         write_text(out, text)
         print(f"wrote {out}", file=sys.stderr)
@@ -104,6 +111,18 @@ def _report(stack: str, text: str, out: Path | None, findings: str) -> int:
         print(f"stack {stack}: {findings}", file=sys.stderr)
         return EXIT_FINDING
     return EXIT_OK
+
+
+def _manifest_file(path: Path | None, namespace: str) -> list[dict[str, Any]] | None:
+    """The objects of a stored manifest file (``helm get manifest`` output), or None when none is given."""
+    if path is None:
+        return None
+    try:
+        return [o.manifest for o in load_live_objects(path.read_bytes(), str(path), namespace)]
+    except OSError as error:
+        raise Stop(f"--live-manifest {path}: cannot read: {error.strerror}") from None
+    except LiveObjectsError as error:
+        raise Stop(f"--live-manifest {error}") from None
 
 
 def _live_values(live: Path) -> dict[str, Any]:
@@ -137,7 +156,14 @@ def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
 
 
 @_stops
-def run_values(stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]], *, out: Path | None = None) -> int:
+def run_values(
+    stack: str,
+    live: Path,
+    rendered: Callable[[], Mapping[str, Any]],
+    *,
+    out: Path | None = None,
+    as_json: bool = False,
+) -> int:
     """The live values against the stack's: the table, exit 1 on an undeclared or stale difference."""
     comparison = values_diff.compare_values(_live_values(live), rendered()["release"]["values"])
     findings = (
@@ -145,7 +171,8 @@ def run_values(stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]]
         if comparison.has_findings
         else ""
     )
-    return _report(stack, values_diff.markdown(comparison, stack), out, findings)
+    document = values_diff.as_json(comparison) if as_json else None
+    return _report(stack, values_diff.markdown(comparison, stack), out, findings, document)
 
 
 @_stops
@@ -159,11 +186,15 @@ def run_objects(
     chart: Path | None = None,
     out: Path | None = None,
     from_cluster: bool = False,
+    live_manifest: Path | None = None,
+    as_json: bool = False,
 ) -> int:
     """0 when every deletion is explained, 1 on a finding (an unexplained or stale deletion, or the chart refusing
     either side's values), 2 when nothing could be compared. ``rendered`` gives what ``./supersonic render`` renders
     for the stack. With ``from_cluster`` the live values, the objects the chart looks up and, as "before", the
-    release's stored manifest are read from the cluster: the comparison Helm's upgrade makes."""
+    release's stored manifest are read from the cluster: the comparison Helm's upgrade makes; ``live_manifest`` is
+    that manifest from a file. A move of the chart generation needs one of the two: the new chart refuses the old
+    generation's values, so the live side cannot be rendered with it."""
     cluster: LiveRelease | None = None
     if from_cluster:
         try:
@@ -191,9 +222,27 @@ def run_objects(
         chart_dir = chart_directory(stack, settings.release.chart, chart)
     except chart_source.ChartSourceError as error:
         raise Stop(f"stack {stack}: {error}") from None
-    given = objects_diff.sides(Expected.from_rendered(rendered()), live_values, objects)
+    expected = Expected.from_rendered(rendered())
+    given = objects_diff.sides(expected, live_values, objects)
+    stored = cluster.manifest if cluster is not None else _manifest_file(live_manifest, settings.namespace)
     try:
-        before, after = objects_diff.render_sides(chart_dir, given)
+        live_generation = generation_of_values(live_values)
+    except UnknownGeneration:
+        live_generation = expected.generation  # the chart says what is wrong when it renders them
+    moves = live_generation != expected.generation
+    if moves and stored is None:
+        raise Stop(
+            f"stack {stack}: the live values are of the {live_generation.name} chart generation and chart "
+            f"{chart_dir} of the {expected.generation.name} one, which cannot render them: give the live release's "
+            f"stored manifest with --live-manifest FILE (`helm get manifest {settings.release.name} -n "
+            f"{settings.namespace} > FILE`) or read it with --from-cluster"
+        )
+    try:
+        with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):
+            if moves:
+                before, after = list(stored or []), objects_diff.render_side(chart_dir, given, "project")
+            else:
+                before, after = objects_diff.render_sides(chart_dir, given)
     except BinaryError as error:
         raise Stop(f"stack {stack}: cannot render the chart: {error}") from None
     except objects_diff.SideRefused as refused:
@@ -202,30 +251,41 @@ def run_objects(
         f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
         f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
     )
-    if cluster is not None:
+    if stored is not None:
         # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
         # pinned chart: the two agree only if the pinned commit is the live chart.
-        stored = compare_objects(cluster.manifest, before, given.namespace)
-        differing = len(stored.removed) + len(stored.added) + len(stored.changed)
-        before = cluster.manifest
+        where = f"revision {cluster.revision}" if cluster is not None else f"`{live_manifest}`"
         first = (
-            f"Before: the live release's stored manifest (`helm get manifest`, revision {cluster.revision}), "
-            f"what Helm's upgrade compares against. After: chart `{chart_dir}` rendered with this stack's values as "
-            "an upgrade, with the post-renderer. "
-            + (
-                f"**The pinned chart renders the live values differently from the stored manifest in {differing} "
+            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade "
+            f"compares against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with "
+            "the post-renderer. "
+        )
+        if moves:
+            first += (
+                f"**The chart generation moves from {live_generation.name} to {expected.generation.name}**: the "
+                f"upgrade replaces `{live_generation.inference_object_name(given.release_name)}` by "
+                f"`{expected.generation.inference_object_name(given.release_name)}`."
+            )
+        else:
+            differing = compare_objects(stored, before, given.namespace)
+            count = len(differing.removed) + len(differing.added) + len(differing.changed)
+            first += (
+                f"**The pinned chart renders the live values differently from the stored manifest in {count} "
                 "object(s)**: it is not the chart the live release runs (docs/takeover.md, step 1)."
-                if differing
+                if count
                 else "The pinned chart renders the live values exactly as stored: it is the live chart."
             )
-        )
-    comparison = objects_diff.compare(before, after, given.release_name, given.namespace)
+            before = list(stored)
+    declared = objects_diff.EXPECTED_DELETIONS + objects_diff.generation_deletions(live_generation, expected.generation)
+    comparison = objects_diff.compare(before, after, given.release_name, given.namespace, declared)
     findings = (
         f"{len(comparison.unexplained)} unexplained and {len(comparison.stale)} stale deletion(s); see the report"
         if comparison.has_findings
         else ""
     )
-    return _report(stack, objects_diff.markdown(comparison, stack, (first, *given.notes)), out, findings)
+    notes = (first, *given.notes)
+    document = {"notes": list(notes), **objects_diff.as_json(comparison)} if as_json else None
+    return _report(stack, objects_diff.markdown(comparison, stack, notes), out, findings, document)
 
 
 # --------------------------------------------------------------------------------------------- the inputs
@@ -241,7 +301,10 @@ def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
     if chart.kind == "git":
         if chart.commit is None:
             raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
-        return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+        if (chart_source.CACHE_ROOT / chart.commit).is_dir():
+            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))  # verified, not fetched
+        with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
+            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
     if chart.kind == "path":
         on_disk = chart_source.chart_on_disk(chart)
         if on_disk is None:

@@ -28,7 +28,7 @@ from supersonic_interlink.chart.helm import ChartRenderError, render_chart
 from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
 from supersonic_interlink.config.loading import load_outside_yaml
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, Generation
 from supersonic_interlink.objdiff import (
     Change,
     ObjectKey,
@@ -63,6 +63,24 @@ class ExpectedDeletion:
 EXPECTED_DELETIONS: tuple[ExpectedDeletion, ...] = ()
 """None: the takeover changes values, not the set of objects the live release runs, so nothing of it should go.
 A deletion the pinned chart makes is a finding until it is declared here with the reason it is wanted."""
+
+
+
+def generation_deletions(live: Generation, new: Generation) -> tuple[ExpectedDeletion, ...]:
+    """What an upgrade that moves the chart generation deletes on purpose: the old generation's inference-server
+    Deployment and headless Service, which the new chart renders under its own names in the same upgrade."""
+    if live == new:
+        return ()
+    why = (
+        f"The chart generation moves from {live.name} to {new.name}: replaced in the same upgrade by "
+        f"`<release>-{new.inference_component}`. The running inference server and its Slurm job end; clients "
+        "wait for the new one as for a cold start (docs/chart.md, Moving the generation)."
+    )
+    return tuple(
+        ExpectedDeletion(kind, f"{{instance}}-{live.inference_component}", why, group)
+        for kind, group in (("Deployment", "apps"), ("Service", ""))
+    )
+
 
 KEEP_ANNOTATION = ("helm.sh/resource-policy", "keep")
 """An object Helm never deletes, on upgrade or uninstall: it stays, no longer managed by the release."""
@@ -212,33 +230,41 @@ class SideRefused(Exception):
         self.side = side
 
 
+def render_side(
+    chart_dir: Path, given: Sides, side: str, *, post_renderer: Path | None = None
+) -> list[dict[str, Any]]:
+    """One side rendered as an upgrade (``side``: ``live`` or ``project``). Raises ``SideRefused`` or
+    ``BinaryError``."""
+    from supersonic_interlink.components.supersonic_release import POSTRENDER
+
+    values, served, said = (
+        (given.live_values, given.live_served, "the live values")
+        if side == "live"
+        else (given.project_values, given.project_served, "this stack's values")
+    )
+    try:
+        # As an upgrade: the live objects are those of the release's last upgrade (Flux upgrades it on every
+        # change), and the takeover is one.
+        return render_chart(
+            chart_dir,
+            given.release_name,
+            given.namespace,
+            values,
+            served,
+            post_renderer=ROOT / POSTRENDER if post_renderer is None else post_renderer,
+            is_upgrade=True,
+        )
+    except ChartRenderError as error:
+        raise SideRefused(said, str(error)) from None
+
+
 def render_sides(
     chart_dir: Path, given: Sides, *, post_renderer: Path | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(live render, project render), rendered at the same time. Raises ``SideRefused`` or ``BinaryError``."""
-    from supersonic_interlink.components.supersonic_release import POSTRENDER
-
-    executable = ROOT / POSTRENDER if post_renderer is None else post_renderer
-
-    def one(side: str, values: dict[str, Any], served: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        try:
-            # Both as upgrades: the live objects are those of the release's last upgrade (Flux upgrades it on every
-            # change), and the takeover is one.
-            return render_chart(
-                chart_dir,
-                given.release_name,
-                given.namespace,
-                values,
-                served,
-                post_renderer=executable,
-                is_upgrade=True,
-            )
-        except ChartRenderError as error:
-            raise SideRefused(side, str(error)) from None
-
     with ThreadPoolExecutor(max_workers=2) as pool:
-        live = pool.submit(one, "the live values", given.live_values, given.live_served)
-        project = pool.submit(one, "this stack's values", given.project_values, given.project_served)
+        live = pool.submit(render_side, chart_dir, given, "live", post_renderer=post_renderer)
+        project = pool.submit(render_side, chart_dir, given, "project", post_renderer=post_renderer)
         return live.result(), project.result()
 
 
@@ -324,6 +350,17 @@ def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
         diff = text_diff(c.before, c.after)
         lines += [f"`{format_path(c.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff, "```", ""]
     return lines
+
+
+def as_json(comparison: ObjectsComparison) -> dict[str, Any]:
+    """``removed`` is what the upgrade deletes, ``added`` what it creates, ``before`` the live side (docs/json.md)."""
+    return {
+        **comparison.diff.as_json(),
+        "deleted": [{"object": str(d.key), "why": d.why} for d in comparison.deleted],
+        "unexplained": [str(key) for key in comparison.unexplained],
+        "left": [{"object": str(d.key), "why": d.why} for d in comparison.left],
+        "stale": [{"kind": d.kind, "name": d.name, "why": d.why} for d in comparison.stale],
+    }
 
 
 def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str] = ()) -> str:

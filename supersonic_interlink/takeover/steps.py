@@ -8,8 +8,9 @@ with the reasons and the sources behind the order, is docs/takeover.md.
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from supersonic_interlink.components.envoy_config import config_checksum, config_map_name, envoy_config_text
 from supersonic_interlink.components.failed_pod_cleanup import object_name as cleanup_object_name
@@ -20,7 +21,8 @@ from supersonic_interlink.components.supersonic_release import (
 )
 from supersonic_interlink.components.supersonic_release import TYPE as RELEASE_COMPONENT_TYPE
 from supersonic_interlink.config import PROJECT, Settings
-from supersonic_interlink.config.stack_config import ROOT, stack_file
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.stack_config import ROOT, load_stack, stack_file
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.program import RELEASE_COMPONENT
 
@@ -109,7 +111,8 @@ class Step:
 
 
 def steps(a: Adoption) -> list[Step]:
-    """The takeover for one stack, in the order that never uninstalls the release (docs/takeover.md says why)."""
+    """The takeover for one stack, step 0 first, in the order that never uninstalls the release (docs/takeover.md
+    says why)."""
     ns, rel = a.namespace, a.release
     # What the GitOps repository applies for the release today, by the names it gives them: the HelmRelease (the
     # release's name), the HelmChart helm-controller made for it (``<namespace>-<HelmRelease>``, in the
@@ -117,16 +120,36 @@ def steps(a: Adoption) -> list[Step]:
     # ServiceAccount, Role and RoleBinding.
     helm_chart, values_config_map = f"{ns}-{rel}", f"{rel}-config"
     envoy_config_map, pruner = f"{rel}-envoy-config-custom", f"{rel}-pod-pruner"
-    helm = f"helm -n {ns}"
-    kubectl = f"kubectl -n {ns}"
+    helm, kubectl = f"helm -n {ns}", f"kubectl -n {ns}"
     stack_path = stack_file(a.stack).relative_to(ROOT)
     urn = shlex.quote(a.release_urn)
     stack = shlex.quote(a.stack)  # a stack name is checked where it is read; quoted here too, as every printed word
     hr = f"{kubectl} get helmrelease {rel}"
     label = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/"
     owner = f"{label}namespace}} {label}name}}"
+    address = f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"
     reconcile = Do("flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)")
+    preview = Do(f"./supersonic pulumi preview {stack} --diff")
     return [
+        Step(
+            "Log in to the state backend and create the stack (once per stack)",
+            f"The stack {a.stack} in the backend, and the encryptionsalt: line `pulumi stack init` adds to "
+            f"{stack_path} (commit it: every preview decrypts with it); nothing on the cluster.",
+            (
+                Do("pulumi login '<the backend URL: docs/state-backend.md, step 2>'"),
+                Do("export PULUMI_CONFIG_PASSPHRASE='<the stacks' passphrase>'"),
+                Do(f"pulumi stack init {stack} --secrets-provider passphrase   (skip it if pulumi stack ls lists it)"),
+                Do("kubectl config current-context"),
+            ),
+            (
+                f"pulumi stack ls  lists {a.stack};",
+                (
+                    f"the context is the cluster of {ns}, and {kubectl} get secrets -l owner=helm  lists {rel}'s "
+                    "records (every preview reads them)."
+                ),
+            ),
+            (f"pulumi stack rm {stack}   (only while the stack is empty: before step 4)",),
+        ),
         Step(
             "Read what runs today",
             "Nothing (read-only).",
@@ -144,18 +167,19 @@ def steps(a: Adoption) -> list[Step]:
                     f"{kubectl} get configmap/{envoy_config_map} scaledobject/{a.scaled_object} -o yaml "
                     f"> {LIVE_OBJECTS_FILE}"
                 ),
-                Do(f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"),
+                Do(address),
             ),
             (
                 "VERSION ends in +<12 hex>: the first 12 hex digits of the chart commit the release runs;",
-                "the HelmChart's revision (main@sha1:<40 hex>) starts with the same 12: that is the commit to pin",
                 (
+                    "the HelmChart's revision (main@sha1:<40 hex>) starts with the same 12: that is the commit to pin "
                     "(if not, Flux has a newer commit than the release: expand the 12 hex with "
                     "`git rev-parse <12 hex>^{commit}` in a clone of the chart's repository);"
                 ),
                 (
                     "note the HelmChart's namespace, the Kustomization (namespace and name) that applies the "
-                    "HelmRelease, the last deployed revision and the LoadBalancer address."
+                    f"HelmRelease, the last deployed revision and the LoadBalancer address; {LIVE_OBJECTS_FILE} holds "
+                    "the two live objects the chart reads with lookup (step 2 serves them to it)."
                 ),
             ),
             ("Nothing to undo.",),
@@ -172,7 +196,7 @@ def steps(a: Adoption) -> list[Step]:
                     f"--live-object {LIVE_OBJECTS_FILE} > takeover-objects.md"
                 ),
                 Do(f"./supersonic render {stack} --out rendered/{stack} --check"),
-                Do(f"pulumi preview --diff --stack {stack}"),
+                preview,
             ),
             (
                 (
@@ -203,17 +227,18 @@ def steps(a: Adoption) -> list[Step]:
             (
                 (
                     f"{hr} -o jsonpath='{{.spec.suspend}} "
-                    "{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}'  prints: true disabled"
+                    "{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}'  prints: true disabled;"
                 ),
+                f"flux get helmreleases -n {ns}  shows SUSPENDED True.",
             ),
             ("Revert the commit; Flux resumes the release.",),
         ),
         Step(
             "Adopt and upgrade the release",
-            f"One `pulumi up`: the release enters the state (read, unchanged), ConfigMap {a.new_envoy_config_map} "
-            f"is created, one helm upgrade moves {rel} to this project's values, the {a.cleanup_cronjob} objects "
-            "are created.",
-            (Do(f"pulumi up --stack {stack}"),),
+            f"One gated `pulumi up`: the release enters the state (read, unchanged), ConfigMap "
+            f"{a.new_envoy_config_map} is created, one atomic helm upgrade moves {rel} to this project's values (a "
+            f"failure rolls back to the Flux revision), the {a.cleanup_cronjob} objects are created.",
+            (preview, Do(f"./supersonic pulumi up {stack} --yes")),
             (
                 f"{helm} history {rel} --max 2  shows one new revision, deployed;",
                 (
@@ -225,10 +250,7 @@ def steps(a: Adoption) -> list[Step]:
                     f'select(.urn == "{a.release_urn}") | .id\'  prints {a.import_id};'
                 ),
                 f"{kubectl} rollout status deployment/{a.envoy_deployment};",
-                (
-                    f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'  "
-                    "prints the address from step 1;"
-                ),
+                f"{address}  prints the address from step 1;",
                 (
                     f"{kubectl} get scaledobject {a.scaled_object} -o jsonpath='{{.spec.minReplicaCount}}'  still "
                     "prints the live value: the chart keeps the live ScaledObject's minReplicaCount across upgrades "
@@ -236,11 +258,14 @@ def steps(a: Adoption) -> list[Step]:
                 ),
             ),
             (
-                f"pulumi state delete {urn} --stack {stack}   (Pulumi forgets the release; it is not uninstalled)",
+                (
+                    f"pulumi state delete --force {urn} --stack {stack} --yes   (Pulumi forgets the protected release; "
+                    "it is not uninstalled)"
+                ),
                 f"{helm} rollback {rel} <revision from step 1>",
                 (
-                    f"pulumi destroy --stack {stack}   (only after the state delete: with the release in the state, "
-                    "destroy uninstalls it)"
+                    f"pulumi destroy --stack {stack}   (only after the state delete: the Envoy ConfigMap and the "
+                    "cleanup objects; with the release in the state, destroy would uninstall it)"
                 ),
                 "then undo step 3.",
             ),
@@ -259,15 +284,16 @@ def steps(a: Adoption) -> list[Step]:
                 Do(f"kubectl -n <HelmChart namespace from step 1> delete helmchart {helm_chart} --ignore-not-found"),
             ),
             (
-                (f"{hr}  and  {kubectl} get configmap {values_config_map} {envoy_config_map}  report NotFound;"),
+                f"{hr}  and  {kubectl} get configmap {values_config_map} {envoy_config_map}  report NotFound;",
                 f"{helm} status {rel}  still deployed at the revision of step 4;",
-                f"pulumi preview --stack {stack}  shows no changes.",
+                f"./supersonic pulumi preview {stack} --expect-no-changes  exits 0.",
             ),
             ("Revert the GitOps commit: the HelmRelease comes back suspended, the ConfigMaps come back.",),
         ),
         Step(
             "Retire the old pod pruner after the new CronJob has run",
-            f"Flux prunes CronJob, ServiceAccount, Role and RoleBinding {pruner}.",
+            f"Flux prunes CronJob, ServiceAccount, Role and RoleBinding {pruner}; until then both cleaners run, "
+            "which is harmless (both keep the newest Failed pod).",
             (
                 Do(f"{kubectl} get cronjob {a.cleanup_cronjob} -o jsonpath='{{.status.lastSuccessfulTime}}'"),
                 edit(
@@ -289,7 +315,7 @@ def steps(a: Adoption) -> list[Step]:
                     """-p '{"spec":{"minReplicaCount":0}}'"""
                 ),
                 Do(f"{kubectl} get deployment {a.triton_deployment} -o jsonpath='{{.spec.replicas}}'"),
-                Do(f"./supersonic probe {stack}"),
+                Do(f"./supersonic probe {stack}   (from a host that resolves cluster DNS, or docs/probe.md)"),
             ),
             (
                 "the deployment prints 0 before the probe runs (KEDA scales down once nothing is inferring);",
@@ -325,9 +351,45 @@ def format_steps(a: Adoption, plan: Sequence[Step]) -> str:
             f"{'a pinned git commit' if a.chart_pinned else 'not a pinned git commit yet (step 2 pins it)'}."
         ),
     ]
-    for number, step in enumerate(plan, start=1):
+    for number, step in enumerate(plan):
         lines += ["", f"{number}. {step.title}", f"   changes: {step.changes}"]
         lines += [f"   {'$' if action.shell else '-'} {action.text}" for action in step.actions]
         lines += ["   check:"] + [f"     {check}" for check in step.checks]
         lines += ["   undo:"] + [f"     {undo}" for undo in step.undo]
     return "\n".join(lines) + "\n"
+
+
+DOCS = ROOT / "docs" / "takeover.md"
+DOCS_BEGIN = "<!-- made from takeover/steps.py by `.venv/bin/python -m supersonic_interlink.takeover.steps --write` -->"
+DOCS_END = "<!-- end of the steps -->"
+
+
+def markdown_steps(a: Adoption, plan: Sequence[Step]) -> str:
+    """The steps as docs/takeover.md prints them, for ``a``'s stack; edits are ``#`` comments in the command block."""
+    lines: list[str] = []
+    for number, step in enumerate(plan):
+        lines += [f"### {number}. {step.title}", "", f"Changes: {step.changes}", "", "```sh"]
+        lines += [a.text.replace("   (", "   # (", 1) if a.shell else f"# {a.text}" for a in step.actions]
+        lines += ["```", "", "Check:", ""] + [f"- {check}" for check in step.checks]
+        lines += ["", "Undo:", ""] + [f"- {undo}" for undo in step.undo] + [""]
+    return "\n".join(lines)
+
+
+def docs_text(current: str, a: Adoption) -> str:
+    """docs/takeover.md with its steps section made from ``a`` (the hammer stack's names; the Envoy ConfigMap's
+    content hash as ``<hash>``, so a change of the Envoy config does not change the page)."""
+    a = replace(a, new_envoy_config_map=config_map_name(a.release, "<hash>"))
+    head, found, rest = current.partition(DOCS_BEGIN + "\n")
+    _, found_end, tail = rest.partition(DOCS_END)
+    if not (found and found_end):
+        raise ValueError(f"{DOCS.relative_to(ROOT)} lacks the lines {DOCS_BEGIN} and {DOCS_END}")
+    return f"{head}{DOCS_BEGIN}\n\n{markdown_steps(a, steps(a))}\n{DOCS_END}{tail}"
+
+
+if __name__ == "__main__":
+    hammer = load_stack("hammer")
+    wanted = docs_text(DOCS.read_text(), adoption("hammer", settings_from_config(hammer.config, hammer.secret_keys)))
+    if sys.argv[1:] == ["--write"]:
+        DOCS.write_text(wanted)
+    elif DOCS.read_text() != wanted:
+        sys.exit(f"{DOCS.relative_to(ROOT)} is not what steps.py makes; run with --write")

@@ -22,6 +22,7 @@ from supersonic_interlink.objdiff import (
     Change,
     Path,
     changes,
+    changes_json,
     format_path,
     is_under,
     markdown_cell,
@@ -157,7 +158,7 @@ class LiveValuesError(ValueError):
     """The live values file cannot be read as chart values."""
 
 
-def load_live_values(text: bytes | str, source: str) -> dict[str, Any]:
+def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = False) -> dict[str, Any]:
     """Chart values from ``helm get values`` output (with or without ``-o yaml``) or the Flux values ConfigMap.
 
     The ConfigMap may be given whole (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text.
@@ -168,6 +169,12 @@ def load_live_values(text: bytes | str, source: str) -> dict[str, Any]:
         raise LiveValuesError(f"{source}: {error}") from None
     if len(documents) > 1:
         raise LiveValuesError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
+    if not documents and not in_config_map:
+        # `helm get values` prints `null` (or a heading and `null`) for a release without values: an empty file is a
+        # command that failed or a redirect cut short, not a release without values.
+        raise LiveValuesError(
+            f"{source}: empty; expected `helm get values -o yaml` output (a release without values prints null)"
+        )
     document = documents[0] if documents else None
     if document is None:
         return {}
@@ -178,11 +185,20 @@ def load_live_values(text: bytes | str, source: str) -> dict[str, Any]:
         if not isinstance(data, dict) or not isinstance(data.get("values.yaml"), str):
             keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
             raise LiveValuesError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
-        return load_live_values(data["values.yaml"], f"{source} data.values.yaml")
+        return load_live_values(data["values.yaml"], f"{source} data.values.yaml", in_config_map=True)
     # `helm get values` without -o yaml prints this heading line first.
     if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
         document = {k: v for k, v in document.items() if k != "USER-SUPPLIED VALUES"}
     return document
+
+
+def as_json(comparison: ValuesComparison) -> dict[str, Any]:
+    """``before`` is the live value, ``after`` this stack's (docs/json.md)."""
+    return {
+        "deliberate": [{**changes_json([row.change])[0], "why": row.why} for row in comparison.deliberate],
+        "undeclared": changes_json(row.change for row in comparison.undeclared),
+        "stale": [{"path": format_path(d.path), "why": d.why} for d in comparison.stale],
+    }
 
 
 def markdown(comparison: ValuesComparison, stack: str) -> str:

@@ -122,7 +122,7 @@ def run_report(
     for damaged in history.damaged[:DAMAGED_SHOWN]:
         print(damaged.describe(args.file), file=stderr)
     if len(history.damaged) > DAMAGED_SHOWN:
-        print(f"{args.file}: {len(history.damaged) - DAMAGED_SHOWN} more damaged line(s) skipped", file=stderr)
+        print(f"{args.file}: {len(history.damaged) - DAMAGED_SHOWN} more line(s) skipped", file=stderr)
 
     chosen = wake_report.select(history.wakes, args.stack, args.since)
     if not chosen:
@@ -148,7 +148,7 @@ def run_report(
                 print(file=stdout)
             print("\n".join(wake_report.describe(report)), file=stdout)
     if history.damaged and not args.json:
-        print(f"\n{len(history.damaged)} damaged line(s) of {args.file} skipped (listed on stderr)", file=stdout)
+        print(f"\n{len(history.damaged)} line(s) of {args.file} skipped (listed on stderr)", file=stdout)
     if args.png is not None:
         try:
             wake_report.save_png(wake_report.figure(reports), args.png)

@@ -3,8 +3,10 @@
 The history is JSON Lines: one probe's record (``ProbeResult.record()``, the object ``./supersonic probe --json``
 prints) per line, appended by ``./supersonic probe <stack> --record FILE``. Several probes may share one file (a cron
 job and an operator by hand), so an append never interleaves with another or leaves half a line in front of the next
-record; a line that is damaged anyway (a disk that filled up, a copy cut short, a hand edit) is reported with its line
-number and skipped, and the rest of the history still counts.
+record; a line that is damaged anyway (a disk that filled up, a copy cut short, a hand edit), or holds a record that
+cannot be true (a wake longer than its probe, a start before 1970 or in the future), is reported with its line number
+and skipped, and the rest of the history still counts. A record copied twice (same stack, endpoint and start) counts
+once, so a pasted file cannot move the recommended Helm timeout.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS
+from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS, printable
 from supersonic_interlink.wake.probe import OUTCOMES
 
 RECORD_KIND = "probe"
@@ -83,6 +85,7 @@ class Wake:
 
     line: int
     stack: str
+    endpoint: str | None
     started_at: datetime
     outcome: str
     cold: bool | None
@@ -99,12 +102,13 @@ class DamagedLine:
     reason: str
 
     def describe(self, path: Path | str) -> str:
-        return f"{path}:{self.line}: damaged line skipped: {self.reason}"
+        return f"{printable(str(path))}:{self.line}: line skipped: {self.reason}"
 
 
 @dataclass
 class History:
-    """What a history file holds: the probes, the damaged lines, and how many other records were passed over."""
+    """What a history file holds: the probes, the lines skipped (damaged, untrue or repeated), and how many other
+    records were passed over."""
 
     wakes: list[Wake] = field(default_factory=list)
     damaged: list[DamagedLine] = field(default_factory=list)
@@ -117,11 +121,25 @@ class DamagedRecord(ValueError):
 
 
 def parse_time(text: str) -> datetime:
-    """An ISO 8601 time (``2026-05-04T03:00:00.123Z``) or date (``2026-05-04``, midnight UTC), as aware UTC."""
+    """An ISO 8601 time (``2026-05-04T03:00:00.123Z``) or date (``2026-05-04``, midnight UTC), as aware UTC;
+    ValueError for anything else, including a time whose UTC falls outside the years 1 to 9999."""
     value = datetime.fromisoformat(text)
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is in year 0 in UTC
+        raise OutOfRange(f"{text!r} is outside the years 1 to 9999 in UTC") from None
+
+
+class OutOfRange(ValueError):
+    """An ISO 8601 time whose UTC is no ``datetime``."""
+
+
+EARLIEST_START = datetime(1970, 1, 1, tzinfo=UTC)
+"""No probe ran before the Unix epoch: its clock gives seconds since then."""
+CLOCK_SKEW = timedelta(days=1)
+"""How far in the future a record's start may lie: the probe's host clock may run ahead of the reader's."""
 
 
 def _reject_constant(name: str) -> Any:
@@ -168,8 +186,9 @@ _STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
 """The Pulumi CLI's stack names (sdk/go/common/tokens/stack_name.go)."""
 
 
-def wake_from_record(line: int, record: Mapping[str, Any]) -> Wake:
-    """Check a probe record and keep what the report uses; DamagedRecord names the first bad field."""
+def wake_from_record(line: int, record: Mapping[str, Any], *, now: datetime | None = None) -> Wake:
+    """Check a probe record and keep what the report uses; DamagedRecord names the first bad field, or the
+    fields that cannot all be true. ``now``: the reader's clock (a start after it, beyond the skew, is refused)."""
     stack = _text(record, "stack", optional=False)
     if not _STACK_NAME.fullmatch(stack or ""):
         # The report prints the stack on every line: a name with escape codes or a newline could forge output.
@@ -177,8 +196,19 @@ def wake_from_record(line: int, record: Mapping[str, Any]) -> Wake:
     started = _text(record, "started_at", optional=False)
     try:
         started_at = parse_time(started or "")
+    except OutOfRange:
+        raise DamagedRecord(f"started_at = {json.dumps(started)}: outside the years 1 to 9999 in UTC") from None
     except ValueError:
         raise DamagedRecord(f"started_at = {json.dumps(started)}: expected an ISO 8601 time") from None
+    latest = (now or datetime.now(UTC)) + CLOCK_SKEW
+    if not EARLIEST_START <= started_at <= latest:
+        raise DamagedRecord(
+            f"started_at = {json.dumps(started)}: expected a time from {EARLIEST_START:%Y-%m-%d} to "
+            f"{latest:%Y-%m-%dT%H:%M:%SZ} (a day past the reader's clock)"
+        )
+    endpoint = record.get("endpoint")
+    if endpoint is not None and not isinstance(endpoint, str):
+        raise DamagedRecord(f"endpoint = {json.dumps(endpoint)}: expected a string or null")
     outcome = record.get("outcome")
     if outcome not in OUTCOMES:
         raise DamagedRecord(f"outcome = {json.dumps(outcome)}: expected one of {', '.join(OUTCOMES)}")
@@ -186,16 +216,32 @@ def wake_from_record(line: int, record: Mapping[str, Any]) -> Wake:
     if cold is not None and not isinstance(cold, bool):
         raise DamagedRecord(f"cold = {json.dumps(cold)}: expected true, false or null")
     ready_timeout = record.get("ready_timeout_seconds")
-    if ready_timeout is not None and (isinstance(ready_timeout, bool) or not isinstance(ready_timeout, int)):
-        raise DamagedRecord(f"ready_timeout_seconds = {json.dumps(ready_timeout)}: expected a whole number or null")
+    if ready_timeout is not None and (
+        isinstance(ready_timeout, bool)
+        or not isinstance(ready_timeout, int)
+        or not 1 <= ready_timeout <= READY_TIMEOUT_MAX_SECONDS
+    ):
+        # The bounds of scaleFromZero.readyTimeoutSeconds: the probe records the stack's own value.
+        raise DamagedRecord(
+            f"ready_timeout_seconds = {json.dumps(ready_timeout)}: expected a whole number from 1 to "
+            f"{READY_TIMEOUT_MAX_SECONDS} or null"
+        )
+    wake_seconds = _optional_seconds(record, "wake_seconds")
+    elapsed_seconds = _seconds(record, "elapsed_seconds")
+    if wake_seconds is not None and wake_seconds > elapsed_seconds:
+        raise DamagedRecord(
+            f"wake_seconds = {json.dumps(wake_seconds)} is more than elapsed_seconds = {json.dumps(elapsed_seconds)}: "
+            "a wake is part of its probe"
+        )
     return Wake(
         line=line,
         stack=stack or "",
+        endpoint=endpoint,
         started_at=started_at,
         outcome=str(outcome),
         cold=cold,
-        wake_seconds=_optional_seconds(record, "wake_seconds"),
-        elapsed_seconds=_seconds(record, "elapsed_seconds"),
+        wake_seconds=wake_seconds,
+        elapsed_seconds=elapsed_seconds,
         ready_timeout_seconds=ready_timeout,
         grpc_status=_text(record, "grpc_status", optional=True),
     )
@@ -224,9 +270,11 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     return record
 
 
-def parse_lines(lines: Iterable[bytes]) -> History:
+def parse_lines(lines: Iterable[bytes], *, now: datetime | None = None) -> History:
     """Read history lines (numbered from 1); never raises for what a line holds."""
     history = History()
+    now = now or datetime.now(UTC)
+    first_seen: dict[tuple[str, str | None, datetime], int] = {}
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -237,7 +285,11 @@ def parse_lines(lines: Iterable[bytes]) -> History:
             elif record.get("kind") != RECORD_KIND:
                 raise DamagedRecord(f"kind = {json.dumps(record.get('kind'))}: not a probe")
             else:
-                history.wakes.append(wake_from_record(number, record))
+                wake = wake_from_record(number, record, now=now)
+                seen = first_seen.setdefault((wake.stack, wake.endpoint, wake.started_at), number)
+                if seen != number:
+                    raise DamagedRecord(f"a repeat of line {seen} (same stack, endpoint and started_at): counted once")
+                history.wakes.append(wake)
         except DamagedRecord as error:
             history.damaged.append(DamagedLine(number, str(error)))
     return history

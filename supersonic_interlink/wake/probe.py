@@ -88,6 +88,8 @@ def default_endpoint(settings: Settings) -> str:
 
 def parse_endpoint(text: str) -> str:
     """Check ``HOST:PORT`` (``[v6]:PORT`` for IPv6) and return it unchanged; ValueError says what is wrong."""
+    if "://" in text:
+        raise ValueError(f"--endpoint {text!r}: drop the scheme, {text.split('://', 1)[1]!r}: expected HOST:PORT")
     host, sep, port = text.rpartition(":")
     if not sep or not host or host == "[]":
         raise ValueError(f"--endpoint {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8001")
@@ -228,7 +230,22 @@ def describe(result: ProbeResult) -> str:
         return f"{head}: grpc-status {result.grpc_status} after {result.elapsed_seconds:.1f}s{why}: {result.detail}"
     if result.outcome == DEADLINE_EXCEEDED:
         return f"{head}: no answer within the {clock(result.deadline_seconds)} deadline: {result.detail}"
+    if result.outcome == UNREACHABLE:
+        return f"{head}: {result.detail}\n  {reach_hint(result.endpoint)}"
     return f"{head}: {result.detail}"
+
+
+def reach_hint(endpoint: str) -> str:
+    """The next step after an unreachable endpoint: for the in-cluster Service name, a port-forward to it."""
+    host, _, port = endpoint.rpartition(":")
+    in_cluster = re.fullmatch(r"([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local\.?", host)
+    if in_cluster is None:
+        return "check the address, or give Envoy's with --endpoint HOST:PORT"
+    service, namespace = in_cluster.groups()
+    return (
+        f"outside the cluster that name does not resolve: kubectl -n {namespace} port-forward service/{service} "
+        f"{port}:{port}, then --endpoint 127.0.0.1:{port}"
+    )
 
 
 def describe_summary(summary: Mapping[str, Any]) -> str:

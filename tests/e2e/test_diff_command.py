@@ -15,6 +15,8 @@ from chart_fixtures import chart_repository, commit_chart, git, redirect_upstrea
 from e2e_harness import run_supersonic
 from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
 
+from supersonic_interlink.render.stack import render
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 CONFORMING = ROOT / "tests" / "charts" / "conforming"
 
@@ -32,9 +34,11 @@ def test_a_ready_timeout_edit_shows_every_object_it_moves(tmp_path: Path) -> Non
     base = git("rev-parse", "HEAD", cwd=root)
     assert out.startswith(f"stack hammer: base {base[:12]} (merge base with main) -> working tree\n")
     assert "chart objects: compared (rendered with the real Helm v3 on both sides)" in out
-    assert "± ConfigMap/cms/supersonic-interlink-envoy-external-37960a6b42 -> supersonic-interlink-envoy-external-" in (
-        out
-    ), "the content-addressed Envoy ConfigMap is replaced, not shown as an unrelated removal and addition"
+    # The base's Envoy ConfigMap: hammer as it stands, rendered for --chart's generation (both sides are).
+    (old,) = [m for m in render("hammer", chart_dir=CONFORMING)["manifests"] if m["kind"] == "ConfigMap"]
+    assert f"± ConfigMap/cms/{old['metadata']['name']} -> supersonic-interlink-envoy-external-" in out, (
+        "the content-addressed Envoy ConfigMap is replaced, not shown as an unrelated removal and addition"
+    )
     assert "-                         idle_timeout: 1020s\n+                         idle_timeout: 1320s\n" in out, (
         "the RepositoryIndex route timeout, as a line of the Envoy configuration"
     )

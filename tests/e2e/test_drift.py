@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,7 +21,8 @@ from e2e_harness import Project, hammer_like, helm_history, kubectl_json
 from supersonic_interlink import contract
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.drift.check import Observed, Tools, compare, observe, run
-from supersonic_interlink.drift.rbac import reader_role
+from supersonic_interlink.drift.rbac import READER_RULES, missing_right, reader_role
+from supersonic_interlink.drift.release import CannotCheck
 from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART
 from supersonic_interlink.engine.run import Engine
 
@@ -43,9 +45,9 @@ def record(observed: Observed, name: str) -> None:
         Path(directory, f"{name}.json").write_text(json.dumps(observed.as_json(), indent=1, sort_keys=True) + "\n")
 
 
-def reader_env(project: Project) -> dict[str, str]:
-    """The project's environment with a kubeconfig whose user is a ServiceAccount bound to the drift check's Role."""
-    name = "drift-reader"
+def reader_env(project: Project, name: str = "drift-reader", rules: list[Any] | None = None) -> dict[str, str]:
+    """The project's environment with a kubeconfig whose user is a ServiceAccount bound to the drift check's Role
+    (or to ``rules``)."""
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NAMESPACE}}
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -54,14 +56,15 @@ def reader_env(project: Project) -> dict[str, str]:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}],
     }
-    documents = {"apiVersion": "v1", "kind": "List", "items": [account, reader_role(name, NAMESPACE), binding]}
+    role = reader_role(name, NAMESPACE) if rules is None else {**reader_role(name, NAMESPACE), "rules": rules}
+    documents = {"apiVersion": "v1", "kind": "List", "items": [account, role, binding]}
     project.cluster.kubectl("apply", "-f", "-", input_text=json.dumps(documents))
     token = project.cluster.kubectl("-n", NAMESPACE, "create", "token", name).stdout.strip()
     config = yaml.safe_load(project.cluster.kubeconfig.read_text())
     config["users"] = [{"name": name, "user": {"token": token}}]
     for context in config["contexts"]:
         context["context"]["user"] = name
-    path = project.directory / "reader.kubeconfig"
+    path = project.directory / f"{name}.kubeconfig"
     path.write_text(yaml.safe_dump(config))
     return {**project.env, "KUBECONFIG": str(path)}
 
@@ -112,6 +115,12 @@ def test_kubectl_drift_is_reported_by_field_and_nothing_else_then_corrected(proj
     reader = reader_env(project)
     as_reader = compare(observe(Engine(STACK, work_dir=project.directory, env=reader, log=print), Tools(reader)))
     assert [(r.object, r.field) for r in as_reader.rows] == [(r.object, r.field) for r in drifted.rows]
+    # With the preview's read-only rights (no patch), the check stops on one line naming the right missing.
+    read_only = reader_env(project, "drift-read-only", [r for r in READER_RULES if "patch" not in r["verbs"]])
+    with pytest.raises(CannotCheck) as refused:
+        observe(Engine(STACK, work_dir=project.directory, env=read_only, log=print), Tools(read_only))
+    line = missing_right(str(refused.value)) or str(refused.value)
+    assert line.startswith("the credential may not patch ") and f"in namespace {NAMESPACE}: bind" in line, line
     found = {(row.part, row.object, row.field): (row.expected, row.live) for row in drifted.rows}
     assert set(found) == {
         (RELEASE_PART, f"Deployment/{ENVOY}", f"spec.template.spec.containers[name={CHART.envoy_container}].image"),

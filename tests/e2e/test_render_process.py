@@ -46,3 +46,13 @@ def test_rendering_is_byte_identical_across_interpreters(tmp_path: Path) -> None
         assert result.returncode == 0, result.stderr
         digests.append({path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(out.iterdir())})
     assert len(digests[0]) == 3 and digests[0] == digests[1]
+
+
+def test_an_out_path_the_terminal_encoding_cannot_show_is_printed_escaped(tmp_path: Path) -> None:
+    """PYTHONIOENCODING=ascii and a non-ASCII --out: the files are written and the path printed escaped, where
+    stdout's strict encoding gave a UnicodeEncodeError traceback after the first file."""
+    out = tmp_path / "ümlaut"
+    result = run_supersonic("render", "hammer", "--out", str(out), env={"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert f"wrote {tmp_path}/\\xfcmlaut/manifests.yaml" in result.stdout, result.stdout
+    assert sorted(path.name for path in out.iterdir()) == ["envoy.yaml", "manifests.yaml", "release.yaml"]

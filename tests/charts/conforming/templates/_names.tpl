@@ -1,10 +1,10 @@
 {{- define "fixture.name" -}}{{ .Values.nameOverride | default .Release.Name }}{{- end -}}
-{{- /* The chart generation: the inference server's values block and component (the inference-server overlay
-       renames both, as SuperSONIC's rename does). */}}
-{{- define "fixture.inferenceKey" -}}triton{{- end -}}
-{{- define "fixture.inferenceComponent" -}}triton{{- end -}}
 {{- define "fixture.triton" -}}{{ include "fixture.name" . }}-{{ include "fixture.inferenceComponent" . }}{{- end -}}
 {{- define "fixture.envoy" -}}{{ include "fixture.name" . }}-envoy{{- end -}}
+{{- /* The Envoy clusters the generated configuration and the Lua filter share: triton_grpc_service and
+       triton_admission, inference_server_grpc_service and inference_server_admission. */}}
+{{- define "fixture.inferenceCluster" -}}{{ include "fixture.inferenceComponent" . | replace "-" "_" }}_grpc_service{{- end -}}
+{{- define "fixture.admissionCluster" -}}{{ include "fixture.inferenceComponent" . | replace "-" "_" }}_admission{{- end -}}
 {{- define "fixture.labels" -}}
 app.kubernetes.io/name: {{ .root.Chart.Name }}
 app.kubernetes.io/instance: {{ include "fixture.name" .root }}

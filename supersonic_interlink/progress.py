@@ -1,0 +1,21 @@
+"""One line when a long step starts and one with its elapsed time when it ends, on standard error (standard output
+stays the verb's result): a chart fetch, a side of a diff, the takeover's Helm renders, render's checks."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def step(what: str) -> Iterator[None]:
+    started = time.monotonic()
+    print(f"{what} ...", file=sys.stderr, flush=True)
+    try:
+        yield
+    except BaseException:
+        print(f"{what}: stopped after {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        raise
+    print(f"{what}: done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)

@@ -1,0 +1,162 @@
+"""The chart's own scale-from-zero parts, run by the rehearsal: its Lua filter in the real Envoy and its admission
+sidecar as a process against the local API server.
+
+``filled_lua(chart, settings)``
+    ``cfg/envoy-filter.lua`` with the placeholders the chart fills in (SuperSONIC 42b2b933,
+    ``templates/envoy/configmaps.yaml``, in its order), from the stack's values: the admission metric (the stack's
+    ``serverLoad.metric``) and threshold quoted, Prometheus' scheme, host and port, ``SCALE_FROM_ZERO_ENABLED``
+    true, ``READY_TIMEOUT_SECONDS``, and ``PROMETHEUS_RATE_LIMIT_ENABLED`` false (this program never enables the
+    chart's rate limiter).
+``admission_running(cluster, settings, chart, directory)``
+    ``cfg/admission-server.py`` run by this Python, with the interface the sidecar reads (``cfg/admission-server.py``
+    at c292baf1 and db73925, and the Envoy Deployment's env at 009ed995 and db73925): ``GPU_DEPLOYMENT``,
+    ``SCALEDOBJECT_NAME``, ``IDLE_MIN_REPLICAS``, ``HOLD_MIN_REPLICAS_SECONDS``, ``LISTEN_PORT``, the API server at
+    ``KUBERNETES_SERVICE_HOST``/``PORT``, and the ServiceAccount's ``token``, ``ca.crt`` and ``namespace`` files. The
+    sidecar reads those files at the fixed in-pod path ``ACCOUNT_DIR``; the copy that runs has that one path
+    replaced by a directory holding a token the API server issued for a ServiceAccount bound to the chart's Role,
+    and the API server's CA.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from supersonic_interlink.config import Settings
+from supersonic_interlink.contract import CHART
+from supersonic_interlink.engine.cluster import (
+    LOOPBACK,
+    LocalCluster,
+    free_port,
+    start_process,
+    stop_process,
+    wait_until,
+)
+
+LUA_FILE = "cfg/envoy-filter.lua"
+ADMISSION_FILE = "cfg/admission-server.py"
+ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+START_TIMEOUT_SECONDS = 20.0
+
+
+class ChartPartError(ValueError):
+    """The chart has no such file, or one the rehearsal cannot run; the message names the file."""
+
+
+def chart_file(chart: Path, name: str) -> Path:
+    path = chart / name
+    if not path.is_file():
+        raise ChartPartError(f"the chart {chart} has no {name}, which its scale from zero runs")
+    return path
+
+
+def filled_lua(chart: Path, settings: Settings) -> str:
+    """See the module's docstring."""
+    prometheus = settings.prometheus
+    fills = (
+        ("SERVER_LOAD_METRIC", json.dumps(settings.serverLoad.metric)),
+        # supersonic.admissionThreshold (_scaling-metric.tpl at 42b2b933): serverAdmissionThreshold, default 3; this
+        # program never sets it (and the rate limiter that reads it is off).
+        ("SERVER_LOAD_THRESHOLD", json.dumps("3")),
+        ("PROMETHEUS_SCHEME", prometheus.scheme),
+        ("PROMETHEUS_HOST", prometheus.url),
+        ("PROMETHEUS_PORT", str(prometheus.port)),
+        ("SCALE_FROM_ZERO_ENABLED", "true"),
+        ("READY_TIMEOUT_SECONDS", str(settings.scaleFromZero.readyTimeoutSeconds)),
+        ("PROMETHEUS_RATE_LIMIT_ENABLED", "false"),
+    )
+    text = chart_file(chart, LUA_FILE).read_text()
+    for placeholder, value in fills:
+        text = text.replace(placeholder, value)
+    return text
+
+
+def admission_rbac(settings: Settings, account: str) -> list[dict]:
+    """The sidecar's ServiceAccount, Role and RoleBinding as the chart renders them (``templates/envoy/admission.yaml``
+    at 42b2b933): scale only the inference Deployment, patch only the release's ScaledObject."""
+    release, rbac = settings.release.name, "rbac.authorization.k8s.io"
+    meta = {"name": account, "namespace": settings.namespace}
+    targets = [("apps", "deployments/scale", settings.generation.inference_object_name(release))]
+    targets.append(("keda.sh", "scaledobjects", CHART.scaled_object_name(release)))
+    rules = [
+        {"apiGroups": [g], "resources": [r], "resourceNames": [n], "verbs": ["get", "patch", "update"]}
+        for g, r, n in targets
+    ]
+    subject = {"kind": "ServiceAccount", **meta}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": meta, "rules": rules},
+        {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": meta, "subjects": [subject],
+         "roleRef": {"apiGroup": rbac, "kind": "Role", "name": account}},
+    ]  # fmt: skip
+
+
+@dataclass
+class AdmissionProcess:
+    port: int
+    script: Path
+    """The chart's file that runs (the copy beside the log has only ``ACCOUNT_DIR`` replaced)."""
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def admission_running(
+    cluster: LocalCluster, settings: Settings, chart: Path, directory: Path
+) -> Iterator[AdmissionProcess]:
+    """See the module's docstring; stops the process when the block ends."""
+    script = chart_file(chart, ADMISSION_FILE)
+    code = script.read_text()
+    if ACCOUNT_DIR not in code:
+        raise ChartPartError(f"{script} does not read the ServiceAccount at {ACCOUNT_DIR}: the rehearsal cannot run it")
+    account = CHART.envoy_object_name(settings.release.name)
+    namespace = settings.namespace
+    cluster.kubectl(
+        "apply", "-f", "-", input_text="\n---\n".join(json.dumps(d) for d in admission_rbac(settings, account))
+    )
+    files = directory / "serviceaccount"
+    files.mkdir(parents=True, exist_ok=True)
+    token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=24h").stdout.strip()
+    (files / "token").write_text(token)
+    (files / "namespace").write_text(namespace)
+    shutil.copyfile(cluster.pki / "apiserver.crt", files / "ca.crt")
+    runnable = directory / "admission-server.py"
+    runnable.write_text(code.replace(ACCOUNT_DIR, str(files)))
+    server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    host, _, port = server.removeprefix("https://").rpartition(":")
+    listen = free_port()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "GPU_DEPLOYMENT": settings.generation.inference_object_name(settings.release.name),
+        "SCALEDOBJECT_NAME": CHART.scaled_object_name(settings.release.name),
+        "IDLE_MIN_REPLICAS": str(settings.keda.minReplicaCount),
+        "HOLD_MIN_REPLICAS_SECONDS": str(settings.scaleFromZero.holdMinReplicasSeconds),
+        "LISTEN_PORT": str(listen),
+    }
+    log_path = directory / "admission.log"
+    process = start_process([sys.executable, "-u", str(runnable)], log_path, env=env)
+    try:
+
+        def healthy() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://{LOOPBACK}:{listen}/health", timeout=1) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        wait_until(healthy, START_TIMEOUT_SECONDS, f"{script} to answer /health", log_file=log_path, process=process)
+        yield AdmissionProcess(listen, script, log_path)
+    finally:
+        stop_process(process)

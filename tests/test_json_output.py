@@ -1,0 +1,93 @@
+"""``--json`` of render, diff and takeover values|objects: one document on stdout whose keys are the ones
+docs/json.md documents, the verb's exit code, and on bad input exit 2 with nothing on stdout."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from cli_runner import run_cli
+from test_objects_diff import LIVE_SCALED_OBJECT, OLD_ENVOY_CONFIG_MAP, fixture_chart, live_objects_file
+
+from supersonic_interlink.contract import NEWEST, TRITON
+from supersonic_interlink.diff import report, sides
+
+ROOT = Path(__file__).resolve().parent.parent
+LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
+
+
+def documented_keys(verb: str) -> list[str]:
+    section = (ROOT / "docs" / "json.md").read_text().split(f"### `{verb} --json`", 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
+
+
+def test_render_json_is_the_documented_document_and_nothing_else(tmp_path: Path) -> None:
+    done = run_cli("render", "hammer", "--json", "--out", str(tmp_path / "out"), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert list(document) == documented_keys("render")
+    assert document["generation"] == NEWEST.name and document["release"]["namespace"] == "cms"
+    assert document["written"] == [
+        str(tmp_path / "out" / name) for name in ("manifests.yaml", "release.yaml", "envoy.yaml")
+    ]
+    assert "wrote " in done.stderr, "the text form's lines go to stderr"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["render", "nosuch", "--json"],
+        ["takeover", "values", "hammer", "--json", "--live", "nope.yaml"],
+        ["takeover", "objects", "hammer", "--json", "--live", "nope.yaml"],
+        ["diff", "hammer", "--json", "--markdown"],
+    ],
+)
+def test_bad_input_with_json_exits_2_with_nothing_on_stdout(argv: list[str]) -> None:
+    done = run_cli(*argv, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.strip() and "Traceback" not in done.stderr
+
+
+def test_takeover_values_json_is_the_documented_document() -> None:
+    done = run_cli("takeover", "values", "hammer", "--live", str(LIVE_VALUES), "--json", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert list(document) == documented_keys("takeover values")
+    row = next(r for r in document["deliberate"] if r["path"] == "keda.minReplicaCount")
+    assert row == {"path": "keda.minReplicaCount", "after": 0, "why": row["why"]} and row["why"], (
+        "the live release does not set it: no 'before' at all, not null"
+    )
+
+
+def test_takeover_objects_json_is_the_documented_document(tmp_path: Path) -> None:
+    objects = live_objects_file(tmp_path, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    chart = fixture_chart("conforming", tmp_path)
+    argv = ["objects", "hammer", "--live", str(LIVE_VALUES), "--live-object", str(objects), "--chart", str(chart)]
+    done = run_cli("takeover", *argv, "--json", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert list(document) == documented_keys("takeover objects")
+    assert document["added"] == ["ConfigMap/cms/supersonic-interlink-lua-config"] and document["removed"] == []
+    assert "Deployment.apps/cms/supersonic-interlink-envoy" in [c["object"] for c in document["changed"]]
+
+
+def test_diff_json_is_the_documented_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sides, "resolve", lambda ref: "0" * 40)
+    release = {"apiVersion": "helm.sh/v3", "kind": "Release", "metadata": {"name": "r", "namespace": "cms"}}
+    before = sides.Side("base", objects=[{**release, "values": {"a": 1}}], generation=TRITON.name)
+    after = sides.Side("working tree", objects=[{**release, "values": {"a": 2, "b": None}}], generation=TRITON.name)
+    monkeypatch.setattr(sides, "base", lambda *args: before)
+    monkeypatch.setattr(sides, "working_tree", lambda *args: after)
+    done = run_cli("diff", "hammer", "--base", "main", "--json", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert list(document) == documented_keys("diff")
+    assert document["changed"] == [
+        {
+            "object": "Release.helm.sh/cms/r",
+            "changes": [{"path": "values.a", "before": 1, "after": 2}, {"path": "values.b", "after": None}],
+        }
+    ], "a key only one side has leaves the other out; an explicit null stays null"
+    assert document == json.loads(json.dumps(report.as_json(report.diff_stack("hammer", "main"))))

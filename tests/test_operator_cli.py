@@ -1,0 +1,232 @@
+"""Which Pulumi CLI and Kubernetes provider ``./supersonic pulumi`` and ``drift`` run: the operator's own first, in
+the supported range, the provider at exactly the SDK's version; a Go build only where none is found."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from supersonic_interlink.cli import drift as drift_cli
+from supersonic_interlink.cli import pulumi as pulumi_cli
+from supersonic_interlink.engine import installed, toolchain
+from supersonic_interlink.engine.run import Engine
+
+ROOT = Path(__file__).resolve().parent.parent
+PROVIDER_VERSION = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
+
+
+def fake_cli(directory: Path, version: str, name: str = "pulumi") -> Path:
+    """A stand-in for a Pulumi CLI that answers ``pulumi version`` as the real one does."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cli = directory / name
+    cli.write_text(f"#!/bin/sh\n[ \"$1\" = version ] && echo '{version}'\n")
+    cli.chmod(0o755)
+    return cli
+
+
+def install_plugin(home: Path, version: str) -> Path:
+    """What ``pulumi plugin install resource kubernetes <version>`` leaves in ``home``."""
+    directory = home / "plugins" / f"resource-kubernetes-{version}"
+    directory.mkdir(parents=True)
+    (directory / "pulumi-resource-kubernetes").write_text("#!/bin/sh\n")
+    return directory
+
+
+@pytest.fixture
+def nothing_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
+    """An empty toolchain cache; each build asked for is recorded instead of run."""
+    monkeypatch.setenv("SUPERSONIC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(installed.CLI_ENV, raising=False)
+    asked: list[list[str]] = []
+
+    def ensure(names: list[str], *, log: object = None) -> dict[str, Path]:
+        asked.append(names)
+        return {name: toolchain.path(name) for name in names}
+
+    monkeypatch.setattr(toolchain, "ensure", ensure)
+    return asked
+
+
+def test_the_pulumi_on_path_is_run_when_its_version_is_supported(tmp_path: Path, nothing_built: list) -> None:
+    cli = fake_cli(tmp_path / "bin", "v3.274.1")
+    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "bin")})
+    assert (found.path, found.version, found.origin, build) == (cli, "v3.274.1", "on PATH", False)
+    assert nothing_built == [], "an installed CLI is never built"
+
+
+def test_the_named_cli_comes_before_pulumi_cli_and_path(tmp_path: Path, nothing_built: list) -> None:
+    fake_cli(tmp_path / "path", "v3.200.0")
+    from_env = fake_cli(tmp_path / "env", "v3.187.0", name="pulumi-3.187")
+    named = fake_cli(tmp_path / "named", "v3.274.1", name="my-pulumi")
+    env = {"PATH": str(tmp_path / "path"), installed.CLI_ENV: str(from_env)}
+    assert installed.find_cli(str(named), env)[0].origin == "--pulumi"
+    assert installed.find_cli(None, env)[0] == installed.Found(from_env, "v3.187.0", installed.CLI_ENV)
+
+
+@pytest.mark.parametrize("version", ["v3.186.0", "v3.275.0", "v2.0.0", ""])
+def test_a_cli_outside_the_range_is_refused_in_one_line_saying_what_to_install(
+    tmp_path: Path, nothing_built: list, version: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    cli = fake_cli(tmp_path / "bin", version)
+    fake_cli(tmp_path / "good", "v3.274.1")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{tmp_path / 'good'}:/usr/bin:/bin")
+    assert pulumi_cli.main(["preview", "hammer"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    said = f"reports version '{version}'" if version else "reports no version"
+    assert f"pulumi CLI {cli} (on PATH) {said}, outside the supported v3.187.0 to v3.274.1" in err
+    assert "install the Pulumi CLI v3.274.1" in err and "--pulumi PATH or PULUMI_CLI" in err
+    assert nothing_built == [], "a refused CLI is not passed over for a build, nor for the next on PATH"
+
+
+def test_drift_takes_the_same_cli_flag_and_refuses_the_same_way(
+    tmp_path: Path, nothing_built: list, capsys: pytest.CaptureFixture
+) -> None:
+    old = fake_cli(tmp_path / "bin", "v3.100.0")
+    assert drift_cli.main(["hammer", "--pulumi", str(old)]) == 2
+    assert f"pulumi CLI {old} (--pulumi) reports version 'v3.100.0', outside" in capsys.readouterr().err
+
+
+def test_with_no_cli_anywhere_it_is_built_and_the_run_says_so(tmp_path: Path, nothing_built: list) -> None:
+    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "empty")})
+    assert build and found.path == toolchain.path("pulumi")
+    assert found.origin == "none on PATH, PULUMI_CLI or --pulumi: building it from Go modules"
+
+
+def test_the_provider_is_the_plugin_pulumi_plugin_install_put_in_pulumi_home(
+    tmp_path: Path, nothing_built: list
+) -> None:
+    directory = install_plugin(tmp_path / "home", PROVIDER_VERSION)
+    found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
+    assert (found.path, found.origin, source) == (directory / "pulumi-resource-kubernetes", "installed plugin", None)
+
+
+def test_a_half_installed_plugin_does_not_count(tmp_path: Path, nothing_built: list) -> None:
+    directory = install_plugin(tmp_path / "home", PROVIDER_VERSION)
+    Path(f"{directory}.partial").touch()
+    found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
+    assert source == toolchain.path("pulumi-resource-kubernetes"), "built and installed again, as the CLI would"
+    assert "building it from Go modules" in found.origin
+
+
+def test_a_provider_of_another_version_is_refused_naming_the_install_command(
+    tmp_path: Path, nothing_built: list
+) -> None:
+    install_plugin(tmp_path / "home", "v4.30.0")
+    with pytest.raises(installed.Unusable) as refused:
+        installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
+    said = "is resource-kubernetes-v4.30.0, but this project's SDK (pulumi-kubernetes==4.25.0) runs exactly v4.25.0"
+    assert said in str(refused.value)
+    assert str(refused.value).endswith(f"pulumi plugin install resource kubernetes {PROVIDER_VERSION}")
+    assert nothing_built == []
+
+
+def test_the_operators_own_plugin_is_installed_into_another_pulumi_home(
+    tmp_path: Path, nothing_built: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "operator"))
+    own = install_plugin(tmp_path / "operator" / ".pulumi", PROVIDER_VERSION)
+    found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "cluster-home")})
+    assert source == own / "pulumi-resource-kubernetes", "installed from the operator's file, not built"
+    assert found.path.is_relative_to(tmp_path / "cluster-home")
+
+
+def test_the_first_line_names_the_cli_and_provider_with_versions_and_origins(
+    tmp_path: Path, nothing_built: list
+) -> None:
+    cli = fake_cli(tmp_path / "bin", "v3.274.1")
+    plugin = install_plugin(tmp_path / "home", PROVIDER_VERSION)
+    lines: list[str] = []
+    env = {"PATH": str(tmp_path / "bin"), "PULUMI_HOME": str(tmp_path / "home")}
+    engine = Engine("hammer", env=env, log=lines.append)
+    command = engine._pulumi_command(engine._environment())
+    assert lines == [
+        (
+            f"engine: pulumi CLI v3.274.1 (on PATH: {cli}); kubernetes provider {PROVIDER_VERSION} "
+            f"(installed plugin: {plugin / 'pulumi-resource-kubernetes'})"
+        )
+    ]
+    assert (command.command, str(command.version)) == (str(cli), "3.274.1"), "the Automation API runs that CLI"
+    assert nothing_built == []
+
+
+def test_the_supported_top_is_the_cli_the_toolchain_builds_and_the_workflows_install() -> None:
+    top = "v" + ".".join(map(str, installed.SUPPORTED[1]))
+    assert toolchain.version(toolchain.build_for("pulumi")) == top
+    pinned = re.search(r"^pulumi-kubernetes==(\S+)$", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
+    assert pinned
+    for workflow in ("pull-request.yml", "drift.yml"):
+        document = yaml.safe_load((ROOT / ".github" / "workflows" / workflow).read_text())
+        job = document["jobs"]["preview" if workflow == "pull-request.yml" else "drift"]
+        installs = [s for s in job["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
+        versions = [s["with"]["pulumi-version"] for s in installs]
+        assert versions == [top.removeprefix("v")], f"{workflow} installs the CLI the project is tested with"
+        runs = "\n".join(s.get("run", "") for s in job["steps"])
+        assert f"pulumi plugin install resource kubernetes v{pinned[1]}\n" in runs, "the provider at the SDK's version"
+
+
+def test_pulumi_yaml_needs_object_defaults_which_is_what_sets_the_lowest_version() -> None:
+    # SUPPORTED[0] is 3.187.0 because Pulumi.yaml declares object keys with object defaults: if it stopped doing
+    # so, the floor could go down, and this says to look again.
+    config = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    assert any(v.get("type") == "object" and isinstance(v.get("default"), dict) for v in config.values())
+    assert installed.SUPPORTED[0] == (3, 187, 0)
+
+
+def test_a_wait_on_another_build_says_whose_lock_and_since_when(tmp_path: Path) -> None:
+    lock = tmp_path / "pulumi.lock"
+    held, release = threading.Event(), threading.Event()
+    lines: list[str] = []
+
+    def holder() -> None:
+        with toolchain._locked(lock, "pulumi", lines.append):
+            held.set()
+            release.wait(30)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert held.wait(30)
+
+    def waiter() -> None:
+        with toolchain._locked(lock, "pulumi", lines.append):
+            lines.append("the second build has the lock")
+
+    second = threading.Thread(target=waiter)
+    second.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not lines and time.monotonic() < deadline:  # the waiter says so before it blocks
+            second.join(0.01)
+        assert second.is_alive(), "the second build waits while the first holds the lock"
+    finally:
+        release.set()
+        first.join(30)
+        second.join(30)
+    assert lines[1] == "the second build has the lock", lines
+    assert re.fullmatch(
+        rf"toolchain: waiting for another build of pulumi: {re.escape(str(lock))} is held by pid \d+ on \S+ since "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC",
+        lines[0],
+    ), lines
+
+
+def test_a_compile_says_how_far_it_is_and_how_long_it_took(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    go = tmp_path / "go"
+    go.write_text('#!/bin/sh\nfor p in a b c; do echo "example.com/$p" >&2; done\n')
+    go.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setattr(toolchain, "PROGRESS_SECONDS", 0.0)
+    lines: list[str] = []
+    toolchain._compile(["build", "-v", "."], tmp_path, "go build of x", lines.append)
+    assert lines[:3] == [f"toolchain: go build of x: {n} packages compiled so far, 0m00s" for n in (1, 2, 3)]
+    assert lines[3] == "toolchain: go build of x: 3 packages compiled in 0m00s"
+    go.write_text("#!/bin/sh\necho 'cannot find module' >&2\nexit 1\n")
+    with pytest.raises(
+        toolchain.ToolchainError, match=r"go build of x failed \(exit 1\); rerun to retry:\ncannot find"
+    ):
+        toolchain._compile(["build"], tmp_path, "go build of x", lines.append)
