@@ -65,7 +65,7 @@ def test_the_operators_cli_previews_and_applies_a_relative_path_chart_and_builds
     root = project_copy(tmp_path)
     shutil.copytree(chart, root / "charts" / "e2e")
     config = hammer_like(NAMESPACE, RELEASE, Path("charts/e2e"))
-    assert config["supersonic-interlink:release"]["chart"] == {"path": "charts/e2e"}, "relative, as docs/config.md allows"
+    assert config["supersonic-interlink:release"]["chart"] == {"path": "charts/e2e"}, "relative, as allowed"
     (root / "stacks" / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump({"config": config}, sort_keys=False))
     cluster.kubectl("create", "namespace", NAMESPACE)
     env = operator_machine(tmp_path, cluster)
