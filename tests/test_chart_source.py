@@ -257,7 +257,7 @@ def test_git_itself_is_the_one_here() -> None:
     assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
 
 
-# --------------------------------------------------------------------------------------------- the external-config guard
+# --------------------------------------------------------------------------------------------- the guard
 
 GUARDED = "098d4a6c1411d22a748e7a7de4ff30eea10bf32d"
 

@@ -16,7 +16,7 @@ from supersonic_interlink.render.conformance import generated_config_findings
 
 # What 42b2b933 generates for the hammer stack's values with load_from_configmap false (scale from zero on, no auth,
 # no rate limiter, readyTimeoutSeconds 900, grpc_route_timeout 0s, loadBalancerPolicy ROUND_ROBIN).
-GENERATED_AT_42B2B933 = """
+GENERATED_AT_42B2B933 = r"""
 admin:
   access_log:
     - name: envoy.access_loggers.file
@@ -32,7 +32,8 @@ static_resources:
         - filters:
             - name: envoy.filters.network.http_connection_manager
               typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.\
+                  HttpConnectionManager"
                 generate_request_id: true
                 stat_prefix: ingress_grpc
                 codec_type: AUTO

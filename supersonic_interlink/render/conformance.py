@@ -394,8 +394,8 @@ def envoy_parts(config: Any) -> dict[str, Any]:
     resources = config.get("static_resources") or {}
     parts: dict[str, Any] = {"admin": config.get("admin", ABSENT), "listeners": {}, "routes": {}, "http_filters": {}}
     filter_order: list[str] = []
-    for listener in resources.get("listeners") or []:
-        listener = dict(listener)
+    for written in resources.get("listeners") or []:
+        listener = dict(written)
         chains = listener.pop("filter_chains", None) or []
         managers = [f for chain in chains for f in chain.get("filters") or [] if "typed_config" in f]
         manager = dict((managers[0] if managers else {}).get("typed_config") or {})
@@ -431,16 +431,25 @@ def generated_config_findings(generated: Any, computed: Any, generation: Generat
         )
     singular = {"listeners": "listener", "routes": "route", "http_filters": "HTTP filter", "clusters": "cluster"}
     for part in ("admin", *singular):
-        elements = {"": (theirs[part], ours[part])} if part == "admin" else {
-            key: (theirs[part].get(key, ABSENT), ours[part].get(key, ABSENT)) for key in {**theirs[part], **ours[part]}
-        }
+        elements = (
+            {"": (theirs[part], ours[part])}
+            if part == "admin"
+            else {
+                key: (theirs[part].get(key, ABSENT), ours[part].get(key, ABSENT))
+                for key in {**theirs[part], **ours[part]}
+            }
+        )
         for key, (before, after) in elements.items():
             place = (part, key) if key else (part,)
             name = f"{singular[part]} {key}" if key else part
             if any(is_under(place, declared) for declared in additions):
                 continue
             if before is ABSENT or after is ABSENT:
-                found.append(f"the Envoy configuration {'adds' if before is ABSENT else 'lacks'} the chart's {name}")
+                found.append(
+                    f"the Envoy configuration has {name}, which the chart does not generate"
+                    if before is ABSENT
+                    else f"the Envoy configuration lacks the chart's {name}"
+                )
                 continue
             fields = [
                 f"{format_path(change.path)} (chart: {format_value(change.before)}, this stack: "
@@ -633,8 +642,10 @@ def check(
         findings = contract_findings(objects, expected)
         if _section(expected.values, "scaleFromZero").get("enabled"):
             generated, missing = generated_config(renderer, expected)
-            findings += [missing] if missing else generated_config_findings(
-                generated, yaml.safe_load(expected.envoy_yaml), expected.generation
+            findings += (
+                [missing]
+                if missing
+                else generated_config_findings(generated, yaml.safe_load(expected.envoy_yaml), expected.generation)
             )
         baseline = canonical(objects)
         if canonical(again) != baseline:
@@ -674,9 +685,10 @@ def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
 
 
 def rendered_anyway(leaf: Leaf, rendered: set[tuple[str, Any]]) -> bool:
-    """Whether the render (its ``(key, text)`` pairs) carries the leaf's text under the leaf's own key (``metricType: Value`` in a ScaledObject's
-    trigger): an ignored value of that kind asks for what the chart does anyway, so it is no finding. A value the
-    chart ignores and renders otherwise (``minReplicaCount`` 0 rendered as 1) stays one."""
+    """Whether the render (its ``(key, text)`` pairs) carries the leaf's text under the leaf's own key
+    (``metricType: Value`` in a ScaledObject's trigger): an ignored value of that kind asks for what the chart does
+    anyway, so it is no finding. A value the chart ignores and renders otherwise (``minReplicaCount`` 0 rendered as
+    1) stays one."""
     key = leaf.path[-1] if leaf.path else None
     if not isinstance(key, str) or not isinstance(leaf.value, str) or not leaf.value:
         return False

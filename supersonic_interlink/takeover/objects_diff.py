@@ -65,7 +65,6 @@ EXPECTED_DELETIONS: tuple[ExpectedDeletion, ...] = ()
 A deletion the pinned chart makes is a finding until it is declared here with the reason it is wanted."""
 
 
-
 def generation_deletions(live: Generation, new: Generation) -> tuple[ExpectedDeletion, ...]:
     """What an upgrade that moves the chart generation deletes on purpose: the old generation's inference-server
     Deployment and headless Service, which the new chart renders under its own names in the same upgrade."""
@@ -230,9 +229,7 @@ class SideRefused(Exception):
         self.side = side
 
 
-def render_side(
-    chart_dir: Path, given: Sides, side: str, *, post_renderer: Path | None = None
-) -> list[dict[str, Any]]:
+def render_side(chart_dir: Path, given: Sides, side: str, *, post_renderer: Path | None = None) -> list[dict[str, Any]]:
     """One side rendered as an upgrade (``side``: ``live`` or ``project``). Raises ``SideRefused`` or
     ``BinaryError``."""
     from supersonic_interlink.components.supersonic_release import POSTRENDER

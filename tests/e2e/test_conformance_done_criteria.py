@@ -43,8 +43,21 @@ def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scal
         "scaleFromZero.enabled: ignored by the chart (changing it changes nothing the chart renders)",
         "scaleFromZero.readyTimeoutSeconds: ignored by the chart (changing it changes nothing the chart renders)",
         "scaleFromZero.holdMinReplicasSeconds: ignored by the chart (changing it changes nothing the chart renders)",
+        # The chart's own configuration without scale from zero: no wake route, Lua filter or loopback clusters.
+        "HTTP filters in another order than the chart's (envoy.filters.http.router), the declared additions aside",
+        (
+            "the Envoy configuration has route path /inference.GRPCInferenceService/RepositoryIndex, which the chart "
+            "does not generate"
+        ),
+        "the Envoy configuration has HTTP filter envoy.filters.http.lua, which the chart does not generate",
+        (
+            "the Envoy configuration changes the chart's cluster triton_grpc_service: connect_timeout (chart: 0.25s, "
+            "this stack: 2s); dns_refresh_rate (chart: (not set), this stack: 1s)"
+        ),
+        "the Envoy configuration has cluster triton_admission, which the chart does not generate",
+        "the Envoy configuration has cluster envoy_admin, which the chart does not generate",
     }, "Hammer would hold a Slurm GPU job forever (1 replica) and Envoy would crash-loop on the missing Lua file"
-    assert "stack hammer: 7 finding(s)" in result.stderr
+    assert "stack hammer: 13 finding(s)" in result.stderr
     assert "keda.metricType" not in result.stderr, (
         "0.3.1 hard-codes metricType: Value, which is what the stack asks for: nothing an operator could fix"
     )
