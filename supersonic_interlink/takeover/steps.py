@@ -23,7 +23,7 @@ from supersonic_interlink.components.supersonic_release import TYPE as RELEASE_C
 from supersonic_interlink.config import PROJECT, Settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import ROOT, load_stack, stack_file
-from supersonic_interlink.contract import CHART
+from supersonic_interlink.contract import CHART, TRITON
 from supersonic_interlink.program import RELEASE_COMPONENT
 
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
@@ -95,8 +95,7 @@ class Do:
     shell: bool = True
 
 
-def edit(text: str) -> Do:
-    return Do(text, shell=False)
+KINDS = ("# ", "changes: ", "check: ", "undo: ")
 
 
 @dataclass(frozen=True)
@@ -110,6 +109,127 @@ class Step:
     undo: tuple[str, ...]
 
 
+STEPS = r"""
+# Log in to the state backend and create the stack (once per stack)
+changes: The stack {stack_name} in the backend, and the encryptionsalt: line `pulumi stack init` adds to
+  {stack_path} (commit it: every preview decrypts with it); nothing on the cluster.
+$ pulumi login '<the backend URL: docs/state-backend.md, step 2>'
+$ export PULUMI_CONFIG_PASSPHRASE='<the stacks' passphrase>'
+$ pulumi stack init {stack} --secrets-provider passphrase   (skip it if pulumi stack ls lists it)
+$ kubectl config current-context
+check: pulumi stack ls  lists {stack_name};
+check: the context is the cluster of {ns}, and {kubectl} get secrets -l owner=helm  lists {rel}'s records (every
+  preview reads them).
+undo: pulumi stack rm {stack}   (only while the stack is empty: before step 4)
+
+# Read what runs today
+changes: Nothing (read-only).
+$ {helm} history {rel} --max 5
+$ {helm} get metadata {rel}
+$ kubectl get helmcharts.source.toolkit.fluxcd.io -A --field-selector metadata.name={helm_chart} -o
+  jsonpath='{{range .items[*]}}{{.metadata.namespace}} {{.status.observedSourceArtifactRevision}}{{"\n"}}{{end}}'
+$ {hr} -o jsonpath='{owner}'
+$ {helm} get values {rel} -o yaml > live-values.yaml
+$ {kubectl} get configmap/{envoy_config_map} scaledobject/{scaled_object} -o yaml > {live_objects}
+$ {address}
+check: VERSION ends in +<12 hex>: the first 12 hex digits of the chart commit the release runs;
+check: the HelmChart's revision (main@sha1:<40 hex>) starts with the same 12: that is the commit to pin (if not, Flux
+  has a newer commit than the release: expand the 12 hex with `git rev-parse <12 hex>^{{commit}}` in a clone of the
+  chart's repository);
+check: note the HelmChart's namespace, the Kustomization (namespace and name) that applies the HelmRelease, the last
+  deployed revision and the LoadBalancer address; {live_objects} holds the two live objects the chart reads with
+  lookup (step 2 serves them to it).
+undo: Nothing to undo.
+
+# Pin the chart, turn adoption on, compare the values and the objects (a pull request here)
+changes: {stack_path} only; nothing on the cluster.
+$ ./supersonic render {stack} --pin-chart <40-hex commit from step 1>
+- set `adopt: true` under supersonic-interlink:release in {stack_path}
+$ ./supersonic takeover values {stack} --live live-values.yaml > takeover-values.md
+$ ./supersonic takeover objects {stack} --live live-values.yaml --live-object {live_objects} > takeover-objects.md
+$ ./supersonic render {stack} --out rendered/{stack} --check
+$ ./supersonic pulumi preview {stack} --diff
+check: takeover values exits 0 (every difference declared); paste takeover-values.md into the pull request;
+check: takeover objects exits 0 (nothing deleted, or every deletion declared) and names both live objects as read
+  from the file; paste takeover-objects.md into the pull request;
+check: the preview imports {urn} (id {import_id}) and then updates it: no delete, no replace;
+check: it creates ConfigMap {new_envoy_config_map} and the {cleanup_cronjob} objects.
+undo: Close the pull request.
+
+# Stop Flux acting on the release (GitOps repository)
+changes: HelmRelease {rel} gets spec.suspend: true and the annotation kustomize.toolkit.fluxcd.io/prune: disabled;
+  helm-controller stops reconciling it, the release is untouched.
+- in the HelmRelease {rel} manifest: spec.suspend: true and metadata.annotations:
+  {{kustomize.toolkit.fluxcd.io/prune: disabled}}; commit
+$ {reconcile}
+check: {hr} -o jsonpath='{{.spec.suspend}} {{.metadata.annotations.kustomize\.toolkit\.fluxcd\.io/prune}}'  prints:
+  true disabled;
+check: flux get helmreleases -n {ns}  shows SUSPENDED True.
+undo: Revert the commit; Flux resumes the release.
+
+# Adopt and upgrade the release
+changes: One gated `pulumi up`: the release enters the state (read, unchanged), ConfigMap {new_envoy_config_map} is
+  created, one atomic helm upgrade moves {rel} to this project's values (a failure rolls back to the Flux revision),
+  the {cleanup_cronjob} objects are created.
+$ ./supersonic pulumi preview {stack} --diff
+$ ./supersonic pulumi up {stack} --yes
+check: {helm} history {rel} --max 2  shows one new revision, deployed;
+check: {helm} get values {rel} -o json | jq -r .envoy.external_config.configmap_name  prints {new_envoy_config_map};
+check: pulumi stack export --stack {stack} | jq -r '.deployment.resources[] |
+  select(.urn == "{release_urn}") | .id'  prints {import_id};
+check: {kubectl} rollout status deployment/{envoy_deployment};
+check: {address}  prints the address from step 1;
+check: {kubectl} get scaledobject {scaled_object} -o jsonpath='{{.spec.minReplicaCount}}'  still prints the live
+  value: the chart keeps the live ScaledObject's minReplicaCount across upgrades (step 7 sets it to 0).
+undo: pulumi state delete --force {urn} --stack {stack} --yes   (Pulumi forgets the protected release; it is not
+  uninstalled)
+undo: {helm} rollback {rel} <revision from step 1>
+undo: pulumi destroy --stack {stack}   (only after the state delete: the Envoy ConfigMap and the cleanup objects; with
+  the release in the state, destroy would uninstall it)
+undo: then undo step 3.
+
+# Retire the HelmRelease and the old ConfigMaps
+changes: Flux prunes ConfigMaps {values_config_map} and {envoy_config_map}; the suspended HelmRelease stays (prune
+  disabled) until it is deleted by hand, which, suspended, uninstalls nothing.
+- remove HelmRelease {rel}, ConfigMap {values_config_map} and ConfigMap {envoy_config_map} from the GitOps
+  repository; commit
+$ {reconcile}
+$ test "$({hr} -o jsonpath='{{.spec.suspend}}')" = true && {kubectl} delete helmrelease {rel}
+$ kubectl -n <HelmChart namespace from step 1> delete helmchart {helm_chart} --ignore-not-found
+check: {hr}  and  {kubectl} get configmap {values_config_map} {envoy_config_map}  report NotFound;
+check: {helm} status {rel}  still deployed at the revision of step 4;
+check: ./supersonic pulumi preview {stack} --expect-no-changes  exits 0.
+undo: Revert the GitOps commit: the HelmRelease comes back suspended, the ConfigMaps come back.
+
+# Retire the old pod pruner after the new CronJob has run
+changes: Flux prunes CronJob, ServiceAccount, Role and RoleBinding {pruner}; until then both cleaners run, which is
+  harmless (both keep the newest Failed pod).
+$ {kubectl} get cronjob {cleanup_cronjob} -o jsonpath='{{.status.lastSuccessfulTime}}'
+- once that prints a time: remove CronJob, ServiceAccount, Role and RoleBinding {pruner} from the GitOps
+  repository; commit
+$ {reconcile}
+check: {kubectl} get cronjob,serviceaccount,role,rolebinding {pruner}  reports NotFound for all four.
+undo: Revert the GitOps commit.
+
+# Acceptance: scale to zero, then a cold start through the new path
+changes: ScaledObject {scaled_object} gets minReplicaCount 0 (the value the stack deploys; the chart's lookup kept
+  the live one) and KEDA scales Triton to zero; the probe then wakes it once (a Slurm job).
+$ {kubectl} patch scaledobject {scaled_object} --type merge -p '{{"spec":{{"minReplicaCount":0}}}}'
+$ {kubectl} get deployment {triton_deployment} -o jsonpath='{{.spec.replicas}}'
+$ ./supersonic probe {stack}   (from a host that resolves cluster DNS, or docs/probe.md)
+check: the deployment prints 0 before the probe runs (KEDA scales down once nothing is inferring);
+check: the probe ends `ready` with exit 0: a cold start woke Triton through the Lua filter and the sidecar;
+check: about {hold_seconds} s (holdMinReplicasSeconds) after the wake, minReplicaCount is 0 again and Triton goes
+  back to zero replicas;
+check: then set `adopt: false` in {stack_path} (a follow-up pull request): its preview shows no changes.
+undo: {kubectl} patch scaledobject {scaled_object} --type merge -p '{{"spec":{{"minReplicaCount":1}}}}'   (keeps one
+  Triton up; later upgrades keep it too)
+"""
+"""The runbook, one block per step: ``# title``, ``changes:``, ``$`` a shell command, ``-`` an edit in a repository,
+``check:``, ``undo:``; a line indented by two spaces continues the one above (joined by a space). ``{name}`` is one of
+the stack's names (``steps``); the jsonpath and JSON braces are doubled."""
+
+
 def steps(a: Adoption) -> list[Step]:
     """The takeover for one stack, step 0 first, in the order that never uninstalls the release (docs/takeover.md
     says why)."""
@@ -118,222 +238,44 @@ def steps(a: Adoption) -> list[Step]:
     # release's name), the HelmChart helm-controller made for it (``<namespace>-<HelmRelease>``, in the
     # GitRepository's namespace), the values and Envoy ConfigMaps, and the old Failed-pod cleanup's CronJob,
     # ServiceAccount, Role and RoleBinding.
-    helm_chart, values_config_map = f"{ns}-{rel}", f"{rel}-config"
-    envoy_config_map, pruner = f"{rel}-envoy-config-custom", f"{rel}-pod-pruner"
-    helm, kubectl = f"helm -n {ns}", f"kubectl -n {ns}"
-    stack_path = stack_file(a.stack).relative_to(ROOT)
-    urn = shlex.quote(a.release_urn)
-    stack = shlex.quote(a.stack)  # a stack name is checked where it is read; quoted here too, as every printed word
-    hr = f"{kubectl} get helmrelease {rel}"
+    kubectl = f"kubectl -n {ns}"
     label = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/"
-    owner = f"{label}namespace}} {label}name}}"
-    address = f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'"
-    reconcile = Do("flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)")
-    preview = Do(f"./supersonic pulumi preview {stack} --diff")
-    return [
-        Step(
-            "Log in to the state backend and create the stack (once per stack)",
-            f"The stack {a.stack} in the backend, and the encryptionsalt: line `pulumi stack init` adds to "
-            f"{stack_path} (commit it: every preview decrypts with it); nothing on the cluster.",
-            (
-                Do("pulumi login '<the backend URL: docs/state-backend.md, step 2>'"),
-                Do("export PULUMI_CONFIG_PASSPHRASE='<the stacks' passphrase>'"),
-                Do(f"pulumi stack init {stack} --secrets-provider passphrase   (skip it if pulumi stack ls lists it)"),
-                Do("kubectl config current-context"),
-            ),
-            (
-                f"pulumi stack ls  lists {a.stack};",
-                (
-                    f"the context is the cluster of {ns}, and {kubectl} get secrets -l owner=helm  lists {rel}'s "
-                    "records (every preview reads them)."
-                ),
-            ),
-            (f"pulumi stack rm {stack}   (only while the stack is empty: before step 4)",),
+    names = {
+        **vars(a),
+        "ns": ns,
+        "rel": rel,
+        "helm": f"helm -n {ns}",
+        "kubectl": kubectl,
+        "helm_chart": f"{ns}-{rel}",
+        "values_config_map": f"{rel}-config",
+        "envoy_config_map": f"{rel}-envoy-config-custom",
+        "pruner": f"{rel}-pod-pruner",
+        "stack_name": a.stack,
+        "stack_path": stack_file(a.stack).relative_to(ROOT),
+        "urn": shlex.quote(a.release_urn),
+        "stack": shlex.quote(a.stack),  # a stack name is checked where it is read; quoted here too, as every word
+        "hr": f"{kubectl} get helmrelease {rel}",
+        "owner": f"{label}namespace}} {label}name}}",
+        "address": f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'",
+        "reconcile": (
+            "flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)"
         ),
-        Step(
-            "Read what runs today",
-            "Nothing (read-only).",
-            (
-                Do(f"{helm} history {rel} --max 5"),
-                Do(f"{helm} get metadata {rel}"),
-                Do(
-                    "kubectl get helmcharts.source.toolkit.fluxcd.io -A --field-selector "
-                    f"metadata.name={helm_chart} -o jsonpath='{{range .items[*]}}{{.metadata.namespace}} "
-                    f'{{.status.observedSourceArtifactRevision}}{{"\\n"}}{{end}}\''
-                ),
-                Do(f"{hr} -o jsonpath='{owner}'"),
-                Do(f"{helm} get values {rel} -o yaml > live-values.yaml"),
-                Do(
-                    f"{kubectl} get configmap/{envoy_config_map} scaledobject/{a.scaled_object} -o yaml "
-                    f"> {LIVE_OBJECTS_FILE}"
-                ),
-                Do(address),
-            ),
-            (
-                "VERSION ends in +<12 hex>: the first 12 hex digits of the chart commit the release runs;",
-                (
-                    "the HelmChart's revision (main@sha1:<40 hex>) starts with the same 12: that is the commit to pin "
-                    "(if not, Flux has a newer commit than the release: expand the 12 hex with "
-                    "`git rev-parse <12 hex>^{commit}` in a clone of the chart's repository);"
-                ),
-                (
-                    "note the HelmChart's namespace, the Kustomization (namespace and name) that applies the "
-                    f"HelmRelease, the last deployed revision and the LoadBalancer address; {LIVE_OBJECTS_FILE} holds "
-                    "the two live objects the chart reads with lookup (step 2 serves them to it)."
-                ),
-            ),
-            ("Nothing to undo.",),
-        ),
-        Step(
-            "Pin the chart, turn adoption on, compare the values and the objects (a pull request here)",
-            f"{stack_path} only; nothing on the cluster.",
-            (
-                Do(f"./supersonic render {stack} --pin-chart <40-hex commit from step 1>"),
-                edit(f"set `adopt: true` under supersonic-interlink:release in {stack_path}"),
-                Do(f"./supersonic takeover values {stack} --live live-values.yaml > takeover-values.md"),
-                Do(
-                    f"./supersonic takeover objects {stack} --live live-values.yaml "
-                    f"--live-object {LIVE_OBJECTS_FILE} > takeover-objects.md"
-                ),
-                Do(f"./supersonic render {stack} --out rendered/{stack} --check"),
-                preview,
-            ),
-            (
-                (
-                    "takeover values exits 0 (every difference declared); paste takeover-values.md into the pull "
-                    "request;"
-                ),
-                (
-                    "takeover objects exits 0 (nothing deleted, or every deletion declared) and names both live "
-                    "objects as read from the file; paste takeover-objects.md into the pull request;"
-                ),
-                f"the preview imports {urn} (id {a.import_id}) and then updates it: no delete, no replace;",
-                f"it creates ConfigMap {a.new_envoy_config_map} and the {a.cleanup_cronjob} objects.",
-            ),
-            ("Close the pull request.",),
-        ),
-        Step(
-            "Stop Flux acting on the release (GitOps repository)",
-            f"HelmRelease {rel} gets spec.suspend: true and the annotation "
-            "kustomize.toolkit.fluxcd.io/prune: disabled; helm-controller stops reconciling it, the release is "
-            "untouched.",
-            (
-                edit(
-                    f"in the HelmRelease {rel} manifest: spec.suspend: true and "
-                    "metadata.annotations: {kustomize.toolkit.fluxcd.io/prune: disabled}; commit"
-                ),
-                reconcile,
-            ),
-            (
-                (
-                    f"{hr} -o jsonpath='{{.spec.suspend}} "
-                    "{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}'  prints: true disabled;"
-                ),
-                f"flux get helmreleases -n {ns}  shows SUSPENDED True.",
-            ),
-            ("Revert the commit; Flux resumes the release.",),
-        ),
-        Step(
-            "Adopt and upgrade the release",
-            f"One gated `pulumi up`: the release enters the state (read, unchanged), ConfigMap "
-            f"{a.new_envoy_config_map} is created, one atomic helm upgrade moves {rel} to this project's values (a "
-            f"failure rolls back to the Flux revision), the {a.cleanup_cronjob} objects are created.",
-            (preview, Do(f"./supersonic pulumi up {stack} --yes")),
-            (
-                f"{helm} history {rel} --max 2  shows one new revision, deployed;",
-                (
-                    f"{helm} get values {rel} -o json | jq -r .envoy.external_config.configmap_name  prints "
-                    f"{a.new_envoy_config_map};"
-                ),
-                (
-                    f"pulumi stack export --stack {stack} | jq -r '.deployment.resources[] | "
-                    f'select(.urn == "{a.release_urn}") | .id\'  prints {a.import_id};'
-                ),
-                f"{kubectl} rollout status deployment/{a.envoy_deployment};",
-                f"{address}  prints the address from step 1;",
-                (
-                    f"{kubectl} get scaledobject {a.scaled_object} -o jsonpath='{{.spec.minReplicaCount}}'  still "
-                    "prints the live value: the chart keeps the live ScaledObject's minReplicaCount across upgrades "
-                    "(step 7 sets it to 0)."
-                ),
-            ),
-            (
-                (
-                    f"pulumi state delete --force {urn} --stack {stack} --yes   (Pulumi forgets the protected release; "
-                    "it is not uninstalled)"
-                ),
-                f"{helm} rollback {rel} <revision from step 1>",
-                (
-                    f"pulumi destroy --stack {stack}   (only after the state delete: the Envoy ConfigMap and the "
-                    "cleanup objects; with the release in the state, destroy would uninstall it)"
-                ),
-                "then undo step 3.",
-            ),
-        ),
-        Step(
-            "Retire the HelmRelease and the old ConfigMaps",
-            f"Flux prunes ConfigMaps {values_config_map} and {envoy_config_map}; the suspended "
-            "HelmRelease stays (prune disabled) until it is deleted by hand, which, suspended, uninstalls nothing.",
-            (
-                edit(
-                    f"remove HelmRelease {rel}, ConfigMap {values_config_map} and ConfigMap "
-                    f"{envoy_config_map} from the GitOps repository; commit"
-                ),
-                reconcile,
-                Do(f"test \"$({hr} -o jsonpath='{{.spec.suspend}}')\" = true && {kubectl} delete helmrelease {rel}"),
-                Do(f"kubectl -n <HelmChart namespace from step 1> delete helmchart {helm_chart} --ignore-not-found"),
-            ),
-            (
-                f"{hr}  and  {kubectl} get configmap {values_config_map} {envoy_config_map}  report NotFound;",
-                f"{helm} status {rel}  still deployed at the revision of step 4;",
-                f"./supersonic pulumi preview {stack} --expect-no-changes  exits 0.",
-            ),
-            ("Revert the GitOps commit: the HelmRelease comes back suspended, the ConfigMaps come back.",),
-        ),
-        Step(
-            "Retire the old pod pruner after the new CronJob has run",
-            f"Flux prunes CronJob, ServiceAccount, Role and RoleBinding {pruner}; until then both cleaners run, "
-            "which is harmless (both keep the newest Failed pod).",
-            (
-                Do(f"{kubectl} get cronjob {a.cleanup_cronjob} -o jsonpath='{{.status.lastSuccessfulTime}}'"),
-                edit(
-                    f"once that prints a time: remove CronJob, ServiceAccount, Role and RoleBinding {pruner} "
-                    "from the GitOps repository; commit"
-                ),
-                reconcile,
-            ),
-            (f"{kubectl} get cronjob,serviceaccount,role,rolebinding {pruner}  reports NotFound for all four.",),
-            ("Revert the GitOps commit.",),
-        ),
-        Step(
-            "Acceptance: scale to zero, then a cold start through the new path",
-            f"ScaledObject {a.scaled_object} gets minReplicaCount 0 (the value the stack deploys; the chart's lookup "
-            "kept the live one) and KEDA scales Triton to zero; the probe then wakes it once (a Slurm job).",
-            (
-                Do(
-                    f"{kubectl} patch scaledobject {a.scaled_object} --type merge "
-                    """-p '{"spec":{"minReplicaCount":0}}'"""
-                ),
-                Do(f"{kubectl} get deployment {a.triton_deployment} -o jsonpath='{{.spec.replicas}}'"),
-                Do(f"./supersonic probe {stack}   (from a host that resolves cluster DNS, or docs/probe.md)"),
-            ),
-            (
-                "the deployment prints 0 before the probe runs (KEDA scales down once nothing is inferring);",
-                "the probe ends `ready` with exit 0: a cold start woke Triton through the Lua filter and the sidecar;",
-                (
-                    f"about {a.hold_seconds} s (holdMinReplicasSeconds) after the wake, minReplicaCount is 0 again "
-                    "and Triton goes back to zero replicas;"
-                ),
-                f"then set `adopt: false` in {stack_path} (a follow-up pull request): its preview shows no changes.",
-            ),
-            (
-                (
-                    f"{kubectl} patch scaledobject {a.scaled_object} --type merge "
-                    """-p '{"spec":{"minReplicaCount":1}}'   (keeps one Triton up; later upgrades keep it too)"""
-                ),
-            ),
-        ),
-    ]
+        "live_objects": LIVE_OBJECTS_FILE,
+    }
+    plan: list[Step] = []
+    for block in STEPS.strip().split("\n\n"):
+        lines: list[str] = []
+        for line in block.format(**names).splitlines():
+            if line.startswith("  "):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line)
+        field = {kind: [line.removeprefix(kind) for line in lines if line.startswith(kind)] for kind in KINDS}
+        actions = [Do(line[2:], shell=line[0] == "$") for line in lines if line[:2] in ("$ ", "- ")]
+        plan.append(
+            Step(field["# "][0], field["changes: "][0], tuple(actions), tuple(field["check: "]), tuple(field["undo: "]))
+        )
+    return plan
 
 
 def format_steps(a: Adoption, plan: Sequence[Step]) -> str:
@@ -376,9 +318,15 @@ def markdown_steps(a: Adoption, plan: Sequence[Step]) -> str:
 
 
 def docs_text(current: str, a: Adoption) -> str:
-    """docs/takeover.md with its steps section made from ``a`` (the hammer stack's names; the Envoy ConfigMap's
-    content hash as ``<hash>``, so a change of the Envoy config does not change the page)."""
-    a = replace(a, new_envoy_config_map=config_map_name(a.release, "<hash>"))
+    """docs/takeover.md with its steps section made from ``a`` (the hammer stack's names), the same on every machine:
+    the Envoy ConfigMap's content hash as ``<hash>``, and Triton's Deployment by the ``triton`` generation's name,
+    whether or not the chart is fetched here (the live release's values have a ``triton:`` block, and step 2 pins the
+    chart it runs)."""
+    a = replace(
+        a,
+        new_envoy_config_map=config_map_name(a.release, "<hash>"),
+        triton_deployment=TRITON.inference_object_name(a.release),
+    )
     head, found, rest = current.partition(DOCS_BEGIN + "\n")
     _, found_end, tail = rest.partition(DOCS_END)
     if not (found and found_end):
