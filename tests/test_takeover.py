@@ -140,9 +140,9 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
     suspend = _index(plan_steps, "spec.suspend: true")
     upgrade = _index(plan_steps, "./supersonic pulumi up hammer --yes")
     delete = _index(plan_steps, "delete helmrelease supersonic-interlink")
-    pin = _index(plan_steps, "--pin-chart")
-    assert pin < suspend < upgrade < delete, (
-        "pin first; Flux must stop before Pulumi upgrades (or it upgrades back), and the HelmRelease may go only "
+    compare = _index(plan_steps, "./supersonic takeover objects hammer")
+    assert compare < suspend < upgrade < delete, (
+        "compare first; Flux must stop before Pulumi upgrades (or it upgrades back), and the HelmRelease may go only "
         "once it is suspended and the release is Pulumi's"
     )
     assert "kustomize.toolkit.fluxcd.io/prune: disabled" in plan_steps[suspend].actions[0].text, (
@@ -261,8 +261,13 @@ def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgr
             "scaledobject/supersonic-interlink-keda-so -o yaml > live-objects.yaml"
         )
     ], "the chart's lookup reads the old Envoy ConfigMap and the live ScaledObject; the comparison needs both"
+    manifest = [a.text for a in plan_steps[1].actions if a.text.endswith("> live-manifest.yaml")]
+    assert manifest == ["helm -n cms get manifest supersonic-interlink > live-manifest.yaml"], (
+        "what the upgrade compares against; the new generation's chart cannot render the live values"
+    )
     objects = _index(plan_steps, "./supersonic takeover objects hammer")
-    assert "--live live-values.yaml --live-object live-objects.yaml" in plan_steps[objects].actions[3].text
-    assert _index(plan_steps, "--pin-chart") == objects < _index(plan_steps, "./supersonic pulumi up hammer"), (
+    (command,) = [a.text for a in plan_steps[objects].actions if "takeover objects" in a.text]
+    assert "--live live-values.yaml --live-object live-objects.yaml --live-manifest live-manifest.yaml" in command
+    assert objects < _index(plan_steps, "./supersonic pulumi up hammer"), (
         "the comparison renders the pinned chart, and the operator reads it before the upgrade"
     )

@@ -131,27 +131,28 @@ $ kubectl get helmcharts.source.toolkit.fluxcd.io -A --field-selector metadata.n
 $ {hr} -o jsonpath='{owner}'
 $ {helm} get values {rel} -o yaml > live-values.yaml
 $ {kubectl} get configmap/{envoy_config_map} scaledobject/{scaled_object} -o yaml > {live_objects}
+$ {helm} get manifest {rel} > live-manifest.yaml
 $ {address}
-check: VERSION ends in +<12 hex>: the first 12 hex digits of the chart commit the release runs;
-check: the HelmChart's revision (main@sha1:<40 hex>) starts with the same 12: that is the commit to pin (if not, Flux
-  has a newer commit than the release: expand the 12 hex with `git rev-parse <12 hex>^{{commit}}` in a clone of the
-  chart's repository);
+check: VERSION ends in +<12 hex>: the first 12 hex digits of the chart commit the release runs; the HelmChart's
+  revision (main@sha1:<40 hex>) starts with the same 12 (if not, Flux has a newer commit than the release). Step 4's
+  rollback returns to that commit; the stack's own pin is the one step 4 deploys (docs/chart.md);
 check: note the HelmChart's namespace, the Kustomization (namespace and name) that applies the HelmRelease, the last
   deployed revision and the LoadBalancer address; {live_objects} holds the two live objects the chart reads with
   lookup (step 2 serves them to it).
 undo: Nothing to undo.
 
-# Pin the chart, turn adoption on, compare the values and the objects (a pull request here)
+# Turn adoption on, compare the values and the objects (a pull request here)
 changes: {stack_path} only; nothing on the cluster.
-$ ./supersonic render {stack} --pin-chart <40-hex commit from step 1>
 - set `adopt: true` under supersonic-interlink:release in {stack_path}
 $ ./supersonic takeover values {stack} --live live-values.yaml > takeover-values.md
-$ ./supersonic takeover objects {stack} --live live-values.yaml --live-object {live_objects} > takeover-objects.md
+$ ./supersonic takeover objects {stack} --live live-values.yaml --live-object {live_objects} --live-manifest
+  live-manifest.yaml > takeover-objects.md
 $ ./supersonic render {stack} --out rendered/{stack} --check
 $ ./supersonic pulumi preview {stack} --diff
 check: takeover values exits 0 (every difference declared); paste takeover-values.md into the pull request;
-check: takeover objects exits 0 (nothing deleted, or every deletion declared) and names both live objects as read
-  from the file; paste takeover-objects.md into the pull request;
+check: takeover objects exits 0 (nothing deleted, or every deletion declared: a move of the chart generation
+  replaces the inference server) and names both live objects as read from the file; paste takeover-objects.md into
+  the pull request;
 check: the preview imports {urn} (id {import_id}) and then updates it: no delete, no replace;
 check: it creates ConfigMap {new_envoy_config_map} and the {cleanup_cronjob} objects.
 undo: Close the pull request.
@@ -169,8 +170,9 @@ undo: Revert the commit; Flux resumes the release.
 
 # Adopt and upgrade the release
 changes: One gated `pulumi up`: the release enters the state (read, unchanged), ConfigMap {new_envoy_config_map} is
-  created, one atomic helm upgrade moves {rel} to this project's values (a failure rolls back to the Flux revision),
-  the {cleanup_cronjob} objects are created.
+  created, one atomic helm upgrade moves {rel} to this project's values and pinned chart commit (a failure rolls back
+  to the Flux revision), the {cleanup_cronjob} objects are created. If the generation moves, clients see a cold
+  start (docs/chart.md, Moving the generation): run it while the release is idle.
 $ ./supersonic pulumi preview {stack} --diff
 $ ./supersonic pulumi up {stack} --yes
 check: {helm} history {rel} --max 2  shows one new revision, deployed;
@@ -290,7 +292,7 @@ def format_steps(a: Adoption, plan: Sequence[Step]) -> str:
         f"  import id:     {a.import_id}",
         (
             f"  release.adopt is {'on' if a.adopt else 'off (step 2 turns it on)'}; the chart is "
-            f"{'a pinned git commit' if a.chart_pinned else 'not a pinned git commit yet (step 2 pins it)'}."
+            f"{'a pinned git commit' if a.chart_pinned else 'not a pinned git commit yet: pin it first (docs/chart.md)'}."
         ),
     ]
     for number, step in enumerate(plan):
@@ -320,8 +322,8 @@ def markdown_steps(a: Adoption, plan: Sequence[Step]) -> str:
 def docs_text(current: str, a: Adoption) -> str:
     """docs/takeover.md with its steps section made from ``a`` (the hammer stack's names), the same on every machine:
     the Envoy ConfigMap's content hash as ``<hash>``, and Triton's Deployment by the ``triton`` generation's name,
-    whether or not the chart is fetched here (the live release's values have a ``triton:`` block, and step 2 pins the
-    chart it runs)."""
+    whether or not the chart is fetched here (the live release's values have a ``triton:`` block: what runs before
+    step 4 is of that generation)."""
     a = replace(
         a,
         new_envoy_config_map=config_map_name(a.release, "<hash>"),
