@@ -37,10 +37,10 @@ REHEARSAL_NAMESPACE = "e2e-rehearse"
 every other pod becomes Ready at once, as before."""
 
 
-def e2e_chart(into: Path) -> Path:
-    """The conformance fixture chart with its one dependency present (as ``dependency_update`` leaves a chart
-    checked out from git), so the real Helm installs it."""
-    chart = fixture_chart("conforming", into)
+def e2e_chart(into: Path, name: str = "conforming") -> Path:
+    """A fixture chart (``conforming``, or an overlay of tests/charts) with its one dependency present (as
+    ``dependency_update`` leaves a chart checked out from git), so the real Helm installs it."""
+    chart = fixture_chart(name, into)
     grafana = chart / "charts" / "grafana"
     grafana.mkdir(parents=True)
     (grafana / "Chart.yaml").write_text("apiVersion: v2\nname: grafana\nversion: 1.0.0\n")
