@@ -81,12 +81,26 @@ ENVOY_MAP_URN = recorded("update")[1].urn
         ({"op": ["delete"], "urn": RELEASE_URN}, 'its op is ["delete"], not a string'),
         ({"op": "Delete", "urn": RELEASE_URN}, 'op "Delete" is none the engine plans'),
         ({"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")}, "is not urn:pulumi:<stack>::<project>::"),
+        ({"op": "delete", "urn": RELEASE_URN.rsplit("::", 1)[0]}, "is not urn:pulumi:<stack>::<project>::"),
+        ({"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "urn:other:")}, "is not urn:pulumi:<stack>::"),
         ({"op": "delete", "urn": 7}, "its urn is 7, not a string"),
         ({"op": "delete"}, "its urn is null, not a string"),
         ("delete", 'the step is "delete", not an object with an op and a urn'),
         (3, "the step is 3, not an object with an op and a urn"),
     ],
-    ids=["unknown-op", "no-op", "op-list", "op-case", "urn-no-colons", "urn-number", "no-urn", "string", "number"],
+    ids=[
+        "unknown-op",
+        "no-op",
+        "op-list",
+        "op-case",
+        "urn-no-colons",
+        "urn-no-name",
+        "urn-other-scheme",
+        "urn-number",
+        "no-urn",
+        "string",
+        "number",
+    ],
 )
 def test_a_step_the_gate_cannot_classify_refuses_the_plan_naming_it(
     tmp_path: Path, step: object, why: str, capsys: pytest.CaptureFixture[str]
