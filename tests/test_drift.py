@@ -370,7 +370,7 @@ def stand_in_cluster(
                 and o.live is not None
                 and o.manifest["metadata"]["name"][:40] + "-" == sent["metadata"]["generateName"]
             ]
-            answer = copy.deepcopy(item.live)
+            answer = copy.deepcopy(cast(dict[str, Any], item.live))
             answer["metadata"]["name"] = sent["metadata"]["generateName"] + "x7k2q"
             return subprocess.CompletedProcess(args, 0, json.dumps(answer), "")
         if refusal and service in keys:

@@ -111,8 +111,9 @@ def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
 
     def annotations(at: tuple[str | int, ...], metadata: Any) -> None:
         notes = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-        strings = isinstance(notes, Mapping) and all(isinstance(v, str) for v in notes.values())
-        if strings and not annotations_size(notes):
+        if not isinstance(notes, Mapping) or not all(isinstance(v, str) for v in notes.values()):
+            return
+        if not annotations_size(notes):
             largest = max(notes, key=lambda k: len(notes[k]))
             found.append(
                 Refusal(
@@ -126,7 +127,7 @@ def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
     annotations(("metadata",), manifest.get("metadata"))
     for at, pod in _pod_specs(manifest):
         annotations((*at, "metadata"), pod.get("metadata"))
-        spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+        spec: Mapping[str, Any] = pod["spec"] if isinstance(pod.get("spec"), Mapping) else {}
         for group in ("initContainers", "containers"):
             for index, container in enumerate(spec.get(group) or []):
                 if not isinstance(container, Mapping):
