@@ -246,11 +246,15 @@ def _one_line(error: YAMLError) -> str:
     return "not valid YAML: " + " ".join(str(error).split())
 
 
+def _check_size(data: bytes | str) -> None:
+    if len(data) > MAX_BYTES:
+        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
+
+
 def read_pulumi_yaml(data: bytes | str) -> Any:
     """The content of a stack file or ``Pulumi.yaml`` as plain data (None for an empty file); ``YAMLInputError`` in
     one line, without the file name, for anything the readers would refuse or read differently."""
-    if len(data) > MAX_BYTES:
-        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
+    _check_size(data)
     try:
         return _Reader(decode_text(data)).document()
     except YAMLError as error:
@@ -273,8 +277,7 @@ def load_outside_yaml(data: bytes | str) -> list[Any]:
     aliases expanded. The limits are checked on the event stream before anything is built: libyaml's composer
     recurses in C (a file nested 50,000 deep crashes the interpreter), and a 300-byte alias bomb that PyYAML builds
     cheaply (aliases share one object) costs gigabytes in whatever walks it. ``YAMLInputError`` in one line."""
-    if len(data) > MAX_BYTES:
-        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
+    _check_size(data)
     text = decode_text(data)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     sizes: dict[str, int] = {}  # anchor -> values under it, aliases expanded
@@ -297,7 +300,7 @@ def load_outside_yaml(data: bytes | str) -> list[Any]:
                     sizes[anchor] = size
             elif isinstance(event, yaml.ScalarEvent):
                 size = 1
-                if event.anchor is not None:
+                if event.anchor:
                     sizes[event.anchor] = 1
                 total += 1
             elif isinstance(event, yaml.AliasEvent):
