@@ -140,7 +140,7 @@ URNS = (
 STEPS = st.fixed_dictionaries({}, optional={"op": OPS, "urn": URNS}) | JSON_VALUES
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(steps=st.lists(STEPS, max_size=6), removable=st.booleans())
 def test_no_generated_plan_raises_and_none_with_an_unreadable_step_passes(steps: list[object], removable: bool) -> None:
     read = steps_from_json({"steps": steps})

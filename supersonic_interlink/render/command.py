@@ -60,8 +60,9 @@ def run(
         print(summary(stack, rendered))
     if check:
         print(
-            f"stack {stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance "
-            "check with the real Helm v3 when the chart is on disk (a few seconds)",
+            f"stack {stack}: checking: Kubernetes schemas and the API server's rules, envoy --mode validate, then, "
+            "when the chart is on disk, the same over the chart's objects and the chart conformance check with the "
+            "real Helm v3 (a few seconds)",
             file=sys.stderr,
             flush=True,
         )
