@@ -38,8 +38,8 @@ every other pod becomes Ready at once, as before."""
 
 
 def e2e_chart(into: Path, name: str = "conforming") -> Path:
-    """The test chart ``name`` (tests/charts/) with its one dependency present (as ``dependency_update`` leaves a
-    chart checked out from git), so the real Helm installs it."""
+    """A fixture chart (``conforming``, or an overlay of tests/charts) with its one dependency present (as
+    ``dependency_update`` leaves a chart checked out from git), so the real Helm installs it."""
     chart = fixture_chart(name, into)
     grafana = chart / "charts" / "grafana"
     grafana.mkdir(parents=True)

@@ -363,6 +363,18 @@ def stand_in_cluster(
             found = [o.live for o in objects if o.key in keys and o.live is not None]
             return subprocess.CompletedProcess(args, 0, json.dumps({"kind": "List", "items": found}), "")
         service = f"Service/{CHART.envoy_service_name(RELEASE)}"
+        if args[0] == "create":
+            # A dry-run create answers the object as the server defaults it: here, the live one under a new name.
+            (item,) = [
+                o
+                for o in objects
+                if o.manifest["kind"] == sent["kind"]
+                and o.live is not None
+                and o.manifest["metadata"]["name"][:40] + "-" == sent["metadata"]["generateName"]
+            ]
+            answer = copy.deepcopy(cast(dict[str, Any], item.live))
+            answer["metadata"]["name"] = sent["metadata"]["generateName"] + "x7k2q"
+            return subprocess.CompletedProcess(args, 0, json.dumps(answer), "")
         if refusal and service in keys:
             return subprocess.CompletedProcess(args, 1, "", refusal)
         answered = [o.dry_run for o in objects if o.key in keys and o.dry_run is not None]
@@ -382,6 +394,51 @@ def test_observe_asks_object_by_object_only_when_the_api_server_refuses_one(monk
     assert len(applies) == 1 + len(observed.objects), "one call for all, then one per object"
     assert [o.key for o in observed.objects if o.refused] == [f"Service/{CHART.envoy_service_name(RELEASE)}"]
     assert observed.revision == 3
+
+
+def test_where_the_dry_run_apply_is_refused_the_server_defaults_come_from_a_dry_run_create(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    drifted = recorded("drifted")
+    refusal = next(o.refused for o in drifted.release.objects if o.refused)
+    calls = stand_in_cluster(monkeypatch, recorded("clean"), refusal=refusal)
+    observed = release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
+    creates = [c for c in calls if c[1] == "create"]
+    assert creates == [("kubectl", "create", "--dry-run=server", "-n", "e2e-drift", "-o", "json", "-f", "-")], (
+        "one dry-run create, of the refused object alone, never a real one"
+    )
+    service = release_object(Observed("s", observed, []), f"Service/{CHART.envoy_service_name(RELEASE)}")
+    assert service.defaulted is not None and service.defaulted["spec"]["ports"][0]["protocol"] == "TCP"
+    assert all(o.defaulted is None for o in observed.objects if not o.refused)
+
+
+def service_without_protocol(live_protocol: str) -> Observed:
+    """The drifted recording with the Envoy Service's manifest rendering ``protocol:`` empty (null), as the published
+    chart does with its default values, and the server-defaulted manifest a dry-run create returns (TCP filled, other
+    node ports allocated); the live admin port's protocol is ``live_protocol``."""
+    observed = copy.deepcopy(recorded("drifted"))
+    item = release_object(observed, f"Service/{CHART.envoy_service_name(RELEASE)}")
+    assert item.refused and item.live is not None
+    for port in item.manifest["spec"]["ports"]:
+        port["protocol"] = None
+    defaulted = copy.deepcopy(item.live)
+    for port, rendered in zip(defaulted["spec"]["ports"], item.manifest["spec"]["ports"], strict=True):
+        port.update(port=rendered["port"], protocol="TCP", nodePort=port["nodePort"] + 1)
+    item.defaulted = defaulted
+    next(p for p in item.live["spec"]["ports"] if p["name"] == "admin")["protocol"] = live_protocol
+    return observed
+
+
+def test_a_field_the_api_server_defaults_is_never_drift_where_the_dry_run_apply_is_refused() -> None:
+    rows = [r for r in compare(service_without_protocol("TCP")).rows if r.object.startswith("Service/")]
+    assert [(r.field, r.expected, r.live) for r in rows] == [
+        ("spec.ports[name=grpc].port", CHART.envoy_grpc_port, 8002)
+    ], "protocol null in the manifest is TCP on the server: only the port changed in place is drift"
+
+
+def test_a_live_value_other_than_the_servers_default_is_drift_expected_as_the_default() -> None:
+    rows = [r for r in compare(service_without_protocol("UDP")).rows if r.object.startswith("Service/")]
+    assert ("spec.ports[name=admin].protocol", "TCP", "UDP") in [(r.field, r.expected, r.live) for r in rows], rows
 
 
 def test_a_forbidden_dry_run_is_no_answer_not_drift(monkeypatch: pytest.MonkeyPatch) -> None:

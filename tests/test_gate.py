@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pulumi.automation import OpType
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
-from supersonic_interlink.engine.gate import ENGINE_OPS, REMOVING_OPS, Step, blocked, main, steps_from_json
+from supersonic_interlink.engine.gate import (
+    ENGINE_OPS,
+    REMOVING_OPS,
+    Step,
+    blocked,
+    main,
+    steps_from_events,
+    steps_from_json,
+)
 
 PREVIEWS = Path(__file__).resolve().parent / "fixtures" / "previews"
 
@@ -81,12 +91,26 @@ ENVOY_MAP_URN = recorded("update")[1].urn
         ({"op": ["delete"], "urn": RELEASE_URN}, 'its op is ["delete"], not a string'),
         ({"op": "Delete", "urn": RELEASE_URN}, 'op "Delete" is none the engine plans'),
         ({"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")}, "is not urn:pulumi:<stack>::<project>::"),
+        ({"op": "delete", "urn": RELEASE_URN.rsplit("::", 1)[0]}, "is not urn:pulumi:<stack>::<project>::"),
+        ({"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "urn:other:")}, "is not urn:pulumi:<stack>::"),
         ({"op": "delete", "urn": 7}, "its urn is 7, not a string"),
         ({"op": "delete"}, "its urn is null, not a string"),
         ("delete", 'the step is "delete", not an object with an op and a urn'),
         (3, "the step is 3, not an object with an op and a urn"),
     ],
-    ids=["unknown-op", "no-op", "op-list", "op-case", "urn-no-colons", "urn-number", "no-urn", "string", "number"],
+    ids=[
+        "unknown-op",
+        "no-op",
+        "op-list",
+        "op-case",
+        "urn-no-colons",
+        "urn-no-name",
+        "urn-other-scheme",
+        "urn-number",
+        "no-urn",
+        "string",
+        "number",
+    ],
 )
 def test_a_step_the_gate_cannot_classify_refuses_the_plan_naming_it(
     tmp_path: Path, step: object, why: str, capsys: pytest.CaptureFixture[str]
@@ -126,7 +150,7 @@ URNS = (
 STEPS = st.fixed_dictionaries({}, optional={"op": OPS, "urn": URNS}) | JSON_VALUES
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(steps=st.lists(STEPS, max_size=6), removable=st.booleans())
 def test_no_generated_plan_raises_and_none_with_an_unreadable_step_passes(steps: list[object], removable: bool) -> None:
     read = steps_from_json({"steps": steps})
@@ -139,3 +163,15 @@ def test_no_generated_plan_raises_and_none_with_an_unreadable_step_passes(steps:
     if touching and not removable:
         assert problems, "a readable step that uninstalls the release is refused too"
     assert all("\n" not in line and "\x1b" not in line for line in problems), "one printable line per problem"
+
+
+def test_an_engine_event_the_gate_cannot_read_refuses_the_plan_too() -> None:
+    urn = RELEASE_URN
+    good = SimpleNamespace(resource_pre_event=SimpleNamespace(metadata=SimpleNamespace(op=OpType.UPDATE, urn=urn)))
+    no_metadata = SimpleNamespace(resource_pre_event=SimpleNamespace())
+    other = SimpleNamespace(resource_pre_event=None, diagnostic_event=object())
+    steps = steps_from_events([good, other, no_metadata])
+    assert [(s.op, s.urn) for s in steps] == [("update", urn), (None, None)], "the op as the JSON spells it"
+    assert blocked(steps[:1], removable=False) == [], "a readable update passes"
+    (problem,) = blocked(steps, removable=False)
+    assert problem.startswith("step 1: its op is null, not a string"), problem

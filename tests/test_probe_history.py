@@ -227,7 +227,7 @@ RECORD_FIELDS = {
 @settings(max_examples=200, deadline=None)
 @given(
     records=st.lists(
-        st.fixed_dictionaries({}, optional=RECORD_FIELDS).map(lambda fields: probe_record(**fields)), max_size=8
+        st.fixed_dictionaries({}, optional=RECORD_FIELDS).map(lambda fields: {**probe_record(), **fields}), max_size=8
     ).flatmap(lambda records: st.permutations(records + records[:2]))
 )
 def test_no_generated_history_raises_and_every_wake_counted_could_be_true(records: list[dict[str, object]]) -> None:

@@ -36,8 +36,7 @@ import yaml
 
 from supersonic_interlink.chart import binaries
 from supersonic_interlink.chart.lookup_api import LookupApi, write_loopback_kubeconfig
-from supersonic_interlink.config.loading import load_outside_yaml
-from supersonic_interlink.config.pulumi_yaml import YAMLInputError
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
 
 HELM_TIMEOUT_SECONDS = 120
 """Longest one render may take before it counts as a failure (a render takes well under a second)."""

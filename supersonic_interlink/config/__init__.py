@@ -14,8 +14,9 @@ limit, Kubernetes' types and validation, Helm, busybox arithmetic. Every problem
 (``python -m supersonic_interlink.config.schema``), and a test fails when the two drift.
 """
 
-from supersonic_interlink.config.loading import deep_merge, load_settings, load_yaml, project_defaults, thaw
+from supersonic_interlink.config.loading import deep_merge, load_settings, project_defaults, thaw
 from supersonic_interlink.config.model import ChartSource, Settings
+from supersonic_interlink.config.pulumi_yaml import load_yaml
 from supersonic_interlink.config.rules import (
     CLEANUP_KEEP_MAX,
     HELM_UPGRADE_MARGIN_SECONDS,

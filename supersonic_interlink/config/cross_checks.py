@@ -10,7 +10,7 @@ from supersonic_interlink.config.model import (
     KedaSettings,
     ScaleFromZeroSettings,
 )
-from supersonic_interlink.config.show import _key, _show
+from supersonic_interlink.config.show import key_of, show_value
 
 # ---------------------------------------------------------------------------------------- cross-key rules
 
@@ -24,22 +24,22 @@ def _check_scaling(sfz: ScaleFromZeroSettings, keda: KedaSettings, show: Show) -
     if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
         hold, ready = show("scaleFromZero", sfz.holdMinReplicasSeconds), show("scaleFromZero", sfz.readyTimeoutSeconds)
         problems.append(
-            f"{_key('scaleFromZero.holdMinReplicasSeconds')} = {hold}: expected a value >= "
+            f"{key_of('scaleFromZero.holdMinReplicasSeconds')} = {hold}: expected a value >= "
             f"scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a hold shorter than the wake it protects"
         )
     if sfz.enabled and not keda.enabled:
         problems.append(
-            f"{_key('keda.enabled')} = {show('keda', False)}: expected true while scaleFromZero.enabled is true "
+            f"{key_of('keda.enabled')} = {show('keda', False)}: expected true while scaleFromZero.enabled is true "
             f"(KEDA is what scales Triton back down)"
         )
     if keda.minReplicaCount > keda.maxReplicaCount:
         problems.append(
-            f"{_key('keda.minReplicaCount')} = {show('keda', keda.minReplicaCount)}: expected a value <= "
+            f"{key_of('keda.minReplicaCount')} = {show('keda', keda.minReplicaCount)}: expected a value <= "
             f"keda.maxReplicaCount ({show('keda', keda.maxReplicaCount)})"
         )
     if keda.minReplicaCount == 0 and not sfz.enabled:
         problems.append(
-            f"{_key('keda.minReplicaCount')} = {show('keda', 0)}: expected >= 1 unless scaleFromZero.enabled is true "
+            f"{key_of('keda.minReplicaCount')} = {show('keda', 0)}: expected >= 1 unless scaleFromZero.enabled is true "
             f"(nothing would wake Triton from zero)"
         )
     return problems
@@ -53,9 +53,9 @@ parsed, so a type error in one section does not hide a conflict in another. Rule
 validators of that section."""
 
 
-def _cross_checks(sections: Mapping[str, Any], secrets: frozenset[str] = frozenset()) -> list[str]:
+def check_across_keys(sections: Mapping[str, Any], secrets: frozenset[str] = frozenset()) -> list[str]:
     def show(key: str, value: Any) -> str:
-        return _show(value, key in secrets)
+        return show_value(value, key in secrets)
 
     problems: list[str] = []
     for needs, check in _CROSS_CHECKS:

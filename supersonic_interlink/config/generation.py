@@ -14,6 +14,7 @@ from pathlib import Path
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.config.model import ChartSource
+from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 from supersonic_interlink.config.rules import PROJECT, ConfigError
 from supersonic_interlink.contract import NEWEST, TRITON, Generation, UnknownGeneration, generation_of_values
 
@@ -74,8 +75,6 @@ def select(chart: ChartSource, root: Path = ROOT) -> Generation:
 
 
 def _read(values_file: Path, key: str, root: Path) -> Generation:
-    from supersonic_interlink.config.loading import load_outside_yaml
-
     try:
         documents = load_outside_yaml(values_file.read_bytes())
         return generation_of_values(documents[0] if documents else None)

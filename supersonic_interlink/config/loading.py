@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from supersonic_interlink.config import generation
-from supersonic_interlink.config.cross_checks import _cross_checks
+from supersonic_interlink.config.cross_checks import check_across_keys
 from supersonic_interlink.config.model import (
     REPLACED_WHOLE,
     SECRET_CAPABLE,
@@ -27,11 +27,8 @@ from supersonic_interlink.config.model import (
     Settings,
 )
 from supersonic_interlink.config.pulumi_yaml import (
-    MAX_BYTES,
-    MAX_DEPTH,
-    MAX_VALUES,
     YAMLInputError,
-    decode_text,
+    load_outside_yaml,  # noqa: F401 (read from here by render/conformance.py until it imports from pulumi_yaml)
     read_pulumi_yaml,
 )
 from supersonic_interlink.config.rules import (
@@ -45,70 +42,9 @@ from supersonic_interlink.config.rules import (
     Model,
     expanded,
 )
-from supersonic_interlink.config.show import _key, _show
+from supersonic_interlink.config.show import key_of, show_value
 
 # ---------------------------------------------------------------------------------------- loading
-
-
-def load_yaml(text: str) -> Any:
-    """YAML this program wrote itself (rendered manifests, the Envoy configuration, Helm value files), through
-    libyaml when PyYAML has it. Files people write (stack files, ``Pulumi.yaml``) go through ``read_pulumi_yaml``."""
-    import yaml
-
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-def load_outside_yaml(data: bytes | str) -> list[Any]:
-    """Every document of a YAML file this program did not write and Helm or kubectl did (``helm get values``,
-    ``kubectl get -o yaml``), read as PyYAML reads it (YAML 1.1, like the Go ``yaml.v2`` behind ``sigs.k8s.io/yaml``),
-    within the stack file's limits: at most ``MAX_BYTES``, nested ``MAX_DEPTH`` deep and ``MAX_VALUES`` values with
-    aliases expanded. The limits are checked on the event stream before anything is built: libyaml's composer
-    recurses in C (a file nested 50,000 deep crashes the interpreter), and a 300-byte alias bomb that PyYAML builds
-    cheaply (aliases share one object) costs gigabytes in whatever walks it. ``YAMLInputError`` in one line."""
-    import yaml
-
-    if len(data) > MAX_BYTES:
-        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
-    text = decode_text(data)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    sizes: dict[str, int] = {}  # anchor -> values under it, aliases expanded
-    open_nodes: list[tuple[str | None, int]] = []  # (anchor, values so far) of each open collection
-    total = 0  # values in the file so far, aliases expanded
-    try:
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                if len(open_nodes) >= MAX_DEPTH:
-                    line = event.start_mark.line + 1 if event.start_mark else "?"
-                    raise YAMLInputError(
-                        f"line {line}: nested more than {MAX_DEPTH} mappings or sequences deep; this reader stops there"
-                    )
-                open_nodes.append((event.anchor, 1))
-                total += 1
-                continue
-            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                anchor, size = open_nodes.pop()
-                if anchor is not None:
-                    sizes[anchor] = size
-            elif isinstance(event, yaml.ScalarEvent):
-                size = 1
-                if event.anchor is not None:
-                    sizes[event.anchor] = 1
-                total += 1
-            elif isinstance(event, yaml.AliasEvent):
-                size = sizes.get(event.anchor or "", 1)
-                total += size
-            else:
-                continue
-            if open_nodes:
-                anchor, so_far = open_nodes[-1]
-                open_nodes[-1] = (anchor, so_far + size)
-            if total > MAX_VALUES:
-                raise YAMLInputError(f"more than {MAX_VALUES:,} values with aliases expanded; this reader stops there")
-        return list(yaml.load_all(text, Loader=loader))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise YAMLInputError(f"not valid YAML{where}") from None
 
 
 @functools.cache
@@ -240,16 +176,16 @@ def _problems(error: ValidationError, prefix: tuple[str, ...], secret: bool = Fa
             path = _join(path, part)
         kind = item["type"]
         if kind == "missing":
-            problems.append(f"{_key(path)}: missing (no default in Pulumi.yaml; set it in the stack file)")
+            problems.append(f"{key_of(path)}: missing (no default in Pulumi.yaml; set it in the stack file)")
             continue
         if kind == "extra_forbidden":
             parent = path.rsplit(".", 1)[0] if "." in path else ""
             owner = _owner(cls, loc[:-1])
             names = sorted(owner.model_fields) if owner else []
             near = difflib.get_close_matches(str(loc[-1]), names, n=1)
-            hint = f"; did you mean {_key(_join(parent, near[0]))}?" if near else ""
+            hint = f"; did you mean {key_of(_join(parent, near[0]))}?" if near else ""
             problems.append(
-                f"{_key(path)}: unknown key (allowed under {_key(parent) if parent else PROJECT}: "
+                f"{key_of(path)}: unknown key (allowed under {key_of(parent) if parent else PROJECT}: "
                 f"{', '.join(names)}){hint}"
             )
             continue
@@ -257,7 +193,7 @@ def _problems(error: ValidationError, prefix: tuple[str, ...], secret: bool = Fa
         if kind == "at_field":
             context = item.get("ctx") or {}
             path, value = _join(path, context["field"]), context["value"]
-            others = {name: _show(other, secret) for name, other in (context.get("others") or {}).items()}
+            others = {name: show_value(other, secret) for name, other in (context.get("others") or {}).items()}
             what = context["expected"].format(**others)
         elif kind == "expected":
             what = item["msg"]
@@ -265,7 +201,7 @@ def _problems(error: ValidationError, prefix: tuple[str, ...], secret: bool = Fa
             what = _expected(cls, loc) or _TYPE_WORDS.get(kind) or item["msg"]
         if kind in ("model_type", "model_attributes_type", "dict_type") and _model_of_loc(cls, loc):
             what = "an object"
-        problems.append(f"{_key(path)} = {_show(value, secret)}: expected {what}")
+        problems.append(f"{key_of(path)} = {show_value(value, secret)}: expected {what}")
     return problems
 
 
@@ -304,9 +240,9 @@ def _parse_top(name: str, value: Any, annotation: Any, secret: bool) -> tuple[An
         try:
             value = json.loads(value)
         except (ValueError, RecursionError):  # JSONDecodeError, and Python's 4,300-digit limit on integers
-            return None, f"{_key(name)} = {_show(value, secret)}: expected an object"
+            return None, f"{key_of(name)} = {show_value(value, secret)}: expected an object"
     if not isinstance(value, dict):
-        return None, f"{_key(name)} = {_show(value, secret)}: expected an object"
+        return None, f"{key_of(name)} = {show_value(value, secret)}: expected an object"
     return value, None
 
 
@@ -326,7 +262,7 @@ def _namespace_problems(config: Mapping[str, Any]) -> list[str]:
         near = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
         if near and near[0] == PROJECT:
             guess = difflib.get_close_matches(name, ours, n=1) or [name]
-            hint = f"did you mean {_key(guess[0])}?"
+            hint = f"did you mean {key_of(guess[0])}?"
         elif near:
             hint = f"did you mean {near[0]}:{name}?"
         else:
@@ -349,11 +285,12 @@ def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, s
         elif full_key in CHANGES_UP and deliberate is not None and full_key not in deliberate:
             problems.append(
                 f"{full_key}: changes what pulumi up does ({CHANGES_UP[full_key]}); list it in "
-                f"{_key('deliberateProviderConfig')} if that is meant, or remove it"
+                f"{key_of('deliberateProviderConfig')} if that is meant, or remove it"
             )
     for listed in sorted(set(deliberate or ()) - set(config)):  # a stale entry would later allow it unseen
         problems.append(
-            f"{_key('deliberateProviderConfig')} lists {listed}, which the stack does not set; remove it from the list"
+            f"{key_of('deliberateProviderConfig')} lists {listed}, which the stack does not set; "
+            "remove it from the list"
         )
     return problems
 
@@ -383,18 +320,18 @@ def load_settings(
     # A secret under a key the config does not have is reported as the unknown key it is (below), nothing more.
     for key in sorted(secrets & set(Settings.model_fields) - set(SECRET_CAPABLE)):
         problems.append(
-            f"{_key(key)}: is a secret; expected a plain value (it names objects and the exported endpoint, so it "
+            f"{key_of(key)}: is a secret; expected a plain value (it names objects and the exported endpoint, so it "
             f"could not stay secret; only {', '.join(SECRET_CAPABLE)} may be secrets)"
         )
     fields = Settings.model_fields
     for unknown in sorted(set(ours) - set(fields)):
         near = difflib.get_close_matches(unknown, sorted(fields), n=1)
-        hint = f"; did you mean {_key(near[0])}?" if near else ""
-        problems.append(f"{_key(unknown)}: unknown key (allowed under {PROJECT}: {', '.join(sorted(fields))}){hint}")
+        hint = f"; did you mean {key_of(near[0])}?" if near else ""
+        problems.append(f"{key_of(unknown)}: unknown key (allowed under {PROJECT}: {', '.join(sorted(fields))}){hint}")
     sections: dict[str, Any] = {}
     for name, info in fields.items():
         if name not in ours and name not in defaults:
-            problems.append(f"{_key(name)}: missing (no default in Pulumi.yaml; set it in the stack file)")
+            problems.append(f"{key_of(name)}: missing (no default in Pulumi.yaml; set it in the stack file)")
             continue
         secret = name in secrets
         raw, problem = _parse_top(name, ours[name], info.annotation, secret) if name in ours else (defaults[name], None)
@@ -410,7 +347,7 @@ def load_settings(
                 sections[name] = _adapter(name).validate_json(json.dumps(raw))
         except ValidationError as error:
             problems.extend(_problems(error, (name,), secret))
-    problems.extend(_cross_checks(sections, secrets))
+    problems.extend(check_across_keys(sections, secrets))
     problems.extend(_provider_key_problems(config, sections.get("deliberateProviderConfig")))
     if problems:
         raise ConfigError(problems)

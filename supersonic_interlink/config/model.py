@@ -30,7 +30,7 @@ from supersonic_interlink.config.rules import (
     Model,
     OneOf,
     _fail,
-    _fail_at,
+    fail_at,
 )
 from supersonic_interlink.config.types import (
     ChartPath,
@@ -89,7 +89,7 @@ class ChartSource(Model):
                     f"and nothing else"
                 )
             if self.path.startswith("/") or ".." in self.path.split("/"):
-                raise _fail_at(
+                raise fail_at(
                     "path",
                     self.path,
                     "the chart's directory inside the git repository, relative and without '..' "
@@ -254,7 +254,7 @@ class CleanupSettings(Model):
 def _keeps_chart_names(values: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in CHART.name_override_values:
         if key in values:
-            raise _fail_at(
+            raise fail_at(
                 key,
                 values[key],
                 "no value: it renames the chart's objects, and Envoy's route to Triton, the cleanup's selector and "

@@ -18,7 +18,7 @@ from supersonic_interlink.config.rules import (
     Limits,
     Model,
     OneOf,
-    _fail_at,
+    fail_at,
 )
 from supersonic_interlink.config.types import (
     Image,
@@ -74,7 +74,7 @@ class RepositoryIndexRetrySettings(Model):
 
 def _check_back_off(retry: InferenceRetrySettings | RepositoryIndexRetrySettings) -> None:
     if retry.backOffBaseMs > retry.backOffMaxMs:
-        raise _fail_at(
+        raise fail_at(
             "backOffBaseMs",
             retry.backOffBaseMs,
             "a value <= backOffMaxMs ({backOffMaxMs}); Envoy refuses a base interval above the maximum",

@@ -19,7 +19,7 @@ from supersonic_interlink.config.rules import (
     Limits,
     Model,
     OneOf,
-    _fail_at,
+    fail_at,
 )
 from supersonic_interlink.config.types import (
     AbsolutePath,
@@ -67,12 +67,12 @@ class ResourceRequirements(Model):
         for name, quantity in {**self.limits, **self.requests}.items():
             where = "requests" if name in self.requests else "limits"
             if not overcommit_allowed(name) and quantity_value(quantity).denominator != 1:
-                raise _fail_at(f"{where}.{name}", quantity, "a whole number (the API server: must be an integer)")
+                raise fail_at(f"{where}.{name}", quantity, "a whole number (the API server: must be an integer)")
         for name, request in self.requests.items():
             limit = self.limits.get(name)
             if limit is None:
                 if not overcommit_allowed(name):
-                    raise _fail_at(
+                    raise fail_at(
                         f"limits.{name}",
                         None,
                         "a limit equal to the request (the API server: Limit must be set for non overcommitable "
@@ -80,7 +80,7 @@ class ResourceRequirements(Model):
                     )
                 continue
             if not overcommit_allowed(name) and quantity_value(request) != quantity_value(limit):
-                raise _fail_at(
+                raise fail_at(
                     f"requests.{name}",
                     request,
                     "the limit ({limit}): the API server requires a request equal to the limit of a resource "
@@ -88,7 +88,7 @@ class ResourceRequirements(Model):
                     limit=limit,
                 )
             if quantity_value(request) > quantity_value(limit):
-                raise _fail_at(
+                raise fail_at(
                     f"requests.{name}",
                     request,
                     "at most the limit ({limit}) (the API server: must be less than or equal to the limit)",
@@ -117,15 +117,15 @@ class Toleration(Model):
     @model_validator(mode="after")
     def _as_the_api_server_checks(self) -> Toleration:
         if not self.key and self.operator != "Exists":
-            raise _fail_at(
+            raise fail_at(
                 "operator",
                 self.operator,
                 "Exists when key is empty (the API server: an empty key with Exists matches every taint)",
             )
         if self.operator == "Exists" and self.value:
-            raise _fail_at("value", self.value, "no value with operator Exists (the API server refuses one)")
+            raise fail_at("value", self.value, "no value with operator Exists (the API server refuses one)")
         if self.tolerationSeconds is not None and self.effect != "NoExecute":
-            raise _fail_at(
+            raise fail_at(
                 "effect",
                 self.effect,
                 "NoExecute when tolerationSeconds is set (the API server refuses any other effect)",

@@ -3,6 +3,7 @@ checked across keys and against the values the program computes, before any reso
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Collection, Mapping
@@ -59,16 +60,15 @@ def settings_from_config(
     return settings
 
 
-def _environment_json(name: str, shape: type, expected: str) -> Any:
+def _environment_json(name: str, shape: type[dict[str, Any]] | type[list[Any]], expected: str) -> Any:
     """``$name`` read as JSON of ``shape`` (the SDK's own ``json.loads`` of it would raise a traceback); absent:
     an empty one. ConfigError names the variable and what it must hold."""
     text = os.environ.get(name)
     if text is None:
         return shape()
-    try:
+    value: Any = None
+    with contextlib.suppress(ValueError, RecursionError):
         value = json.loads(text)
-    except (ValueError, RecursionError):
-        value = None
     if not isinstance(value, shape) or (shape is list and not all(isinstance(key, str) for key in value)):
         shown = text if len(text) <= 80 else f"{text[:77]}..."
         raise ConfigError([f"environment variable {name} = {shown!r}: expected {expected}, as the Pulumi CLI sets it"])

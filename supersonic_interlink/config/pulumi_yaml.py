@@ -246,12 +246,75 @@ def _one_line(error: YAMLError) -> str:
     return "not valid YAML: " + " ".join(str(error).split())
 
 
+def _check_size(data: bytes | str) -> None:
+    if len(data) > MAX_BYTES:
+        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
+
+
 def read_pulumi_yaml(data: bytes | str) -> Any:
     """The content of a stack file or ``Pulumi.yaml`` as plain data (None for an empty file); ``YAMLInputError`` in
     one line, without the file name, for anything the readers would refuse or read differently."""
-    if len(data) > MAX_BYTES:
-        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
+    _check_size(data)
     try:
         return _Reader(decode_text(data)).document()
     except YAMLError as error:
         raise YAMLInputError(_one_line(error)) from None
+
+
+# ---------------------------------------------------------------------------------------- YAML others wrote
+
+
+def load_yaml(text: str) -> Any:
+    """YAML this program wrote itself (rendered manifests, the Envoy configuration, Helm value files), through
+    libyaml when PyYAML has it. Files people write (stack files, ``Pulumi.yaml``) go through ``read_pulumi_yaml``."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def load_outside_yaml(data: bytes | str) -> list[Any]:
+    """Every document of a YAML file this program did not write and Helm or kubectl did (``helm get values``,
+    ``kubectl get -o yaml``), read as PyYAML reads it (YAML 1.1, like the Go ``yaml.v2`` behind ``sigs.k8s.io/yaml``),
+    within the stack file's limits: at most ``MAX_BYTES``, nested ``MAX_DEPTH`` deep and ``MAX_VALUES`` values with
+    aliases expanded. The limits are checked on the event stream before anything is built: libyaml's composer
+    recurses in C (a file nested 50,000 deep crashes the interpreter), and a 300-byte alias bomb that PyYAML builds
+    cheaply (aliases share one object) costs gigabytes in whatever walks it. ``YAMLInputError`` in one line."""
+    _check_size(data)
+    text = decode_text(data)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    sizes: dict[str, int] = {}  # anchor -> values under it, aliases expanded
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, values so far) of each open collection
+    total = 0  # values in the file so far, aliases expanded
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                if len(open_nodes) >= MAX_DEPTH:
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise YAMLInputError(
+                        f"line {line}: nested more than {MAX_DEPTH} mappings or sequences deep; this reader stops there"
+                    )
+                open_nodes.append((event.anchor, 1))
+                total += 1
+                continue
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                anchor, size = open_nodes.pop()
+                if anchor is not None:
+                    sizes[anchor] = size
+            elif isinstance(event, yaml.ScalarEvent):
+                size = 1
+                if event.anchor:
+                    sizes[event.anchor] = 1
+                total += 1
+            elif isinstance(event, yaml.AliasEvent):
+                size = sizes.get(event.anchor or "", 1)
+                total += size
+            else:
+                continue
+            if open_nodes:
+                anchor, so_far = open_nodes[-1]
+                open_nodes[-1] = (anchor, so_far + size)
+            if total > MAX_VALUES:
+                raise YAMLInputError(f"more than {MAX_VALUES:,} values with aliases expanded; this reader stops there")
+        return list(yaml.load_all(text, Loader=loader))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise YAMLInputError(f"not valid YAML{where}") from None

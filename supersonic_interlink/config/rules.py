@@ -154,7 +154,7 @@ def _fail(text: str) -> PydanticCustomError:
     return PydanticCustomError("expected", "{expected}", {"expected": text})
 
 
-def _fail_at(field: str, value: Any, text: str, **others: Any) -> PydanticCustomError:
+def fail_at(field: str, value: Any, text: str, **others: Any) -> PydanticCustomError:
     """A model rule's failure reported at one of its fields (``<key>.<field> = <value>: expected <text>``).
 
     ``text`` names other fields' values as ``{name}`` with the value in ``others``: the loader prints every value,
@@ -163,7 +163,7 @@ def _fail_at(field: str, value: Any, text: str, **others: Any) -> PydanticCustom
     return PydanticCustomError("at_field", "{expected}", context)
 
 
-def _rule(check: Callable[[Any], bool], text: str) -> AfterValidator:
+def rule(check: Callable[[Any], bool], text: str) -> AfterValidator:
     def validate(value: Any) -> Any:
         if not check(value):
             raise _fail(text)
@@ -213,7 +213,7 @@ class Matches(annotated_types.GroupedMetadata):
         def check(value: str) -> bool:
             return compiled.fullmatch(value) is not None and (limit is None or len(value) <= limit)
 
-        yield _rule(check, self.text)
+        yield rule(check, self.text)
         yield Expect(self.text)
 
 
@@ -226,7 +226,7 @@ class OneOf(annotated_types.GroupedMetadata):
     def __iter__(self) -> Iterator[Any]:
         text = "one of " + ", ".join(self.choices)
         choices = self.choices
-        yield _rule(lambda value: value in choices, text)
+        yield rule(lambda value: value in choices, text)
         yield Expect(text)
 
 

@@ -16,7 +16,7 @@ SECRET_SHOWN = "[secret]"
 """What an error prints in place of any part of a secret key's value."""
 
 
-def _show(value: Any, secret: bool) -> str:
+def show_value(value: Any, secret: bool) -> str:
     """A value as a config error prints it: the one place that does, so a secret is never printed (not even
     escaped: the CLI masks a secret by its exact text, and ``json.dumps`` escapes ``"``, ``\\`` and non-ASCII, which
     also keeps control characters in other values from reaching the terminal)."""
@@ -31,5 +31,5 @@ def _show(value: Any, secret: bool) -> str:
     return shown
 
 
-def _key(path: str) -> str:
+def key_of(path: str) -> str:
     return f"{PROJECT}:{path}"

@@ -23,7 +23,7 @@ from supersonic_interlink.config.rules import (
     Expect,
     Frozen,
     Matches,
-    _rule,
+    rule,
 )
 
 # ---------------------------------------------------------------------------------------- value types
@@ -92,7 +92,7 @@ def normalized_absolute_path(value: str) -> bool:
     )
 
 
-AbsolutePath = Annotated[str, _rule(normalized_absolute_path, ABSOLUTE_PATH_TEXT), Expect(ABSOLUTE_PATH_TEXT)]
+AbsolutePath = Annotated[str, rule(normalized_absolute_path, ABSOLUTE_PATH_TEXT), Expect(ABSOLUTE_PATH_TEXT)]
 Port = Annotated[int, Field(ge=1, le=65535), Expect("a port from 1 to 65535")]
 
 # The OCI reference grammar (distribution/reference): [domain[:port]/]path[:tag][@sha256:<64 hex>].
@@ -117,7 +117,7 @@ def _pinned_image(value: str) -> bool:
 
 Image = Annotated[
     str,
-    _rule(
+    rule(
         _pinned_image,
         "an image with a pinned tag or digest (repository:tag or repository@sha256:<64 hex>, not 'latest'; "
         "or an unpacked image's absolute path with its tag)",
@@ -158,13 +158,13 @@ def valid_cron(value: str) -> bool:
     return True
 
 
-Cron = Annotated[str, _rule(valid_cron, CRON_TEXT), Expect(CRON_TEXT)]
+Cron = Annotated[str, rule(valid_cron, CRON_TEXT), Expect(CRON_TEXT)]
 
 _QUANTITY = re.compile(r"\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?", re.ASCII)
 QUANTITY_TEXT = "a Kubernetes quantity such as 2, '500m' or '8Gi' (a whole number or quantity text, not negative)"
 Quantity = Annotated[
     int | str,
-    _rule(
+    rule(
         lambda v: (
             (isinstance(v, int) and 0 <= v <= PULUMI_NUMBER_MAX)
             or (isinstance(v, str) and bool(_QUANTITY.fullmatch(v)))
@@ -175,7 +175,7 @@ Quantity = Annotated[
 ]
 
 NO_EMPTY_ARGUMENT_TEXT = "a list of non-empty strings (an empty one reaches the container as an empty argument)"
-NoEmptyArgument = _rule(all, NO_EMPTY_ARGUMENT_TEXT)
+NoEmptyArgument = rule(all, NO_EMPTY_ARGUMENT_TEXT)
 """A container's command or args: the chart copies them into the pod spec unread, so "" would be passed on."""
 
 StringMap = Annotated[
@@ -214,8 +214,8 @@ def label_value(value: str) -> bool:
     return value == "" or (len(value) <= 63 and re.fullmatch(_LABEL_NAME, value, re.ASCII) is not None)
 
 
-QualifiedName = Annotated[str, _rule(qualified_name, QUALIFIED_NAME_TEXT), Expect(QUALIFIED_NAME_TEXT)]
-LabelValue = Annotated[str, _rule(label_value, LABEL_VALUE_TEXT), Expect("a string (quote numbers and booleans)")]
+QualifiedName = Annotated[str, rule(qualified_name, QUALIFIED_NAME_TEXT), Expect(QUALIFIED_NAME_TEXT)]
+LabelValue = Annotated[str, rule(label_value, LABEL_VALUE_TEXT), Expect("a string (quote numbers and booleans)")]
 LabelMap = Annotated[
     Mapping[QualifiedName, LabelValue],
     Frozen,
@@ -237,7 +237,7 @@ def annotations_size(value: Mapping[str, str]) -> bool:
 AnnotationMap = Annotated[
     Mapping[QualifiedName, Annotated[str, Expect("a string (quote numbers and booleans)")]],
     Frozen,
-    _rule(annotations_size, ANNOTATIONS_TEXT),
+    rule(annotations_size, ANNOTATIONS_TEXT),
     Expect("an object of Kubernetes annotations (qualified names to strings)"),
 ]
 
@@ -285,7 +285,7 @@ def container_resource_name(value: str) -> bool:
 
 
 ContainerResource = Annotated[
-    str, _rule(container_resource_name, CONTAINER_RESOURCE_TEXT), Expect(CONTAINER_RESOURCE_TEXT)
+    str, rule(container_resource_name, CONTAINER_RESOURCE_TEXT), Expect(CONTAINER_RESOURCE_TEXT)
 ]
 
 

@@ -5,8 +5,11 @@
 - ``get`` of every kind the program and the chart deploy: the live objects, and the refresh.
 - ``patch`` of every kind in the release's manifest: the server-side dry-run apply is authorized like a real apply
   (Kubernetes authorizes a dry-run request exactly as the request itself), so RBAC cannot grant the check less than
-  a patch. The check only ever sends ``dryRun=All`` patches; a deleted object is not applied (that would need
-  ``create``). ``--correct`` needs ``update`` and ``create`` on the same kinds, and what ``pulumi up`` needs.
+  a patch. The check only ever sends ``dryRun=All`` patches; a deleted object is not applied.
+- ``create`` of the same kinds: where the API server refuses the dry-run apply (Service ports without
+  ``protocol``), the check learns the server's defaults from a ``dryRun=All`` create of the manifest under a
+  generated name, which is authorized as a create. ``--correct`` needs ``update`` and ``create`` on the same kinds,
+  and what ``pulumi up`` needs.
 
 The end-to-end test runs the check with a ServiceAccount bound to exactly this Role (tests/e2e/test_drift.py).
 """
@@ -36,7 +39,7 @@ READER_RULES: list[dict[str, Any]] = [
     {
         "apiGroups": ["", "apps", "keda.sh"],
         "resources": ["configmaps", "services", "persistentvolumeclaims", "deployments", "scaledobjects"],
-        "verbs": ["patch"],
+        "verbs": ["patch", "create"],
     },
 ]
 

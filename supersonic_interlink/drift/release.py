@@ -11,8 +11,12 @@ defaults the API server fills are on both sides, and a field the manifest does n
 Helm 3's three-way merge leave such a field alone too).
 
 Where the API server refuses the dry-run apply (a Service port changed in place: the applied port is added beside
-the changed one and the two share a name), the object is compared on the fields the manifest sets, each list of
-named items matched by name, and the rows say the apply was refused and why.
+the changed one and the two share a name; ports without ``protocol``, which server-side apply keys by port and
+protocol), the object is compared on the fields the manifest sets, each list of named items matched by name, and the
+rows say the apply was refused and why. A field the API server defaults is never drift there either: the manifest is
+also created with ``--dry-run=server`` (under a generated name, so nothing is touched), and a field where that
+server-defaulted object agrees with the live one is not drift; where they differ, the defaulted value is what is
+expected (``protocol: TCP``, not the manifest's null).
 
 Everything is read with the pinned Helm v3 and kubectl (``supersonic_interlink/chart/binaries.py``) from the cluster
 ``KUBECONFIG`` names. ``observe`` reads; ``compare`` is pure (the unit tests give it recorded observations);
@@ -35,7 +39,7 @@ import yaml
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Row
 from supersonic_interlink.drift.rules import rule_for, sidecar_hold_annotation
-from supersonic_interlink.objdiff import ABSENT, changes, overlay, put
+from supersonic_interlink.objdiff import ABSENT, Named, changes, overlay, put
 
 FIELD_MANAGER = "supersonic-drift"
 """Field manager of the dry-run applies (never used for a real apply, so it owns nothing: applying drops no field
@@ -64,6 +68,8 @@ class ObjectObservation:
     """What the API server answered to the dry-run apply of ``manifest``."""
     refused: str = ""
     """The API server's message when it refused the dry-run apply."""
+    defaulted: dict[str, Any] | None = None
+    """For a refused object: the manifest as a dry-run create returns it, every default the API server fills set."""
 
     @property
     def key(self) -> str:
@@ -162,6 +168,22 @@ def _dry_run(tools: Tools, objects: list[dict[str, Any]], namespace: str) -> sub
     )
 
 
+def _dry_run_create(tools: Tools, manifest: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """The manifest as the API server defaults it: a dry-run create under a generated name (the real name exists)."""
+    probe = copy.deepcopy(dict(manifest))
+    metadata = probe["metadata"]
+    metadata["generateName"] = f"{str(metadata.pop('name'))[:40]}-"
+    done = tools.run(
+        "kubectl", "create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-", input_text=json.dumps(probe)
+    )
+    if done.returncode != 0:
+        raise CannotCheck(
+            f"dry-run create of {_key(manifest)} (its server defaults, the apply being refused): "
+            f"{(done.stderr or done.stdout).strip()}"
+        )
+    return dict(json.loads(done.stdout))
+
+
 def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     """Read the release's record and manifest, the live objects, and the dry-run apply of each object."""
     status = json.loads(tools.read("helm", "status", release, "-n", namespace, "-o", "json"))
@@ -205,8 +227,10 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     unanswered = [_key(m) for m in present if _key(m) not in answered and _key(m) not in refused]
     if unanswered:
         raise CannotCheck(f"kubectl answered no dry-run apply for {', '.join(unanswered)}")
+    defaulted = {_key(m): _dry_run_create(tools, m, namespace) for m in present if _key(m) in refused}
     objects = [
-        ObjectObservation(m, live.get(_key(m)), answered.get(_key(m)), refused.get(_key(m), "")) for m in manifests
+        ObjectObservation(m, live.get(_key(m)), answered.get(_key(m)), refused.get(_key(m), ""), defaulted.get(_key(m)))
+        for m in manifests
     ]
     return ReleaseObservation(release, namespace, revision, state, objects)
 
@@ -229,12 +253,47 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
             expected = item.dry_run or {}
             note = ""
         for change in changes(live, expected):
+            wanted = change.after
+            if item.refused and item.defaulted is not None:
+                # What the server makes of the manifest's value there (a default filled, a quantity normalized).
+                wanted = value_at(item.defaulted, change.path)
+                if wanted is ABSENT:
+                    wanted = change.after
+                elif _equal(wanted, change.before):
+                    continue
             rule = rule_for(live, observed.release, change.path, is_object=True, hold_annotation=hold)
             if rule is not None:
                 ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
             else:
-                rows.append(Row(RELEASE_PART, item.key, change.path, change.after, change.before, note))
+                rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
     return rows, ignored, [item.key for item in observed.objects]
+
+
+def value_at(tree: Any, path: tuple[Any, ...]) -> Any:
+    """The value at an ``objdiff`` path (keys, list indexes, named items), ``ABSENT`` where there is none."""
+    for segment in path:
+        if isinstance(segment, Named):
+            found = (
+                [i for i in tree if isinstance(i, Mapping) and i.get("name") == segment.name]
+                if isinstance(tree, list)
+                else []
+            )
+            if len(found) != 1:
+                return ABSENT
+            tree = found[0]
+        elif isinstance(segment, int):
+            if not isinstance(tree, list) or not 0 <= segment < len(tree):
+                return ABSENT
+            tree = tree[segment]
+        else:
+            if not isinstance(tree, Mapping) or segment not in tree:
+                return ABSENT
+            tree = tree[segment]
+    return tree
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return not changes(a, b)
 
 
 def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list[str]:

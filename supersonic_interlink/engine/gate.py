@@ -126,8 +126,10 @@ def steps_from_events(events: Iterable[Any]) -> list[Step]:
     for event in events:
         pre = getattr(event, "resource_pre_event", None)
         if pre is not None:
-            op = pre.metadata.op
-            found.append(Step(str(getattr(op, "value", op)), pre.metadata.urn))
+            # Read as loosely as the JSON: an event without its metadata is an unreadable step, refused by ``blocked``.
+            metadata = getattr(pre, "metadata", None)
+            op = getattr(metadata, "op", None)
+            found.append(Step(getattr(op, "value", op), getattr(metadata, "urn", None)))
     return found
 
 

@@ -78,8 +78,9 @@ def run(
         say(summary(stack, rendered))
     if check:
         what = (
-            f"stack {stack}: checking: Kubernetes schemas, envoy --mode validate, then the chart conformance check "
-            "with the real Helm v3 when the chart is on disk"
+            f"stack {stack}: checking: Kubernetes schemas and the API server's rules, envoy --mode validate, then, "
+            "when the chart is on disk, the same over the chart's objects and the chart conformance check with the "
+            "real Helm v3"
         )
         with progress.step(what):
             outcome = checks(stack, rendered, chart_dir)

@@ -576,7 +576,7 @@ GUARD_FINDING = (
 
 def generation_mismatch(chart_dir: Path, expected: Generation) -> str | None:
     """Why the chart is not of the generation the stack was rendered for, or None when it is."""
-    from supersonic_interlink.config.loading import load_outside_yaml
+    from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 
     values_file = chart_dir / "values.yaml"
     if not values_file.is_file():

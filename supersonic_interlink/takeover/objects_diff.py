@@ -26,8 +26,7 @@ from typing import Any
 
 from supersonic_interlink.chart.helm import ChartRenderError, render_chart
 from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
-from supersonic_interlink.config.loading import load_outside_yaml
-from supersonic_interlink.config.pulumi_yaml import YAMLInputError
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
 from supersonic_interlink.contract import CHART, Generation
 from supersonic_interlink.objdiff import (
     Change,

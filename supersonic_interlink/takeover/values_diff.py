@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from supersonic_interlink.config.loading import load_outside_yaml
-from supersonic_interlink.config.pulumi_yaml import YAMLInputError
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART, GENERATIONS, TRITON
 from supersonic_interlink.objdiff import (
