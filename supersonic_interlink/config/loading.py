@@ -28,7 +28,6 @@ from supersonic_interlink.config.model import (
 )
 from supersonic_interlink.config.pulumi_yaml import (
     YAMLInputError,
-    load_outside_yaml,  # noqa: F401 (read from here by render/conformance.py until it imports from pulumi_yaml)
     read_pulumi_yaml,
 )
 from supersonic_interlink.config.rules import (

@@ -36,7 +36,7 @@ MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100
 """Deepest nesting of mappings and sequences (a Kubernetes object in ``helmValues`` nests a dozen levels)."""
 MAX_VALUES = 1_000_000
-"""Most values a file of outside YAML (``loading.load_outside_yaml``) may expand to through its aliases."""
+"""Most values a file of outside YAML (``load_outside_yaml``) may expand to through its aliases."""
 
 
 class YAMLInputError(ValueError):

@@ -292,7 +292,7 @@ def format_steps(a: Adoption, plan: Sequence[Step]) -> str:
         f"  import id:     {a.import_id}",
         (
             f"  release.adopt is {'on' if a.adopt else 'off (step 2 turns it on)'}; the chart is "
-            f"{'a pinned git commit' if a.chart_pinned else 'not a pinned git commit yet: pin it first (docs/chart.md)'}."
+            + ("a pinned git commit." if a.chart_pinned else "not pinned yet: pin it first (docs/chart.md).")
         ),
     ]
     for number, step in enumerate(plan):
