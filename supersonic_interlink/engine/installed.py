@@ -69,7 +69,7 @@ def cli_version(path: Path, env: dict[str, str]) -> str:
     env = {**env, "PULUMI_SKIP_UPDATE_CHECK": "true"}
     try:
         done = subprocess.run([str(path), "version"], env=env, capture_output=True, text=True, timeout=60, check=False)
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
 
