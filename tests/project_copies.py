@@ -27,7 +27,7 @@ COPIED = (
     "requirements-dev.txt",
     "constraints.txt",
 )
-PACKAGES = ("supersonic_interlink", "postrender", "scripts", "stacks")
+PACKAGES = ("supersonic_interlink", "postrender", "scripts", "stacks", "tools")
 
 
 def project_copy(into: Path, *, tools: bool = True) -> Path:

@@ -15,12 +15,16 @@ def parser() -> args_.Parser:
     parser = args_.Parser(
         prog="./supersonic pulumi",
         description="Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
-        epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff\n'
-        "         pulumi preview --stack hammer --json > preview.json && ./supersonic pulumi gate hammer preview.json",
+        epilog='example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
     )
     parser.add_argument("action", choices=[*ACTIONS, "gate"])
     args_.add_stack(parser, help="stack name, as in stacks/Pulumi.<stack>.yaml")
-    parser.add_argument("file", nargs="?", type=args_.path, help="gate: the output of `pulumi preview --json`")
+    parser.add_argument(
+        "file",
+        nargs="?",
+        type=args_.path,
+        help="gate: `pulumi preview --json` output of any CLI, e.g. ./supersonic pulumi gate hammer preview.json",
+    )
     parser.add_argument(
         "--pulumi",
         metavar="PATH",

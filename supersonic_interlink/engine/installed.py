@@ -63,19 +63,21 @@ WHAT_TO_INSTALL = (
 )
 
 
-def cli_version(path: Path) -> str:
-    """What ``pulumi version`` prints (``v3.274.1``); empty when it prints nothing or does not run."""
+def cli_version(path: Path, env: dict[str, str]) -> str:
+    """What ``pulumi version`` prints (``v3.274.1``), asked without an update check; empty when it prints nothing or
+    does not run."""
+    env = {**env, "PULUMI_SKIP_UPDATE_CHECK": "true"}
     try:
-        done = subprocess.run([str(path), "version"], capture_output=True, text=True, timeout=60, check=False)
-    except OSError:
+        done = subprocess.run([str(path), "version"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def _checked(path: Path, origin: str) -> Found:
+def _checked(path: Path, origin: str, env: dict[str, str]) -> Found:
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise Unusable(f"pulumi CLI {path} ({origin}) is not an executable file: {WHAT_TO_INSTALL}")
-    reported = cli_version(path)
+    reported = cli_version(path, env)
     match = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", reported)
     version = (int(match[1]), int(match[2]), int(match[3])) if match else None
     if version is None or not SUPPORTED[0] <= version <= SUPPORTED[1]:
@@ -91,14 +93,14 @@ def find_cli(explicit: str | None, env: dict[str, str]) -> tuple[Found, bool]:
     """The CLI to run, looked for in the engine's environment ``env``, and whether it still has to be built (then
     ``build_cli`` builds it)."""
     if explicit:
-        return _checked(Path(explicit).expanduser().absolute(), "--pulumi"), False
+        return _checked(Path(explicit).expanduser().absolute(), "--pulumi", env), False
     if env.get(CLI_ENV):
-        return _checked(Path(env[CLI_ENV]).expanduser().absolute(), CLI_ENV), False
+        return _checked(Path(env[CLI_ENV]).expanduser().absolute(), CLI_ENV, env), False
     on_path = shutil.which("pulumi", path=env.get("PATH", os.defpath))
     built = toolchain.path("pulumi")
     if on_path is not None:
         origin = "on PATH, built from Go modules" if Path(on_path).resolve() == built.resolve() else "on PATH"
-        return _checked(Path(on_path).absolute(), origin), False
+        return _checked(Path(on_path).absolute(), origin, env), False
     version = toolchain.version(toolchain.build_for("pulumi"))
     if built.is_file():
         return Found(built, version, "built from Go modules, toolchain cache"), False

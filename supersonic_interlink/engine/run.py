@@ -24,7 +24,6 @@ from supersonic_interlink.engine import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "supersonic-interlink"
-PROVIDER = "kubernetes"
 ACTIONS = ("preview", "up", "refresh", "destroy")
 
 
