@@ -604,11 +604,11 @@ def test_a_right_drifts_role_lacks_is_named_as_the_roles_gap() -> None:
         "the credential may not delete pods in namespace cms: drift's Role (supersonic_interlink/drift/rbac.py) "
         "lacks it too: add it there"
     )
-    create = 'User "x" cannot create resource "deployments" in API group "apps" in the namespace "cms"'
-    assert missing_right(create) == (
-        "the credential may not create deployments.apps in namespace cms: drift's Role "
+    update = 'User "x" cannot update resource "deployments" in API group "apps" in the namespace "cms"'
+    assert missing_right(update) == (
+        "the credential may not update deployments.apps in namespace cms: drift's Role "
         "(supersonic_interlink/drift/rbac.py) lacks it too: add it there"
-    ), "the Role names deployments, but for get and patch only"
+    ), "the Role names deployments, but for get, patch and create only"
     assert missing_right("Kubernetes cluster unreachable") is None
 
 

@@ -153,7 +153,10 @@ def test_the_chart_lua_is_filled_in_as_the_chart_fills_it_and_the_sidecar_reads_
     [
         (["no-such-stack", "--queue-delay", "fixed:1"], "no stack 'no-such-stack'"),
         (["hammer", "--queue-delay", "gauss:1"], "expected fixed:S"),
-        (["hammer", "--queue-delay", "fixed:1"], "the stack's chart is not on disk (unpinned)"),
+        (
+            ["hammer", "--queue-delay", "fixed:1"],
+            "fetch the pinned chart with `./supersonic render hammer --fetch-chart`",
+        ),
         (["hammer", "--queue-delay", "fixed:1", "--chart", "/no/such/chart"], "--chart /no/such/chart: not a dir"),
         (["hammer", "--queue-delay", "fixed:1", "--chart", "tests/charts/default-one"], "has no cfg/envoy-filter.lua"),
     ],
