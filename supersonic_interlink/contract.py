@@ -214,10 +214,12 @@ INFERENCE_SERVER = Generation(
     inference_component="inference-server",
     inference_cluster="inference_server_grpc_service",
     admission_cluster="inference_server_admission",
-    # cfg/envoy-filter.lua at 098d4a6c: the filter answers the request itself with grpc-status 14.
+    # cfg/envoy-filter.lua at 098d4a6c (the file is not stored at 42b2b933): after the wait the request goes on to the
+    # router, which finds no healthy host; the response filter sets grpc-status 14 and keeps Envoy's own grpc-message,
+    # writing its own reason only where Envoy gave none.
     wake_timeout_status="UNAVAILABLE",
     wake_timeout_code=14,
-    wake_timeout_message="no healthy upstream: inference server did not become ready in time",
+    wake_timeout_message="no healthy upstream",
 )
 
 GENERATIONS = (TRITON, INFERENCE_SERVER)

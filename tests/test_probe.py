@@ -579,7 +579,7 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
 @pytest.mark.parametrize(
     ("chart", "status", "message"),
     [
-        (None, "UNAVAILABLE", "no healthy upstream: inference server did not become ready in time"),
+        (None, "UNAVAILABLE", "no healthy upstream"),
         (OLDER_GENERATION_CHART, "CANCELLED", ""),
     ],
     ids=["inferenceServer-generation", "triton-generation"],
