@@ -79,7 +79,10 @@ def _rehearse(
         cluster = LocalCluster(root, tied=True, pod_stages=rehearsal_stages(settings.namespace, VIRTUAL_NODE_NAME))
         cluster.start(log=log)
         try:
+            log("rehearse: starting the KEDA operator, Envoy and the chart's Lua filter and admission sidecar ...")
+            started = time.monotonic()
             with rehearsal(cluster, settings, delay, root / "rehearsal", stack=stack, chart=chart) as run:
+                log(f"rehearse: KEDA operator, Envoy and the chart's parts ready in {time.monotonic() - started:.1f} s")
                 run.scripted.append(0.0)
                 log("rehearse: one cold wake with no queue delay, to measure the overhead around the queue")
                 started = time.monotonic()
