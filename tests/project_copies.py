@@ -67,6 +67,12 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+def unpin(stack_file: Path) -> None:
+    """Take the git chart's commit out of a stack file: how it reads before ``--pin-chart``."""
+    lines = stack_file.read_text().splitlines(True)
+    stack_file.write_text("".join(line for line in lines if not line.startswith("      commit: ")))
+
+
 def pin(stack_file: Path, commit: str) -> None:
     """Write ``commit`` into a stack file's git chart source, as --pin-chart does."""
     text = stack_file.read_text()

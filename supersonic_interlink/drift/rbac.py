@@ -5,7 +5,9 @@
 - ``get`` of every kind the program and the chart deploy: the live objects, and the refresh.
 - ``patch`` of every kind in the release's manifest: the server-side dry-run apply is authorized like a real apply
   (Kubernetes authorizes a dry-run request exactly as the request itself), so RBAC cannot grant the check less than
-  a patch. The check only ever sends ``dryRun=All`` patches; a deleted object is not applied.
+  a patch. The check only ever sends ``dryRun=All`` patches; a deleted object is not applied. Roles and RoleBindings
+  (the chart's admission sidecar has them) are not applied at all: RBAC refuses even a dry-run apply of one to a
+  credential that does not hold what it grants, so they are compared on the manifest's fields and need only ``get``.
 - ``create`` of the same kinds: where the API server refuses the dry-run apply (Service ports without
   ``protocol``), the check learns the server's defaults from a ``dryRun=All`` create of the manifest under a
   generated name, which is authorized as a create. ``--correct`` needs ``update`` and ``create`` on the same kinds,
@@ -38,7 +40,14 @@ READER_RULES: list[dict[str, Any]] = [
     },
     {
         "apiGroups": ["", "apps", "keda.sh"],
-        "resources": ["configmaps", "services", "persistentvolumeclaims", "deployments", "scaledobjects"],
+        "resources": [
+            "configmaps",
+            "services",
+            "persistentvolumeclaims",
+            "serviceaccounts",
+            "deployments",
+            "scaledobjects",
+        ],
         "verbs": ["patch", "create"],
     },
 ]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
 from e2e_harness import run_supersonic
-from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
+from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin, unpin
 
 from supersonic_interlink.render.stack import render
 
@@ -100,6 +100,8 @@ def test_a_stack_with_secrets_diffs_without_any_ciphertext(tmp_path: Path) -> No
 
 def test_an_unpinned_chart_is_named_as_not_compared_and_fails_under_strict(tmp_path: Path) -> None:
     root = git_project(tmp_path)
+    unpin(root / "stacks" / "Pulumi.hammer.yaml")
+    commit_all(root, "hammer before its pin")
     result = run_supersonic("diff", "hammer", "--strict", cwd=root)
     assert result.returncode == 3, result.stdout + result.stderr
     assert (
@@ -160,11 +162,25 @@ def check_stacks(root: Path, *files: str, env: dict[str, str] | None = None) -> 
 
 def test_lint_checks_an_unpinned_stack_without_strict_and_says_its_chart_check_is_skipped(tmp_path: Path) -> None:
     root = git_project(tmp_path)
+    unpin(root / "stacks" / "Pulumi.hammer.yaml")
     result = check_stacks(root, "stacks/Pulumi.hammer.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (
         "check-stacks: stack hammer: chart not pinned: checked without --strict, the chart conformance check skipped"
     ) in result.stdout
+
+
+def test_lint_checks_a_pinned_stack_it_cannot_fetch_without_network_and_says_so(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
+    result = check_stacks(
+        root, "stacks/Pulumi.hammer.yaml", env={**offline, "GIT_CONFIG_VALUE_0": "https://github.com/"}
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "check-stacks: stack hammer: its pinned chart cannot be fetched here (no network access to its repository): "
+        "checked without --strict, the chart checks skipped"
+    ) in result.stdout, "the skipped chart checks are named, never passed over; the pull-request workflow runs them"
 
 
 def test_lint_fetches_a_pinned_stacks_chart_and_fails_it_on_any_finding(tmp_path: Path) -> None:

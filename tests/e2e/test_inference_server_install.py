@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_harness import ROOT, Project, e2e_chart, hammer_like, helm_history, kubectl_json, run_supersonic
+from e2e_harness import Project, e2e_chart, hammer_like, helm_history, kubectl_json, run_supersonic
 from project_copies import project_with
 
 from supersonic_interlink.contract import CHART, INFERENCE_SERVER
@@ -60,7 +60,6 @@ def test_the_inference_server_generation_installs_with_scale_from_zero(project: 
         config = hammer_like(NAMESPACE, RELEASE, chart, prometheus=prometheus_at)
         (tmp_path / "copy").mkdir()
         root = project_with(tmp_path / "copy", STACK, yaml.safe_dump({"config": config}, sort_keys=False))
-        (root / "tools").symlink_to(ROOT / "tools")  # the toolchain's pins, for the engine's binaries
         env = {**project.env, SCRATCH_PROJECT_ENV: str(tmp_path / "scratch")}
 
         # Step 1: up, as an operator runs it.

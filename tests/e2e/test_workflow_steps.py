@@ -12,7 +12,7 @@ from pathlib import Path
 
 from chart_fixtures import chart_repository, git, redirect_upstream
 from e2e_harness import run_supersonic
-from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin
+from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin, project_copy, unpin
 from workflow_steps import pull_request_workflow, run_step, step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,8 +94,10 @@ def test_a_huge_diff_points_to_the_artifact_instead(tmp_path: Path) -> None:
 
 
 def test_an_unpinned_stack_fails_the_chart_fetch_with_the_pin_command(tmp_path: Path) -> None:
-    """The real step, the real ./supersonic render: the hammer stack has no commit yet."""
-    result = run_step(step("render-check", "fetch")["run"], ROOT, STACKS='["hammer"]', HOME=str(tmp_path))
+    """The real step, the real ./supersonic render, on a copy of the project whose hammer stack has no commit yet."""
+    root = project_copy(tmp_path / "project")
+    unpin(root / "stacks" / "Pulumi.hammer.yaml")
+    result = run_step(step("render-check", "fetch")["run"], root, STACKS='["hammer"]', HOME=str(tmp_path))
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
         "::error title=No chart for hammer::stack hammer: supersonic-interlink:release.chart is a git source without "
