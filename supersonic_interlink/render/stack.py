@@ -263,7 +263,7 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
                 f"{chart_source.CACHE_DIR}/{chart.commit} and run `./supersonic render {stack} --fetch-chart`)"
             )
         return None, (
-            f"commit {chart.commit[:12]} is not on disk: the chart checks need `./supersonic render {stack} "
+            f"commit {str(chart.commit)[:12]} is not on disk: the chart checks need `./supersonic render {stack} "
             f"--fetch-chart` (network access to {chart.git})"
         )
     if chart.kind == "path":

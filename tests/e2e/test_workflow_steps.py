@@ -95,9 +95,9 @@ def test_a_huge_diff_points_to_the_artifact_instead(tmp_path: Path) -> None:
 
 def test_an_unpinned_stack_fails_the_chart_fetch_with_the_pin_command(tmp_path: Path) -> None:
     """The real step, the real ./supersonic render, on a copy of the project whose hammer stack has no commit yet."""
-    root = project_copy(tmp_path / "project")
+    root = project_copy(tmp_path)
     unpin(root / "stacks" / "Pulumi.hammer.yaml")
-    result = run_step(step("render-check", "fetch")["run"], root, STACKS='["hammer"]', HOME=str(tmp_path))
+    result = run_step(step("render-check", "fetch")["run"], root, STACKS='["hammer"]', HOME=str(tmp_path / "home"))
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
         "::error title=No chart for hammer::stack hammer: supersonic-interlink:release.chart is a git source without "
