@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from supersonic_interlink.config import ConfigError, Settings
+from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import report as wake_report
@@ -39,8 +40,6 @@ DAMAGED_SHOWN = 20
 
 
 def _settings(stack: str, config: Mapping[str, Any] | None) -> Settings:
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-
     return settings_from_config(load_stack_config(stack) if config is None else config)
 
 
@@ -142,7 +141,7 @@ def run_report(
 
     for index, report in enumerate(reports):
         if args.json:
-            print(json.dumps(report.record()), file=stdout)
+            print(json.dumps(report.record), file=stdout)
         else:
             if index:
                 print(file=stdout)
@@ -151,7 +150,7 @@ def run_report(
         print(f"\n{len(history.damaged)} line(s) of {args.file} skipped (listed on stderr)", file=stdout)
     if args.png is not None:
         try:
-            wake_report.save_png(wake_report.figure(reports), args.png)
+            wake_report.figure(reports).savefig(args.png, format="png")
         except OSError as error:
             print(f"probe report: --png {str(args.png)!r}: cannot write: {error.strerror}", file=stderr)
             return EXIT_CONFIG

@@ -65,8 +65,6 @@ SERVER_READY_TIMEOUT = 30.0
 START_CHECK_TIMEOUT = 10.0
 """Upper bound of the ServerReady asked before the call. Envoy answers it at once either way: a Triton behind it
 answers, and with no host Envoy replies ``no healthy upstream`` without retrying (no host, nothing to retry)."""
-DEADLINE_GRACE = 5.0
-"""How long past the gRPC deadline the probe waits for the client to report it before giving up on its own."""
 
 
 # --------------------------------------------------------------------------------------------- pure parts
@@ -392,10 +390,11 @@ def start_check(client: Any, timeout: float) -> tuple[bool, str]:
     return False, f"ServerReady {str(ready).lower()}"
 
 
-def _wait_for_call(
-    call: Callable[[], Any], limit: float, progress: Progress | None
-) -> tuple[Any, BaseException | None, float, bool]:
-    """Run ``call`` in a worker thread, showing progress; return (result, error, seconds, finished)."""
+def _wait_for_call(call: Callable[[], Any], progress: Progress | None) -> tuple[Any, BaseException | None, float]:
+    """Run ``call`` in a worker thread, showing progress; return (result, error, seconds).
+
+    The call carries its gRPC deadline (tritonclient's ``client_timeout``), which gRPC enforces: it ends by then.
+    """
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -410,19 +409,14 @@ def _wait_for_call(
     worker = threading.Thread(target=work, name="probe-call", daemon=True)
     begin = time.monotonic()
     worker.start()
-    tick = progress.tick_seconds if progress else 0.5
     try:
-        while not done.wait(tick):
-            elapsed = time.monotonic() - begin
-            if elapsed > limit:
-                break
+        while not done.wait(progress.tick_seconds if progress else 0.5):
             if progress:
-                progress.tick(elapsed)
+                progress.tick(time.monotonic() - begin)
     finally:
         if progress:
             progress.done()
-    elapsed = time.monotonic() - begin
-    return box.get("result"), box.get("error"), elapsed, done.is_set()
+    return box.get("result"), box.get("error"), time.monotonic() - begin
 
 
 def probe_once(
@@ -461,11 +455,10 @@ def probe_once(
         if problem == CONNECTION_FAILED:
             # gRPC's own wording (refused, name not found, socket closed) says more than the channel state.
             # ServerLive, not RepositoryIndex: should the endpoint have just come up, this must not wake Triton.
-            _, error, _, _ = _wait_for_call(
-                lambda: client.is_server_live(client_timeout=connect_timeout), connect_timeout + DEADLINE_GRACE, None
-            )
-            if isinstance(error, InferenceServerException) and error.message():
-                problem = error.message()
+            try:
+                client.is_server_live(client_timeout=connect_timeout)
+            except InferenceServerException as live_error:
+                problem = live_error.message() or problem
         if problem is not None:
             return result(UNREACHABLE, detail=problem)
 
@@ -473,17 +466,9 @@ def probe_once(
         known = {"cold": cold, "start_check": checked}
         if progress:
             progress.start(f"probe {stack} {endpoint}")
-        response, error, elapsed, finished = _wait_for_call(
-            lambda: client.get_model_repository_index(client_timeout=deadline), deadline + DEADLINE_GRACE, progress
+        response, error, elapsed = _wait_for_call(
+            lambda: client.get_model_repository_index(client_timeout=deadline), progress
         )
-        if not finished:
-            return result(
-                DEADLINE_EXCEEDED,
-                elapsed,
-                grpc_status="DEADLINE_EXCEEDED",
-                detail=f"the client did not report its {deadline:g}s deadline; gave up waiting",
-                **known,
-            )
         if error is not None:
             if not isinstance(error, InferenceServerException):
                 raise error
