@@ -1,4 +1,4 @@
-"""``./supersonic drift <stack>``: both parts of the check, and the correction.
+"""``./supersonic drift <stack>``: both parts of the check, and the correction (docs/drift.md).
 
 Exit codes: 0 no drift, 1 drift (or a correction that left some), 2 could not check (the line says why).
 """
@@ -15,7 +15,11 @@ from typing import Any
 from supersonic_interlink.drift import managed, release
 from supersonic_interlink.drift.release import CannotCheck, Tools
 from supersonic_interlink.drift.report import PULUMI_PART, Report, leaves, masked
+from supersonic_interlink.engine import gate
 from supersonic_interlink.engine.run import Engine
+
+SECRET_MIN_LENGTH = 4
+"""Shorter secret values are not searched for in the report (every "1" would be masked)."""
 
 
 @dataclass
@@ -29,19 +33,13 @@ class Observed:
     """The preview's engine events (for the correction's gate); not recorded."""
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "stack": self.stack,
-            "release": self.release.as_json(),
-            "resources": [asdict(item) for item in self.resources],
-        }
+        resources = [asdict(item) for item in self.resources]
+        return {"stack": self.stack, "release": self.release.as_json(), "resources": resources}
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> Observed:
-        return cls(
-            document["stack"],
-            release.ReleaseObservation.from_json(document["release"]),
-            [managed.ResourceObservation(**item) for item in document["resources"]],
-        )
+        resources = [managed.ResourceObservation(**item) for item in document["resources"]]
+        return cls(document["stack"], release.ReleaseObservation.from_json(document["release"]), resources)
 
 
 def deployed_release(engine: Engine) -> tuple[str, str]:
@@ -56,24 +54,20 @@ def deployed_release(engine: Engine) -> tuple[str, str]:
 
 
 def observe(engine: Engine, tools: Tools) -> Observed:
-    """Read both parts. Raises ``CannotCheck`` or ``EngineError``."""
+    """Read both parts, the release's objects in a thread while the engine previews. Raises ``CannotCheck`` or
+    ``EngineError``."""
     name, namespace = deployed_release(engine)
     events: list[Any] = []
-    # The two parts read independently: the release's objects in a thread while the engine previews.
     with ThreadPoolExecutor(max_workers=1) as pool:
         release_part = pool.submit(release.observe, name, namespace, tools)
         engine.run("preview", refresh=True, on_event=events.append)
-        observed_release = release_part.result()
-    return Observed(engine.stack, observed_release, managed.observations(events), events)
+        return Observed(engine.stack, release_part.result(), managed.observations(events), events)
 
 
 def compare(observed: Observed) -> Report:
     rel = observed.release
     report = Report(observed.stack, rel.release, rel.namespace, rel.revision)
-    for rows, ignored, objects in (
-        managed.compare(observed.resources, rel.release),
-        release.compare(rel),
-    ):
+    for rows, ignored, objects in (managed.compare(observed.resources, rel.release), release.compare(rel)):
         report.rows += rows
         report.ignored += ignored
         report.objects += objects
@@ -81,29 +75,21 @@ def compare(observed: Observed) -> Report:
 
 
 def correct(engine: Engine, tools: Tools, observed: Observed, report: Report, log: Callable[[str], None]) -> None:
-    """Bring the cluster back to the release's manifest and to the state Pulumi recorded.
-
-    - The release's objects: each drifted object patched back to what applying its manifest makes it
-      (``release.correct``). Not a Helm upgrade or rollback: Helm 3's three-way merge leaves a custom resource
-      (the ScaledObject) as it is when the manifest did not change, and a Service port changed in place makes it
-      fail and leaves the release ``failed`` (seen on the local control plane: docs/drift.md).
-    - Pulumi's objects: one edited in place is applied again from the inputs the provider last sent, under the
-      provider's own field manager (the engine would not: after a refresh its preview of an edited object is
-      ``same``); then ``pulumi up --refresh``, gated like ``./supersonic pulumi up``, creates what was deleted.
-    """
-    from supersonic_interlink.engine import gate
-
+    """Bring the cluster back to the release's manifest and to the state Pulumi recorded: the release's objects
+    patched back object by object (not a Helm upgrade: docs/drift.md says why); Pulumi's objects edited in place
+    applied again from the inputs the provider last sent, under its field manager (after a refresh the engine calls
+    them ``same``); then ``pulumi up --refresh``, gated like ``./supersonic pulumi up``, for what was deleted."""
     for line in release.correct(observed.release, report.rows, tools):
         log(f"drift: {line}")
-    edited = {row.object for row in report.rows if row.part == PULUMI_PART and row.note == "refresh"}
+    pulumi_rows = [row for row in report.rows if row.part == PULUMI_PART]
+    edited = {row.object for row in pulumi_rows if row.note == "refresh"}
     for item in observed.resources:
         if item.label in edited and item.is_object and item.live is not None:
             log(f"drift: {_reapply(item, observed.release.namespace, tools)}")
-    deleted = {row.object for row in report.rows if row.part == PULUMI_PART and row.note == "deleted"}
+    deleted = {row.object for row in pulumi_rows if row.note == "deleted"}
     planned = [item for item in observed.resources if item.step != "same"]
     if any(item.label not in deleted or item.step != "create" for item in planned):
-        # The program differs from the state (a change not yet applied): applying it is a reviewed `up`, not a
-        # correction. The rows stay in the second check.
+        # The program differs from the state (a change not yet applied): that is a reviewed `up`, not a correction.
         log(
             f"drift: the preview plans changes of the program itself; review `./supersonic pulumi preview "
             f"{engine.stack} --diff` and apply them with `./supersonic pulumi up {engine.stack} --yes`"
@@ -128,24 +114,9 @@ def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) ->
             "applied again from here; delete the object and run the correction again (a deleted object is recreated "
             "by pulumi up --refresh)"
         )
-    tools.read(
-        "kubectl",
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        f"--field-manager={manager}",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input_text=json.dumps(inputs),
-    )
+    flags = ("--server-side", "--force-conflicts", f"--field-manager={manager}", "-n", namespace, "-f", "-")
+    tools.read("kubectl", "apply", *flags, input_text=json.dumps(inputs))
     return f"{item.label}: applied again from the inputs Pulumi last sent (field manager {manager})"
-
-
-SECRET_MIN_LENGTH = 4
-"""Shorter secret values are not searched for in the report (every "1" would be masked); none of this project's
-secret-capable keys holds one that short in practice."""
 
 
 def stack_secrets(engine: Engine) -> frozenset[str]:
@@ -162,8 +133,8 @@ def stack_secrets(engine: Engine) -> frozenset[str]:
 def run(
     engine: Engine, tools: Tools, *, fix: bool = False, log: Callable[[str], None] = print
 ) -> tuple[Report, Report | None]:
-    """The check, and with ``fix`` the correction and the same check again. Raises ``CannotCheck``/``EngineError``.
-    Values a Secret holds or a secret config value reaches are masked in what is returned."""
+    """The check, and with ``fix`` the correction and the same check again, masked (``report.masked``). Raises
+    ``CannotCheck``/``EngineError``."""
     secrets = stack_secrets(engine)
     observed = observe(engine, tools)
     report = compare(observed)

@@ -1,17 +1,11 @@
-"""The resources Pulumi manages directly (the Envoy ConfigMap, the cleanup CronJob and its ServiceAccount, Role and
-RoleBinding, the Helm Release's record), with the engine's own semantics: a ``pulumi preview --refresh``, read field
-by field.
+"""The resources Pulumi manages directly (the Envoy ConfigMap, the cleanup CronJob, its ServiceAccount, Role and
+RoleBinding, the Helm Release's record), read from a ``pulumi preview --refresh`` field by field: each field the
+refresh found changed since the last ``up`` (expected: the state; live: the cluster), each resource it found gone, and
+each step the preview then plans. The preview writes no state, so the check is read-only.
 
-The refresh reads each resource from the cluster (the Release: Helm's record, its revision, status, chart and values,
-never the live objects) and reports its outputs before (the state of the last ``up``) and after; the preview then
-plans against the refreshed state. Each field the refresh found changed is a row (expected: the state; live: the
-cluster), a resource the refresh found gone is a row, and any step the preview then plans (a ``create`` of the
-deleted object, an update the program would make) is a row. The preview writes no state
-(``pulumi preview --refresh`` refreshes in memory): the check is read-only, with the credentials a preview needs.
-
-Note what the engine alone would say: after a refresh the preview of an edited object is ``same`` (the provider
-compares the program's inputs with the inputs it last sent, not with the live object), so
-``pulumi preview --refresh --expect-no-changes`` passes over an edited Role; only the refresh's own outputs show it.
+Not ``pulumi preview --refresh --expect-no-changes`` alone: after a refresh the preview of an edited object is ``same``
+(the provider compares the program with the inputs it last sent, not with the live object), so it passes over an
+edited Role; only the refresh's own outputs show it (docs/drift.md).
 """
 
 from __future__ import annotations
@@ -24,9 +18,8 @@ from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Row
 from supersonic_interlink.drift.rules import rule_for
 from supersonic_interlink.objdiff import ABSENT, changes
 
-QUIET_TYPES = ("pulumi:pulumi:Stack", "pulumi:providers:")
-"""The stack and the provider: their outputs are the program's exports and the provider's version, nothing read from
-the cluster."""
+QUIET_TYPES = ("pulumi:pulumi:Stack", "pulumi:providers:", "supersonic-interlink:")
+"""The stack, the provider and the program's components: no cluster state of their own."""
 
 
 @dataclass
@@ -37,21 +30,17 @@ class ResourceObservation:
     """The op the preview plans after the refresh (``same``, ``create``, ``update``, ...)."""
     refreshed: bool
     state: dict[str, Any] | None
-    """The outputs the state held before the refresh."""
+    """The outputs before the refresh ..."""
     live: dict[str, Any] | None
-    """The outputs the refresh read (``None``: gone from the cluster)."""
+    """... and after it (``None``: gone from the cluster)."""
     diffs: list[str]
-
-    @property
-    def name(self) -> str:
-        return self.urn.split("::")[-1]
 
     @property
     def label(self) -> str:
         outputs = self.state or self.live or {}
         if "kind" in outputs and isinstance(outputs.get("metadata"), Mapping):
             return f"{outputs['kind']}/{outputs['metadata'].get('name')}"
-        return f"{self.type.split(':')[-1]} {self.name}"
+        return f"{self.type.split(':')[-1]} {self.urn.split('::')[-1]}"
 
     @property
     def is_object(self) -> bool:
@@ -88,8 +77,8 @@ def compare(observed: Iterable[ResourceObservation], release: str) -> tuple[list
     ignored: list[Ignored] = []
     compared: list[str] = []
     for item in observed:
-        if item.type.startswith(QUIET_TYPES) or item.type.startswith("supersonic-interlink:"):
-            continue  # components and the stack hold no cluster state of their own
+        if item.type.startswith(QUIET_TYPES):
+            continue
         compared.append(item.label)
         if item.refreshed and item.state is not None and item.live is None:
             rows.append(Row(PULUMI_PART, item.label, (), "present (in the state)", ABSENT, "deleted"))

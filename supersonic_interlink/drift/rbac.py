@@ -1,19 +1,10 @@
-"""What ``./supersonic drift <stack>`` needs on the cluster, without ``--correct``: a Role in the release namespace.
-
-- ``get``/``list`` of Secrets: Helm keeps its release record in Secrets (``helm status``, ``helm get manifest``, and
-  the provider's refresh of the Release read them); ``pulumi preview`` needs the same.
-- ``get`` of every kind the program and the chart deploy: the live objects, and the refresh.
-- ``patch`` of every kind in the release's manifest: the server-side dry-run apply is authorized like a real apply
-  (Kubernetes authorizes a dry-run request exactly as the request itself), so RBAC cannot grant the check less than
-  a patch. The check only ever sends ``dryRun=All`` patches; a deleted object is not applied. Roles and RoleBindings
-  (the chart's admission sidecar has them) are not applied at all: RBAC refuses even a dry-run apply of one to a
-  credential that does not hold what it grants, so they are compared on the manifest's fields and need only ``get``.
-- ``create`` of the same kinds: where the API server refuses the dry-run apply (Service ports without
-  ``protocol``), the check learns the server's defaults from a ``dryRun=All`` create of the manifest under a
-  generated name, which is authorized as a create. ``--correct`` needs ``update`` and ``create`` on the same kinds,
-  and what ``pulumi up`` needs.
-
-The end-to-end test runs the check with a ServiceAccount bound to exactly this Role (tests/e2e/test_drift.py).
+"""What ``./supersonic drift <stack>`` needs on the cluster without ``--correct``: a Role in the release namespace
+(docs/drift.md; the end-to-end test runs the check as a ServiceAccount bound to exactly it). Secrets ``get``/``list``
+for Helm's release record; ``get`` of every kind deployed; ``patch`` and ``create`` of the release's kinds, because
+Kubernetes authorizes a dry-run apply as an apply and a dry-run create (the server's defaults where the apply is
+refused) as a create. The check only ever sends ``dryRun=All`` writes. Roles and RoleBindings are compared on the
+manifest's fields and need only ``get``: RBAC refuses even a dry-run apply of one to a credential that does not hold
+what it grants.
 """
 
 from __future__ import annotations

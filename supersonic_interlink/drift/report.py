@@ -1,6 +1,5 @@
-"""What a drift check found: one row per drifted field (object, field, expected, live), what each rule ignored, and
-the three ways of printing it: an aligned table for a terminal, JSON, and markdown for the scheduled workflow's
-issue."""
+"""What a drift check found: one row per drifted field, what each rule ignored, and the table for a terminal, the
+JSON and the markdown of the scheduled workflow's issue."""
 
 from __future__ import annotations
 
@@ -16,11 +15,11 @@ RELEASE_PART = "helm release"
 """The Release's objects, compared by a server-side dry-run apply of its stored manifest."""
 PULUMI_PART = "pulumi"
 """The resources Pulumi manages directly, compared by the engine's refresh and preview."""
-
 CELL = 60
 """Widest value the text table prints; --json carries the whole value."""
 MARKDOWN_CELL = 300
 """Widest value the issue's table carries (a GitHub issue body holds at most 65,536 characters)."""
+SECRET_SHOWN = "[secret]"
 
 
 @dataclass(frozen=True)
@@ -75,63 +74,40 @@ class Report:
         return bool(self.rows)
 
     def ignored_counts(self) -> dict[str, int]:
-        counts = {rule.name: 0 for rule in RULES}
-        for item in self.ignored:
-            counts[item.rule] += 1
-        return counts
+        return {rule.name: sum(i.rule == rule.name for i in self.ignored) for rule in RULES}
 
     def as_json(self) -> dict[str, Any]:
+        ignored = [
+            {"part": i.part, "object": i.object, "field": format_path(i.path), "rule": i.rule} for i in self.ignored
+        ]
         return {
-            "stack": self.stack,
-            "release": self.release,
-            "namespace": self.namespace,
-            "revision": self.revision,
-            "drift": self.drift,
+            **{name: getattr(self, name) for name in ("stack", "release", "namespace", "revision", "drift")},
             "rows": [row.as_json() for row in self.rows],
             "objects": self.objects,
-            "ignored": [
-                {"part": i.part, "object": i.object, "field": format_path(i.path), "rule": i.rule} for i in self.ignored
-            ],
+            "ignored": ignored,
             "rules": [{"name": r.name, "reason": r.reason} for r in RULES],
         }
 
 
-SECRET_SHOWN = "[secret]"
-
-
 def leaves(value: Any) -> Iterator[Any]:
     """Every value inside ``value`` that is neither a mapping nor a list (``value`` itself when it is neither)."""
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from leaves(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
+    if isinstance(value, Mapping | list | tuple):
+        for item in value.values() if isinstance(value, Mapping) else value:
             yield from leaves(item)
     else:
         yield value
 
 
-def _hides(value: Any, secrets: Collection[str]) -> bool:
-    return any(isinstance(leaf, str) and any(secret in leaf for secret in secrets) for leaf in leaves(value))
-
-
 def masked(report: Report, secrets: Collection[str]) -> Report:
-    """The report with every value a Secret object holds, and every value that contains one of ``secrets`` (the
+    """The report with every value a Secret object holds, and every value containing one of ``secrets`` (the
     stack's secret config values), shown as ``[secret]``: the table goes to terminals, step summaries and issues."""
 
     def mask(row: Row, value: Any) -> Any:
-        if value is ABSENT:
-            return value
-        if row.object.startswith("Secret/") or _hides(value, secrets):
-            return SECRET_SHOWN
-        return value
+        hides = any(isinstance(leaf, str) and any(secret in leaf for secret in secrets) for leaf in leaves(value))
+        return SECRET_SHOWN if value is not ABSENT and (row.object.startswith("Secret/") or hides) else value
 
     rows = [dataclasses.replace(row, expected=mask(row, row.expected), live=mask(row, row.live)) for row in report.rows]
     return dataclasses.replace(report, rows=rows)
-
-
-def _cell(value: Any) -> str:
-    return cut(format_value(value).replace("\n", "\\n"), CELL)
 
 
 def _summary(report: Report) -> str:
@@ -146,13 +122,12 @@ def text(report: Report) -> str:
     head = f"stack {report.stack}: release {report.namespace}/{report.release} (revision {report.revision})"
     if not report.rows:
         return f"{head}: no drift\n{_summary(report)}\n"
-    table = [("part", "object", "field", "expected", "live")]
-    table += [
-        (row.part, row.object, row.field + (f" ({row.note})" if row.note else ""), _cell(row.expected), _cell(row.live))
-        for row in report.rows
-    ]
+    table = [["part", "object", "field", "expected", "live"]]
+    for row in report.rows:
+        values = [cut(format_value(value).replace("\n", "\\n"), CELL) for value in (row.expected, row.live)]
+        table.append([row.part, row.object, row.field + (f" ({row.note})" if row.note else ""), *values])
     widths = [max(len(line[i]) for line in table) for i in range(4)]
-    lines = ["  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(line)) for line in table]
+    lines = ["  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(line[:4])), line[4]]) for line in table]
     return f"{head}: drift\n" + "\n".join(line.rstrip() for line in lines) + f"\n{_summary(report)}\n"
 
 
@@ -161,15 +136,12 @@ def markdown(report: Report, *, correct_command: str = "") -> str:
     lines = [
         f"Drift of stack `{report.stack}`: release `{report.namespace}/{report.release}` (revision {report.revision}).",
         "",
+        *(["| part | object | field | expected | live |", "|---|---|---|---|---|"] if report.rows else ["No drift."]),
     ]
-    if report.rows:
-        lines += ["| part | object | field | expected | live |", "|---|---|---|---|---|"]
-        for row in report.rows:
-            name = markdown_cell(row.field) + (f" ({row.note})" if row.note else "")
-            values = " | ".join(markdown_value(value, MARKDOWN_CELL) for value in (row.expected, row.live))
-            lines.append(f"| {row.part} | {markdown_cell(row.object)} | {name} | {values} |")
-    else:
-        lines.append("No drift.")
+    for row in report.rows:
+        name = markdown_cell(row.field) + (f" ({row.note})" if row.note else "")
+        values = " | ".join(markdown_value(value, MARKDOWN_CELL) for value in (row.expected, row.live))
+        lines.append(f"| {row.part} | {markdown_cell(row.object)} | {name} | {values} |")
     lines += ["", _summary(report) + ".", "", "Ignored by rule (each with its reason):", ""]
     lines += [f"- `{rule.name}`: {rule.reason}" for rule in RULES]
     lines += ["", API_DEFAULTS_NOTE, "", "Values longer than a cell are cut (…); `--json` carries them whole."]

@@ -1,16 +1,6 @@
-"""The fields a drift check ignores, each by a declared rule with its reason. Nothing else is skipped: a difference no
-rule matches is drift, and the report counts what each rule ignored.
-
-The sources behind the two run-time owners:
-
-- fastmachinelearning/SuperSONIC ``helm/supersonic/cfg/admission-server.py`` (``c292baf1``): on a wake the sidecar
-  sends ``PATCH {"spec": {"minReplicaCount": max(1, IDLE_MIN_REPLICAS)}}`` as a JSON merge patch to the ScaledObject
-  and raises the Triton Deployment's ``/scale`` ``spec.replicas``; when its hold ends it patches ``minReplicaCount``
-  back to ``IDLE_MIN_REPLICAS``. Nothing else of either object is written. ``templates/keda/so.yaml``
-  (``0323a5ab``) keeps the live ``minReplicaCount`` across upgrades with ``lookup``.
-- KEDA scales the ScaledObject's target through the HorizontalPodAutoscaler it creates, which writes the target's
-  ``spec.replicas`` through ``/scale``.
-"""
+"""The fields a drift check ignores, each by a declared rule with its reason (docs/drift.md has the table and the
+sources: fastmachinelearning/SuperSONIC ``cfg/admission-server.py`` at ``c292baf1`` and ``db73925``,
+``templates/keda/so.yaml`` at ``0323a5ab``). A difference no rule matches is drift; the report counts each rule's."""
 
 from __future__ import annotations
 
@@ -28,42 +18,34 @@ class IgnoreRule:
     name: str
     reason: str
     paths: tuple[Path, ...]
-    """A difference at or under one of these paths is ignored ..."""
+    """A difference at or under one of these is ignored, unless at or under one of ``keep``."""
     keep: tuple[Path, ...] = ()
-    """... unless it is at or under one of these."""
     kind: str = ""
-    """Only objects of this kind (any kind when empty)."""
+    """Only objects of this kind (any when empty) ..."""
     names: Callable[[str], set[str]] | None = None
-    """Only the objects of these names, a chart contract function of the release name; any object when None."""
+    """... and of these names (a chart contract function of the release name; any when None)."""
     sidecar_annotation: bool = False
-    """Only the annotation the release's own admission sidecar code names (``sidecar_hold_annotation``), when it
-    names one; ``paths`` is then unused."""
+    """``paths`` is the annotation the release's own admission sidecar code names, and nothing when it names none."""
     applies_to: str = "object"
-    """``object``: a Kubernetes object (live, or a Pulumi resource's outputs); ``resource``: any Pulumi resource's
-    outputs, the Helm Release's record included."""
+    """``object``: a Kubernetes object; ``resource``: any Pulumi resource's outputs, the Release's record included."""
 
     def matches(
         self, resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold_annotation: str | None
     ) -> bool:
-        if self.applies_to == "object" and not is_object:
-            return False
         paths = self.paths
         if self.sidecar_annotation:
-            if hold_annotation is None:
-                return False
-            paths = (("metadata", "annotations", hold_annotation),)
-        if self.kind and resource.get("kind") != self.kind:
-            return False
-        if self.names is not None and (resource.get("metadata") or {}).get("name") not in self.names(release):
-            return False
-        if not any(is_under(path, prefix) for prefix in paths):
-            return False
-        return not any(is_under(path, kept) for kept in self.keep)
+            paths = (("metadata", "annotations", hold_annotation),) if hold_annotation else ()
+        return (
+            (is_object or self.applies_to != "object")
+            and (not self.kind or resource.get("kind") == self.kind)
+            and (self.names is None or (resource.get("metadata") or {}).get("name") in self.names(release))
+            and any(is_under(path, prefix) for prefix in paths)
+            and not any(is_under(path, kept) for kept in self.keep)
+        )
 
 
 def _inference_object(release: str) -> set[str]:
-    # A release holds one generation's inference server; either generation's name is that object.
-    return {g.inference_object_name(release) for g in GENERATIONS}
+    return {g.inference_object_name(release) for g in GENERATIONS}  # either generation's name is that object
 
 
 def _scaled_object(release: str) -> set[str]:
@@ -132,8 +114,7 @@ API_DEFAULTS_NOTE = (
 def rule_for(
     resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold_annotation: str | None = None
 ) -> IgnoreRule | None:
-    """The first rule that ignores a difference at ``path`` of ``resource``, or None: then it is drift.
-    ``hold_annotation``: what the release's admission sidecar code names its hold annotation (None: it names none)."""
+    """The first rule that ignores a difference at ``path`` of ``resource``, or None: then it is drift."""
     return next(
         (r for r in RULES if r.matches(resource, release, path, is_object=is_object, hold_annotation=hold_annotation)),
         None,
@@ -141,23 +122,21 @@ def rule_for(
 
 
 def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | None:
-    """The annotation the chart's admission sidecar keeps its hold deadline in, read from the sidecar's Python code
-    in the release's ConfigMaps (a module-level ``HOLD_ANNOTATION = "<name>"``, parsed, never run); None when no
-    code there names one."""
+    """The annotation the admission sidecar keeps its hold deadline in: a module-level ``HOLD_ANNOTATION = "<name>"``
+    of its Python code in the release's ConfigMaps (parsed, never run); None when no code there names one."""
+    variable = CHART.hold_annotation_variable
     for manifest in manifests:
-        if manifest.get("kind") != "ConfigMap":
-            continue
-        for text in (manifest.get("data") or {}).values():
-            if not isinstance(text, str) or CHART.hold_annotation_variable not in text:
+        for text in (manifest.get("data") or {}).values() if manifest.get("kind") == "ConfigMap" else ():
+            if not isinstance(text, str) or variable not in text:
                 continue
             try:
-                module = ast.parse(text)
+                body = ast.parse(text).body
             except (SyntaxError, ValueError):
                 continue
-            for node in module.body:
+            for node in body:
                 if (
                     isinstance(node, ast.Assign)
-                    and any(isinstance(t, ast.Name) and t.id == CHART.hold_annotation_variable for t in node.targets)
+                    and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)
                     and isinstance(node.value, ast.Constant)
                     and isinstance(node.value.value, str)
                 ):
