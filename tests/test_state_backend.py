@@ -151,16 +151,22 @@ def test_lifecycle_merge_keeps_other_rules():
     assert merged == [logs, sb.state_lifecycle_rule(90)], "other rules stay; ours is replaced, not duplicated"
 
 
-def settings(**changes) -> sb.BucketSettings:
-    req = sb.Requirements(BUCKET)
-    good = sb.BucketSettings(
-        versioning="Enabled",
-        encryption={"SSEAlgorithm": "AES256"},
-        public_access_block=dict(sb.PUBLIC_ACCESS_BLOCK),
-        policy={"Version": "2012-10-17", "Statement": [sb.deny_insecure_transport_statement(BUCKET)]},
-        lifecycle_rules=[sb.state_lifecycle_rule(req.noncurrent_days)],
-    )
-    return sb.BucketSettings(**{**good.__dict__, **changes})
+def settings(**changes) -> dict:
+    """A bucket that meets the requirements, as ``read_settings`` reads it, with `changes` by setting."""
+    good = {
+        sb.VERSIONING: "Enabled",
+        sb.ENCRYPTION: {"SSEAlgorithm": "AES256"},
+        sb.ACCESS_BLOCK: dict(sb.PUBLIC_ACCESS_BLOCK),
+        sb.POLICY: {"Version": "2012-10-17", "Statement": [sb.deny_insecure_transport_statement(BUCKET)]},
+        sb.LIFECYCLE: [sb.state_lifecycle_rule(sb.DEFAULT_NONCURRENT_DAYS)],
+    }
+    names = {
+        "encryption": sb.ENCRYPTION,
+        "public_access_block": sb.ACCESS_BLOCK,
+        "policy": sb.POLICY,
+        "lifecycle_rules": sb.LIFECYCLE,
+    }
+    return good | {names[name]: value for name, value in changes.items()}
 
 
 def test_settings_that_meet_the_requirements_have_no_drift():
