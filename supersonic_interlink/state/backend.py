@@ -346,13 +346,14 @@ def read_settings(client, bucket: str) -> dict[str, Any]:
 
 
 def denies_plain_http(client, bucket: str) -> bool:
-    """Whether the bucket's policy denies requests without TLS (any such statement, not only the required one)."""
-    policy = read_settings(client, bucket)[POLICY] or {}
-    return any(
-        s.get("Effect") == "Deny"
-        and str(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")).lower() == "false"
-        for s in _as_list(policy.get("Statement"))
-    )
+    """Whether the bucket's policy holds a statement that denies requests without TLS, as the required one does."""
+    try:
+        policy = json.loads(client.get_bucket_policy(Bucket=bucket)["Policy"])
+    except botocore.exceptions.ClientError as error:
+        if error_code(error) in READS[POLICY][2] | NOT_IMPLEMENTED:
+            return False
+        raise
+    return any(denies_insecure_transport(s, bucket, client.meta.partition) for s in _as_list(policy.get("Statement")))
 
 
 def bucket_exists(client, bucket: str) -> bool:
