@@ -226,7 +226,9 @@ def lifecycle_hazards(rules: list[dict], days: int) -> list[Drift]:
             f"{days} days, so state restore can read them",
         }
         name = f"lifecycle rule {rule.get('ID', '(no ID)')!r}"
-        hazards += [Drift(name, {key: value}, expected[key], False) for key, value in found.items() if value]
+        hazards += [
+            Drift(name, {key: value}, expected[key], False) for key, value in found.items() if value not in (None, [])
+        ]
     return hazards
 
 
