@@ -476,7 +476,7 @@ def test_denied_access_names_the_bucket_and_the_operation(aws, capsys, monkeypat
 
     code, _, err = run(capsys, "check", "--bucket", BUCKET)
 
-    assert_clear_error(code, err, f"access denied on bucket '{BUCKET}'", "(HeadBucket)", "AWS_PROFILE")
+    assert_clear_error(code, err, f"access denied on bucket '{BUCKET}'", "(GetBucketVersioning)", "AWS_PROFILE")
 
 
 def test_missing_credentials_say_where_they_are_read_from(aws_env, capsys, monkeypatch):

@@ -62,12 +62,7 @@ def command_bootstrap(client, args) -> int:
 
 def command_check(client, args) -> int:
     req = requirements_from(args, client)
-    if not backend.bucket_exists(client, req.bucket):
-        raise StateBackendError(
-            f"bucket {req.bucket!r} does not exist at {args.endpoint_url or 'AWS S3'}; create it with "
-            f"`./supersonic state bootstrap --bucket {req.bucket}`"
-        )
-    found = backend.read_settings(client, req.bucket)
+    found = backend.read_settings(client, req.bucket)  # a missing bucket is NoSuchBucket, told as describe_error says
     drift = backend.find_drift(found, req)
     if not req.require_tls:
         print(
