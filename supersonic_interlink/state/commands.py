@@ -54,15 +54,17 @@ def command_bootstrap(client, args) -> int:
             file=sys.stderr,
         )
         return EXIT_DRIFT
-    done = "now has the required settings" if result.created or result.changed else "already has the required settings"
-    print(f"bucket {req.bucket} {done}" + ("" if result.created or result.changed else "; nothing to change"))
+    if result.created or result.changed:
+        print(f"bucket {req.bucket} now has the required settings")
+    else:
+        print(f"bucket {req.bucket} already has the required settings; nothing to change")
     _login_line(client, req.bucket, args.endpoint_url)
     return 0
 
 
 def command_check(client, args) -> int:
     req = requirements_from(args, client)
-    found = backend.read_settings(client, req.bucket)  # a missing bucket is NoSuchBucket, told as describe_error says
+    found = backend.read_settings(client, req.bucket)  # NoSuchBucket for a missing one: describe_error
     drift = backend.find_drift(found, req)
     if not req.require_tls:
         print(
@@ -125,7 +127,8 @@ def command_restore(client, args) -> int:
     )
     if restored.replaced_version_id:
         print(
-            f"the state it replaced is kept as version {restored.replaced_version_id}; restore it the same way to undo"
+            f"the state it replaced is kept as version {restored.replaced_version_id}; restore it the same way to undo "
+            "this"
         )
     return 0
 
