@@ -1,5 +1,5 @@
-"""The state bucket's required settings, the differences from them, and the S3 calls that read, fix, list and restore
-(``./supersonic state``; its commands are in ``commands.py``)."""
+"""The state bucket's required settings, how a bucket differs from them, and the boto3 calls that read, fix, list and
+restore (``./supersonic state``; its commands are in ``commands.py``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
@@ -20,45 +19,47 @@ import botocore.exceptions
 from supersonic_interlink import ROOT
 
 DEFAULT_PROJECT = "supersonic-interlink"
-PULUMI_YAML = ROOT / "Pulumi.yaml"
-
 STATE_PREFIX = ".pulumi/"
-LOCKS_PREFIX = ".pulumi/locks/"
 LIFECYCLE_RULE_ID = "pulumi-state-keep-noncurrent-versions"
 POLICY_SID = "DenyInsecureTransport"
 DEFAULT_NONCURRENT_DAYS = 90
-INCOMPLETE_UPLOAD_DAYS = 7
 # Reading these storage classes needs a restore request first, so Pulumi could no longer read its state.
 ARCHIVE_STORAGE_CLASSES = frozenset({"GLACIER", "DEEP_ARCHIVE"})
+PUBLIC_ACCESS_BLOCK = dict.fromkeys(
+    ("BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets"), True
+)
+UNSUPPORTED = "not implemented by the endpoint"
+"""What a setting the endpoint has no API for reads as (MinIO has no public access block)."""
 
-PUBLIC_ACCESS_BLOCK = {
-    "BlockPublicAcls": True,
-    "IgnorePublicAcls": True,
-    "BlockPublicPolicy": True,
-    "RestrictPublicBuckets": True,
-}
-
-# The settings bootstrap owns, by the name check reports them under.
-VERSIONING = "versioning"
-ENCRYPTION = "default encryption"
-ACCESS_BLOCK = "public access block"
-POLICY = "bucket policy"
-LIFECYCLE = "lifecycle rule"
-
-# Answers that mean "this bucket has no such configuration", per setting.
-NOT_CONFIGURED = {
-    ENCRYPTION: {"ServerSideEncryptionConfigurationNotFoundError"},
-    ACCESS_BLOCK: {"NoSuchPublicAccessBlockConfiguration"},
-    POLICY: {"NoSuchBucketPolicy"},
-    LIFECYCLE: {"NoSuchLifecycleConfiguration", "NoSuchLifecycle"},
+VERSIONING, ENCRYPTION, ACCESS_BLOCK, POLICY, LIFECYCLE = (
+    "versioning", "default encryption", "public access block", "bucket policy", "lifecycle rule"
+)  # fmt: skip
+# Per setting: the boto3 call that reads it, what of its answer is the setting, the codes meaning "none configured".
+READS = {
+    VERSIONING: ("get_bucket_versioning", lambda r: r.get("Status", "never enabled"), set()),
+    ENCRYPTION: (
+        "get_bucket_encryption",
+        lambda r: [*r["ServerSideEncryptionConfiguration"].get("Rules", []), {}][0].get(
+            "ApplyServerSideEncryptionByDefault"
+        ),
+        {"ServerSideEncryptionConfigurationNotFoundError"},
+    ),
+    ACCESS_BLOCK: (
+        "get_public_access_block",
+        lambda r: r["PublicAccessBlockConfiguration"],
+        {"NoSuchPublicAccessBlockConfiguration"},
+    ),
+    POLICY: ("get_bucket_policy", lambda r: json.loads(r["Policy"]), {"NoSuchBucketPolicy"}),
+    LIFECYCLE: (
+        "get_bucket_lifecycle_configuration",
+        lambda r: r.get("Rules", []),
+        {"NoSuchLifecycleConfiguration", "NoSuchLifecycle"},
+    ),
 }
 NOT_IMPLEMENTED = {"NotImplemented", "XNotImplemented"}
 ACCESS_DENIED = {"AccessDenied", "AllAccessDisabled", "403", "Forbidden"}
-BAD_CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken"}
 NO_SUCH_BUCKET = {"NoSuchBucket", "404", "NotFound"}
-
-EXIT_DRIFT = 1
-EXIT_ERROR = 2
+EXIT_DRIFT, EXIT_ERROR = 1, 2
 
 # An endpoint that accepts connections and never answers must fail fast, not after botocore's default 60 s read
 # timeout per attempt. Each attempt waits at most CONNECT + READ seconds; standard-mode retries back off by at most
@@ -82,23 +83,9 @@ class NoState(StateBackendError):
     """The bucket holds no state object for the stack."""
 
 
-class Unsupported(Enum):
-    """The endpoint does not implement this setting at all (MinIO has no public access block API).
-
-    A one-member enum, so that type checkers narrow ``x is UNSUPPORTED`` (a plain object would not)."""
-
-    NOT_IMPLEMENTED = "not implemented by the endpoint"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-UNSUPPORTED: Final = Unsupported.NOT_IMPLEMENTED
-
-
 @dataclass(frozen=True)
 class Requirements:
-    """What the bucket must look like; everything else in this module derives from it."""
+    """What the bucket must look like; the required settings and the drift derive from it."""
 
     bucket: str
     noncurrent_days: int = DEFAULT_NONCURRENT_DAYS
@@ -106,17 +93,6 @@ class Requirements:
     partition: str = "aws"
     require_tls: bool = True
     """False only for an endpoint allowed to be plain HTTP: a policy denying requests without TLS would lock it out."""
-
-
-@dataclass(frozen=True)
-class BucketSettings:
-    """The settings read back from a bucket, as plain data. None means the bucket has none configured."""
-
-    versioning: str
-    encryption: dict | None
-    public_access_block: dict | Unsupported | None
-    policy: dict | None
-    lifecycle_rules: list[dict]
 
 
 @dataclass(frozen=True)
@@ -132,8 +108,18 @@ class Drift:
         return f"{self.setting}: found {show(self.found)}; expected {show(self.expected)}"
 
 
+def show(value: Any) -> str:
+    if value is None:
+        return "nothing configured"
+    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (dict, list)) else str(value)
+
+
+def _as_list(value: Any) -> list:
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
 # ---------------------------------------------------------------------------------------------------------------
-# The required settings, as plain data.
+# The required settings and the comparison, as plain data.
 
 
 def deny_insecure_transport_statement(bucket: str, partition: str = "aws") -> dict:
@@ -155,77 +141,46 @@ def state_lifecycle_rule(noncurrent_days: int) -> dict:
         "Status": "Enabled",
         "Filter": {"Prefix": STATE_PREFIX},
         "NoncurrentVersionExpiration": {"NoncurrentDays": noncurrent_days},
-        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": INCOMPLETE_UPLOAD_DAYS},
+        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 7},
     }
-
-
-def default_encryption(kms_key_id: str | None) -> dict:
-    if kms_key_id:
-        return {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": kms_key_id}
-    return {"SSEAlgorithm": "AES256"}
 
 
 def required_settings(req: Requirements) -> dict:
-    """The whole required configuration in one document, the way `check` compares it."""
-    required = {
+    """What bootstrap writes, by setting."""
+    encryption = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": req.kms_key_id} if req.kms_key_id else None
+    return {
         VERSIONING: "Enabled",
-        ENCRYPTION: default_encryption(req.kms_key_id),
+        ENCRYPTION: encryption or {"SSEAlgorithm": "AES256"},
         ACCESS_BLOCK: PUBLIC_ACCESS_BLOCK,
         LIFECYCLE: state_lifecycle_rule(req.noncurrent_days),
+        POLICY: deny_insecure_transport_statement(req.bucket, req.partition),
     }
-    if req.require_tls:
-        required[POLICY] = deny_insecure_transport_statement(req.bucket, req.partition)
-    return required
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Comparing found settings with the requirements. Pure functions over plain data.
-
-
-def encryption_satisfies(found: dict | None, kms_key_id: str | None) -> bool:
+def encryption_satisfies(found: Any, kms_key_id: str | None) -> bool:
     """Any default encryption meets the requirement, unless a KMS key was asked for; KMS is never downgraded."""
-    if not found:
+    if not isinstance(found, dict):
         return False
-    algorithm = found.get("SSEAlgorithm")
     if kms_key_id:
-        return algorithm == "aws:kms" and found.get("KMSMasterKeyID") == kms_key_id
-    return algorithm in {"AES256", "aws:kms", "aws:kms:dsse"}
-
-
-def _as_list(value: Any) -> list:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
+        return found.get("SSEAlgorithm") == "aws:kms" and found.get("KMSMasterKeyID") == kms_key_id
+    return found.get("SSEAlgorithm") in {"AES256", "aws:kms", "aws:kms:dsse"}
 
 
 def _is_everyone(principal: Any) -> bool:
-    if principal == "*":
-        return True
-    return isinstance(principal, dict) and "*" in _as_list(principal.get("AWS"))
+    return principal == "*" or (isinstance(principal, dict) and "*" in _as_list(principal.get("AWS")))
 
 
 def denies_insecure_transport(statement: dict, bucket: str, partition: str) -> bool:
     """True for a statement equivalent to the required one, whatever its Sid or list-or-string spelling."""
-    wanted = deny_insecure_transport_statement(bucket, partition)
-    condition = statement.get("Condition", {}).get("Bool", {})
-    secure_transport = str(condition.get("aws:SecureTransport", "")).lower()
+    secure_transport = statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")
     return (
         statement.get("Effect") == "Deny"
         and _is_everyone(statement.get("Principal"))
         and bool(set(_as_list(statement.get("Action"))) & {"s3:*", "*"})
-        and set(_as_list(statement.get("Resource"))) >= set(wanted["Resource"])
-        and secure_transport == "false"
+        and set(_as_list(statement.get("Resource")))
+        >= {f"arn:{partition}:s3:::{bucket}", f"arn:{partition}:s3:::{bucket}/*"}
+        and str(secure_transport).lower() == "false"
     )
-
-
-def public_grants(policy: dict | None) -> list[dict]:
-    """Statements that allow anyone at all, without a condition that narrows who."""
-    statements = _as_list((policy or {}).get("Statement"))
-    return [
-        s
-        for s in statements
-        if s.get("Effect") == "Allow" and _is_everyone(s.get("Principal")) and not s.get("Condition")
-    ]
 
 
 def rule_prefix(rule: dict) -> str | None:
@@ -234,113 +189,90 @@ def rule_prefix(rule: dict) -> str | None:
     rule_filter = rule.get("Filter")
     if rule_filter is None:
         return rule.get("Prefix", "")
-    if "Tag" in rule_filter:
-        return None
-    if "And" in rule_filter:
-        if rule_filter["And"].get("Tags"):
-            return None
-        return rule_filter["And"].get("Prefix", "")
-    return rule_filter.get("Prefix", "")
+    rule_filter = rule_filter.get("And", rule_filter)
+    return None if "Tag" in rule_filter or rule_filter.get("Tags") else rule_filter.get("Prefix", "")
 
 
-def applies_to_state(rule: dict) -> bool:
-    prefix = rule_prefix(rule)
-    if prefix is None or rule.get("Status") != "Enabled":
-        return False
-    return STATE_PREFIX.startswith(prefix) or prefix.startswith(STATE_PREFIX)
-
-
-def lifecycle_hazards(rules: list[dict], noncurrent_days: int) -> list[Drift]:
+def lifecycle_hazards(rules: list[dict], days: int) -> list[Drift]:
     """Other rules that would lose or lock away state. Bootstrap reports these and leaves them to a person."""
     hazards = []
     for rule in rules:
-        if rule.get("ID") == LIFECYCLE_RULE_ID or not applies_to_state(rule):
+        prefix = rule_prefix(rule)
+        if rule.get("ID") == LIFECYCLE_RULE_ID or prefix is None or rule.get("Status") != "Enabled":
             continue
-        name = f"lifecycle rule {rule.get('ID', '(no ID)')!r}"
+        if not (STATE_PREFIX.startswith(prefix) or prefix.startswith(STATE_PREFIX)):
+            continue
         expiration = rule.get("Expiration", {})
-        if "Days" in expiration or "Date" in expiration:
-            hazards.append(
-                Drift(name, {"Expiration": expiration}, "no expiry of current versions under .pulumi/", False)
-            )
         noncurrent = rule.get("NoncurrentVersionExpiration", {}).get("NoncurrentDays")
-        if noncurrent is not None and noncurrent < noncurrent_days:
-            hazards.append(
-                Drift(
-                    name,
-                    {"NoncurrentDays": noncurrent},
-                    f"noncurrent versions under .pulumi/ kept at least {noncurrent_days} days",
-                    False,
-                )
-            )
-        archived = [t for t in rule.get("Transitions", []) if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES]
-        if archived:
-            hazards.append(
-                Drift(
-                    name, {"Transitions": archived}, "no archive transition of current versions under .pulumi/", False
-                )
-            )
         # An archived version cannot be read until a restore request finishes (hours for GLACIER, up to two days for
         # DEEP_ARCHIVE), so `state restore` of a version archived within the kept window fails when it is needed.
-        old_archived = [
-            t
-            for t in rule.get("NoncurrentVersionTransitions", [])
-            if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES
-            and isinstance(t.get("NoncurrentDays"), int)
-            and t["NoncurrentDays"] < noncurrent_days
+        found = {
+            "Expiration": expiration if {"Days", "Date"} & set(expiration) else None,
+            "NoncurrentDays": noncurrent if noncurrent is not None and noncurrent < days else None,
+            "Transitions": [t for t in rule.get("Transitions", []) if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES],
+            "NoncurrentVersionTransitions": [
+                t
+                for t in rule.get("NoncurrentVersionTransitions", [])
+                if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES
+                and isinstance(t.get("NoncurrentDays"), int)
+                and t["NoncurrentDays"] < days
+            ],
+        }
+        expected = {
+            "Expiration": "no expiry of current versions under .pulumi/",
+            "NoncurrentDays": f"noncurrent versions under .pulumi/ kept at least {days} days",
+            "Transitions": "no archive transition of current versions under .pulumi/",
+            "NoncurrentVersionTransitions": f"noncurrent versions under .pulumi/ readable (not archived) for at least "
+            f"{days} days, so state restore can read them",
+        }
+        name = f"lifecycle rule {rule.get('ID', '(no ID)')!r}"
+        hazards += [
+            Drift(name, {key: value}, expected[key], False) for key, value in found.items() if value not in (None, [])
         ]
-        if old_archived:
-            hazards.append(
-                Drift(
-                    name,
-                    {"NoncurrentVersionTransitions": old_archived},
-                    f"noncurrent versions under .pulumi/ readable (not archived) for at least {noncurrent_days} days, "
-                    "so state restore can read them",
-                    False,
-                )
-            )
     return hazards
 
 
-def find_drift(found: BucketSettings, req: Requirements) -> list[Drift]:
-    """Every way `found` differs from `req`, in the order bootstrap fixes them."""
+def normalized_rule(rule: dict | None) -> dict | None:
+    """The parts of a lifecycle rule that matter, in one spelling (endpoints echo rules back differently)."""
+    if rule is None:
+        return None
+    parts = ("Status", "Expiration", "Transitions", "NoncurrentVersionExpiration", "AbortIncompleteMultipartUpload")
+    return {"Prefix": rule_prefix(rule), **{part: rule.get(part) for part in parts}}
+
+
+def find_drift(found: dict[str, Any], req: Requirements) -> list[Drift]:
+    """Every way the settings `read_settings` found differ from `req`, in the order bootstrap fixes them."""
     wanted = required_settings(req)
     drift = []
-    if found.versioning != "Enabled":
-        drift.append(Drift(VERSIONING, found.versioning, wanted[VERSIONING]))
-    if not encryption_satisfies(found.encryption, req.kms_key_id):
-        expected = wanted[ENCRYPTION] if req.kms_key_id else "AES256 or aws:kms"
-        drift.append(Drift(ENCRYPTION, found.encryption, expected))
-    if found.public_access_block is not UNSUPPORTED and found.public_access_block != PUBLIC_ACCESS_BLOCK:
-        drift.append(Drift(ACCESS_BLOCK, found.public_access_block, PUBLIC_ACCESS_BLOCK))
-    lifecycle = [r for r in found.lifecycle_rules if r.get("ID") == LIFECYCLE_RULE_ID]
-    if not lifecycle or normalized_rule(lifecycle[0]) != normalized_rule(wanted[LIFECYCLE]):
-        drift.append(Drift(LIFECYCLE, lifecycle[0] if lifecycle else None, wanted[LIFECYCLE]))
-    drift.extend(lifecycle_hazards(found.lifecycle_rules, req.noncurrent_days))
-    statements = _as_list((found.policy or {}).get("Statement"))
+    if found[VERSIONING] != "Enabled":
+        drift.append(Drift(VERSIONING, found[VERSIONING], "Enabled"))
+    if not encryption_satisfies(found[ENCRYPTION], req.kms_key_id):
+        drift.append(
+            Drift(ENCRYPTION, found[ENCRYPTION], wanted[ENCRYPTION] if req.kms_key_id else "AES256 or aws:kms")
+        )
+    if found[ACCESS_BLOCK] not in (UNSUPPORTED, PUBLIC_ACCESS_BLOCK):
+        drift.append(Drift(ACCESS_BLOCK, found[ACCESS_BLOCK], PUBLIC_ACCESS_BLOCK))
+    rules = found[LIFECYCLE] or []
+    ours = next((r for r in rules if r.get("ID") == LIFECYCLE_RULE_ID), None)
+    if normalized_rule(ours) != normalized_rule(wanted[LIFECYCLE]):
+        drift.append(Drift(LIFECYCLE, ours, wanted[LIFECYCLE]))
+    drift += lifecycle_hazards(rules, req.noncurrent_days)
+    statements = _as_list((found[POLICY] or {}).get("Statement"))
     if req.require_tls and not any(denies_insecure_transport(s, req.bucket, req.partition) for s in statements):
         drift.append(Drift(POLICY, "no statement denying non-TLS access", wanted[POLICY]))
-    for grant in public_grants(found.policy):
-        drift.append(Drift(POLICY, grant, "no statement allowing everyone (Principal '*')", False))
+    for grant in statements:
+        if grant.get("Effect") == "Allow" and _is_everyone(grant.get("Principal")) and not grant.get("Condition"):
+            drift.append(Drift(POLICY, grant, "no statement allowing everyone (Principal '*')", False))
     return drift
-
-
-def normalized_rule(rule: dict) -> dict:
-    """The parts of a lifecycle rule that matter, in one spelling (endpoints echo rules back differently)."""
-    return {
-        "Status": rule.get("Status"),
-        "Prefix": rule_prefix(rule),
-        "NoncurrentDays": rule.get("NoncurrentVersionExpiration", {}).get("NoncurrentDays"),
-        "AbortDays": rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation"),
-        "Expiration": rule.get("Expiration"),
-        "Transitions": rule.get("Transitions"),
-    }
 
 
 def merged_policy(existing: dict | None, statement: dict) -> dict:
     """The existing policy with `statement` added, replacing any earlier statement with the same Sid."""
     policy = copy.deepcopy(existing) if existing else {"Version": "2012-10-17"}
-    others = [s for s in _as_list(policy.get("Statement")) if s.get("Sid") != statement["Sid"]]
-    policy["Statement"] = [*others, statement]
+    policy["Statement"] = [
+        *(s for s in _as_list(policy.get("Statement")) if s.get("Sid") != statement["Sid"]),
+        statement,
+    ]
     return policy
 
 
@@ -349,34 +281,26 @@ def merged_lifecycle(existing: list[dict], rule: dict) -> list[dict]:
     return [*(r for r in existing if r.get("ID") != rule["ID"]), rule]
 
 
-def show(value: Any) -> str:
-    if value is None:
-        return "nothing configured"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
-    return str(value)
-
-
 # ---------------------------------------------------------------------------------------------------------------
-# Login URL and names.
+# Names, the login URL and the client.
+
+
+def is_plain_http(endpoint_url: str | None) -> bool:
+    return bool(endpoint_url) and urlsplit(endpoint_url).scheme == "http"
 
 
 def login_url(bucket: str, endpoint_url: str | None, region: str | None) -> str:
     """The `pulumi login` URL for this bucket, in the query form Pulumi's S3 driver reads."""
     if not endpoint_url:
         return f"s3://{bucket}?region={region}" if region else f"s3://{bucket}"
-    endpoint = urlsplit(endpoint_url)
-    query = f"endpoint={endpoint.netloc}&s3ForcePathStyle=true&region={region or 'us-east-1'}"
-    if endpoint.scheme == "http":
-        query += "&disableSSL=true"
-    return f"s3://{bucket}?{query}"
+    query = f"endpoint={urlsplit(endpoint_url).netloc}&s3ForcePathStyle=true&region={region or 'us-east-1'}"
+    return f"s3://{bucket}?{query}" + ("&disableSSL=true" if is_plain_http(endpoint_url) else "")
 
 
-def project_name(pulumi_yaml: Path = PULUMI_YAML) -> str:
+def project_name(pulumi_yaml: Path = ROOT / "Pulumi.yaml") -> str:
     """The project's `name:` from Pulumi.yaml, which names the state folder; the default if there is no file."""
-    if not pulumi_yaml.exists():
-        return DEFAULT_PROJECT
-    match = re.search(r"^name:\s*['\"]?([^'\"\s#]+)", pulumi_yaml.read_text(), re.MULTILINE)
+    text = pulumi_yaml.read_text() if pulumi_yaml.exists() else ""
+    match = re.search(r"^name:\s*['\"]?([^'\"\s#]+)", text, re.MULTILINE)
     return match.group(1) if match else DEFAULT_PROJECT
 
 
@@ -384,10 +308,6 @@ def state_keys(project: str, stack: str) -> list[str]:
     """Where Pulumi keeps a stack's state: plain JSON, or gzipped when PULUMI_SELF_MANAGED_STATE_GZIP is set."""
     base = f"{STATE_PREFIX}stacks/{project}/{stack}.json"
     return [base, f"{base}.gz"]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Talking to the bucket.
 
 
 def make_client(endpoint_url: str | None):
@@ -398,56 +318,44 @@ def make_client(endpoint_url: str | None):
         "retries": {"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"},
     }
     if endpoint_url:
-        options["s3"] = {"addressing_style": "path"}
         # Ceph and MinIO releases before 2025 reject the CRC checksums botocore adds by default since 1.36.
-        options["request_checksum_calculation"] = "when_required"
+        options |= {"s3": {"addressing_style": "path"}, "request_checksum_calculation": "when_required"}
         options["response_checksum_validation"] = "when_required"
-    session = boto3.session.Session()
-    return session.client("s3", endpoint_url=endpoint_url, config=botocore.config.Config(**options))
+    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=botocore.config.Config(**options))
 
 
 def error_code(error: botocore.exceptions.ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def _optional(call, setting: str, **kwargs) -> dict | Unsupported | None:
-    try:
-        return call(**kwargs)
-    except botocore.exceptions.ClientError as error:
-        if error_code(error) in NOT_CONFIGURED[setting]:
-            return None
-        if error_code(error) in NOT_IMPLEMENTED:
-            return UNSUPPORTED
-        raise
+# ---------------------------------------------------------------------------------------------------------------
+# Reading and fixing the bucket.
 
 
-def read_settings(client, bucket: str) -> BucketSettings:
-    versioning = client.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")
-    # An endpoint without default encryption reads as none configured; bootstrap's fix then says what it answered.
-    encryption: dict | None = None
-    configured = _optional(client.get_bucket_encryption, ENCRYPTION, Bucket=bucket)
-    if isinstance(configured, dict):
-        rules = configured["ServerSideEncryptionConfiguration"].get("Rules", [])
-        encryption = rules[0].get("ApplyServerSideEncryptionByDefault") if rules else None
-    access_block = _optional(client.get_public_access_block, ACCESS_BLOCK, Bucket=bucket)
-    if isinstance(access_block, dict):
-        access_block = access_block["PublicAccessBlockConfiguration"]
-    policy = _optional(client.get_bucket_policy, POLICY, Bucket=bucket)
-    policy = json.loads(policy["Policy"]) if isinstance(policy, dict) else None
-    lifecycle = _optional(client.get_bucket_lifecycle_configuration, LIFECYCLE, Bucket=bucket)
-    rules = lifecycle.get("Rules", []) if isinstance(lifecycle, dict) else []
-    return BucketSettings(versioning, encryption, access_block, policy, rules)
+def read_settings(client, bucket: str) -> dict[str, Any]:
+    """Each setting as plain data: None when the bucket has none configured, UNSUPPORTED for a missing API."""
+    found = {}
+    for setting, (method, value, none_configured) in READS.items():
+        try:
+            found[setting] = value(getattr(client, method)(Bucket=bucket))
+        except botocore.exceptions.ClientError as error:
+            if error_code(error) not in none_configured | NOT_IMPLEMENTED:
+                raise
+            # Only a missing public access block API is reported as such; any other reads as none configured, and
+            # bootstrap's fix then says what the endpoint answered.
+            found[setting] = UNSUPPORTED if error_code(error) in NOT_IMPLEMENTED and setting == ACCESS_BLOCK else None
+    return found
 
 
 def denies_plain_http(client, bucket: str) -> bool:
-    """Whether the bucket's policy denies requests without TLS (any such statement, not only the required one)."""
-    found = _optional(client.get_bucket_policy, POLICY, Bucket=bucket)
-    policy = json.loads(found["Policy"]) if isinstance(found, dict) else {}
-    return any(
-        str(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")).lower() == "false"
-        and s.get("Effect") == "Deny"
-        for s in _as_list(policy.get("Statement"))
-    )
+    """Whether the bucket's policy holds a statement that denies requests without TLS, as the required one does."""
+    try:
+        policy = json.loads(client.get_bucket_policy(Bucket=bucket)["Policy"])
+    except botocore.exceptions.ClientError as error:
+        if error_code(error) in READS[POLICY][2] | NOT_IMPLEMENTED:
+            return False
+        raise
+    return any(denies_insecure_transport(s, bucket, client.meta.partition) for s in _as_list(policy.get("Statement")))
 
 
 def bucket_exists(client, bucket: str) -> bool:
@@ -460,34 +368,20 @@ def bucket_exists(client, bucket: str) -> bool:
     return True
 
 
-def create_bucket(client, bucket: str, region: str | None, endpoint_url: str | None) -> None:
-    kwargs: dict[str, Any] = {"Bucket": bucket}
-    # Only AWS wants the region spelled out; Ceph reads LocationConstraint as a zonegroup name.
-    if not endpoint_url and region and region != "us-east-1":
-        kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
-    client.create_bucket(**kwargs)
-
-
-def apply_fix(client, drift: Drift, found: BucketSettings, req: Requirements) -> None:
-    bucket = req.bucket
-    wanted = required_settings(req)
-    if drift.setting == VERSIONING:
+def apply_fix(client, setting: str, found: dict[str, Any], req: Requirements) -> None:
+    bucket, wanted = req.bucket, required_settings(req)
+    if setting == VERSIONING:
         client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-    elif drift.setting == ENCRYPTION:
-        client.put_bucket_encryption(
-            Bucket=bucket,
-            ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": wanted[ENCRYPTION]}]},
-        )
-    elif drift.setting == ACCESS_BLOCK:
+    elif setting == ENCRYPTION:
+        rules = [{"ApplyServerSideEncryptionByDefault": wanted[ENCRYPTION]}]
+        client.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={"Rules": rules})
+    elif setting == ACCESS_BLOCK:
         client.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=PUBLIC_ACCESS_BLOCK)
-    elif drift.setting == LIFECYCLE:
-        rules = merged_lifecycle(found.lifecycle_rules, wanted[LIFECYCLE])
+    elif setting == LIFECYCLE:
+        rules = merged_lifecycle(found[LIFECYCLE] or [], wanted[LIFECYCLE])
         client.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
-    elif drift.setting == POLICY:
-        policy = merged_policy(found.policy, wanted[POLICY])
-        client.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
     else:
-        raise AssertionError(f"no fix for {drift.setting!r}")
+        client.put_bucket_policy(Bucket=bucket, Policy=json.dumps(merged_policy(found[POLICY], wanted[POLICY])))
 
 
 @dataclass(frozen=True)
@@ -501,51 +395,31 @@ def bootstrap(client, req: Requirements, *, region: str | None, endpoint_url: st
     """Create the bucket if needed and fix every fixable drift; a second run changes nothing."""
     created = not bucket_exists(client, req.bucket)
     if created:
-        create_bucket(client, req.bucket, region, endpoint_url)
+        # Only AWS wants the region spelled out; Ceph reads LocationConstraint as a zonegroup name.
+        where = {} if endpoint_url or region in (None, "us-east-1") else {"LocationConstraint": region}
+        client.create_bucket(Bucket=req.bucket, **({"CreateBucketConfiguration": where} if where else {}))
     found = read_settings(client, req.bucket)
     changed = [d for d in find_drift(found, req) if d.fixable]
     for drift in changed:
-        try:
-            apply_fix(client, drift, found, req)
-        except botocore.exceptions.ClientError as error:
-            if error_code(error) in NOT_IMPLEMENTED:
-                raise StateBackendError(
-                    f"the endpoint does not implement {drift.setting} ({error_code(error)}: "
-                    f"{error.response['Error'].get('Message', '')}); enable it on the storage side "
-                    "(e.g. a KMS for MinIO, rgw crypt settings for Ceph) and run bootstrap again"
-                ) from error
-            raise
+        apply_fix(client, drift.setting, found, req)
     # Read back: an endpoint may accept a setting and quietly not keep it.
     remaining = find_drift(read_settings(client, req.bucket), req) if changed else find_drift(found, req)
     return BootstrapResult(created, changed, remaining)
 
 
+def bucket_region(client, bucket: str, endpoint_url: str | None) -> str | None:
+    """The region to put in the login URL: where an AWS bucket really is; the client's for other endpoints."""
+    if endpoint_url:
+        return client.meta.region_name
+    try:
+        return client.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
+    except botocore.exceptions.ClientError:
+        # Only the login hint needs it; an identity without s3:GetBucketLocation still gets its answer.
+        return client.meta.region_name
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # History and restore.
-
-
-@dataclass(frozen=True)
-class StateVersion:
-    key: str
-    version_id: str
-    last_modified: Any
-    size: int | None
-    is_latest: bool
-    is_delete_marker: bool
-
-
-def list_versions(client, bucket: str, key: str) -> list[StateVersion]:
-    """Every version of exactly `key`, newest first, delete markers included."""
-    versions = []
-    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=key):
-        found = [(item, False) for item in page.get("Versions", [])]
-        found += [(item, True) for item in page.get("DeleteMarkers", [])]
-        versions += [
-            StateVersion(key, item["VersionId"], item["LastModified"], item.get("Size"), item["IsLatest"], marker)
-            for item, marker in found
-            if item["Key"] == key
-        ]
-    return sorted(versions, key=lambda v: (v.last_modified, v.is_latest), reverse=True)
 
 
 def _keys(client, bucket: str, prefix: str) -> list[str]:
@@ -553,19 +427,17 @@ def _keys(client, bucket: str, prefix: str) -> list[str]:
     return list(pages.search("Contents[].Key || `[]`"))
 
 
-def stack_names(client, bucket: str, project: str) -> list[str]:
-    """The stacks of `project` with state in the bucket: plain JSON or gzipped (``state_keys``)."""
+def state_versions(client, bucket: str, project: str, stack: str) -> list[dict]:
+    """Every version of the stack's state object, newest first, as S3 lists them; a delete marker has no Size."""
+    for key in state_keys(project, stack):
+        pages = client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=key)
+        found = [v for page in pages for v in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]]
+        versions = [v for v in found if v["Key"] == key]
+        if versions:
+            return sorted(versions, key=lambda v: (v["LastModified"], v["IsLatest"]), reverse=True)
     prefix = f"{STATE_PREFIX}stacks/{project}/"
     names = (re.fullmatch(r"([^/]+)\.json(?:\.gz)?", key[len(prefix) :]) for key in _keys(client, bucket, prefix))
-    return sorted({name.group(1) for name in names if name})
-
-
-def state_versions(client, bucket: str, project: str, stack: str) -> list[StateVersion]:
-    for key in state_keys(project, stack):
-        versions = list_versions(client, bucket, key)
-        if versions:
-            return versions
-    known = ", ".join(stack_names(client, bucket, project)) or "none"
+    known = ", ".join(sorted({name.group(1) for name in names if name})) or "none"
     raise NoState(
         f"no state for stack {stack!r} of project {project!r} in bucket {bucket!r} "
         f"(looked for {state_keys(project, stack)[0]}); stacks with state there: {known}. "
@@ -573,15 +445,9 @@ def state_versions(client, bucket: str, project: str, stack: str) -> list[StateV
     )
 
 
-def stack_locks(client, bucket: str, project: str, stack: str) -> list[str]:
-    """Lock objects Pulumi holds for this stack while an update runs (.pulumi/locks/<org>/<project>/<stack>/)."""
-    return [key for key in _keys(client, bucket, LOCKS_PREFIX) if key.split("/")[-3:-1] == [project, stack]]
-
-
 @dataclass(frozen=True)
 class Restored:
     key: str
-    restored_version_id: str
     new_version_id: str
     replaced_version_id: str | None
     size: int
@@ -599,65 +465,40 @@ def restore(client, bucket: str, project: str, stack: str, version_id: str) -> R
             "overwrite the only copy; run `./supersonic state bootstrap` on it first"
         )
     versions = state_versions(client, bucket, project, stack)
-    chosen = next((v for v in versions if v.version_id == version_id), None)
+    key = versions[0]["Key"]
+    chosen = next((v for v in versions if v["VersionId"] == version_id), None)
     if chosen is None:
         raise StateBackendError(
-            f"version {version_id!r} is not a version of {versions[0].key} in bucket {bucket!r}; "
+            f"version {version_id!r} is not a version of {key} in bucket {bucket!r}; "
             f"list the versions with `./supersonic state history {stack} --bucket {bucket}`"
         )
-    if chosen.is_delete_marker:
+    if "Size" not in chosen:
         raise StateBackendError(
-            f"version {version_id!r} of {chosen.key} is a delete marker, not a saved state; "
-            "pick a version from `history` that has a size"
+            f"version {version_id!r} of {key} is a delete marker, not a saved state; pick a version from `history` "
+            "that has a size"
         )
-    if chosen.is_latest:
+    if chosen["IsLatest"]:
         return None
-    locks = stack_locks(client, bucket, project, stack)
+    # Pulumi holds .pulumi/locks/<org>/<project>/<stack>/<id>.json while an update runs.
+    locks = [
+        lock for lock in _keys(client, bucket, f"{STATE_PREFIX}locks/") if lock.split("/")[-3:-1] == [project, stack]
+    ]
     if locks:
         raise StateBackendError(
             f"stack {stack!r} is locked ({locks[0]}): an update may be running and would overwrite the restore. "
             f"Wait for it to finish; if none is running, clear the stale lock with `pulumi cancel --stack {stack}`"
         )
-    current = next((v for v in versions if v.is_latest), None)
-    copied = client.copy_object(
-        Bucket=bucket,
-        Key=chosen.key,
-        CopySource={"Bucket": bucket, "Key": chosen.key, "VersionId": version_id},
-        MetadataDirective="COPY",
+    current = next((v["VersionId"] for v in versions if v["IsLatest"]), None)
+    source = {"Bucket": bucket, "Key": key, "VersionId": version_id}
+    new_version_id = client.copy_object(Bucket=bucket, Key=key, CopySource=source, MetadataDirective="COPY")[
+        "VersionId"
+    ]
+    old_bytes, new_bytes = (
+        client.get_object(Bucket=bucket, Key=key, VersionId=v)["Body"].read() for v in (version_id, new_version_id)
     )
-    new_version_id = copied["VersionId"]
-    old_bytes = client.get_object(Bucket=bucket, Key=chosen.key, VersionId=version_id)["Body"].read()
-    new_bytes = client.get_object(Bucket=bucket, Key=chosen.key, VersionId=new_version_id)["Body"].read()
     if new_bytes != old_bytes:
         raise StateBackendError(
-            f"the restored copy {new_version_id!r} of {chosen.key} differs from version {version_id!r}; "
+            f"the restored copy {new_version_id!r} of {key} differs from version {version_id!r}; "
             "do not run pulumi on this stack, and restore again"
         )
-    return Restored(
-        chosen.key,
-        version_id,
-        new_version_id,
-        current.version_id if current else None,
-        len(new_bytes),
-        hashlib.sha256(new_bytes).hexdigest(),
-    )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Endpoints and regions.
-
-
-def is_plain_http(endpoint_url: str | None) -> bool:
-    return bool(endpoint_url) and urlsplit(endpoint_url).scheme == "http"
-
-
-def bucket_region(client, bucket: str, endpoint_url: str | None) -> str | None:
-    """The region to put in the login URL: where an AWS bucket really is; the client's for other endpoints."""
-    if endpoint_url:
-        return client.meta.region_name
-    try:
-        location = client.get_bucket_location(Bucket=bucket).get("LocationConstraint")
-    except botocore.exceptions.ClientError:
-        # Only the login hint needs it; an identity without s3:GetBucketLocation still gets its answer.
-        return client.meta.region_name
-    return location or "us-east-1"
+    return Restored(key, new_version_id, current, len(new_bytes), hashlib.sha256(new_bytes).hexdigest())

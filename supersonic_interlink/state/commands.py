@@ -14,50 +14,40 @@ import botocore.exceptions
 
 from supersonic_interlink.state import backend
 from supersonic_interlink.state.backend import (
-    ACCESS_DENIED,
-    BAD_CREDENTIALS,
+    ACCESS_BLOCK,
     EXIT_DRIFT,
     EXIT_ERROR,
-    NO_SUCH_BUCKET,
     UNSUPPORTED,
     NoState,
     Requirements,
     StateBackendError,
-    bootstrap,
-    bucket_exists,
-    bucket_region,
-    error_code,
-    find_drift,
-    is_plain_http,
-    login_url,
-    project_name,
-    read_settings,
-    restore,
     show,
-    state_versions,
 )
+
+
+def _login_line(client, bucket: str, endpoint_url: str | None) -> None:
+    region = backend.bucket_region(client, bucket, endpoint_url)
+    print(f"log in with: pulumi login '{backend.login_url(bucket, endpoint_url, region)}'")
 
 
 def command_bootstrap(client, args) -> int:
     region = client.meta.region_name
     req = requirements_from(args, client)
-    result = bootstrap(client, req, region=region, endpoint_url=args.endpoint_url)
+    result = backend.bootstrap(client, req, region=region, endpoint_url=args.endpoint_url)
     if result.created:
         print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
     not_kept = {d.setting for d in result.remaining if d.fixable}
     for drift in result.changed:
-        if drift.setting in not_kept:
-            print(f"tried to set {drift.setting} (was: {show(drift.found)}); the endpoint did not keep it")
-        else:
-            print(f"set {drift.setting} (was: {show(drift.found)})")
+        suffix = "; the endpoint did not keep it" if drift.setting in not_kept else ""
+        print(f"{'tried to set' if suffix else 'set'} {drift.setting} (was: {show(drift.found)}){suffix}")
     if not req.require_tls:
         print(
             "left out the bucket policy that denies requests without TLS: the endpoint is plain HTTP "
             "(--allow-plain-http), and that policy would refuse every request made through it, Pulumi's included"
         )
+    for drift in result.remaining:
+        print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
     if result.remaining:
-        for drift in result.remaining:
-            print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
         print(
             f"bucket {req.bucket} does NOT have the required settings: {len(result.remaining)} left to a person "
             "(NOT FIXED above); fix them and run bootstrap again",
@@ -68,62 +58,36 @@ def command_bootstrap(client, args) -> int:
         print(f"bucket {req.bucket} now has the required settings")
     else:
         print(f"bucket {req.bucket} already has the required settings; nothing to change")
-    region = bucket_region(client, req.bucket, args.endpoint_url)
-    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
+    _login_line(client, req.bucket, args.endpoint_url)
     return 0
 
 
 def command_check(client, args) -> int:
     req = requirements_from(args, client)
-    if not bucket_exists(client, req.bucket):
-        raise StateBackendError(
-            f"bucket {req.bucket!r} does not exist at {args.endpoint_url or 'AWS S3'}; create it with "
-            f"`./supersonic state bootstrap --bucket {req.bucket}`"
-        )
-    found = read_settings(client, req.bucket)
-    drift = find_drift(found, req)
+    found = backend.read_settings(client, req.bucket)  # NoSuchBucket for a missing one: describe_error
+    drift = backend.find_drift(found, req)
     if not req.require_tls:
         print(
-            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS "
-            "is required"
+            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS is "
+            "required"
         )
-    if found.public_access_block is UNSUPPORTED:
+    if found[ACCESS_BLOCK] == UNSUPPORTED:
         print("note: the endpoint has no public access block; the bucket policy is checked for public grants instead")
     for item in drift:
         print(f"DRIFT {item.describe()}")
     if drift:
-        fixable = any(d.fixable for d in drift)
-        hint = "; `bootstrap` fixes the fixable ones" if fixable else ""
+        hint = "; `bootstrap` fixes the fixable ones" if any(d.fixable for d in drift) else ""
         print(f"{len(drift)} setting(s) differ from the requirements{hint}", file=sys.stderr)
         return EXIT_DRIFT
     print(f"bucket {req.bucket} has the required settings")
-    region = bucket_region(client, req.bucket, args.endpoint_url)
-    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
-    return 0
-
-
-def command_history(client, args) -> int:
-    project = args.project or project_name()
-    status = client.get_bucket_versioning(Bucket=args.bucket).get("Status", "never enabled")
-    if status != "Enabled":
-        print(f"warning: versioning on bucket {args.bucket} is {status}; older states are not kept", file=sys.stderr)
-    try:
-        versions = state_versions(client, args.bucket, project, args.stack)
-    except NoState as no_state:
-        raise explained(client, args, no_state) from None
-    print(f"versions of s3://{args.bucket}/{versions[0].key}, newest first:")
-    for version in versions:
-        when = version.last_modified.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        size = "deleted" if version.is_delete_marker else f"{version.size} bytes"
-        current = "  (current)" if version.is_latest else ""
-        print(f"{version.version_id}  {when}  {size}{current}")
+    _login_line(client, req.bucket, args.endpoint_url)
     return 0
 
 
 def explained(client, args, no_state: NoState) -> StateBackendError:
     """Over plain HTTP, "no state" under a TLS-only bucket policy is the denial it is: storage that enforces that
     policy on object requests only lists no state, since nothing, Pulumi included, could write any."""
-    if is_plain_http(args.endpoint_url) and backend.denies_plain_http(client, args.bucket):
+    if backend.is_plain_http(args.endpoint_url) and backend.denies_plain_http(client, args.bucket):
         return StateBackendError(
             f"access denied on bucket {args.bucket!r} at {args.endpoint_url}: its policy denies requests without "
             "TLS (aws:SecureTransport), so no state can be written or read over this plain-HTTP endpoint; use the "
@@ -132,35 +96,50 @@ def explained(client, args, no_state: NoState) -> StateBackendError:
     return no_state
 
 
-def command_restore(client, args) -> int:
-    project = args.project or project_name()
+def command_history(client, args) -> int:
+    status = client.get_bucket_versioning(Bucket=args.bucket).get("Status", "never enabled")
+    if status != "Enabled":
+        print(f"warning: versioning on bucket {args.bucket} is {status}; older states are not kept", file=sys.stderr)
     try:
-        restored = restore(client, args.bucket, project, args.stack, args.version_id)
+        versions = backend.state_versions(client, args.bucket, args.project or backend.project_name(), args.stack)
+    except NoState as no_state:
+        raise explained(client, args, no_state) from None
+    print(f"versions of s3://{args.bucket}/{versions[0]['Key']}, newest first:")
+    for version in versions:
+        when = version["LastModified"].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        size = f"{version['Size']} bytes" if "Size" in version else "deleted"
+        print(f"{version['VersionId']}  {when}  {size}" + ("  (current)" if version["IsLatest"] else ""))
+    return 0
+
+
+def command_restore(client, args) -> int:
+    project = args.project or backend.project_name()
+    try:
+        restored = backend.restore(client, args.bucket, project, args.stack, args.version_id)
     except NoState as no_state:
         raise explained(client, args, no_state) from None
     if restored is None:
         print(f"version {args.version_id} is already the current state of stack {args.stack}; nothing to do")
         return 0
     print(
-        f"restored version {restored.restored_version_id} of {restored.key} as the current version "
-        f"{restored.new_version_id} ({restored.size} bytes, sha256 {restored.sha256}, verified)"
+        f"restored version {args.version_id} of {restored.key} as the current version {restored.new_version_id} "
+        f"({restored.size} bytes, sha256 {restored.sha256}, verified)"
     )
     if restored.replaced_version_id:
         print(
-            f"the state it replaced is kept as version {restored.replaced_version_id}; "
-            "restore it the same way to undo this"
+            f"the state it replaced is kept as version {restored.replaced_version_id}; restore it the same way to undo "
+            "this"
         )
     return 0
 
 
 def requirements_from(args, client) -> Requirements:
-    return Requirements(
-        bucket=args.bucket,
-        noncurrent_days=args.noncurrent_days,
-        kms_key_id=args.kms_key_id,
-        partition=client.meta.partition,
-        require_tls=not is_plain_http(args.endpoint_url),
-    )
+    plain_http = backend.is_plain_http(args.endpoint_url)
+    return Requirements(args.bucket, args.noncurrent_days, args.kms_key_id, client.meta.partition, not plain_http)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The values the parser checks before any request.
 
 
 def positive_days(text: str) -> int:
@@ -243,58 +222,44 @@ def state_name(text: str) -> str:
     return text
 
 
-PLAIN_HTTP_DENIED_HINT = (
-    "; over plain HTTP, a bucket policy that denies requests without TLS (aws:SecureTransport) refuses every "
-    "request: use the endpoint's https:// URL"
-)
+# ---------------------------------------------------------------------------------------------------------------
+# Running a command: an S3 or bucket error is one line, exit 2.
 
 
 def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elapsed_seconds: float = 0.0) -> str:
+    """One line for the operator; botocore's own one-line message where it already says what and where."""
     where = endpoint_url or "AWS S3"
-    if isinstance(error, StateBackendError):
-        return str(error)
-    tries = f"in each of {backend.MAX_ATTEMPTS} attempts (gave up after {elapsed_seconds:.1f} s"
     if isinstance(error, botocore.exceptions.ReadTimeoutError):
         return (
-            f"no answer from {where} within {backend.READ_TIMEOUT_SECONDS:g} s {tries}; never more than "
-            f"{backend.give_up_after_seconds():g} s): it accepts connections but does not respond; check "
-            "--endpoint-url and the storage service"
-        )
-    if isinstance(error, botocore.exceptions.ConnectTimeoutError):
-        return (
-            f"could not connect to {where} within {backend.CONNECT_TIMEOUT_SECONDS:g} s {tries}); check "
-            "--endpoint-url and the network"
+            f"no answer from {where} within {backend.READ_TIMEOUT_SECONDS:g} s in each of {backend.MAX_ATTEMPTS} "
+            f"attempts (gave up after {elapsed_seconds:.1f} s; never more than {backend.give_up_after_seconds():g} s): "
+            "it accepts connections but does not respond; check --endpoint-url and the storage service"
         )
     if isinstance(error, botocore.exceptions.NoCredentialsError):
         return (
             "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "
             "(credentials are read only from the standard AWS environment variables and profile files)"
         )
-    if isinstance(error, botocore.exceptions.ProfileNotFound):
-        return f"{error}; fix AWS_PROFILE or add the profile to ~/.aws/config"
-    if isinstance(error, botocore.exceptions.EndpointConnectionError):
-        return f"cannot reach {where} ({error}); check --endpoint-url and the network"
-    if isinstance(error, botocore.exceptions.NoRegionError):
-        return "no AWS region set: export AWS_REGION (or set region in the AWS profile)"
-    if isinstance(error, botocore.exceptions.ClientError):
-        code = error_code(error)
-        operation = error.operation_name
-        if code in NO_SUCH_BUCKET:
-            return (
-                f"bucket {bucket!r} does not exist at {where}; create it with "
-                f"`./supersonic state bootstrap --bucket {bucket}`, or check the name and --endpoint-url"
-            )
-        if code in ACCESS_DENIED:
-            return (
-                f"access denied on bucket {bucket!r} at {where} ({operation}): the credentials from the AWS "
-                "environment/profile lack that permission, or a bucket policy denies it; grant it, or use an "
-                "identity that has it (AWS_PROFILE)" + (PLAIN_HTTP_DENIED_HINT if is_plain_http(endpoint_url) else "")
-            )
-        if code in BAD_CREDENTIALS:
-            return f"{where} rejected the AWS credentials ({code}); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
-        message = error.response.get("Error", {}).get("Message", "")
-        return f"{operation} on bucket {bucket!r} at {where} failed: {code}: {message}"
-    return f"{type(error).__name__}: {error}"
+    if not isinstance(error, botocore.exceptions.ClientError):
+        return f"{error}; check --endpoint-url, the network, AWS_PROFILE and AWS_REGION"  # botocore's own message
+    code = backend.error_code(error)
+    if code in backend.NO_SUCH_BUCKET:
+        return (
+            f"bucket {bucket!r} does not exist at {where}; create it with "
+            f"`./supersonic state bootstrap --bucket {bucket}`, or check the name and --endpoint-url"
+        )
+    if code in backend.ACCESS_DENIED:
+        plain_http = (
+            "; over plain HTTP, a bucket policy that denies requests without TLS (aws:SecureTransport) refuses every "
+            "request: use the endpoint's https:// URL"
+        )
+        return (
+            f"access denied on bucket {bucket!r} at {where} ({error.operation_name}): the credentials from the AWS "
+            "environment/profile lack that permission, or a bucket policy denies it; grant it, or use an identity "
+            "that has it (AWS_PROFILE)" + (plain_http if backend.is_plain_http(endpoint_url) else "")
+        )
+    message = error.response.get("Error", {}).get("Message", "")
+    return f"{error.operation_name} on bucket {bucket!r} at {where} failed: {code}: {message}"
 
 
 COMMANDS = {
@@ -316,7 +281,9 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     try:
         return COMMANDS[args.command](backend.make_client(args.endpoint_url), args)
-    except (StateBackendError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+    except StateBackendError as error:
+        print(f"error: {error}", file=sys.stderr)
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
         elapsed = time.monotonic() - start
         print(f"error: {describe_error(error, args.bucket, args.endpoint_url, elapsed)}", file=sys.stderr)
-        return EXIT_ERROR
+    return EXIT_ERROR
