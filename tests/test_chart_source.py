@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
-from chart_fixtures import CHART_PATH, UPSTREAM, chart_repository, commit_chart, fixture_chart, git
+from chart_fixtures import CHART_PATH, UPSTREAM, chart_repository, commit_chart, fixture_chart, git, redirect_upstream
 from conftest import stack_config, unpinned_config
 
 from supersonic_interlink.chart import source as chart_source
@@ -224,11 +224,7 @@ def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
     commit = git("rev-parse", "HEAD", cwd=upstream)
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
     # The stack names the real https URL; git reads it from the local repository instead.
-    for key, value in {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"url.{upstream.as_uri()}.insteadOf",
-        "GIT_CONFIG_VALUE_0": UPSTREAM,
-    }.items():
+    for key, value in redirect_upstream(upstream).items():
         monkeypatch.setenv(key, value)
     config = stack_config(
         "hammer",
@@ -293,11 +289,7 @@ def test_a_fetched_commit_whose_templates_carry_the_guard_is_refused_naming_the_
     guarded = chart_repository(tmp_path / "remote", "refuses-external-config")
     commit = git("rev-parse", "HEAD", cwd=guarded)
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
-    for key, value in {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"url.{guarded.as_uri()}.insteadOf",
-        "GIT_CONFIG_VALUE_0": UPSTREAM,
-    }.items():
+    for key, value in redirect_upstream(guarded).items():
         monkeypatch.setenv(key, value)
     chart = load_settings(
         stack_config(
