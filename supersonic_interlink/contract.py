@@ -83,7 +83,9 @@ class ChartContract:
     098d4a6c): a commit that carries it cannot run this program's Envoy configuration."""
     guarded_commits: Mapping[str, str]
     """Commits of the chart's repository known to carry that ``fail``, each with the template line it stands on: a pin
-    of one is refused before anything is fetched (any other commit is read for the guard once fetched)."""
+    of one is refused before anything is fetched, and ``render --check`` names it offline. Only commits whose full id
+    was read are here (6003f24 and c292baf were seen by their short ids); any other commit is read for the guard once
+    fetched."""
     inherited_deprecations: tuple[str, ...]
     """Fields Envoy calls deprecated that the chart's own generated configuration uses, and so this program's too
     (it follows that configuration): ``envoy --mode validate`` warns of them, and the check does not count them."""

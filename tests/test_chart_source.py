@@ -9,6 +9,7 @@ from pathlib import Path
 import pulumi
 import pytest
 from chart_fixtures import CHART_PATH, UPSTREAM, chart_repository, commit_chart, fixture_chart, git, redirect_upstream
+from cli_runner import run_cli
 from conftest import stack_config, unpinned_config
 
 from supersonic_interlink.chart import source as chart_source
@@ -306,3 +307,27 @@ def test_the_conforming_chart_carries_no_guard(tmp_path: Path) -> None:
     assert chart_source.guard_line(fixture_chart("refuses-external-config", tmp_path / "b")) == (
         "templates/scale-from-zero-guard.yaml:4"
     )
+
+
+def test_a_chart_without_scale_from_zero_is_refused_for_a_stack_that_enables_it(tmp_path: Path) -> None:
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "templates" / "keda.yaml").write_text("minReplicaCount: {{ .Values.keda.minReplicaCount | default 1 }}\n")
+    with pytest.raises(ChartSourceError, match=r"^commit c0ffee has no scale from zero \(no template of its chart"):
+        chart_source.refuse_without_scale_from_zero("c0ffee", chart)
+    chart_source.refuse_without_scale_from_zero("c0ffee", fixture_chart("conforming", tmp_path / "sfz"))
+
+
+def test_render_check_names_a_known_guarded_commit_offline(unpinned_stacks: Path) -> None:
+    stack = unpinned_stacks / "Pulumi.hammer.yaml"
+    stack.write_text(
+        stack.read_text().replace(
+            "      path: helm/supersonic\n", f"      commit: {GUARDED}\n      path: helm/supersonic\n", 1
+        )
+    )
+    done = run_cli("render", "hammer", "--check")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"check: supersonic-interlink:release.chart.commit: commit {GUARDED} still refuses scaleFromZero.enabled "
+        "with envoy.external_config.load_from_configmap (templates/envoy/admission.yaml:9)"
+    ) in done.stderr, "known from the chart's history: a finding although the chart is not on disk"

@@ -337,5 +337,19 @@ def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_is_no_findi
         "metricType: Value on a chart that hard-codes Value asks for what the chart does anyway"
     )
     assert not rendered_anyway(Leaf(("keda", "metricType"), "AverageValue"), rendered), "another value is ignored"
-    assert not rendered_anyway(Leaf(("keda", "minReplicaCount"), 0), rendered), "0 rendered as 1 stays a finding"
     assert not rendered_anyway(Leaf(("keda", "other"), "Value"), rendered), "only under the value's own key"
+
+
+def test_an_ignored_value_is_matched_only_in_the_objects_its_values_section_feeds(hammer) -> None:
+    from supersonic_interlink.render.conformance import component_pairs, rendered_anyway
+
+    labels = contract.CHART.component_label
+    service = {"kind": "Service", "metadata": {"labels": {labels: "envoy"}}, "spec": {"type": "LoadBalancer"}}
+    scaled = {"kind": "ScaledObject", "metadata": {"labels": {labels: "keda"}}, "spec": {"type": "Value"}}
+    pairs_of = component_pairs([service, scaled], hammer)
+    assert not rendered_anyway(Leaf(("keda", "type"), "LoadBalancer"), pairs_of(Leaf(("keda", "type"), ""))), (
+        "the Envoy Service's type is no evidence about a keda value the chart ignores"
+    )
+    assert rendered_anyway(Leaf(("keda", "type"), "Value"), pairs_of(Leaf(("keda", "type"), ""))), (
+        "the ScaledObject, which keda.* feeds, carries it"
+    )

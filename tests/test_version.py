@@ -31,6 +31,7 @@ def test_version_prints_the_project_version_each_stacks_chart_and_the_pinned_too
     done = run_cli("--version")
     assert done.returncode == 0, done.stderr
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert version != "0.0.0", "a placeholder version says nothing about what runs"
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"supersonic-interlink {version}+g{commit.stdout.strip()}"), (

@@ -67,9 +67,11 @@ def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
 
     Returns (commit, stack file). Raises ``ConfigError`` (the stack's config) or ``ChartSourceError`` (not a git
     source, no network, no such ref, no chart at the path, a commit whose templates still refuse an external Envoy
-    configuration); the stack file is written only once all of that passed.
+    configuration, or one without scale from zero for a stack that enables it); the stack file is written only once
+    all of that passed.
     """
-    chart = load_settings(load_stack(stack).config).release.chart
+    settings = load_settings(load_stack(stack).config)
+    chart = settings.release.chart
     if chart.kind != "git":
         raise chart_source.ChartSourceError(
             f"{PROJECT}:release.chart is a {chart.kind} source: --pin-chart pins the commit of a git source "
@@ -77,7 +79,10 @@ def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
         )
     commit = chart_source.resolve(str(chart.git), ref)
     chart_source.refuse_guarded(commit)
-    chart_source.refuse_guarded(commit, chart_source.fetch(str(chart.git), commit, str(chart.path)))
+    fetched = chart_source.fetch(str(chart.git), commit, str(chart.path))
+    chart_source.refuse_guarded(commit, fetched)
+    if settings.scaleFromZero.enabled:
+        chart_source.refuse_without_scale_from_zero(commit, fetched)
     path = stack_file(stack)
     path.write_text(pinned_comment(with_commit(path.read_text(), chart, commit), stack, ref, commit))
     return commit, path

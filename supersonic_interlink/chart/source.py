@@ -239,10 +239,26 @@ def refuse_guarded(commit: str, chart_dir: Path | None = None) -> None:
     Envoy configuration: known from the chart's history before anything is fetched, or read from ``chart_dir``."""
     where = CHART.guarded_commits.get(commit) or (guard_line(chart_dir) if chart_dir is not None else None)
     if where is not None:
+        raise ChartSourceError(guarded_message(commit, where))
+
+
+def guarded_message(commit: str, where: str | None = None) -> str:
+    """Why ``commit`` cannot be deployed: its template ``where`` (default: the known line) still carries the guard."""
+    return (
+        f"commit {commit} still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap "
+        f"({where or CHART.guarded_commits[commit]}), so it cannot load this program's Envoy configuration: pin a "
+        "commit without that fail (docs/chart.md)"
+    )
+
+
+def refuse_without_scale_from_zero(commit: str, chart_dir: Path) -> None:
+    """Raise ``ChartSourceError`` when no template of the chart reads ``scaleFromZero``: a commit before scale from zero
+    (SuperSONIC main had none for a while) ignores every ``scaleFromZero`` value and holds a replica for ever."""
+    templates = (p for p in (chart_dir / "templates").rglob("*") if p.is_file())
+    if not any("scaleFromZero" in p.read_text(errors="replace") for p in templates):
         raise ChartSourceError(
-            f"commit {commit} still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap "
-            f"({where}), so it cannot load this program's Envoy configuration: pin a commit without that fail "
-            f"(docs/chart.md)"
+            f"commit {commit} has no scale from zero (no template of its chart reads scaleFromZero), which this stack "
+            "enables: pin a commit that has it (docs/chart.md)"
         )
 
 

@@ -661,8 +661,8 @@ def check(
             )
         except ScanStopped as stopped:
             return [*findings, str(stopped)]
-    pairs = set(_scalars(objects))
-    fixed = {leaf.name for leaf in leaves(expected.values) if rendered_anyway(leaf, pairs)}
+    pairs_of = component_pairs(objects, expected)
+    fixed = {leaf.name for leaf in leaves(expected.values) if rendered_anyway(leaf, pairs_of(leaf))}
     findings += [
         f"{path}: ignored by the chart (changing it changes nothing the chart renders)"
         for path in ignored
@@ -684,11 +684,32 @@ def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
             yield from _scalars(item)
 
 
+def component_pairs(objects: list[dict[str, Any]], expected: Expected) -> Callable[[Leaf], set[tuple[str, Any]]]:
+    """For a leaf, the ``(key, text)`` pairs of the objects its values section feeds: those whose component label is the
+    section's (``keda.*``: the ScaledObject), or every object where none carries it."""
+    components = {
+        "keda": "keda",
+        CHART.envoy_values_key: CHART.envoy_component,
+        expected.generation.inference_values_key: expected.generation.inference_component,
+    }
+    by_component: dict[str, set[tuple[str, Any]]] = {}
+    for obj in objects:
+        component = str(((obj.get("metadata") or {}).get("labels") or {}).get(CHART.component_label, ""))
+        by_component.setdefault(component, set()).update(_scalars(obj))
+    every = set().union(*by_component.values()) if by_component else set()
+
+    def pairs(leaf: Leaf) -> set[tuple[str, Any]]:
+        section = leaf.path[0] if leaf.path else None
+        return by_component.get(components.get(str(section), ""), every) if section in components else every
+
+    return pairs
+
+
 def rendered_anyway(leaf: Leaf, rendered: set[tuple[str, Any]]) -> bool:
-    """Whether the render (its ``(key, text)`` pairs) carries the leaf's text under the leaf's own key
-    (``metricType: Value`` in a ScaledObject's trigger): an ignored value of that kind asks for what the chart does
-    anyway, so it is no finding. A value the chart ignores and renders otherwise (``minReplicaCount`` 0 rendered as
-    1) stays one."""
+    """Whether the objects the leaf feeds (their ``(key, text)`` pairs: ``component_pairs``) carry the leaf's text under
+    the leaf's own key (``metricType: Value`` in a ScaledObject's trigger): an ignored value of that kind asks for what
+    the chart does anyway, so it is no finding. A value the chart ignores and renders otherwise (``minReplicaCount`` 0
+    rendered as 1) stays one."""
     key = leaf.path[-1] if leaf.path else None
     if not isinstance(key, str) or not isinstance(leaf.value, str) or not leaf.value:
         return False

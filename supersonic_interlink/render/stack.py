@@ -343,6 +343,10 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
     is on disk, the same schemas and the API server's rules over the chart's objects and the chart conformance
     check (both skipped, with the reason, when it is not)."""
     outcome = Outcome(findings=findings(rendered))
+    chart = rendered["chart_source"]
+    if chart.kind == "git" and chart.commit in CHART.guarded_commits:
+        # Known from the chart's history, so said offline too, where the chart is not on disk to render.
+        outcome.findings.append(f"{PROJECT}:release.chart.commit: {chart_source.guarded_message(chart.commit)}")
     why = conformance_skipped(stack, rendered, chart_dir)
     if why is None:
         outcome.findings += chart_findings(stack, rendered, chart_dir)

@@ -23,7 +23,7 @@ from supersonic_interlink.components.supersonic_release import TYPE as RELEASE_C
 from supersonic_interlink.config import PROJECT, Settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import ROOT, load_stack, stack_file
-from supersonic_interlink.contract import CHART, TRITON
+from supersonic_interlink.contract import CHART
 from supersonic_interlink.program import RELEASE_COMPONENT
 
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
@@ -321,14 +321,9 @@ def markdown_steps(a: Adoption, plan: Sequence[Step]) -> str:
 
 def docs_text(current: str, a: Adoption) -> str:
     """docs/takeover.md with its steps section made from ``a`` (the hammer stack's names), the same on every machine:
-    the Envoy ConfigMap's content hash as ``<hash>``, and Triton's Deployment by the ``triton`` generation's name,
-    whether or not the chart is fetched here (the live release's values have a ``triton:`` block: what runs before
-    step 4 is of that generation)."""
-    a = replace(
-        a,
-        new_envoy_config_map=config_map_name(a.release, "<hash>"),
-        triton_deployment=TRITON.inference_object_name(a.release),
-    )
+    the Envoy ConfigMap's content hash as ``<hash>`` (the rest is what ``takeover steps`` prints: the inference
+    server by the pinned chart's generation, which step 4 deploys, read from the chart or assumed alike)."""
+    a = replace(a, new_envoy_config_map=config_map_name(a.release, "<hash>"))
     head, found, rest = current.partition(DOCS_BEGIN + "\n")
     _, found_end, tail = rest.partition(DOCS_END)
     if not (found and found_end):
