@@ -78,8 +78,9 @@ PLAIN_NODES: list[dict[str, Any]] = [
     {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1", "kubernetes.io/os": "linux"}, "taints": []}
 ]
 
-CVMFS_VOLUMES = 12
-"""PersistentVolumes of class ``cvmfs``: one per namespace that installs the chart (it claims ``cvmfs`` there)."""
+CVMFS_VOLUMES = 32
+"""PersistentVolumes of class ``cvmfs``: one per namespace that installs the chart (it claims ``cvmfs`` there). A
+claim left Pending makes Helm's ``--wait`` run into its timeout, so there are more than the e2e tier's namespaces."""
 
 KWOK_MANAGED = "kwok.x-k8s.io/node"
 """Annotation kwok selects the nodes it simulates by."""
