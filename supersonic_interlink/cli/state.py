@@ -21,7 +21,8 @@ requests without TLS, since that policy would refuse the very endpoint it was se
 from __future__ import annotations
 
 from supersonic_interlink.cli import args as args_
-from supersonic_interlink.state import backend, commands
+from supersonic_interlink.state import backend
+from supersonic_interlink.state import verbs as commands
 
 
 def parser() -> args_.Parser:
