@@ -27,7 +27,7 @@ from supersonic_interlink.drift import check
 from supersonic_interlink.drift import release as release_part
 from supersonic_interlink.drift.check import Observed, compare
 from supersonic_interlink.drift.rbac import missing_right, reader_role
-from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, markdown, text
+from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, Report, Row, markdown, masked, text
 from supersonic_interlink.drift.rules import RULES, sidecar_hold_annotation
 from supersonic_interlink.engine.run import Engine
 from supersonic_interlink.objdiff import ABSENT, format_path
@@ -111,18 +111,14 @@ def scaled(observed: Observed, deployment: str) -> Observed:
     return changed
 
 
-def test_triton_scaled_by_keda_is_ignored_by_its_rule_even_where_the_manifest_sets_replicas() -> None:
-    report = compare(scaled(recorded("clean"), TRITON))
-    assert report.rows == []
-    assert report.ignored_counts()["triton-replicas"] == 1
-
-
-def test_envoy_scaled_the_same_way_is_drift() -> None:
-    report = compare(scaled(recorded("clean"), ENVOY))
-    assert [(r.object, r.field, r.expected, r.live) for r in report.rows] == [
-        (f"Deployment/{ENVOY}", "spec.replicas", 1, 4)
-    ]
-    assert report.ignored_counts()["triton-replicas"] == 0
+@pytest.mark.parametrize(("deployment", "ignored"), [(TRITON, 1), (ENVOY, 0)], ids=["triton", "envoy"])
+def test_triton_scaled_by_keda_is_ignored_by_its_rule_even_where_the_manifest_sets_replicas_envoy_is_drift(
+    deployment: str, ignored: int
+) -> None:
+    report = compare(scaled(recorded("clean"), deployment))
+    rows = [(r.object, r.field, r.expected, r.live) for r in report.rows]
+    assert rows == ([] if ignored else [(f"Deployment/{ENVOY}", "spec.replicas", 1, 4)])
+    assert report.ignored_counts()["triton-replicas"] == ignored
 
 
 def test_any_other_scaled_object_field_is_drift() -> None:
@@ -185,7 +181,7 @@ def test_a_program_change_the_preview_plans_is_reported_by_the_fields_the_engine
 def test_every_rule_has_a_reason() -> None:
     assert len({r.name for r in RULES}) == len(RULES)
     for rule in RULES:
-        assert len(rule.reason) > 40 and (rule.paths or rule.sidecar_annotation), rule.name
+        assert len(rule.reason) > 40 and rule.paths, rule.name
 
 
 def test_the_table_names_object_field_expected_and_live() -> None:
@@ -384,9 +380,10 @@ def stand_in_cluster(
     return calls
 
 
-def test_observe_asks_object_by_object_only_when_the_api_server_refuses_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    drifted = recorded("drifted")
-    refusal = next(o.refused for o in drifted.release.objects if o.refused)
+def test_a_refused_dry_run_apply_is_asked_object_by_object_and_its_server_defaults_come_from_a_dry_run_create(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    refusal = next(o.refused for o in recorded("drifted").release.objects if o.refused)
     calls = stand_in_cluster(monkeypatch, recorded("clean"), refusal=refusal)
     observed = release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
     applies = [c for c in calls if c[1] == "apply"]
@@ -394,15 +391,6 @@ def test_observe_asks_object_by_object_only_when_the_api_server_refuses_one(monk
     assert len(applies) == 1 + len(observed.objects), "one call for all, then one per object"
     assert [o.key for o in observed.objects if o.refused] == [f"Service/{CHART.envoy_service_name(RELEASE)}"]
     assert observed.revision == 3
-
-
-def test_where_the_dry_run_apply_is_refused_the_server_defaults_come_from_a_dry_run_create(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    drifted = recorded("drifted")
-    refusal = next(o.refused for o in drifted.release.objects if o.refused)
-    calls = stand_in_cluster(monkeypatch, recorded("clean"), refusal=refusal)
-    observed = release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
     creates = [c for c in calls if c[1] == "create"]
     assert creates == [("kubectl", "create", "--dry-run=server", "-n", "e2e-drift", "-o", "json", "-f", "-")], (
         "one dry-run create, of the refused object alone, never a real one"
@@ -429,16 +417,17 @@ def service_without_protocol(live_protocol: str) -> Observed:
     return observed
 
 
-def test_a_field_the_api_server_defaults_is_never_drift_where_the_dry_run_apply_is_refused() -> None:
-    rows = [r for r in compare(service_without_protocol("TCP")).rows if r.object.startswith("Service/")]
-    assert [(r.field, r.expected, r.live) for r in rows] == [
-        ("spec.ports[name=grpc].port", CHART.envoy_grpc_port, 8002)
-    ], "protocol null in the manifest is TCP on the server: only the port changed in place is drift"
-
-
-def test_a_live_value_other_than_the_servers_default_is_drift_expected_as_the_default() -> None:
-    rows = [r for r in compare(service_without_protocol("UDP")).rows if r.object.startswith("Service/")]
-    assert ("spec.ports[name=admin].protocol", "TCP", "UDP") in [(r.field, r.expected, r.live) for r in rows], rows
+@pytest.mark.parametrize(
+    ("live_protocol", "admin_row"), [("TCP", []), ("UDP", [("spec.ports[name=admin].protocol", "TCP", "UDP")])]
+)
+def test_a_field_the_api_server_defaults_is_never_drift_where_the_dry_run_apply_is_refused(
+    live_protocol: str, admin_row: list
+) -> None:
+    rows = [r for r in compare(service_without_protocol(live_protocol)).rows if r.object.startswith("Service/")]
+    assert sorted((r.field, r.expected, r.live) for r in rows) == [
+        *admin_row,
+        ("spec.ports[name=grpc].port", CHART.envoy_grpc_port, 8002),
+    ], "protocol null in the manifest is TCP on the server; another live value is drift, expected as the default"
 
 
 def test_a_forbidden_dry_run_is_no_answer_not_drift(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -472,7 +461,7 @@ def test_the_command_exits_0_without_drift_and_1_with_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, code: int
 ) -> None:
     report = compare(recorded(name))
-    monkeypatch.setattr(check, "run", lambda engine, tools, fix=False, log=print: (report, None))
+    monkeypatch.setattr(check, "check", lambda engine, tools, fix=False, log=print: (report, None))
     assert drift_cli.main(["hammer"]) == code
     out = capsys.readouterr().out
     assert ("to bring it back: ./supersonic drift hammer --correct" in out) is bool(code)
@@ -486,7 +475,7 @@ def test_the_command_exits_2_with_the_reason_when_it_could_not_check(
     def unreachable(*_args: Any, **_kwargs: Any) -> Any:
         raise check.CannotCheck("helm status supersonic-interlink -n cms: Kubernetes cluster unreachable")
 
-    monkeypatch.setattr(check, "run", unreachable)
+    monkeypatch.setattr(check, "check", unreachable)
     assert drift_cli.main(["hammer", "--markdown"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "could not check hammer: helm status" in captured.err
@@ -497,15 +486,13 @@ def test_after_a_correction_the_exit_code_is_the_second_checks(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before, after = compare(recorded("drifted")), compare(recorded("clean"))
-    monkeypatch.setattr(check, "run", lambda engine, tools, fix=False, log=print: (before, after if fix else None))
+    monkeypatch.setattr(check, "check", lambda engine, tools, fix=False, log=print: (before, after if fix else None))
     assert drift_cli.main(["hammer", "--correct"]) == 0
     out = capsys.readouterr().out
     assert out.index("before the correction:") < out.index(": drift") < out.index("after it:") < out.index("no drift")
 
 
 def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() -> None:
-    from supersonic_interlink.drift.report import Report, Row, markdown, masked, text
-
     report = Report("hammer", "supersonic-interlink", "cms", 3)
     report.rows = [
         Row("release", "Secret/supersonic-interlink-token", ("data", "token"), "c2VjcmV0LXZhbHVl", "b3RoZXI="),
@@ -590,7 +577,7 @@ def test_a_refused_request_is_one_line_naming_the_verb_and_resource_missing(
     def refused(*_args: Any, **_kwargs: Any) -> Any:
         raise check.CannotCheck(f"dry-run apply of Deployment/supersonic-interlink-envoy: {REFUSED_PATCH}")
 
-    monkeypatch.setattr(check, "run", refused)
+    monkeypatch.setattr(check, "check", refused)
     assert drift_cli.main(["hammer"]) == 2
     assert capsys.readouterr().err == (
         "supersonic drift: could not check hammer: the credential may not patch deployments.apps in namespace cms: "

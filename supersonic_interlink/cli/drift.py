@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     if why is not None:
         print(f"supersonic drift: {why}", file=sys.stderr)
         return EXIT_USAGE
-    from supersonic_interlink.drift.command import run
+    from supersonic_interlink.drift.check import run
 
     output = "json" if args.json else "markdown" if args.markdown else "text"
     return run(args.stack, output=output, correct=args.correct, cli=args.pulumi)

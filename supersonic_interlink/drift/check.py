@@ -1,22 +1,27 @@
-"""``./supersonic drift <stack>``: both parts of the check, and the correction (docs/drift.md).
-
-Exit codes: 0 no drift, 1 drift (or a correction that left some), 2 could not check (the line says why).
-"""
+"""``./supersonic drift <stack>`` (parsed by ``cli/drift.py``; docs/drift.md): both parts of the check, the
+correction, and the report printed as text, JSON or markdown. Exit 0 no drift, 1 drift (or a correction that left
+some), 2 could not check (the line says why)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.drift import managed, release
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from supersonic_interlink.drift import managed, rbac, release, report
 from supersonic_interlink.drift.release import CannotCheck, Tools
 from supersonic_interlink.drift.report import PULUMI_PART, Report, leaves, masked
 from supersonic_interlink.engine import gate
-from supersonic_interlink.engine.run import Engine
+from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
+from supersonic_interlink.engine.run import ROOT, Engine, EngineError, scratch_project
+from supersonic_interlink.engine.toolchain import ToolchainError
 
 SECRET_MIN_LENGTH = 4
 """Shorter secret values are not searched for in the report (every "1" would be masked)."""
@@ -45,12 +50,11 @@ class Observed:
 def deployed_release(engine: Engine) -> tuple[str, str]:
     """(release name, namespace) of the release the stack's last ``up`` deployed: its exported outputs."""
     outputs = engine.workspace_stack().outputs()
-    name, namespace = outputs.get("releaseName"), outputs.get("namespace")
-    if name is None or namespace is None:
+    if "releaseName" not in outputs or "namespace" not in outputs:
         raise CannotCheck(
             f"stack {engine.stack} exports no releaseName and namespace: it has not been deployed (nothing to compare)"
         )
-    return str(name.value), str(namespace.value)
+    return str(outputs["releaseName"].value), str(outputs["namespace"].value)
 
 
 def observe(engine: Engine, tools: Tools) -> Observed:
@@ -66,22 +70,20 @@ def observe(engine: Engine, tools: Tools) -> Observed:
 
 def compare(observed: Observed) -> Report:
     rel = observed.release
-    report = Report(observed.stack, rel.release, rel.namespace, rel.revision)
+    found = Report(observed.stack, rel.release, rel.namespace, rel.revision)
     for rows, ignored, objects in (managed.compare(observed.resources, rel.release), release.compare(rel)):
-        report.rows += rows
-        report.ignored += ignored
-        report.objects += objects
-    return report
+        found.rows, found.ignored, found.objects = found.rows + rows, found.ignored + ignored, found.objects + objects
+    return found
 
 
-def correct(engine: Engine, tools: Tools, observed: Observed, report: Report, log: Callable[[str], None]) -> None:
+def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log: Callable[[str], None]) -> None:
     """Bring the cluster back to the release's manifest and to the state Pulumi recorded: the release's objects
     patched back object by object (not a Helm upgrade: docs/drift.md says why); Pulumi's objects edited in place
     applied again from the inputs the provider last sent, under its field manager (after a refresh the engine calls
     them ``same``); then ``pulumi up --refresh``, gated like ``./supersonic pulumi up``, for what was deleted."""
-    for line in release.correct(observed.release, report.rows, tools):
+    for line in release.correct(observed.release, found.rows, tools):
         log(f"drift: {line}")
-    pulumi_rows = [row for row in report.rows if row.part == PULUMI_PART]
+    pulumi_rows = [row for row in found.rows if row.part == PULUMI_PART]
     edited = {row.object for row in pulumi_rows if row.note == "refresh"}
     for item in observed.resources:
         if item.label in edited and item.is_object and item.live is not None:
@@ -96,19 +98,17 @@ def correct(engine: Engine, tools: Tools, observed: Observed, report: Report, lo
         )
     elif deleted:
         steps = gate.steps_from_events(observed.events)
-        problems = gate.blocked(steps, removable=gate.stack_removable(engine.stack, root=engine.work_dir))
-        if problems:
+        if problems := gate.blocked(steps, removable=gate.stack_removable(engine.stack, root=engine.work_dir)):
             raise CannotCheck("the correction's up was refused by the gate:\n  " + "\n  ".join(problems))
         engine.run("up", refresh=True)
         log(f"drift: pulumi up --refresh of {engine.stack} done")
 
 
 def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) -> str:
-    state = item.state or {}
-    inputs, manager = state.get("__inputs"), state.get("__fieldManager")
+    inputs, manager = (item.state or {}).get("__inputs"), (item.state or {}).get("__fieldManager")
     if not isinstance(inputs, Mapping) or not manager:
         raise CannotCheck(f"{item.label}: the state holds no inputs to apply again")
-    if "[secret]" in leaves(inputs):  # how the engine's events show a secret value
+    if report.SECRET_SHOWN in leaves(inputs):  # how the engine's events show a secret value
         raise CannotCheck(
             f"{item.label}: its inputs hold a secret, which the engine's events never show, so they cannot be "
             "applied again from here; delete the object and run the correction again (a deleted object is recreated "
@@ -122,23 +122,53 @@ def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) ->
 def stack_secrets(engine: Engine) -> frozenset[str]:
     """Every text a secret config value of the stack holds (an object's leaves too), for masking the report."""
     found: set[str] = set()
-    for config in engine.workspace_stack().get_all_config().values():
-        if config.secret:
-            found.add(config.value)
-            with contextlib.suppress(ValueError):
-                found.update(str(leaf) for leaf in leaves(json.loads(config.value)) if leaf is not None)
+    for config in (c for c in engine.workspace_stack().get_all_config().values() if c.secret):
+        found.add(config.value)
+        with contextlib.suppress(ValueError):
+            found.update(str(leaf) for leaf in leaves(json.loads(config.value)) if leaf is not None)
     return frozenset(s for s in found if len(s) >= SECRET_MIN_LENGTH)
 
 
-def run(
+def check(
     engine: Engine, tools: Tools, *, fix: bool = False, log: Callable[[str], None] = print
 ) -> tuple[Report, Report | None]:
-    """The check, and with ``fix`` the correction and the same check again, masked (``report.masked``). Raises
-    ``CannotCheck``/``EngineError``."""
+    """The check, and with ``fix`` the correction and the same check again, masked. Raises ``CannotCheck`` or
+    ``EngineError``."""
     secrets = stack_secrets(engine)
     observed = observe(engine, tools)
-    report = compare(observed)
-    if not fix or not report.drift:
-        return masked(report, secrets), None
-    correct(engine, tools, observed, report, log)
-    return masked(report, secrets), masked(compare(observe(engine, tools)), secrets)
+    found = compare(observed)
+    if not fix or not found.drift:
+        return masked(found, secrets), None
+    correct(engine, tools, observed, found, log)
+    return masked(found, secrets), masked(compare(observe(engine, tools)), secrets)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | None = None) -> int:
+    """The verb. ``output``: ``text``, ``json`` or ``markdown``; ``cli``: the Pulumi CLI named by ``--pulumi``."""
+    scratch = os.environ.get(SCRATCH_PROJECT_ENV)
+    try:
+        engine = Engine(
+            stack, work_dir=scratch_project(Path(scratch)) if scratch else ROOT, log=_log, create=False, cli=cli
+        )
+        first, second = check(engine, Tools(), fix=correct, log=_log)
+    except (CannotCheck, EngineError, ToolchainError) as error:
+        print(f"supersonic drift: could not check {stack}: {rbac.missing_right(str(error)) or error}", file=sys.stderr)
+        return EXIT_USAGE
+    final = second or first
+    if output == "json":
+        print(
+            json.dumps({**final.as_json(), **({"corrected": first.as_json()} if second is not None else {})}, indent=2)
+        )
+    elif output == "markdown":
+        print(report.markdown(final, correct_command=f"./supersonic drift {stack} --correct"), end="")
+    else:
+        if second is not None:
+            print("before the correction:\n" + report.text(first) + "\nafter it:")
+        print(report.text(final), end="")
+        if final.drift and not correct:
+            print(f"to bring it back: ./supersonic drift {stack} --correct")
+    return EXIT_FINDING if final.drift else EXIT_OK

@@ -45,30 +45,27 @@ class ResourceObservation:
     @property
     def is_object(self) -> bool:
         """A Kubernetes object (its outputs are the live object), not the Release's record or a component."""
-        outputs = self.state or self.live or {}
-        return "apiVersion" in outputs and "kind" in outputs
+        return {"apiVersion", "kind"} <= set(self.state or self.live or {})
 
 
-def _value(op: Any) -> str:
-    return str(getattr(op, "value", op))
+def _op(metadata: Any) -> str:
+    return str(getattr(metadata.op, "value", metadata.op))
 
 
 def observations(events: Iterable[Any]) -> list[ResourceObservation]:
     """What a ``preview(refresh=True)``'s engine events say of each resource."""
     found: dict[str, ResourceObservation] = {}
     for event in events:
-        outputs_event = getattr(event, "res_outputs_event", None)
-        pre = getattr(event, "resource_pre_event", None)
-        if outputs_event is not None and _value(outputs_event.metadata.op) == "refresh":
-            m = outputs_event.metadata
-            item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", True, None, None, []))
-            item.state = dict(m.old.outputs or {}) if m.old is not None else None
-            item.live = dict(m.new.outputs or {}) if m.new is not None and m.new.outputs is not None else None
-        elif pre is not None and _value(pre.metadata.op) != "refresh":
-            m = pre.metadata
-            item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", False, None, None, []))
-            item.step = _value(m.op)
-            item.diffs = list(m.diffs or [])
+        outputs, pre = getattr(event, "res_outputs_event", None), getattr(event, "resource_pre_event", None)
+        refresh = outputs is not None and _op(outputs.metadata) == "refresh"
+        if refresh or (pre is not None and _op(pre.metadata) != "refresh"):
+            m = (outputs if refresh else pre).metadata
+            item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", refresh, None, None, []))
+            if refresh:
+                item.state = dict(m.old.outputs or {}) if m.old is not None else None
+                item.live = dict(m.new.outputs or {}) if m.new is not None and m.new.outputs is not None else None
+            else:
+                item.step, item.diffs = _op(m), list(m.diffs or [])
     return list(found.values())
 
 
@@ -76,9 +73,7 @@ def compare(observed: Iterable[ResourceObservation], release: str) -> tuple[list
     rows: list[Row] = []
     ignored: list[Ignored] = []
     compared: list[str] = []
-    for item in observed:
-        if item.type.startswith(QUIET_TYPES):
-            continue
+    for item in (i for i in observed if not i.type.startswith(QUIET_TYPES)):
         compared.append(item.label)
         if item.refreshed and item.state is not None and item.live is None:
             rows.append(Row(PULUMI_PART, item.label, (), "present (in the state)", ABSENT, "deleted"))
@@ -93,6 +88,7 @@ def compare(observed: Iterable[ResourceObservation], release: str) -> tuple[list
             # The program itself would change it (a stack file edited and not yet applied): `preview --diff` shows
             # the values; the field names are what the engine reports.
             for name in item.diffs or [""]:
-                path = (name,) if name else ()
-                rows.append(Row(PULUMI_PART, item.label, path, "(the program's)", "(the state's)", item.step))
+                rows.append(
+                    Row(PULUMI_PART, item.label, (name,) if name else (), "(the program's)", "(the state's)", item.step)
+                )
     return rows, ignored, compared

@@ -29,15 +29,12 @@ from supersonic_interlink.objdiff import ABSENT, Named, Path, changes, overlay, 
 
 FIELD_MANAGER = "supersonic-drift"
 """Of the dry-run applies (it owns nothing, so applying drops no field) and of the correction's writes."""
-HELM_LABELS = {"app.kubernetes.io/managed-by": "Helm"}
-HELM_ANNOTATIONS = ("meta.helm.sh/release-name", "meta.helm.sh/release-namespace")
 INVALID = " is invalid: "
 """kubectl's wording of a 422 Invalid: the one refusal that says something about the object itself."""
 BUSY_STATUSES = ("pending-install", "pending-upgrade", "pending-rollback", "uninstalling")
-
-
 FIELD_COMPARED_KINDS = frozenset({"Role", "RoleBinding"})
-"""Kinds compared on the manifest's fields instead of by a dry-run apply (see ``observe``)."""
+"""Compared on the manifest's own fields: the API server refuses even a dry-run apply of one to a credential that
+does not hold what it grants (RBAC's escalation check), and defaults nothing in them that the manifest sets."""
 
 
 class CannotCheck(Exception):
@@ -58,7 +55,7 @@ class ObjectObservation:
 
     @property
     def key(self) -> str:
-        return _key(self.manifest)
+        return key(self.manifest)
 
 
 @dataclass
@@ -84,11 +81,10 @@ class Tools:
     env: Mapping[str, str] | None = None
 
     def run(self, tool: str, *args: str, input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = None if self.env is None else {**os.environ, **self.env}
         try:
-            command = [str(ensure(tool)), *args]
-            env = None if self.env is None else {**os.environ, **self.env}
             return subprocess.run(
-                command, capture_output=True, text=True, input=input_text, timeout=120, check=False, env=env
+                [str(ensure(tool)), *args], capture_output=True, text=True, input=input_text, timeout=120, env=env
             )
         except BinaryError as error:
             raise CannotCheck(str(error)) from None
@@ -96,36 +92,36 @@ class Tools:
             raise CannotCheck(f"{tool} {' '.join(args[:3])} did not answer in 120 s") from None
 
     def read(self, tool: str, *args: str, input_text: str | None = None) -> str:
-        return _stdout(self.run(tool, *args, input_text=input_text), f"{tool} {' '.join(args)}")
+        return stdout(self.run(tool, *args, input_text=input_text), f"{tool} {' '.join(args)}")
 
 
-def _stdout(done: subprocess.CompletedProcess[str], what: str) -> str:
+def stdout(done: subprocess.CompletedProcess[str], what: str) -> str:
     if done.returncode != 0:
         raise CannotCheck(f"{what}: {(done.stderr or done.stdout).strip()}")
     return done.stdout
 
 
-def with_helm_metadata(manifest: Mapping[str, Any], release: str, namespace: str) -> dict[str, Any]:
-    """The object as Helm leaves it on the cluster (helm-controller ``setHelmMetadata``; Helm's ``pkg/action``)."""
-    result = copy.deepcopy(dict(manifest))
-    metadata = result.setdefault("metadata", {})
-    metadata["labels"] = {**(metadata.get("labels") or {}), **HELM_LABELS}
-    annotations = dict(zip(HELM_ANNOTATIONS, (release, namespace), strict=True))
-    metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
-    return result
+def key(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
 
 
 def _listed(objects: list[dict[str, Any]]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
 
 
-def _items(text: str) -> list[dict[str, Any]]:
+def _items(text: str) -> dict[str, dict[str, Any]]:
     document: dict[str, Any] = json.loads(text) if text.strip() else {"kind": "List"}
-    return list(document.get("items") or []) if document.get("kind") == "List" else [document]
+    return {key(o): o for o in (document.get("items") or [] if document.get("kind") == "List" else [document])}
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
+def with_helm_metadata(manifest: Mapping[str, Any], release: str, namespace: str) -> dict[str, Any]:
+    """The object as Helm leaves it on the cluster (helm-controller ``setHelmMetadata``; Helm's ``pkg/action``)."""
+    result = copy.deepcopy(dict(manifest))
+    metadata = result.setdefault("metadata", {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), "app.kubernetes.io/managed-by": "Helm"}
+    helm = {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace}
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), **helm}
+    return result
 
 
 def _dry_run(tools: Tools, objects: list[dict[str, Any]], namespace: str) -> subprocess.CompletedProcess[str]:
@@ -137,11 +133,9 @@ def _dry_run_create(tools: Tools, manifest: Mapping[str, Any], namespace: str) -
     """The manifest as the API server defaults it: a dry-run create under a generated name (the real name exists)."""
     probe = copy.deepcopy(dict(manifest))
     probe["metadata"]["generateName"] = f"{str(probe['metadata'].pop('name'))[:40]}-"
-    done = tools.run(
-        "kubectl", "create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-", input_text=json.dumps(probe)
-    )
-    what = f"dry-run create of {_key(manifest)} (its server defaults, the apply being refused)"
-    return dict(json.loads(_stdout(done, what)))
+    args = ("create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-")
+    done = tools.run("kubectl", *args, input_text=json.dumps(probe))
+    return dict(json.loads(stdout(done, f"dry-run create of {key(manifest)} (its server defaults, the apply refused)")))
 
 
 def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
@@ -155,34 +149,29 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
         )
     documents = yaml.safe_load_all(tools.read("helm", "get", "manifest", release, "-n", namespace))
     manifests = [with_helm_metadata(d, release, namespace) for d in documents if d]
-    got = tools.read(
-        "kubectl", "get", "-n", namespace, "--ignore-not-found", "-o", "json", "-f", "-", input_text=_listed(manifests)
-    )
-    live = {_key(o): o for o in _items(got)}
-    # A deleted object is drift as it is. A Role or RoleBinding is compared on the manifest's own fields: the API
-    # server refuses even a dry-run apply of one to a credential that does not hold what it grants (RBAC's escalation
-    # check), and the server defaults nothing in them that the manifest sets.
-    present = [m for m in manifests if _key(m) in live and m.get("kind") not in FIELD_COMPARED_KINDS]
+    get = ("get", "-n", namespace, "--ignore-not-found", "-o", "json", "-f", "-")
+    live = _items(tools.read("kubectl", *get, input_text=_listed(manifests)))
+    # A deleted object is drift as it is, and is not applied.
+    present = [m for m in manifests if key(m) in live and m.get("kind") not in FIELD_COMPARED_KINDS]
     answered: dict[str, dict[str, Any]] = {}
     refused: dict[str, str] = {}
     together = _dry_run(tools, present, namespace) if present else None
     if together is not None and together.returncode == 0:
-        answered = {_key(o): o for o in _items(together.stdout)}
+        answered = _items(together.stdout)
     elif together is not None:  # one object refused fails the whole call without output: ask object by object
         with ThreadPoolExecutor(max_workers=4) as pool:
             answers = list(pool.map(lambda one: _dry_run(tools, [one], namespace), present))
         for manifest, alone in zip(present, answers, strict=True):
             if alone.returncode != 0 and INVALID in alone.stderr:
-                refused[_key(manifest)] = alone.stderr.strip()
+                refused[key(manifest)] = alone.stderr.strip()
             else:  # forbidden, unreachable, an unknown kind: no answer, not drift
-                answered.update({_key(o): o for o in _items(_stdout(alone, f"dry-run apply of {_key(manifest)}"))})
-    unanswered = [_key(m) for m in present if _key(m) not in answered and _key(m) not in refused]
-    if unanswered:
+                answered |= _items(stdout(alone, f"dry-run apply of {key(manifest)}"))
+    if unanswered := [key(m) for m in present if key(m) not in {*answered, *refused}]:
         raise CannotCheck(f"kubectl answered no dry-run apply for {', '.join(unanswered)}")
     objects = [
         ObjectObservation(
             m,
-            live.get(k := _key(m)),
+            live.get(k := key(m)),
             answered.get(k),
             refused.get(k, ""),
             _dry_run_create(tools, m, namespace) if k in refused else None,
@@ -190,34 +179,6 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
         for m in manifests
     ]
     return ReleaseObservation(release, namespace, revision, state, objects)
-
-
-def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], list[str]]:
-    """Rows of drift, what the rules ignored, and every object compared."""
-    rows: list[Row] = []
-    ignored: list[Ignored] = []
-    hold = sidecar_hold_annotation(item.manifest for item in observed.objects if item.manifest)
-    for item in observed.objects:
-        live = item.live
-        if live is None:
-            rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
-            continue
-        field_compared = item.manifest.get("kind") in FIELD_COMPARED_KINDS
-        expected = overlay(live, item.manifest) if item.refused or field_compared else item.dry_run or {}
-        note = f"dry-run apply refused: {item.refused.splitlines()[-1].split(INVALID)[-1]}" if item.refused else ""
-        for change in changes(live, expected):
-            wanted = change.after
-            if item.defaulted is not None:  # what the server makes of the manifest's value (a default filled)
-                defaulted = value_at(item.defaulted, change.path)
-                if defaulted is not ABSENT and not changes(defaulted, change.before):
-                    continue
-                wanted = change.after if defaulted is ABSENT else defaulted
-            rule = rule_for(live, observed.release, change.path, is_object=True, hold_annotation=hold)
-            if rule is not None:
-                ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
-            else:
-                rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
-    return rows, ignored, [item.key for item in observed.objects]
 
 
 def value_at(tree: Any, path: Path) -> Any:
@@ -232,9 +193,33 @@ def value_at(tree: Any, path: Path) -> Any:
             tree = found[0] if len(found) == 1 else ABSENT
         else:
             tree = tree.get(segment, ABSENT) if isinstance(tree, Mapping) else ABSENT
-        if tree is ABSENT:
-            break
     return tree
+
+
+def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], list[str]]:
+    """Rows of drift, what the rules ignored, and every object compared."""
+    rows: list[Row] = []
+    ignored: list[Ignored] = []
+    hold = sidecar_hold_annotation(item.manifest for item in observed.objects if item.manifest)
+    for item in observed.objects:
+        if (live := item.live) is None:
+            rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
+            continue
+        field_compared = item.refused or item.manifest.get("kind") in FIELD_COMPARED_KINDS
+        expected = overlay(live, item.manifest) if field_compared else item.dry_run or {}
+        note = f"dry-run apply refused: {item.refused.splitlines()[-1].split(INVALID)[-1]}" if item.refused else ""
+        for change in changes(live, expected):
+            wanted = change.after
+            if item.defaulted is not None:  # what the server makes of the manifest's value (a default filled)
+                defaulted = value_at(item.defaulted, change.path)
+                if defaulted is not ABSENT and not changes(defaulted, change.before):
+                    continue
+                wanted = change.after if defaulted is ABSENT else defaulted
+            if rule := rule_for(live, observed.release, change.path, is_object=True, hold=hold):
+                ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
+            else:
+                rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
+    return rows, ignored, [item.key for item in observed.objects]
 
 
 def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list[str]:
@@ -243,8 +228,7 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
     a change made meanwhile fails it). Fields the rules ignore keep their live values. One line per object written."""
     done: list[str] = []
     for item in observed.objects:
-        drifted = [row for row in rows if row.part == RELEASE_PART and row.object == item.key]
-        if not drifted:
+        if not (drifted := [row for row in rows if row.part == RELEASE_PART and row.object == item.key]):
             continue
         if item.live is None:
             verb, desired, line = "create", item.manifest, "created from the release's manifest"
@@ -254,7 +238,6 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
             for row in drifted:
                 put(desired, row.path, copy.deepcopy(row.expected))
         flags = (f"--field-manager={FIELD_MANAGER}", "-n", observed.namespace, "-f", "-")
-        sent = tools.run("kubectl", verb, *flags, input_text=json.dumps(desired))
-        _stdout(sent, f"kubectl {verb} {item.key}")
+        stdout(tools.run("kubectl", verb, *flags, input_text=json.dumps(desired)), f"kubectl {verb} {item.key}")
         done.append(f"{item.key}: {line}")
     return done

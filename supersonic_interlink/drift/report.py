@@ -1,5 +1,5 @@
 """What a drift check found: one row per drifted field, what each rule ignored, and the table for a terminal, the
-JSON and the markdown of the scheduled workflow's issue."""
+JSON and the markdown of the scheduled workflow's issue; values a secret holds are masked for all three."""
 
 from __future__ import annotations
 
@@ -15,10 +15,9 @@ RELEASE_PART = "helm release"
 """The Release's objects, compared by a server-side dry-run apply of its stored manifest."""
 PULUMI_PART = "pulumi"
 """The resources Pulumi manages directly, compared by the engine's refresh and preview."""
-CELL = 60
-"""Widest value the text table prints; --json carries the whole value."""
-MARKDOWN_CELL = 300
-"""Widest value the issue's table carries (a GitHub issue body holds at most 65,536 characters)."""
+CELL, MARKDOWN_CELL = 60, 300
+"""Widest value the text table prints (--json carries the whole value), and the issue's table (a GitHub issue body
+holds at most 65,536 characters)."""
 SECRET_SHOWN = "[secret]"
 
 
@@ -38,16 +37,12 @@ class Row:
         return format_path(self.path) or "(the object)"
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "part": self.part,
-            "object": self.object,
-            "field": self.field,
-            "expected": None if self.expected is ABSENT else self.expected,
-            "expectedSet": self.expected is not ABSENT,
-            "live": None if self.live is ABSENT else self.live,
-            "liveSet": self.live is not ABSENT,
-            "note": self.note,
-        }
+        sides = {f"{s}{k}": v for s in ("expected", "live") for k, v in _side(getattr(self, s)).items()}
+        return {"part": self.part, "object": self.object, "field": self.field, **sides, "note": self.note}
+
+
+def _side(value: Any) -> dict[str, Any]:
+    return {"": None if value is ABSENT else value, "Set": value is not ABSENT}
 
 
 @dataclass(frozen=True)
@@ -77,14 +72,13 @@ class Report:
         return {rule.name: sum(i.rule == rule.name for i in self.ignored) for rule in RULES}
 
     def as_json(self) -> dict[str, Any]:
-        ignored = [
-            {"part": i.part, "object": i.object, "field": format_path(i.path), "rule": i.rule} for i in self.ignored
-        ]
         return {
             **{name: getattr(self, name) for name in ("stack", "release", "namespace", "revision", "drift")},
             "rows": [row.as_json() for row in self.rows],
             "objects": self.objects,
-            "ignored": ignored,
+            "ignored": [
+                {"part": i.part, "object": i.object, "field": format_path(i.path), "rule": i.rule} for i in self.ignored
+            ],
             "rules": [{"name": r.name, "reason": r.reason} for r in RULES],
         }
 
@@ -112,9 +106,8 @@ def masked(report: Report, secrets: Collection[str]) -> Report:
 
 def _summary(report: Report) -> str:
     ignored = ", ".join(f"{name} {count}" for name, count in report.ignored_counts().items() if count)
-    return (
-        f"{len(report.objects)} objects compared; {len(report.rows)} drifted field(s); "
-        f"ignored by rule: {ignored or 'nothing'}"
+    return f"{len(report.objects)} objects compared; {len(report.rows)} drifted field(s); ignored by rule: " + (
+        ignored or "nothing"
     )
 
 

@@ -12,6 +12,9 @@ from typing import Any
 from supersonic_interlink.contract import CHART, GENERATIONS
 from supersonic_interlink.objdiff import Path, is_under
 
+HOLD = ("metadata", "annotations", "<the sidecar's hold annotation>")
+"""Stands for the annotation the release's own admission sidecar code names (``sidecar_hold_annotation``)."""
+
 
 @dataclass(frozen=True)
 class IgnoreRule:
@@ -21,22 +24,15 @@ class IgnoreRule:
     """A difference at or under one of these is ignored, unless at or under one of ``keep``."""
     keep: tuple[Path, ...] = ()
     kind: str = ""
-    """Only objects of this kind (any when empty) ..."""
+    """Only objects of this kind (any when empty) and of these names (a chart contract function of the release name;
+    any when None); ``resource``: any Pulumi resource's outputs, the Release's record included, not only objects."""
     names: Callable[[str], set[str]] | None = None
-    """... and of these names (a chart contract function of the release name; any when None)."""
-    sidecar_annotation: bool = False
-    """``paths`` is the annotation the release's own admission sidecar code names, and nothing when it names none."""
-    applies_to: str = "object"
-    """``object``: a Kubernetes object; ``resource``: any Pulumi resource's outputs, the Release's record included."""
+    resource: bool = False
 
-    def matches(
-        self, resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold_annotation: str | None
-    ) -> bool:
-        paths = self.paths
-        if self.sidecar_annotation:
-            paths = (("metadata", "annotations", hold_annotation),) if hold_annotation else ()
+    def matches(self, resource: Mapping[str, Any], release: str, path: Path, is_object: bool, hold: str | None) -> bool:
+        paths = [(*p[:2], hold) if p == HOLD else p for p in self.paths if p != HOLD or hold]
         return (
-            (is_object or self.applies_to != "object")
+            (is_object or self.resource)
             and (not self.kind or resource.get("kind") == self.kind)
             and (self.names is None or (resource.get("metadata") or {}).get("name") in self.names(release))
             and any(is_under(path, prefix) for prefix in paths)
@@ -89,17 +85,16 @@ RULES: tuple[IgnoreRule, ...] = (
         "the chart's admission sidecar writes a wake's hold deadline into an annotation of the ScaledObject and "
         "removes it when the hold ends (cfg/admission-server.py at db73925); ignored only under the name the sidecar "
         "code this release deployed gives it, and not at all when that code names none",
-        paths=(),
+        paths=(HOLD,),
         kind="ScaledObject",
         names=_scaled_object,
-        sidecar_annotation=True,
     ),
     IgnoreRule(
         "provider-bookkeeping",
         "__inputs, __fieldManager, __initialApiVersion: the Kubernetes provider's record of what it last sent, not "
         "read from the cluster; a live change shows in the object's own fields",
         paths=(("__inputs",), ("__fieldManager",), ("__initialApiVersion",)),
-        applies_to="resource",
+        resource=True,
     ),
 )
 """Every rule, in the order the report lists them."""
@@ -112,33 +107,24 @@ API_DEFAULTS_NOTE = (
 
 
 def rule_for(
-    resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold_annotation: str | None = None
+    resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold: str | None = None
 ) -> IgnoreRule | None:
     """The first rule that ignores a difference at ``path`` of ``resource``, or None: then it is drift."""
-    return next(
-        (r for r in RULES if r.matches(resource, release, path, is_object=is_object, hold_annotation=hold_annotation)),
-        None,
-    )
+    return next((r for r in RULES if r.matches(resource, release, path, is_object, hold)), None)
 
 
 def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | None:
     """The annotation the admission sidecar keeps its hold deadline in: a module-level ``HOLD_ANNOTATION = "<name>"``
     of its Python code in the release's ConfigMaps (parsed, never run); None when no code there names one."""
     variable = CHART.hold_annotation_variable
-    for manifest in manifests:
-        for text in (manifest.get("data") or {}).values() if manifest.get("kind") == "ConfigMap" else ():
-            if not isinstance(text, str) or variable not in text:
-                continue
-            try:
-                body = ast.parse(text).body
-            except (SyntaxError, ValueError):
-                continue
-            for node in body:
-                if (
-                    isinstance(node, ast.Assign)
-                    and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)
-                    and isinstance(node.value, ast.Constant)
-                    and isinstance(node.value.value, str)
-                ):
-                    return node.value.value
+    texts = [t for m in manifests if m.get("kind") == "ConfigMap" for t in (m.get("data") or {}).values()]
+    for text in (t for t in texts if isinstance(t, str) and variable in t):
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            continue
+        for node in body:
+            named = isinstance(node, ast.Assign) and any(getattr(t, "id", None) == variable for t in node.targets)
+            if named and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                return node.value.value
     return None

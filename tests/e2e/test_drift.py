@@ -20,7 +20,7 @@ from e2e_harness import Project, e2e_chart, hammer_like, helm_history, kubectl_j
 
 from supersonic_interlink import contract
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.drift.check import Observed, Tools, compare, observe, run
+from supersonic_interlink.drift.check import Observed, Tools, check, compare, observe
 from supersonic_interlink.drift.rbac import READER_RULES, missing_right, reader_role
 from supersonic_interlink.drift.release import CannotCheck
 from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART
@@ -135,7 +135,7 @@ def test_kubectl_drift_is_reported_by_field_and_nothing_else_then_corrected(proj
     assert (f"ScaledObject/{SCALED_OBJECT}", "admission-min-replicas") in ignored, "ignored by its rule, not unseen"
 
     # Step 3: correct, then the same check again.
-    before, after = run(engine, tools, fix=True, log=project.output.append)
+    before, after = check(engine, tools, fix=True, log=project.output.append)
     assert before.drift and after is not None
     assert after.rows == [], [(r.object, r.field, r.expected, r.live) for r in after.rows]
     envoy = kubectl_json(project.cluster, "get", "deployment", ENVOY, "-n", NAMESPACE)
