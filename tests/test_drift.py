@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import pytest
 import yaml
+from pydantic import TypeAdapter
 
 from supersonic_interlink import contract
 from supersonic_interlink.cli import drift as drift_cli
@@ -39,8 +40,11 @@ TRITON = contract.TRITON.inference_object_name(RELEASE)
 SCALED_OBJECT = CHART.scaled_object_name(RELEASE)
 
 
+RECORDING = TypeAdapter(Observed)
+
+
 def recorded(name: str) -> Observed:
-    return Observed.from_json(json.loads((FIXTURES / f"{name}.json").read_text()))
+    return RECORDING.validate_json((FIXTURES / f"{name}.json").read_bytes())
 
 
 def release_object(observed: Observed, key: str) -> release_part.ObjectObservation:

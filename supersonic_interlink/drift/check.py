@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +29,14 @@ SECRET_MIN_LENGTH = 4
 
 @dataclass
 class Observed:
-    """Everything a check read, before any comparison: what the unit tests record and replay."""
+    """Everything a check read, before any comparison: what the unit tests record and replay (a pydantic
+    ``TypeAdapter`` of it reads and writes the recordings)."""
 
     stack: str
     release: release.ReleaseObservation
     resources: list[managed.ResourceObservation]
     events: list[Any] = field(default_factory=list)
     """The preview's engine events (for the correction's gate); not recorded."""
-
-    def as_json(self) -> dict[str, Any]:
-        resources = [asdict(item) for item in self.resources]
-        return {"stack": self.stack, "release": self.release.as_json(), "resources": resources}
-
-    @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> Observed:
-        resources = [managed.ResourceObservation(**item) for item in document["resources"]]
-        return cls(document["stack"], release.ReleaseObservation.from_json(document["release"]), resources)
 
 
 def deployed_release(engine: Engine) -> tuple[str, str]:

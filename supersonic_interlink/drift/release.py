@@ -17,7 +17,7 @@ import os
 import subprocess
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -65,13 +65,6 @@ class ReleaseObservation:
     revision: int
     status: str
     objects: list[ObjectObservation]
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> ReleaseObservation:
-        return cls(**{**document, "objects": [ObjectObservation(**o) for o in document["objects"]]})
 
 
 @dataclass(frozen=True)

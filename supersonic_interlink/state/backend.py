@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import boto3
 import botocore.config
 import botocore.exceptions
+import jmespath
 
 from supersonic_interlink import ROOT
 
@@ -31,27 +32,18 @@ UNSUPPORTED = "not implemented by the endpoint"
 VERSIONING, ENCRYPTION, ACCESS_BLOCK, POLICY, LIFECYCLE = (
     "versioning", "default encryption", "public access block", "bucket policy", "lifecycle rule"
 )  # fmt: skip
-READS = {  # setting: the boto3 call that reads it, what of its answer is the setting, the codes for "none configured"
-    VERSIONING: ("get_bucket_versioning", lambda r: r.get("Status", "never enabled"), set()),
+READS = {  # setting: the boto3 call that reads it, where the setting is in its answer (JMESPath)
+    VERSIONING: ("get_bucket_versioning", "Status || 'never enabled'"),
     ENCRYPTION: (
         "get_bucket_encryption",
-        lambda r: [*r["ServerSideEncryptionConfiguration"].get("Rules", []), {}][0].get(
-            "ApplyServerSideEncryptionByDefault"
-        ),
-        {"ServerSideEncryptionConfigurationNotFoundError"},
+        "ServerSideEncryptionConfiguration.Rules[0].ApplyServerSideEncryptionByDefault",
     ),
-    ACCESS_BLOCK: (
-        "get_public_access_block",
-        lambda r: r["PublicAccessBlockConfiguration"],
-        {"NoSuchPublicAccessBlockConfiguration"},
-    ),
-    POLICY: ("get_bucket_policy", lambda r: json.loads(r["Policy"]), {"NoSuchBucketPolicy"}),
-    LIFECYCLE: (
-        "get_bucket_lifecycle_configuration",
-        lambda r: r.get("Rules", []),
-        {"NoSuchLifecycleConfiguration", "NoSuchLifecycle"},
-    ),
+    ACCESS_BLOCK: ("get_public_access_block", "PublicAccessBlockConfiguration"),
+    POLICY: ("get_bucket_policy", "Policy"),
+    LIFECYCLE: ("get_bucket_lifecycle_configuration", "Rules || `[]`"),
 }
+NONE_CONFIGURED = {"ServerSideEncryptionConfigurationNotFoundError", "NoSuchPublicAccessBlockConfiguration"}
+NONE_CONFIGURED |= {"NoSuchBucketPolicy", "NoSuchLifecycleConfiguration", "NoSuchLifecycle"}
 NOT_IMPLEMENTED, NO_SUCH_BUCKET = {"NotImplemented", "XNotImplemented"}, {"NoSuchBucket", "404", "NotFound"}
 ACCESS_DENIED = {"AccessDenied", "AllAccessDisabled", "403", "Forbidden"}
 EXIT_DRIFT, EXIT_ERROR = 1, 2
@@ -162,28 +154,24 @@ def lifecycle_hazards(rules: list[dict], days: int) -> list[Drift]:
             continue
         if not (STATE_PREFIX.startswith(prefix) or prefix.startswith(STATE_PREFIX)):
             continue
-        expiration, noncurrent = rule.get("Expiration", {}), rule.get("NoncurrentVersionExpiration", {})
-        cold = [t for t in rule.get("Transitions", []) if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES]
-        cold_noncurrent = [
-            t
-            for t in rule.get("NoncurrentVersionTransitions", [])
-            if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES
-            and isinstance(t.get("NoncurrentDays"), int)
-            and t["NoncurrentDays"] < days
-        ]
+        expiration = rule.get("Expiration", {})
+        noncurrent = rule.get("NoncurrentVersionExpiration", {}).get("NoncurrentDays", days)
         found = {
-            "Expiration": (expiration if {"Days", "Date"} & set(expiration) else None, "no expiry of current versions"),
-            "NoncurrentDays": (
-                noncurrent.get("NoncurrentDays") if noncurrent.get("NoncurrentDays", days) < days else None,
-                f"noncurrent versions kept at least {days} days",
-            ),
-            "Transitions": (cold, "no archive transition of current versions"),
-            "NoncurrentVersionTransitions": (cold_noncurrent, f"noncurrent versions readable for at least {days} days"),
+            "Expiration": expiration if {"Days", "Date"} & set(expiration) else None,
+            "NoncurrentDays": noncurrent if noncurrent < days else None,
+            "Transitions": [t for t in rule.get("Transitions", []) if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES],
+            "NoncurrentVersionTransitions": [
+                t
+                for t in rule.get("NoncurrentVersionTransitions", [])
+                if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES
+                and isinstance(t.get("NoncurrentDays"), int)
+                and t["NoncurrentDays"] < days
+            ],
         }
+        expected = f"no expiry of current versions under .pulumi/, and every version there readable for {days} days"
+        name = f"lifecycle rule {rule.get('ID', '(no ID)')!r}"
         hazards += [
-            Drift(f"lifecycle rule {rule.get('ID', '(no ID)')!r}", {key: value}, f"{expected} under .pulumi/", False)
-            for key, (value, expected) in found.items()
-            if value not in (None, [])
+            Drift(name, {key: value}, expected, False) for key, value in found.items() if value not in (None, [])
         ]
     return hazards
 
@@ -290,15 +278,16 @@ def error_code(error: botocore.exceptions.ClientError) -> str:
 
 def read_setting(client, bucket: str, setting: str) -> Any:
     """The setting as plain data: None when the bucket has none configured, UNSUPPORTED for a missing API."""
-    method, value, none_configured = READS[setting]
+    method, where = READS[setting]
     try:
-        return value(getattr(client, method)(Bucket=bucket))
+        found = jmespath.search(where, getattr(client, method)(Bucket=bucket))
     except botocore.exceptions.ClientError as error:
-        if error_code(error) not in none_configured | NOT_IMPLEMENTED:
+        if error_code(error) not in NONE_CONFIGURED | NOT_IMPLEMENTED:
             raise
         # Only a missing public access block API is reported as such; any other reads as none configured, and
         # bootstrap's fix then says what the endpoint answered.
         return UNSUPPORTED if error_code(error) in NOT_IMPLEMENTED and setting == ACCESS_BLOCK else None
+    return json.loads(found) if setting == POLICY else found
 
 
 def read_settings(client, bucket: str) -> dict[str, Any]:
