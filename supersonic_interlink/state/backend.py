@@ -315,13 +315,16 @@ def requirements(args, client) -> Requirements:
     return Requirements(args.bucket, args.noncurrent_days, args.kms_key_id, client.meta.partition, not plain_http)
 
 
-def _login_line(client, bucket: str, endpoint_url: str | None) -> None:
-    """Where an AWS bucket really is (the client's region for other endpoints, or without s3:GetBucketLocation)."""
+def _settled(client, bucket: str, endpoint_url: str | None, verdict: str) -> int:
+    """The verdict and the login line, with where an AWS bucket really is (the client's region for other endpoints,
+    or without s3:GetBucketLocation)."""
+    print(f"bucket {bucket} {verdict}")
     region = client.meta.region_name
     if not endpoint_url:
         with contextlib.suppress(botocore.exceptions.ClientError):
             region = client.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
     print(f"log in with: pulumi login '{login_url(bucket, endpoint_url, region)}'")
+    return 0
 
 
 def bootstrap(client, args) -> int:
@@ -365,14 +368,10 @@ def bootstrap(client, args) -> int:
             file=sys.stderr,
         )
         return EXIT_DRIFT
-    done = (
-        "now has the required settings"
-        if created or changed
-        else "already has the required settings; nothing to change"
+    verdict = "already has the required settings; nothing to change"
+    return _settled(
+        client, req.bucket, args.endpoint_url, "now has the required settings" if created or changed else verdict
     )
-    print(f"bucket {req.bucket} {done}")
-    _login_line(client, req.bucket, args.endpoint_url)
-    return 0
 
 
 def check(client, args) -> int:
@@ -392,6 +391,4 @@ def check(client, args) -> int:
         hint = "; `bootstrap` fixes the fixable ones" if any(d.fixable for d in drift) else ""
         print(f"{len(drift)} setting(s) differ from the requirements{hint}", file=sys.stderr)
         return EXIT_DRIFT
-    print(f"bucket {req.bucket} has the required settings")
-    _login_line(client, req.bucket, args.endpoint_url)
-    return 0
+    return _settled(client, req.bucket, args.endpoint_url, "has the required settings")
