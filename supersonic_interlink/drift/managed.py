@@ -58,14 +58,16 @@ def observations(events: Iterable[Any]) -> list[ResourceObservation]:
     for event in events:
         outputs, pre = getattr(event, "res_outputs_event", None), getattr(event, "resource_pre_event", None)
         refresh = outputs is not None and _op(outputs.metadata) == "refresh"
-        if refresh or (pre is not None and _op(pre.metadata) != "refresh"):
-            m = (outputs if refresh else pre).metadata
-            item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", refresh, None, None, []))
-            if refresh:
-                item.state = dict(m.old.outputs or {}) if m.old is not None else None
-                item.live = dict(m.new.outputs or {}) if m.new is not None and m.new.outputs is not None else None
-            else:
-                item.step, item.diffs = _op(m), list(m.diffs or [])
+        source = outputs if refresh else pre
+        if source is None or (not refresh and _op(source.metadata) == "refresh"):
+            continue
+        m = source.metadata
+        item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", refresh, None, None, []))
+        if refresh:
+            item.state = dict(m.old.outputs or {}) if m.old is not None else None
+            item.live = dict(m.new.outputs or {}) if m.new is not None and m.new.outputs is not None else None
+        else:
+            item.step, item.diffs = _op(m), list(m.diffs or [])
     return list(found.values())
 
 

@@ -30,7 +30,7 @@ class IgnoreRule:
     resource: bool = False
 
     def matches(self, resource: Mapping[str, Any], release: str, path: Path, is_object: bool, hold: str | None) -> bool:
-        paths = [(*p[:2], hold) if p == HOLD else p for p in self.paths if p != HOLD or hold]
+        paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
         return (
             (is_object or self.resource)
             and (not self.kind or resource.get("kind") == self.kind)
@@ -124,7 +124,11 @@ def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | Non
         except (SyntaxError, ValueError):
             continue
         for node in body:
-            named = isinstance(node, ast.Assign) and any(getattr(t, "id", None) == variable for t in node.targets)
-            if named and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if (
+                isinstance(node, ast.Assign)
+                and any(getattr(t, "id", None) == variable for t in node.targets)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 return node.value.value
     return None
