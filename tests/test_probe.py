@@ -24,6 +24,7 @@ from conftest import ROOT, stack_config, stack_settings
 from loopback import OLDER_GENERATION_CHART, loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
+from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli import probe
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
@@ -211,7 +212,7 @@ def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answere
 def test_every_outcome_has_its_own_exit_code_apart_from_the_config_error_code() -> None:
     codes = [wake_probe.EXIT_CODES[outcome] for outcome in wake_probe.OUTCOMES]
     assert len(set(codes)) == len(codes), "cron and CI tell outcomes apart by exit code alone"
-    assert wake_probe.EXIT_CONFIG not in codes and 1 not in codes, (
+    assert EXIT_USAGE not in codes and 1 not in codes, (
         "2 is a usage/config error (as in render) and 1 a crash; no outcome may share them"
     )
     assert wake_probe.EXIT_CODES[wake_probe.READY] == 0

@@ -38,43 +38,34 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TextIO
 
+from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli import args as args_
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.wake import history as wake_history
-from supersonic_interlink.wake.commands import run_probes, run_report
 from supersonic_interlink.wake.probe import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_INTERVAL,
     DEFAULT_PROGRESS_EVERY,
-    EXIT_CONFIG,
+    run_probes,
 )
+from supersonic_interlink.wake.report import run_report
 
 REPORT = "report"
 
 
-def _seconds(minimum: float, inclusive: bool) -> Callable[[str], float]:
-    allowed = f"a finite number of seconds {'>=' if inclusive else '>'} {minimum:g}"
+def _number(kind: Callable[[str], float], allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
+    """An option's number type: ``kind`` of the text, refused unless finite and ``ok``, naming what is ``allowed``."""
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+        if not (math.isfinite(value) and ok(value)):
             raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}")
         return value
 
     return parse
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def _since(text: str) -> datetime:
@@ -99,45 +90,41 @@ def parser() -> args_.Parser:
     args_.add_stack(
         parser, help=f"stack name ({', '.join(stack_names())}): gives the deadline and the default endpoint"
     )
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--endpoint",
         metavar="HOST:PORT",
         help="Envoy's gRPC endpoint; default the stack's in-cluster Service "
         "(<release>.<namespace>.svc.cluster.local:8001)",
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object per probe (and a summary object after several) to stdout",
-    )
-    parser.add_argument(
+    add("--json", action="store_true", help="print one JSON object per probe (and a summary after several) to stdout")
+    add(
         "--record",
         metavar="FILE",
         type=args_.path,
         help="append each probe's JSON object to FILE as one line (JSON Lines; several probes may share FILE)",
     )
-    parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="probe N times (default 1)")
-    parser.add_argument(
-        "--interval",
-        type=_seconds(0, inclusive=True),
-        default=DEFAULT_INTERVAL,
-        metavar="S",
-        help=f"seconds between the end of one probe and the start of the next (default {DEFAULT_INTERVAL:g})",
+    add(
+        "--repeat",
+        type=_number(int, "a whole number >= 1", lambda n: n >= 1),
+        default=1,
+        metavar="N",
+        help="probe N times (default 1)",
     )
-    parser.add_argument(
-        "--connect-timeout",
-        type=_seconds(0, inclusive=False),
-        default=DEFAULT_CONNECT_TIMEOUT,
-        metavar="S",
-        help=f"seconds allowed to establish the gRPC connection (default {DEFAULT_CONNECT_TIMEOUT:g})",
-    )
-    parser.add_argument(
-        "--progress-every",
-        type=_seconds(0, inclusive=False),
-        default=DEFAULT_PROGRESS_EVERY,
-        metavar="S",
-        help=f"when stderr is not a terminal, a progress line every S seconds (default {DEFAULT_PROGRESS_EVERY:g})",
-    )
+    seconds = "a finite number of seconds "
+    for flag, default, minimum, what in (
+        ("--interval", DEFAULT_INTERVAL, ">= 0", "seconds between the end of one probe and the start of the next"),
+        ("--connect-timeout", DEFAULT_CONNECT_TIMEOUT, "> 0", "seconds allowed to establish the gRPC connection"),
+        ("--progress-every", DEFAULT_PROGRESS_EVERY, "> 0", "when stderr is not a terminal, a progress line every S s"),
+    ):
+        ok = (lambda s: s >= 0) if minimum == ">= 0" else (lambda s: s > 0)
+        add(
+            flag,
+            type=_number(float, seconds + minimum, ok),
+            default=default,
+            metavar="S",
+            help=f"{what} (default {default:g})",
+        )
     return parser
 
 
@@ -147,15 +134,12 @@ def report_parser() -> args_.Parser:
         description="Per stack: cold wakes, their outcomes and wake times, the share the current readyTimeoutSeconds "
         "covered, and the readyTimeoutSeconds the history supports (docs/probe.md).",
     )
-    parser.add_argument(
-        "file", metavar="FILE", type=args_.path, help="a history written by ./supersonic probe --record"
-    )
-    parser.add_argument("--stack", metavar="S", type=args_.name, help="only this stack")
-    parser.add_argument("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per stack instead of text")
-    parser.add_argument(
-        "--png", metavar="OUT", type=args_.path, help="draw each stack's cold-wake distribution and timeouts to OUT"
-    )
+    add = parser.add_argument
+    add("file", metavar="FILE", type=args_.path, help="a history written by ./supersonic probe --record")
+    add("--stack", metavar="S", type=args_.name, help="only this stack")
+    add("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
+    add("--json", action="store_true", help="one JSON object per stack instead of text")
+    add("--png", metavar="OUT", type=args_.path, help="draw each stack's cold-wake distribution and timeouts to OUT")
     return parser
 
 
@@ -173,15 +157,12 @@ def main(
 ) -> int:
     """Run the command. The tests shorten timeouts with ``config`` (replaces the probed stack's config map) and
     ``stack_configs`` (the config map of each stack a report names)."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     argv = sys.argv[1:] if argv is None else argv
     report = argv[:1] == [REPORT]
     try:
         with contextlib.redirect_stderr(stderr):
             args = (report_parser() if report else parser()).parse_args(argv[1:] if report else argv)
     except SystemExit as exited:
-        return EXIT_CONFIG if exited.code else 0
-    if report:
-        return run_report(args, stack_configs, stdout, stderr)
-    return run_probes(args, config, stdout, stderr)
+        return EXIT_USAGE if exited.code else 0
+    return run_report(args, stack_configs, stdout, stderr) if report else run_probes(args, config, stdout, stderr)
