@@ -3,29 +3,19 @@
     ./supersonic probe <stack> [--endpoint HOST:PORT] [--json] [--repeat N --interval S] [--record FILE]
     ./supersonic probe report FILE [--stack S] [--since DATE] [--json] [--png OUT]
 
-A probe starts a session the way a CMSSW client does: a gRPC RepositoryIndex through the Triton client, which on a
-release scaled to zero makes Envoy's Lua filter wake Triton and hold the call until a Triton is healthy. Before
-it, a ServerReady (which wakes nothing) tells a cold wake from a warm answer. The call's deadline is the stack's
-readyTimeoutSeconds plus the chart's route margin (the RepositoryIndex route's idle_timeout). While it waits,
-elapsed time is shown on stderr. The result goes to stdout as text or, with --json, one JSON object per probe (and
-a summary after several); --record FILE appends each probe's JSON object to FILE (JSON Lines, safe to share).
-`report` reads such a file and prints, per stack, the cold wakes' outcomes and wake-time distribution, the share
-the current readyTimeoutSeconds covered and the one the history supports; --png draws it. See docs/probe.md.
+A probe starts a session as a CMSSW client does: a ServerReady (which wakes nothing) tells a cold wake from a warm
+answer, then a RepositoryIndex, with the deadline readyTimeoutSeconds plus the chart's route margin, waits for the wake.
+The result goes to stdout as text or, with --json, one JSON object per probe (and a summary after several); --record
+FILE appends each probe's object to FILE (JSON Lines, safe to share). `report` reads such a file and prints, per
+stack, the cold wakes' distribution, the share the current readyTimeoutSeconds covered and the value the history
+supports; --png draws it. See docs/probe.md.
 
-Outcomes and exit codes:
-  0  ready              RepositoryIndex answered and ServerReady is true; wake time and models reported
-  3  rejected           the endpoint answered the call with an error status; at readyTimeoutSeconds it is the
-                        Lua filter's "no healthy Triton in time": UNAVAILABLE from the inferenceServer chart
-                        generation, CANCELLED (grpc-status 1) from the triton one
-  4  deadline exceeded  no answer before the deadline (readyTimeoutSeconds + route margin)
-  5  unreachable        no gRPC connection to the endpoint (DNS failure, connection refused, no HTTP/2 answer),
-                        or the connection was lost before any response
-  6  not ready          RepositoryIndex answered but ServerReady is false or failed
-  7  not recorded       a result could not be appended to the --record file
-  2  usage error or invalid stack config (one line per problem); 130 when interrupted
-With --repeat the exit code is that of the worst outcome, in the order: ready, not ready, rejected,
-deadline exceeded, unreachable. `report` exits 0, 1 when FILE holds no probe of the selection, 2 on bad usage
-or an unreadable FILE.
+Outcomes and exit codes (docs/probe.md says what each means and what to do):
+  0 ready, 3 rejected (at readyTimeoutSeconds: the Lua filter found no healthy Triton in time), 4 deadline exceeded,
+  5 unreachable, 6 not ready (ServerReady false or failed), 7 not recorded (appending to --record failed),
+  2 usage error or invalid stack config, 130 interrupted. With --repeat, that of the worst outcome (ready < not ready
+  < rejected < deadline exceeded < unreachable). `report` exits 0, 1 when FILE holds no probe of the selection, 2 on
+  bad usage or an unreadable FILE.
 """
 
 from __future__ import annotations
@@ -79,12 +69,12 @@ def _since(text: str) -> datetime:
 
 def parser() -> args_.Parser:
     """``probe <stack>``; ``main`` hands ``probe report ...`` to ``report_parser`` before this parser reads it."""
-    summary, _, outcomes = (__doc__ or "").partition("Outcomes and exit codes:")
+    description, _, outcomes = (__doc__ or "").split("\n\n", 2)[2].partition("\n\nOutcomes")
     parser = args_.Parser(
         prog="./supersonic probe",
         usage="%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]",
-        description=summary.split("\n\n", 2)[2].strip(),
-        epilog="outcomes and exit codes:" + outcomes.rstrip(),
+        description=description,
+        epilog="Outcomes" + outcomes.rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     args_.add_stack(
@@ -115,7 +105,7 @@ def parser() -> args_.Parser:
     for flag, default, minimum, what in (
         ("--interval", DEFAULT_INTERVAL, ">= 0", "seconds between the end of one probe and the start of the next"),
         ("--connect-timeout", DEFAULT_CONNECT_TIMEOUT, "> 0", "seconds allowed to establish the gRPC connection"),
-        ("--progress-every", DEFAULT_PROGRESS_EVERY, "> 0", "when stderr is not a terminal, a progress line every S s"),
+        ("--progress-every", DEFAULT_PROGRESS_EVERY, "> 0", "off a terminal, a progress line every S seconds"),
     ):
         ok = (lambda s: s >= 0) if minimum == ">= 0" else (lambda s: s > 0)
         add(

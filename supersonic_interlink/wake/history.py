@@ -21,13 +21,11 @@ from typing import Any
 
 from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS, printable
 
-READY, NOT_READY, REJECTED, DEADLINE_EXCEEDED, UNREACHABLE = (
-    "ready",
-    "not ready",
-    "rejected",
-    "deadline exceeded",
-    ("unreachable"),
-)
+READY = "ready"
+NOT_READY = "not ready"
+REJECTED = "rejected"
+DEADLINE_EXCEEDED = "deadline exceeded"
+UNREACHABLE = "unreachable"
 OUTCOMES = (READY, NOT_READY, REJECTED, DEADLINE_EXCEEDED, UNREACHABLE)
 """Every outcome, from best to worst: with --repeat, the exit code is that of the worst one seen."""
 EXIT_CODES = {READY: 0, REJECTED: 3, DEADLINE_EXCEEDED: 4, UNREACHABLE: 5, NOT_READY: 6}
@@ -102,6 +100,8 @@ class DamagedLine:
 
 @dataclass
 class History:
+    """What a history file holds: the probes, the lines skipped, and how many other records were passed over."""
+
     wakes: list[Wake] = field(default_factory=list)
     damaged: list[DamagedLine] = field(default_factory=list)
     other_records: int = 0
@@ -113,12 +113,11 @@ class DamagedRecord(ValueError):
 
 
 class OutOfRange(ValueError):
-    """An ISO 8601 time whose UTC is no ``datetime``."""
+    """An ISO 8601 time whose UTC is outside the years 1 to 9999."""
 
 
 def parse_time(text: str) -> datetime:
-    """An ISO 8601 time or date (midnight UTC) as aware UTC; ValueError for anything else, OutOfRange for a time whose
-    UTC falls outside the years 1 to 9999."""
+    """An ISO 8601 time or date (midnight UTC) as aware UTC; ValueError (or OutOfRange) for anything else."""
     value = datetime.fromisoformat(text)
     try:
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
@@ -126,36 +125,27 @@ def parse_time(text: str) -> datetime:
         raise OutOfRange(text) from None
 
 
-def _is_seconds(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and (0 <= value <= MAX_SECONDS)
-    )
+def _seconds(value: Any) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and (0 <= value <= MAX_SECONDS)
 
 
 SECONDS = f"a number of seconds from 0 to {MAX_SECONDS}"
+# fmt: off
 FIELDS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    (
-        "stack",
-        lambda v: isinstance(v, str) and STACK_NAME.fullmatch(v) is not None,
-        "a stack name (letters, digits, '-', '_', '.')",
-    ),
+    ("stack", lambda v: isinstance(v, str) and bool(STACK_NAME.fullmatch(v)), "a stack name (letters, digits, -_.)"),
     ("started_at", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     ("endpoint", lambda v: v is None or isinstance(v, str), "a string or null"),
     ("outcome", lambda v: v in OUTCOMES, f"one of {', '.join(OUTCOMES)}"),
     ("cold", lambda v: v is None or isinstance(v, bool), "true, false or null"),
     # The bounds of scaleFromZero.readyTimeoutSeconds: the probe records the stack's own value.
-    (
-        "ready_timeout_seconds",
-        lambda v: v is None or (type(v) is int and 1 <= v <= READY_TIMEOUT_MAX_SECONDS),
-        f"a whole number from 1 to {READY_TIMEOUT_MAX_SECONDS} or null",
-    ),
-    ("wake_seconds", lambda v: v is None or _is_seconds(v), f"{SECONDS} or null"),
-    ("elapsed_seconds", _is_seconds, SECONDS),
+    ("ready_timeout_seconds", lambda v: v is None or (type(v) is int and 1 <= v <= READY_TIMEOUT_MAX_SECONDS),
+     f"a whole number from 1 to {READY_TIMEOUT_MAX_SECONDS} or null"),
+    ("wake_seconds", lambda v: v is None or _seconds(v), f"{SECONDS} or null"),
+    ("elapsed_seconds", _seconds, SECONDS),
     ("grpc_status", lambda v: v is None or isinstance(v, str), "a string or null"),
 )
+# fmt: on
 """Each field the report reads: its key, what it may hold, and that in words."""
 MAY_BE_ABSENT = frozenset({"endpoint", "cold", "ready_timeout_seconds"})
 """Fields a record may leave out (read as null): ``cold`` is missing from records older than the cold check."""

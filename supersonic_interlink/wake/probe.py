@@ -1,21 +1,21 @@
-"""Measuring wakes: start a client session through Envoy as CMSSW does, and say how it went.
+"""Measuring wakes: a client session through Envoy as CMSSW starts one, by tritonclient, and how it went.
 
-A probe asks ``ServerReady`` (which the chart's Lua filter passes through, waking nothing) to tell a cold wake from a
-warm answer, then sends ``RepositoryIndex``: on a release at zero, the Lua filter wakes Triton on that call and holds it
-until a Triton is healthy or ``readyTimeoutSeconds`` has passed. tritonclient is the client; this is the glue around it:
-the outcome, its exit code, the line and the record. ``run_probes`` is ``./supersonic probe``'s work.
+``ServerReady`` (which the chart's Lua filter passes through, waking nothing) tells a cold wake from a warm answer;
+then ``RepositoryIndex``, on which the filter wakes Triton and holds the call until one is healthy or
+``readyTimeoutSeconds`` has passed. ``run_probes`` is ``./supersonic probe``'s work.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import queue
 import re
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -39,15 +39,13 @@ from supersonic_interlink.wake.history import (
     UNREACHABLE,
 )
 
-EXIT_RECORD_FAILED = 7
-"""A result could not be appended to the ``--record`` file (checked writable before the first probe)."""
-EXIT_INTERRUPTED = 130
+EXIT_RECORD_FAILED, EXIT_INTERRUPTED = 7, 130
 LUA_CLOCK_SECONDS = 1
 """The Lua filter counts its wait in whole seconds (``os.time``): it gives up between readyTimeoutSeconds - 1
 and readyTimeoutSeconds after the wake started."""
 DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROGRESS_EVERY, DEFAULT_INTERVAL = 10.0, 30.0, 60.0
 SERVER_READY_TIMEOUT = 30.0
-"""The ServerReady after an answer goes to an already woken Triton; it needs no wake allowance."""
+"""The ServerReady after an answer goes to a woken Triton: no wake allowance."""
 # fmt: off
 RECORD_FIELDS = (
     "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "cold", "start_check",
@@ -74,10 +72,9 @@ def lua_gave_up(status: str | None, elapsed_seconds: float, ready_timeout_second
     return elapsed_seconds >= ready_timeout_seconds - LUA_CLOCK_SECONDS
 
 
-def probe_deadline_seconds(settings: Settings) -> int:
-    """The RepositoryIndex deadline: the route's idle_timeout (readyTimeoutSeconds plus the chart's margin). A shorter
-    one would give up on wakes the release allows; past it, Envoy itself has closed the stream."""
-    return repository_index_idle_timeout_seconds(settings)
+probe_deadline_seconds = repository_index_idle_timeout_seconds
+"""The RepositoryIndex deadline is the route's idle_timeout: a shorter one gives up on wakes the release allows; past
+it, Envoy has closed the stream."""
 
 
 def default_endpoint(settings: Settings) -> str:
@@ -109,10 +106,6 @@ def classify_failure(status: str, answered: bool | None) -> str:
     return UNREACHABLE if status == "UNAVAILABLE" and answered is False else REJECTED
 
 
-def worst_outcome(outcomes: Iterable[str]) -> str:
-    return max(outcomes, key=OUTCOMES.index)
-
-
 def utc_timestamp(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -125,7 +118,8 @@ def clock(seconds: float) -> str:
 
 @dataclass
 class ProbeResult:
-    """One probe. Every field is always present; the ones an outcome has no value for are None."""
+    """One probe; None where an outcome has no value. ``elapsed_seconds``: RepositoryIndex sent to answered or failed (0
+    when never reached); ``cold``: no Triton answered ServerReady before it (None: never reached)."""
 
     stack: str
     endpoint: str
@@ -135,10 +129,8 @@ class ProbeResult:
     deadline_seconds: float
     ready_timeout_seconds: int | None
     elapsed_seconds: float
-    """From sending RepositoryIndex to its answer or failure (0 when the endpoint was never reached)."""
     wake_seconds: float | None = None
     cold: bool | None = None
-    """True when no Triton answered ServerReady before the call, False when one did, None when never reached."""
     start_check: str | None = None
     grpc_status: str | None = None
     detail: str = ""
@@ -168,7 +160,7 @@ class ProbeResult:
 def summarize(results: list[ProbeResult]) -> dict[str, Any]:
     """Count, outcomes, and min/median/max wake time over the probes that got an answer (at least one probe)."""
     wakes = [r.wake_seconds for r in results if r.wake_seconds is not None]
-    worst = worst_outcome(r.outcome for r in results)
+    worst = max((r.outcome for r in results), key=OUTCOMES.index)
     spread = (("min", min), ("median", statistics.median), ("max", max))
     return {
         "kind": "summary",
@@ -244,8 +236,7 @@ class Progress:
         self.label, self._next, self._last_shown = label, self.every, -1
 
     def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
+        print(text, end="", file=self.stream, flush=True)
 
     def tick(self, elapsed: float) -> None:
         if self.live and int(elapsed) != self._last_shown:
@@ -285,12 +276,9 @@ def _failure(error: Any) -> tuple[str, bool | None]:
     """A tritonclient error's gRPC status name (``StatusCode.CANCELLED`` -> ``CANCELLED``) and whether the server sent
     any response metadata: tritonclient re-raises the grpc.RpcError ``from None``, so it is the ``__context__``."""
     call, answered = error.__context__, None
-    if isinstance(call, grpc.Call):
-        try:
-            answered = bool(tuple(call.initial_metadata() or ()) or tuple(call.trailing_metadata() or ()))
-        except Exception:
-            answered = None
-    return (error.status() or "UNKNOWN").rsplit(".", 1)[-1], answered
+    with contextlib.suppress(Exception):
+        answered = bool(tuple(call.initial_metadata() or ()) or tuple(call.trailing_metadata() or ()))
+    return (error.status() or "UNKNOWN").rsplit(".", 1)[-1], answered if isinstance(call, grpc.Call) else None
 
 
 def _wait_for(call: Callable[[], Any], progress: Progress | None) -> tuple[Any, BaseException | None, float]:
@@ -381,11 +369,8 @@ def run_probes(args: argparse.Namespace, config: Mapping[str, Any] | None, stdou
     try:
         settings = settings_from_config(load_stack_config(args.stack) if config is None else config)
     except ConfigError as error:
-        for problem in error.problems:  # a missing stack file's problem names the stack already
-            print(
-                f"probe: {'' if problem.startswith(f'stack {args.stack!r}') else f'stack {args.stack}: '}{problem}",
-                file=stderr,
-            )
+        named = (p if p.startswith(f"stack {args.stack!r}") else f"stack {args.stack}: {p}" for p in error.problems)
+        print(*(f"probe: {problem}" for problem in named), sep="\n", file=stderr)  # one line per problem
         return EXIT_USAGE
     try:
         endpoint = default_endpoint(settings) if args.endpoint is None else parse_endpoint(args.endpoint)
@@ -410,14 +395,9 @@ def run_probes(args: argparse.Namespace, config: Mapping[str, Any] | None, stdou
     try:
         for index in range(args.repeat):
             time.sleep(args.interval if index else 0)
-            timeout = settings.scaleFromZero.readyTimeoutSeconds
+            timeout, given = settings.scaleFromZero.readyTimeoutSeconds, args.connect_timeout
             result = probe_once(
-                endpoint,
-                deadline,
-                stack=args.stack,
-                ready_timeout=timeout,
-                connect_timeout=args.connect_timeout,
-                progress=progress,
+                endpoint, deadline, stack=args.stack, ready_timeout=timeout, connect_timeout=given, progress=progress
             )
             results.append(result)
             emit(result.record(), describe(result))
@@ -432,4 +412,4 @@ def run_probes(args: argparse.Namespace, config: Mapping[str, Any] | None, stdou
         summary()
         return EXIT_INTERRUPTED
     summary()
-    return EXIT_CODES[worst_outcome(r.outcome for r in results)]
+    return EXIT_CODES[max((r.outcome for r in results), key=OUTCOMES.index)]
