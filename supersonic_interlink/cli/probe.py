@@ -41,6 +41,21 @@ from supersonic_interlink.wake.probe import (
 from supersonic_interlink.wake.report import run_report
 
 REPORT = "report"
+BOUNDS: dict[str, Callable[[float], bool]] = {
+    ">= 1": lambda n: n >= 1,
+    ">= 0": lambda s: s >= 0,
+    "> 0": lambda s: s > 0,
+}
+"""A number option's bound, by the words its error gives."""
+SECONDS = "a finite number of seconds"
+# fmt: off
+NUMBERS = (
+    ("--repeat", int, "a whole number", ">= 1", 1, "probe N times"),
+    ("--interval", float, SECONDS, ">= 0", DEFAULT_INTERVAL, "seconds from the end of one probe to the next"),
+    ("--connect-timeout", float, SECONDS, "> 0", DEFAULT_CONNECT_TIMEOUT, "seconds allowed to connect"),
+    ("--progress-every", float, SECONDS, "> 0", DEFAULT_PROGRESS_EVERY, "off a terminal, a progress line every S s"),
+)
+# fmt: on
 
 
 def _number(kind: Callable[[str], float], allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
@@ -94,27 +109,10 @@ def parser() -> args_.Parser:
         type=args_.path,
         help="append each probe's JSON object to FILE as one line (JSON Lines; several probes may share FILE)",
     )
-    add(
-        "--repeat",
-        type=_number(int, "a whole number >= 1", lambda n: n >= 1),
-        default=1,
-        metavar="N",
-        help="probe N times (default 1)",
-    )
-    seconds = "a finite number of seconds "
-    for flag, default, minimum, what in (
-        ("--interval", DEFAULT_INTERVAL, ">= 0", "seconds between the end of one probe and the start of the next"),
-        ("--connect-timeout", DEFAULT_CONNECT_TIMEOUT, "> 0", "seconds allowed to establish the gRPC connection"),
-        ("--progress-every", DEFAULT_PROGRESS_EVERY, "> 0", "off a terminal, a progress line every S seconds"),
-    ):
-        ok = (lambda s: s >= 0) if minimum == ">= 0" else (lambda s: s > 0)
-        add(
-            flag,
-            type=_number(float, seconds + minimum, ok),
-            default=default,
-            metavar="S",
-            help=f"{what} (default {default:g})",
-        )
+    for flag, kind, words, bound, default, what in NUMBERS:
+        number = _number(kind, f"{words} {bound}", BOUNDS[bound])
+        metavar = "N" if kind is int else "S"
+        add(flag, type=number, default=default, metavar=metavar, help=f"{what} (default {default:g})")
     return parser
 
 
