@@ -130,10 +130,11 @@ def _seconds(value: Any) -> bool:
     return number and math.isfinite(value) and (0 <= value <= MAX_SECONDS)
 
 
+STACK = "a stack name (letters, digits, '-', '_', '.')"
 SECONDS = f"a number of seconds from 0 to {MAX_SECONDS}"
 # fmt: off
 FIELDS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    ("stack", lambda v: isinstance(v, str) and bool(STACK_NAME.fullmatch(v)), "a stack name (letters, digits, -_.)"),
+    ("stack", lambda v: isinstance(v, str) and bool(STACK_NAME.fullmatch(v)), STACK),
     ("started_at", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     ("endpoint", lambda v: v is None or isinstance(v, str), "a string or null"),
     ("outcome", lambda v: v in OUTCOMES, f"one of {', '.join(OUTCOMES)}"),
