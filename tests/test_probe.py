@@ -24,31 +24,19 @@ from conftest import ROOT, stack_config, stack_settings
 from loopback import OLDER_GENERATION_CHART, loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
+from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli import probe
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake import report as wake_report
 
+# fmt: off
 PROBE_RECORD_FIELDS = {
-    "kind",
-    "stack",
-    "endpoint",
-    "outcome",
-    "exit_code",
-    "started_at",
-    "finished_at",
-    "cold",
-    "start_check",
-    "wake_seconds",
-    "elapsed_seconds",
-    "deadline_seconds",
-    "ready_timeout_seconds",
-    "grpc_status",
-    "detail",
-    "server_ready",
-    "model_count",
-    "models",
+    "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "cold", "start_check",
+    "wake_seconds", "elapsed_seconds", "deadline_seconds", "ready_timeout_seconds", "grpc_status", "detail",
+    "server_ready", "model_count", "models",
 }
+# fmt: on
 
 
 def free_port() -> int:
@@ -211,7 +199,7 @@ def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answere
 def test_every_outcome_has_its_own_exit_code_apart_from_the_config_error_code() -> None:
     codes = [wake_probe.EXIT_CODES[outcome] for outcome in wake_probe.OUTCOMES]
     assert len(set(codes)) == len(codes), "cron and CI tell outcomes apart by exit code alone"
-    assert wake_probe.EXIT_CONFIG not in codes and 1 not in codes, (
+    assert EXIT_USAGE not in codes and 1 not in codes, (
         "2 is a usage/config error (as in render) and 1 a crash; no outcome may share them"
     )
     assert wake_probe.EXIT_CODES[wake_probe.READY] == 0
@@ -232,50 +220,35 @@ def _result(outcome: str, wake: float | None, **fields) -> wake_probe.ProbeResul
     )
 
 
-def test_summary_gives_count_wake_statistics_and_outcomes() -> None:
-    results = [
-        _result(wake_probe.READY, 4.0),
-        _result(wake_probe.READY, 12.0),
-        _result(wake_probe.REJECTED, None),
-        _result(wake_probe.READY, 5.0),
-    ]
-    summary = wake_probe.summarize(results)
-    assert summary["count"] == 4
-    assert summary["wake_seconds"] == {"count": 3, "min": 4.0, "median": 5.0, "max": 12.0}, (
-        "min/median/max must cover the answered probes only; a rejection has no wake time"
-    )
-    assert summary["outcomes"] == {
-        wake_probe.READY: 3,
-        wake_probe.NOT_READY: 0,
-        wake_probe.REJECTED: 1,
-        wake_probe.DEADLINE_EXCEEDED: 0,
-        wake_probe.UNREACHABLE: 0,
-    }
-    assert summary["worst_outcome"] == wake_probe.REJECTED and summary["exit_code"] == 3, (
-        "one rejection in a run must fail a cron job even if the others woke"
-    )
-    assert "median 5.0s" in wake_probe.describe_summary(summary)
+R, N, X, D, U = (
+    wake_probe.REJECTED,
+    wake_probe.NOT_READY,
+    wake_probe.READY,
+    wake_probe.DEADLINE_EXCEEDED,
+    wake_probe.UNREACHABLE,
+)
 
 
-def test_the_worst_outcome_decides_the_exit_code_of_a_run() -> None:
-    results = [
-        _result(wake_probe.NOT_READY, 2.0),
-        _result(wake_probe.UNREACHABLE, None),
-        _result(wake_probe.DEADLINE_EXCEEDED, None),
-    ]
-    summary = wake_probe.summarize(results)
-    assert summary["worst_outcome"] == wake_probe.UNREACHABLE and summary["exit_code"] == 5, (
-        "unreachable is worse than a timeout, which is worse than not ready"
-    )
-    assert summary["wake_seconds"] == {"count": 1, "min": 2.0, "median": 2.0, "max": 2.0}
-
-
-def test_a_summary_without_answers_has_no_wake_statistics() -> None:
-    summary = wake_probe.summarize([_result(wake_probe.UNREACHABLE, None)] * 2)
-    assert summary["wake_seconds"] == {"count": 0, "min": None, "median": None, "max": None}, (
-        "no answered probe means no wake time, not a wake time of zero"
-    )
-    assert "no probe was answered" in wake_probe.describe_summary(summary)
+@pytest.mark.parametrize(
+    ("probes", "wakes", "worst", "code", "says"),
+    [
+        # one rejection in a run must fail a cron job even if the others woke; a rejection has no wake time
+        ([(X, 4.0), (X, 12.0), (R, None), (X, 5.0)], (3, 4.0, 5.0, 12.0), R, 3, "median 5.0s"),
+        # unreachable is worse than a timeout, which is worse than not ready
+        ([(N, 2.0), (U, None), (D, None)], (1, 2.0, 2.0, 2.0), U, 5, "min 2.0s"),
+        # no answered probe means no wake time, not a wake time of zero
+        ([(U, None), (U, None)], (0, None, None, None), U, 5, "no probe was answered"),
+    ],
+)
+def test_a_runs_summary_gives_the_answered_wake_times_the_outcomes_and_the_worst_as_exit_code(
+    probes: list[tuple[str, float | None]], wakes: tuple, worst: str, code: int, says: str
+) -> None:
+    summary = wake_probe.summarize([_result(outcome, wake) for outcome, wake in probes])
+    assert summary["count"] == len(probes)
+    assert summary["wake_seconds"] == dict(zip(("count", "min", "median", "max"), wakes, strict=True))
+    assert summary["outcomes"] == {o: sum(o == p for p, _ in probes) for o in wake_probe.OUTCOMES}
+    assert (summary["worst_outcome"], summary["exit_code"]) == (worst, code)
+    assert says in wake_probe.describe_summary(summary)
 
 
 @pytest.mark.parametrize("outcome", wake_probe.OUTCOMES)
@@ -460,24 +433,19 @@ def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_star
     assert err == f"probe: --record {str(tmp_path / 'no' / 'f')!r}: cannot append: No such file or directory\n"
 
 
+SECONDS = "expected a finite number of seconds"
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--interval", "nan"], "argument --interval: expected a finite number of seconds >= 0, got 'nan'"),
-        (["--interval", "inf"], "argument --interval: expected a finite number of seconds >= 0, got 'inf'"),
-        (["--interval", "-1"], "argument --interval: expected a finite number of seconds >= 0, got '-1'"),
-        (
-            ["--connect-timeout", "nan"],
-            "argument --connect-timeout: expected a finite number of seconds > 0, got 'nan'",
-        ),
-        (
-            ["--connect-timeout", "inf"],
-            "argument --connect-timeout: expected a finite number of seconds > 0, got 'inf'",
-        ),
-        (["--connect-timeout", "0"], "argument --connect-timeout: expected a finite number of seconds > 0, got '0'"),
-        (["--progress-every", "soon"], "argument --progress-every: expected a finite number of seconds > 0"),
-        (["--repeat", "0"], "argument --repeat: expected a whole number >= 1, got '0'"),
-        (["--repeat", "2.5"], "argument --repeat: expected a whole number >= 1, got '2.5'"),
+        *[(["--interval", bad], f"argument --interval: {SECONDS} >= 0, got {bad!r}") for bad in ("nan", "inf", "-1")],
+        *[
+            (["--connect-timeout", bad], f"--connect-timeout: {SECONDS} > 0, got {bad!r}")
+            for bad in ("nan", "inf", "0")
+        ],
+        (["--progress-every", "soon"], f"argument --progress-every: {SECONDS} > 0"),
+        *[(["--repeat", bad], f"argument --repeat: expected a whole number >= 1, got {bad!r}") for bad in ("0", "2.5")],
         (["--endpoint", ""], "--endpoint '': expected HOST:PORT, e.g. 127.0.0.1:8001"),
         (["--endpoint", "host:99999"], "--endpoint 'host:99999': port '99999' is not a number from 1 to 65535"),
         (["--record", ""], "argument --record: is empty: expected a path"),

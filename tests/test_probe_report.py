@@ -14,19 +14,19 @@ import random
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import numpy as np
 import pytest
 from conftest import stack_config
+from matplotlib.axes import Axes
+from matplotlib.patches import Rectangle
+from PIL import Image
 from wake_records import HOUR, T0, cold_wake, cut_off_wake, probe_record, warm_answer, write_history
 
 from supersonic_interlink.cli import probe
+from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake import report as wake_report
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.patches import Rectangle
 
 StackConfigs = Mapping[str, Mapping[str, str]]
 """Stack config maps by stack name, in place of the stack files (``probe.main``'s ``stack_configs``)."""
@@ -293,8 +293,6 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 def bars(ax: Axes) -> list[Rectangle]:
     """The histogram's bars: every patch on the axes, each a Rectangle."""
-    from matplotlib.patches import Rectangle
-
     patches = list(ax.patches)
     assert all(isinstance(patch, Rectangle) for patch in patches), f"the histogram draws only rectangles: {patches}"
     return [patch for patch in patches if isinstance(patch, Rectangle)]
@@ -303,10 +301,6 @@ def bars(ax: Axes) -> list[Rectangle]:
 def test_the_figure_shows_the_distribution_and_marks_the_current_and_recommended_timeouts(
     hundred_wakes: Path,
 ) -> None:
-    import numpy as np
-
-    from supersonic_interlink.wake import history as wake_history
-
     wakes = wake_report.select(wake_history.read(hundred_wakes).wakes)["hammer"]
     report = wake_report.build_report("hammer", wakes, wake_report.load_config("hammer"))
     fig = wake_report.figure([report])
@@ -337,15 +331,11 @@ def test_report_png_writes_a_picture_of_one_panel_per_stack(tmp_path: Path) -> N
     data = out.read_bytes()
     assert png_size(data) == (800, 900), "8 x 4.5 inches per stack at 100 dpi: two panels"
     assert 10_000 < len(data) < 1_000_000, f"a PNG of {len(data)} bytes is not a drawn chart"
-    from PIL import Image
-
     with Image.open(out) as image:
         image.verify()
 
 
 def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_recommendation(tmp_path: Path) -> None:
-    from supersonic_interlink.wake import history as wake_history
-
     records = [cold_wake(5.0 * i) for i in range(1, 98)] + [cut_off_wake(899.6) for _ in range(3)]
     history = write_history(tmp_path / "wakes.jsonl", records)
     report = wake_report.build_report("hammer", wake_history.read(history).wakes, wake_report.load_config("hammer"))
@@ -375,23 +365,10 @@ def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_re
 def test_a_rejection_at_the_ready_timeout_is_a_cut_off_wake_in_either_chart_generation(
     status: str, elapsed: float, ready_timeout: int, cut_off: bool
 ) -> None:
-    from supersonic_interlink.wake import history as wake_history
-
-    (wake,) = wake_history.parse_lines(
-        [
-            wake_history.encode_line(
-                probe_record(
-                    "hammer",
-                    at=T0,
-                    outcome=wake_probe.REJECTED,
-                    wake=None,
-                    elapsed=elapsed,
-                    ready_timeout=ready_timeout,
-                    grpc_status=status,
-                )
-            )
-        ]
-    ).wakes
+    record = probe_record(
+        outcome=wake_probe.REJECTED, wake=None, elapsed=elapsed, ready_timeout=ready_timeout, grpc_status=status
+    )
+    wake = wake_history.wake_from_record(1, record)
     expected = wake_report.WakeTime(elapsed, cut_off=True) if cut_off else None
     assert wake_report.wake_time(wake) == expected, (
         "a timed-out wake dropped from the sample would overstate how many wakes the timeout covers"

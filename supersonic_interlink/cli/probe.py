@@ -3,29 +3,19 @@
     ./supersonic probe <stack> [--endpoint HOST:PORT] [--json] [--repeat N --interval S] [--record FILE]
     ./supersonic probe report FILE [--stack S] [--since DATE] [--json] [--png OUT]
 
-A probe starts a session the way a CMSSW client does: a gRPC RepositoryIndex through the Triton client, which on a
-release scaled to zero makes Envoy's Lua filter wake Triton and hold the call until a Triton is healthy. Before
-it, a ServerReady (which wakes nothing) tells a cold wake from a warm answer. The call's deadline is the stack's
-readyTimeoutSeconds plus the chart's route margin (the RepositoryIndex route's idle_timeout). While it waits,
-elapsed time is shown on stderr. The result goes to stdout as text or, with --json, one JSON object per probe (and
-a summary after several); --record FILE appends each probe's JSON object to FILE (JSON Lines, safe to share).
-`report` reads such a file and prints, per stack, the cold wakes' outcomes and wake-time distribution, the share
-the current readyTimeoutSeconds covered and the one the history supports; --png draws it. See docs/probe.md.
+A probe starts a session as a CMSSW client does: a ServerReady (which wakes nothing) tells a cold wake from a warm
+answer, then a RepositoryIndex, with the deadline readyTimeoutSeconds plus the chart's route margin, waits for the wake.
+The result goes to stdout as text or, with --json, one JSON object per probe (and a summary after several); --record
+FILE appends each probe's object to FILE (JSON Lines, safe to share). `report` reads such a file and prints, per
+stack, the cold wakes' distribution, the share the current readyTimeoutSeconds covered and the value the history
+supports; --png draws it. See docs/probe.md.
 
-Outcomes and exit codes:
-  0  ready              RepositoryIndex answered and ServerReady is true; wake time and models reported
-  3  rejected           the endpoint answered the call with an error status; at readyTimeoutSeconds it is the
-                        Lua filter's "no healthy Triton in time": UNAVAILABLE from the inferenceServer chart
-                        generation, CANCELLED (grpc-status 1) from the triton one
-  4  deadline exceeded  no answer before the deadline (readyTimeoutSeconds + route margin)
-  5  unreachable        no gRPC connection to the endpoint (DNS failure, connection refused, no HTTP/2 answer),
-                        or the connection was lost before any response
-  6  not ready          RepositoryIndex answered but ServerReady is false or failed
-  7  not recorded       a result could not be appended to the --record file
-  2  usage error or invalid stack config (one line per problem); 130 when interrupted
-With --repeat the exit code is that of the worst outcome, in the order: ready, not ready, rejected,
-deadline exceeded, unreachable. `report` exits 0, 1 when FILE holds no probe of the selection, 2 on bad usage
-or an unreadable FILE.
+Outcomes and exit codes (docs/probe.md says what each means and what to do):
+  0 ready, 3 rejected (at readyTimeoutSeconds: the Lua filter found no healthy Triton in time), 4 deadline exceeded,
+  5 unreachable, 6 not ready (ServerReady false or failed), 7 not recorded (appending to --record failed),
+  2 usage error or invalid stack config, 130 interrupted. With --repeat, that of the worst outcome (ready < not ready
+  < rejected < deadline exceeded < unreachable). `report` exits 0, 1 when FILE holds no probe of the selection, 2 on
+  bad usage or an unreadable FILE.
 """
 
 from __future__ import annotations
@@ -38,43 +28,49 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TextIO
 
+from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli import args as args_
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.wake import history as wake_history
-from supersonic_interlink.wake.commands import run_probes, run_report
 from supersonic_interlink.wake.probe import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_INTERVAL,
     DEFAULT_PROGRESS_EVERY,
-    EXIT_CONFIG,
+    run_probes,
 )
+from supersonic_interlink.wake.report import run_report
 
 REPORT = "report"
+BOUNDS: dict[str, Callable[[float], bool]] = {
+    ">= 1": lambda n: n >= 1,
+    ">= 0": lambda s: s >= 0,
+    "> 0": lambda s: s > 0,
+}
+"""A number option's bound, by the words its error gives."""
+SECONDS = "a finite number of seconds"
+# fmt: off
+NUMBERS = (
+    ("--repeat", int, "a whole number", ">= 1", 1, "probe N times"),
+    ("--interval", float, SECONDS, ">= 0", DEFAULT_INTERVAL, "seconds from the end of one probe to the next"),
+    ("--connect-timeout", float, SECONDS, "> 0", DEFAULT_CONNECT_TIMEOUT, "seconds allowed to connect"),
+    ("--progress-every", float, SECONDS, "> 0", DEFAULT_PROGRESS_EVERY, "off a terminal, a progress line every S s"),
+)
+# fmt: on
 
 
-def _seconds(minimum: float, inclusive: bool) -> Callable[[str], float]:
-    allowed = f"a finite number of seconds {'>=' if inclusive else '>'} {minimum:g}"
+def _number(kind: Callable[[str], float], allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
+    """An option's number type: ``kind`` of the text, refused unless finite and ``ok``, naming what is ``allowed``."""
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+        if not (math.isfinite(value) and ok(value)):
             raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}")
         return value
 
     return parse
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def _since(text: str) -> datetime:
@@ -88,56 +84,35 @@ def _since(text: str) -> datetime:
 
 def parser() -> args_.Parser:
     """``probe <stack>``; ``main`` hands ``probe report ...`` to ``report_parser`` before this parser reads it."""
-    summary, _, outcomes = (__doc__ or "").partition("Outcomes and exit codes:")
+    description, _, outcomes = (__doc__ or "").split("\n\n", 2)[2].partition("\n\nOutcomes")
     parser = args_.Parser(
         prog="./supersonic probe",
         usage="%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]",
-        description=summary.split("\n\n", 2)[2].strip(),
-        epilog="outcomes and exit codes:" + outcomes.rstrip(),
+        description=description,
+        epilog="Outcomes" + outcomes.rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     args_.add_stack(
         parser, help=f"stack name ({', '.join(stack_names())}): gives the deadline and the default endpoint"
     )
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--endpoint",
         metavar="HOST:PORT",
         help="Envoy's gRPC endpoint; default the stack's in-cluster Service "
         "(<release>.<namespace>.svc.cluster.local:8001)",
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object per probe (and a summary object after several) to stdout",
-    )
-    parser.add_argument(
+    add("--json", action="store_true", help="print one JSON object per probe (and a summary after several) to stdout")
+    add(
         "--record",
         metavar="FILE",
         type=args_.path,
         help="append each probe's JSON object to FILE as one line (JSON Lines; several probes may share FILE)",
     )
-    parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="probe N times (default 1)")
-    parser.add_argument(
-        "--interval",
-        type=_seconds(0, inclusive=True),
-        default=DEFAULT_INTERVAL,
-        metavar="S",
-        help=f"seconds between the end of one probe and the start of the next (default {DEFAULT_INTERVAL:g})",
-    )
-    parser.add_argument(
-        "--connect-timeout",
-        type=_seconds(0, inclusive=False),
-        default=DEFAULT_CONNECT_TIMEOUT,
-        metavar="S",
-        help=f"seconds allowed to establish the gRPC connection (default {DEFAULT_CONNECT_TIMEOUT:g})",
-    )
-    parser.add_argument(
-        "--progress-every",
-        type=_seconds(0, inclusive=False),
-        default=DEFAULT_PROGRESS_EVERY,
-        metavar="S",
-        help=f"when stderr is not a terminal, a progress line every S seconds (default {DEFAULT_PROGRESS_EVERY:g})",
-    )
+    for flag, kind, words, bound, default, what in NUMBERS:
+        number = _number(kind, f"{words} {bound}", BOUNDS[bound])
+        metavar = "N" if kind is int else "S"
+        add(flag, type=number, default=default, metavar=metavar, help=f"{what} (default {default:g})")
     return parser
 
 
@@ -147,15 +122,12 @@ def report_parser() -> args_.Parser:
         description="Per stack: cold wakes, their outcomes and wake times, the share the current readyTimeoutSeconds "
         "covered, and the readyTimeoutSeconds the history supports (docs/probe.md).",
     )
-    parser.add_argument(
-        "file", metavar="FILE", type=args_.path, help="a history written by ./supersonic probe --record"
-    )
-    parser.add_argument("--stack", metavar="S", type=args_.name, help="only this stack")
-    parser.add_argument("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per stack instead of text")
-    parser.add_argument(
-        "--png", metavar="OUT", type=args_.path, help="draw each stack's cold-wake distribution and timeouts to OUT"
-    )
+    add = parser.add_argument
+    add("file", metavar="FILE", type=args_.path, help="a history written by ./supersonic probe --record")
+    add("--stack", metavar="S", type=args_.name, help="only this stack")
+    add("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
+    add("--json", action="store_true", help="one JSON object per stack instead of text")
+    add("--png", metavar="OUT", type=args_.path, help="draw each stack's cold-wake distribution and timeouts to OUT")
     return parser
 
 
@@ -173,15 +145,12 @@ def main(
 ) -> int:
     """Run the command. The tests shorten timeouts with ``config`` (replaces the probed stack's config map) and
     ``stack_configs`` (the config map of each stack a report names)."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     argv = sys.argv[1:] if argv is None else argv
     report = argv[:1] == [REPORT]
     try:
         with contextlib.redirect_stderr(stderr):
             args = (report_parser() if report else parser()).parse_args(argv[1:] if report else argv)
     except SystemExit as exited:
-        return EXIT_CONFIG if exited.code else 0
-    if report:
-        return run_report(args, stack_configs, stdout, stderr)
-    return run_probes(args, config, stdout, stderr)
+        return EXIT_USAGE if exited.code else 0
+    return run_report(args, stack_configs, stdout, stderr) if report else run_probes(args, config, stdout, stderr)

@@ -1,47 +1,63 @@
-"""Measuring one wake: start a client session through Envoy and report how it went.
+"""Measuring wakes: a client session through Envoy as CMSSW starts one, by tritonclient, and how it went.
 
-A probe opens a gRPC connection to the endpoint, asks ``ServerReady`` to learn whether a Triton is already
-serving behind Envoy (a warm answer) or not (a cold wake), then sends ``RepositoryIndex`` as a CMSSW client
-starts its session: on a release at zero, Envoy's Lua filter wakes Triton on that call and holds it until a
-Triton is healthy or ``readyTimeoutSeconds`` has passed. ``./supersonic probe`` is the command around it;
-``wake_history`` keeps the results and ``wake_report`` turns them into a recommended timeout.
+``ServerReady`` (which the chart's Lua filter passes through, waking nothing) tells a cold wake from a warm answer;
+then ``RepositoryIndex``, on which the filter wakes Triton and holds the call until one is healthy or
+``readyTimeoutSeconds`` has passed. ``run_probes`` is ``./supersonic probe``'s work.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import json
+import queue
 import re
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import grpc
 
-from supersonic_interlink.config import Settings
+from supersonic_interlink import EXIT_USAGE
+from supersonic_interlink.config import ConfigError, Settings
 from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART, TRITON, WAKE_TIMEOUT_STATUSES
+from supersonic_interlink.wake import history
+from supersonic_interlink.wake.history import (
+    DEADLINE_EXCEEDED,
+    EXIT_CODES,
+    NOT_READY,
+    OUTCOMES,
+    READY,
+    REJECTED,
+    UNREACHABLE,
+)
 
-READY = "ready"
-NOT_READY = "not ready"
-REJECTED = "rejected"
-DEADLINE_EXCEEDED = "deadline exceeded"
-UNREACHABLE = "unreachable"
-
-OUTCOMES = (READY, NOT_READY, REJECTED, DEADLINE_EXCEEDED, UNREACHABLE)
-"""Every outcome, from best to worst: with --repeat, the exit code is that of the worst one seen."""
-
-EXIT_CODES = {READY: 0, REJECTED: 3, DEADLINE_EXCEEDED: 4, UNREACHABLE: 5, NOT_READY: 6}
-EXIT_CONFIG = 2
-EXIT_RECORD_FAILED = 7
-"""A result could not be appended to the ``--record`` file (checked writable before the first probe)."""
-EXIT_INTERRUPTED = 130
-
+EXIT_RECORD_FAILED, EXIT_INTERRUPTED = 7, 130
 LUA_CLOCK_SECONDS = 1
 """The Lua filter counts its wait in whole seconds (``os.time``): it gives up between readyTimeoutSeconds - 1
 and readyTimeoutSeconds after the wake started."""
+DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROGRESS_EVERY, DEFAULT_INTERVAL = 10.0, 30.0, 60.0
+SERVER_READY_TIMEOUT = 30.0
+"""The ServerReady after an answer goes to a woken Triton: no wake allowance."""
+# fmt: off
+RECORD_FIELDS = (
+    "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "cold", "start_check",
+    "wake_seconds", "elapsed_seconds", "deadline_seconds", "ready_timeout_seconds", "grpc_status", "detail",
+    "server_ready", "model_count", "models",
+)
+# fmt: on
+"""The keys of a probe's ``--json`` record, in order: every one always present (docs/probe.md)."""
+NO_HTTP2 = (
+    "no gRPC connection within {:g}s: the address accepts no connection or answers without HTTP/2 "
+    "(not a gRPC endpoint, or a port-forward whose pod is gone)"
+)
 
 
 def lua_gave_up(status: str | None, elapsed_seconds: float, ready_timeout_seconds: int | None) -> bool:
@@ -56,27 +72,9 @@ def lua_gave_up(status: str | None, elapsed_seconds: float, ready_timeout_second
     return elapsed_seconds >= ready_timeout_seconds - LUA_CLOCK_SECONDS
 
 
-CONNECTION_FAILED = "connection failed"
-DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_PROGRESS_EVERY = 30.0
-DEFAULT_INTERVAL = 60.0
-SERVER_READY_TIMEOUT = 30.0
-"""ServerReady goes to an already woken Triton; it needs no wake allowance."""
-START_CHECK_TIMEOUT = 10.0
-"""Upper bound of the ServerReady asked before the call. Envoy answers it at once either way: a Triton behind it
-answers, and with no host Envoy replies ``no healthy upstream`` without retrying (no host, nothing to retry)."""
-
-
-# --------------------------------------------------------------------------------------------- pure parts
-
-
-def probe_deadline_seconds(settings: Settings) -> int:
-    """The RepositoryIndex deadline: readyTimeoutSeconds plus the margin the chart gives the route's idle_timeout.
-
-    A client with a shorter deadline would give up on wakes the release is configured to allow; past this
-    one, Envoy itself has closed the stream.
-    """
-    return repository_index_idle_timeout_seconds(settings)
+probe_deadline_seconds = repository_index_idle_timeout_seconds
+"""The RepositoryIndex deadline is the route's idle_timeout: a shorter one gives up on wakes the release allows; past
+it, Envoy has closed the stream."""
 
 
 def default_endpoint(settings: Settings) -> str:
@@ -100,23 +98,12 @@ def parse_endpoint(text: str) -> str:
 
 
 def classify_failure(status: str, answered: bool | None) -> str:
-    """The outcome of a RepositoryIndex that ended in a gRPC error.
-
-    ``status`` is the gRPC status name (``CANCELLED``, ``UNAVAILABLE``, ...). ``answered`` says whether any
-    response headers or trailers arrived (None: not known). UNAVAILABLE is ambiguous: gRPC reports a refused
-    or lost connection with it, and Envoy answers it too when its upstream cannot be reached. Only the
-    second carries response metadata (Envoy's ``server`` and ``date``), so UNAVAILABLE without any is the
-    endpoint being unreachable, and with some it is the proxy rejecting the call.
-    """
+    """The outcome of a call that ended in gRPC status ``status``; ``answered``: whether any response headers or
+    trailers arrived (None: not known). gRPC reports a refused or lost connection as UNAVAILABLE, and Envoy answers
+    UNAVAILABLE when it cannot reach its upstream; only Envoy's carries metadata (``server``, ``date``)."""
     if status == "DEADLINE_EXCEEDED":
         return DEADLINE_EXCEEDED
-    if status == "UNAVAILABLE" and answered is False:
-        return UNREACHABLE
-    return REJECTED
-
-
-def worst_outcome(outcomes: Iterable[str]) -> str:
-    return max(outcomes, key=OUTCOMES.index)
+    return UNREACHABLE if status == "UNAVAILABLE" and answered is False else REJECTED
 
 
 def utc_timestamp(epoch: float) -> str:
@@ -131,25 +118,20 @@ def clock(seconds: float) -> str:
 
 @dataclass
 class ProbeResult:
-    """One probe. Every field is always present; the ones an outcome has no value for are None."""
+    """One probe; None where an outcome has no value. ``elapsed_seconds``: RepositoryIndex sent to answered or failed (0
+    when never reached); ``cold``: no Triton answered ServerReady before it (None: never reached)."""
 
     stack: str
     endpoint: str
     outcome: str
     started: float
-    """Wall-clock epoch seconds when the probe started (before the connection check)."""
     finished: float
     deadline_seconds: float
     ready_timeout_seconds: int | None
     elapsed_seconds: float
-    """From sending RepositoryIndex to its answer or failure (0 when the endpoint was never reached)."""
     wake_seconds: float | None = None
-    """RepositoryIndex round trip, set whenever it answered: how long a client waited for its session."""
     cold: bool | None = None
-    """True when no Triton answered ServerReady before the call (the call had to wake one), False when one did
-    (a warm answer, not a wake), None when the endpoint was never reached."""
     start_check: str | None = None
-    """What that ServerReady got: ``ServerReady true``/``false``, or the gRPC status and message of its failure."""
     grpc_status: str | None = None
     detail: str = ""
     server_ready: bool | None = None
@@ -164,33 +146,21 @@ class ProbeResult:
         return None if self.models is None else len(self.models)
 
     def record(self) -> dict[str, Any]:
-        """The ``--json`` record of this probe."""
-        return {
+        """The ``--json`` record of this probe (docs/probe.md)."""
+        shown = {
             "kind": "probe",
-            "stack": self.stack,
-            "endpoint": self.endpoint,
-            "outcome": self.outcome,
-            "exit_code": self.exit_code,
             "started_at": utc_timestamp(self.started),
             "finished_at": utc_timestamp(self.finished),
-            "cold": self.cold,
-            "start_check": self.start_check,
             "wake_seconds": None if self.wake_seconds is None else round(self.wake_seconds, 3),
             "elapsed_seconds": round(self.elapsed_seconds, 3),
-            "deadline_seconds": self.deadline_seconds,
-            "ready_timeout_seconds": self.ready_timeout_seconds,
-            "grpc_status": self.grpc_status,
-            "detail": self.detail,
-            "server_ready": self.server_ready,
-            "model_count": self.model_count,
-            "models": self.models,
         }
+        return {key: shown[key] if key in shown else getattr(self, key) for key in RECORD_FIELDS}
 
 
 def summarize(results: list[ProbeResult]) -> dict[str, Any]:
     """Count, outcomes, and min/median/max wake time over the probes that got an answer (at least one probe)."""
     wakes = [r.wake_seconds for r in results if r.wake_seconds is not None]
-    worst = worst_outcome(r.outcome for r in results)
+    worst = max((r.outcome for r in results), key=OUTCOMES.index)
     spread = (("min", min), ("median", statistics.median), ("max", max))
     return {
         "kind": "summary",
@@ -220,199 +190,115 @@ def describe(result: ProbeResult) -> str:
         )
         return line + (f"; {result.detail}" if result.detail else "")
     if result.outcome == REJECTED:
-        why = (
-            " (the Lua filter found no healthy Triton within readyTimeoutSeconds)"
-            if lua_gave_up(result.grpc_status, result.elapsed_seconds, result.ready_timeout_seconds)
-            else ""
-        )
+        gave_up = lua_gave_up(result.grpc_status, result.elapsed_seconds, result.ready_timeout_seconds)
+        why = " (the Lua filter found no healthy Triton within readyTimeoutSeconds)" if gave_up else ""
         return f"{head}: grpc-status {result.grpc_status} after {result.elapsed_seconds:.1f}s{why}: {result.detail}"
     if result.outcome == DEADLINE_EXCEEDED:
         return f"{head}: no answer within the {clock(result.deadline_seconds)} deadline: {result.detail}"
-    if result.outcome == UNREACHABLE:
-        return f"{head}: {result.detail}\n  {reach_hint(result.endpoint)}"
-    return f"{head}: {result.detail}"
-
-
-def reach_hint(endpoint: str) -> str:
-    """The next step after an unreachable endpoint: for the in-cluster Service name, a port-forward to it."""
-    host, _, port = endpoint.rpartition(":")
-    in_cluster = re.fullmatch(r"([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local\.?", host)
-    if in_cluster is None:
-        return "check the address, or give Envoy's with --endpoint HOST:PORT"
-    service, namespace = in_cluster.groups()
-    return (
-        f"outside the cluster that name does not resolve: kubectl -n {namespace} port-forward service/{service} "
+    host, _, port = result.endpoint.rpartition(":")
+    service = re.fullmatch(r"([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local\.?", host)
+    hint = (
+        f"outside the cluster that name does not resolve: kubectl -n {service[2]} port-forward service/{service[1]} "
         f"{port}:{port}, then --endpoint 127.0.0.1:{port}"
+        if service
+        else "check the address, or give Envoy's with --endpoint HOST:PORT"
     )
+    return f"{head}: {result.detail}\n  {hint}"
 
 
 def describe_summary(summary: Mapping[str, Any]) -> str:
-    wakes = summary["wake_seconds"]
-    seen = ", ".join(f"{n} {o}" for o, n in summary["outcomes"].items() if n)
-    if wakes["count"]:
-        wake = (
-            f"wake time over {wakes['count']} answered: min {wakes['min']:.1f}s, median "
-            f"{wakes['median']:.1f}s, max {wakes['max']:.1f}s"
-        )
-    else:
-        wake = "no probe was answered"
+    wakes, seen = summary["wake_seconds"], ", ".join(f"{n} {o}" for o, n in summary["outcomes"].items() if n)
+    wake = (
+        f"wake time over {wakes['count']} answered: min {wakes['min']:.1f}s, median {wakes['median']:.1f}s, "
+        f"max {wakes['max']:.1f}s"
+        if wakes["count"]
+        else "no probe was answered"
+    )
     return (
         f"summary: {summary['count']} probe(s) ({summary['cold']} cold, {summary['warm']} warm): {seen}; {wake}; "
         f"worst: {summary['worst_outcome']}"
     )
 
 
-# --------------------------------------------------------------------------------------------- progress
-
-
 class Progress:
-    """Elapsed time against the deadline on stderr while a call waits, so a 15-minute wake is seen to be alive.
-
-    On a terminal one line is rewritten in place; otherwise (a log, a CI job) a plain line every ``every``
-    seconds.
-    """
+    """Elapsed time against the deadline on stderr while a call waits, so a 15-minute wake is seen to be alive: on a
+    terminal one line rewritten in place, otherwise (a log, a CI job) a plain line every ``every`` seconds."""
 
     def __init__(
         self, stream: TextIO, deadline: float, every: float = DEFAULT_PROGRESS_EVERY, live: bool | None = None
     ):
-        self.stream = stream
-        self.deadline = deadline
-        self.every = every
+        self.stream, self.deadline, self.every = stream, deadline, every
         self.live = stream.isatty() if live is None else live
-        self.label = ""
-        self._next = every
-        self._last_shown = -1
-
-    @property
-    def tick_seconds(self) -> float:
-        """How often ``tick`` needs calling to keep the display current."""
-        return min(0.5, self.every)
+        self.tick_seconds = min(0.5, every)
+        self.start("")
 
     def start(self, label: str) -> None:
-        self.label = label
-        self._next = self.every
-        self._last_shown = -1
+        self.label, self._next, self._last_shown = label, self.every, -1
+
+    def _write(self, text: str) -> None:
+        print(text, end="", file=self.stream, flush=True)
 
     def tick(self, elapsed: float) -> None:
-        if self.live:
-            if int(elapsed) != self._last_shown:
-                self._last_shown = int(elapsed)
-                self.stream.write(f"\r\033[K{self.label}: waiting {clock(elapsed)} of {clock(self.deadline)}")
-                self.stream.flush()
-        elif elapsed >= self._next:
+        if self.live and int(elapsed) != self._last_shown:
+            self._last_shown = int(elapsed)
+            self._write(f"\r\033[K{self.label}: waiting {clock(elapsed)} of {clock(self.deadline)}")
+        elif not self.live and elapsed >= self._next:
             self._next += self.every
-            self.stream.write(f"{self.label}: still waiting, {clock(elapsed)} of {clock(self.deadline)}\n")
-            self.stream.flush()
+            self._write(f"{self.label}: still waiting, {clock(elapsed)} of {clock(self.deadline)}\n")
 
     def done(self) -> None:
         if self.live and self._last_shown >= 0:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+            self._write("\r\033[K")
 
 
-# --------------------------------------------------------------------------------------------- the probe
-
-
-def grpc_connection_problem(endpoint: str, timeout: float) -> str | None:
-    """None when a gRPC (HTTP/2) connection to the endpoint comes up within ``timeout``; otherwise why not.
-
-    This separates "nothing answers at that address" from "the proxy is up but has no Triton behind it",
-    which the call itself reports with the same UNAVAILABLE status. gRPC's channel is READY only after the
-    server's HTTP/2 settings arrive, so a port that accepts TCP and says nothing (a port-forward to a pod
-    that is gone, a non-gRPC service) counts as unreachable too.
-    """
-    channel = grpc.insecure_channel(endpoint)
-    settled = threading.Event()
-    final: list[grpc.ChannelConnectivity] = []
-    ends = (
-        grpc.ChannelConnectivity.READY,
-        grpc.ChannelConnectivity.TRANSIENT_FAILURE,
-        grpc.ChannelConnectivity.SHUTDOWN,
-    )
+def connects(endpoint: str, timeout: float) -> bool | None:
+    """Whether a gRPC (HTTP/2) connection to ``endpoint`` comes up (True) or fails (False); None: neither within
+    ``timeout``. The channel is READY only once the server's HTTP/2 settings arrive, so a port that accepts TCP and says
+    nothing (a port-forward to a pod that is gone) does not count as reached, while a refusal fails at once."""
+    channel, states = grpc.insecure_channel(endpoint), queue.SimpleQueue[bool]()
+    ends = {grpc.ChannelConnectivity.READY: True, grpc.ChannelConnectivity.TRANSIENT_FAILURE: False}
 
     def watch(state: grpc.ChannelConnectivity) -> None:
-        if state in ends and not settled.is_set():
-            final.append(state)
-            settled.set()
+        if state in ends:
+            states.put(ends[state])
 
     channel.subscribe(watch, try_to_connect=True)
     try:
-        if not settled.wait(timeout):
-            return (
-                f"no gRPC connection within {timeout:g}s: the address accepts no connection or "
-                f"answers without HTTP/2 (not a gRPC endpoint, or a port-forward whose pod is gone)"
-            )
-        if final[0] == grpc.ChannelConnectivity.READY:
-            return None
-        return CONNECTION_FAILED
+        return states.get(timeout=timeout)
+    except queue.Empty:
+        return None
     finally:
         channel.unsubscribe(watch)
         channel.close()
 
 
-def _response_metadata(error: BaseException) -> bool | None:
-    """Whether the failed call received any response headers or trailers; None when that cannot be known.
-
-    tritonclient re-raises the grpc.RpcError as its own exception ``from None``: the original stays reachable
-    as ``__context__``, and it is a grpc.Call carrying what the server sent.
-    """
-    call = error.__context__
-    if not isinstance(call, grpc.Call):
-        return None
-    try:
-        return bool(tuple(call.initial_metadata() or ()) or tuple(call.trailing_metadata() or ()))
-    except Exception:
-        return None
+def _failure(error: Any) -> tuple[str, bool | None]:
+    """A tritonclient error's gRPC status name (``StatusCode.CANCELLED`` -> ``CANCELLED``) and whether the server sent
+    any response metadata: tritonclient re-raises the grpc.RpcError ``from None``, so it is the ``__context__``."""
+    call, answered = error.__context__, None
+    with contextlib.suppress(Exception):
+        answered = bool(tuple(call.initial_metadata() or ()) or tuple(call.trailing_metadata() or ()))
+    return (error.status() or "UNKNOWN").rsplit(".", 1)[-1], answered if isinstance(call, grpc.Call) else None
 
 
-def _status_name(error: Any) -> str:
-    """``StatusCode.CANCELLED`` (tritonclient's form) -> ``CANCELLED``."""
-    status = error.status() or "UNKNOWN"
-    return status.rsplit(".", 1)[-1]
-
-
-def start_check(client: Any, timeout: float) -> tuple[bool, str]:
-    """Whether the call about to be sent is a cold wake: (cold, what ServerReady answered).
-
-    ServerReady is a call the chart's Lua filter passes through untouched (it wakes only on RepositoryIndex), so
-    asking it wakes nothing. Any answer comes from a Triton Envoy already routes to, and then the Lua filter
-    lets RepositoryIndex through at once: warm, whether the answer is true or false. No answer (``no healthy
-    upstream``, or the older filter's CANCELLED rewrite of it) means no Triton is behind Envoy: the call is a cold
-    wake. A wake another client started a moment earlier also reads as cold; its measured time is then shorter
-    than a whole wake.
-    """
-    from tritonclient.utils import InferenceServerException
-
-    try:
-        ready = bool(client.is_server_ready(client_timeout=timeout))
-    except InferenceServerException as error:
-        return True, f"{_status_name(error)}: {error.message() or ''}".rstrip(": ")
-    return False, f"ServerReady {str(ready).lower()}"
-
-
-def _wait_for_call(call: Callable[[], Any], progress: Progress | None) -> tuple[Any, BaseException | None, float]:
-    """Run ``call`` in a worker thread, showing progress; return (result, error, seconds).
-
-    The call carries its gRPC deadline (tritonclient's ``client_timeout``), which gRPC enforces: it ends by then.
-    """
+def _wait_for(call: Callable[[], Any], progress: Progress | None) -> tuple[Any, BaseException | None, float]:
+    """Run ``call`` in a worker thread, showing progress; (result, error, seconds). The call carries its gRPC deadline
+    (tritonclient's ``client_timeout``), so it ends by then; a daemon thread, so Ctrl-C need not wait for it."""
     box: dict[str, Any] = {}
-    done = threading.Event()
 
     def work() -> None:
         try:
             box["result"] = call()
         except BaseException as error:
             box["error"] = error
-        finally:
-            done.set()
 
-    worker = threading.Thread(target=work, name="probe-call", daemon=True)
-    begin = time.monotonic()
+    worker, begin = threading.Thread(target=work, name="probe-call", daemon=True), time.monotonic()
     worker.start()
     try:
-        while not done.wait(progress.tick_seconds if progress else 0.5):
-            if progress:
-                progress.tick(time.monotonic() - begin)
+        worker.join(progress.tick_seconds if progress else None)
+        while worker.is_alive() and progress:
+            progress.tick(time.monotonic() - begin)
+            worker.join(progress.tick_seconds)
     finally:
         if progress:
             progress.done()
@@ -436,60 +322,94 @@ def probe_once(
     started = time.time()
 
     def result(outcome: str, elapsed: float = 0.0, **fields: Any) -> ProbeResult:
-        return ProbeResult(
-            stack=stack,
-            endpoint=endpoint,
-            outcome=outcome,
-            started=started,
-            finished=time.time(),
-            deadline_seconds=deadline,
-            ready_timeout_seconds=ready_timeout,
-            elapsed_seconds=elapsed,
-            **fields,
-        )
+        return ProbeResult(stack, endpoint, outcome, started, time.time(), deadline, ready_timeout, elapsed, **fields)
 
-    problem = grpc_connection_problem(endpoint, min(connect_timeout, deadline))
-    # The client as a CMSSW session creates it: default channel options, no keepalive pings, plain gRPC.
-    client = triton_grpc.InferenceServerClient(endpoint)
+    reached = connects(endpoint, min(connect_timeout, deadline))
+    if reached is None:
+        return result(UNREACHABLE, detail=NO_HTTP2.format(min(connect_timeout, deadline)))
+    client = triton_grpc.InferenceServerClient(endpoint)  # as a CMSSW session creates it: default channel options
     try:
-        if problem == CONNECTION_FAILED:
-            # gRPC's own wording (refused, name not found, socket closed) says more than the channel state.
-            # ServerLive, not RepositoryIndex: should the endpoint have just come up, this must not wake Triton.
-            try:
-                client.is_server_live(client_timeout=connect_timeout)
-            except InferenceServerException as live_error:
-                problem = live_error.message() or problem
-        if problem is not None:
-            return result(UNREACHABLE, detail=problem)
-
-        cold, checked = start_check(client, min(START_CHECK_TIMEOUT, connect_timeout))
+        # Any answer comes from a Triton Envoy already routes to: warm, true or false. No answer (Envoy's `no healthy
+        # upstream`, or the older filter's CANCELLED rewrite of it): no Triton is behind Envoy, the call is a wake.
+        try:
+            cold, checked = False, f"ServerReady {str(client.is_server_ready(client_timeout=connect_timeout)).lower()}"
+        except InferenceServerException as error:
+            if not reached:  # gRPC's own words for it: refused, name not found, socket closed
+                return result(UNREACHABLE, detail=error.message() or "connection failed")
+            cold, checked = True, f"{_failure(error)[0]}: {error.message() or ''}".rstrip(": ")
         known = {"cold": cold, "start_check": checked}
         if progress:
             progress.start(f"probe {stack} {endpoint}")
-        response, error, elapsed = _wait_for_call(
+        response, failure, elapsed = _wait_for(
             lambda: client.get_model_repository_index(client_timeout=deadline), progress
         )
-        if error is not None:
-            if not isinstance(error, InferenceServerException):
-                raise error
-            status = _status_name(error)
-            outcome = classify_failure(status, _response_metadata(error))
-            detail = error.message() or ""
-            if outcome == UNREACHABLE:
-                detail = f"connection lost before any response: {detail}"
+        if failure is not None:
+            if not isinstance(failure, InferenceServerException):
+                raise failure
+            status, answered = _failure(failure)
+            outcome, detail = classify_failure(status, answered), failure.message() or ""
+            detail = f"connection lost before any response: {detail}" if outcome == UNREACHABLE else detail
             return result(outcome, elapsed, grpc_status=status, detail=detail, **known)
-
         models = [{"name": m.name, "version": m.version, "state": m.state} for m in response.models]
-        remaining = max(deadline - elapsed, 1.0)
-        why: dict[str, Any] = {}
+        why: dict[str, Any] = {"detail": "ServerReady is false (a model failed to load, or Triton is shutting down)"}
         try:
-            ready = bool(client.is_server_ready(client_timeout=min(SERVER_READY_TIMEOUT, remaining)))
+            ready = bool(client.is_server_ready(client_timeout=min(SERVER_READY_TIMEOUT, max(deadline - elapsed, 1))))
         except InferenceServerException as ready_error:
             ready = False
-            why = {"grpc_status": _status_name(ready_error), "detail": f"ServerReady failed: {ready_error.message()}"}
-        if not ready and not why:
-            why = {"detail": "ServerReady is false (a model failed to load, or Triton is shutting down)"}
+            why = {"grpc_status": _failure(ready_error)[0], "detail": f"ServerReady failed: {ready_error.message()}"}
         outcome = READY if ready else NOT_READY
-        return result(outcome, elapsed, wake_seconds=elapsed, server_ready=ready, models=models, **why, **known)
+        fields = {"wake_seconds": elapsed, "server_ready": ready, "models": models, **known, **({} if ready else why)}
+        return result(outcome, elapsed, **fields)
     finally:
         client.close()
+
+
+def run_probes(args: argparse.Namespace, config: Mapping[str, Any] | None, stdout: TextIO, stderr: TextIO) -> int:
+    """``./supersonic probe <stack>``: probe ``--repeat`` times, print each (and a summary), ``--record`` each."""
+    try:
+        settings = settings_from_config(load_stack_config(args.stack) if config is None else config)
+    except ConfigError as error:
+        named = (p if p.startswith(f"stack {args.stack!r}") else f"stack {args.stack}: {p}" for p in error.problems)
+        print(*(f"probe: {problem}" for problem in named), sep="\n", file=stderr)  # one line per problem
+        return EXIT_USAGE
+    try:
+        endpoint = default_endpoint(settings) if args.endpoint is None else parse_endpoint(args.endpoint)
+        if args.record is not None:
+            try:
+                history.check_appendable(args.record)
+            except OSError as error:
+                raise ValueError(f"--record {str(args.record)!r}: cannot append: {error.strerror}") from None
+    except ValueError as error:
+        print(f"probe: {error}", file=stderr)
+        return EXIT_USAGE
+    deadline, results = probe_deadline_seconds(settings), list[ProbeResult]()
+    progress = Progress(stderr, deadline, args.progress_every)
+
+    def emit(document: Mapping[str, Any], text: str) -> None:
+        print(json.dumps(document) if args.json else text, file=stdout, flush=True)
+
+    def summary() -> None:
+        if args.repeat > 1 and results:
+            emit(done := summarize(results), describe_summary(done))
+
+    try:
+        for index in range(args.repeat):
+            time.sleep(args.interval if index else 0)
+            timeout, given = settings.scaleFromZero.readyTimeoutSeconds, args.connect_timeout
+            result = probe_once(
+                endpoint, deadline, stack=args.stack, ready_timeout=timeout, connect_timeout=given, progress=progress
+            )
+            results.append(result)
+            emit(result.record(), describe(result))
+            if args.record is not None:
+                try:
+                    history.append(args.record, result.record())
+                except OSError as error:
+                    print(f"probe: --record {str(args.record)!r}: could not append: {error}", file=stderr)
+                    return EXIT_RECORD_FAILED
+    except KeyboardInterrupt:
+        print("probe: interrupted", file=stderr)
+        summary()
+        return EXIT_INTERRUPTED
+    summary()
+    return EXIT_CODES[max((r.outcome for r in results), key=OUTCOMES.index)]

@@ -3,52 +3,41 @@
 Per stack: how the cold probes ended, the cold wakes' nearest-rank distribution (a wake the Lua filter or the client's
 deadline cut off stays in it, ranked above every measured wake), the share the current ``readyTimeoutSeconds``
 covered, and the timeout the history supports with the values that move with it, derived by the functions the program
-deploys with. ``build_report`` makes the numbers as plain data (the ``--json`` object); ``describe`` writes them as
-text and ``figure`` draws them. docs/probe.md ("How the numbers are made") says why each rule is what it is.
+deploys with. ``build_report`` makes the numbers as one plain record (the ``--json`` object) that ``describe`` writes
+as text and ``figure`` draws. docs/probe.md ("How the numbers are made") says why each rule is what it is.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
+from supersonic_interlink import EXIT_FINDING, EXIT_USAGE
 from supersonic_interlink.config import PROJECT, ConfigError, Settings, deep_merge
 from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import ROOT, load_stack_config, stack_file
-from supersonic_interlink.wake.history import Wake
-from supersonic_interlink.wake.probe import (
-    DEADLINE_EXCEEDED,
-    NOT_READY,
-    OUTCOMES,
-    READY,
-    REJECTED,
-    UNREACHABLE,
-    lua_gave_up,
-)
+from supersonic_interlink.wake import history as wake_history
+from supersonic_interlink.wake.history import DEADLINE_EXCEEDED, NOT_READY, OUTCOMES, READY, REJECTED, UNREACHABLE
+from supersonic_interlink.wake.probe import lua_gave_up
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 MARGIN = 0.20
 """Headroom over the p99 cold wake. A wake's time is mostly Hammer's Slurm queue, which moves with the cluster's
 load from week to week; a fifth over the tail seen so far absorbs that drift without holding a client (and, since
 the hold must be at least as long, a GPU) for much longer than wakes take. Rounding up to the minute adds 0-59 s."""
-
 ROUND_TO_SECONDS = 60
 """The recommendation is a whole number of minutes: what an operator writes in a stack file and reads in a diff."""
-
-TAIL_PERCENTILES = (90, 99)
-PERCENTILE_FOR_TIMEOUT = 99
+TAIL_PERCENTILES, PERCENTILE_FOR_TIMEOUT = (90, 99), 99
 SHOWN = (("min", 0), ("median", 50), ("p90", 90), ("p99", 99), ("max", 100))
-"""The statistics the report shows, by name and percentile."""
-
 DERIVED = (
     ("scaleFromZero.readyTimeoutSeconds", "ready_timeout_seconds", ""),
     ("scaleFromZero.holdMinReplicasSeconds", "hold_min_replicas_seconds", ""),
@@ -56,6 +45,8 @@ DERIVED = (
     ("Helm timeout (derived)", "helm_timeout_seconds", " s"),
 )
 """The wake timeout and what moves with it: the text report's label, the ``--json`` key, the unit shown."""
+DAMAGED_SHOWN = 20
+"""Damaged lines listed one by one on stderr; past this many, only their count."""
 
 
 def min_sample_for(percent: int) -> int:
@@ -64,7 +55,8 @@ def min_sample_for(percent: int) -> int:
 
 
 def nearest_rank(count: int, percent: int) -> int:
-    """1-based rank of the ``percent``-th percentile among ``count`` sorted values (exact integer arithmetic)."""
+    """1-based rank of the ``percent``-th percentile among ``count`` sorted values, in exact integer arithmetic
+    (``0.99 * 100`` is 99.00000000000001 in floating point)."""
     return max(1, -(-percent * count // 100))
 
 
@@ -85,13 +77,12 @@ class WakeTime:
         return {"above": round(self.seconds, 3)} if self.cut_off else round(self.seconds, 3)
 
 
-def wake_time(wake: Wake) -> WakeTime | None:
+def wake_time(wake: wake_history.Wake) -> WakeTime | None:
     """The wake time a cold probe gives the distribution; None when it failed in a way that measures nothing."""
     if wake.outcome in (READY, NOT_READY) and wake.wake_seconds is not None:
         return WakeTime(wake.wake_seconds)
-    if wake.outcome == DEADLINE_EXCEEDED or (
-        wake.outcome == REJECTED and lua_gave_up(wake.grpc_status, wake.elapsed_seconds, wake.ready_timeout_seconds)
-    ):
+    gave_up = lua_gave_up(wake.grpc_status, wake.elapsed_seconds, wake.ready_timeout_seconds)
+    if wake.outcome == DEADLINE_EXCEEDED or (wake.outcome == REJECTED and gave_up):
         return WakeTime(wake.elapsed_seconds, cut_off=True)
     return None
 
@@ -153,8 +144,7 @@ def settings_of(config: Mapping[str, str], **scale_from_zero: int) -> Settings:
 
 @dataclass(frozen=True)
 class StackReport:
-    """One stack's report: its cold wake times (measured ones ascending, then the cut-off ones) and ``record``, every
-    number as the one JSON object ``./supersonic probe report --json`` prints."""
+    """One stack's cold wake times (measured ones ascending, then the cut-off ones) and its ``--json`` record."""
 
     times: tuple[WakeTime, ...]
     record: dict[str, Any]
@@ -191,7 +181,7 @@ def _recommend(
     }, None
 
 
-def build_report(stack: str, wakes: Sequence[Wake], config: StackConfig) -> StackReport:
+def build_report(stack: str, wakes: Sequence[wake_history.Wake], config: StackConfig) -> StackReport:
     """The report for one stack's probes (all of them this stack's, at least one)."""
     cold = [w for w in wakes if w.cold is True]
     times = tuple(sorted((t for t in map(wake_time, cold) if t is not None), key=WakeTime.sort_key))
@@ -204,12 +194,9 @@ def build_report(stack: str, wakes: Sequence[Wake], config: StackConfig) -> Stac
             problem = error.problems[0]
     newest = max(wakes, key=lambda w: w.started_at)
     ready_timeout = newest.ready_timeout_seconds if current is None else current["ready_timeout_seconds"]
-    source = f"the newest record, line {newest.line}" if current is None else config.source
     stats: dict[str, Any] = {"samples": len(times), "cut_off": sum(t.cut_off for t in times)}
     stats["failed"] = len(cold) - len(times)  # cold probes that measure nothing about wake time (see wake_time)
-    for name, percent in SHOWN:
-        value = percentile(times, percent)
-        stats[name] = None if value is None else value.record()
+    stats |= {name: None if (v := percentile(times, percent)) is None else v.record() for name, percent in SHOWN}
     stats |= {f"p{percent}_needs": min_sample_for(percent) for percent in TAIL_PERCENTILES}
     recommended, reason = _recommend(times, current, config.config)
     record = {
@@ -222,11 +209,11 @@ def build_report(stack: str, wakes: Sequence[Wake], config: StackConfig) -> Stac
         "untold": sum(w.cold is None and w.outcome != UNREACHABLE for w in wakes),
         "unreached": sum(w.cold is None and w.outcome == UNREACHABLE for w in wakes),
         "first_started_at": min(w.started_at for w in wakes).isoformat(),
-        "last_started_at": max(w.started_at for w in wakes).isoformat(),
+        "last_started_at": newest.started_at.isoformat(),
         "cold_outcomes": {outcome: sum(w.outcome == outcome for w in cold) for outcome in OUTCOMES},
         "wake_seconds": stats,
         "current": {
-            "source": source,
+            "source": f"the newest record, line {newest.line}" if current is None else config.source,
             "config_problem": problem,
             "ready_timeout_seconds": ready_timeout,
             "covered": None if ready_timeout is None else covered(times, ready_timeout),
@@ -238,16 +225,15 @@ def build_report(stack: str, wakes: Sequence[Wake], config: StackConfig) -> Stac
     return StackReport(times, record)
 
 
-def select(wakes: Iterable[Wake], stack: str | None = None, since: datetime | None = None) -> dict[str, list[Wake]]:
+def select(
+    wakes: Iterable[wake_history.Wake], stack: str | None = None, since: datetime | None = None
+) -> dict[str, list[wake_history.Wake]]:
     """The probes per stack (in the order stacks first appear), of one stack and from a time on if given."""
-    chosen: dict[str, list[Wake]] = {}
+    chosen: dict[str, list[wake_history.Wake]] = {}
     for wake in wakes:
         if (stack is None or wake.stack == stack) and (since is None or wake.started_at >= since):
             chosen.setdefault(wake.stack, []).append(wake)
     return chosen
-
-
-# --------------------------------------------------------------------------------------------- text
 
 
 def _share(part: int, whole: int) -> str:
@@ -258,11 +244,14 @@ def _span(record: Mapping[str, Any]) -> tuple[datetime, datetime]:
     return datetime.fromisoformat(record["first_started_at"]), datetime.fromisoformat(record["last_started_at"])
 
 
+def _recommended_label(rec: Mapping[str, Any]) -> str:
+    return f"{rec['ready_timeout_seconds']}" + (" (provisional)" if rec["provisional"] else "")
+
+
 def describe(report: StackReport) -> list[str]:
     """The report for one stack, as lines for a terminal or a pull request."""
-    r, stats, current = report.record, report.record["wake_seconds"], report.record["current"]
-    first, last = _span(r)
-    samples = stats["samples"]
+    r, stats, current, rec = report.record, report.record["wake_seconds"], report.record["current"], None
+    (first, last), samples = _span(r), stats["samples"]
     lines = [
         f"stack {r['stack']}: {r['probes']} probe(s) from {first:%Y-%m-%d %H:%MZ} to {last:%Y-%m-%d %H:%MZ}: "
         f"{r['cold']} cold, {r['warm']} warm (a Triton was already up: not counted)"
@@ -271,25 +260,23 @@ def describe(report: StackReport) -> list[str]:
     ]
     if r["cold"]:
         lines.append(f"  cold probes ended: {', '.join(f'{n} {o}' for o, n in r['cold_outcomes'].items() if n)}")
+    failed = f"{stats['failed']} cold probe(s) failed without a wake time, not counted" if stats["failed"] else ""
     if samples:
-        notes = []
-        if stats["cut_off"]:
-            notes.append(f"{stats['cut_off']} cut off by the timeout, ranked above every measured wake")
-        if stats["failed"]:
-            notes.append(f"{stats['failed']} cold probe(s) failed without a wake time, not counted")
-        shown = []
-        for name, percent in SHOWN:
-            value = percentile(report.times, percent)
-            shown.append(
-                f"{name} {value.show()}"
-                if value
-                else f"{name} n/a (needs {min_sample_for(percent)} cold wakes, have {samples})"
-            )
-        lines.append(f"  wake time of {samples} cold wake(s)" + (f" ({'; '.join(notes)})" if notes else ""))
+        cut = f"{stats['cut_off']} cut off by the timeout, ranked above every measured wake" if stats["cut_off"] else ""
+        notes = "; ".join(note for note in (cut, failed) if note)
+        lines.append(f"  wake time of {samples} cold wake(s)" + (f" ({notes})" if notes else ""))
+        shown = [
+            f"{name} {value.show()}"
+            if (value := percentile(report.times, percent))
+            else f"{name} n/a (needs {min_sample_for(percent)} cold wakes, have {samples})"
+            for name, percent in SHOWN
+        ]
         lines.append("    " + ", ".join(shown))
     else:
-        failed = f" ({stats['failed']} cold probe(s) failed without one)" if stats["failed"] else ""
-        lines.append(f"  no cold wake with a wake time{failed}")
+        lines.append(
+            "  no cold wake with a wake time"
+            + (f" ({stats['failed']} cold probe(s) failed without one)" if failed else "")
+        )
     if current["config_problem"]:
         lines.append(f"  no current settings: {current['config_problem']}")
     if current["ready_timeout_seconds"] is not None:
@@ -297,91 +284,128 @@ def describe(report: StackReport) -> list[str]:
             f"  current readyTimeoutSeconds {current['ready_timeout_seconds']} ({current['source']}) covered "
             f"{_share(current['covered'], samples)} cold wakes"
         )
-    rec = r["recommended"]
-    if rec is None:
+    if (rec := r["recommended"]) is None:
         return [*lines, f"  recommended readyTimeoutSeconds: none: {r['no_recommendation']}"]
     lines.append(
-        f"  recommended readyTimeoutSeconds {rec['ready_timeout_seconds']}"
-        + (" (provisional)" if rec["provisional"] else "")
-        + f": the smallest whole minute >= {rec['basis']} {rec['basis_seconds']:.1f} s + {MARGIN:.0%} margin "
-        f"({rec['basis_seconds'] * (1 + MARGIN):.1f} s); it covers {_share(rec['covered'], samples)} cold wakes"
+        f"  recommended readyTimeoutSeconds {_recommended_label(rec)}: the smallest whole minute >= {rec['basis']} "
+        f"{rec['basis_seconds']:.1f} s + {MARGIN:.0%} margin ({rec['basis_seconds'] * (1 + MARGIN):.1f} s); it covers "
+        f"{_share(rec['covered'], samples)} cold wakes"
     )
     if rec["provisional"]:
         lines.append(
             f"    only {samples} cold wake(s): a p{PERCENTILE_FOR_TIMEOUT} needs "
-            f"{min_sample_for(PERCENTILE_FOR_TIMEOUT)}; the largest of {samples} lies above the true "
-            f"p{PERCENTILE_FOR_TIMEOUT} with probability {rec['max_above_p99_probability']:.0%}"
+            f"{min_sample_for(PERCENTILE_FOR_TIMEOUT)}; "
+            f"the largest of {samples} lies above the true p{PERCENTILE_FOR_TIMEOUT} with probability "
+            f"{rec['max_above_p99_probability']:.0%}"
         )
-    if "helm_timeout_seconds" in rec and "helm_timeout_seconds" in current:
-        for name, key, unit in DERIVED:
-            change = "unchanged" if current[key] == rec[key] else f"-> {rec[key]}{unit}"
-            lines.append(f"    {name:<39} {current[key]}{unit} {change}")
+    for name, key, unit in DERIVED if "helm_timeout_seconds" in rec and "helm_timeout_seconds" in current else ():
+        change = "unchanged" if current[key] == rec[key] else f"-> {rec[key]}{unit}"
+        lines.append(f"    {name:<39} {current[key]}{unit} {change}")
     return lines
-
-
-# --------------------------------------------------------------------------------------------- picture
 
 
 PANEL_HEIGHT_INCHES = 4.5
 
 
 def figure(reports: Sequence[StackReport]) -> Figure:
-    """The cold-wake distribution of each stack, one panel each, with the current and recommended timeouts marked.
-
-    Built on a bare ``Figure`` with the Agg canvas: no pyplot state, no display needed; ``savefig`` writes it.
-    """
+    """The cold-wake histogram of each stack, one panel each, the cut-off wakes hatched from their bound, with the p99,
+    the current and the recommended timeouts marked. A bare ``Figure`` on the Agg canvas: no pyplot state, no
+    display; ``savefig`` writes it."""
     # Lazy for start-up time: matplotlib takes longer to import than the rest of the probe, and only --png needs it.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(8, PANEL_HEIGHT_INCHES * max(1, len(reports))), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(max(1, len(reports)), 1, squeeze=False)[:, 0]
-    for ax, report in zip(axes, reports, strict=False):
-        _panel(ax, report)
     if not reports:
         axes[0].set_title("no probes")
+    for ax, report in zip(axes, reports, strict=False):
+        r, samples = report.record, report.record["wake_seconds"]["samples"]
+        current, rec = r["current"]["ready_timeout_seconds"], r["recommended"]
+        measured = [t.seconds for t in report.times if not t.cut_off]
+        cut = [t.seconds for t in report.times if t.cut_off]
+        right = max([*measured, *cut, current or 0, rec["ready_timeout_seconds"] if rec else 0, 1.0]) * 1.08
+        width = right / 30
+        if measured:
+            ax.hist(
+                measured, bins=30, range=(0, right), color="#4c72b0", label=f"measured cold wakes ({len(measured)})"
+            )
+        if cut:
+            # A cut-off wake is only known to be longer than its bound: its bar starts there, not at a bin's edge.
+            piles = [list(pile) for _, pile in groupby(cut, key=lambda bound: int(bound // width))]
+            ax.bar(
+                [p[0] for p in piles],
+                [len(p) for p in piles],
+                width=width,
+                align="edge",
+                color="#dd8452",
+                hatch="//",
+                label=f"cut off: took longer than this ({len(cut)})",
+            )
+        if (p99 := percentile(report.times, PERCENTILE_FOR_TIMEOUT)) is not None:
+            ax.axvline(p99.seconds, color="black", linestyle=":", label=f"p99 {p99.show()}")
+        if current is not None:
+            label = f"current readyTimeoutSeconds {current} (covered {_share(r['current']['covered'], samples)})"
+            ax.axvline(current, color="#c44e52", linestyle="--", linewidth=2, label=label)
+        if rec is not None:
+            label = f"recommended {_recommended_label(rec)}: {rec['basis']} {rec['basis_seconds']:.1f} s + {MARGIN:.0%}"
+            label += ", to the minute"
+            ax.axvline(rec["ready_timeout_seconds"], color="#55a868", linewidth=2, label=label)
+        ax.set_xlim(0, right + width)  # room for a cut-off bar that starts at the largest bound
+        ax.set_xlabel("wake time: RepositoryIndex sent to answered (s)")
+        ax.set_ylabel("cold wakes")
+        first, last = _span(r)
+        title = f"stack {r['stack']}: {samples} cold wakes, {first:%Y-%m-%d} to {last:%Y-%m-%d}"
+        ax.set_title(title + ("" if rec else "; no recommendation"))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        # Below the axes: the marks run the full height, so no corner inside is free of them.
+        ax.legend(loc="upper left", bbox_to_anchor=(0, -0.2), fontsize="small", frameon=False)
     return fig
 
 
-def _panel(ax: Axes, report: StackReport) -> None:
-    from matplotlib.ticker import MaxNLocator  # lazy with the figure
-
-    r, samples = report.record, report.record["wake_seconds"]["samples"]
-    current, rec = r["current"]["ready_timeout_seconds"], r["recommended"]
-    measured = [t.seconds for t in report.times if not t.cut_off]
-    cut = [t.seconds for t in report.times if t.cut_off]
-    right = max([*measured, *cut, current or 0, rec["ready_timeout_seconds"] if rec else 0, 1.0]) * 1.08
-    width = right / 30
-    if measured:
-        ax.hist(measured, bins=30, range=(0, right), color="#4c72b0", label=f"measured cold wakes ({len(measured)})")
-    if cut:
-        # A cut-off wake is only known to be longer than its bound: its bar starts there, not at a bin's edge.
-        piles = [list(pile) for _, pile in groupby(cut, key=lambda bound: int(bound // width))]
-        label = f"cut off: took longer than this ({len(cut)})"
-        heights = [len(pile) for pile in piles]
-        ax.bar([p[0] for p in piles], heights, width=width, align="edge", color="#dd8452", hatch="//", label=label)
-    p99 = percentile(report.times, PERCENTILE_FOR_TIMEOUT)
-    if p99 is not None:
-        ax.axvline(p99.seconds, color="black", linestyle=":", label=f"p99 {p99.show()}")
-    if current is not None:
-        label = f"current readyTimeoutSeconds {current} (covered {_share(r['current']['covered'], samples)})"
-        ax.axvline(current, color="#c44e52", linestyle="--", linewidth=2, label=label)
-    if rec is not None:
-        label = (
-            f"recommended {rec['ready_timeout_seconds']}"
-            + (" (provisional)" if rec["provisional"] else "")
-            + f": {rec['basis']} {rec['basis_seconds']:.1f} s + {MARGIN:.0%}, to the minute"
+def run_report(
+    args: argparse.Namespace, stack_configs: Mapping[str, Mapping[str, str]] | None, stdout: TextIO, stderr: TextIO
+) -> int:
+    """``./supersonic probe report FILE``: the damaged lines on stderr, each stack's report, the picture."""
+    if args.png is not None and not args.png.parent.is_dir():
+        print(f"probe report: --png {str(args.png)!r}: no directory {str(args.png.parent)!r}", file=stderr)
+        return EXIT_USAGE
+    try:
+        history = wake_history.read(args.file)
+    except OSError as error:
+        print(f"probe report: cannot read {str(args.file)!r}: {error.strerror}", file=stderr)
+        return EXIT_USAGE
+    for damaged in history.damaged[:DAMAGED_SHOWN]:
+        print(damaged.describe(args.file), file=stderr)
+    if len(history.damaged) > DAMAGED_SHOWN:
+        print(f"{args.file}: {len(history.damaged) - DAMAGED_SHOWN} more line(s) skipped", file=stderr)
+    chosen = select(history.wakes, args.stack, args.since)
+    if not chosen:
+        which = (f" of stack {args.stack}" if args.stack else "") + (
+            f" since {args.since.isoformat()}" if args.since else ""
         )
-        ax.axvline(rec["ready_timeout_seconds"], color="#55a868", linewidth=2, label=label)
-    ax.set_xlim(0, right + width)  # room for a cut-off bar that starts at the largest bound
-    ax.set_xlabel("wake time: RepositoryIndex sent to answered (s)")
-    ax.set_ylabel("cold wakes")
-    first, last = _span(r)
-    ax.set_title(
-        f"stack {r['stack']}: {samples} cold wakes, {first:%Y-%m-%d} to {last:%Y-%m-%d}"
-        + ("" if rec else "; no recommendation")
-    )
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    # Below the axes: the marks run the full height, so no corner inside is free of them.
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.2), fontsize="small", frameon=False)
+        print(f"probe report: no probe records{which} in {str(args.file)!r}", file=stderr)
+        return EXIT_FINDING
+    configs = stack_configs or {}
+    reports = [
+        build_report(
+            stack,
+            wakes,
+            StackConfig(configs[stack], f"the given config of {stack}") if stack in configs else load_config(stack),
+        )
+        for stack, wakes in chosen.items()
+    ]
+    texts = [json.dumps(report.record) if args.json else "\n".join(describe(report)) for report in reports]
+    print(("\n" if args.json else "\n\n").join(texts), file=stdout)
+    if history.damaged and not args.json:
+        print(f"\n{len(history.damaged)} line(s) of {args.file} skipped (listed on stderr)", file=stdout)
+    if args.png is not None:
+        try:
+            figure(reports).savefig(args.png, format="png")
+        except OSError as error:
+            print(f"probe report: --png {str(args.png)!r}: cannot write: {error.strerror}", file=stderr)
+            return EXIT_USAGE
+        print(f"probe report: wrote {args.png}", file=stderr)
+    return 0
