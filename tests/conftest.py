@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from supersonic_interlink.config import PROJECT, Settings, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
@@ -17,8 +17,11 @@ from supersonic_interlink.render.evaluate import Evaluation, evaluate
 ROOT = Path(__file__).resolve().parent.parent
 
 # The property tests draw the same examples on every run (a CI failure reproduces on a laptop) and keep no example
-# database in the clone.
-settings.register_profile("supersonic", derandomize=True, database=None)
+# database in the clone; they assert on what an example gives, never on how fast, so a loaded machine neither fails
+# them on hypothesis's deadline nor on its too-slow health check.
+settings.register_profile(
+    "supersonic", derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("supersonic")
 
 
