@@ -15,7 +15,7 @@ from supersonic_interlink.cli import takeover
 from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
-from supersonic_interlink.takeover import objects_diff
+from supersonic_interlink.takeover import objects_diff, run
 from supersonic_interlink.takeover.objects_diff import (
     ExpectedDeletion,
     LiveObject,
@@ -305,12 +305,10 @@ def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
 
 
 def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
-    from supersonic_interlink.takeover import command
+    def pending(release: str, namespace: str) -> run.LiveRelease:
+        return run.LiveRelease({}, [], 7, "pending-upgrade", [])
 
-    def pending(release: str, namespace: str) -> command.LiveRelease:
-        return command.LiveRelease({}, [], 7, "pending-upgrade", [])
-
-    monkeypatch.setattr(command, "read_live_release", pending)
+    monkeypatch.setattr(run, "read_live_release", pending)
     assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
     assert "release supersonic-interlink is pending-upgrade (revision 7), not deployed" in capsys.readouterr().err
 
