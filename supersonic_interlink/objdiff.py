@@ -198,7 +198,10 @@ def changes_json(found: Iterable[Change]) -> list[dict[str, Any]]:
     """Each change as ``{"path", "before", "after"}``, a side left out where the key is not there (``ABSENT``, which
     JSON's null would not tell apart from an explicit null)."""
     return [
-        {"path": format_path(c.path), **{k: v for k, v in (("before", c.before), ("after", c.after)) if v is not ABSENT}}
+        {
+            "path": format_path(c.path),
+            **{k: v for k, v in (("before", c.before), ("after", c.after)) if v is not ABSENT},
+        }
         for c in found
     ]
 
@@ -283,7 +286,11 @@ _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6,}$")
 
 
 def compare_objects(
-    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]], namespace: str = "", *, renames: bool = False
+    before: Iterable[Mapping[str, Any]],
+    after: Iterable[Mapping[str, Any]],
+    namespace: str = "",
+    *,
+    renames: bool = False,
 ) -> ObjectsDiff:
     """The objects of ``after`` against ``before``; ``namespace`` stands in where an object names none.
 

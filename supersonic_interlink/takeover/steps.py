@@ -15,9 +15,12 @@ from dataclasses import dataclass, replace
 
 from supersonic_interlink.components.envoy_config import config_checksum, config_map_name, envoy_config_text
 from supersonic_interlink.components.failed_pod_cleanup import object_name as cleanup_object_name
-from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE, helm_release_resource_name
+from supersonic_interlink.components.supersonic_release import (
+    HELM_RELEASE_TYPE,
+    helm_release_resource_name,
+    live_release_id,
+)
 from supersonic_interlink.components.supersonic_release import TYPE as RELEASE_COMPONENT_TYPE
-from supersonic_interlink.components.supersonic_release import live_release_id
 from supersonic_interlink.config import PROJECT, Settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import ROOT, load_stack, stack_file
@@ -249,7 +252,8 @@ def steps(a: Adoption) -> list[Step]:
         "hr": f"{kubectl} get helmrelease {rel}",
         "owner": f"{label}namespace}} {label}name}}",
         "address": f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'",
-        "reconcile": "flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)",
+        "reconcile": "flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from "
+        "step 1)",
         "live_objects": LIVE_OBJECTS_FILE,
     }
     plan = []
@@ -262,7 +266,9 @@ def steps(a: Adoption) -> list[Step]:
                 lines.append(line)
         field = {kind: [line.removeprefix(kind) for line in lines if line.startswith(kind)] for kind in KINDS}
         actions = tuple(Do(line[2:], shell=line[0] == "$") for line in lines if line[:2] in ("$ ", "- "))
-        plan.append(Step(field["# "][0], field["changes: "][0], actions, tuple(field["check: "]), tuple(field["undo: "])))
+        plan.append(
+            Step(field["# "][0], field["changes: "][0], actions, tuple(field["check: "]), tuple(field["undo: "]))
+        )
     return plan
 
 
