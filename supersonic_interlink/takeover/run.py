@@ -165,8 +165,10 @@ def run_objects(
         assert live is not None, "the parser requires --live or --from-cluster"
         live_values = _load("--live", live, load_live_values)
         if live_manifest is not None:
-            found = _load("--live-manifest", live_manifest, lambda text, src: load_live_objects(text, src, namespace))
-            stored = [o.manifest for o in found]
+            manifest = _load(
+                "--live-manifest", live_manifest, lambda text, src: load_live_objects(text, src, namespace)
+            )
+            stored = [o.manifest for o in manifest]
     for path in live_objects:
         objects += _load("--live-object", path, lambda text, src: load_live_objects(text, src, namespace))
     try:
