@@ -94,7 +94,8 @@ def renders(hammer, live, tmp_path_factory) -> dict:
 
 
 def upgrade(renders: dict, chart: str, declared=()):
-    return compare(*renders[chart], RELEASE, NAMESPACE, declared)
+    before, after = renders[chart]
+    return compare(before, after, RELEASE, NAMESPACE, declared)
 
 
 def changed_fields(comparison, object_key: ObjectKey) -> dict:
@@ -144,7 +145,8 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
     hammer, live, tmp_path
 ) -> None:
     given = sides(hammer, live, [])
-    comparison = compare(*render_sides(fixture_chart("conforming", tmp_path), given), RELEASE, NAMESPACE, ())
+    before, after = render_sides(fixture_chart("conforming", tmp_path), given)
+    comparison = compare(before, after, RELEASE, NAMESPACE, ())
     assert [c.key for c in comparison.diff.changed] == [ENVOY, TRITON, SCALED_OBJECT]
     assert ENVOY_CONFIG in comparison.diff.unchanged, "this stack's envoy.yaml was served under the live name"
     assert changed_fields(comparison, SCALED_OBJECT) == {("spec", "minReplicaCount"): (1, 0)}, (
