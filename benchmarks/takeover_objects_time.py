@@ -79,9 +79,11 @@ def main() -> None:
         objects_file.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
         command = [
             sys.executable,
-            "takeover.py",
-            args.stack,
+            "-m",
+            "supersonic_interlink",
+            "takeover",
             "objects",
+            args.stack,
             "--live",
             str(LIVE_VALUES),
             "--live-object",

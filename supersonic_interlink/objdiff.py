@@ -2,14 +2,15 @@
 two sets of Kubernetes manifests, and the one way a path and a value are written. Takeover, diff and drift all use
 it; each keeps its own rules of which differences matter. Pure: plain data in, plain data out.
 
-Trees: mappings are compared key by key. A list whose items are all mappings with distinct ``name`` keys
-(containers, volumes, env, ports) is compared item by item by name, so an inserted container does not shift every
-later one; any other list is one value. A key missing on one side is ``ABSENT``, which is not the same as an
-explicit null (Helm reads a null as "delete this chart default"), and ``true`` is not ``1``.
+Trees: mappings key by key; a list whose items are all mappings with distinct ``name`` keys (containers, volumes,
+env, ports) item by item by name, so an inserted container shifts nothing; any other list is one value. A missing key
+is ``ABSENT``, not an explicit null (Helm reads null as "delete this chart default"), and ``true`` is not ``1``.
+deepdiff was weighed for this and not taken: its index paths would need mapping back to names, it reports a one-sided
+block whole rather than leaf by leaf, and its only int/float grouping (``ignore_type_in_groups``) makes ``True``
+equal ``1``.
 
-Manifests: objects are matched the way Helm matches them on upgrade, by API group, kind, namespace and name (the API
-version may change without making it another object). An object only one side has is added or removed; one on both
-sides is changed when any field differs, with the changed fields listed.
+Manifests: matched as Helm matches them on upgrade, by API group, kind, namespace and name (a new API version is the
+same object): added, removed, or changed with the fields listed.
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ from typing import Any
 
 
 class _Absent:
-    """The value of a key that is not there (compared by identity: there is one)."""
-
     def __repr__(self) -> str:
         return "ABSENT"
 
 
 ABSENT: Any = _Absent()
+"""The value of a key that is not there (compared by identity)."""
 
 
 @dataclass(frozen=True)
@@ -39,54 +39,39 @@ class Named:
     name: str
 
 
-Segment = str | Named
-Path = tuple[Segment, ...]
+Path = tuple[str | Named, ...]
 
 
 @dataclass(frozen=True)
 class Change:
-    """One field that differs: its path, the value before and the value after (either may be ``ABSENT``)."""
+    """One field that differs: its path, the value before and after (either may be ``ABSENT``)."""
 
     path: Path
     before: Any
     after: Any
 
 
-# --------------------------------------------------------------------------------------------- trees
-
-
 def changes(before: Any, after: Any, path: Path = ()) -> list[Change]:
-    """Every leaf where ``after`` differs from ``before``, in a stable order (keys sorted, named items by name).
-
-    A mapping present on one side only is reported leaf by leaf, each leaf ``ABSENT`` on the other side; a named
-    list item present on one side only is reported whole.
-    """
-    if _mapping_or_absent(before) and _mapping_or_absent(after) and not (before is ABSENT and after is ABSENT):
-        old = before if isinstance(before, Mapping) else {}
-        new = after if isinstance(after, Mapping) else {}
+    """Every leaf where ``after`` differs from ``before``, keys sorted and named items by name. A mapping on one
+    side only is reported leaf by leaf (``ABSENT`` on the other); a named item on one side only, whole."""
+    if (before is ABSENT or isinstance(before, Mapping)) and (after is ABSENT or isinstance(after, Mapping)):
+        old, new = (side if isinstance(side, Mapping) else {} for side in (before, after))
         if old or new:
-            found: list[Change] = []
-            for key in sorted(set(old) | set(new), key=str):
-                found.extend(changes(old.get(key, ABSENT), new.get(key, ABSENT), (*path, str(key))))
-            return found
-    before_items, after_items = _named_items(before), _named_items(after)
-    if before_items is not None and after_items is not None:
-        found = []
-        for name in sorted(set(before_items) | set(after_items)):
-            old_item, new_item = before_items.get(name, ABSENT), after_items.get(name, ABSENT)
-            if old_item is ABSENT or new_item is ABSENT:
-                # A whole container (volume, port) added or removed reads best as the item itself.
-                found.append(Change((*path, Named(name)), old_item, new_item))
+            keys = sorted(set(old) | set(new), key=str)
+            return [c for k in keys for c in changes(old.get(k, ABSENT), new.get(k, ABSENT), (*path, str(k)))]
+    old_items, new_items = _named_items(before), _named_items(after)
+    if old_items is not None and new_items is not None:
+        found: list[Change] = []
+        for name in sorted(set(old_items) | set(new_items)):
+            old, new = old_items.get(name, ABSENT), new_items.get(name, ABSENT)
+            if old is ABSENT or new is ABSENT:
+                found.append(Change((*path, Named(name)), old, new))
             else:
-                found.extend(changes(old_item, new_item, (*path, Named(name))))
+                found.extend(changes(old, new, (*path, Named(name))))
         return found
     if before is ABSENT or after is ABSENT:
         return [] if before is after else [Change(path, before, after)]
     return [] if _same(before, after) else [Change(path, before, after)]
-
-
-def _mapping_or_absent(value: Any) -> bool:
-    return value is ABSENT or isinstance(value, Mapping)
 
 
 def _named_items(value: Any) -> dict[str, Any] | None:
@@ -118,8 +103,7 @@ def is_under(path: Path, prefix: Path) -> bool:
 
 
 def overlay(base: Any, top: Any) -> Any:
-    """``base`` with every field ``top`` sets put in: mappings key by key, lists of named items by name, any other
-    value whole."""
+    """``base`` with every field ``top`` sets put in: mappings key by key, named items by name, the rest whole."""
     if isinstance(base, Mapping) and isinstance(top, Mapping):
         return {**base, **{key: overlay(base[key], value) if key in base else value for key, value in top.items()}}
     base_named, top_named = _named_items(base), _named_items(top)
@@ -156,8 +140,6 @@ def put(tree: Any, path: Path, value: Any) -> None:
 # --------------------------------------------------------------------------------------------- the text format
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-CONTEXT_LINES = 2
-"""Unchanged lines shown around each changed line of a multi-line text."""
 
 
 def format_path(path: Path) -> str:
@@ -177,9 +159,7 @@ def format_value(value: Any) -> str:
     """One line: ``(not set)``, ``null``, a string as it is, anything else as compact JSON."""
     if value is ABSENT:
         return "(not set)"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(", ", ": "))
 
 
 def markdown_cell(text: str) -> str:
@@ -209,10 +189,21 @@ def markdown_row(change: Change, *more: str) -> str:
 
 
 def text_diff(before: Any, after: Any) -> list[str]:
-    """Two texts (a side that is not text reads as empty) as the hunks of a unified diff: the lines that changed
-    with ``CONTEXT_LINES`` around them, without the file header."""
+    """Two texts (a side that is not text reads as empty) as unified-diff hunks, two lines of context, no header."""
     old, new = (value.splitlines() if isinstance(value, str) else [] for value in (before, after))
-    return list(difflib.unified_diff(old, new, n=CONTEXT_LINES, lineterm=""))[2:]
+    return list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:]
+
+
+def changes_json(found: Iterable[Change]) -> list[dict[str, Any]]:
+    """Each change as ``{"path", "before", "after"}``, a side left out where the key is not there (``ABSENT``, which
+    JSON's null would not tell apart from an explicit null)."""
+    return [
+        {
+            "path": format_path(c.path),
+            **{k: v for k, v in (("before", c.before), ("after", c.after)) if v is not ABSENT},
+        }
+        for c in found
+    ]
 
 
 # --------------------------------------------------------------------------------------------- manifests
@@ -229,8 +220,7 @@ class ObjectKey:
 
     def __str__(self) -> str:
         kind = f"{self.kind}.{self.group}" if self.group else self.kind
-        where = f"{self.namespace}/" if self.namespace else ""
-        return f"{kind}/{where}{self.name}"
+        return f"{kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
 
 
 @dataclass(frozen=True)
@@ -260,7 +250,7 @@ class ObjectsDiff:
         )
 
     def as_json(self) -> dict[str, Any]:
-        """Objects as ``str(ObjectKey)``; each changed one with its changes (``change_json``); docs/json.md."""
+        """Objects as ``str(ObjectKey)``, each changed one with its changes (``changes_json``); docs/json.md."""
         return {
             "added": [str(key) for key in self.added],
             "removed": [str(key) for key in self.removed],
@@ -272,30 +262,13 @@ class ObjectsDiff:
         }
 
 
-def changes_json(found: Iterable[Change]) -> list[dict[str, Any]]:
-    """Each change as ``{"path", "before", "after"}``, the path as ``format_path`` writes it and a side left out
-    where the key is not there (``ABSENT``, which JSON's null would not tell apart from an explicit null)."""
-    return [
-        {
-            "path": format_path(c.path),
-            **{k: v for k, v in (("before", c.before), ("after", c.after)) if v is not ABSENT},
-        }
-        for c in found
-    ]
-
-
 def object_key(manifest: Mapping[str, Any], namespace: str = "") -> ObjectKey:
     """The key of one manifest; ``namespace`` stands in where the manifest names none (the release namespace)."""
-    api_version = str(manifest.get("apiVersion", ""))
-    metadata = manifest.get("metadata") or {}
+    api_version, metadata = str(manifest.get("apiVersion", "")), manifest.get("metadata") or {}
     if not manifest.get("kind") or not metadata.get("name"):
         raise ValueError(f"a manifest without kind or metadata.name: {format_value(dict(manifest))[:120]}")
-    return ObjectKey(
-        kind=str(manifest["kind"]),
-        name=str(metadata["name"]),
-        group=api_version.rsplit("/", 1)[0] if "/" in api_version else "",
-        namespace=str(metadata.get("namespace") or namespace),
-    )
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return ObjectKey(str(manifest["kind"]), str(metadata["name"]), group, str(metadata.get("namespace") or namespace))
 
 
 def index(manifests: Iterable[Mapping[str, Any]], namespace: str = "", side: str = "") -> dict[ObjectKey, Any]:
@@ -312,11 +285,6 @@ def index(manifests: Iterable[Mapping[str, Any]], namespace: str = "", side: str
 _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6,}$")
 
 
-def _stem(key: ObjectKey) -> tuple[str, str, str, str] | None:
-    hashed = _HASH_SUFFIX.search(key.name) is not None
-    return (key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name)) if hashed else None
-
-
 def compare_objects(
     before: Iterable[Mapping[str, Any]],
     after: Iterable[Mapping[str, Any]],
@@ -326,36 +294,29 @@ def compare_objects(
 ) -> ObjectsDiff:
     """The objects of ``after`` against ``before``; ``namespace`` stands in where an object names none.
 
-    With ``renames``, a removed and an added object of the same kind whose names differ only in a trailing content
-    hash (``<release>-envoy-external-<hash>``, renamed whenever its content changes) are one object *replaced*,
-    compared field by field like a changed one. Raises ValueError as ``index`` does.
+    With ``renames``, one removed and one added object of the same kind whose names differ only in a trailing content
+    hash (``<release>-envoy-external-<hash>``) are one object *replaced*, compared field by field. Raises ValueError
+    as ``index`` does.
     """
     old, new = index(before, namespace, "before"), index(after, namespace, "after")
-    changed: list[ObjectChange] = []
-    unchanged: list[ObjectKey] = []
-    for key in sorted(old.keys() & new.keys()):
-        found = tuple(changes(old[key], new[key]))
-        if found:
-            changed.append(ObjectChange(key, found))
-        else:
-            unchanged.append(key)
+    found = {key: tuple(changes(old[key], new[key])) for key in sorted(old.keys() & new.keys())}
     added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
-    replaced: list[ObjectChange] = []
-    if renames:
-        stems: dict[Any, tuple[list[ObjectKey], list[ObjectKey]]] = {}
-        for side, keys in ((0, removed), (1, added)):
-            for key in keys:
-                stems.setdefault(_stem(key), ([], []))[side].append(key)
-        replaced = [
-            ObjectChange(came[0], tuple(changes(old[gone[0]], new[came[0]])), gone[0])
-            for stem, (gone, came) in stems.items()
-            if stem is not None and len(gone) == len(came) == 1
-        ]
+    stems: dict[Any, tuple[list[ObjectKey], list[ObjectKey]]] = {}
+    for side, keys in ((0, removed), (1, added)) if renames else ():
+        for key in keys:
+            if _HASH_SUFFIX.search(key.name):
+                stem = (key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name))
+                stems.setdefault(stem, ([], []))[side].append(key)
+    replaced = [
+        ObjectChange(came[0], tuple(changes(old[gone[0]], new[came[0]])), gone[0])
+        for gone, came in stems.values()
+        if len(gone) == len(came) == 1
+    ]
     paired = {r.old for r in replaced} | {r.key for r in replaced}
     return ObjectsDiff(
         added=tuple(k for k in added if k not in paired),
         removed=tuple(k for k in removed if k not in paired),
-        changed=tuple(changed),
-        unchanged=tuple(unchanged),
+        changed=tuple(ObjectChange(key, c) for key, c in found.items() if c),
+        unchanged=tuple(key for key, c in found.items() if not c),
         replaced=tuple(replaced),
     )

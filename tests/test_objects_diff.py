@@ -15,7 +15,7 @@ from supersonic_interlink.cli import takeover
 from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
-from supersonic_interlink.takeover import objects_diff
+from supersonic_interlink.takeover import objects_diff, run
 from supersonic_interlink.takeover.objects_diff import (
     ExpectedDeletion,
     LiveObject,
@@ -85,10 +85,17 @@ def served(*manifests: dict) -> list[LiveObject]:
     return [LiveObject(m, "live-objects.yaml") for m in manifests]
 
 
-def upgrade(chart: str, tmp_path: Path, hammer: Expected, live: dict, *objects: dict, declared=()):
-    given = sides(hammer, live, served(*objects))
-    before, after = render_sides(fixture_chart(chart, tmp_path), given)
-    return compare(before, after, RELEASE, NAMESPACE, declared), given
+@pytest.fixture(scope="module")
+def renders(hammer, live, tmp_path_factory) -> dict:
+    """Each test chart rendered as the upgrade, from the live values to hammer's, the live objects served."""
+    given = sides(hammer, live, served(OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT))
+    charts = ("conforming", "deletes-on-upgrade", "kept-on-upgrade")
+    return {chart: render_sides(fixture_chart(chart, tmp_path_factory.mktemp(chart)), given) for chart in charts}
+
+
+def upgrade(renders: dict, chart: str, declared=()):
+    before, after = renders[chart]
+    return compare(before, after, RELEASE, NAMESPACE, declared)
 
 
 def changed_fields(comparison, object_key: ObjectKey) -> dict:
@@ -100,9 +107,9 @@ def changed_fields(comparison, object_key: ObjectKey) -> dict:
 
 
 def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_live_objects_are_served(
-    hammer, live, tmp_path
+    hammer, renders
 ) -> None:
-    comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+    comparison = upgrade(renders, "conforming")
     assert comparison.diff.removed == (), "the conforming chart renders every live object after the upgrade too"
     assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
@@ -130,12 +137,16 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
         "the chart's lookup found the live ScaledObject and kept its minReplicaCount 1, as on the cluster"
     )
     assert not comparison.has_findings
+    stale = upgrade(renders, "conforming", [PDB_DELETION])
+    assert stale.stale == (PDB_DELETION,) and stale.has_findings, "a declared deletion the upgrade no longer makes"
 
 
 def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_replica_floor_drops(
     hammer, live, tmp_path
 ) -> None:
-    comparison, given = upgrade("conforming", tmp_path, hammer, live)
+    given = sides(hammer, live, [])
+    before, after = render_sides(fixture_chart("conforming", tmp_path), given)
+    comparison = compare(before, after, RELEASE, NAMESPACE, ())
     assert [c.key for c in comparison.diff.changed] == [ENVOY, TRITON, SCALED_OBJECT]
     assert ENVOY_CONFIG in comparison.diff.unchanged, "this stack's envoy.yaml was served under the live name"
     assert changed_fields(comparison, SCALED_OBJECT) == {("spec", "minReplicaCount"): (1, 0)}, (
@@ -145,31 +156,22 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
     assert any("No live ScaledObject" in note for note in given.notes)
 
 
-def test_an_object_only_the_live_values_render_is_an_unexplained_deletion(hammer, live, tmp_path) -> None:
-    comparison, _ = upgrade("deletes-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_declared(renders) -> None:
+    comparison = upgrade(renders, "deletes-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
     assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
+    declared = upgrade(renders, "deletes-on-upgrade", [PDB_DELETION])
+    assert declared.unexplained == () and declared.stale == () and not declared.has_findings
+    assert [(d.key, d.why) for d in declared.deleted] == [(TRITON_PDB, PDB_DELETION.why)]
 
 
-def test_a_declared_deletion_is_explained(hammer, live, tmp_path) -> None:
-    comparison, _ = upgrade("deletes-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, declared=[PDB_DELETION])
-    assert comparison.unexplained == () and comparison.stale == ()
-    assert [(d.key, d.why) for d in comparison.deleted] == [(TRITON_PDB, PDB_DELETION.why)]
-    assert not comparison.has_findings
-
-
-def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(hammer, live, tmp_path) -> None:
-    comparison, _ = upgrade("kept-on-upgrade", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
+def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(renders) -> None:
+    comparison = upgrade(renders, "kept-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,)
     assert [d.key for d in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
     assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
-
-
-def test_a_declared_deletion_the_upgrade_no_longer_makes_is_stale(hammer, live, tmp_path) -> None:
-    comparison, _ = upgrade("conforming", tmp_path, hammer, live, OLD_ENVOY_CONFIG_MAP, declared=[PDB_DELETION])
-    assert comparison.stale == (PDB_DELETION,) and comparison.has_findings
 
 
 # --------------------------------------------------------------------------------------------- the command
@@ -305,12 +307,10 @@ def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
 
 
 def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
-    from supersonic_interlink.takeover import command
+    def pending(release: str, namespace: str) -> run.LiveRelease:
+        return run.LiveRelease({}, [], 7, "pending-upgrade", [])
 
-    def pending(release: str, namespace: str) -> command.LiveRelease:
-        return command.LiveRelease({}, [], 7, "pending-upgrade", [])
-
-    monkeypatch.setattr(command, "read_live_release", pending)
+    monkeypatch.setattr(run, "read_live_release", pending)
     assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
     assert "release supersonic-interlink is pending-upgrade (revision 7), not deployed" in capsys.readouterr().err
 

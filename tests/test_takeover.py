@@ -221,20 +221,14 @@ def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
     return calls.read_text().splitlines() if calls.exists() else []
 
 
-@pytest.mark.parametrize("suspended", ["false", ""])
-def test_the_printed_helmrelease_delete_does_nothing_unless_it_is_suspended(hammer_steps, tmp_path, suspended) -> None:
+@pytest.mark.parametrize(("suspended", "deletes"), [("false", False), ("", False), ("true", True)])
+def test_the_printed_helmrelease_delete_runs_only_once_it_is_suspended(hammer_steps, tmp_path, suspended, deletes):
     _, plan_steps = hammer_steps
     (command,) = [a.text for s in plan_steps for a in s.actions if "delete helmrelease" in a.text]
     calls = _run_printed(command, tmp_path, suspended)
-    assert calls and not [c for c in calls if c.startswith("-n cms delete")], (
-        "deleting a HelmRelease that is not suspended makes helm-controller uninstall the release"
-    )
-
-
-def test_the_printed_helmrelease_delete_runs_once_it_is_suspended(hammer_steps, tmp_path) -> None:
-    _, plan_steps = hammer_steps
-    (command,) = [a.text for s in plan_steps for a in s.actions if "delete helmrelease" in a.text]
-    assert _run_printed(command, tmp_path, "true")[-1] == "-n cms delete helmrelease supersonic-interlink"
+    assert calls and [c for c in calls if c.startswith("-n cms delete")] == (
+        ["-n cms delete helmrelease supersonic-interlink"] if deletes else []
+    ), "deleting a HelmRelease that is not suspended makes helm-controller uninstall the release"
 
 
 def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> None:

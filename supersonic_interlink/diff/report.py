@@ -5,17 +5,23 @@ Each object is one entry: ``-`` removed, ``+`` added, ``±`` replaced (a content
 changed; under it each changed field, its path, then the value before (``-``) and after (``+``); a multi-line text
 (the Envoy configuration a ConfigMap holds) as the lines that changed, with two lines of context. The Helm release is
 one object, ``Release.helm.sh``: its chart, Helm options (the upgrade timeout) and values. Secret data is masked
-(``render.release.mask``) and a secret config value is its placeholder, so nothing secret is printed.
+(``render.release.mask``) and a secret config value is its placeholder, so nothing secret is printed. ``run`` is the
+verb's work once ``cli/diff.py`` has checked the command line: each way it can fail is one line and its exit code.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from json import dumps
 from pathlib import Path
 from typing import Any
 
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.diff import sides
 from supersonic_interlink.objdiff import Change, ObjectsDiff, compare_objects, format_path, format_value, text_diff
 
@@ -106,7 +112,7 @@ def text(diff: StackDiff) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown(diff: StackDiff) -> str:
+def pull_request_text(diff: StackDiff) -> str:
     """The same text for a pull request comment: one collapsible section per stack (none for no change)."""
     if diff.objects.empty and diff.chart_compared and not diff.secrets:
         return f"- **{diff.stack}**: no change\n"
@@ -158,3 +164,32 @@ def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None =
         compare_objects(before, after, namespace, renames=True),
         chart_compared,
     )
+
+
+def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool, strict: bool, json: bool) -> int:
+    try:
+        result = diff_stack(stack, base, chart)
+    except ConfigError as error:
+        print(
+            f"stack {stack}: invalid config in the working tree:",
+            *(f"  {p}" for p in error.problems),
+            sep="\n",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except sides.SideError as error:
+        print(f"stack {stack}: {error}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(error, sides.BaseRefError) else EXIT_FINDING
+    if not result.base.exists and not result.head.exists:
+        print(
+            f"stack {stack}: no stack file stacks/Pulumi.{stack}.yaml at the base or in the working tree "
+            f"(stacks: {', '.join(stack_names())})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    printed = pull_request_text(result) if markdown else text(result)
+    print(dumps(as_json(result), indent=2, default=str) + "\n" if json else printed, end="")
+    if strict and not result.chart_compared:
+        print(f"stack {stack}: --strict: the chart's objects were not compared (exit 3)", file=sys.stderr)
+        return EXIT_SKIPPED
+    return EXIT_OK

@@ -35,7 +35,7 @@ from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
 from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
 from supersonic_interlink.contract import UnknownGeneration, generation_of_values
-from supersonic_interlink.render.release import mask
+from supersonic_interlink.render.release import chart_objects, mask
 from supersonic_interlink.render.stack import CHART_DIR, locate_chart, render, write
 
 SHARED = (".venv", ".tools", chart_source.CACHE_DIR)
@@ -91,12 +91,11 @@ def default_base() -> tuple[str, str]:
     """(commit, how it was chosen): the merge base of HEAD with ``main`` (or ``origin/main``)."""
     for branch in ("main", "origin/main"):
         try:
-            commit = git("merge-base", "HEAD", branch).strip()
+            return git("merge-base", "HEAD", branch).strip(), f"merge base with {branch}"
         except GitMissing:
             raise
         except SideError:
             continue
-        return commit, f"merge base with {branch}"
     raise SideError("no merge base of HEAD with main or origin/main: give --base REF")
 
 
@@ -131,10 +130,15 @@ def checkout(commit: str) -> Iterator[Path]:
         yield tree
 
 
-def _fetch_if_pinned(chart: ChartSource) -> str:
+def _fetch_if_pinned(chart: ChartSource | None) -> str:
     """Fetch a pinned git chart that is not in the cache (a copy that is there, modified or not, is left for
     ``locate_chart`` to judge); why it cannot be fetched, or ""."""
-    if chart.kind != "git" or chart.commit is None or (chart_source.CACHE_ROOT / chart.commit).exists():
+    if (
+        chart is None
+        or chart.kind != "git"
+        or chart.commit is None
+        or (chart_source.CACHE_ROOT / chart.commit).exists()
+    ):
         return ""
     try:
         with progress.step(f"fetching chart {chart.commit} from {chart.git}"):
@@ -142,13 +146,6 @@ def _fetch_if_pinned(chart: ChartSource) -> str:
     except chart_source.ChartSourceError as error:
         return f"the pinned chart cannot be fetched: {error}"
     return ""
-
-
-def _fetch_pinned_chart(stack_path: Path) -> None:
-    """Fetch the pinned git chart a stack file names, if any; a failure is reported later, by ``_chart_objects``."""
-    chart = pinned_chart(stack_path)
-    if chart is not None:
-        _fetch_if_pinned(chart)
 
 
 def pinned_chart(stack_path: Path) -> ChartSource | None:
@@ -169,8 +166,6 @@ def pinned_chart(stack_path: Path) -> ChartSource | None:
 
 def _chart_objects(stack: str, rendered: dict[str, Any], chart_dir: Path | None, root: Path) -> tuple[Any, str]:
     """(the chart's objects, "") or (None, why not) for one side's render."""
-    from supersonic_interlink.render.release import chart_objects
-
     unfetched = "" if chart_dir is not None else _fetch_if_pinned(rendered["chart_source"])
     if unfetched:
         return None, unfetched
@@ -187,7 +182,7 @@ def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
     """The working tree's side (ConfigError for invalid config, as ``render`` exits 2 on it)."""
     if not stack_file(stack).is_file():
         return Side("working tree", exists=False)
-    _fetch_pinned_chart(stack_file(stack))  # the render reads the chart's generation from it
+    _fetch_if_pinned(pinned_chart(stack_file(stack)))  # the render reads the chart's generation from it
     rendered = render(stack, chart_dir=chart_dir)  # for the chart it renders with: --chart's generation, if given
     objects, note = _chart_objects(stack, rendered, chart_dir, ROOT)
     write(rendered, out, objects)
@@ -202,7 +197,7 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
         if not (tree / "stacks" / f"Pulumi.{stack}.yaml").is_file():
             return Side(label, exists=False)
         # A pinned chart in the cache first: the render reads the chart's generation from it.
-        _fetch_pinned_chart(tree / "stacks" / f"Pulumi.{stack}.yaml")
+        _fetch_if_pinned(pinned_chart(tree / "stacks" / f"Pulumi.{stack}.yaml"))
         command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
         # With --chart the base renders for that chart's generation too; a base whose render predates --chart renders
         # for its own chart's, and the diff's first line says when the two sides' generations differ.

@@ -1,19 +1,15 @@
 """What the takeover upgrade does to the live release's objects, with every deletion it makes explained.
 
-The first ``pulumi up`` of a takeover upgrades the live release in place. ``render_sides`` renders the pinned chart
-twice with the real Helm v3 (``helm.render_chart``: ``helm template --dry-run=server --is-upgrade`` with the
-project's post-renderer, which stands for the live release's post-render patch too, as both set the same trigger
-timeout): once with the live values, as the live release renders them, and once with this project's, as the upgrade
-will. Each side's ``lookup`` is answered by a stand-in API serving what the cluster holds at that moment: the live
-objects given (the old external Envoy ConfigMap, the live ScaledObject whose ``minReplicaCount`` the chart keeps)
-and, on this project's side, also its own Envoy ConfigMap, which ``pulumi up`` creates before the upgrade.
+``render_sides`` renders the pinned chart twice with the real Helm v3 as an upgrade, with the project's post-renderer
+(it stands for the live release's post-render patch too: both set the same trigger timeout): once with the live
+values, once with this project's. Each side's ``lookup`` is answered from what the cluster holds at that moment: the
+live objects given (the old Envoy ConfigMap, the ScaledObject whose ``minReplicaCount`` the chart keeps) and, on the
+project's side, its own Envoy ConfigMap, which ``pulumi up`` creates before the upgrade.
 
-``compare`` matches the two renders object by object (``objdiff.compare_objects``). A Helm upgrade deletes
-every object of the old release the new render no longer contains, except one marked ``helm.sh/resource-policy:
-keep`` and hooks, which are not part of the release's objects (helm/helm ``pkg/kube/client.go``, ``update``). Each
-deletion must be one this project means to make: ``EXPECTED_DELETIONS`` declares them with the reason. An
-undeclared deletion is a finding, and so is a declaration under which nothing is deleted any more. ``markdown``
-writes the report the operator pastes into the pull request (``command.run_objects`` prints it).
+``compare`` matches the renders object by object (``objdiff.compare_objects``). A Helm upgrade deletes every object
+of the old release the new render lacks, except one marked ``helm.sh/resource-policy: keep`` and hooks (helm/helm
+``pkg/kube/client.go``, ``update``). Each deletion must be declared with its reason (``EXPECTED_DELETIONS``); an
+undeclared deletion is a finding, and so is a declaration under which nothing is deleted any more.
 """
 
 from __future__ import annotations
@@ -26,10 +22,10 @@ from typing import Any
 
 from supersonic_interlink.chart.helm import ChartRenderError, render_chart
 from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
+from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
 from supersonic_interlink.contract import CHART, Generation
 from supersonic_interlink.objdiff import (
-    Change,
     ObjectKey,
     ObjectsDiff,
     compare_objects,
@@ -55,8 +51,7 @@ class ExpectedDeletion:
     """API group (``policy``, ``rbac.authorization.k8s.io``); empty for the core group."""
 
     def key(self, release_name: str, namespace: str) -> ObjectKey:
-        name = self.name.format(instance=CHART.instance_name(release_name))
-        return ObjectKey(self.kind, name, self.group, namespace)
+        return ObjectKey(self.kind, self.name.format(instance=CHART.instance_name(release_name)), self.group, namespace)
 
 
 EXPECTED_DELETIONS: tuple[ExpectedDeletion, ...] = ()
@@ -117,25 +112,22 @@ def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[Li
     manifests: list[Any] = []
     for document in documents:
         if isinstance(document, dict) and str(document.get("kind", "")).endswith("List") and "items" in document:
-            items = document.get("items") or []
-            if not isinstance(items, list):
+            if not isinstance(document["items"] or [], list):
                 raise LiveObjectsError(f"{source}: a {document['kind']} whose items is not a list")
-            manifests.extend(items)
+            manifests.extend(document["items"] or [])
         elif document is not None:
             manifests.append(document)
     found = []
     for number, manifest in enumerate(manifests, start=1):
+        metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
         if (
-            not isinstance(manifest, dict)
+            not isinstance(metadata, dict)
             or not manifest.get("kind")
-            or not isinstance(manifest.get("metadata"), dict)
-            or not isinstance(manifest["metadata"].get("name"), str)
-            or not manifest["metadata"]["name"]
+            or not metadata.get("name")
+            or (not isinstance(metadata["name"], str))
         ):
             raise LiveObjectsError(f"{source}: object {number} is not a Kubernetes object (no kind or metadata.name)")
-        metadata = dict(manifest["metadata"])
-        metadata.setdefault("namespace", namespace)
-        found.append(LiveObject({**manifest, "metadata": metadata}, source))
+        found.append(LiveObject({**manifest, "metadata": {"namespace": namespace, **metadata}}, source))
     try:
         LookupApi([o.manifest for o in found])  # checks each can be served; starts nothing
     except LookupApiError as error:
@@ -170,29 +162,22 @@ def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | N
 
 def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequence[LiveObject]) -> Sides:
     """The two renders' inputs. The live Envoy ConfigMap, if not among ``live_objects``, is stood in for by this
-    stack's envoy.yaml under the live name (so the chart renders, and the note says the change is not shown)."""
-    namespace = expected.namespace
-    served = [o.manifest for o in live_objects]
+    stack's envoy.yaml under the live name (so the chart renders, and a note says the change is not shown)."""
+    namespace, served = expected.namespace, [o.manifest for o in live_objects]
     by_key = {o.key: o for o in live_objects}
-    notes = []
-    live_served = list(served)
-    envoy = live_envoy_config_map(live_values)
     scaled = CHART.scaled_object_name(expected.release_name)
     named = [ObjectKey("ScaledObject", scaled, "keda.sh", namespace)]
+    notes, live_served = [], list(served)
+    envoy = live_envoy_config_map(live_values)
     if envoy is not None:
         name, key = envoy
         named.append(ObjectKey("ConfigMap", name, "", namespace))
-        given = by_key.get(named[1])
-        if given is not None:
-            notes.append(f"The live Envoy ConfigMap `{name}` is the one in `{given.source}`.")
+        if named[1] in by_key:
+            notes.append(f"The live Envoy ConfigMap `{name}` is the one in `{by_key[named[1]].source}`.")
         else:
+            metadata = {"name": name, "namespace": namespace}
             live_served.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": name, "namespace": namespace},
-                    "data": {key: expected.envoy_yaml},
-                }
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {key: expected.envoy_yaml}}
             )
             notes.append(
                 f"**The live Envoy ConfigMap `{name}` was not given**: this stack's envoy.yaml was served under its "
@@ -209,14 +194,19 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
             f"No live ScaledObject `{scaled}` was given: the chart's lookup found none, so where the chart keeps the "
             "live minReplicaCount this shows the value set instead. Give it with `--live-object`."
         )
-    others = [o for o in live_objects if o.key not in named]
+    others = [f"`{o.key}`" for o in live_objects if o.key not in named]
     if others:
-        notes.append("Also served to the chart's lookup: " + ", ".join(f"`{o.key}`" for o in others) + ".")
-    # On the cluster at the upgrade, the project's ConfigMap exists beside the live objects (pulumi up creates it
-    # first); it is served last, so it wins over a live object of the same name.
-    project_served = served + expected.served
+        notes.append(f"Also served to the chart's lookup: {', '.join(others)}.")
+    # At the upgrade the project's ConfigMap exists beside the live objects (pulumi up creates it first); served
+    # last, it wins over a live object of the same name.
     return Sides(
-        expected.release_name, namespace, live_values, live_served, expected.values, project_served, tuple(notes)
+        expected.release_name,
+        namespace,
+        live_values,
+        live_served,
+        expected.values,
+        served + expected.served,
+        tuple(notes),
     )
 
 
@@ -228,39 +218,29 @@ class SideRefused(Exception):
         self.side = side
 
 
-def render_side(chart_dir: Path, given: Sides, side: str, *, post_renderer: Path | None = None) -> list[dict[str, Any]]:
-    """One side rendered as an upgrade (``side``: ``live`` or ``project``). Raises ``SideRefused`` or
-    ``BinaryError``."""
-    from supersonic_interlink.components.supersonic_release import POSTRENDER
-
-    values, served, said = (
-        (given.live_values, given.live_served, "the live values")
-        if side == "live"
-        else (given.project_values, given.project_served, "this stack's values")
-    )
+def render_side(chart_dir: Path, given: Sides, side: str) -> list[dict[str, Any]]:
+    """One side (``live`` or ``project``) rendered as an upgrade: the live objects are those of the release's last
+    upgrade (Flux upgrades on every change), and the takeover is one. Raises ``SideRefused`` or ``BinaryError``."""
+    live = side == "live"
+    values, served = (given.live_values, given.live_served) if live else (given.project_values, given.project_served)
     try:
-        # As an upgrade: the live objects are those of the release's last upgrade (Flux upgrades it on every
-        # change), and the takeover is one.
         return render_chart(
             chart_dir,
             given.release_name,
             given.namespace,
             values,
             served,
-            post_renderer=ROOT / POSTRENDER if post_renderer is None else post_renderer,
+            post_renderer=ROOT / POSTRENDER,
             is_upgrade=True,
         )
     except ChartRenderError as error:
-        raise SideRefused(said, str(error)) from None
+        raise SideRefused("the live values" if live else "this stack's values", str(error)) from None
 
 
-def render_sides(
-    chart_dir: Path, given: Sides, *, post_renderer: Path | None = None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def render_sides(chart_dir: Path, given: Sides) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(live render, project render), rendered at the same time. Raises ``SideRefused`` or ``BinaryError``."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        live = pool.submit(render_side, chart_dir, given, "live", post_renderer=post_renderer)
-        project = pool.submit(render_side, chart_dir, given, "project", post_renderer=post_renderer)
+        live, project = (pool.submit(render_side, chart_dir, given, side) for side in ("live", "project"))
         return live.result(), project.result()
 
 
@@ -278,7 +258,7 @@ class ObjectsComparison:
     diff: ObjectsDiff
     """The live render against the project's: ``removed`` is what the upgrade deletes, ``added`` what it creates."""
     deleted: tuple[Deletion, ...]
-    """Deleted by the upgrade, as declared in ``EXPECTED_DELETIONS``."""
+    """Deleted by the upgrade, as declared."""
     unexplained: tuple[ObjectKey, ...]
     """Findings: deleted by the upgrade, and not declared."""
     left: tuple[Deletion, ...]
@@ -308,44 +288,25 @@ def compare(
     namespace: str,
     declared: Sequence[ExpectedDeletion] | None = None,
 ) -> ObjectsComparison:
-    """Compare the live render with the project's and sort what the upgrade no longer renders (``declared``:
-    default ``EXPECTED_DELETIONS``)."""
-    declarations = EXPECTED_DELETIONS if declared is None else declared
-    diff = compare_objects(before, after, namespace)
-    old = index(before, namespace)
-    reasons = {d.key(release_name, namespace): d for d in declarations}
-    deleted, unexplained, left, used = [], [], [], set()
+    """The live render against the project's, what the upgrade no longer renders sorted by ``declared`` (default
+    ``EXPECTED_DELETIONS``)."""
+    diff, old = compare_objects(before, after, namespace), index(before, namespace)
+    reasons = {d.key(release_name, namespace): d for d in (EXPECTED_DELETIONS if declared is None else declared)}
+    deleted, unexplained, left = [], [], []
     for key in diff.removed:
         kept = _left_by_helm(old[key])
         if kept:
             left.append(Deletion(key, kept))
         elif key in reasons:
-            used.add(key)
             deleted.append(Deletion(key, reasons[key].why))
         else:
             unexplained.append(key)
+    used = {d.key for d in deleted}
     stale = tuple(d for k, d in reasons.items() if k not in used)
     return ObjectsComparison(diff, tuple(deleted), tuple(unexplained), tuple(left), stale)
 
 
 # --------------------------------------------------------------------------------------------- the report
-
-
-def _changed_object(key: ObjectKey, changes: Sequence[Change]) -> list[str]:
-    """A table row per changed field; a multi-line text (the Envoy configuration) as a diff under the table."""
-    texts = [c for c in changes if any(isinstance(v, str) and "\n" in v for v in (c.before, c.after))]
-    lines = [f"**Changed `{key}`:**", "", "| field | live | this stack |", "|---|---|---|"]
-    lines += [
-        f"| {markdown_cell(format_path(c.path))} | *(text: see below)* | *(text: see below)* |"
-        if c in texts
-        else markdown_row(c)
-        for c in changes
-    ]
-    lines.append("")
-    for c in texts:
-        diff = text_diff(c.before, c.after)
-        lines += [f"`{format_path(c.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff, "```", ""]
-    return lines
 
 
 def as_json(comparison: ObjectsComparison) -> dict[str, Any]:
@@ -359,55 +320,50 @@ def as_json(comparison: ObjectsComparison) -> dict[str, Any]:
     }
 
 
+HERE = "`supersonic_interlink/takeover/objects_diff.py`"
+
+
 def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str] = ()) -> str:
-    """The report for the pull request: what was rendered, deleted, created, changed, then any findings."""
-    diff = comparison.diff
-    lines = [f"#### Objects: the live release → stack `{stack}`", ""]
-    lines += [f"- {note}" for note in notes]
-    if notes:
-        lines.append("")
-    lines += ["**Deleted by the upgrade:**", ""]
-    if comparison.deleted or comparison.unexplained:
-        lines += ["| object | why |", "|---|---|"]
-        lines += [f"| `{d.key}` | {d.why} |" for d in comparison.deleted]
+    """The report for the pull request: what was rendered, deleted, created, changed (a multi-line text, the Envoy
+    configuration, as a diff under its table), then any findings."""
+    diff, c = comparison.diff, comparison
+    lines = [f"#### Objects: the live release → stack `{stack}`", "", *(f"- {note}" for note in notes)]
+    lines += ["", "**Deleted by the upgrade:**", ""] if notes else ["**Deleted by the upgrade:**", ""]
+    if c.deleted or c.unexplained:
+        lines += ["| object | why |", "|---|---|", *(f"| `{d.key}` | {d.why} |" for d in c.deleted)]
         lines += [
-            f"| `{key}` | **not explained** (a finding: declare it with its reason in "
-            "`supersonic_interlink/takeover/objects_diff.py`, or change the stack so the upgrade keeps it) |"
-            for key in comparison.unexplained
+            f"| `{key}` | **not explained** (a finding: declare it with its reason in {HERE}, or change the stack so "
+            "the upgrade keeps it) |"
+            for key in c.unexplained
         ]
     else:
         lines.append("*(none)*")
-    lines.append("")
-    if comparison.left:
-        lines += ["**No longer rendered, left on the cluster by Helm:**", ""]
-        lines += [f"- `{d.key}`: {d.why}" for d in comparison.left]
-        lines.append("")
-    lines += ["**Created:**", ""]
-    lines += [f"- `{key}`" for key in diff.added] or ["*(none)*"]
-    lines.append("")
+    if c.left:
+        lines += ["", "**No longer rendered, left on the cluster by Helm:**", ""]
+        lines += [f"- `{d.key}`: {d.why}" for d in c.left]
+    lines += ["", "**Created:**", "", *([f"- `{key}`" for key in diff.added] or ["*(none)*"]), ""]
     for change in diff.changed:
-        lines += _changed_object(change.key, change.changes)
-    if comparison.stale:
+        texts = [x for x in change.changes if any(isinstance(v, str) and "\n" in v for v in (x.before, x.after))]
+        lines += [f"**Changed `{change.key}`:**", "", "| field | live | this stack |", "|---|---|---|"]
         lines += [
-            (
-                "**Declared deletions the upgrade no longer makes** (findings: remove them from "
-                "`supersonic_interlink/takeover/objects_diff.py`):"
-            ),
-            "",
+            f"| {markdown_cell(format_path(x.path))} | *(text: see below)* | *(text: see below)* |"
+            if x in texts
+            else markdown_row(x)
+            for x in change.changes
         ]
-        lines += [f"- `{d.kind}` `{d.name}`: {d.why}" for d in comparison.stale]
         lines.append("")
+        for x in texts:
+            diff_lines = text_diff(x.before, x.after)
+            lines += [f"`{format_path(x.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff_lines, "```", ""]
+    if c.stale:
+        lines += [f"**Declared deletions the upgrade no longer makes** (findings: remove them from {HERE}):", ""]
+        lines += [f"- `{d.kind}` `{d.name}`: {d.why}" for d in c.stale] + [""]
     labels = " and ".join(f"`{label}`" for label in FLUX_ORIGIN_LABELS)
-    lines += [
-        (
-            f"Not shown: every object of the live release also carries helm-controller's labels {labels}; the "
-            "upgrade removes them from each object's `metadata.labels` (no selector, no pod template)."
-        ),
-        "",
-        (
-            f"{len(comparison.deleted) + len(comparison.unexplained)} deleted ({len(comparison.unexplained)} "
-            f"unexplained), {len(diff.added)} created, {len(diff.changed)} changed, {len(diff.unchanged)} "
-            f"unchanged, {len(comparison.left)} left by Helm, {len(comparison.stale)} stale."
-        ),
-    ]
+    lines.append(
+        f"Not shown: every object of the live release also carries helm-controller's labels {labels}; the upgrade "
+        "removes them from each object's `metadata.labels` (no selector, no pod template).\n\n"
+        f"{len(c.deleted) + len(c.unexplained)} deleted ({len(c.unexplained)} unexplained), {len(diff.added)} created, "
+        f"{len(diff.changed)} changed, {len(diff.unchanged)} unchanged, {len(c.left)} left by Helm, {len(c.stale)} "
+        "stale."
+    )
     return "\n".join(lines) + "\n"

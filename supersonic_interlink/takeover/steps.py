@@ -1,8 +1,9 @@
-"""Taking over a live Flux-managed release: the URNs the engine gives it, and the steps for one stack.
+"""Taking over a live Flux-managed release: the URNs the engine gives it, and the runbook for one stack.
 
-Everything here is derived from the program's own names (project, component names and types, the provider's type
-token) and the stack's settings, so the printed commands name exactly what ``pulumi up`` registers. The runbook,
-with the reasons and the sources behind the order, is docs/takeover.md.
+Everything is derived from the program's own names (project, component names and types, the provider's type token)
+and the stack's settings, so the printed commands name exactly what ``pulumi up`` registers. ``STEPS`` is the one
+source of the runbook: ``takeover steps`` prints it for a stack, and docs/takeover.md holds it for hammer
+(``python -m supersonic_interlink.takeover.steps --write``), beside the reasons and sources behind the order.
 """
 
 from __future__ import annotations
@@ -26,18 +27,15 @@ from supersonic_interlink.config.stack_config import ROOT, load_stack, stack_fil
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.program import RELEASE_COMPONENT
 
-ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 LIVE_OBJECTS_FILE = "live-objects.yaml"
 """Where step 1 saves the live objects the chart looks up, for ``./supersonic takeover objects <stack>`` in step 2."""
 
 
 def resource_urn(stack: str, project: str, type_chain: Sequence[str], name: str) -> str:
-    """The URN the engine gives a resource: ``urn:pulumi:<stack>::<project>::<qualified type>::<name>``.
-
-    The qualified type is the types of the resource's ancestors and its own joined by ``$``, outermost first; the
-    root stack is never part of it (pulumi/pulumi ``Deployment.generateURN`` and ``urn.New``).
-    """
-    types = [t for t in type_chain if t != ROOT_STACK_TYPE]
+    """The URN the engine gives a resource: ``urn:pulumi:<stack>::<project>::<qualified type>::<name>``, the types of
+    its ancestors and its own joined by ``$``, the root stack left out (pulumi/pulumi ``Deployment.generateURN``,
+    ``urn.New``)."""
+    types = [t for t in type_chain if t != "pulumi:pulumi:Stack"]
     if not types:
         raise ValueError("a URN needs the resource's own type")
     return f"urn:pulumi:{stack}::{project}::{'$'.join(types)}::{name}"
@@ -65,25 +63,24 @@ class Adoption:
 
 
 def adoption(stack: str, settings: Settings) -> Adoption:
-    release_urn = resource_urn(
-        stack, PROJECT, [RELEASE_COMPONENT_TYPE, HELM_RELEASE_TYPE], helm_release_resource_name(RELEASE_COMPONENT)
-    )
+    name, chart = settings.release.name, settings.release.chart
+    release_type = [RELEASE_COMPONENT_TYPE, HELM_RELEASE_TYPE]
     return Adoption(
         stack=stack,
         namespace=settings.namespace,
-        release=settings.release.name,
+        release=name,
         adopt=settings.release.adopt,
-        chart_pinned=settings.release.chart.kind == "git" and settings.release.chart.pinned,
+        chart_pinned=chart.kind == "git" and chart.pinned,
         component_urn=resource_urn(stack, PROJECT, [RELEASE_COMPONENT_TYPE], RELEASE_COMPONENT),
-        release_urn=release_urn,
+        release_urn=resource_urn(stack, PROJECT, release_type, helm_release_resource_name(RELEASE_COMPONENT)),
         import_id=live_release_id(settings),
-        envoy_service=CHART.instance_name(settings.release.name),
-        envoy_deployment=CHART.envoy_object_name(settings.release.name),
-        triton_deployment=settings.generation.inference_object_name(settings.release.name),
-        scaled_object=CHART.scaled_object_name(settings.release.name),
+        envoy_service=CHART.instance_name(name),
+        envoy_deployment=CHART.envoy_object_name(name),
+        triton_deployment=settings.generation.inference_object_name(name),
+        scaled_object=CHART.scaled_object_name(name),
         hold_seconds=settings.scaleFromZero.holdMinReplicasSeconds,
-        new_envoy_config_map=config_map_name(settings.release.name, config_checksum(envoy_config_text(settings))),
-        cleanup_cronjob=cleanup_object_name(settings.release.name),
+        new_envoy_config_map=config_map_name(name, config_checksum(envoy_config_text(settings))),
+        cleanup_cronjob=cleanup_object_name(name),
     )
 
 
@@ -93,9 +90,6 @@ class Do:
 
     text: str
     shell: bool = True
-
-
-KINDS = ("# ", "changes: ", "check: ", "undo: ")
 
 
 @dataclass(frozen=True)
@@ -228,8 +222,8 @@ undo: {kubectl} patch scaledobject {scaled_object} --type merge -p '{{"spec":{{"
   Triton up; later upgrades keep it too)
 """
 """The runbook, one block per step: ``# title``, ``changes:``, ``$`` a shell command, ``-`` an edit in a repository,
-``check:``, ``undo:``; a line indented by two spaces continues the one above (joined by a space). ``{name}`` is one of
-the stack's names (``steps``); the jsonpath and JSON braces are doubled."""
+``check:``, ``undo:``; a line indented by two spaces continues the one above. ``{name}`` is one of the stack's names
+(``steps``); the jsonpath and JSON braces are doubled."""
 
 
 def steps(a: Adoption) -> list[Step]:
@@ -238,8 +232,7 @@ def steps(a: Adoption) -> list[Step]:
     ns, rel = a.namespace, a.release
     # What the GitOps repository applies for the release today, by the names it gives them: the HelmRelease (the
     # release's name), the HelmChart helm-controller made for it (``<namespace>-<HelmRelease>``, in the
-    # GitRepository's namespace), the values and Envoy ConfigMaps, and the old Failed-pod cleanup's CronJob,
-    # ServiceAccount, Role and RoleBinding.
+    # GitRepository's namespace), the values and Envoy ConfigMaps, and the old cleanup's objects.
     kubectl = f"kubectl -n {ns}"
     label = "{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/"
     names = {
@@ -259,57 +252,32 @@ def steps(a: Adoption) -> list[Step]:
         "hr": f"{kubectl} get helmrelease {rel}",
         "owner": f"{label}namespace}} {label}name}}",
         "address": f"{kubectl} get service {a.envoy_service} -o jsonpath='{{.status.loadBalancer.ingress[0].ip}}'",
-        "reconcile": (
-            "flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from step 1)"
-        ),
+        "reconcile": "flux reconcile kustomization <name> -n <namespace> --with-source   (the Kustomization from "
+        "step 1)",
         "live_objects": LIVE_OBJECTS_FILE,
     }
-    plan: list[Step] = []
-    for block in STEPS.strip().split("\n\n"):
+    plan = []
+    for block in STEPS.strip().format(**names).split("\n\n"):
         lines: list[str] = []
-        for line in block.format(**names).splitlines():
+        for line in block.splitlines():
             if line.startswith("  "):
                 lines[-1] += " " + line.strip()
             else:
                 lines.append(line)
         field = {kind: [line.removeprefix(kind) for line in lines if line.startswith(kind)] for kind in KINDS}
-        actions = [Do(line[2:], shell=line[0] == "$") for line in lines if line[:2] in ("$ ", "- ")]
+        actions = tuple(Do(line[2:], shell=line[0] == "$") for line in lines if line[:2] in ("$ ", "- "))
         plan.append(
-            Step(field["# "][0], field["changes: "][0], tuple(actions), tuple(field["check: "]), tuple(field["undo: "]))
+            Step(field["# "][0], field["changes: "][0], actions, tuple(field["check: "]), tuple(field["undo: "]))
         )
     return plan
 
 
-def format_steps(a: Adoption, plan: Sequence[Step]) -> str:
-    lines = [
-        (
-            f"Take over Helm release {a.release} in namespace {a.namespace} with stack {a.stack} "
-            "(docs/takeover.md explains every step)."
-        ),
-        "",
-        f"  component URN: {a.component_urn}",
-        f"  release URN:   {a.release_urn}",
-        f"  import id:     {a.import_id}",
-        (
-            f"  release.adopt is {'on' if a.adopt else 'off (step 2 turns it on)'}; the chart is "
-            + ("a pinned git commit." if a.chart_pinned else "not pinned yet: pin it first (docs/chart.md).")
-        ),
-    ]
-    for number, step in enumerate(plan):
-        lines += ["", f"{number}. {step.title}", f"   changes: {step.changes}"]
-        lines += [f"   {'$' if action.shell else '-'} {action.text}" for action in step.actions]
-        lines += ["   check:"] + [f"     {check}" for check in step.checks]
-        lines += ["   undo:"] + [f"     {undo}" for undo in step.undo]
-    return "\n".join(lines) + "\n"
+KINDS = ("# ", "changes: ", "check: ", "undo: ")
 
 
-DOCS = ROOT / "docs" / "takeover.md"
-DOCS_BEGIN = "<!-- made from takeover/steps.py by `.venv/bin/python -m supersonic_interlink.takeover.steps --write` -->"
-DOCS_END = "<!-- end of the steps -->"
-
-
-def markdown_steps(a: Adoption, plan: Sequence[Step]) -> str:
-    """The steps as docs/takeover.md prints them, for ``a``'s stack; edits are ``#`` comments in the command block."""
+def markdown_steps(plan: Sequence[Step]) -> str:
+    """The steps as markdown, edits as ``#`` comments in the command block: what ``takeover steps`` prints after its
+    header, and docs/takeover.md for hammer."""
     lines: list[str] = []
     for number, step in enumerate(plan):
         lines += [f"### {number}. {step.title}", "", f"Changes: {step.changes}", "", "```sh"]
@@ -319,16 +287,30 @@ def markdown_steps(a: Adoption, plan: Sequence[Step]) -> str:
     return "\n".join(lines)
 
 
+def format_steps(a: Adoption, plan: Sequence[Step]) -> str:
+    pinned = "a pinned git commit." if a.chart_pinned else "not pinned yet: pin it first (docs/chart.md)."
+    return (
+        f"Take over Helm release {a.release} in namespace {a.namespace} with stack {a.stack} (docs/takeover.md "
+        f"explains every step).\n\n  component URN: {a.component_urn}\n  release URN:   {a.release_urn}\n"
+        f"  import id:     {a.import_id}\n  release.adopt is {'on' if a.adopt else 'off (step 2 turns it on)'}; the "
+        f"chart is {pinned}\n\n{markdown_steps(plan)}"
+    )
+
+
+DOCS = ROOT / "docs" / "takeover.md"
+DOCS_BEGIN = "<!-- made from takeover/steps.py by `.venv/bin/python -m supersonic_interlink.takeover.steps --write` -->"
+DOCS_END = "<!-- end of the steps -->"
+
+
 def docs_text(current: str, a: Adoption) -> str:
-    """docs/takeover.md with its steps section made from ``a`` (the hammer stack's names), the same on every machine:
-    the Envoy ConfigMap's content hash as ``<hash>`` (the rest is what ``takeover steps`` prints: the inference
-    server by the pinned chart's generation, which step 4 deploys, read from the chart or assumed alike)."""
+    """docs/takeover.md with its steps made from ``a`` (hammer's names), the same on every machine: the Envoy
+    ConfigMap's content hash as ``<hash>``."""
     a = replace(a, new_envoy_config_map=config_map_name(a.release, "<hash>"))
     head, found, rest = current.partition(DOCS_BEGIN + "\n")
     _, found_end, tail = rest.partition(DOCS_END)
     if not (found and found_end):
         raise ValueError(f"{DOCS.relative_to(ROOT)} lacks the lines {DOCS_BEGIN} and {DOCS_END}")
-    return f"{head}{DOCS_BEGIN}\n\n{markdown_steps(a, steps(a))}\n{DOCS_END}{tail}"
+    return f"{head}{DOCS_BEGIN}\n\n{markdown_steps(steps(a))}\n{DOCS_END}{tail}"
 
 
 if __name__ == "__main__":

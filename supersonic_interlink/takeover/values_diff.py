@@ -112,45 +112,33 @@ class ValuesComparison:
 def compare_values(
     live: Mapping[str, Any], project: Mapping[str, Any], declared: Sequence[Deliberate] = DELIBERATE
 ) -> ValuesComparison:
-    """Sort every difference between the live values and the project's by the declarations.
-
-    When the two are of different chart generations (the live values hold one generation's inference-server block,
-    the project's another's), the live block is compared under the project's name, and the move is one row.
-    """
+    """Sort every difference between the live values and the project's by the declarations, the most specific one
+    explaining a change (so a block-wide row never hides a narrower one). When the two are of different chart
+    generations (one generation's inference-server block live, another's in the project), the live block is compared
+    under the project's name, and the move is one row."""
     deliberate: list[Row] = []
     undeclared: list[Row] = []
     used: set[Path] = set()
-    moved = _generation_move(live, project)
-    if moved is not None:
-        old, new = moved
-        live = {(new if key == old else key): value for key, value in live.items()}
-        declared = [Deliberate((new, *d.path[1:]) if d.path[:1] == (old,) else d.path, d.why) for d in declared]
-        deliberate.append(
-            Row(
-                Change((old,), "(this block)", ABSENT),
-                f"The chart generation moves: the {old}: values block is named {new}: in the project's chart, which "
-                f"refuses the old name; its contents are compared under {new}: below.",
-            )
-        )
-    for change in changes(live, project):
-        # The most specific declaration explains a change, so a block-wide row never hides a narrower one.
-        covering = [d for d in declared if is_under(change.path, d.path)]
-        if covering:
-            best = max(covering, key=lambda d: len(d.path))
-            used.add(best.path)
-            deliberate.append(Row(change, best.why))
-        else:
-            undeclared.append(Row(change))
-    stale = tuple(d for d in declared if d.path not in used)
-    return ValuesComparison(tuple(deliberate), tuple(undeclared), stale)
-
-
-def _generation_move(live: Mapping[str, Any], project: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(live's inference-server block, the project's) when they are different generations' blocks, else None."""
     keys = [g.inference_values_key for g in GENERATIONS]
     old = [k for k in keys if k in live and k not in project]
     new = [k for k in keys if k in project and k not in live]
-    return (old[0], new[0]) if len(old) == 1 and len(new) == 1 else None
+    if len(old) == len(new) == 1:
+        was, now = old[0], new[0]
+        live = {(now if key == was else key): value for key, value in live.items()}
+        declared = [Deliberate((now, *d.path[1:]) if d.path[:1] == (was,) else d.path, d.why) for d in declared]
+        why = (
+            f"The chart generation moves: the {was}: values block is named {now}: in the project's chart, which "
+            f"refuses the old name; its contents are compared under {now}: below."
+        )
+        deliberate.append(Row(Change((was,), "(this block)", ABSENT), why))
+    for change in changes(live, project):
+        best = max((d for d in declared if is_under(change.path, d.path)), key=lambda d: len(d.path), default=None)
+        if best is None:
+            undeclared.append(Row(change))
+        else:
+            used.add(best.path)
+            deliberate.append(Row(change, best.why))
+    return ValuesComparison(tuple(deliberate), tuple(undeclared), tuple(d for d in declared if d.path not in used))
 
 
 class LiveValuesError(ValueError):
@@ -158,10 +146,8 @@ class LiveValuesError(ValueError):
 
 
 def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = False) -> dict[str, Any]:
-    """Chart values from ``helm get values`` output (with or without ``-o yaml``) or the Flux values ConfigMap.
-
-    The ConfigMap may be given whole (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text.
-    """
+    """Chart values from ``helm get values`` output (with or without ``-o yaml``) or the Flux values ConfigMap, given
+    whole (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text."""
     try:
         documents = load_outside_yaml(text)
     except YAMLInputError as error:
@@ -169,8 +155,8 @@ def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = Fa
     if len(documents) > 1:
         raise LiveValuesError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
     if not documents and not in_config_map:
-        # `helm get values` prints `null` (or a heading and `null`) for a release without values: an empty file is a
-        # command that failed or a redirect cut short, not a release without values.
+        # `helm get values` prints `null` for a release without values: an empty file is a command that failed or a
+        # redirect cut short.
         raise LiveValuesError(
             f"{source}: empty; expected `helm get values -o yaml` output (a release without values prints null)"
         )
@@ -187,7 +173,7 @@ def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = Fa
         return load_live_values(data["values.yaml"], f"{source} data.values.yaml", in_config_map=True)
     # `helm get values` without -o yaml prints this heading line first.
     if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
-        document = {k: v for k, v in document.items() if k != "USER-SUPPLIED VALUES"}
+        del document["USER-SUPPLIED VALUES"]
     return document
 
 
@@ -200,42 +186,29 @@ def as_json(comparison: ValuesComparison) -> dict[str, Any]:
     }
 
 
+HERE = "`supersonic_interlink/takeover/values_diff.py`"
+UNDECLARED = (
+    f"**Undeclared differences** (findings: fix the stack, or declare the difference with its reason in {HERE}):"
+)
+
+
 def markdown(comparison: ValuesComparison, stack: str) -> str:
     """The difference table for the pull request, then any findings."""
-    lines = [
-        f"#### Values: the live release → stack `{stack}`",
-        "",
-        "| value | live | this project | why |",
-        "|---|---|---|---|",
-    ]
-    lines += [markdown_row(r.change, r.why) for r in comparison.deliberate]
-    if not comparison.deliberate:
-        lines.append("| *(none)* | | | |")
-    lines.append("")
-    if comparison.undeclared:
+    c = comparison
+    lines = [f"#### Values: the live release → stack `{stack}`", "", "| value | live | this project | why |"]
+    lines += ["|---|---|---|---|", *(markdown_row(r.change, r.why) for r in c.deliberate)]
+    lines += ([] if c.deliberate else ["| *(none)* | | | |"]) + [""]
+    if c.undeclared:
         lines += [
-            (
-                "**Undeclared differences** (findings: fix the stack, or declare the difference with its reason in "
-                "`supersonic_interlink/takeover/values_diff.py`):"
-            ),
+            UNDECLARED,
             "",
             "| value | live | this project |",
             "|---|---|---|",
-        ]
-        lines += [markdown_row(r.change) for r in comparison.undeclared]
-        lines.append("")
-    if comparison.stale:
-        lines += [
-            (
-                "**Declared differences that no longer differ** (findings: remove them from "
-                "`supersonic_interlink/takeover/values_diff.py`):"
-            ),
+            *(markdown_row(r.change) for r in c.undeclared),
             "",
         ]
-        lines += [f"- {markdown_cell(format_path(d.path))}: {d.why}" for d in comparison.stale]
-        lines.append("")
-    lines.append(
-        f"{len(comparison.deliberate)} deliberate, {len(comparison.undeclared)} undeclared, "
-        f"{len(comparison.stale)} stale."
-    )
+    if c.stale:
+        lines += [f"**Declared differences that no longer differ** (findings: remove them from {HERE}):", ""]
+        lines += [f"- {markdown_cell(format_path(d.path))}: {d.why}" for d in c.stale] + [""]
+    lines.append(f"{len(c.deliberate)} deliberate, {len(c.undeclared)} undeclared, {len(c.stale)} stale.")
     return "\n".join(lines) + "\n"

@@ -28,9 +28,9 @@ from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.render.stack import render
-from supersonic_interlink.takeover.command import live_findings
-from supersonic_interlink.takeover.command import run_objects as objects_command
 from supersonic_interlink.takeover.objects_diff import EXPECTED_DELETIONS
+from supersonic_interlink.takeover.run import live_findings
+from supersonic_interlink.takeover.run import run_objects as objects_command
 from supersonic_interlink.takeover.steps import adoption, steps
 
 pytestmark = pytest.mark.timeout(900)

@@ -1,7 +1,7 @@
-"""``./supersonic takeover steps|values|objects <stack>``: the verb's work once its parser has read the command line
-(``cli/takeover.py``): the inputs read (the live values and objects from files or the cluster, the chart), the pure
-comparisons of ``values_diff``, ``objects_diff`` and ``flux_check`` run on them, and what is printed. Exit codes as
-``cli/main.py`` states them: 1 a finding, 2 nothing could be compared (invalid config, an unreadable input, no chart).
+"""``./supersonic takeover steps|values|objects <stack>`` once ``cli/takeover.py`` has read the command line: the live
+inputs read (from files, or the cluster with the pinned Helm v3 and kubectl), the chart found, the comparisons of
+``values_diff``, ``objects_diff`` and ``flux_check`` run, and what is printed. Exit codes as ``cli/main.py`` states
+them: 1 a finding, 2 nothing could be compared (invalid config, an unreadable input, no chart).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -21,17 +21,19 @@ from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, Settings
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.contract import CHART, UnknownGeneration, generation_of_values
 from supersonic_interlink.files import write_text
 from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
+from supersonic_interlink.render.stack import render
 from supersonic_interlink.takeover import flux_check, objects_diff, values_diff
 from supersonic_interlink.takeover.objects_diff import LiveObject, LiveObjectsError, load_live_objects
 from supersonic_interlink.takeover.steps import adoption, format_steps, steps
 from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
 
-HELM_RELEASES = "helmreleases.helm.toolkit.fluxcd.io"
-GIT_REPOSITORIES = "gitrepositories.source.toolkit.fluxcd.io"
+T = TypeVar("T")
 
 
 class Stop(Exception):
@@ -54,24 +56,8 @@ def _stops(command: Callable[..., int]) -> Callable[..., int]:
     return run
 
 
-def run(
-    command: str,
-    stack: str,
-    *,
-    check_live: bool = False,
-    live: Path | None = None,
-    live_objects: Sequence[Path] = (),
-    chart: Path | None = None,
-    out: Path | None = None,
-    from_cluster: bool = False,
-    live_manifest: Path | None = None,
-    json: bool = False,
-) -> int:
+def run(command: str, stack: str, *, live: Path | None = None, chart: Path | None = None, **options: Any) -> int:
     """``./supersonic takeover <command> <stack>`` with the options its parser read."""
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-    from supersonic_interlink.config.stack_config import load_stack
-    from supersonic_interlink.render.stack import render
-
     try:
         loaded = load_stack(stack)  # read once: the settings here, and the render below
         settings = settings_from_config(loaded.config, loaded.secret_keys)
@@ -79,27 +65,16 @@ def run(
         print(f"stack {stack}: invalid config:", *(f"  {p}" for p in error.problems), sep="\n", file=sys.stderr)
         return EXIT_USAGE
     if command == "steps":
-        return run_steps(stack, settings, check_live=check_live)
+        return run_steps(stack, settings, check_live=options["check_live"])
+    rendered = functools.partial(render, stack, loaded.config, loaded.secrets, chart_dir=chart)  # values: no --chart
     if command == "values":
         assert live is not None, "the parser requires --live"
-        return run_values(stack, live, lambda: render(stack, loaded.config, loaded.secrets), out=out, as_json=json)
-    return run_objects(
-        stack,
-        settings,
-        lambda: render(stack, loaded.config, loaded.secrets, chart_dir=chart),
-        live=live,
-        live_objects=live_objects,
-        chart=chart,
-        out=out,
-        from_cluster=from_cluster,
-        live_manifest=live_manifest,
-        as_json=json,
-    )
+        return run_values(stack, live, rendered, **options)
+    return run_objects(stack, settings, rendered, live=live, chart=chart, **options)
 
 
-def _report(stack: str, text: str, out: Path | None, findings: str, document: dict[str, Any] | None = None) -> int:
-    """Print or write a report (``document`` as JSON instead of ``text``, when given); with ``findings`` (the line
-    that counts them) exit 1."""
+def _report(stack: str, text: str, out: Path | None, findings: str, document: dict[str, Any] | None) -> int:
+    """Print or write a report (``document`` as JSON instead of ``text``, when given); with ``findings`` exit 1."""
     if document is not None:
         text = json.dumps({"stack": stack, **document, "findings": findings}, indent=2, default=str) + "\n"
     if out is not None:
@@ -113,28 +88,14 @@ def _report(stack: str, text: str, out: Path | None, findings: str, document: di
     return EXIT_OK
 
 
-def _manifest_file(path: Path | None, namespace: str) -> list[dict[str, Any]] | None:
-    """The objects of a stored manifest file (``helm get manifest`` output), or None when none is given."""
-    if path is None:
-        return None
+def _load(flag: str, path: Path, load: Callable[[bytes, str], T]) -> T:
+    """``load`` of a file given by ``flag``; an unreadable or refused file is one line naming the flag (exit 2)."""
     try:
-        return [o.manifest for o in load_live_objects(path.read_bytes(), str(path), namespace)]
+        return load(path.read_bytes(), str(path))
     except OSError as error:
-        raise Stop(f"--live-manifest {path}: cannot read: {error.strerror}") from None
-    except LiveObjectsError as error:
-        raise Stop(f"--live-manifest {error}") from None
-
-
-def _live_values(live: Path) -> dict[str, Any]:
-    try:
-        return load_live_values(live.read_bytes(), str(live))
-    except OSError as error:
-        raise Stop(f"--live {live}: cannot read: {error.strerror}") from None
-    except LiveValuesError as error:
-        raise Stop(f"--live {error}") from None
-
-
-# --------------------------------------------------------------------------------------------- the three commands
+        raise Stop(f"{flag} {path}: cannot read: {error.strerror}") from None
+    except (LiveValuesError, LiveObjectsError) as error:
+        raise Stop(f"{flag} {error}") from None
 
 
 @_stops
@@ -157,22 +118,13 @@ def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
 
 @_stops
 def run_values(
-    stack: str,
-    live: Path,
-    rendered: Callable[[], Mapping[str, Any]],
-    *,
-    out: Path | None = None,
-    as_json: bool = False,
+    stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]], *, out: Path | None = None, json: bool = False
 ) -> int:
     """The live values against the stack's: the table, exit 1 on an undeclared or stale difference."""
-    comparison = values_diff.compare_values(_live_values(live), rendered()["release"]["values"])
-    findings = (
-        f"{len(comparison.undeclared)} undeclared and {len(comparison.stale)} stale difference(s); see the table"
-        if comparison.has_findings
-        else ""
-    )
-    document = values_diff.as_json(comparison) if as_json else None
-    return _report(stack, values_diff.markdown(comparison, stack), out, findings, document)
+    found = values_diff.compare_values(_load("--live", live, load_live_values), rendered()["release"]["values"])
+    findings = f"{len(found.undeclared)} undeclared and {len(found.stale)} stale difference(s); see the table"
+    document = values_diff.as_json(found) if json else None
+    return _report(stack, values_diff.markdown(found, stack), out, findings if found.has_findings else "", document)
 
 
 @_stops
@@ -187,44 +139,44 @@ def run_objects(
     out: Path | None = None,
     from_cluster: bool = False,
     live_manifest: Path | None = None,
-    as_json: bool = False,
+    json: bool = False,
 ) -> int:
     """0 when every deletion is explained, 1 on a finding (an unexplained or stale deletion, or the chart refusing
-    either side's values), 2 when nothing could be compared. ``rendered`` gives what ``./supersonic render`` renders
-    for the stack. With ``from_cluster`` the live values, the objects the chart looks up and, as "before", the
-    release's stored manifest are read from the cluster: the comparison Helm's upgrade makes; ``live_manifest`` is
-    that manifest from a file. A move of the chart generation needs one of the two: the new chart refuses the old
-    generation's values, so the live side cannot be rendered with it."""
+    either side's values), 2 when nothing could be compared. With ``from_cluster`` the live values, the objects the
+    chart looks up and, as "before", the release's stored manifest are read from the cluster: the comparison Helm's
+    upgrade makes; ``live_manifest`` is that manifest from a file. A move of the chart generation needs one of the
+    two: the new chart refuses the old generation's values, so the live side cannot be rendered with it."""
+    namespace, release = settings.namespace, settings.release.name
     cluster: LiveRelease | None = None
+    objects: list[LiveObject] = []
+    stored: list[dict[str, Any]] | None = None
     if from_cluster:
         try:
-            cluster = read_live_release(settings.release.name, settings.namespace)
+            cluster = read_live_release(release, namespace)
         except (ClusterReadError, LiveValuesError, LiveObjectsError, BinaryError) as error:
             raise Stop(f"stack {stack}: cannot read the live release: {error}") from None
         if cluster.status != "deployed":
             raise Stop(
-                f"stack {stack}: release {settings.release.name} is {cluster.status} (revision {cluster.revision}), "
-                "not deployed: a Helm operation is in flight or failed; see docs/takeover.md before going on"
+                f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed: a "
+                "Helm operation is in flight or failed; see docs/takeover.md before going on"
             )
-        live_values = cluster.values
+        live_values, objects, stored = cluster.values, list(cluster.objects), cluster.manifest
     else:
         assert live is not None, "the parser requires --live or --from-cluster"
-        live_values = _live_values(live)
-    objects: list[LiveObject] = list(cluster.objects) if cluster is not None else []
+        live_values = _load("--live", live, load_live_values)
+        if live_manifest is not None:
+            manifest = _load(
+                "--live-manifest", live_manifest, lambda text, src: load_live_objects(text, src, namespace)
+            )
+            stored = [o.manifest for o in manifest]
     for path in live_objects:
-        try:
-            objects += load_live_objects(path.read_bytes(), str(path), settings.namespace)
-        except OSError as error:
-            raise Stop(f"--live-object {path}: cannot read: {error.strerror}") from None
-        except LiveObjectsError as error:
-            raise Stop(f"--live-object {error}") from None
+        objects += _load("--live-object", path, lambda text, src: load_live_objects(text, src, namespace))
     try:
         chart_dir = chart_directory(stack, settings.release.chart, chart)
     except chart_source.ChartSourceError as error:
         raise Stop(f"stack {stack}: {error}") from None
     expected = Expected.from_rendered(rendered())
     given = objects_diff.sides(expected, live_values, objects)
-    stored = cluster.manifest if cluster is not None else _manifest_file(live_manifest, settings.namespace)
     try:
         live_generation = generation_of_values(live_values)
     except UnknownGeneration:
@@ -234,8 +186,8 @@ def run_objects(
         raise Stop(
             f"stack {stack}: the live values are of the {live_generation.name} chart generation and chart "
             f"{chart_dir} of the {expected.generation.name} one, which cannot render them: give the live release's "
-            f"stored manifest with --live-manifest FILE (`helm get manifest {settings.release.name} -n "
-            f"{settings.namespace} > FILE`) or read it with --from-cluster"
+            f"stored manifest with --live-manifest FILE (`helm get manifest {release} -n {namespace} > FILE`) or read "
+            "it with --from-cluster"
         )
     try:
         with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):
@@ -248,26 +200,26 @@ def run_objects(
     except objects_diff.SideRefused as refused:
         raise Stop(f"stack {stack}: chart {chart_dir} refuses {refused.side}: {refused}", EXIT_FINDING) from None
     first = (
-        f"Chart `{chart_dir}` rendered by Helm as release `{given.release_name}` in `{given.namespace}` as an "
-        f"upgrade, with the live values (`{live}`) and with this stack's, each with the post-renderer."
+        f"Chart `{chart_dir}` rendered by Helm as release `{release}` in `{namespace}` as an upgrade, with the live "
+        f"values (`{live}`) and with this stack's, each with the post-renderer."
     )
     if stored is not None:
         # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
         # pinned chart: the two agree only if the pinned commit is the live chart.
         where = f"revision {cluster.revision}" if cluster is not None else f"`{live_manifest}`"
         first = (
-            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade "
-            f"compares against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with "
-            "the post-renderer. "
+            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade compares "
+            f"against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with the "
+            "post-renderer. "
         )
         if moves:
             first += (
                 f"**The chart generation moves from {live_generation.name} to {expected.generation.name}**: the "
-                f"upgrade replaces `{live_generation.inference_object_name(given.release_name)}` by "
-                f"`{expected.generation.inference_object_name(given.release_name)}`."
+                f"upgrade replaces `{live_generation.inference_object_name(release)}` by "
+                f"`{expected.generation.inference_object_name(release)}`."
             )
         else:
-            differing = compare_objects(stored, before, given.namespace)
+            differing = compare_objects(stored, before, namespace)
             count = len(differing.removed) + len(differing.added) + len(differing.changed)
             first += (
                 f"**The pinned chart renders the live values differently from the stored manifest in {count} "
@@ -277,18 +229,12 @@ def run_objects(
             )
             before = list(stored)
     declared = objects_diff.EXPECTED_DELETIONS + objects_diff.generation_deletions(live_generation, expected.generation)
-    comparison = objects_diff.compare(before, after, given.release_name, given.namespace, declared)
-    findings = (
-        f"{len(comparison.unexplained)} unexplained and {len(comparison.stale)} stale deletion(s); see the report"
-        if comparison.has_findings
-        else ""
-    )
+    found = objects_diff.compare(before, after, release, namespace, declared)
+    findings = f"{len(found.unexplained)} unexplained and {len(found.stale)} stale deletion(s); see the report"
     notes = (first, *given.notes)
-    document = {"notes": list(notes), **objects_diff.as_json(comparison)} if as_json else None
-    return _report(stack, objects_diff.markdown(comparison, stack, notes), out, findings, document)
-
-
-# --------------------------------------------------------------------------------------------- the inputs
+    document = {"notes": list(notes), **objects_diff.as_json(found)} if json else None
+    report = objects_diff.markdown(found, stack, notes)
+    return _report(stack, report, out, findings if found.has_findings else "", document)
 
 
 def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
@@ -305,17 +251,20 @@ def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
             return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))  # verified, not fetched
         with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
             return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
-    if chart.kind == "path":
-        on_disk = chart_source.chart_on_disk(chart)
-        if on_disk is None:
-            raise chart_source.ChartSourceError(
-                f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
-            )
+    on_disk = chart_source.chart_on_disk(chart) if chart.kind == "path" else None
+    if on_disk is not None:
         return on_disk
+    if chart.kind == "path":
+        raise chart_source.ChartSourceError(
+            f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
+        )
     raise chart_source.ChartSourceError(
         f"{PROJECT}:release.chart is chart {chart.name} {chart.version} of repository {chart.repo}, not a directory: "
         "give --chart DIR (helm pull --untar)"
     )
+
+
+# --------------------------------------------------------------------------------------------- the cluster
 
 
 class ClusterReadError(Exception):
@@ -331,15 +280,13 @@ def _read(tool: str, *args: str) -> str:
 
 
 def live_findings(settings: Settings) -> list[flux_check.Finding]:
-    """Read Flux's objects and the release's status from the cluster and check them (``flux_check.check``). Raises
+    """Flux's objects and the release's status read from the cluster and checked (``flux_check.check``). Raises
     ``ClusterReadError`` when the cluster cannot be read."""
-
-    def items(resource: str) -> list[dict[str, Any]]:
-        return list(json.loads(_read("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"])
-
     try:
-        helm_releases = items(HELM_RELEASES)
-        repositories = items(GIT_REPOSITORIES)
+        helm_releases, repositories = (
+            json.loads(_read("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"]
+            for resource in ("helmreleases.helm.toolkit.fluxcd.io", "gitrepositories.source.toolkit.fluxcd.io")
+        )
     except ClusterReadError as error:
         raise ClusterReadError(f"cannot list Flux's objects (are Flux's CRDs installed?): {error}") from None
     try:
@@ -368,11 +315,10 @@ def read_live_release(release: str, namespace: str) -> LiveRelease:
     status = json.loads(_read("helm", "status", release, "-n", namespace, "-o", "json"))
     values = load_live_values(_read("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
     manifest = [d for d in yaml.safe_load_all(_read("helm", "get", "manifest", release, "-n", namespace)) if d]
-    objects: list[LiveObject] = []
     wanted = [("scaledobject.keda.sh", CHART.scaled_object_name(CHART.instance_name(release)))]
     envoy = objects_diff.live_envoy_config_map(values)
-    if envoy is not None:
-        wanted.append(("configmap", envoy[0]))
+    wanted += [("configmap", envoy[0])] if envoy is not None else []
+    objects: list[LiveObject] = []
     for kind, name in wanted:
         found = _read("kubectl", "get", kind, "-n", namespace, "--ignore-not-found", "-o", "yaml", name)
         if found.strip():
