@@ -197,7 +197,8 @@ class Rehearsal:
         notes = [f"{stages.QUEUE_DELAY}={stages.go_duration(track.queue_delay)}"]
         if self.scripted_jobs:
             track.job_seconds = self.scripted_jobs.popleft()
-            notes.append(f"{stages.JOB_TIME}={stages.go_duration(track.job_seconds)}")
+            notes += [f"{stages.JOB_TIME}={stages.go_duration(track.job_seconds)}"]
+            notes += [f"{key}={value}" for key, value in stages.JOB_END.items()]
         self.cluster.kubectl("annotate", "pod", name, "-n", self.settings.namespace, *notes)
 
 

@@ -5,8 +5,9 @@ kwok loads its default "fast" pod stages only when its configuration has none of
 narrowed to leave alone the pods on the virtual node in the rehearsal's namespace. Those go through two stages:
 ``rehearse-slurm-queue`` (annotated with ``QUEUE_DELAY``, a Go duration: Pending that long, then kwok's own
 ``pod-ready`` status; not annotated yet: Pending) and ``rehearse-slurm-job-end`` (Running and annotated with
-``JOB_TIME``: Failed that long after it started, its containers terminated with exit code 255, as interLink's virtual
-kubelet reports a Slurm job that exited 255).
+``JOB_TIME``: kwok's own chaos stage ``pod-container-running-failed`` that long after it started, its containers
+terminated with the exit code, reason and message of ``JOB_END``, and the pod's reason ``Error: 255``, as interLink's
+virtual kubelet reports a Slurm job that exited 255).
 """
 
 from __future__ import annotations
@@ -21,43 +22,23 @@ from supersonic_interlink.engine import toolchain
 QUEUE_DELAY = "rehearse.supersonic-interlink/queue-delay"
 JOB_TIME = "rehearse.supersonic-interlink/job-time"
 JOB_EXIT_CODE = 255
-FAST_POD_STAGES = ("pod-ready", "pod-complete", "pod-delete")
-"""kwok's default pod stages (``kustomize/stage/pod/fast``)."""
-
-FAILED_STATUS = f"""{{{{ $now := Now }}}}
-conditions:
-- lastTransitionTime: {{{{ $now | Quote }}}}
-  status: "False"
-  type: Ready
-- lastTransitionTime: {{{{ $now | Quote }}}}
-  status: "False"
-  type: ContainersReady
-containerStatuses:
-{{{{ range .spec.containers }}}}
-- image: {{{{ .image | Quote }}}}
-  name: {{{{ .name | Quote }}}}
-  ready: false
-  restartCount: 0
-  started: false
-  state:
-    terminated:
-      exitCode: {JOB_EXIT_CODE}
-      reason: Error
-      finishedAt: {{{{ $now | Quote }}}}
-{{{{ end }}}}
-phase: Failed
-reason: "Error: {JOB_EXIT_CODE}"
-message: the Slurm job exited with code {JOB_EXIT_CODE}
-"""
+FAILED = "pod-container-running-failed"
+JOB_END = {
+    f"{FAILED}.stage.kwok.x-k8s.io/{key}": value
+    for key, value in (("exit-code", str(JOB_EXIT_CODE)), ("reason", "Error"), ("message", "the Slurm job exited"))
+}
+"""The annotations kwok's chaos stage reads for the containers' termination."""
+POD_STAGES = ("fast/pod-ready", "fast/pod-complete", "fast/pod-delete", f"chaos/{FAILED}")
+"""kwok's default pod stages (``kustomize/stage/pod/fast``), and the chaos stage that fails a running pod."""
 
 
-def fast_pod_stages() -> list[dict[str, Any]]:
-    """kwok's default pod stages, as its module at the pinned version ships them."""
-    source = toolchain.module_source("kwok") / "kustomize" / "stage" / "pod" / "fast"
-    stages = [yaml.safe_load((source / f"{name}.yaml").read_text()) for name in FAST_POD_STAGES]
-    for stage in stages:
+def kwok_pod_stages() -> dict[str, dict[str, Any]]:
+    """``POD_STAGES`` by name, as kwok's module at the pinned version ships them."""
+    source = toolchain.module_source("kwok") / "kustomize" / "stage" / "pod"
+    stages = {name: yaml.safe_load((source / f"{name}.yaml").read_text()) for name in POD_STAGES}
+    for name, stage in stages.items():
         if stage.get("kind") != "Stage" or stage["spec"]["resourceRef"] != {"apiGroup": "v1", "kind": "Pod"}:
-            raise ValueError(f"{source}: {stage.get('metadata', {}).get('name')} is not a pod Stage")
+            raise ValueError(f"{source}: {name} is not a pod Stage")
     return stages
 
 
@@ -72,47 +53,43 @@ def _annotation(name: str) -> str:
 def rehearsal_stages(namespace: str, node: str) -> list[dict[str, Any]]:
     """Every pod stage kwok runs with: the fast defaults for every pod but those on ``node`` in ``namespace``, and
     the queue and job stages for those."""
-    fast = fast_pod_stages()
-    (ready,) = [stage for stage in fast if stage["metadata"]["name"] == "pod-ready"]
+    kwok = kwok_pod_stages()
+    ready = kwok["fast/pod-ready"]
     held = [_is(".metadata.namespace", "In", namespace), _is(".spec.nodeName", "In", node)]
 
-    def narrowed(name: str, *expressions: dict[str, Any]) -> dict[str, Any]:
-        stage = copy.deepcopy(ready)
+    def narrowed(stage: dict[str, Any], name: str, *expressions: dict[str, Any]) -> dict[str, Any]:
+        stage = copy.deepcopy(stage)
         stage["metadata"]["name"] = name
         stage["spec"]["selector"]["matchExpressions"] += expressions
         return stage
 
-    queue = narrowed("rehearse-slurm-queue", *held, _is(_annotation(QUEUE_DELAY), "Exists"))
-    queue["spec"]["delay"] = {
-        "durationMilliseconds": 0,
-        "durationFrom": {"jq": {"expression": _annotation(QUEUE_DELAY)}},
+    def after(annotation: str) -> dict[str, Any]:
+        return {"durationMilliseconds": 0, "durationFrom": {"jq": {"expression": _annotation(annotation)}}}
+
+    queue = narrowed(ready, "rehearse-slurm-queue", *held, _is(_annotation(QUEUE_DELAY), "Exists"))
+    queue["spec"]["delay"] = after(QUEUE_DELAY)
+    failed = copy.deepcopy(kwok[f"chaos/{FAILED}"])
+    failed["metadata"]["name"] = "rehearse-slurm-job-end"
+    running = [_is(".metadata.deletionTimestamp", "DoesNotExist"), _is(".status.phase", "In", "Running")]
+    failed["spec"] = {  # its selector (a label), delay and weight replaced by the held pods' and JOB_TIME
+        "resourceRef": failed["spec"]["resourceRef"],
+        "selector": {"matchExpressions": [*running, *held, _is(_annotation(JOB_TIME), "Exists")]},
+        "delay": after(JOB_TIME),
+        "next": failed["spec"]["next"],
     }
-    job_end = {
-        "apiVersion": ready["apiVersion"],
-        "kind": "Stage",
-        "metadata": {"name": "rehearse-slurm-job-end"},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {
-                "matchExpressions": [
-                    _is(".metadata.deletionTimestamp", "DoesNotExist"),
-                    _is(".status.phase", "In", "Running"),
-                    *held,
-                    _is(_annotation(JOB_TIME), "Exists"),
-                ]
-            },
-            "delay": {"durationMilliseconds": 0, "durationFrom": {"jq": {"expression": _annotation(JOB_TIME)}}},
-            "next": {"statusTemplate": FAILED_STATUS},
-        },
-    }
+    failed["spec"]["next"]["statusTemplate"] += f'reason: "Error: {JOB_EXIT_CODE}"\n'
     return [
-        narrowed("pod-ready", _is(".metadata.namespace", "NotIn", namespace)),
+        narrowed(ready, "pod-ready", _is(".metadata.namespace", "NotIn", namespace)),
         narrowed(
-            "pod-ready-other-nodes", _is(".metadata.namespace", "In", namespace), _is(".spec.nodeName", "NotIn", node)
+            ready,
+            "pod-ready-other-nodes",
+            _is(".metadata.namespace", "In", namespace),
+            _is(".spec.nodeName", "NotIn", node),
         ),
         queue,
-        job_end,
-        *(stage for stage in fast if stage is not ready),
+        failed,
+        kwok["fast/pod-complete"],
+        kwok["fast/pod-delete"],
     ]
 
 
