@@ -111,10 +111,6 @@ class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.enter("ServerReady", context)
         return service_pb2.ServerReadyResponse(ready=True)
 
-    def ModelReady(self, request: Any, context: Any) -> Any:
-        self.enter("ModelReady", context)
-        return service_pb2.ModelReadyResponse(ready=request.name == MODEL)
-
     def RepositoryIndex(self, request: Any, context: Any) -> Any:
         self.enter("RepositoryIndex", context)
         model = service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")
