@@ -16,8 +16,8 @@ import contextlib
 import json
 import shutil
 import sys
-import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -32,6 +32,7 @@ from supersonic_interlink.engine.cluster import (
     stop_process,
     wait_until,
 )
+from supersonic_interlink.rehearse.loopback import answers
 
 LUA_FILE = "cfg/envoy-filter.lua"
 ADMISSION_FILE = "cfg/admission-server.py"
@@ -125,12 +126,7 @@ def admission_running(cluster: LocalCluster, settings: Settings, chart: Path, di
     }
     log_path = directory / "admission.log"
     process = start_process([sys.executable, "-u", str(runnable)], log_path, env=env)
-
-    def healthy() -> bool:
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://{LOOPBACK}:{listen}/health", timeout=1) as r:
-            return bool(r.status == 200)
-        return False
-
+    healthy = partial(answers, f"http://{LOOPBACK}:{listen}/health")
     try:
         wait_until(healthy, START_TIMEOUT_SECONDS, f"{script} to answer /health", log_file=log_path, process=process)
         yield listen

@@ -14,8 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from supersonic_interlink.engine import toolchain
@@ -27,6 +27,7 @@ from supersonic_interlink.engine.cluster import (
     stop_process,
     wait_until,
 )
+from supersonic_interlink.rehearse.loopback import answers
 
 OPERATOR = "keda-operator"
 CLUSTER_OBJECT_NAMESPACE = "keda"
@@ -68,12 +69,7 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
     ]
     log_path = directory / "keda-operator.log"
     process = start_process(argv, log_path, env=env)
-
-    def ready() -> bool:
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://{health}/readyz", timeout=1) as response:
-            return bool(response.status == 200)
-        return False
-
+    ready = partial(answers, f"http://{health}/readyz")
     try:
         wait_until(
             ready,

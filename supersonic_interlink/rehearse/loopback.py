@@ -33,6 +33,13 @@ START_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 5.0
 
 
+def answers(url: str) -> bool:
+    """Whether ``url`` answers 200 now: a process's health or readiness endpoint, for ``wait_until``."""
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as response:
+        return bool(response.status == 200)
+    return False
+
+
 class DnsStandIn:
     """``publish(name)`` / ``unpublish(name)``; answers with TTL 0, so Envoy's next refresh sees the change."""
 
@@ -169,15 +176,11 @@ def envoy_running(
         argv = [envoy_binary(), "-c", str(workdir / "envoy.json"), "--disable-hot-restart", "--log-level", "warn"]
         log_file = workdir / "envoy.log"
         process = start_process([*argv, "--concurrency", str(concurrency)], log_file)
-        envoy = EnvoyProcess(process, ports["grpc"], ports["admin"])
-
-        def ready() -> bool:
-            with contextlib.suppress(OSError):
-                return envoy.admin("/ready", timeout=0.5).strip() == "LIVE"
-            return False
-
-        wait_until(ready, START_TIMEOUT_SECONDS, "Envoy to report LIVE", log_file=log_file, process=process)
-        yield envoy
+        ready = f"http://{LOOPBACK}:{ports['admin']}/ready"  # 200 once LIVE
+        wait_until(
+            lambda: answers(ready), START_TIMEOUT_SECONDS, "Envoy to report LIVE", log_file=log_file, process=process
+        )
+        yield EnvoyProcess(process, ports["grpc"], ports["admin"])
     finally:
         if process is not None:
             stop_process(process, STOP_TIMEOUT_SECONDS)

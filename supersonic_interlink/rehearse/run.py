@@ -126,14 +126,11 @@ class Rehearsal:
     errors: list[str] = field(default_factory=list)
     published: bool = False
 
-    def wake(self, *, deadline: float | None = None) -> ProbeResult:
+    def wake(self) -> ProbeResult:
         """One client session through Envoy, by the project's probe, with the stack's RepositoryIndex deadline."""
-        return probe_once(
-            self.envoy.target,
-            float(deadline if deadline is not None else probe_deadline_seconds(self.settings)),
-            stack=self.stack,
-            ready_timeout=self.settings.scaleFromZero.readyTimeoutSeconds,
-        )
+        timeout = self.settings.scaleFromZero.readyTimeoutSeconds
+        deadline = float(probe_deadline_seconds(self.settings))
+        return probe_once(self.envoy.target, deadline, stack=self.stack, ready_timeout=timeout)
 
     def admission_log(self) -> str:
         return self.admission_log_path.read_text(errors="replace")
