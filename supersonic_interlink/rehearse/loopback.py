@@ -44,7 +44,7 @@ class DnsStandIn:
     """``publish(name)`` / ``unpublish(name)``; answers with TTL 0, so Envoy's next refresh sees the change."""
 
     def __init__(self) -> None:
-        self._records: dict[str, str] = {}
+        self._records: set[str] = set()
         self._server = DNSServer(self, address=LOOPBACK, port=0, logger=DNSLogger(logf=lambda _line: None))
         self.port: int = self._server.server.server_address[1]
         self._thread = threading.Thread(
@@ -52,18 +52,17 @@ class DnsStandIn:
         )
         self._thread.start()
 
-    def publish(self, name: str, address: str = LOOPBACK) -> None:
-        self._records[name.rstrip(".").lower()] = address
+    def publish(self, name: str) -> None:
+        self._records.add(name.rstrip(".").lower())
 
     def unpublish(self, name: str) -> None:
-        self._records.pop(name.rstrip(".").lower(), None)
+        self._records.discard(name.rstrip(".").lower())
 
     def resolve(self, request: Any, handler: Any) -> Any:
-        """dnslib's resolver interface: the reply to one query."""
+        """dnslib's resolver interface: the reply to one query (every published name is at 127.0.0.1)."""
         reply = request.reply()
-        address = self._records.get(str(request.q.qname).rstrip(".").lower())
-        if address is not None and request.q.qtype == QTYPE.A:
-            reply.add_answer(RR(request.q.qname, QTYPE.A, rdata=A(address), ttl=0))
+        if str(request.q.qname).rstrip(".").lower() in self._records and request.q.qtype == QTYPE.A:
+            reply.add_answer(RR(request.q.qname, QTYPE.A, rdata=A(LOOPBACK), ttl=0))
         return reply
 
     def stop(self) -> None:
