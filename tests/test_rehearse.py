@@ -17,7 +17,7 @@ from wake_records import cold_wake, probe_record, warm_answer, write_history
 
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import ClusterError, start_process, stop_process, wait_until
-from supersonic_interlink.rehearse import report
+from supersonic_interlink.rehearse import measure
 from supersonic_interlink.rehearse.chart_parts import ACCOUNT_DIR, ADMISSION_FILE, LUA_FILE, ChartPartError, filled_lua
 from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
 from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
@@ -115,22 +115,24 @@ def test_the_modelled_objects_carry_the_chart_contracts_names_and_the_stacks_val
 def test_the_prediction_names_the_timeout_the_share_and_the_guaranteed_time_after_a_late_wake() -> None:
     settings = loopback_settings("hammer")
     sfz = settings.scaleFromZero
-    lines = "\n".join(report.prediction(settings, parse("fixed:600"), 4.0))
+    lines = "\n".join(measure.prediction(settings, parse("fixed:600"), 4.0))
     assert f"readyTimeoutSeconds {sfz.readyTimeoutSeconds}" in lines
     assert "predicted share of cold sessions served: 100.0%" in lines
     assert f"at least {sfz.holdMinReplicasSeconds - (sfz.readyTimeoutSeconds - 1)} s" in lines
-    late = "\n".join(report.prediction(settings, parse(f"fixed:{sfz.readyTimeoutSeconds}"), 4.0))
+    late = "\n".join(measure.prediction(settings, parse(f"fixed:{sfz.readyTimeoutSeconds}"), 4.0))
     assert "predicted share of cold sessions served: 0.0%" in late
 
 
 def test_the_parts_say_what_is_real_which_chart_files_ran_and_what_is_a_stand_in() -> None:
     lua, admission = CHARTS / "inference-server" / LUA_FILE, CHARTS / "conforming" / ADMISSION_FILE
-    found = {p.name: p for p in report.parts("v2.21.0", "v0.7.0", "v1.34.4", lua, admission)}
-    assert found["KEDA operator"].kind == found["Envoy"].kind == found["client"].kind == report.REAL
-    assert found["Lua filter"].kind == found["admission sidecar"].kind == report.CHARTS
-    assert str(lua) in found["Lua filter"].what and str(admission) in found["admission sidecar"].what
-    assert found["Triton"].kind == found["Prometheus"].kind == report.STAND_IN
-    assert found["Slurm queue and job"].kind == report.MODELLED
+    versions = {"keda-operator": "v2.21.0", "kwok": "v0.7.0", "kube-apiserver": "v1.34.4"}
+    found = {name: (kind, what) for kind, name, what in measure.parts(versions, lua, admission)}
+    assert found["KEDA operator"][0] == found["Envoy"][0] == found["client"][0] == measure.REAL
+    assert found["Lua filter"][0] == found["admission sidecar"][0] == measure.CHARTS
+    assert str(lua) in found["Lua filter"][1] and str(admission) in found["admission sidecar"][1]
+    assert "v2.21.0" in found["KEDA operator"][1] and "v0.7.0" in found["Slurm queue and job"][1]
+    assert found["Triton"][0] == found["Prometheus"][0] == measure.STAND_IN
+    assert found["Slurm queue and job"][0] == measure.MODELLED
 
 
 def test_the_chart_lua_is_filled_in_as_the_chart_fills_it_and_the_sidecar_reads_the_service_account(tmp_path) -> None:

@@ -43,6 +43,6 @@ def main(argv: list[str]) -> int:
     if why is not None:
         print(f"supersonic rehearse: {why}", file=sys.stderr)
         return 2
-    from supersonic_interlink.rehearse.command import run
+    from supersonic_interlink.rehearse.measure import run
 
     return run(args.stack, args.queue_delay, args.dir, args.chart)

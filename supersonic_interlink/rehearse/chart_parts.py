@@ -1,20 +1,13 @@
 """The chart's own scale-from-zero parts, run by the rehearsal: its Lua filter in the real Envoy and its admission
 sidecar as a process against the local API server.
 
-``filled_lua(chart, settings)``
-    ``cfg/envoy-filter.lua`` with the placeholders the chart fills in (SuperSONIC 42b2b933,
-    ``templates/envoy/configmaps.yaml``, in its order), from the stack's values: the admission metric (the stack's
-    ``serverLoad.metric``) and threshold quoted, Prometheus' scheme, host and port, ``SCALE_FROM_ZERO_ENABLED``
-    true, ``READY_TIMEOUT_SECONDS``, and ``PROMETHEUS_RATE_LIMIT_ENABLED`` false (this program never enables the
-    chart's rate limiter).
-``admission_running(cluster, settings, chart, directory)``
-    ``cfg/admission-server.py`` run by this Python, with the interface the sidecar reads (``cfg/admission-server.py``
-    at c292baf1 and db73925, and the Envoy Deployment's env at 009ed995 and db73925): ``GPU_DEPLOYMENT``,
-    ``SCALEDOBJECT_NAME``, ``IDLE_MIN_REPLICAS``, ``HOLD_MIN_REPLICAS_SECONDS``, ``LISTEN_PORT``, the API server at
-    ``KUBERNETES_SERVICE_HOST``/``PORT``, and the ServiceAccount's ``token``, ``ca.crt`` and ``namespace`` files. The
-    sidecar reads those files at the fixed in-pod path ``ACCOUNT_DIR``; the copy that runs has that one path
-    replaced by a directory holding a token the API server issued for a ServiceAccount bound to the chart's Role,
-    and the API server's CA.
+``filled_lua``: ``cfg/envoy-filter.lua`` with the placeholders the chart fills in (SuperSONIC 42b2b933,
+``templates/envoy/configmaps.yaml``, in its order) from the stack's values. ``admission_running``:
+``cfg/admission-server.py`` run by this Python with the interface it reads (``cfg/admission-server.py`` at c292baf1
+and db73925, the Envoy Deployment's env at 009ed995 and db73925): its env, the API server at
+``KUBERNETES_SERVICE_HOST``/``PORT``, and the ServiceAccount's ``token``, ``ca.crt`` and ``namespace`` at the fixed
+in-pod path ``ACCOUNT_DIR``, which the copy that runs has replaced by a directory holding a token the API server issued
+for a ServiceAccount bound to the chart's Role, and the API server's CA.
 """
 
 from __future__ import annotations
@@ -23,9 +16,8 @@ import contextlib
 import json
 import shutil
 import sys
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -40,6 +32,7 @@ from supersonic_interlink.engine.cluster import (
     stop_process,
     wait_until,
 )
+from supersonic_interlink.rehearse.loopback import answers
 
 LUA_FILE = "cfg/envoy-filter.lua"
 ADMISSION_FILE = "cfg/admission-server.py"
@@ -59,7 +52,7 @@ def chart_file(chart: Path, name: str) -> Path:
 
 
 def filled_lua(chart: Path, settings: Settings) -> str:
-    """See the module's docstring."""
+    """The chart's Lua filter filled in from the stack's values, as the chart fills it."""
     prometheus = settings.prometheus
     fills = (
         ("SERVER_LOAD_METRIC", json.dumps(settings.serverLoad.metric)),
@@ -71,7 +64,7 @@ def filled_lua(chart: Path, settings: Settings) -> str:
         ("PROMETHEUS_PORT", str(prometheus.port)),
         ("SCALE_FROM_ZERO_ENABLED", "true"),
         ("READY_TIMEOUT_SECONDS", str(settings.scaleFromZero.readyTimeoutSeconds)),
-        ("PROMETHEUS_RATE_LIMIT_ENABLED", "false"),
+        ("PROMETHEUS_RATE_LIMIT_ENABLED", "false"),  # this program never enables the chart's rate limiter
     )
     text = chart_file(chart, LUA_FILE).read_text()
     for placeholder, value in fills:
@@ -99,28 +92,14 @@ def admission_rbac(settings: Settings, account: str) -> list[dict]:
     ]  # fmt: skip
 
 
-@dataclass
-class AdmissionProcess:
-    port: int
-    script: Path
-    """The chart's file that runs (the copy beside the log has only ``ACCOUNT_DIR`` replaced)."""
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
 @contextlib.contextmanager
-def admission_running(
-    cluster: LocalCluster, settings: Settings, chart: Path, directory: Path
-) -> Iterator[AdmissionProcess]:
-    """See the module's docstring; stops the process when the block ends."""
+def admission_running(cluster: LocalCluster, settings: Settings, chart: Path, directory: Path) -> Iterator[int]:
+    """The chart's sidecar until the block ends; yields its port. Its log is ``directory / "admission.log"``."""
     script = chart_file(chart, ADMISSION_FILE)
     code = script.read_text()
     if ACCOUNT_DIR not in code:
         raise ChartPartError(f"{script} does not read the ServiceAccount at {ACCOUNT_DIR}: the rehearsal cannot run it")
-    account = CHART.envoy_object_name(settings.release.name)
-    namespace = settings.namespace
+    account, namespace = CHART.envoy_object_name(settings.release.name), settings.namespace
     cluster.kubectl(
         "apply", "-f", "-", input_text="\n---\n".join(json.dumps(d) for d in admission_rbac(settings, account))
     )
@@ -147,16 +126,9 @@ def admission_running(
     }
     log_path = directory / "admission.log"
     process = start_process([sys.executable, "-u", str(runnable)], log_path, env=env)
+    healthy = partial(answers, f"http://{LOOPBACK}:{listen}/health")
     try:
-
-        def healthy() -> bool:
-            try:
-                with urllib.request.urlopen(f"http://{LOOPBACK}:{listen}/health", timeout=1) as response:
-                    return bool(response.status == 200)
-            except OSError:
-                return False
-
         wait_until(healthy, START_TIMEOUT_SECONDS, f"{script} to answer /health", log_file=log_path, process=process)
-        yield AdmissionProcess(listen, script, log_path)
+        yield listen
     finally:
         stop_process(process)

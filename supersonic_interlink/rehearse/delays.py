@@ -1,17 +1,12 @@
-"""The Slurm queue delay a rehearsal draws for each Triton pod, and what it predicts for ``readyTimeoutSeconds``.
+"""The Slurm queue delay a rehearsal draws for each Triton pod (``--queue-delay``), and what it predicts.
 
-``--queue-delay`` takes one of three forms:
+``fixed:S`` every pod waits S seconds; ``uniform:A:B`` a time drawn uniformly from [A, B]; ``history:FILE`` one of the
+cold wake times a probe history (``./supersonic probe --record``) holds, drawn with replacement. Those were measured
+end to end on the cluster, so they already contain its overhead: as queue delays they make the prediction
+conservative. A wake the probe gave up on counts as a time above any timeout.
 
-- ``fixed:S`` every pod waits S seconds;
-- ``uniform:A:B`` each pod waits a time drawn uniformly from [A, B] seconds;
-- ``history:FILE`` each pod waits one of the cold wake times a probe history (``./supersonic probe --record``)
-  holds, drawn with replacement. Those times were measured end to end on the cluster, so they already contain
-  its overhead: taken as queue delays they make the prediction conservative. A wake the probe gave up on counts
-  as a time above any timeout.
-
-A cold session is served when Triton is ready and seen by Envoy's filter before ``readyTimeoutSeconds``: the
-queue delay plus the overhead around it (the wake's scale-up, the pod's scheduling, DNS and the filter's own
-pacing), which a rehearsal measures.
+A cold session is served when the queue delay plus the overhead around it (the wake's scale-up, scheduling, DNS, the
+filter's pacing), which a rehearsal measures, is within ``readyTimeoutSeconds``.
 """
 
 from __future__ import annotations
@@ -30,7 +25,7 @@ class DelaySpecError(ValueError):
 
 @dataclass(frozen=True)
 class QueueDelay:
-    """A distribution of queue delays in seconds; ``samples`` holds a history's times (inf for a cut-off wake)."""
+    """Delays in seconds: ``low``..``high`` (equal for ``fixed``), or a history's ``samples`` (inf: cut off)."""
 
     kind: str
     low: float = 0.0
@@ -39,29 +34,23 @@ class QueueDelay:
     source: str = ""
 
     def draw(self, rng: random.Random) -> float:
-        if self.kind == "fixed":
-            return self.low
-        if self.kind == "uniform":
-            return rng.uniform(self.low, self.high)
-        return rng.choice(self.samples)
+        return rng.choice(self.samples) if self.samples else rng.uniform(self.low, self.high)
 
     def share_within(self, seconds: float) -> float:
         """The probability that a delay is at most ``seconds`` (exact for each form, no sampling)."""
-        if self.kind == "fixed":
+        if self.samples:
+            return sum(1 for s in self.samples if s <= seconds) / len(self.samples)
+        if self.high == self.low:
             return 1.0 if self.low <= seconds else 0.0
-        if self.kind == "uniform":
-            if self.high == self.low:
-                return 1.0 if self.low <= seconds else 0.0
-            return min(1.0, max(0.0, (seconds - self.low) / (self.high - self.low)))
-        return sum(1 for s in self.samples if s <= seconds) / len(self.samples)
+        return min(1.0, max(0.0, (seconds - self.low) / (self.high - self.low)))
 
     def describe(self) -> str:
-        if self.kind == "fixed":
-            return f"fixed {self.low:g} s"
-        if self.kind == "uniform":
-            return f"uniform {self.low:g}..{self.high:g} s"
         cut = sum(1 for s in self.samples if math.isinf(s))
-        return f"{len(self.samples)} cold wakes from {self.source}" + (f" ({cut} cut off)" if cut else "")
+        return {
+            "fixed": f"fixed {self.low:g} s",
+            "uniform": f"uniform {self.low:g}..{self.high:g} s",
+            "history": f"{len(self.samples)} cold wakes from {self.source}" + (f" ({cut} cut off)" if cut else ""),
+        }[self.kind]
 
 
 def _seconds(text: str, spec: str) -> float:
@@ -75,11 +64,10 @@ def _seconds(text: str, spec: str) -> float:
 
 
 def parse(spec: str, *, stack: str | None = None) -> QueueDelay:
-    """``fixed:S``, ``uniform:A:B`` or ``history:FILE`` (the history's cold wakes of ``stack``, or of every
-    stack when None)."""
+    """One of ``FORMS``; a history gives the cold wakes of ``stack`` (of every stack when None)."""
     kind, _, rest = spec.partition(":")
     if kind == "fixed":
-        return QueueDelay("fixed", low=_seconds(rest, spec))
+        return QueueDelay("fixed", low=_seconds(rest, spec), high=_seconds(rest, spec))
     if kind == "uniform":
         low_text, sep, high_text = rest.partition(":")
         if not sep:
@@ -94,17 +82,15 @@ def parse(spec: str, *, stack: str | None = None) -> QueueDelay:
 
 
 def _from_history(path: Path, spec: str, stack: str | None) -> QueueDelay:
+    # Lazy for start-up time: the verb's parser (--help, the completion script) imports FORMS from here, and the
+    # history reader brings in the settings and the probe (about 0.2 s).
     from supersonic_interlink.wake.history import read
     from supersonic_interlink.wake.report import wake_time
 
     if not path.is_file():
         raise DelaySpecError(f"--queue-delay {spec!r}: no file {path}")
-    history = read(path)
-    times = [
-        wake_time(w)
-        for w in history.wakes
-        if w.cold is not False and (stack is None or w.stack == stack)  # cold, or not known to be warm
-    ]
+    # cold, or not known to be warm
+    times = [wake_time(w) for w in read(path).wakes if w.cold is not False and stack in (None, w.stack)]
     samples = tuple(math.inf if t.cut_off else t.seconds for t in times if t is not None)
     if not samples:
         whose = f" of stack {stack!r}" if stack else ""

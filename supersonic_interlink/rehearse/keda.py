@@ -1,19 +1,12 @@
-"""KEDA's real operator (``keda-operator``, built by ``toolchain`` from the module ``tools/keda`` pins), run as a
-process against the local control plane for one namespace.
-
-What it needs, read in ``cmd/operator/main.go`` and ``pkg/util`` at the pinned version:
-
-- ``WATCH_NAMESPACE`` must be set (``pkg/util/watch.go``: unset is an error, empty means every namespace): the
-  rehearsal's namespace, so ScaledObjects of other releases on the same cluster are left alone;
-- ``KEDA_CLUSTER_OBJECT_NAMESPACE`` (``pkg/util/env_resolver.go``; otherwise read from the in-cluster
-  ServiceAccount mount, which a process has not) and ``POD_NAMESPACE`` (the leader-election namespace);
-- ``--cert-dir`` holding ``ca.crt``, ``tls.crt`` and ``tls.key`` (``pkg/metricsservice/utils/tls.go``): its gRPC
-  metrics service loads them as it starts, and the operator exits if it cannot, though nothing here connects to it
-  (the metrics API server and the admission webhooks are not run: scaling between 0 and 1 is the operator's own
-  scale loop, not the HPA's). So they are links to the serving certificate the API server made for 127.0.0.1 in
-  the cluster's ``pki/`` (``apiserver.crt`` holds it followed by its CA, which is all ``ca.crt`` must add);
-- its three listeners (metrics, health probes, metrics service) default to every interface: they are put on
-  free loopback ports.
+"""KEDA's real operator (built by ``toolchain`` from the module ``tools/keda`` pins) as a process against the local
+control plane, for one namespace. What it needs, read in ``cmd/operator/main.go`` and ``pkg/util`` at the pinned
+version: ``WATCH_NAMESPACE`` set (``pkg/util/watch.go``: unset is an error, empty means every namespace), so other
+releases' ScaledObjects are left alone; ``KEDA_CLUSTER_OBJECT_NAMESPACE`` (``pkg/util/env_resolver.go``; otherwise read
+from the in-cluster ServiceAccount mount) and ``POD_NAMESPACE``; ``--cert-dir`` with ``ca.crt``, ``tls.crt`` and
+``tls.key``, which its gRPC metrics service loads as it starts (``pkg/metricsservice/utils/tls.go``) or the operator
+exits, though nothing here connects to it (scaling between 0 and 1 is the operator's own loop, not the HPA's): links to
+the API server's serving certificate for 127.0.0.1 (``apiserver.crt`` holds it followed by its CA, all ``ca.crt``
+must add); its three listeners, which default to every interface, on free loopback ports.
 """
 
 from __future__ import annotations
@@ -21,9 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from supersonic_interlink.engine import toolchain
@@ -35,6 +27,7 @@ from supersonic_interlink.engine.cluster import (
     stop_process,
     wait_until,
 )
+from supersonic_interlink.rehearse.loopback import answers
 
 OPERATOR = "keda-operator"
 CLUSTER_OBJECT_NAMESPACE = "keda"
@@ -50,32 +43,13 @@ def link_certs(cluster: LocalCluster, directory: Path) -> Path:
     return directory
 
 
-@dataclass
-class KedaOperator:
-    process: subprocess.Popen[bytes]
-    log_path: Path
-    health_port: int
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://{LOOPBACK}:{self.health_port}/readyz", timeout=1) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
-
-
-def binary() -> Path:
-    """The operator's binary, built (about 25 minutes on two cores) if it is not in the cache."""
-    return toolchain.ensure([OPERATOR], log=lambda _line: None)[OPERATOR]
-
-
 @contextlib.contextmanager
-def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[KedaOperator]:
-    """The operator watching ``namespace`` of ``cluster`` until the block ends."""
-    executable = binary()
+def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The operator (built if not cached: about 25 minutes on two cores) watching ``namespace`` until the end."""
+    executable = toolchain.ensure([OPERATOR], log=lambda _line: None)[OPERATOR]
     certs = link_certs(cluster, directory / "certs")
     cluster.kubectl("create", "namespace", CLUSTER_OBJECT_NAMESPACE, check=False)
-    health_port = free_port()
+    health = f"{LOOPBACK}:{free_port()}"
     env = {
         **os.environ,
         "KUBECONFIG": str(cluster.kubeconfig),
@@ -89,21 +63,22 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
         f"--cert-dir={certs}",
         f"--ca-dir={certs}",
         f"--metrics-bind-address={LOOPBACK}:{free_port()}",
-        f"--health-probe-bind-address={LOOPBACK}:{health_port}",
+        f"--health-probe-bind-address={health}",
         f"--metrics-service-bind-address={LOOPBACK}:{free_port()}",
         "--zap-log-level=info",
     ]
     log_path = directory / "keda-operator.log"
-    operator = KedaOperator(start_process(argv, log_path, env=env), log_path, health_port)
+    process = start_process(argv, log_path, env=env)
+    ready = partial(answers, f"http://{health}/readyz")
     try:
         wait_until(
-            operator.healthy,
+            ready,
             START_TIMEOUT_SECONDS,
-            "keda-operator to report ready",
+            f"{OPERATOR} to report ready",
             interval=0.2,
             log_file=log_path,
-            process=operator.process,
+            process=process,
         )
-        yield operator
+        yield process
     finally:
-        stop_process(operator.process)
+        stop_process(process)

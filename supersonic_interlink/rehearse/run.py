@@ -1,21 +1,15 @@
 """A whole cold start on the local control plane: a client's RepositoryIndex through the real Envoy wakes Triton
-from zero, the real KEDA operator holds and releases it, and kwok plays the Slurm queue.
+from zero, the real KEDA operator holds and releases it, and kwok (running ``stages.rehearsal_stages``) plays the
+Slurm queue.
 
-``rehearsal(cluster, settings, delay)`` starts, beside a running ``LocalCluster`` whose kwok runs
-``stages.rehearsal_stages`` for the stack's namespace:
-
-- the stack's namespace with the Triton Deployment at 0 replicas and its ScaledObject, modelled on the chart
-  contract and the stack's values (``objects``): the chart's own are rendered only where the chart is on disk;
-- the real KEDA operator watching that namespace, its Prometheus trigger pointed at a Prometheus stand-in;
-- the chart's own scale-from-zero parts (``chart_parts``): its admission sidecar as a process acting on the cluster
-  with a ServiceAccount token, and its Lua filter, filled in as the chart fills it, in the real Envoy with the
-  program's computed configuration; the DNS stand-in and the Triton stand-in;
-- a pod watcher: each new Triton pod is given a queue delay (the next scripted one, else a draw from ``delay``)
-  as the annotation kwok's queue stage waits on; the Triton stand-in's DNS name is published while a Triton
-  pod is Ready and withdrawn when none is, as a headless Service's records follow its ready pods; and the times
-  the ScaledObject's floor went up from the stack's own and back (the sidecar's hold, as the live API shows it).
-
-``Rehearsal.wake()`` is one client session started with the project's own probe (``wake.probe.probe_once``).
+``rehearsal(cluster, settings, delay, ...)`` starts, beside a running ``LocalCluster``: the stack's namespace with the
+Triton Deployment at 0 replicas and its ScaledObject, modelled on the chart contract and the stack's values; the KEDA
+operator, its trigger pointed at the Prometheus stand-in; the chart's admission sidecar and its Lua filter in Envoy
+with the program's computed configuration; the DNS and Triton stand-ins; and a watcher. The watcher gives each new
+Triton pod a queue delay (the next scripted one, else a draw from ``delay``) as the annotation kwok's queue stage waits
+on; publishes Triton's DNS name while a Triton pod is Ready, as a headless Service's records follow its ready pods;
+and notes when the ScaledObject's floor went above the stack's own and back (the sidecar's hold, as the API shows it).
+``Rehearsal.wake()`` is one client session by the project's own probe.
 """
 
 from __future__ import annotations
@@ -36,9 +30,9 @@ from supersonic_interlink.config.loading import thaw
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import VIRTUAL_NODE, LocalCluster
 from supersonic_interlink.rehearse import stages
-from supersonic_interlink.rehearse.chart_parts import AdmissionProcess, admission_running, filled_lua
+from supersonic_interlink.rehearse.chart_parts import admission_running, filled_lua
 from supersonic_interlink.rehearse.delays import QueueDelay
-from supersonic_interlink.rehearse.keda import KedaOperator, keda_running
+from supersonic_interlink.rehearse.keda import keda_running
 from supersonic_interlink.rehearse.loopback import DnsStandIn, EnvoyProcess, dns_standin, envoy_running
 from supersonic_interlink.rehearse.standins import PrometheusStandIn, TritonStandIn
 from supersonic_interlink.wake.probe import ProbeResult, probe_deadline_seconds, probe_once
@@ -47,54 +41,40 @@ WATCH_SECONDS = 0.2
 VIRTUAL_NODE_NAME = str(VIRTUAL_NODE["name"])
 
 
-# --------------------------------------------------------------------------------------------- objects
-
-
 def triton_deployment(settings: Settings) -> dict[str, Any]:
-    """The Triton Deployment as the chart shapes it for scheduling: its name, pod labels, placement on the
-    virtual node and pod annotations from the stack; at 0 replicas, as scale from zero leaves it."""
-    release = settings.release.name
+    """The Triton Deployment as the chart shapes it for scheduling (name, pod labels, placement on the virtual node,
+    the stack's pod annotations), at 0 replicas as scale from zero leaves it."""
+    release, triton = settings.release.name, settings.triton
     labels = settings.generation.inference_pod_labels(release)
-    triton = settings.triton
+    name, namespace = settings.generation.inference_object_name(release), settings.namespace
+    container = {"name": settings.generation.inference_component, "image": triton.image}
+    pod = {
+        "nodeSelector": thaw(triton.nodeSelector),
+        "tolerations": thaw(triton.tolerations),
+        "containers": [container],
+    }
+    template = {"metadata": {"labels": labels, "annotations": thaw(triton.podAnnotations)}, "spec": pod}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": settings.generation.inference_object_name(release),
-            "namespace": settings.namespace,
-            "labels": labels,
-        },
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels, "annotations": thaw(triton.podAnnotations)},
-                "spec": {
-                    "nodeSelector": thaw(triton.nodeSelector),
-                    "tolerations": thaw(triton.tolerations),
-                    "containers": [{"name": settings.generation.inference_component, "image": triton.image}],
-                },
-            },
-        },
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": template},
     }
 
 
 def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]:
     """The ScaledObject with the stack's KEDA values and load trigger, the trigger's server the stand-in."""
-    release = settings.release.name
-    keda = settings.keda
-
-    def policy(p: Any) -> dict[str, Any]:
-        return {
+    release, keda = settings.release.name, settings.keda
+    if not settings.serverLoad.metric:
+        raise ValueError("serverLoad.metric is empty: the chart's default query is not known here; set it")
+    trigger = {"serverAddress": prometheus_address, "threshold": str(settings.serverLoad.threshold)}
+    behavior = {
+        direction: {
             "stabilizationWindowSeconds": p.stabilizationWindowSeconds,
             "policies": [{"type": "Pods", "value": p.stepsize, "periodSeconds": p.periodSeconds}],
         }
-
-    trigger: dict[str, Any] = {"serverAddress": prometheus_address, "threshold": str(settings.serverLoad.threshold)}
-    if settings.serverLoad.metric:
-        trigger["query"] = settings.serverLoad.metric
-    else:
-        raise ValueError("serverLoad.metric is empty: the chart's default query is not known here; set it")
+        for direction, p in (("scaleUp", keda.scaleUp), ("scaleDown", keda.scaleDown))
+    }
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -103,31 +83,20 @@ def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]
             "scaleTargetRef": {"kind": "Deployment", "name": settings.generation.inference_object_name(release)},
             "minReplicaCount": keda.minReplicaCount,
             "maxReplicaCount": keda.maxReplicaCount,
-            "advanced": {
-                "horizontalPodAutoscalerConfig": {
-                    "behavior": {"scaleUp": policy(keda.scaleUp), "scaleDown": policy(keda.scaleDown)}
-                }
-            },
-            "triggers": [{"type": "prometheus", "metadata": trigger}],
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior}},
+            "triggers": [{"type": "prometheus", "metadata": {**trigger, "query": settings.serverLoad.metric}}],
         },
     }
-
-
-# --------------------------------------------------------------------------------------------- pods
 
 
 @dataclass
 class PodTrack:
     """One Triton pod as the rehearsal saw it; times are ``time.monotonic()``."""
 
-    name: str
-    seen: float
     queue_delay: float | None = None
     job_seconds: float | None = None
     ready: float | None = None
-    failed: float | None = None
     gone: float | None = None
-    phase: str = "Pending"
     exit_code: int | None = None
 
 
@@ -139,9 +108,8 @@ class Rehearsal:
     envoy: EnvoyProcess
     dns: DnsStandIn
     prometheus: PrometheusStandIn
-    admission: AdmissionProcess
     triton: TritonStandIn
-    keda: KedaOperator
+    admission_log_path: Path
     rng: random.Random
     stack: str
     """The stack's name, as the probe records it."""
@@ -152,41 +120,31 @@ class Rehearsal:
     a pod after them runs until it is deleted."""
     pods: dict[str, PodTrack] = field(default_factory=dict)
     floor_raised: list[float] = field(default_factory=list)
-    """Monotonic times the ScaledObject's minReplicaCount was seen go above the stack's own (a wake's hold began)."""
+    """Times the ScaledObject's minReplicaCount was seen above the stack's own (a wake's hold began)."""
     floor_lowered: list[float] = field(default_factory=list)
-    """Monotonic times it was seen back at the stack's own (the hold ended)."""
+    """Times it was seen back at the stack's own (the hold ended)."""
     errors: list[str] = field(default_factory=list)
     published: bool = False
 
-    @property
-    def namespace(self) -> str:
-        return self.settings.namespace
-
-    @property
-    def deployment(self) -> str:
-        return self.settings.generation.inference_object_name(self.settings.release.name)
-
-    def wake(self, *, deadline: float | None = None) -> ProbeResult:
+    def wake(self) -> ProbeResult:
         """One client session through Envoy, by the project's probe, with the stack's RepositoryIndex deadline."""
-        return probe_once(
-            self.envoy.target,
-            float(deadline if deadline is not None else probe_deadline_seconds(self.settings)),
-            stack=self.stack,
-            ready_timeout=self.settings.scaleFromZero.readyTimeoutSeconds,
-        )
+        timeout = self.settings.scaleFromZero.readyTimeoutSeconds
+        deadline = float(probe_deadline_seconds(self.settings))
+        return probe_once(self.envoy.target, deadline, stack=self.stack, ready_timeout=timeout)
+
+    def admission_log(self) -> str:
+        return self.admission_log_path.read_text(errors="replace")
 
     def replicas(self) -> int:
-        done = self.cluster.kubectl(
-            "get", "deployment", self.deployment, "-n", self.namespace, "-o", "jsonpath={.spec.replicas}"
-        )
+        name = self.settings.generation.inference_object_name(self.settings.release.name)
+        jsonpath = "jsonpath={.spec.replicas}"
+        done = self.cluster.kubectl("get", "deployment", name, "-n", self.settings.namespace, "-o", jsonpath)
         return int(done.stdout.strip() or 0)
 
     def scaled_object_status(self) -> dict[str, Any]:
         name = CHART.scaled_object_name(self.settings.release.name)
-        done = self.cluster.kubectl("get", "scaledobject", name, "-n", self.namespace, "-o", "json")
+        done = self.cluster.kubectl("get", "scaledobject", name, "-n", self.settings.namespace, "-o", "json")
         return dict(json.loads(done.stdout).get("status") or {})
-
-    # ----------------------------------------------------------------------------------------- the watcher
 
     def _watch(self, stopping: threading.Event) -> None:
         while not stopping.wait(WATCH_SECONDS):
@@ -196,64 +154,49 @@ class Rehearsal:
                 self.errors.append(f"pod watcher: {error}")
 
     def _look(self) -> None:
-        done = self.cluster.kubectl(
-            "get", "pods,scaledobjects.keda.sh", "-n", self.namespace, "-o", "json", check=False
-        )
+        namespace, release = self.settings.namespace, self.settings.release.name
+        done = self.cluster.kubectl("get", "pods,scaledobjects.keda.sh", "-n", namespace, "-o", "json", check=False)
         if done.returncode != 0:
             return
         now = time.monotonic()
-        labels = self.settings.generation.inference_pod_labels(self.settings.release.name).items()
+        labels = self.settings.generation.inference_pod_labels(release).items()
         listed = json.loads(done.stdout)["items"]
-        items = [i for i in listed if i["kind"] == "Pod" and (i["metadata"].get("labels") or {}).items() >= labels]
         for scaled in (i for i in listed if i["kind"] == "ScaledObject"):
             raised = int(scaled["spec"].get("minReplicaCount") or 0) > self.settings.keda.minReplicaCount
-            if raised and len(self.floor_raised) == len(self.floor_lowered):
-                self.floor_raised.append(now)
-            elif not raised and len(self.floor_raised) > len(self.floor_lowered):
-                self.floor_lowered.append(now)
-        names = set()
+            if raised != (len(self.floor_raised) > len(self.floor_lowered)):  # a hold began or ended
+                (self.floor_raised if raised else self.floor_lowered).append(now)
+        pods = [i for i in listed if i["kind"] == "Pod" and (i["metadata"].get("labels") or {}).items() >= labels]
         any_ready = False
-        for pod in items:
-            name = pod["metadata"]["name"]
-            names.add(name)
-            track = self.pods.get(name)
-            if track is None:
-                track = self.pods[name] = PodTrack(name, now)
-            annotations = pod["metadata"].get("annotations") or {}
-            if stages.QUEUE_DELAY not in annotations and track.queue_delay is None:
-                self._hold(pod, track)
+        for pod in pods:
+            track = self.pods.setdefault(pod["metadata"]["name"], PodTrack())
+            if stages.QUEUE_DELAY not in (pod["metadata"].get("annotations") or {}) and track.queue_delay is None:
+                self._hold(pod["metadata"]["name"], track)
             status = pod.get("status") or {}
-            track.phase = status.get("phase", "Pending")
             ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", []))
             if ready and track.ready is None:
                 track.ready = now
-            if track.phase == "Failed" and track.failed is None:
-                track.failed = now
-                for container in status.get("containerStatuses", []):
-                    terminated = (container.get("state") or {}).get("terminated") or {}
-                    if "exitCode" in terminated:
-                        track.exit_code = int(terminated["exitCode"])
+            if status.get("phase") == "Failed" and track.exit_code is None:
+                ended = [(c.get("state") or {}).get("terminated") or {} for c in status.get("containerStatuses", [])]
+                track.exit_code = next((int(t["exitCode"]) for t in ended if "exitCode" in t), None)
             deleting = pod["metadata"].get("deletionTimestamp") is not None
-            any_ready = any_ready or (ready and track.phase == "Running" and not deleting)
+            any_ready = any_ready or (ready and status.get("phase") == "Running" and not deleting)
+        names = {pod["metadata"]["name"] for pod in pods}
         for name, track in self.pods.items():
             if name not in names and track.gone is None:
                 track.gone = now
-        fqdn = self.settings.generation.inference_service_fqdn(self.settings.release.name, self.namespace)
-        if any_ready and not self.published:
-            self.dns.publish(fqdn)
-            self.published = True
-        elif not any_ready and self.published:
-            self.dns.unpublish(fqdn)
-            self.published = False
+        if any_ready != self.published:
+            fqdn = self.settings.generation.inference_service_fqdn(release, namespace)
+            (self.dns.publish if any_ready else self.dns.unpublish)(fqdn)
+            self.published = any_ready
 
-    def _hold(self, pod: dict[str, Any], track: PodTrack) -> None:
-        delay = self.scripted.popleft() if self.scripted else self.delay.draw(self.rng)
-        track.queue_delay = delay
-        notes = [f"{stages.QUEUE_DELAY}={stages.go_duration(delay)}"]
+    def _hold(self, name: str, track: PodTrack) -> None:
+        track.queue_delay = self.scripted.popleft() if self.scripted else self.delay.draw(self.rng)
+        notes = [f"{stages.QUEUE_DELAY}={stages.go_duration(track.queue_delay)}"]
         if self.scripted_jobs:
             track.job_seconds = self.scripted_jobs.popleft()
-            notes.append(f"{stages.JOB_TIME}={stages.go_duration(track.job_seconds)}")
-        self.cluster.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", self.namespace, *notes)
+            notes += [f"{stages.JOB_TIME}={stages.go_duration(track.job_seconds)}"]
+            notes += [f"{key}={value}" for key, value in stages.JOB_END.items()]
+        self.cluster.kubectl("annotate", "pod", name, "-n", self.settings.namespace, *notes)
 
 
 @contextlib.contextmanager
@@ -269,8 +212,7 @@ def rehearsal(
 ) -> Iterator[Rehearsal]:
     """Everything of a rehearsal for ``settings``'s namespace on ``cluster``, with the scale-from-zero parts of the
     chart directory ``chart``; stops all it started."""
-    namespace = settings.namespace
-    release = settings.release.name
+    namespace, release = settings.namespace, settings.release.name
     lua = filled_lua(chart, settings)  # a chart without the file fails here, before anything starts
     work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as started:
@@ -278,43 +220,28 @@ def rehearsal(
         started.callback(prometheus.stop)
         cluster.kubectl("create", "namespace", namespace, check=False)
         documents = [triton_deployment(settings), scaled_object(settings, prometheus.address)]
-        cluster.kubectl(
-            "apply", "--server-side", "-f", "-", input_text="\n---\n".join(json.dumps(d) for d in documents)
-        )
-        keda = started.enter_context(keda_running(cluster, namespace, work_dir))
+        cluster.kubectl("apply", "--server-side", "-f", "-", input_text="\n---\n".join(map(json.dumps, documents)))
+        started.enter_context(keda_running(cluster, namespace, work_dir))
         dns = started.enter_context(dns_standin())
         triton = TritonStandIn()
         started.callback(triton.stop)
-        admission = started.enter_context(admission_running(cluster, settings, chart, work_dir / "admission"))
+        admission_port = started.enter_context(admission_running(cluster, settings, chart, work_dir / "admission"))
         envoy = started.enter_context(
             envoy_running(
                 settings,
                 tritons=[(settings.generation.inference_service_fqdn(release, namespace), triton.port)],
-                admission_port=admission.port,
+                admission_port=admission_port,
                 dns_port=dns.port,
                 lua=lua,
             )
         )
         result = Rehearsal(
-            cluster=cluster,
-            settings=settings,
-            delay=delay,
-            envoy=envoy,
-            dns=dns,
-            prometheus=prometheus,
-            admission=admission,
-            triton=triton,
-            keda=keda,
-            rng=random.Random(seed),
-            stack=stack,
-        )
+            cluster, settings, delay, envoy, dns, prometheus, triton, work_dir / "admission" / "admission.log",
+            random.Random(seed), stack,
+        )  # fmt: skip
         stopping = threading.Event()
         watcher = threading.Thread(target=result._watch, args=(stopping,), name="rehearsal-pods", daemon=True)
         watcher.start()
-
-        def stop_watching() -> None:
-            stopping.set()
-            watcher.join(10)
-
-        started.callback(stop_watching)
+        started.callback(watcher.join, 10)
+        started.callback(stopping.set)
         yield result

@@ -1,17 +1,7 @@
-"""The stand-ins a rehearsal runs where this machine has no real part: Prometheus and Triton.
-
-``PrometheusStandIn``
-    answers ``GET /api/v1/query`` (what KEDA's Prometheus scaler asks) with one sample of ``value``, which the
-    caller sets: the release's load as the metric query would return it. Counts the queries.
-``TritonStandIn``
-    a gRPC ``GRPCInferenceService`` (``TritonServicer``, on tritonclient's servicer base) answering ``ServerLive``,
-    ``ServerReady``, ``ModelReady`` and ``RepositoryIndex``; it is reached through Envoy only while the rehearsal
-    publishes its DNS name, that is while a Triton pod is Ready, as a headless Service's record follows its ready
-    pods.
-
+"""The stand-ins a rehearsal runs where this machine has no real part: Prometheus (what KEDA's scaler asks) and
+Triton (reached through Envoy only while a Triton pod is Ready: ``run.py`` publishes its DNS name then).
 ``HttpStandIn`` and ``TritonServicer`` are also the skeletons of the tests' stand-ins (``tests/loopback.py``,
-``tests/kube_api_standin.py``).
-"""
+``tests/kube_api_standin.py``)."""
 
 from __future__ import annotations
 
@@ -42,11 +32,8 @@ def reply(request: http.server.BaseHTTPRequestHandler, status: int, content_type
 
 
 class HttpStandIn:
-    """A threading HTTP/1.1 server on a free loopback port until ``stop``, shared with the tests' stand-ins.
-
-    Each request of ``METHODS`` goes to ``handle``, which by default answers with ``answer(path)`` (the query
-    dropped); a stand-in that needs the headers or the body overrides ``handle``.
-    """
+    """A threading HTTP/1.1 server on a free loopback port until ``stop``. Each request of ``METHODS`` goes to
+    ``handle``, which answers with ``answer(path)`` (the query dropped) unless a stand-in overrides it."""
 
     METHODS: tuple[str, ...] = ("GET",)
 
@@ -86,6 +73,8 @@ class HttpStandIn:
 
 
 class PrometheusStandIn(HttpStandIn):
+    """``GET /api/v1/query`` answered with one sample of ``value`` (the release's load), the queries counted."""
+
     def __init__(self, value: float = 0.0) -> None:
         self.value = value
         self.queries = 0
@@ -105,8 +94,8 @@ class PrometheusStandIn(HttpStandIn):
 
 
 class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """A Triton serving the one model ``MODEL``: ServerLive, ServerReady, ModelReady and RepositoryIndex. Every call
-    goes through ``enter(method, context)`` first, which counts it in ``calls``; the tests' stand-in extends it."""
+    """A Triton serving the one model ``MODEL``. Every call goes through ``enter(method, context)`` first, which
+    counts it in ``calls``; the tests' stand-in extends it."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -121,10 +110,6 @@ class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
     def ServerReady(self, request: Any, context: Any) -> Any:
         self.enter("ServerReady", context)
         return service_pb2.ServerReadyResponse(ready=True)
-
-    def ModelReady(self, request: Any, context: Any) -> Any:
-        self.enter("ModelReady", context)
-        return service_pb2.ModelReadyResponse(ready=request.name == MODEL)
 
     def RepositoryIndex(self, request: Any, context: Any) -> Any:
         self.enter("RepositoryIndex", context)

@@ -187,7 +187,7 @@ def test_a_cold_start_from_zero_under_the_real_keda_operator(cluster: LocalClust
         assert after == {failed[-1]}, ("every Failed Triton pod but the newest is deleted", failed, done.stdout)
         numbers["failed_pods_cleared"] = len(before - after)
         assert run.errors == [], run.errors
-        assert "Traceback" not in run.admission.log(), run.admission.log()
+        assert "Traceback" not in run.admission_log(), run.admission_log()
     numbers["total_s"] = time.monotonic() - started
     print(
         "rehearsal numbers: " + json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()})

@@ -1,5 +1,6 @@
-"""The rehearsal's kwok Stages: kwok's own default fast stages, read from kwok's module at the version tools/kwok pins
-(Go and the module proxy, as the rest of this tier), with the rehearsal's Slurm queue and job end added."""
+"""The rehearsal's kwok Stages: kwok's own default fast stages and its chaos stage for a failed container, read from
+kwok's module at the version tools/kwok pins (Go and the module proxy, as the rest of this tier), narrowed and
+combined into the rehearsal's Slurm queue and job end."""
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ def test_the_queue_stage_waits_the_annotated_duration_then_applies_kwoks_own_rea
         "jq": {"expression": f'.metadata.annotations["{stages.QUEUE_DELAY}"]'}
     }
     assert queue["spec"]["next"] == ready["spec"]["next"]
-    job_end = found["rehearse-slurm-job-end"]
-    assert "exitCode: 255" in job_end["spec"]["next"]["statusTemplate"]
-    assert "phase: Failed" in job_end["spec"]["next"]["statusTemplate"]
+    template = found["rehearse-slurm-job-end"]["spec"]["next"]["statusTemplate"]
+    exit_code = next(key for key in stages.JOB_END if key.endswith("/exit-code"))
+    assert f'index $annotations "{exit_code}"' in template and stages.JOB_END[exit_code] == "255"
+    assert "phase: Failed" in template and template.endswith('reason: "Error: 255"\n'), "as interLink reports it"
     assert stages.go_duration(17.25) == "17.250s"
