@@ -11,7 +11,13 @@ The mutations are in ``scripts/mutations.txt``, one block each:
     tests: tests/test_derived_numbers.py
     why: the RepositoryIndex idle_timeout follows readyTimeoutSeconds
 
-``find`` must occur exactly once in ``file`` (the check refuses a list that no longer fits the code). Each mutation
+``find`` must occur exactly once in ``file`` (the check refuses a list that no longer fits the code). Every module
+of the package that defines a function or class has a mutation, or a block saying why it holds no rule:
+
+    file: supersonic_interlink/progress.py
+    norule: prints when a long step starts and ends; nothing is decided
+
+and a module with neither is named as a problem, so a new rule cannot arrive without its mutation. Each mutation
 is applied to a copy of the tracked files in a temporary directory, never to the working tree, and its ``tests`` run
 there with pytest (stopping at the first failure). Exit 0 when every mutation is killed, 1 when one survives, 2 when
 the list is malformed.
@@ -20,6 +26,7 @@ the list is malformed.
 from __future__ import annotations
 
 import argparse
+import ast
 import shutil
 import subprocess
 import sys
@@ -30,7 +37,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LIST = ROOT / "scripts" / "mutations.txt"
+PACKAGE = "supersonic_interlink"
 FIELDS = ("file", "find", "into", "tests", "why")
+NORULE = ("file", "norule")
 TEST_TIMEOUT_SECONDS = 600
 
 
@@ -48,14 +57,24 @@ class Mutation:
 
 
 def parse(text: str, root: Path = ROOT) -> tuple[list[Mutation], list[str]]:
-    """The mutations of a list file and every problem with it (a field missing, ``find`` not once in its file)."""
+    """The mutations of a list file and every problem with it (a field missing, ``find`` not once in its file, a
+    module of the package with neither a mutation nor a ``norule`` block)."""
     mutations: list[Mutation] = []
     problems: list[str] = []
+    norules: dict[str, int] = {}
     block: dict[str, str] = {}
     start = 0
 
     def close() -> None:
         if not block:
+            return
+        if "norule" in block:
+            if set(block) != set(NORULE) or not block["norule"]:
+                problems.append(f"line {start}: a norule block holds file and norule only")
+            elif not (root / block["file"]).is_file():
+                problems.append(f"line {start}: {block['file']}: no such file")
+            else:
+                norules[block["file"]] = start
             return
         missing = [f for f in FIELDS if not block.get(f)]
         if missing:
@@ -84,14 +103,30 @@ def parse(text: str, root: Path = ROOT) -> tuple[list[Mutation], list[str]]:
         if raw.startswith("#"):
             continue
         key, sep, value = raw.partition(": ")
-        if not sep or key not in FIELDS:
-            problems.append(f"line {number}: expected one of {', '.join(FIELDS)} then ': '")
+        if not sep or key not in FIELDS + NORULE:
+            problems.append(f"line {number}: expected one of {', '.join(FIELDS + NORULE[1:])} then ': '")
             continue
         if not block:
             start = number
         block[key] = value
     close()
-    return mutations, problems
+    return mutations, problems + coverage(mutations, norules, root)
+
+
+def coverage(mutations: list[Mutation], norules: dict[str, int], root: Path) -> list[str]:
+    """Each module that defines a function or class: mutated, or said to hold no rule, and not both."""
+    mutated = {m.file for m in mutations}
+    problems = [
+        f"line {line}: {file} has a mutation and a norule block" for file, line in norules.items() if file in mutated
+    ]
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        defines = any(
+            isinstance(node, (ast.FunctionDef, ast.ClassDef)) for node in ast.walk(ast.parse(path.read_text()))
+        )
+        if defines and name not in mutated and name not in norules:
+            problems.append(f"{name}: no mutation and no `norule:` block saying why it holds no rule")
+    return problems
 
 
 def tracked_copy(into: Path) -> None:

@@ -135,3 +135,81 @@ def test_every_package_is_placed_and_named_in_the_architecture_note() -> None:
     note = (ROOT / "docs" / "architecture.md").read_text()
     missing = [p for p in sorted(packages) if f"`{p}/`" not in note]
     assert missing == [], f"docs/architecture.md does not describe: {missing}"
+
+
+LAZY_MARK = "lazy:"
+"""An import inside a function is allowed only when its line (or the one above) says why, after ``# lazy:``."""
+
+
+def nested_imports(path: Path, text: str | None = None) -> list[str]:
+    """Project imports inside a function of ``path`` without a ``# lazy:`` reason beside them."""
+    lines = (path.read_text() if text is None else text).splitlines()
+    tree = ast.parse("\n".join(lines), str(path))
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if imported(ast.Module([node], []), module_name(path), path.name == "__init__.py"):
+                said = " ".join(lines[max(node.lineno - 2, 0) : node.lineno])
+                if f"# {LAZY_MARK}" not in said:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: import inside {function.name}()")
+    return found
+
+
+def test_project_imports_sit_at_the_top_of_the_module_unless_said_lazy() -> None:
+    assert [problem for path in sources() for problem in nested_imports(path)] == []
+
+
+def test_the_nested_import_check_finds_one_and_accepts_a_reason() -> None:
+    where = ROOT / PACKAGE / "config" / "example.py"
+    nested = "import json\n\ndef f():\n    import yaml\n    from supersonic_interlink import contract\n"
+    assert nested_imports(where, nested) == [f"{PACKAGE}/config/example.py:5: import inside f()"]
+    said = "def f():\n    # lazy: start-up time\n    from supersonic_interlink import contract\n"
+    assert nested_imports(where, said) == []
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (a package import is its ``__init__``)."""
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        module = module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        graph[module] = {name for _, name in imported(tree, module, path.name == "__init__.py") if name != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import circle once, as the modules on it (depth-first search, the path on the stack)."""
+    found: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            circle = path[path.index(module) :]
+            if sorted(circle) not in [sorted(c) for c in found]:
+                found.append(circle)
+            return
+        if module in done:
+            return
+        for target in sorted(graph.get(module, ())):
+            visit(target, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    return found
+
+
+def test_no_import_cycle_between_modules() -> None:
+    graph = module_graph()
+    assert len(graph) > 40
+    assert cycles(graph) == []
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_is_named_for_being_a_command() -> None:
+    """A module says what it does; "command" says only that a verb calls it."""
+    assert [str(p.relative_to(ROOT)) for p in sources() if p.stem in {"command", "commands"}] == []
