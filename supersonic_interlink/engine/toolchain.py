@@ -130,7 +130,7 @@ BUILDS: tuple[Build, ...] = (
     Build(
         group="kwok",
         module="sigs.k8s.io/kwok",
-        packages={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+        packages={name: f"sigs.k8s.io/kwok/cmd/{name}" for name in ("kwok", "kwokctl")},
         ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version={version}",),
     ),
     Build(
