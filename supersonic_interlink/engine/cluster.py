@@ -1,25 +1,13 @@
 """A local Kubernetes control plane on loopback, started by kwok's own ``kwokctl`` (``--runtime binary``) from the
 binaries ``toolchain`` builds: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, which marks
-pods on its nodes Running and Ready and, through a Stage of this project's, gives LoadBalancer Services an ingress
-address (MetalLB's part on Geddes), so Helm's ``--wait`` and a Pulumi delete behave as on a cluster.
+pods on its nodes Running and Ready. kwokctl's defaults are overridden (``kwokctl_config``, docs/engine.md): it
+binds 127.0.0.1, keeps its files, kubeconfig and cache in the cluster's directory, and downloads nothing. It starts
+its components in sessions of their own (kwok ``pkg/utils/exec/cmd_other.go``, ``Setsid``), so they run until
+``kwokctl delete cluster``: ``stop`` runs it, and so does a ``tied`` cluster's reaper when the process that started
+the cluster dies. Then the nodes, KEDA's CRDs (``tools/keda``) and ``cvmfs`` volumes are added. The process helpers
+here (``start_process``, ``wait_until``, ``stop_process``) also run the rehearsal's KEDA operator and Envoy.
 
-kwokctl v0.7.0 runs from local binaries with no download: a path given for a component's binary is linked into the
-cluster's ``bin/`` (``pkg/kwokctl/runtime/file.go`` ``EnsureBinary`` -> ``pkg/utils/file/download.go``). Its
-defaults are overridden here: every component binds 127.0.0.1 (``options.bindAddress``, default 0.0.0.0), its files
-live under this cluster's directory (``KWOK_WORKDIR``, default ``~/.kwok``), the kubeconfig is this directory's
-(``--kubeconfig``, default ``~/.kube/config``), and the controller-manager and scheduler run without leader
-election, the controllers with their own ServiceAccounts (``componentsPatches``). It starts its components in
-sessions of their own (``pkg/utils/exec/cmd_other.go``, ``Setsid``), so they outlive whoever started them until
-``kwokctl delete cluster``: ``stop`` runs it, and a ``tied`` cluster also has a reaper that runs it when the process
-that started the cluster dies.
-
-After kwokctl: the nodes (Geddes' analysis-facility nodes, where Envoy and the cleanup run, and the interLink
-virtual node ``interlink-hammer``), KEDA's real CRDs from its Go module (``tools/keda``) and static ``cvmfs``
-volumes. ``start_process``, ``wait_until`` and ``stop_process`` also run the rehearsal's KEDA operator and Envoy.
-
-    ./supersonic cluster start [--dir DIR]   # prints where its kubeconfig is
-    ./supersonic cluster env   [--dir DIR]   # export lines for eval
-    ./supersonic cluster stop  [--dir DIR]
+    ./supersonic cluster start|env|status|stop [--dir DIR]
 """
 
 from __future__ import annotations
@@ -27,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,21 +29,18 @@ from typing import Any
 
 import yaml
 
+from supersonic_interlink import EXIT_FINDING, EXIT_OK
 from supersonic_interlink.chart import binaries
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
-from supersonic_interlink.engine.run import OFFLINE_ENV
-
-SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
+from supersonic_interlink.engine.run import OFFLINE_ENV, SCRATCH_PROJECT_ENV
 
 PASSPHRASE = "local-cluster-only"
-"""The passphrase of stacks on the local cluster's own backend. It protects nothing real: that backend is a
-folder beside the cluster and holds only what the local cluster runs."""
+"""The passphrase of stacks on the local cluster's own backend, a folder beside it: it protects nothing real."""
 
 LOOPBACK = "127.0.0.1"
 NAME = "supersonic"
-"""The kwokctl cluster's name; its files are ``<directory>/clusters/supersonic``."""
-
+"""The kwokctl cluster's name: its files are ``<directory>/clusters/supersonic``."""
 COMPONENTS = {
     "etcd": "etcd",
     "kube-apiserver": "kube-apiserver",
@@ -61,7 +48,14 @@ COMPONENTS = {
     "kube-scheduler": "kube-scheduler",
     "kwok-controller": "kwok",
 }
-"""kwokctl's component -> the toolchain binary it runs (kwokctl names its pid and log files by component)."""
+"""kwokctl's component (its pid and log files are named so) -> the toolchain binary it runs."""
+PATCHES = {
+    "kube-controller-manager": {"leader-elect": "false", "use-service-account-credentials": "true"},
+    "kube-scheduler": {"leader-elect": "false"},
+    "etcd": {"unsafe-no-fsync": "true"},
+}
+"""Flags added to kwokctl's: no leader election for one controller-manager and one scheduler (lost on a loaded
+machine, it ends the process); each controller acts as its own ServiceAccount, as on a real cluster."""
 
 VIRTUAL_NODE: dict[str, Any] = {
     "name": "interlink-hammer",
@@ -72,31 +66,21 @@ VIRTUAL_NODE: dict[str, Any] = {
     },
     "taints": [{"key": "virtual-node.interlink/no-schedule", "value": "true", "effect": "NoSchedule"}],
 }
-"""interLink's virtual node as DOMAIN.md describes it: its own hostname label, ``kubernetes.io/os`` of a virtual
-kubelet, and the NoSchedule taint only pods that tolerate offloading pass."""
-
+"""interLink's virtual node as DOMAIN.md describes it; only pods that tolerate offloading pass its taint."""
+AF_TAINT = {"key": "hub.jupyter.org/dedicated", "value": "cms-af", "effect": "NoSchedule"}
 NODES: list[dict[str, Any]] = [
-    {"name": "node-1", "labels": {"kubernetes.io/os": "linux"}, "taints": []},
-    *(
-        {
-            "name": f"af-{index}",
-            "labels": {"kubernetes.io/os": "linux", "cms-af-prod": "true"},
-            "taints": [{"key": "hub.jupyter.org/dedicated", "value": "cms-af", "effect": "NoSchedule"}],
-        }
-        for index in (1, 2)
-    ),
+    {"name": "node-1", "labels": {}, "taints": []},
+    *({"name": f"af-{i}", "labels": {"cms-af-prod": "true"}, "taints": [AF_TAINT]} for i in (1, 2)),
     VIRTUAL_NODE,
 ]
 """A plain node, analysis-facility nodes like Geddes' (where the hammer stack puts Envoy and the cleanup), and the
 virtual node."""
-
 CVMFS_VOLUMES = 32
-"""PersistentVolumes of class ``cvmfs``: one per namespace that installs the chart (it claims ``cvmfs`` there). A
-claim left Pending makes Helm's ``--wait`` run into its timeout, so there are more than the e2e tier's namespaces."""
-
+"""PersistentVolumes of class ``cvmfs``, one per namespace that installs the chart: a claim left Pending makes
+Helm's ``--wait`` time out, so there are more than the e2e tier's namespaces."""
 KWOK_STARTS = 3
 """kwok 0.7.0 sometimes dies as it starts its stage controllers together ("fatal error: concurrent map writes" in
-its CEL type registry, about once in ten starts): ``kwokctl start cluster`` starts it again, at most this often."""
+its CEL type registry, seen about once in ten starts): ``kwokctl start cluster`` starts it again, this often."""
 
 LOAD_BALANCER_STAGE = {
     "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -113,17 +97,16 @@ LOAD_BALANCER_STAGE = {
         "next": {"statusTemplate": "loadBalancer:\n  ingress:\n  - ip: 127.0.0.1\n"},
     },
 }
-"""Stands in for a load-balancer controller (MetalLB on Geddes): Helm's --wait holds a LoadBalancer Service until
-it has an ingress address. kwok keeps its default node and pod Stages for a kind no Stage here names."""
-
+"""A load-balancer controller's part (MetalLB on Geddes), which Helm's --wait waits for. kwok keeps its default
+Stages for a kind that no Stage given names."""
 REAPER = 'trap \'exec "$0" --name="$1" delete cluster --kubeconfig="$2"\' TERM; while sleep 1; do :; done'
-"""A shell that runs ``kwokctl delete cluster`` when it is sent SIGTERM: a ``tied`` cluster's reaper, started so
-that the kernel sends it SIGTERM when the process that started the cluster dies."""
+"""A tied cluster's reaper: it runs ``kwokctl delete cluster`` on SIGTERM, which the kernel sends it when the
+process that started the cluster dies."""
 
 
 class ClusterError(Exception):
-    """The control plane, or a process run beside it (the KEDA operator, Envoy), did not start or become ready in
-    time; the message says which and how its log ends."""
+    """The control plane, or a process run beside it, did not start or become ready in time; the message says which
+    and how its log ends."""
 
 
 def free_port() -> int:
@@ -216,6 +199,20 @@ def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
     }
 
 
+def kwokctl_config(paths: Mapping[str, Path], pod_stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """kwokctl's configuration: its binary runtime on loopback (its default is 0.0.0.0), each binary it would
+    download the local one in ``paths`` (kwokctl links a local path, ``pkg/kwokctl/runtime/file.go`` EnsureBinary),
+    their version and ``PATCHES``; then kwok's Stages."""
+    options = {"runtime": "binary", "bindAddress": LOOPBACK}
+    options["kubeVersion"] = toolchain.version(toolchain.build_for("kube-apiserver"))
+    for component, binary in [*COMPONENTS.items(), ("kubectl", "kubectl")]:
+        first, *rest = component.split("-")
+        options[first + "".join(part.title() for part in rest) + "Binary"] = str(paths[binary])
+    patches = [{"name": n, "extraArgs": [{"key": k, "value": v} for k, v in a.items()]} for n, a in PATCHES.items()]
+    kwokctl = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options}
+    return [{**kwokctl, "componentsPatches": patches}, LOAD_BALANCER_STAGE, *pod_stages]
+
+
 @dataclass
 class LocalCluster:
     """The control plane rooted at ``directory``: kwokctl's files (``clusters/supersonic``: certificates, etcd data,
@@ -226,8 +223,7 @@ class LocalCluster:
     """Stop every component when the process that started the cluster dies (a test session killed without its
     teardown); ``./supersonic cluster start`` leaves them running until ``stop``."""
     pod_stages: list[dict[str, Any]] = field(default_factory=list)
-    """kwok pod Stages to run instead of kwok's defaults (which it loads only when given no pod stage): the
-    rehearsal's Slurm queue (``supersonic_interlink.rehearse.stages``). Empty: kwok's default fast pod stages."""
+    """kwok pod Stages instead of kwok's default ones: the rehearsal's Slurm queue (``rehearse/stages.py``)."""
     _reaper: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -245,7 +241,7 @@ class LocalCluster:
 
     @property
     def serving_certificate(self) -> Path:
-        """The API server's serving certificate (for 127.0.0.1), which kwokctl also gives the admin and kwok."""
+        """The API server's serving certificate (for 127.0.0.1), kwokctl's admin certificate too."""
         return self.workdir / "pki" / "admin.crt"
 
     @property
@@ -287,7 +283,6 @@ class LocalCluster:
         return found
 
     def running(self) -> bool:
-        """Every component of this cluster runs."""
         return self.pids().keys() == COMPONENTS.keys()
 
     def _log(self, component: str) -> Path:
@@ -306,8 +301,7 @@ class LocalCluster:
             return
         self.stop(log=lambda _line: None)
         started = time.monotonic()
-        paths = toolchain.ensure([*COMPONENTS.values(), "kwokctl"], log=log)
-        paths["kubectl"] = binaries.ensure("kubectl")
+        paths = {**toolchain.ensure([*COMPONENTS.values(), "kwokctl"], log=log), "kubectl": binaries.ensure("kubectl")}
         for directory in (self.directory, self.backend_dir, self.pulumi_home):
             directory.mkdir(parents=True, exist_ok=True)
         config = self.directory / "kwok.yaml"  # the file kwokctl reads first from KWOK_WORKDIR in any case
@@ -326,23 +320,18 @@ class LocalCluster:
         log(f"cluster: ready in {time.monotonic() - started:.1f} s (KUBECONFIG={self.kubeconfig})")
 
     def _api_ready(self) -> bool:
-        exited = COMPONENTS.keys() - self.pids().keys() - {"kwok-controller"}
+        exited = sorted(COMPONENTS.keys() - self.pids().keys() - {"kwok-controller"})  # kwok: see _seed
         if exited:
-            tails = "\n".join(log_tail(self._log(name)) for name in sorted(exited))
-            raise ClusterError(f"{', '.join(sorted(exited))} exited as the API server came up; {tails}")
+            tails = "\n".join(log_tail(self._log(name)) for name in exited)
+            raise ClusterError(f"{', '.join(exited)} exited as the API server came up; {tails}")
         return self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0
 
     def tool(
         self, name: str, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess:
         """The pinned ``kubectl`` or ``helm`` against this cluster; with ``check``, a failure is a ClusterError."""
-        done = subprocess.run(
-            [str(binaries.ensure(name)), f"--kubeconfig={self.kubeconfig}", *args],
-            capture_output=True,
-            text=True,
-            input=input_text,
-            timeout=timeout,
-        )
+        command = [str(binaries.ensure(name)), f"--kubeconfig={self.kubeconfig}", *args]
+        done = subprocess.run(command, capture_output=True, text=True, input=input_text, timeout=timeout)
         if check and done.returncode != 0:
             raise ClusterError(f"{name} {' '.join(args)} failed: {done.stderr.strip()}")
         return done
@@ -357,15 +346,12 @@ class LocalCluster:
         return str(self.kubectl("get", target, "-o", f"jsonpath={path}", check=False).stdout.strip())
 
     def _seed(self, timeout: float, log: Callable[[str], None]) -> None:
-        """Nodes, KEDA's CRDs (from its Go module at the version ``tools/keda/go.mod`` pins), and a pool of
-        PersistentVolumes; then wait until pods can be scheduled and run."""
+        """The nodes, KEDA's CRDs from its Go module, static volumes of class ``cvmfs`` (as the CVMFS CSI driver's
+        class provides on Geddes); then wait until pods can be scheduled and run."""
         nodes = [_node(spec) for spec in NODES]
-        crds = toolchain.module_source("keda") / "config" / "crd" / "bases"
-        # Static volumes, as the CVMFS CSI driver's class provides on Geddes: each namespace's `cvmfs` claim binds.
         storage_class = CHART.model_repository_storage_class
-        volumes = [
-            _persistent_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)
-        ]
+        volumes = [_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)]
+        crds = toolchain.module_source("keda") / "config" / "crd" / "bases"
         self.kubectl(
             "apply", "--server-side", "-f", "-", "-f", str(crds), input_text=yaml.safe_dump_all(nodes + volumes)
         )
@@ -373,8 +359,7 @@ class LocalCluster:
         established = '{.status.conditions[?(@.type=="Established")].status}'
         crd = "crd/scaledobjects.keda.sh"
         self._wait("the KEDA CRDs", "kube-apiserver", timeout, lambda: self._jsonpath(crd, established) == "True")
-        ready = '{.items[*].status.conditions[?(@.type=="Ready")].status}'
-        starts = [1]
+        ready, starts = '{.items[*].status.conditions[?(@.type=="Ready")].status}', [1]
 
         def nodes_ready() -> bool:
             if "kwok-controller" not in self.pids():
@@ -386,19 +371,14 @@ class LocalCluster:
             return self._jsonpath("nodes", ready).split() == ["True"] * len(nodes)
 
         self._wait("kwok's nodes", "kwok-controller", timeout, nodes_ready)
-        # Pods are admitted only once the namespace's default ServiceAccount exists (the controller-manager
-        # makes it): the one in "default" is the sign that controller is running.
-        self._wait(
-            "the default ServiceAccount",
-            "kube-controller-manager",
-            timeout,
-            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
-        )
+        # Pods are admitted once their namespace's default ServiceAccount exists, which the controller-manager makes.
+        default = lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0  # noqa: E731
+        self._wait("the default ServiceAccount", "kube-controller-manager", timeout, default)
         log(f"cluster: nodes {', '.join(n['metadata']['name'] for n in nodes)}; KEDA CRDs")
 
     def stop(self, *, log: Callable[[str], None] = print, keep_logs: bool = False, timeout: float = 20.0) -> None:
-        """``kwokctl delete cluster`` (every component killed, its files removed) and this cluster's Pulumi state; with
-        ``keep_logs`` only ``kwokctl stop cluster``, which leaves the files for reading."""
+        """``kwokctl delete cluster`` (every component killed, its files removed) and this cluster's Pulumi state;
+        with ``keep_logs`` only ``kwokctl stop cluster``, which leaves the files for reading."""
         if self._reaper is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._reaper.pid, signal.SIGKILL)  # it would run the delete below a second time
@@ -414,62 +394,36 @@ class LocalCluster:
         if running:
             log(f"cluster: stopped {', '.join(running)}")
         if not keep_logs:
-            # The cluster's data goes, and with it the Pulumi state that described it: a state left behind would
-            # say a (protected) release exists on the next, empty, cluster.
+            # The Pulumi state that described the cluster goes with it: a state left behind would say a (protected)
+            # release exists on the next, empty, cluster.
             self.kubeconfig.unlink(missing_ok=True)
             for data in ("backend", "project"):
                 shutil.rmtree(self.directory / data, ignore_errors=True)
 
 
-PATCHES = {
-    "kube-controller-manager": {"leader-elect": "false", "use-service-account-credentials": "true"},
-    "kube-scheduler": {"leader-elect": "false"},
-    "etcd": {"unsafe-no-fsync": "true"},
-}
-"""Flags kwokctl adds to its own: one controller-manager and one scheduler need no leader election (which, lost on
-a loaded machine, ends the process); each controller acts as its own ServiceAccount, as on a real cluster."""
-
-
-def kwokctl_config(paths: Mapping[str, Path], pod_stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """kwokctl's configuration: its binary runtime, on loopback, every binary the local one ``paths`` names (kwokctl
-    links a local path and downloads only a URL), the version the binaries are, ``PATCHES``; then kwok's Stages."""
-    options = {"runtime": "binary", "bindAddress": LOOPBACK}
-    options["kubeVersion"] = toolchain.version(toolchain.build_for("kube-apiserver"))
-    for component, binary in [*COMPONENTS.items(), ("kubectl", "kubectl")]:
-        first, *rest = component.split("-")
-        options[first + "".join(part.title() for part in rest) + "Binary"] = str(paths[binary])
-    patches = [{"name": n, "extraArgs": [{"key": k, "value": v} for k, v in a.items()]} for n, a in PATCHES.items()]
-    kwokctl = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options}
-    return [{**kwokctl, "componentsPatches": patches}, LOAD_BALANCER_STAGE, *pod_stages]
-
-
 def _node(spec: dict[str, Any]) -> dict[str, Any]:
-    labels = {"kubernetes.io/hostname": spec["name"], **spec["labels"]}
+    labels = {"kubernetes.io/hostname": spec["name"], "kubernetes.io/os": "linux", **spec["labels"]}
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110"}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": spec["name"], "labels": labels},
         "spec": {"taints": spec["taints"]},
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-        },
+        "status": {"allocatable": resources, "capacity": resources},
     }
 
 
-def _persistent_volume(name: str, storage_class: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "100Gi"},
-            "accessModes": ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": storage_class,
-            "hostPath": {"path": f"/nonexistent/{name}"},
-        },
+def _volume(name: str, storage_class: str) -> dict[str, Any]:
+    spec = {
+        "capacity": {"storage": "100Gi"},
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": storage_class,
     }
+    access = {
+        "accessModes": ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"],
+        "hostPath": {"path": f"/nonexistent/{name}"},
+    }
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec | access}
 
 
 def _die_with_parent() -> None:
@@ -483,3 +437,26 @@ def _exe(pid: int) -> str | None:
         return os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return None
+
+
+def run_cluster(action: str, directory: Path) -> int:
+    """``./supersonic cluster start|stop|status|env`` of the control plane whose files are in ``directory``."""
+    cluster = LocalCluster(directory)
+    try:
+        if action == "start":
+            cluster.start(log=lambda line: print(line, file=sys.stderr, flush=True))
+            print(cluster.kubeconfig)
+        elif action == "stop":
+            cluster.stop(log=lambda line: print(line, file=sys.stderr))
+        elif action == "status":
+            print("running" if cluster.running() else "stopped")
+            return EXIT_OK if cluster.running() else EXIT_FINDING
+        elif not cluster.running():
+            print(f"cluster: not running in {directory}; start it with ./supersonic cluster start", file=sys.stderr)
+            return EXIT_FINDING
+        else:
+            print("".join(f"export {key}={shlex.quote(value)}\n" for key, value in cluster.env().items()), end="")
+    except (ClusterError, toolchain.ToolchainError, binaries.BinaryError) as err:
+        print(f"cluster: {err}", file=sys.stderr)
+        return EXIT_FINDING
+    return EXIT_OK
