@@ -83,7 +83,7 @@ def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_sta
     assert complete("pulumi", "preview", "hammer", "--d") == ["--diff"]
     assert complete("pulumi", "") == ["preview", "up", "refresh", "destroy", "gate"]
     assert complete("probe", "report", "--s") == ["--stack", "--since"], "probe's report form, read before its parser"
-    assert complete("toolchain", "path", "kw") == ["kwok"]
+    assert complete("toolchain", "path", "kw") == ["kwok", "kwokctl"]
     for verb, entries in verb_words().items():
         for sub, taken in entries.items():
             offered = complete(verb, *([sub] if sub else []), "--")

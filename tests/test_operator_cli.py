@@ -39,10 +39,9 @@ def install_plugin(home: Path, version: str) -> Path:
 
 @pytest.fixture
 def nothing_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
-    """An empty toolchain cache and an operator's home with no plugins; each build asked for is recorded instead of
-    run."""
+    """An empty toolchain cache and home (no plugin in ~/.pulumi); each build asked for is recorded instead of run."""
     monkeypatch.setenv("SUPERSONIC_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("HOME", str(tmp_path / "operator"))
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
     monkeypatch.delenv(installed.CLI_ENV, raising=False)
     asked: list[list[str]] = []
 

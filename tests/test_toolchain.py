@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from supersonic_interlink.cli import toolchain as toolchain_cli
-from supersonic_interlink.engine import toolchain
+from supersonic_interlink.engine import cluster, toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,3 +82,25 @@ def test_the_version_ldflags_stamp_what_each_binary_reports() -> None:
 def test_an_unknown_binary_is_a_clear_error() -> None:
     with pytest.raises(toolchain.ToolchainError, match="unknown binary 'kubelet'; known: pulumi"):
         toolchain.path("kubelet")
+
+
+def test_kwokctl_runs_the_local_binaries_on_loopback_without_leader_election_and_with_the_stages_given() -> None:
+    paths = {name: Path(f"/built/{name}") for name in [*cluster.COMPONENTS.values(), "kubectl"]}
+    stage = {"kind": "Stage", "metadata": {"name": "queue"}}
+    configuration, *stages = cluster.kwokctl_config(paths, [stage])
+    options = configuration["options"]
+    assert (options["runtime"], options["bindAddress"]) == ("binary", "127.0.0.1"), "kwokctl's default is 0.0.0.0"
+    binaries = {key: value for key, value in options.items() if key.endswith("Binary")}
+    assert binaries == {
+        "etcdBinary": "/built/etcd",
+        "kubeApiserverBinary": "/built/kube-apiserver",
+        "kubeControllerManagerBinary": "/built/kube-controller-manager",
+        "kubeSchedulerBinary": "/built/kube-scheduler",
+        "kwokControllerBinary": "/built/kwok",
+        "kubectlBinary": "/built/kubectl",
+    }, "every binary kwokctl would download is a local one"
+    assert options["kubeVersion"] == toolchain.version(toolchain.build_for("kube-apiserver"))
+    patches = {p["name"]: {a["key"]: a["value"] for a in p["extraArgs"]} for p in configuration["componentsPatches"]}
+    assert patches["kube-controller-manager"] == {"leader-elect": "false", "use-service-account-credentials": "true"}
+    assert patches["kube-scheduler"] == {"leader-elect": "false"}
+    assert stages == [cluster.LOAD_BALANCER_STAGE, stage]

@@ -20,6 +20,6 @@ def parser() -> args_.Parser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    from supersonic_interlink.engine.command import run_cluster
+    from supersonic_interlink.engine.cluster import run_cluster
 
     return run_cluster(args.action, (args.dir or default_dir()).resolve())

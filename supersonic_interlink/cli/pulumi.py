@@ -76,6 +76,6 @@ def main(argv: list[str]) -> int:
             print("supersonic pulumi: --json goes with preview", file=sys.stderr)
             return 2
         kwargs["json"] = True
-    from supersonic_interlink.engine.command import run_pulumi
+    from supersonic_interlink.engine.run import run_pulumi
 
     return run_pulumi(args.stack, args.action, cli=args.pulumi, **kwargs)

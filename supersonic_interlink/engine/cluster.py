@@ -1,34 +1,26 @@
-"""A local Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-kwok's simulated nodes, from the binaries ``toolchain`` builds.
+"""A local Kubernetes control plane on loopback, started by kwok's own ``kwokctl`` (``--runtime binary``) from the
+binaries ``toolchain`` builds: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, which marks
+pods on its nodes Running and Ready. kwokctl's defaults are overridden (``kwokctl_config``, docs/engine.md): it
+binds 127.0.0.1, keeps its files, kubeconfig and cache in the cluster's directory, and downloads nothing. It starts
+its components in sessions of their own (kwok ``pkg/utils/exec/cmd_other.go``, ``Setsid``), so they run until
+``kwokctl delete cluster``: ``stop`` runs it, and so does a ``tied`` cluster's reaper when the process that started
+the cluster dies. Then the nodes, KEDA's CRDs (``tools/keda``) and ``cvmfs`` volumes are added. The process helpers
+here (``start_process``, ``wait_until``, ``stop_process``) also run the rehearsal's KEDA operator and Envoy.
 
-Shaped like controller-runtime's envtest: one object starts everything on free 127.0.0.1 ports, writes a
-kubeconfig and stops everything it started. Unlike a bare API server it has what a Helm ``--wait`` and a Pulumi
-delete need: the controller-manager (ReplicaSets, the garbage collector that clears ``foregroundDeletion``, PV
-binding, ServiceAccounts, CronJobs), the scheduler, and kwok, which registers nothing itself but marks pods on the
-nodes created here Running and Ready, and gives LoadBalancer Services an ingress address (a kwok Stage).
-
-The nodes: ordinary ones labelled and tainted like Geddes' analysis-facility nodes (where Envoy and the cleanup
-run), and the interLink virtual node ``interlink-hammer`` with the label and taint interLink gives it. KEDA's
-real CRDs come from its Go module (``tools/keda``), at the version pinned there.
-
-Every process is started, waited for and stopped by ``start_process``, ``wait_until`` and ``stop_process``, which
-the rehearsal also runs KEDA's operator and Envoy with.
-
-    ./supersonic cluster start [--dir DIR]   # prints where its kubeconfig is
-    ./supersonic cluster env   [--dir DIR]   # export lines for eval
-    ./supersonic cluster stop  [--dir DIR]
+    ./supersonic cluster start|env|status|stop [--dir DIR]
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import ctypes
 import os
-import secrets
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,20 +29,33 @@ from typing import Any
 
 import yaml
 
+from supersonic_interlink import EXIT_FINDING, EXIT_OK
 from supersonic_interlink.chart import binaries
-from supersonic_interlink.chart.lookup_api import write_loopback_kubeconfig
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
-from supersonic_interlink.engine.run import OFFLINE_ENV
-
-SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
+from supersonic_interlink.engine.run import OFFLINE_ENV, SCRATCH_PROJECT_ENV
 
 PASSPHRASE = "local-cluster-only"
-"""The passphrase of stacks on the local cluster's own backend. It protects nothing real: that backend is a
-folder beside the cluster and holds only what the local cluster runs."""
+"""The passphrase of stacks on the local cluster's own backend, a folder beside it: it protects nothing real."""
 
-SERVICE_CIDR = "10.0.0.0/24"
-POD_CIDR = "10.244.0.0/16"
+LOOPBACK = "127.0.0.1"
+NAME = "supersonic"
+"""The kwokctl cluster's name: its files are ``<directory>/clusters/supersonic``."""
+COMPONENTS = {
+    "etcd": "etcd",
+    "kube-apiserver": "kube-apiserver",
+    "kube-controller-manager": "kube-controller-manager",
+    "kube-scheduler": "kube-scheduler",
+    "kwok-controller": "kwok",
+}
+"""kwokctl's component (its pid and log files are named so) -> the toolchain binary it runs."""
+PATCHES = {
+    "kube-controller-manager": {"leader-elect": "false", "use-service-account-credentials": "true"},
+    "kube-scheduler": {"leader-elect": "false"},
+    "etcd": {"unsafe-no-fsync": "true"},
+}
+"""Flags added to kwokctl's: no leader election for one controller-manager and one scheduler (lost on a loaded
+machine, it ends the process); each controller acts as its own ServiceAccount, as on a real cluster."""
 
 VIRTUAL_NODE: dict[str, Any] = {
     "name": "interlink-hammer",
@@ -61,32 +66,21 @@ VIRTUAL_NODE: dict[str, Any] = {
     },
     "taints": [{"key": "virtual-node.interlink/no-schedule", "value": "true", "effect": "NoSchedule"}],
 }
-"""interLink's virtual node as DOMAIN.md describes it: its own hostname label, ``kubernetes.io/os`` of a virtual
-kubelet, and the NoSchedule taint only pods that tolerate offloading pass."""
-
-AF_NODES: list[dict[str, Any]] = [
-    {
-        "name": f"af-{index}",
-        "labels": {"kubernetes.io/hostname": f"af-{index}", "kubernetes.io/os": "linux", "cms-af-prod": "true"},
-        "taints": [{"key": "hub.jupyter.org/dedicated", "value": "cms-af", "effect": "NoSchedule"}],
-    }
-    for index in (1, 2)
+"""interLink's virtual node as DOMAIN.md describes it; only pods that tolerate offloading pass its taint."""
+AF_TAINT = {"key": "hub.jupyter.org/dedicated", "value": "cms-af", "effect": "NoSchedule"}
+NODES: list[dict[str, Any]] = [
+    {"name": "node-1", "labels": {}, "taints": []},
+    *({"name": f"af-{i}", "labels": {"cms-af-prod": "true"}, "taints": [AF_TAINT]} for i in (1, 2)),
+    VIRTUAL_NODE,
 ]
-"""Analysis-facility nodes like Geddes': where the hammer stack puts Envoy and the cleanup."""
-
-PLAIN_NODES: list[dict[str, Any]] = [
-    {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1", "kubernetes.io/os": "linux"}, "taints": []}
-]
-
+"""A plain node, analysis-facility nodes like Geddes' (where the hammer stack puts Envoy and the cleanup), and the
+virtual node."""
 CVMFS_VOLUMES = 32
-"""PersistentVolumes of class ``cvmfs``: one per namespace that installs the chart (it claims ``cvmfs`` there). A
-claim left Pending makes Helm's ``--wait`` run into its timeout, so there are more than the e2e tier's namespaces."""
-
-KWOK_MANAGED = "kwok.x-k8s.io/node"
-"""Annotation kwok selects the nodes it simulates by."""
+"""PersistentVolumes of class ``cvmfs``, one per namespace that installs the chart: a claim left Pending makes
+Helm's ``--wait`` time out, so there are more than the e2e tier's namespaces."""
 KWOK_STARTS = 3
-KWOK_SETTLE_SECONDS = 3.0
-"""How long kwok must keep running after its start to count as started (its start-up race strikes within one s)."""
+"""kwok 0.7.0 sometimes dies as it starts its stage controllers together ("fatal error: concurrent map writes" in
+its CEL type registry, seen about once in ten starts): ``kwokctl start cluster`` starts it again, this often."""
 
 LOAD_BALANCER_STAGE = {
     "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -103,16 +97,16 @@ LOAD_BALANCER_STAGE = {
         "next": {"statusTemplate": "loadBalancer:\n  ingress:\n  - ip: 127.0.0.1\n"},
     },
 }
-"""Stands in for a load-balancer controller (MetalLB on Geddes): Helm's --wait holds a LoadBalancer Service until
-it has an ingress address."""
+"""A load-balancer controller's part (MetalLB on Geddes), which Helm's --wait waits for. kwok keeps its default
+Stages for a kind that no Stage given names."""
+REAPER = 'trap \'exec "$0" --name="$1" delete cluster --kubeconfig="$2"\' TERM; while sleep 1; do :; done'
+"""A tied cluster's reaper: it runs ``kwokctl delete cluster`` on SIGTERM, which the kernel sends it when the
+process that started the cluster dies."""
 
 
 class ClusterError(Exception):
-    """The control plane, or a process run beside it (the KEDA operator, Envoy), did not start or become ready in
-    time; the message says which and how its log ends."""
-
-
-LOOPBACK = "127.0.0.1"
+    """The control plane, or a process run beside it, did not start or become ready in time; the message says which
+    and how its log ends."""
 
 
 def free_port() -> int:
@@ -205,31 +199,55 @@ def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
     }
 
 
+def kwokctl_config(paths: Mapping[str, Path], pod_stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """kwokctl's configuration: its binary runtime on loopback (its default is 0.0.0.0), each binary it would
+    download the local one in ``paths`` (kwokctl links a local path, ``pkg/kwokctl/runtime/file.go`` EnsureBinary),
+    their version and ``PATCHES``; then kwok's Stages."""
+    options = {"runtime": "binary", "bindAddress": LOOPBACK}
+    options["kubeVersion"] = toolchain.version(toolchain.build_for("kube-apiserver"))
+    for component, binary in [*COMPONENTS.items(), ("kubectl", "kubectl")]:
+        first, *rest = component.split("-")
+        options[first + "".join(part.title() for part in rest) + "Binary"] = str(paths[binary])
+    patches = [{"name": n, "extraArgs": [{"key": k, "value": v} for k, v in a.items()]} for n, a in PATCHES.items()]
+    kwokctl = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options}
+    return [{**kwokctl, "componentsPatches": patches}, LOAD_BALANCER_STAGE, *pod_stages]
+
+
 @dataclass
 class LocalCluster:
-    """The control plane rooted at ``directory`` (certificates, etcd data, logs, kubeconfig, pids, Pulumi backend)."""
+    """The control plane rooted at ``directory``: kwokctl's files (``clusters/supersonic``: certificates, etcd data,
+    logs, pids), the kubeconfig, the Pulumi home and backend."""
 
     directory: Path
     tied: bool = False
     """Stop every component when the process that started the cluster dies (a test session killed without its
     teardown); ``./supersonic cluster start`` leaves them running until ``stop``."""
     pod_stages: list[dict[str, Any]] = field(default_factory=list)
-    """kwok pod Stages to run instead of kwok's defaults (which it loads only when given no pod stage): the
-    rehearsal's Slurm queue (``supersonic_interlink.rehearse.stages``). Empty: kwok's default fast pod stages."""
+    """kwok pod Stages instead of kwok's default ones: the rehearsal's Slurm queue (``rehearse/stages.py``)."""
+    _reaper: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
     def kubeconfig(self) -> Path:
         return self.directory / "kubeconfig"
 
     @property
-    def state_file(self) -> Path:
-        return self.directory / "cluster.json"
+    def workdir(self) -> Path:
+        return self.directory / "clusters" / NAME
 
     @property
-    def pki(self) -> Path:
-        """The API server's ``--cert-dir``: the serving certificate and CA it makes for itself (``apiserver.crt``,
-        the certificate followed by its CA, for 127.0.0.1; ``apiserver.key``) and the admin token file."""
-        return self.directory / "pki"
+    def ca_certificate(self) -> Path:
+        """The CA kwokctl made: it signs the API server's serving certificate and the admin's client certificate."""
+        return self.workdir / "pki" / "ca.crt"
+
+    @property
+    def serving_certificate(self) -> Path:
+        """The API server's serving certificate (for 127.0.0.1), kwokctl's admin certificate too."""
+        return self.workdir / "pki" / "admin.crt"
+
+    @property
+    def serving_key(self) -> Path:
+        """Its key, which also signs ServiceAccount tokens."""
+        return self.workdir / "pki" / "admin.key"
 
     @property
     def pulumi_home(self) -> Path:
@@ -253,24 +271,29 @@ class LocalCluster:
             SCRATCH_PROJECT_ENV: str(self.directory / "project"),
         }
 
-    def _state(self) -> dict[str, Any]:
-        return json.loads(self.state_file.read_text()) if self.state_file.is_file() else {}
-
-    def _pids(self) -> dict[str, int]:
-        """The components this cluster started that still run: a pid counts only while it runs the binary recorded
-        for it (after a reboot a recorded pid may be any other process; a zombie runs none)."""
-        state = self._state()
-        return {name: pid for name, pid in state.get("pids", {}).items() if _exe(pid) == state["exes"].get(name)}
+    def pids(self) -> dict[str, int]:
+        """The components that run, from kwokctl's pid files: a pid counts only while it runs the component's binary
+        (after a reboot a recorded pid may be any other process; a zombie runs none)."""
+        found = {}
+        for component in COMPONENTS:
+            with contextlib.suppress(OSError, ValueError):
+                pid = int((self.workdir / "pids" / f"{component}.pid").read_text())
+                if _exe(pid) == str((self.workdir / "bin" / component).resolve()):
+                    found[component] = pid
+        return found
 
     def running(self) -> bool:
-        """Every component this cluster started still runs."""
-        recorded = self._state().get("pids", {})
-        return bool(recorded) and self._pids().keys() == recorded.keys()
+        return self.pids().keys() == COMPONENTS.keys()
 
     def _log(self, component: str) -> Path:
-        return self.directory / "logs" / f"{component}.log"
+        return self.workdir / "logs" / f"{component}.log"
 
-    # ---------------------------------------------------------------------------------------------------- start
+    def _kwokctl(self, *args: str) -> None:
+        command = [str(toolchain.path("kwokctl")), f"--name={NAME}", *args]
+        env = {**os.environ, "KWOK_WORKDIR": str(self.directory)}
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0:
+            raise ClusterError(f"kwokctl {' '.join(args)} failed: {done.stderr.strip()[-3000:]}")
 
     def start(self, *, log: Callable[[str], None] = print, timeout: float = 120.0) -> None:
         if self.running():
@@ -278,124 +301,37 @@ class LocalCluster:
             return
         self.stop(log=lambda _line: None)
         started = time.monotonic()
-        paths = toolchain.ensure(
-            ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"], log=log
-        )
-        binaries.ensure("kubectl")
-        # The API server makes its own serving certificate and CA in --cert-dir when it is given none (writing
-        # apiserver.crt, the certificate followed by its CA, before it listens); its key also signs ServiceAccount
-        # tokens. The directory is emptied first, so every start has fresh ones. The admin is a static token in
-        # group system:masters.
-        certs = self.pki
-        shutil.rmtree(certs, ignore_errors=True)
-        for sub in (certs, self.directory / "logs", self.directory / "etcd", self.backend_dir, self.pulumi_home):
-            sub.mkdir(parents=True, exist_ok=True)
-        token = secrets.token_urlsafe(32)
-        tokens = certs / "tokens.csv"
-        tokens.touch(mode=0o600)
-        tokens.write_text(f'{token},admin,admin,"system:masters"\n')
-        ca, key = certs / "apiserver.crt", certs / "apiserver.key"
-        api_port = free_port()
-        server = f"https://127.0.0.1:{api_port}"
-        write_loopback_kubeconfig(self.kubeconfig, server, user={"token": token}, certificate_authority=ca)
-        kubeconfig = f"--kubeconfig={self.kubeconfig}"
-        etcd_url, peer_url = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
-        processes: dict[str, subprocess.Popen[bytes]] = {}
-
-        def launch(name: str, *args: str) -> subprocess.Popen[bytes]:
-            processes[name] = start_process([str(paths[name]), *args], self._log(name), tied=self.tied)
-            pids = {n: p.pid for n, p in processes.items()}
-            exes = {n: str(paths[n]) for n in processes}
-            self.state_file.write_text(json.dumps({"pids": pids, "exes": exes, "server": server}, indent=2))
-            return processes[name]
-
+        paths = {**toolchain.ensure([*COMPONENTS.values(), "kwokctl"], log=log), "kubectl": binaries.ensure("kubectl")}
+        for directory in (self.directory, self.backend_dir, self.pulumi_home):
+            directory.mkdir(parents=True, exist_ok=True)
+        config = self.directory / "kwok.yaml"  # the file kwokctl reads first from KWOK_WORKDIR in any case
+        config.write_text(yaml.safe_dump_all(kwokctl_config(paths, self.pod_stages), sort_keys=False))
         try:
-            launch(
-                "etcd",
-                "--name=local",
-                f"--data-dir={self.directory / 'etcd'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=local={peer_url}",
-                "--unsafe-no-fsync=true",
-            )
-            launch(
-                "kube-apiserver",
-                f"--etcd-servers={etcd_url}",
-                f"--cert-dir={certs}",
-                f"--token-auth-file={tokens}",
-                f"--secure-port={api_port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--allow-privileged=true",
-                "--authorization-mode=RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={key}",
-                f"--service-account-signing-key-file={key}",
-            )
-
-            # The API server waits for etcd itself; its /readyz includes etcd's health.
-            def api_ready() -> bool:
-                exited = [name for name, process in processes.items() if process.poll() is not None]
-                if exited:
-                    tails = "\n".join(log_tail(self._log(name)) for name in exited)
-                    raise ClusterError(f"{', '.join(exited)} exited as the API server came up; {tails}")
-                return self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0
-
-            self._wait("the API server", "kube-apiserver", timeout, api_ready)
-            launch(
-                "kube-controller-manager",
-                kubeconfig,
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--use-service-account-credentials=true",
-                f"--service-account-private-key-file={key}",
-                f"--root-ca-file={ca}",
-                f"--cluster-cidr={POD_CIDR}",
-                "--controllers=*",
-            )
-            launch("kube-scheduler", kubeconfig, "--leader-elect=false", "--secure-port=0")
-            kwok_config = self.directory / "kwok.yaml"
-            kwok_config.write_text(yaml.safe_dump_all([LOAD_BALANCER_STAGE, *self.pod_stages], sort_keys=False))
-            kwok_args = (
-                kubeconfig,
-                f"--config={kwok_config}",
-                f"--manage-nodes-with-annotation-selector={KWOK_MANAGED}=fake",
-                "--node-lease-duration-seconds=40",
-                f"--cidr={POD_CIDR}",
-                "--node-ip=127.0.0.1",
-                f"--server-address=127.0.0.1:{free_port()}",
-            )
-            # kwok 0.7.0 sometimes dies as it starts its stage controllers together ("fatal error: concurrent map
-            # writes" in its CEL type registry, seen here about once in ten starts): it is started again.
-            for attempt in range(1, KWOK_STARTS + 1):
-                try:
-                    launch("kwok", *kwok_args).wait(KWOK_SETTLE_SECONDS)
-                except subprocess.TimeoutExpired:
-                    break  # still running: started
-                log(f"cluster: kwok exited as it started (attempt {attempt} of {KWOK_STARTS}); starting it again")
-            else:
-                raise ClusterError(f"kwok exited as it started, {KWOK_STARTS} times; {log_tail(self._log('kwok'))}")
+            if self.tied:
+                argv = ["/bin/sh", "-c", REAPER, str(paths["kwokctl"]), NAME, str(self.kubeconfig)]
+                env = {**os.environ, "KWOK_WORKDIR": str(self.directory)}
+                self._reaper = start_process(argv, self.directory / "reaper.log", env=env, tied=True)
+            self._kwokctl(f"--config={config}", "create", "cluster", f"--kubeconfig={self.kubeconfig}")
+            self._wait("the API server", "kube-apiserver", timeout, self._api_ready)
             self._seed(timeout, log)
         except BaseException:
             self.stop(log=lambda _line: None, keep_logs=True)
             raise
-        log(f"cluster: ready in {time.monotonic() - started:.1f} s at {server} (KUBECONFIG={self.kubeconfig})")
+        log(f"cluster: ready in {time.monotonic() - started:.1f} s (KUBECONFIG={self.kubeconfig})")
+
+    def _api_ready(self) -> bool:
+        exited = sorted(COMPONENTS.keys() - self.pids().keys() - {"kwok-controller"})  # kwok: see _seed
+        if exited:
+            tails = "\n".join(log_tail(self._log(name)) for name in exited)
+            raise ClusterError(f"{', '.join(exited)} exited as the API server came up; {tails}")
+        return self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0
 
     def tool(
         self, name: str, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess:
         """The pinned ``kubectl`` or ``helm`` against this cluster; with ``check``, a failure is a ClusterError."""
-        done = subprocess.run(
-            [str(binaries.ensure(name)), f"--kubeconfig={self.kubeconfig}", *args],
-            capture_output=True,
-            text=True,
-            input=input_text,
-            timeout=timeout,
-        )
+        command = [str(binaries.ensure(name)), f"--kubeconfig={self.kubeconfig}", *args]
+        done = subprocess.run(command, capture_output=True, text=True, input=input_text, timeout=timeout)
         if check and done.returncode != 0:
             raise ClusterError(f"{name} {' '.join(args)} failed: {done.stderr.strip()}")
         return done
@@ -410,89 +346,88 @@ class LocalCluster:
         return str(self.kubectl("get", target, "-o", f"jsonpath={path}", check=False).stdout.strip())
 
     def _seed(self, timeout: float, log: Callable[[str], None]) -> None:
-        """Nodes, KEDA's CRDs (from its Go module at the version ``tools/keda/go.mod`` pins), and a pool of
-        PersistentVolumes; then wait until pods can be scheduled and run."""
-        nodes = [_node(spec) for spec in [*PLAIN_NODES, *AF_NODES, VIRTUAL_NODE]]
-        crds = toolchain.module_source("keda") / "config" / "crd" / "bases"
-        # Static volumes, as the CVMFS CSI driver's class provides on Geddes: each namespace's `cvmfs` claim binds.
+        """The nodes, KEDA's CRDs from its Go module, static volumes of class ``cvmfs`` (as the CVMFS CSI driver's
+        class provides on Geddes); then wait until pods can be scheduled and run."""
+        nodes = [_node(spec) for spec in NODES]
         storage_class = CHART.model_repository_storage_class
-        volumes = [
-            _persistent_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)
-        ]
-        seed = yaml.safe_dump_all([*nodes, *volumes])
-        self.kubectl("apply", "--server-side", "-f", "-", "-f", str(crds), input_text=seed)
+        volumes = [_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)]
+        crds = toolchain.module_source("keda") / "config" / "crd" / "bases"
+        self.kubectl(
+            "apply", "--server-side", "-f", "-", "-f", str(crds), input_text=yaml.safe_dump_all(nodes + volumes)
+        )
         # Polled, not `kubectl wait`: a condition or jsonpath wait fails at once on status.conditions still null.
         established = '{.status.conditions[?(@.type=="Established")].status}'
-        self._wait(
-            "the KEDA CRDs",
-            "kube-apiserver",
-            timeout,
-            lambda: self._jsonpath("crd/scaledobjects.keda.sh", established) == "True",
-        )
-        ready = '{.items[*].status.conditions[?(@.type=="Ready")].status}'
-        self._wait(
-            "kwok's nodes", "kwok", timeout, lambda: self._jsonpath("nodes", ready).split() == ["True"] * len(nodes)
-        )
-        # Pods are admitted only once the namespace's default ServiceAccount exists (the controller-manager
-        # makes it): the one in "default" is the sign that controller is running.
-        self._wait(
-            "the default ServiceAccount",
-            "kube-controller-manager",
-            timeout,
-            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
-        )
+        crd = "crd/scaledobjects.keda.sh"
+        self._wait("the KEDA CRDs", "kube-apiserver", timeout, lambda: self._jsonpath(crd, established) == "True")
+        ready, starts = '{.items[*].status.conditions[?(@.type=="Ready")].status}', [1]
+
+        def nodes_ready() -> bool:
+            if "kwok-controller" not in self.pids():
+                if starts[0] == KWOK_STARTS:
+                    raise ClusterError(f"kwok exited, {KWOK_STARTS} times; {log_tail(self._log('kwok-controller'))}")
+                starts[0] += 1
+                log(f"cluster: kwok exited as it started; starting it again (start {starts[0]} of {KWOK_STARTS})")
+                self._kwokctl("start", "cluster")
+            return self._jsonpath("nodes", ready).split() == ["True"] * len(nodes)
+
+        self._wait("kwok's nodes", "kwok-controller", timeout, nodes_ready)
+        # Pods are admitted once their namespace's default ServiceAccount exists, which the controller-manager makes.
+        default = lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0  # noqa: E731
+        self._wait("the default ServiceAccount", "kube-controller-manager", timeout, default)
         log(f"cluster: nodes {', '.join(n['metadata']['name'] for n in nodes)}; KEDA CRDs")
 
-    # ----------------------------------------------------------------------------------------------------- stop
-
     def stop(self, *, log: Callable[[str], None] = print, keep_logs: bool = False, timeout: float = 20.0) -> None:
-        """Stop every process this cluster started (newest first) and remove its data; with ``keep_logs``
-        leave the directory for reading."""
-        pids = self._pids()
-        for name in reversed(list(pids)):
-            stop_process(pids[name], timeout)
-        if pids:
-            log(f"cluster: stopped {', '.join(reversed(list(pids)))}")
-        self.state_file.unlink(missing_ok=True)
+        """``kwokctl delete cluster`` (every component killed, its files removed) and this cluster's Pulumi state;
+        with ``keep_logs`` only ``kwokctl stop cluster``, which leaves the files for reading."""
+        if self._reaper is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._reaper.pid, signal.SIGKILL)  # it would run the delete below a second time
+            self._reaper.wait()
+            self._reaper = None
+        running = self.pids()
+        if self.workdir.is_dir():
+            self._kwokctl(
+                *(["stop", "cluster"] if keep_logs else ["delete", "cluster", f"--kubeconfig={self.kubeconfig}"])
+            )
+        # kwokctl sends SIGKILL and does not wait (pkg/utils/exec/cmd.go KillProcess): waited for here.
+        wait_until(lambda: not any(map(_exe, running.values())), timeout, "the components to end")
+        if running:
+            log(f"cluster: stopped {', '.join(running)}")
         if not keep_logs:
-            # The cluster's data goes, and with it the Pulumi state that described it: a state left behind would
-            # say a (protected) release exists on the next, empty, cluster.
-            for data in ("etcd", "backend", "project"):
+            # The Pulumi state that described the cluster goes with it: a state left behind would say a (protected)
+            # release exists on the next, empty, cluster.
+            self.kubeconfig.unlink(missing_ok=True)
+            for data in ("backend", "project"):
                 shutil.rmtree(self.directory / data, ignore_errors=True)
 
 
 def _node(spec: dict[str, Any]) -> dict[str, Any]:
+    labels = {"kubernetes.io/hostname": spec["name"], "kubernetes.io/os": "linux", **spec["labels"]}
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110"}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": spec["name"], "labels": spec["labels"], "annotations": {KWOK_MANAGED: "fake"}},
+        "metadata": {"name": spec["name"], "labels": labels},
         "spec": {"taints": spec["taints"]},
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-        },
+        "status": {"allocatable": resources, "capacity": resources},
     }
 
 
-def _persistent_volume(name: str, storage_class: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "100Gi"},
-            "accessModes": ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": storage_class,
-            "hostPath": {"path": f"/nonexistent/{name}"},
-        },
+def _volume(name: str, storage_class: str) -> dict[str, Any]:
+    spec = {
+        "capacity": {"storage": "100Gi"},
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": storage_class,
     }
+    access = {
+        "accessModes": ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"],
+        "hostPath": {"path": f"/nonexistent/{name}"},
+    }
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec | access}
 
 
 def _die_with_parent() -> None:
     """In the child before exec: the kernel sends SIGTERM when the parent exits (Linux prctl PR_SET_PDEATHSIG)."""
-    import ctypes
-
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 
 
@@ -502,3 +437,26 @@ def _exe(pid: int) -> str | None:
         return os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return None
+
+
+def run_cluster(action: str, directory: Path) -> int:
+    """``./supersonic cluster start|stop|status|env`` of the control plane whose files are in ``directory``."""
+    cluster = LocalCluster(directory)
+    try:
+        if action == "start":
+            cluster.start(log=lambda line: print(line, file=sys.stderr, flush=True))
+            print(cluster.kubeconfig)
+        elif action == "stop":
+            cluster.stop(log=lambda line: print(line, file=sys.stderr))
+        elif action == "status":
+            print("running" if cluster.running() else "stopped")
+            return EXIT_OK if cluster.running() else EXIT_FINDING
+        elif not cluster.running():
+            print(f"cluster: not running in {directory}; start it with ./supersonic cluster start", file=sys.stderr)
+            return EXIT_FINDING
+        else:
+            print("".join(f"export {key}={shlex.quote(value)}\n" for key, value in cluster.env().items()), end="")
+    except (ClusterError, toolchain.ToolchainError, binaries.BinaryError) as err:
+        print(f"cluster: {err}", file=sys.stderr)
+        return EXIT_FINDING
+    return EXIT_OK

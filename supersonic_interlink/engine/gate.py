@@ -2,19 +2,11 @@
 reviewed change (``release.removable``), and never an Envoy ConfigMap deleted while the release that reads it stays
 and no successor is created.
 
-Why a gate besides the Release's ``protect``: the Pulumi CLI 3.274.1 already fails a preview that would delete or
-replace a protected resource (tests/e2e/test_production_safety.py), but the engine allows lifting the protection
-and replacing in one update (pulumi/pulumi ``pkg/resource/deploy/step_generator.go``), a protection is only as
-good as the state that records it, and nothing in the engine knows that the Envoy ConfigMap the running release
-reads must outlive it. The gate reads the plan itself and names the resource; ``release.removable`` in the stack
-file, which a reviewer sees, is the one thing that lets a release go.
-
-The steps come from ``pulumi preview --json`` (``steps[].op``, ``.urn``) or from the engine events the Automation
-API delivers (``resourcePreEvent.metadata``); both name the same ops. The gate fails closed: a step it cannot
-classify (an op the engine does not plan, an op or URN that is not a string, a URN without its four ``::`` parts)
-refuses the plan, named, since it might be the one that uninstalls the release.
-
-    python -m supersonic_interlink.engine.gate <stack> PREVIEW.json   # exit 1 with one line per blocked step
+Besides the Release's ``protect``: the engine allows lifting the protection and replacing in one update (pulumi/pulumi
+``pkg/resource/deploy/step_generator.go``), a protection is only as good as the state that records it, and nothing
+in the engine knows that the Envoy ConfigMap the running release reads must outlive it. The steps come from
+``pulumi preview --json`` (``steps[].op``, ``.urn``) or the Automation API's engine events
+(``resourcePreEvent.metadata``). The gate fails closed: a step it cannot classify refuses the plan, named.
 """
 
 from __future__ import annotations
@@ -27,46 +19,35 @@ from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
+from supersonic_interlink.config import PROJECT, ConfigError
 from supersonic_interlink.config.rules import printable
+from supersonic_interlink.config.stack_config import read_stack_document, stack_file
 
 CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 ENVOY_CONFIG_TYPE = "supersonic-interlink:index:EnvoyConfig"
 
 ENGINE_OPS = frozenset(
     {
-        "same",
-        "create",
-        "update",
-        "delete",
-        "replace",
-        "create-replacement",
-        "delete-replaced",
-        "read",
-        "read-replacement",
-        "refresh",
-        "discard",
-        "discard-replaced",
-        "remove-pending-replace",
-        "import",
+        *("same", "create", "update", "delete", "replace", "create-replacement", "delete-replaced", "read"),
+        *("read-replacement", "refresh", "discard", "discard-replaced", "remove-pending-replace", "import"),
         "import-replacement",
     }
 )
-"""Every op the engine plans (pulumi/pulumi ``pkg/resource/deploy/step.go``, ``StepOps``, v3.274.1), spelled as
-``preview --json`` and the engine events write them; anything else is a step the gate cannot read."""
+"""Every op the engine plans (pulumi/pulumi ``pkg/resource/deploy/step.go``, ``StepOps``, v3.274.1), as
+``preview --json`` and the engine events spell them."""
 REMOVING_OPS = frozenset(
     {"delete", "delete-replaced", "replace", "create-replacement", "import-replacement", "discard", "discard-replaced"}
 )
-"""Ops that uninstall (or re-install) what a URN names: a plain delete, each step of a replacement, and a discard
+"""Ops that uninstall (or re-install) what a URN names: a delete, each step of a replacement, and a discard
 (forgotten by the state while the object stays, then re-created by the next up)."""
 CREATING_OPS = frozenset({"create", "create-replacement", "replace"})
-"""Ops that bring a new Envoy ConfigMap: the ConfigMap is replaced create-before-delete (the engine's default; the
-component sets no deleteBeforeReplace), so its ``replace`` creates the successor first."""
+"""Ops that bring a new Envoy ConfigMap (replaced create-before-delete, the engine's default)."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One planned step. ``op`` and ``urn`` are what the plan said, unchecked: ``unreadable`` says why the gate
-    cannot classify it (None for a step it can), and the other properties hold only for a readable step."""
+    """One planned step, as the plan said it; ``unreadable`` says why the gate cannot classify it (None if it can),
+    and the other properties hold only for a readable step."""
 
     op: Any
     urn: Any
@@ -91,11 +72,15 @@ class Step:
     @property
     def type(self) -> str:
         """The resource's own type: the last of the URN's type chain (``parent$child``)."""
-        return str(self.urn).split("::", 3)[2].split("$")[-1]
+        return self._types[-1]
 
     @property
     def parent_types(self) -> list[str]:
-        return str(self.urn).split("::", 3)[2].split("$")[:-1]
+        return self._types[:-1]
+
+    @property
+    def _types(self) -> list[str]:
+        return str(self.urn).split("::", 3)[2].split("$")
 
     @property
     def name(self) -> str:
@@ -110,8 +95,8 @@ def _show(value: Any, limit: int = 120) -> str:
 
 
 def steps_from_json(document: Any) -> list[Step]:
-    """The steps of ``pulumi preview --json`` output; a step that is not an object, or has no op or urn, is kept as
-    an unreadable step (``None`` for what is missing) so that the gate refuses it."""
+    """The steps of ``pulumi preview --json`` output; an entry that is no object, or lacks its op or urn, is kept as
+    an unreadable step, so that the gate refuses it."""
     if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
         raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
     return [
@@ -121,16 +106,10 @@ def steps_from_json(document: Any) -> list[Step]:
 
 
 def steps_from_events(events: Iterable[Any]) -> list[Step]:
-    """The steps of the Automation API's engine events (``on_event``)."""
-    found = []
-    for event in events:
-        pre = getattr(event, "resource_pre_event", None)
-        if pre is not None:
-            # Read as loosely as the JSON: an event without its metadata is an unreadable step, refused by ``blocked``.
-            metadata = getattr(pre, "metadata", None)
-            op = getattr(metadata, "op", None)
-            found.append(Step(getattr(op, "value", op), getattr(metadata, "urn", None)))
-    return found
+    """The steps of the Automation API's engine events (``on_event``), read as loosely as the JSON."""
+    pres = [pre for event in events if (pre := getattr(event, "resource_pre_event", None)) is not None]
+    metadata = [getattr(pre, "metadata", None) for pre in pres]
+    return [Step(getattr(op := getattr(m, "op", None), "value", op), getattr(m, "urn", None)) for m in metadata]
 
 
 def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
@@ -142,70 +121,46 @@ def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
         if (why := step.unreadable) is not None
     ]
     steps = [step for step in steps if step.unreadable is None]
-    if not removable:
-        for step in steps:
-            if step.type == HELM_RELEASE_TYPE and step.op in REMOVING_OPS:
-                problems.append(
-                    f"{step.op} of Helm release {step.name} ({step.urn}): this uninstalls or re-installs the release. "
-                    "If that is the intent, set release.removable: true in the stack file in a reviewed change"
-                )
+    release_goes = [s for s in steps if s.type == HELM_RELEASE_TYPE and s.op in REMOVING_OPS]
+    problems += [
+        f"{step.op} of Helm release {step.name} ({step.urn}): this uninstalls or re-installs the release. "
+        "If that is the intent, set release.removable: true in the stack file in a reviewed change"
+        for step in ([] if removable else release_goes)
+    ]
     envoy_maps = [s for s in steps if s.type == CONFIG_MAP_TYPE and ENVOY_CONFIG_TYPE in s.parent_types]
-    successor = any(s.op in CREATING_OPS for s in envoy_maps)
-    release_goes = any(s.type == HELM_RELEASE_TYPE and s.op in REMOVING_OPS for s in steps)
-    if not successor and not release_goes:
-        for step in envoy_maps:
-            if step.op in ("delete", "delete-replaced", "discard"):
-                problems.append(
-                    f"{step.op} of Envoy ConfigMap {step.name}: the running release reads it (the chart copies it at "
-                    "every upgrade) and no new Envoy ConfigMap is created in this change"
-                )
+    if not release_goes and not any(s.op in CREATING_OPS for s in envoy_maps):
+        problems += [
+            f"{step.op} of Envoy ConfigMap {step.name}: the running release reads it (the chart copies it at "
+            "every upgrade) and no new Envoy ConfigMap is created in this change"
+            for step in envoy_maps
+            if step.op in ("delete", "delete-replaced", "discard")
+        ]
     return [printable(line) for line in problems]
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="python -m supersonic_interlink.engine.gate",
-        description="Fail a pulumi preview that uninstalls or replaces a release, or deletes the Envoy ConfigMap "
-        "in use.",
-        epilog="example: ./supersonic pulumi preview hammer --json > preview.json && "
-        "python -m supersonic_interlink.engine.gate hammer preview.json",
-    )
-    parser.add_argument("stack")
-    parser.add_argument("preview", type=Path, help="output of `pulumi preview --json`")
-    args = parser.parse_args(argv)
-    from supersonic_interlink.config import ConfigError
-
+    """``./supersonic pulumi gate STACK FILE``: exit 1 with one line per blocked step, 2 on a file it cannot read."""
+    stack, preview = argv
     try:
-        removable = stack_removable(args.stack)
-        document = json.loads(args.preview.read_text())
-        steps = steps_from_json(document)
+        removable = stack_removable(stack)
+        steps = steps_from_json(json.loads(Path(preview).read_text()))
     except ConfigError as error:
         print("\n".join(error.problems), file=sys.stderr)
         return 2
     except (OSError, ValueError) as error:
-        print(f"gate: {args.preview}: {error}", file=sys.stderr)
+        print(f"gate: {preview}: {error}", file=sys.stderr)
         return 2
     problems = blocked(steps, removable=removable)
     for line in problems:
-        print(f"gate: stack {args.stack}: {line}", file=sys.stderr)
+        print(f"gate: stack {stack}: {line}", file=sys.stderr)
     if not problems:
-        print(f"gate: stack {args.stack}: {len(steps)} steps, none uninstalls a release or its Envoy ConfigMap")
+        print(f"gate: stack {stack}: {len(steps)} steps, none uninstalls a release or its Envoy ConfigMap")
     return 1 if problems else 0
 
 
 def stack_removable(stack: str, root: Path | None = None) -> bool:
-    """``release.removable`` of a stack file: true only when the file says ``removable: true`` in the clear (the
-    default, in ``Pulumi.yaml``, is false; a secret cannot be read here and counts as false). Nothing is
-    decrypted, so a stack holding secrets is read without its passphrase."""
-    from supersonic_interlink.config import PROJECT
-    from supersonic_interlink.config.stack_config import read_stack_document, stack_file
-
+    """``release.removable`` of a stack file: true only when it says ``removable: true`` in the clear (the default
+    is false; a secret cannot be read here and counts as false). Nothing is decrypted."""
     path = stack_file(stack) if root is None else root / "stacks" / f"Pulumi.{stack}.yaml"
     release = read_stack_document(path).get(f"{PROJECT}:release")
     return isinstance(release, dict) and release.get("removable") is True
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,50 +1,59 @@
 """The real Pulumi engine for one stack: ``./supersonic pulumi <preview|up|refresh|destroy> <stack>``.
 
-The Python language host (``pulumi-language-python``) is a Go module of its own that the module proxy does not
-serve, so the program runs as an Automation API *inline* program: this process serves the program to the real
-CLI (``pulumi up --client``), which runs the real engine and the real Kubernetes provider against the cluster
-``KUBECONFIG`` names. Project, stack files and config are read by the CLI from the project directory exactly as for
-``pulumi up``; the program is the one ``__main__.py`` runs. Where a ``pulumi`` with its language host is
-installed, plain ``pulumi up`` does the same.
-
-The CLI and the provider are the operator's own where they are installed (``engine/installed.py`` says which and
-in what order); only where none is found are they built from their Go modules (``toolchain``), never downloaded.
-The first line of every run names both, their versions and where each came from.
+The Python language host (``pulumi-language-python``) is a Go module the module proxy does not serve, so the program
+runs as an Automation API *inline* program: this process serves it to the real CLI (``pulumi up --client``), which
+runs the real engine and Kubernetes provider against the cluster ``KUBECONFIG`` names. Project, stack files and
+config are read by the CLI from the project directory exactly as for ``pulumi up``. The CLI and provider are the
+operator's own where installed (``engine/installed.py``), built from their Go modules only where none is found.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.engine import installed
+import yaml
+
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.stack_config import read_yaml_file
+from supersonic_interlink.engine import installed, toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "supersonic-interlink"
 ACTIONS = ("preview", "up", "refresh", "destroy")
-
-
-class EngineError(Exception):
-    """The engine could not be started or refused the operation; the message is the CLI's own."""
-
-
-def program() -> None:
-    """What ``__main__.py`` does, as an inline program."""
-    from supersonic_interlink.program import build, settings_or_stop
-
-    build(settings_or_stop())
-
+SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
 
 OFFLINE_ENV = {
     "PULUMI_SKIP_UPDATE_CHECK": "true",
     "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
     "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
 }
-"""The CLI never downloads a plugin (the provider is the installed plugin ``installed.find_provider`` checked), never
-asks for updates, and ignores a ``pulumi-resource-kubernetes`` of another version that happens to be on PATH."""
+"""The CLI never downloads a plugin (the provider is the one ``installed.find_provider`` checked), never asks for
+updates, and ignores a ``pulumi-resource-kubernetes`` of another version that happens to be on PATH."""
+
+
+class EngineError(Exception):
+    """The engine could not be started or refused the operation; the message is the CLI's own."""
+
+
+class Unusable(EngineError):
+    """The CLI or provider found cannot be used (``installed.Unusable``): nothing ran; the line says what to install."""
+
+
+class Refused(EngineError):
+    """A guarded operation refused before the engine ran: the message names the deliberate way to do it."""
+
+
+def program() -> None:
+    """What ``__main__.py`` does, as an inline program (imported here: the program loads Pulumi's SDK)."""
+    from supersonic_interlink.program import build, settings_or_stop
+
+    build(settings_or_stop())
 
 
 @dataclass
@@ -64,13 +73,11 @@ class Engine:
     _command: Any = field(default=None, init=False, repr=False)
 
     def _environment(self) -> dict[str, str]:
-        env = {**os.environ, **self.env}
-        for key, value in OFFLINE_ENV.items():
-            env.setdefault(key, value)
-        return env
+        return {**OFFLINE_ENV, **os.environ, **self.env}
 
     def _pulumi_command(self, env: dict[str, str]) -> Any:
-        """The CLI and provider found (or built), named in one line first; ``Unusable`` is an ``EngineError``."""
+        """The CLI and provider found (or built), named in one line first."""
+        # Deliberately lazy, here and below: the Automation API's import costs every verb's start-up.
         from pulumi import automation as auto
         from semver import VersionInfo
 
@@ -97,13 +104,9 @@ class Engine:
         from pulumi import automation as auto
 
         env = self._environment()
-        if self._command is None:
-            self._command = self._pulumi_command(env)
+        self._command = self._command or self._pulumi_command(env)
         options = auto.LocalWorkspaceOptions(
-            work_dir=str(self.work_dir),
-            pulumi_home=env.get("PULUMI_HOME"),
-            env_vars=env,
-            pulumi_command=self._command,
+            work_dir=str(self.work_dir), pulumi_home=env.get("PULUMI_HOME"), env_vars=env, pulumi_command=self._command
         )
         select = auto.create_or_select_stack if self.create else auto.select_stack
         try:
@@ -136,72 +139,46 @@ def scratch_project(directory: Path, root: Path = ROOT) -> Path:
     the fetched charts and every chart a stack names by a relative ``release.chart.path`` linked at the same relative
     path (the provider resolves it from the project directory), and each stack file's config copied from ``stacks/``
     on every run (what the CLI added to the copy, its encryption salt, is kept), so ``stacks/`` is never written."""
-    import yaml
-
-    from supersonic_interlink.config.stack_config import read_yaml_file
-
-    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "stacks").mkdir(parents=True, exist_ok=True)
     (directory / "Pulumi.yaml").write_bytes((root / "Pulumi.yaml").read_bytes())
     for name in ("postrender", ".charts"):
         (root / name).mkdir(exist_ok=True)
         _link(directory / name, root / name)
-    (directory / "stacks").mkdir(exist_ok=True)
     for source in sorted((root / "stacks").glob("Pulumi.*.yaml")):
         target = directory / "stacks" / source.name
         kept = (yaml.safe_load(target.read_text()) or {}) if target.exists() else {}
-        document = {k: v for k, v in kept.items() if k != "config"}
-        document["config"] = (read_yaml_file(source) or {}).get("config") or {}
+        document = {**kept, "config": (read_yaml_file(source) or {}).get("config") or {}}
         target.write_text(yaml.safe_dump(document, sort_keys=False))
-        chart = _path_chart(document["config"])
-        if chart is not None and not Path(chart).is_absolute():
-            link = Path(os.path.normpath(directory / chart))
-            if not link.is_relative_to(directory):
-                raise EngineError(
-                    f"{source.name}: release.chart.path {chart!r} leaves the project directory; on the local cluster "
-                    "name a chart inside the project or by an absolute path"
-                )
-            link.parent.mkdir(parents=True, exist_ok=True)
-            _link(link, Path(os.path.normpath(root / chart)))
+        release = document["config"].get(f"{PROJECT}:release")
+        chart = release.get("chart") if isinstance(release, dict) else None
+        path = chart.get("path") if isinstance(chart, dict) and "git" not in chart else None
+        if not isinstance(path, str) or Path(path).is_absolute():
+            continue
+        link = Path(os.path.normpath(directory / path))
+        if not link.is_relative_to(directory):
+            raise EngineError(
+                f"{source.name}: release.chart.path {path!r} leaves the project directory; on the local cluster "
+                "name a chart inside the project or by an absolute path"
+            )
+        link.parent.mkdir(parents=True, exist_ok=True)
+        _link(link, Path(os.path.normpath(root / path)))
     return directory
 
 
-def _path_chart(config: dict[str, Any]) -> str | None:
-    """The ``path`` of a stack's path chart source (``{path: DIR}``, no ``git``), as the stack file writes it."""
-    release = config.get(f"{PROJECT}:release")
-    chart = release.get("chart") if isinstance(release, dict) else None
-    if isinstance(chart, dict) and "git" not in chart and isinstance(chart.get("path"), str):
-        return str(chart["path"])
-    return None
-
-
 def _link(link: Path, target: Path) -> None:
-    if link.is_symlink() and link.readlink() == target:
-        return
-    if link.is_symlink():
+    if link.is_symlink() and link.readlink() != target:
         link.unlink()
-    link.symlink_to(target)
-
-
-class Unusable(EngineError):
-    """The CLI or provider found cannot be used (``installed.Unusable``): nothing ran; the line says what to install."""
-
-
-class Refused(EngineError):
-    """A guarded operation refused before the engine ran: the message names the deliberate way to do it."""
+    if not link.is_symlink():
+        link.symlink_to(target)
 
 
 def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     """``preview``/``up``/``destroy``/``refresh`` with this project's guards, as ``./supersonic pulumi`` runs them
-    (and the pull-request preview, and the end-to-end tier):
-
-    - ``destroy`` is refused while the stack's ``release.removable`` is false (the Release is protected, and a
-      plain destroy may delete what does not depend on it before the engine refuses the Release);
-    - ``preview`` and ``up`` first preview, and the gate (``gate.blocked``) refuses a plan that uninstalls or
-      replaces a release or deletes the Envoy ConfigMap in use; ``up`` then applies.
-
-    Returns the last result; raises ``Refused`` or ``EngineError``.
-    """
-    from supersonic_interlink.engine import gate
+    (and the pull-request preview, and the end-to-end tier): ``destroy`` is refused while the stack's
+    ``release.removable`` is false (a plain destroy may delete what does not depend on the protected Release before
+    the engine refuses it); ``preview`` and ``up`` first preview, and ``gate.blocked`` refuses a plan that uninstalls
+    or replaces a release or deletes the Envoy ConfigMap in use; ``up`` then applies. Raises ``Refused``."""
+    from supersonic_interlink.engine import gate  # loads the components, so Pulumi's SDK
 
     removable = gate.stack_removable(engine.stack, root=engine.work_dir)
     if action == "destroy" and not removable:
@@ -226,24 +203,42 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     problems = gate.blocked(gate.steps_from_events(events), removable=removable)
     if problems:
         raise Refused("the preview was refused by the gate:\n" + "\n".join(f"  {line}" for line in problems))
-    if action == "up":
-        return engine.run("up", **kwargs)
-    return result
+    return engine.run("up", **kwargs) if action == "up" else result
 
 
 def _command_error_text(error: Exception) -> str:
     """What the CLI said went wrong: its ``Diagnostics:`` block (where the engine and the provider report errors),
     and anything on stderr; the whole output's tail when it has neither."""
-    text = str(error)
     # CommandError's text is "code: N\n stdout: ...\n stderr: ...".
-    stdout, _, stderr = text.partition("\n stderr: ")
+    stdout, _, stderr = str(error).partition("\n stderr: ")
     stdout = stdout.partition(" stdout: ")[2] or stdout
-    diagnostics = ""
-    if "Diagnostics:" in stdout:
-        block = stdout[stdout.index("Diagnostics:") :]
-        for end in ("\nOutputs:", "\nResources:"):
-            if end in block:
-                block = block[: block.index(end)]
-        diagnostics = block.strip()
-    parts = [p for p in (diagnostics, stderr.strip()) if p]
+    diagnostics = stdout[stdout.index("Diagnostics:") :] if "Diagnostics:" in stdout else ""
+    for end in ("\nOutputs:", "\nResources:"):
+        diagnostics = diagnostics.partition(end)[0]
+    parts = [p for p in (diagnostics.strip(), stderr.strip()) if p]
     return "\n".join(parts) if parts else stdout.strip()[-4000:]
+
+
+def run_pulumi(stack: str, action: str, *, json: bool = False, cli: str | None = None, **options: Any) -> int:
+    """``./supersonic pulumi``: ``action`` on ``stack`` through the gate; ``json``: the CLI's JSON preview on stdout,
+    the log on stderr; ``cli``: the CLI named by ``--pulumi``. On the local cluster (``SCRATCH_PROJECT_ENV`` set)
+    the engine runs in its throwaway project copy. Exit codes as ``cli/main.py`` states them."""
+    scratch = os.environ.get(SCRATCH_PROJECT_ENV)
+    try:
+        work_dir = scratch_project(Path(scratch)) if scratch else ROOT
+        # Only `up` creates a stack in a real backend; on the local cluster's throwaway backend anything may.
+        log = lambda line: print(line, file=sys.stderr if json else sys.stdout, flush=True)  # noqa: E731
+        engine = Engine(stack, work_dir=work_dir, log=log, create=bool(scratch) or action == "up", cli=cli)
+        result = gated(engine, action, **({"json": True} if json else {}), **options)
+        if json:
+            print(result.stdout)
+    except ConfigError as error:
+        print("\n".join(error.problems), file=sys.stderr)
+        return EXIT_USAGE
+    except (Unusable, Refused) as error:
+        print(f"supersonic pulumi: {error}", file=sys.stderr)
+        return EXIT_FINDING if isinstance(error, Refused) and action != "destroy" else EXIT_USAGE
+    except (EngineError, toolchain.ToolchainError) as error:
+        print(f"supersonic pulumi: {action} of {stack} failed:\n{error}", file=sys.stderr)
+        return EXIT_FINDING
+    return EXIT_OK

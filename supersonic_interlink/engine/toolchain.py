@@ -2,30 +2,17 @@
 
 Nothing of those projects' source is in this repository: each binary's module and version are pinned by a small
 wrapper module under ``tools/<group>/`` (``go.mod`` with a ``tool`` line, and ``go.sum``). ``go build`` reads the
-module from the Go module proxy into the Go module cache and writes the binary to
-``$SUPERSONIC_CACHE/bin/<name>-<version>/`` (default ``~/.cache/supersonic-interlink``), so a second run, and CI on
-the same machine, find it there and start at once.
+module from the Go module proxy and writes the binary to ``$SUPERSONIC_CACHE/bin/<name>-<version>/`` (default
+``~/.cache/supersonic-interlink``), where a second run, and CI on the same machine, find it. What each build
+depends on, read in each module's source at the pinned version, is in docs/engine.md.
 
-    python -m supersonic_interlink.engine.toolchain build [NAME ...]   # build what is missing, a line per binary
-    python -m supersonic_interlink.engine.toolchain path NAME          # where NAME is (built or not)
-
-Facts the build depends on (read in each module's source at the pinned version):
-
-- ``pkg/v3``'s go.mod replaces ``github.com/atotto/clipboard``; replaces in a dependency are ignored, so
-  ``tools/pulumi/go.mod`` repeats it. Without the version ldflag ``pulumi version`` prints nothing and the
-  Automation API treats the CLI as 3.0.
-- The provider's ``main.go`` embeds ``schema-embed.json`` and ``terraform-mapping-embed.json``, which its
-  ``generate.go`` writes from ``schema.json`` (with ``.version`` set) and ``terraform-mapping.json`` and which are
-  not in the module zip: the main package is copied into the cache and built there beside them.
-- KEDA's go.mod replaces ``github.com/nexus-rpc/nexus-proto-annotations`` and excludes a ``go-chi`` version;
-  ``tools/keda/go.mod`` repeats both. Its operator is the heaviest build here (about 25 minutes on two cores).
-- ``k8s.io/kubernetes`` replaces its staging modules with its own tree; ``tools/kubernetes/go.mod`` points each
-  at the published module of the same release. The version is stamped the way Kubernetes' own build does, so the
-  server reports it (the provider trusts ServiceAccounts as ready only on servers >= 1.24).
+    ./supersonic toolchain build [NAME ...]   # build what is missing, a line per binary
+    ./supersonic toolchain path NAME          # where NAME is (built or not)
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -47,35 +34,29 @@ class ToolchainError(Exception):
 
 @dataclass(frozen=True)
 class Build:
-    """One ``go build`` of one or more main packages from a wrapper module under ``tools/``."""
+    """One ``go build`` of one or more main packages (binary name -> package) from the wrapper module ``group``."""
 
     group: str
-    """Directory under ``tools/`` holding the wrapper module."""
     module: str
     """The Go module whose version (read from the wrapper's go.mod) is the binaries' version."""
     packages: dict[str, str]
-    """Binary name -> main package."""
     label: str = ""
     """The version the binaries are labelled with, when the module's own version is a pseudo-version of a tag."""
     tags: str = ""
     ldflags: tuple[str, ...] = ()
-    """``-X`` settings; ``{version}`` is replaced by the label (or the module version)."""
+    """``-X`` settings; ``{version}``, ``{major}`` and ``{minor}`` are the label's (or the module version's)."""
     main_dir: str = ""
-    """Directory of the main package inside the module, when files must be generated beside it."""
     generated: dict[str, Callable[[Path, str], bytes]] = field(default_factory=dict)
-    """File -> how to make it from the main package's directory and the version, for files the main package embeds
-    that its module zip leaves out."""
+    """Files the main package (in ``main_dir``) embeds that its module zip leaves out -> how to make them from that
+    directory and the version."""
 
 
-def _provider_schema(src: Path, label: str) -> bytes:
-    spec = json.loads((src / "schema.json").read_text())
-    spec["version"] = label.removeprefix("v")
-    return json.dumps(spec, separators=(",", ":")).encode()
+def _minified(name: str, versioned: bool = False) -> Callable[[Path, str], bytes]:
+    def make(src: Path, label: str) -> bytes:
+        document = json.loads((src / name).read_text()) | ({"version": label.removeprefix("v")} if versioned else {})
+        return json.dumps(document, separators=(",", ":")).encode()
 
-
-def _provider_mapping(src: Path, _label: str) -> bytes:
-    mapping = json.loads((src / "terraform-mapping.json").read_text())
-    return json.dumps(mapping, separators=(",", ":")).encode()
+    return make
 
 
 KUBE_VERSION_LDFLAGS = tuple(
@@ -111,13 +92,12 @@ BUILDS: tuple[Build, ...] = (
         label="v4.25.0",
         ldflags=("-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version={version}",),
         main_dir="cmd/pulumi-resource-kubernetes",
-        generated={"schema-embed.json": _provider_schema, "terraform-mapping-embed.json": _provider_mapping},
+        generated={
+            "schema-embed.json": _minified("schema.json", versioned=True),
+            "terraform-mapping-embed.json": _minified("terraform-mapping.json"),
+        },
     ),
-    Build(
-        group="etcd",
-        module="go.etcd.io/etcd/server/v3",
-        packages={"etcd": "go.etcd.io/etcd/server/v3"},
-    ),
+    Build(group="etcd", module="go.etcd.io/etcd/server/v3", packages={"etcd": "go.etcd.io/etcd/server/v3"}),
     Build(
         group="kubernetes",
         module="k8s.io/kubernetes",
@@ -130,7 +110,7 @@ BUILDS: tuple[Build, ...] = (
     Build(
         group="kwok",
         module="sigs.k8s.io/kwok",
-        packages={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+        packages={name: f"sigs.k8s.io/kwok/cmd/{name}" for name in ("kwok", "kwokctl")},
         ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version={version}",),
     ),
     Build(
@@ -143,15 +123,9 @@ BUILDS: tuple[Build, ...] = (
 )
 
 
-SOURCES = {"keda": "github.com/kedacore/keda/v2", "kwok": "sigs.k8s.io/kwok"}
-"""Modules read for files (KEDA's CRDs, kwok's default Stages): wrapper group -> module (its version is in
-``tools/<group>/go.mod``)."""
-
-
 def module_source(group: str) -> Path:
-    """The unpacked source of ``SOURCES[group]`` at its pinned version (downloaded and verified by go.sum)."""
-    build = Build(group=group, module=SOURCES[group], packages={})
-    return _module_dir(build)
+    """The unpacked source, verified by go.sum, of the module a build group pins (KEDA's CRDs are read from it)."""
+    return _module_dir(next(build for build in BUILDS if build.group == group))
 
 
 def cache_dir() -> Path:
@@ -159,10 +133,8 @@ def cache_dir() -> Path:
 
 
 def go_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("GOTOOLCHAIN", "local")  # CI may name an exact toolchain the go command fetches
-    env.update(CGO_ENABLED="0", GOFLAGS="-mod=readonly")
-    return env
+    # GOTOOLCHAIN only by default: CI may name an exact toolchain the go command fetches.
+    return {"GOTOOLCHAIN": "local", **os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
 
 
 def module_version(build: Build) -> str:
@@ -182,13 +154,11 @@ def build_for(name: str) -> Build:
     for build in BUILDS:
         if name in build.packages:
             return build
-    names = ", ".join(n for b in BUILDS for n in b.packages)
-    raise ToolchainError(f"unknown binary {name!r}; known: {names}")
+    raise ToolchainError(f"unknown binary {name!r}; known: {', '.join(n for b in BUILDS for n in b.packages)}")
 
 
 def path(name: str) -> Path:
-    build = build_for(name)
-    return cache_dir() / "bin" / f"{name}-{version(build)}" / name
+    return cache_dir() / "bin" / f"{name}-{version(build_for(name))}" / name
 
 
 def _module_dir(build: Build) -> Path:
@@ -199,19 +169,19 @@ def _module_dir(build: Build) -> Path:
         capture_output=True,
         text=True,
     )
-    if out.returncode != 0 or not out.stdout.strip():
-        # The module is not in the module cache yet: download it (this is the only step that needs the proxy).
-        spec = f"{build.module}@{module_version(build)}"
-        dl = _go(["mod", "download", "-json", spec], TOOLS / build.group, f"go mod download {spec}")
-        return Path(json.loads(dl.stdout)["Dir"])
-    return Path(out.stdout.strip())
+    if out.returncode == 0 and out.stdout.strip():
+        return Path(out.stdout.strip())
+    # Not in the module cache yet: downloaded (the only step that needs the proxy).
+    spec = f"{build.module}@{module_version(build)}"
+    return Path(
+        json.loads(_go(["mod", "download", "-json", spec], TOOLS / build.group, f"go mod download {spec}"))["Dir"]
+    )
 
 
 def _ldflags(build: Build) -> str:
     v = version(build)
     major, minor = [*v.removeprefix("v").split("."), "", ""][:2]
-    flags = ["-s", "-w", *(f.format(version=v, major=major, minor=minor) for f in build.ldflags)]
-    return " ".join(flags)
+    return " ".join(["-s", "-w", *(f.format(version=v, major=major, minor=minor) for f in build.ldflags)])
 
 
 def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print) -> dict[str, Path]:
@@ -244,11 +214,11 @@ def _elapsed(started: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def _go(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
+def _go(args: list[str], cwd: Path, what: str) -> str:
     done = subprocess.run(["go", *args], cwd=cwd, env=go_env(), capture_output=True, text=True)
     if done.returncode != 0:
         raise ToolchainError(f"{what} failed (exit {done.returncode}); rerun to retry:\n{done.stderr[-4000:]}")
-    return done
+    return done.stdout
 
 
 PROGRESS_SECONDS = 60.0
@@ -262,10 +232,8 @@ def _compile(args: list[str], cwd: Path, what: str, log: Callable[[str], None]) 
     with subprocess.Popen(
         ["go", *args], cwd=cwd, env=go_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     ) as process:
-        assert process.stderr is not None
-        for line in process.stderr:
-            count += 1
-            tail = (tail + line)[-4000:]
+        for line in process.stderr or ():
+            count, tail = count + 1, (tail + line)[-4000:]
             if time.monotonic() - last >= PROGRESS_SECONDS:
                 last = time.monotonic()
                 log(f"toolchain: {what}: {count} packages compiled so far, {_elapsed(started)}")
@@ -277,8 +245,6 @@ def _compile(args: list[str], cwd: Path, what: str, log: Callable[[str], None]) 
 @contextmanager
 def _locked(lock_file: Path, name: str, log: Callable[[str], None]) -> Iterator[None]:
     """An exclusive lock on ``lock_file``; its holder writes who it is and since when into it, so a waiter can say."""
-    import fcntl
-
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a+") as handle:
         try:
@@ -306,26 +272,20 @@ def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
     started = time.monotonic()
     _go(["mod", "download"], TOOLS / build.group, f"go mod download in tools/{build.group}")
     log(f"toolchain: {name}: modules downloaded (go mod download) in {_elapsed(started)}")
-    args = ["build", "-v", "-trimpath", "-ldflags", _ldflags(build)]
-    if build.tags:
-        args += ["-tags", build.tags]
-    cwd = TOOLS / build.group
-    package = build.packages[name]
+    args = ["build", "-v", "-trimpath", "-ldflags", _ldflags(build), *(["-tags", build.tags] if build.tags else [])]
+    cwd, package = TOOLS / build.group, build.packages[name]
     if build.generated:
         # Go refuses overlays of files in the module cache, so the (tiny) main package is copied into the cache
         # beside its generated files, in a module with the wrapper's go.mod and go.sum, and built from there.
-        cwd = work / "main"
+        cwd, package, main_dir = work / "main", ".", _module_dir(build) / build.main_dir
         cwd.mkdir(exist_ok=True)
         for module_file in ("go.mod", "go.sum"):
             (cwd / module_file).write_bytes((TOOLS / build.group / module_file).read_bytes())
-        src = _module_dir(build)
-        main_dir = src / build.main_dir
         for go_file in main_dir.glob("*.go"):
             if "//go:build ignore" not in go_file.read_text():
                 (cwd / go_file.name).write_bytes(go_file.read_bytes())
         for filename, generator in build.generated.items():
             (cwd / filename).write_bytes(generator(main_dir, v))
-        package = "."
     # Built into a scratch path and moved into place, so an interrupted build never leaves a half binary where the
     # cache lookup would trust it. One package per invocation (Go's build cache shares the rest).
     scratch = work / f"{name}.{os.getpid()}.partial"

@@ -108,7 +108,7 @@ def admission_running(cluster: LocalCluster, settings: Settings, chart: Path, di
     token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=24h").stdout.strip()
     (files / "token").write_text(token)
     (files / "namespace").write_text(namespace)
-    shutil.copyfile(cluster.pki / "apiserver.crt", files / "ca.crt")
+    shutil.copyfile(cluster.ca_certificate, files / "ca.crt")
     runnable = directory / "admission-server.py"
     runnable.write_text(code.replace(ACCOUNT_DIR, str(files)))
     server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]

@@ -37,9 +37,10 @@ START_TIMEOUT_SECONDS = 60.0
 def link_certs(cluster: LocalCluster, directory: Path) -> Path:
     """``directory`` holding the operator's ``ca.crt``, ``tls.crt`` and ``tls.key``: links to the API server's own."""
     directory.mkdir(parents=True, exist_ok=True)
-    for name, target in (("ca.crt", "apiserver.crt"), ("tls.crt", "apiserver.crt"), ("tls.key", "apiserver.key")):
+    certs = {"ca.crt": cluster.ca_certificate, "tls.crt": cluster.serving_certificate, "tls.key": cluster.serving_key}
+    for name, target in certs.items():
         (directory / name).unlink(missing_ok=True)
-        (directory / name).symlink_to(cluster.pki / target)
+        (directory / name).symlink_to(target)
     return directory
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from e2e_harness import REHEARSAL_NAMESPACE, Project, e2e_chart, providers
 
-from supersonic_interlink.engine.cluster import LocalCluster
+from supersonic_interlink.engine.cluster import COMPONENTS, LocalCluster
 from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME
 from supersonic_interlink.rehearse.stages import rehearsal_stages
 
@@ -34,7 +34,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     try:
         yield local
     finally:
+        components = local.pids()
         local.stop(log=lines.append)
+        # kwokctl detaches the components from this session: none may outlive it.
+        assert components.keys() == COMPONENTS.keys(), f"the components still ran at the end: {components}"
+        assert not [pid for pid in components.values() if Path(f"/proc/{pid}/exe").exists()], "a component outlived"
         # The CLI starts providers in process groups of their own; none may outlive the session.
         for pid in providers(local.pulumi_home):
             os.kill(pid, signal.SIGKILL)
