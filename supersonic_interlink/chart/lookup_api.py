@@ -46,7 +46,9 @@ RESOURCES: tuple[ApiResource, ...] = tuple(
 """Kinds with discovery: what the chart generations that can be read look up (ConfigMap, Deployment, Service,
 Ingress, Role, PersistentVolumeClaim, ScaledObject) or render, plus the objects this program deploys itself."""
 
-_PATH = re.compile(r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+)(?=/))?(?P<rest>/.*)?")
+_PATH = re.compile(
+    r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+)(?=/))?(?P<rest>/.*)?"
+)
 
 
 def write_loopback_kubeconfig(
