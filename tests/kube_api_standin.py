@@ -30,7 +30,9 @@ import http.server
 import json
 import re
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,16 @@ from typing import Any
 from supersonic_interlink.chart.lookup_api import LookupApi, reply, status_object, write_loopback_kubeconfig
 
 JSONObject = dict[str, Any]
+
+
+def call(server: LookupApi, path: str, method: str = "GET") -> tuple[int, JSONObject]:
+    """One request to a stand-in (a write carries a body, which it must read and discard): status and JSON body."""
+    request = urllib.request.Request(server.url + path, method=method, data=b"{}" if method != "GET" else None)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
 
 
 def _key(namespace: str, name: str) -> tuple[str, str, str, str]:
