@@ -16,80 +16,86 @@ declares), never typed in the stack; a new generation is one more row.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class ChartContract:
     """Names every supported chart generation fixes the same way."""
 
-    chart_name: str
+    chart_name: str = "supersonic"
     """Value of the ``app.kubernetes.io/name`` label the chart puts on its pods (its ``.Chart.Name``)."""
-    envoy_values_key: str
+    envoy_values_key: str = "envoy"
     """Top-level values block of the Envoy proxy (its image, placement, Service, external configuration)."""
-    envoy_component: str
+    envoy_component: str = "envoy"
     """Suffix of the Envoy Deployment and ConfigMap names."""
-    envoy_config_suffix: str
+    envoy_config_suffix: str = "envoy-config"
     """Suffix of the chart's own Envoy ConfigMap, into which it copies the external configuration it looks up."""
-    envoy_config_path: str
+    envoy_config_path: str = "/etc/envoy/envoy.yaml"
     """Where the Envoy container reads its configuration: the chart's entrypoint runs ``envsubst`` over this file."""
-    envoy_container: str
+    envoy_container: str = "envoy"
     """Name of the Envoy container in the Envoy pod (the one that must mount the configuration and the Lua filter)."""
-    admission_container: str
+    admission_container: str = "admission"
     """Name of the scale-from-zero admission sidecar in the Envoy pod (it answers the Lua filter's /wake)."""
-    scaled_object_suffix: str
+    scaled_object_suffix: str = "keda-so"
     """Suffix of the KEDA ScaledObject name."""
-    name_label: str
-    instance_label: str
-    component_label: str
-    admin_cluster: str
+    name_label: str = "app.kubernetes.io/name"
+    instance_label: str = "app.kubernetes.io/instance"
+    component_label: str = "app.kubernetes.io/component"
+    admin_cluster: str = "envoy_admin"
     """Envoy cluster the Lua filter reads Envoy's own ``/stats`` through."""
-    lua_filter_path: str
+    lua_filter_path: str = "/etc/envoy/lua/envoy-filter.lua"
     """Where the chart mounts its scale-from-zero Lua filter in the Envoy container."""
-    admission_host: str
+    admission_host: str = "127.0.0.1"
     """Loopback address the admission sidecar listens on inside the Envoy pod."""
-    envoy_config_key: str
+    envoy_config_key: str = "envoy.yaml"
     """Key of the external ConfigMap the chart copies (``envoy.external_config.configmap_key``)."""
-    repository_index_path: str
+    repository_index_path: str = "/inference.GRPCInferenceService/RepositoryIndex"
     """First call of every client session; the Lua filter wakes Triton on it."""
-    ready_timeout_margin_seconds: int
+    ready_timeout_margin_seconds: int = 120
     """What the chart adds to ``readyTimeoutSeconds`` for the RepositoryIndex route's ``idle_timeout``: the
     /wake call (30 s), a Prometheus query (5 s), the route's own retries (~41 s) and scheduling slack."""
-    inference_grpc_port: int
+    inference_grpc_port: int = 8001
     """gRPC port of the headless inference Service (Triton's own port), the Envoy cluster's endpoint port."""
-    envoy_grpc_port: int
+    envoy_grpc_port: int = 8001
     """Port of Envoy's client listener: the chart's Envoy Service and probes target it and take no value for it."""
-    envoy_admin_port: int
+    envoy_admin_port: int = 9901
     """Envoy's admin port: the chart's Envoy probes and the Lua filter's ``envoy_admin`` cluster use it."""
-    admission_port: int
+    admission_port: int = 8080
     """Port of the chart's admission sidecar in the Envoy pod (fixed in the sidecar's own code)."""
-    route_config_name: str
+    route_config_name: str = "local_route_grpc"
     """Name of the route configuration in the chart's generated Envoy config (``/config_dump`` shows it)."""
-    loopback_connect_timeout_ms: int
+    loopback_connect_timeout_ms: int = 1000
     """Connect timeout the chart's config gives the two loopback clusters (``admission_cluster``, ``admin_cluster``);
     Envoy's own default, when the field is left out, is 5 s."""
-    model_repository_claim: str
+    model_repository_claim: str = "cvmfs"
     """Name of the PersistentVolumeClaim the chart makes for ``storageType: cvmfs-pvc`` (once per namespace, not
     named after the release, created only when none exists and kept on uninstall: ``templates/cvmfs-pvc.yaml``)."""
-    model_repository_storage_class: str
+    model_repository_storage_class: str = "cvmfs"
     """Storage class that claim asks for (the CVMFS CSI driver's, on Geddes)."""
-    hold_annotation_variable: str
+    hold_annotation_variable: str = "HOLD_ANNOTATION"
     """Name of the constant in the chart's admission sidecar code (``cfg/admission-server.py``, deployed in a ConfigMap
     of the release) that names the ScaledObject annotation holding a wake's deadline (``db73925`` has one; c292baf
     keeps the hold in memory). The annotation is read from that code, never assumed."""
-    external_config_guard: str
+    external_config_guard: str = "is incompatible with envoy.external_config.load_from_configmap"
     """What the chart's ``fail`` says when it refuses ``scaleFromZero.enabled`` together with
     ``envoy.external_config.load_from_configmap`` (``templates/envoy/admission.yaml`` at 6003f24, db73925 and
     098d4a6c): a commit that carries it cannot run this program's Envoy configuration."""
-    guarded_commits: Mapping[str, str]
+    guarded_commits: Mapping[str, str] = field(
+        default_factory=lambda: {
+            # templates/envoy/admission.yaml, read at each commit in the stored copy of the chart's repository.
+            "db73925a34eba2cd018e41338e0b1917c1640600": "templates/envoy/admission.yaml:9",
+            "098d4a6c1411d22a748e7a7de4ff30eea10bf32d": "templates/envoy/admission.yaml:9",
+        }
+    )
     """Commits of the chart's repository known to carry that ``fail``, each with the template line it stands on: a pin
     of one is refused before anything is fetched, and ``render --check`` names it offline. Only commits whose full id
     was read are here (6003f24 and c292baf were seen by their short ids); any other commit is read for the guard once
     fetched."""
-    inherited_deprecations: tuple[str, ...]
+    inherited_deprecations: tuple[str, ...] = ("envoy.config.cluster.v3.Cluster.dns_refresh_rate",)
     """Fields Envoy calls deprecated that the chart's own generated configuration uses, and so this program's too
     (it follows that configuration): ``envoy --mode validate`` warns of them, and the check does not count them."""
-    name_override_values: tuple[str, ...]
+    name_override_values: tuple[str, ...] = ("nameOverride", "fullnameOverride")
     """Top-level values that rename the chart's objects (``supersonic.name`` in ``templates/_helpers/_helpers.tpl``
     reads ``nameOverride``; ``fullnameOverride`` is the usual Helm spelling of the same): every name below is
     computed from the release name alone, so the program refuses them in ``helmValues``."""
@@ -118,42 +124,7 @@ class ChartContract:
         return f"{self.instance_name(release_name)}.{namespace}.svc.cluster.local"
 
 
-CHART = ChartContract(
-    chart_name="supersonic",
-    envoy_values_key="envoy",
-    envoy_component="envoy",
-    envoy_config_suffix="envoy-config",
-    envoy_config_path="/etc/envoy/envoy.yaml",
-    envoy_container="envoy",
-    admission_container="admission",
-    scaled_object_suffix="keda-so",
-    name_label="app.kubernetes.io/name",
-    instance_label="app.kubernetes.io/instance",
-    component_label="app.kubernetes.io/component",
-    admin_cluster="envoy_admin",
-    lua_filter_path="/etc/envoy/lua/envoy-filter.lua",
-    admission_host="127.0.0.1",
-    envoy_config_key="envoy.yaml",
-    repository_index_path="/inference.GRPCInferenceService/RepositoryIndex",
-    ready_timeout_margin_seconds=120,
-    inference_grpc_port=8001,
-    envoy_grpc_port=8001,
-    envoy_admin_port=9901,
-    admission_port=8080,
-    route_config_name="local_route_grpc",
-    loopback_connect_timeout_ms=1000,
-    model_repository_claim="cvmfs",
-    model_repository_storage_class="cvmfs",
-    hold_annotation_variable="HOLD_ANNOTATION",
-    external_config_guard="is incompatible with envoy.external_config.load_from_configmap",
-    guarded_commits={
-        # templates/envoy/admission.yaml, read at each commit in the stored copy of the chart's repository.
-        "db73925a34eba2cd018e41338e0b1917c1640600": "templates/envoy/admission.yaml:9",
-        "098d4a6c1411d22a748e7a7de4ff30eea10bf32d": "templates/envoy/admission.yaml:9",
-    },
-    inherited_deprecations=("envoy.config.cluster.v3.Cluster.dns_refresh_rate",),
-    name_override_values=("nameOverride", "fullnameOverride"),
-)
+CHART = ChartContract()
 
 
 @dataclass(frozen=True)

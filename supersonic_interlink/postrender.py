@@ -77,19 +77,10 @@ def _may_hold_scaled_object(chunk: str) -> bool:
 
 
 def _shape(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {value}"
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__}"
+    named = {bool: "the boolean", int: "the number", float: "the number", str: "the string"}
+    if type(value) in named:
+        return f"{named[type(value)]} {value!r}"
+    return {type(None): "null", list: "a list", dict: "a mapping"}.get(type(value), f"a {type(value).__name__}")
 
 
 def _mapping(parent: dict, key: str, where: str, path: str) -> dict:

@@ -7,25 +7,9 @@ from typing import Any
 import pulumi
 
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.components.envoy_config import (
-    ENVOY_KEYS,
-    EnvoyConfig,
-    EnvoyConfigArgs,
-    config_checksum,
-    envoy_config_text,
-)
-from supersonic_interlink.components.failed_pod_cleanup import (
-    FailedPodCleanup,
-    FailedPodCleanupArgs,
-    script_environment,
-)
-from supersonic_interlink.components.supersonic_release import (
-    RELEASE_VALUE_KEYS,
-    SupersonicRelease,
-    SupersonicReleaseArgs,
-    live_release_id,
-    release_timeout_seconds,
-)
+from supersonic_interlink.components import envoy_config as envoy_cm
+from supersonic_interlink.components import failed_pod_cleanup as cleanup_cj
+from supersonic_interlink.components import supersonic_release as release_hr
 from supersonic_interlink.config import ConfigError, Settings, deep_merge, thaw
 from supersonic_interlink.config.pulumi_config import current_config, current_secret_keys, settings_from_config
 from supersonic_interlink.config.values import release_values, split_nulls
@@ -55,41 +39,43 @@ def build(settings: Settings) -> None:
         return pulumi.Output.secret(value) if settings.is_secret(*keys) else value
 
     release_name, namespace = settings.release.name, settings.namespace
-    text = envoy_config_text(settings)
-    checksum = config_checksum(text)
-    envoy = EnvoyConfig(
+    text = envoy_cm.envoy_config_text(settings)
+    checksum = envoy_cm.config_checksum(text)
+    envoy = envoy_cm.EnvoyConfig(
         ENVOY_COMPONENT,
-        EnvoyConfigArgs(release_name, namespace, text=secret(text, *ENVOY_KEYS), checksum=checksum),
+        envoy_cm.EnvoyConfigArgs(release_name, namespace, text=secret(text, *envoy_cm.ENVOY_KEYS), checksum=checksum),
     )
     # helmValues goes underneath: collisions with computed values were refused before anything registered.
     values, nulls = split_nulls(
         deep_merge(settings.helmValues, release_values(settings, envoy.config_map_name, checksum))
     )
-    release = SupersonicRelease(
+    release = release_hr.SupersonicRelease(
         RELEASE_COMPONENT,
-        SupersonicReleaseArgs(
+        release_hr.SupersonicReleaseArgs(
             name=release_name,
             namespace=namespace,
             chart=settings.release.chart,
-            values=secret(values, *RELEASE_VALUE_KEYS),
-            nulls=secret(nulls, *RELEASE_VALUE_KEYS) if nulls else None,
-            timeout_seconds=secret(release_timeout_seconds(settings), "scaleFromZero"),
+            values=secret(values, *release_hr.RELEASE_VALUE_KEYS),
+            nulls=secret(nulls, *release_hr.RELEASE_VALUE_KEYS) if nulls else None,
+            timeout_seconds=secret(release_hr.release_timeout_seconds(settings), "scaleFromZero"),
             max_history=settings.release.maxHistory,
-            import_id=live_release_id(settings) if settings.release.adopt else None,
+            import_id=release_hr.live_release_id(settings) if settings.release.adopt else None,
             protect=not settings.release.removable,
         ),
         pulumi.ResourceOptions(aliases=[pulumi.Alias(name=old) for old in RELEASE_COMPONENT_ALIASES]),
     )
     cleanup = settings.cleanup
-    cleaner = FailedPodCleanup(
+    cleaner = cleanup_cj.FailedPodCleanup(
         CLEANUP_COMPONENT,
-        FailedPodCleanupArgs(
+        cleanup_cj.FailedPodCleanupArgs(
             release_name,
             namespace,
             enabled=cleanup.enabled,
             image=secret(cleanup.image, "cleanup"),
             schedule=secret(cleanup.schedule, "cleanup"),
-            environment={key: secret(value, "cleanup") for key, value in script_environment(settings).items()},
+            environment={
+                key: secret(value, "cleanup") for key, value in cleanup_cj.script_environment(settings).items()
+            },
             node_selector=secret(thaw(cleanup.nodeSelector), "cleanup"),
             tolerations=secret(thaw(cleanup.tolerations), "cleanup"),
         ),

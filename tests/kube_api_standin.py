@@ -29,18 +29,34 @@ import copy
 import http.server
 import json
 import re
-import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.chart.lookup_api import status_object, write_loopback_kubeconfig
-from supersonic_interlink.rehearse.standins import HttpStandIn, reply
+from supersonic_interlink.chart.lookup_api import LookupApi, reply, status_object, write_loopback_kubeconfig
 
 JSONObject = dict[str, Any]
+
+
+def call(server: LookupApi, path: str, method: str = "GET") -> tuple[int, JSONObject]:
+    """One request to a stand-in (a write carries a body, which it must read and discard): status and JSON body."""
+    request = urllib.request.Request(server.url + path, method=method, data=b"{}" if method != "GET" else None)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _key(namespace: str, name: str) -> tuple[str, str, str, str]:
+    """Where a pod sits in the package stand-in's store."""
+    return ("v1", "pods", namespace, name)
+
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 """The media type of kubectl 1.34's discovery: answered with it, kubectl asks nothing else before its request."""
@@ -150,32 +166,25 @@ class Recorded:
         return values[0] if values else None
 
 
-class KubeApiStandIn(HttpStandIn):
-    """The pods of a cluster, served on loopback until ``stop``. Use ``kube_api_standin()`` for a managed one."""
-
-    METHODS = ("GET", "DELETE")
+class KubeApiStandIn(LookupApi):
+    """The pods of a cluster, served on loopback while entered: the package's stand-in API with kubectl's discovery,
+    selectors, chunking, deletion, a Role's authorization and injected faults. ``kube_api_standin()`` manages one."""
 
     def __init__(self, *, rules: Sequence[Mapping[str, Any]] | None = None, order: str = "key") -> None:
+        super().__init__()
         self.rules = rules
         """A Role's rules to authorize requests against; None authorizes everything."""
         self.order = order
         """``key``: list in the API server's (namespace, name) order; ``reverse``: the opposite, to show a client
         does not depend on the order."""
         self.requests: list[Recorded] = []
-        self._pods: dict[tuple[str, str], JSONObject] = {}
         self._faults: dict[str, tuple[int, bool]] = {}
         self._hooks: dict[str, list[Callable[[], None]]] = {}
         self._resource_version = 1000
-        self._lock = threading.Lock()
-        super().__init__("kube-api-standin")
 
     # -------------------------------------------------------------------------------------------- fixtures
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def add(self, pods: Iterable[JSONObject]) -> None:
+    def add(self, pods: Iterable[JSONObject]) -> None:  # type: ignore[override]
         """Store pods as the API server would accept them: a DNS-subdomain name, unique in its namespace."""
         for item in pods:
             name = item["metadata"]["name"]
@@ -185,39 +194,39 @@ class KubeApiStandIn(HttpStandIn):
 
     def inject(self, pods: Iterable[JSONObject]) -> None:
         """Store pods as given, even ones the API server would never hold."""
-        with self._lock:
+        with self.lock:
             for item in pods:
                 stored = copy.deepcopy(item)
                 metadata = stored["metadata"]
-                key = (str(metadata.get("namespace", "")), str(metadata["name"]))
-                if key in self._pods:
-                    raise ValueError(f"pod {key} already exists")
+                key = _key(str(metadata.get("namespace", "")), str(metadata["name"]))
+                if key in self.objects:
+                    raise ValueError(f"pod {key[2:]} already exists")
                 self._resource_version += 1
                 metadata.setdefault("uid", f"00000000-0000-4000-8000-{self._resource_version:012d}")
                 metadata["resourceVersion"] = str(self._resource_version)
-                self._pods[key] = stored
+                self.objects[key] = stored
 
     def names(self, namespace: str | None = None) -> set[str]:
-        with self._lock:
-            return {name for (ns, name) in self._pods if namespace is None or ns == namespace}
+        with self.lock:
+            return {name for (_, _, ns, name) in self.objects if namespace is None or ns == namespace}
 
     def fail(self, verb: str, *, code: int = 500, truncate: bool = False) -> None:
         """The next request authorized as ``verb`` gets an ``InternalError`` ``Status`` with ``code`` and nothing
         changes; with ``truncate``, it gets the first half of the real answer (nothing changes either) and the
         connection drops, as when the API server goes away mid-answer."""
-        with self._lock:
+        with self.lock:
             self._faults[verb] = (code, truncate)
 
     def after(self, verb: str, action: Callable[[], None]) -> None:
         """Run ``action`` once, after the next request of ``verb`` is answered and before the client reads the answer
         (what another client may do between a list and the delete that follows it)."""
-        with self._lock:
+        with self.lock:
             self._hooks.setdefault(verb, []).append(action)
 
     def set_phase(self, name: str, phase: str, namespace: str = "cms") -> None:
-        with self._lock:
+        with self.lock:
             self._resource_version += 1
-            stored = self._pods[(namespace, name)]
+            stored = self.objects[_key(namespace, name)]
             stored.setdefault("status", {})["phase"] = phase
             stored["metadata"]["resourceVersion"] = str(self._resource_version)
 
@@ -226,7 +235,7 @@ class KubeApiStandIn(HttpStandIn):
         return write_loopback_kubeconfig(path, self.url, namespace)
 
     def requests_since(self, start: int) -> list[Recorded]:
-        with self._lock:
+        with self.lock:
             return list(self.requests[start:])
 
     # -------------------------------------------------------------------------------------------- serving
@@ -235,16 +244,13 @@ class KubeApiStandIn(HttpStandIn):
         started = time.perf_counter()
         method = request.command
         parsed = urllib.parse.urlsplit(request.path)
-        length = int(request.headers.get("content-length") or 0)
-        if length:
-            request.rfile.read(length)
         path = parsed.path.rstrip("/") or "/"
         query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
         verb = self._verb(method, path)
         content_type = "application/json"
         truncate = False
         try:
-            with self._lock:
+            with self.lock:
                 self._authorize(verb, path)
                 if verb in self._faults:
                     code, truncate = self._faults.pop(verb)
@@ -256,18 +262,18 @@ class KubeApiStandIn(HttpStandIn):
                     code, body, content_type = self._answer(method, path, query, verb)
         except ApiError as error:
             code, body = error.code, status_object(error.code, error.reason, error.message)
-        data = json.dumps(body, separators=(",", ":")).encode()
         # Recorded before the answer goes out, so it is there by the time the client has read it.
         recorded = Recorded(method, path, query, verb, code, time.perf_counter() - started)
-        with self._lock:
+        with self.lock:
             self.requests.append(recorded)
             hooks = self._hooks.pop(verb, []) if code < 300 and not truncate else []
         for action in hooks:
             action()
         if not truncate:
-            reply(request, code, content_type, data)
+            reply(request, code, body, content_type)
             return
         # The content-length promises the whole answer; half of it comes, then the connection drops.
+        data = json.dumps(body, separators=(",", ":")).encode()
         request.close_connection = True
         request.send_response(code)
         request.send_header("content-type", content_type)
@@ -311,20 +317,19 @@ class KubeApiStandIn(HttpStandIn):
             return 200, {**discovery, "items": items}, AGGREGATED_V2
         if verb == "unknown":
             raise ApiError(404, "NotFound", f"stand-in: {method} {path} is not modelled")
-        parts = path.strip("/").split("/")
-        namespace = parts[3]
-        if verb in ("get", "delete"):
-            key = (namespace, parts[5])
-            if key not in self._pods:
-                raise ApiError(404, "NotFound", f'pods "{parts[5]}" not found')
-            if verb == "get":
-                return 200, copy.deepcopy(self._pods[key]), "application/json"
-            self._resource_version += 1
-            return 200, self._pods.pop(key), "application/json"
+        if verb == "get":  # the package's stand-in answers a named GET
+            return (*self.answer(path), "application/json")
+        namespace = path.strip("/").split("/")[3]
+        if verb == "delete":
+            code, body = self.answer(path)
+            if code == 200:
+                self._resource_version += 1
+                del self.objects[_key(namespace, path.rpartition("/")[2])]
+            return code, body, "application/json"
         selected = self._select(namespace, query)
         if verb == "deletecollection":
             for item in selected:
-                del self._pods[(namespace, item["metadata"]["name"])]
+                del self.objects[_key(namespace, item["metadata"]["name"])]
             if selected:
                 self._resource_version += 1
             return 200, self._pod_list(selected, {}), "application/json"
@@ -343,8 +348,8 @@ class KubeApiStandIn(HttpStandIn):
                 (POD_FIELDS[key](item) == value) == equal for key, equal, value in fields
             )
 
-        keys = sorted((key for key in self._pods if key[0] == namespace), reverse=self.order == "reverse")
-        return [copy.deepcopy(self._pods[key]) for key in keys if selected(self._pods[key])]
+        keys = sorted((key for key in self.objects if key[2] == namespace), reverse=self.order == "reverse")
+        return [copy.deepcopy(self.objects[key]) for key in keys if selected(self.objects[key])]
 
     def _chunk(self, selected: list[JSONObject], query: dict[str, list[str]]) -> JSONObject:
         start = 0
@@ -381,9 +386,6 @@ class KubeApiStandIn(HttpStandIn):
 def kube_api_standin(
     pods: Iterable[JSONObject] = (), *, rules: Sequence[Mapping[str, Any]] | None = None, order: str = "key"
 ) -> Iterator[KubeApiStandIn]:
-    server = KubeApiStandIn(rules=rules, order=order)
-    try:
+    with KubeApiStandIn(rules=rules, order=order) as server:
         server.add(pods)
         yield server
-    finally:
-        server.stop()

@@ -30,9 +30,15 @@ def own_upstream(tmp_path: Path) -> Path:
     return chart_repository(tmp_path / "remote")
 
 
-def test_a_commit_is_fetched_into_the_cache_and_verified(upstream: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def fetched(upstream: Path, tmp_path: Path) -> tuple[str, Path]:
+    """The upstream's HEAD commit and its chart, fetched into this case's cache."""
     commit = git("rev-parse", "HEAD", cwd=upstream)
-    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    return commit, fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+
+
+def test_a_commit_is_fetched_into_the_cache_and_verified(tmp_path: Path, fetched: tuple[str, Path]) -> None:
+    commit, chart = fetched
     assert chart == tmp_path / "cache" / commit / CHART_PATH
     assert (chart / "Chart.yaml").is_file() and (chart / "templates" / "keda.yaml").is_file()
     assert git("rev-parse", "HEAD", cwd=tmp_path / "cache" / commit) == commit
@@ -46,16 +52,14 @@ def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(own_upstream: Pat
     assert "| int" in (chart / "templates" / "keda.yaml").read_text(), "the pinned commit's chart, not main's"
 
 
-def test_a_cached_commit_is_used_without_the_network(upstream: Path, tmp_path: Path) -> None:
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+def test_a_cached_commit_is_used_without_the_network(tmp_path: Path, fetched: tuple[str, Path]) -> None:
+    commit, _ = fetched
     gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
     assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
 
 
-def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path) -> None:
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tuple[str, Path]) -> None:
+    commit, chart = fetched
     (chart / "templates" / "extra.yaml").write_text("kind: ConfigMap\n")
     with pytest.raises(ChartSourceError, match=r"the cached chart is not the pinned commit: .*extra.yaml differs"):
         fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
@@ -64,9 +68,8 @@ def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path) -> None:
     assert "values.yaml differs" in str(verify(chart.parent.parent, commit, CHART_PATH))
 
 
-def test_what_the_providers_dependency_update_writes_is_allowed(upstream: Path, tmp_path: Path) -> None:
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+def test_what_the_providers_dependency_update_writes_is_allowed(fetched: tuple[str, Path]) -> None:
+    commit, chart = fetched
     (chart / "charts").mkdir()
     (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")
     assert verify(chart.parent.parent, commit, CHART_PATH) is None
@@ -88,23 +91,18 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
             "charts/evil/Chart.yaml": "apiVersion: v2\nname: evil\nversion: 1.0.0\n",
             "charts/evil/templates/crb.yaml": PLANTED_BINDING,
         },
-        {
-            "charts/grafana/Chart.yaml": "apiVersion: v2\nname: grafana\nversion: 1.0.0\n"
-        },  # the dependency's name, unpacked
+        {"charts/grafana/Chart.yaml": "apiVersion: v2\nname: grafana\nversion: 1.0.0\n"},  # unpacked
         {"charts/evil-1.0.0.tgz": "archive"},  # an archive of no declared dependency
-        {
-            "charts/grafana-1.0.1.tgz": "archive"
-        },  # the declared dependency at another version than Chart.yaml's exact one
+        {"charts/grafana-1.0.1.tgz": "archive"},  # the declared dependency at another version than Chart.yaml's
         {"charts/grafana-1.0.0.tgz.d/x": "x"},
         {"charts/.hidden.tgz": "archive"},
     ],
     ids=["subchart-directory", "dependency-unpacked", "undeclared-archive", "other-version", "nested", "hidden"],
 )
 def test_anything_else_under_the_charts_directory_is_refused(
-    upstream: Path, tmp_path: Path, planted: dict[str, str]
+    tmp_path: Path, fetched: tuple[str, Path], planted: dict[str, str]
 ) -> None:
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
+    commit, chart = fetched
     (chart / "charts").mkdir()
     (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")  # allowed beside it, so the refusal is the plant
     for name, text in planted.items():
@@ -112,34 +110,18 @@ def test_anything_else_under_the_charts_directory_is_refused(
         (chart / name).write_text(text)
     problem = verify(chart.parent.parent, commit, CHART_PATH)
     assert problem is not None and f"{CHART_PATH}/{next(iter(planted))}" in problem and "differs" in problem, problem
-    assert (
-        chart_source.chart_on_disk(
-            load_settings(
-                stack_config(
-                    "hammer", release={"name": "x", "chart": {"git": UPSTREAM, "commit": commit, "path": CHART_PATH}}
-                )
-            ).release.chart,
-            cache=tmp_path / "cache",
-        )
-        is None
-    ), "a tampered checkout is never handed to Helm or the conformance check"
-
-
-def test_a_version_the_lock_file_locks_is_the_one_allowed(upstream: Path, tmp_path: Path) -> None:
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    chart = fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
-    (chart / "Chart.yaml").write_text((chart / "Chart.yaml").read_text().replace("version: 1.0.0", "version: ~1.0"))
-    git(
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t.invalid",
-        "commit",
-        "--quiet",
-        "-am",
-        "range",
-        cwd=chart.parent.parent,
+    release = {"name": "x", "chart": {"git": UPSTREAM, "commit": commit, "path": CHART_PATH}}
+    chart_source_setting = load_settings(stack_config("hammer", release=release)).release.chart
+    assert chart_source.chart_on_disk(chart_source_setting, cache=tmp_path / "cache") is None, (
+        "a tampered checkout is never handed to Helm or the conformance check"
     )
+
+
+def test_a_version_the_lock_file_locks_is_the_one_allowed(fetched: tuple[str, Path]) -> None:
+    _, chart = fetched
+    (chart / "Chart.yaml").write_text((chart / "Chart.yaml").read_text().replace("version: 1.0.0", "version: ~1.0"))
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    git(*identity, "commit", "--quiet", "-am", "range", cwd=chart.parent.parent)
     commit = git("rev-parse", "HEAD", cwd=chart.parent.parent)
     (chart / "charts").mkdir()
     (chart / "charts" / "grafana-1.0.7.tgz").write_bytes(b"archive")

@@ -15,9 +15,10 @@ from wake_records import cold_wake, cut_off_wake
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE, release_timeout_seconds
 from supersonic_interlink.config import HELM_UPGRADE_MARGIN_SECONDS, ConfigError
-from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
+from supersonic_interlink.config.envoy import build_envoy_config, repository_index_idle_timeout_seconds
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.render.evaluate import evaluate
 from supersonic_interlink.wake.history import wake_from_record
 from supersonic_interlink.wake.report import StackConfig, WakeTime, build_report
 
@@ -53,8 +54,6 @@ def test_the_helm_timeout_follows_ready_timeout_not_the_hold(apart) -> None:
 
 
 def test_the_rendered_envoy_route_carries_the_derived_idle_timeout(apart) -> None:
-    from supersonic_interlink.config.envoy import build_envoy_config
-
     text = json.dumps(build_envoy_config(apart))
     assert '"idle_timeout": "720s"' in text, "the RepositoryIndex route waits readyTimeoutSeconds + the margin"
     assert '"idle_timeout": "1920s"' not in text
@@ -158,8 +157,6 @@ def _secret_paths(value: object, inside: bool = False, path: str = "") -> dict[s
 
 @pytest.mark.parametrize("key", ["scaleFromZero", "envoy"])
 def test_a_secret_wake_or_envoy_setting_makes_the_envoy_configmap_and_the_release_values_secret(key: str) -> None:
-    from supersonic_interlink.render.evaluate import evaluate
-
     evaluation = evaluate(stack_config("hammer"), "hammer", secret_keys=[f"{P}:{key}"])
     (config_map,) = evaluation.of_type("kubernetes:core/v1:ConfigMap")
     data = {p: s for p, s in _secret_paths(config_map.inputs).items() if p.startswith(".data")}

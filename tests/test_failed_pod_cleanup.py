@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import ROOT, stack_settings
+from conftest import ROOT, stack_config, stack_settings
 
 from supersonic_interlink import contract
 from supersonic_interlink.components.failed_pod_cleanup import (
@@ -21,7 +21,7 @@ from supersonic_interlink.components.failed_pod_cleanup import (
 from supersonic_interlink.config import CLEANUP_KEEP_MAX, RELEASE_NAME_MAX, ConfigError
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render.checks import KUBERNETES_VERSIONS, kubernetes_findings
-from supersonic_interlink.render.evaluate import Evaluation, Registered
+from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
 
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
@@ -51,10 +51,6 @@ def env_of(evaluation: Evaluation) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def hammer() -> Evaluation:
-    from conftest import stack_config
-
-    from supersonic_interlink.render.evaluate import evaluate
-
     return evaluate(stack_config("hammer"), "hammer")
 
 

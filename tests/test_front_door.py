@@ -10,6 +10,9 @@ from pathlib import Path
 
 from cli_runner import run_cli, verb_words
 
+from supersonic_interlink.cli.completion import INSTALL
+from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -48,8 +51,6 @@ def test_takeover_with_the_stack_forgotten_names_what_is_missing() -> None:
 
 
 def test_every_verb_answers_help_with_its_own_usage() -> None:
-    from supersonic_interlink.cli.main import VERBS
-
     for verb in VERBS:
         helped = cli(verb, "--help")
         assert helped.returncode == 0, f"{verb}: {helped.stderr}"
@@ -58,8 +59,6 @@ def test_every_verb_answers_help_with_its_own_usage() -> None:
 
 
 def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_stack(tmp_path: Path) -> None:
-    from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
-
     script = tmp_path / "supersonic.bash"
     made = cli("completion", "bash")
     assert made.returncode == 0, made.stderr
@@ -91,8 +90,6 @@ def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_sta
 
 
 def test_the_zsh_completion_script_is_made_from_the_same_parsers() -> None:
-    from supersonic_interlink.cli.main import VERBS
-
     made = cli("completion", "zsh")
     assert made.returncode == 0 and made.stdout.startswith("#compdef supersonic"), made.stdout[:200]
     for verb in VERBS:
@@ -149,8 +146,6 @@ def test_every_verb_that_takes_a_stack_checks_its_name_by_the_pulumi_clis_rule()
 
 
 def test_the_printed_completion_installs_work_on_a_fresh_home(tmp_path: Path) -> None:
-    from supersonic_interlink.cli.completion import INSTALL
-
     lines = [line.strip() for line in INSTALL.splitlines()]
     bash = " && ".join([lines[1].removeprefix("bash: "), lines[2]])
     zsh = lines[3].removeprefix("zsh:").strip()

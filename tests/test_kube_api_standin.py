@@ -7,17 +7,15 @@ against it in every case). That the real API server selects the same pods is tes
 
 from __future__ import annotations
 
-import json
 import subprocess
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from busybox_harness import kubectl_path
 from kube_api_standin import KubeApiStandIn, kube_api_standin, parse_selector, pod
+from kube_api_standin import call as raw
 
 CREATED = "2025-06-01T08:00:00Z"
 PODS = [
@@ -34,15 +32,6 @@ PODS = [
 def server() -> Iterator[KubeApiStandIn]:
     with kube_api_standin(PODS) as standin:
         yield standin
-
-
-def raw(server: KubeApiStandIn, method: str, path: str) -> tuple[int, dict]:
-    request = urllib.request.Request(server.url + path, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def pods_path(**selectors: str) -> str:
@@ -67,13 +56,13 @@ def pods_path(**selectors: str) -> str:
 def test_a_list_selects_what_the_api_server_would_in_key_order(
     server: KubeApiStandIn, selectors: dict[str, str], expected: list[str]
 ) -> None:
-    status, body = raw(server, "GET", pods_path(**selectors))
+    status, body = raw(server, pods_path(**selectors))
     assert status == 200
     assert [item["metadata"]["name"] for item in body["items"]] == expected, f"{selectors}: label and field semantics"
 
 
 def test_a_deletecollection_deletes_exactly_the_selection(server: KubeApiStandIn) -> None:
-    status, answer = raw(server, "DELETE", pods_path(labelSelector="app!=db", fieldSelector="status.phase=Failed"))
+    status, answer = raw(server, pods_path(labelSelector="app!=db", fieldSelector="status.phase=Failed"), "DELETE")
     assert status == 200
     assert answer["kind"] == "PodList" and {i["metadata"]["name"] for i in answer["items"]} == {"web-a", "bare"}
     assert server.names() == {"web-b", "db-a", "db-b", "elsewhere"}, "only the Failed non-db pods in cms went"
@@ -104,7 +93,7 @@ def test_kubectl_lists_in_chunks_unless_told_not_to(tmp_path: Path) -> None:
 
 def test_the_listing_order_can_be_reversed_to_show_a_client_does_not_depend_on_it() -> None:
     with kube_api_standin(PODS[2:5], order="reverse") as server:
-        _, body = raw(server, "GET", pods_path())
+        _, body = raw(server, pods_path())
     assert [item["metadata"]["name"] for item in body["items"]] == ["db-b", "db-a", "bare"]
 
 
@@ -119,7 +108,7 @@ def test_the_listing_order_can_be_reversed_to_show_a_client_does_not_depend_on_i
     ],
 )
 def test_errors_are_status_objects(server: KubeApiStandIn, method: str, path: str, code: int, reason: str) -> None:
-    status, body = raw(server, method, path)
+    status, body = raw(server, path, method)
     assert status == code
     assert body["kind"] == "Status" and body["status"] == "Failure" and body["code"] == code
     assert body["reason"] == reason
@@ -128,16 +117,16 @@ def test_errors_are_status_objects(server: KubeApiStandIn, method: str, path: st
 
 def test_a_role_without_the_verb_gets_403_and_discovery_stays_open() -> None:
     with kube_api_standin(PODS, rules=[{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]) as server:
-        assert raw(server, "GET", "/api")[0] == 200
-        assert raw(server, "GET", "/api/v1/namespaces/cms/pods")[0] == 200
-        status, body = raw(server, "DELETE", "/api/v1/namespaces/cms/pods")
+        assert raw(server, "/api")[0] == 200
+        assert raw(server, "/api/v1/namespaces/cms/pods")[0] == 200
+        status, body = raw(server, "/api/v1/namespaces/cms/pods", "DELETE")
         assert (status, body["reason"]) == (403, "Forbidden")
         assert "cannot deletecollection resource" in body["message"]
         assert server.names() == {p["metadata"]["name"] for p in PODS}
 
 
 def test_the_list_is_shaped_as_the_api_server_answers(server: KubeApiStandIn) -> None:
-    status, body = raw(server, "GET", pods_path(fieldSelector="metadata.name=web-a"))
+    status, body = raw(server, pods_path(fieldSelector="metadata.name=web-a"))
     assert status == 200 and body["kind"] == "PodList" and body["apiVersion"] == "v1"
     assert body["metadata"]["resourceVersion"].isdigit()
     (item,) = body["items"]

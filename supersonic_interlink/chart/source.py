@@ -74,11 +74,8 @@ def release_chart(chart: ChartSource) -> str:
 def chart_on_disk(chart: ChartSource, root: Path = ROOT, cache: Path | None = None) -> Path | None:
     """The chart directory if it is on disk and verified (a path source, or a fetched pinned commit), else None."""
     if chart.kind == "path":
-        directory = root / str(chart.path)
-        return directory if (directory / "Chart.yaml").is_file() else None
-    if chart.kind == "git" and chart.commit is not None:
-        return fetched_copy(chart.commit, str(chart.path), cache)[0]
-    return None
+        return root / str(chart.path) if (root / str(chart.path) / "Chart.yaml").is_file() else None
+    return fetched_copy(chart.commit, str(chart.path), cache)[0] if chart.kind == "git" and chart.commit else None
 
 
 def fetched_copy(commit: str, path: str, cache: Path | None = None) -> tuple[Path | None, str | None]:
@@ -171,19 +168,22 @@ def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
         return checkout / path
     cache.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{commit}.", dir=cache))
+    steps = {
+        f"git init in {cache} failed": ("init", "--quiet"),
+        "": ("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit),
+        f"cannot check out {commit} from {url}": ("checkout", "--quiet", "--detach", commit),
+    }
     try:
-        initialised = _git("init", "--quiet", cwd=partial)
-        if initialised.returncode != 0:
-            raise ChartSourceError(f"git init in {cache} failed: {_last_line(initialised.stderr)}")
-        fetched = _git("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit, cwd=partial)
-        if fetched.returncode != 0:
-            reason = _last_line(fetched.stderr)
-            if "not our ref" in reason or "couldn't find remote ref" in reason or "no such remote ref" in reason:
+        for failed, args in steps.items():
+            result = _git(*args, cwd=partial)
+            reason = _last_line(result.stderr)
+            if result.returncode == 0:
+                continue
+            if failed:
+                raise ChartSourceError(f"{failed}: {reason}")
+            if any(said in reason for said in ("not our ref", "couldn't find remote ref", "no such remote ref")):
                 raise ChartSourceError(f"{url} has no commit {commit}: {reason}")
-            raise _unreachable(url, fetched)
-        checkout_result = _git("checkout", "--quiet", "--detach", commit, cwd=partial)
-        if checkout_result.returncode != 0:
-            raise ChartSourceError(f"cannot check out {commit} from {url}: {_last_line(checkout_result.stderr)}")
+            raise _unreachable(url, result)
         problem = verify(partial, commit, path)
         if problem is not None:
             raise ChartSourceError(problem.replace(str(partial), url))
@@ -206,10 +206,7 @@ def resolve(url: str, ref: str) -> str:
     listed = _git("ls-remote", url, f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}")
     if listed.returncode != 0:
         raise _unreachable(url, listed)
-    refs: dict[str, str] = {}
-    for line in listed.stdout.splitlines():
-        commit, _, name = line.partition("\t")
-        refs[name] = commit
+    refs = {name: commit for commit, _, name in (line.partition("\t") for line in listed.stdout.splitlines())}
     for name in (f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"):
         if name in refs:
             return refs[name]
@@ -224,11 +221,8 @@ def resolve(url: str, ref: str) -> str:
 def guard_line(chart_dir: Path) -> str | None:
     """Where the chart's templates still ``fail`` on ``scaleFromZero.enabled`` with an external Envoy configuration
     (``templates/<file>:<line>``), or None when no template does."""
-    for template in sorted((chart_dir / "templates").rglob("*")):
-        if not template.is_file():
-            continue
-        lines = template.read_text(errors="replace").splitlines()
-        for number, line in enumerate(lines, start=1):
+    for template in sorted(p for p in (chart_dir / "templates").rglob("*") if p.is_file()):
+        for number, line in enumerate(template.read_text(errors="replace").splitlines(), start=1):
             if "fail" in line and CHART.external_config_guard in line:
                 return f"{template.relative_to(chart_dir)}:{number}"
     return None

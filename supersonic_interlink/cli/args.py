@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from supersonic_interlink import EXIT_USAGE
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.stack_config import check_stack_name, stack_names
 
 STACKS_COMPLETE = {
     "bash": "_supersonic_stacks",
@@ -54,9 +56,6 @@ def name(text: str) -> str:
 
 def unknown_stack(stack: str) -> str | None:
     """Why ``stack`` names no stack file here (the Pulumi CLI's name rule first), or None when it does."""
-    from supersonic_interlink.config import ConfigError
-    from supersonic_interlink.config.stack_config import check_stack_name, stack_names
-
     try:
         check_stack_name(stack)
     except ConfigError as error:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
+import shtab
+
 from supersonic_interlink.cli import args as args_
 from supersonic_interlink.cli import main as cli_main
 
@@ -54,8 +56,6 @@ def tree() -> args_.Parser:
 
 
 def script(shell: str) -> str:
-    import shtab
-
     return shtab.complete(tree(), shell=shell)
 
 

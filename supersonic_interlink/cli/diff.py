@@ -2,13 +2,8 @@
 
     ./supersonic diff <stack> [--base REF] [--chart DIR] [--markdown | --json] [--strict]
 
-The base (default: the merge base of HEAD with main) is rendered from `git archive REF` in a temporary directory by its
-own code; the working tree as `./supersonic render --out` renders it. Both include the chart's objects when the chart is
-on disk (a pinned commit, fetched if missing, or --chart DIR). Prints each object added, removed, replaced or changed,
-with the changed fields; Secret data is masked and secret config values are placeholders. --markdown wraps the same text
-for a pull request comment; --json prints it as one document (docs/json.md). Exit 0 when the diff is printed, 1 when a
-side cannot be rendered, 2 for a usage or config error (an unknown stack, a --base that is no commit), 3 under --strict
-when the chart's objects could not be compared.
+docs/render.md says how each side is rendered and what is compared. Exit 0 when the diff is printed, 1 when a side
+cannot be rendered, 2 for a usage or config error, 3 under --strict when the chart's objects could not be compared.
 """
 
 from __future__ import annotations

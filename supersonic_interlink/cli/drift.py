@@ -1,8 +1,8 @@
 """``./supersonic drift <stack> [--json | --markdown] [--correct]``: what changed on the cluster outside Pulumi.
 
-Read-only without ``--correct``: a ``pulumi preview --refresh`` of the stack (the objects Pulumi manages directly,
-and the Helm release's record) and a server-side dry-run apply of the live release's stored manifest (the release's
-objects); the work is ``drift/command.py``. Exit 0 no drift, 1 drift, 2 could not check.
+Compare the cluster KUBECONFIG names with what the stack deployed, read-only without --correct: the objects Pulumi
+manages (pulumi preview --refresh) and the Helm release's objects (a server-side dry-run apply of its stored manifest).
+Exit 0 no drift, 1 drift, 2 could not check.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from supersonic_interlink.engine.installed import CLI_ENV
 def parser() -> args_.Parser:
     parser = args_.Parser(
         prog="./supersonic drift",
-        description="Compare the cluster KUBECONFIG names with what the stack deployed: the objects Pulumi manages "
-        "(pulumi preview --refresh) and the Helm release's objects (a server-side dry-run apply of its stored "
-        "manifest). Exit 0 no drift, 1 drift, 2 could not check.",
+        description=__doc__.split("\n\n")[1],
         epilog="example: ./supersonic drift hammer --json",
     )
     args_.add_stack(parser, help="stack name, as in stacks/Pulumi.<stack>.yaml")

@@ -8,6 +8,7 @@ Each verb's module is imported only when the verb runs, so a verb loads what it 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
@@ -55,7 +56,7 @@ def main(argv: list[str]) -> int:
         print(usage(), file=sys.stdout if argv else sys.stderr)
         return EXIT_OK if argv else EXIT_USAGE
     if argv == ["--version"]:
-        from supersonic_interlink.cli.version import text
+        from supersonic_interlink.cli.version import text  # lazy, as the verbs' modules: start-up time
 
         print(text())
         return EXIT_OK
@@ -66,7 +67,7 @@ def main(argv: list[str]) -> int:
     if verb not in VERBS:
         print(f"supersonic: unknown verb {verb!r}\n\n{usage()}", file=sys.stderr)
         return EXIT_USAGE
-    from supersonic_interlink.config.rules import printable
+    from supersonic_interlink.config.rules import printable  # lazy: `--help` needs no settings models
 
     for number, arg in enumerate(rest, start=1):
         if printable(arg) != arg:
@@ -82,13 +83,6 @@ def main(argv: list[str]) -> int:
         result = module.main(rest)
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more to say, and no traceback for it.
-        _silence_stdout()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FINDING
     return int(result or 0)
-
-
-def _silence_stdout() -> None:
-    import os
-
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())

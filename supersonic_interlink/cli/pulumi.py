@@ -10,6 +10,13 @@ from supersonic_interlink.cli import args as args_
 from supersonic_interlink.engine.installed import CLI_ENV
 from supersonic_interlink.engine.run import ACTIONS
 
+FLAG_ACTIONS = {
+    "diff": ("preview", "up", "refresh"),
+    "expect_no_changes": ("preview", "up", "refresh"),
+    "json": ("preview",),
+}
+"""The engine's flags and the actions each goes with."""
+
 
 def parser() -> args_.Parser:
     parser = args_.Parser(
@@ -60,22 +67,12 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    kwargs: dict[str, Any] = {}
-    if args.diff:
-        if args.action == "destroy":
-            print("supersonic pulumi: --diff goes with preview, up or refresh", file=sys.stderr)
+    for flag, actions in FLAG_ACTIONS.items():
+        if getattr(args, flag) and args.action not in actions:
+            allowed = " or ".join(filter(None, (", ".join(actions[:-1]), actions[-1])))
+            print(f"supersonic pulumi: --{flag.replace('_', '-')} goes with {allowed}", file=sys.stderr)
             return 2
-        kwargs["diff"] = True
-    if args.expect_no_changes:
-        if args.action not in ("preview", "up", "refresh"):
-            print("supersonic pulumi: --expect-no-changes goes with preview, up or refresh", file=sys.stderr)
-            return 2
-        kwargs["expect_no_changes"] = True
-    if args.json:
-        if args.action != "preview":
-            print("supersonic pulumi: --json goes with preview", file=sys.stderr)
-            return 2
-        kwargs["json"] = True
+    kwargs: dict[str, Any] = {flag: True for flag in FLAG_ACTIONS if getattr(args, flag)}
     from supersonic_interlink.engine.run import run_pulumi
 
     return run_pulumi(args.stack, args.action, cli=args.pulumi, **kwargs)

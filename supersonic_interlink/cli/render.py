@@ -4,17 +4,8 @@
     ./supersonic render <stack> --fetch-chart
     ./supersonic render <stack> --pin-chart [REF]
 
-Evaluates the real program for the stack (Pulumi's mock engine stands in for the engine; there is no cluster) with the
-config the Pulumi CLI would pass, and writes DIR/manifests.yaml (every object the program creates directly),
-DIR/release.yaml (the Helm release and its values), DIR/envoy.yaml (the Envoy configuration as stored in its ConfigMap)
-and, when the chart is on disk (a chart directory, a fetched pinned commit, or --chart DIR),
-DIR/chart/<Kind>[.<group>]/<name>.yaml: each object of the chart as the real Helm v3 renders it with the stack's values
-and the post-renderer (Secret data masked). --check validates them (strict Kubernetes schemas, envoy --mode validate)
-and, with the chart on disk, runs the chart conformance check with the real Helm v3; it exits 1 on any finding, and
-names each check that could not run; --strict makes such a check exit 3. --fetch-chart fetches the stack's pinned git
-chart into .charts/; --pin-chart resolves REF (default main) of the stack's git chart to a commit and writes it into the
-stack file. Both need network access to the chart's repository. Invalid stack config or options exit 2 with one line per
-problem.
+The real program runs under Pulumi's mock engine with the config the Pulumi CLI would pass; docs/render.md lists the
+files written and the checks run, docs/chart.md the chart pin. Invalid stack config or options exit 2.
 """
 
 from __future__ import annotations

@@ -5,17 +5,8 @@
     ./supersonic state history STACK --bucket NAME [--endpoint-url URL] [--project NAME]
     ./supersonic state restore STACK --version-id ID --bucket NAME [--endpoint-url URL] [--project NAME]
 
-Every command also takes --allow-plain-http, needed for an http:// endpoint (tests, loopback).
-
-`bootstrap` creates the bucket, or brings an existing one to the required settings, changing only what differs;
-`check` reports every difference and exits 1 if there is any. `history` lists the versions of a stack's state
-object and `restore` makes an earlier version current again by copying it on top, so every newer version stays.
-No command deletes anything.
-
-Works against AWS S3 and, with --endpoint-url, against S3-compatible storage (Ceph RGW, MinIO) addressed
-path-style. Credentials come only from the standard AWS environment variables and profile files. A plain http://
-endpoint is refused unless --allow-plain-http is given; then bootstrap leaves out the bucket policy that denies
-requests without TLS, since that policy would refuse the very endpoint it was set up through.
+Every command also takes --allow-plain-http, needed for an http:// endpoint (tests, loopback). No command deletes
+anything; docs/state-backend.md has the settings and the way back.
 """
 
 from __future__ import annotations

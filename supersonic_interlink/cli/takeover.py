@@ -5,16 +5,8 @@
     ./supersonic takeover objects <stack> --live FILE [--live-object FILE ...] [--live-manifest FILE] [--chart DIR]
         [--out FILE] [--json]
 
-`steps` prints the runbook (docs/takeover.md) for the stack with its real URNs and object names. `values` compares
-the live release's values (`helm get values -n <ns> <release> -o yaml`, or Flux's values ConfigMap) with the values
-the stack deploys and prints the difference table as markdown for the pull request; it exits 1 when a difference is
-not declared in supersonic_interlink/takeover/values_diff.py or a declared one no longer differs. `objects` renders the
-stack's pinned chart (or DIR) with the real Helm v3 twice, with the live values and with the stack's, the chart's
-lookup answered from the live objects given (`kubectl get -o yaml`: the old Envoy ConfigMap, the ScaledObject), and
-prints what the upgrade deletes, creates and changes, object by object; it exits 1 when a deletion is not
-declared in supersonic_interlink/takeover/objects_diff.py, a declared one is no longer made, or the chart refuses either
-side's values.
-Invalid stack config, an unreadable input file or no chart to render exits 2.
+docs/takeover.md says what each prints and when it exits 1. Invalid stack config, an unreadable input file or no
+chart to render exits 2.
 """
 
 from __future__ import annotations

@@ -60,16 +60,16 @@ class EnvoyConfig(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-configmap",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=config_map_name(args.release_name, args.checksum),
-                namespace=args.namespace,
-                labels={
+            metadata={
+                "name": config_map_name(args.release_name, args.checksum),
+                "namespace": args.namespace,
+                "labels": {
                     CHART.instance_label: CHART.instance_name(args.release_name),
                     "app.kubernetes.io/managed-by": "pulumi",
                     CHART.component_label: CHART.envoy_component,
                 },
-                annotations={"supersonic-interlink/config-sha256": args.checksum},
-            ),
+                "annotations": {"supersonic-interlink/config-sha256": args.checksum},
+            },
             immutable=True,
             data={CHART.envoy_config_key: args.text},
             opts=pulumi.ResourceOptions(parent=self),

@@ -150,112 +150,78 @@ class FailedPodCleanup(pulumi.ComponentResource):
         self.register_outputs({"cronjob_name": self.cronjob_name, "service_account_name": self.service_account_name})
 
     def _create(self, name: str, args: FailedPodCleanupArgs) -> None:
-        release, namespace = args.release_name, args.namespace
-        labels = object_labels(release)
+        labels = object_labels(args.release_name)
+        metadata = {"name": object_name(args.release_name), "namespace": args.namespace, "labels": labels}
         child = pulumi.ResourceOptions(parent=self)
-
-        def metadata() -> k8s.meta.v1.ObjectMetaArgs:
-            return k8s.meta.v1.ObjectMetaArgs(name=object_name(release), namespace=namespace, labels=labels)
-
+        # Only the cleaner's pods get this account's token, and they ask for it themselves.
         account = k8s.core.v1.ServiceAccount(
-            f"{name}-serviceaccount",
-            metadata=metadata(),
-            # Only the cleaner's pods get this account's token, and they ask for it themselves.
-            automount_service_account_token=False,
-            opts=child,
+            f"{name}-serviceaccount", metadata=metadata, automount_service_account_token=False, opts=child
         )
-        role = k8s.rbac.v1.Role(
-            f"{name}-role",
-            metadata=metadata(),
-            rules=[
-                k8s.rbac.v1.PolicyRuleArgs(
-                    api_groups=rule["apiGroups"], resources=rule["resources"], verbs=rule["verbs"]
-                )
-                for rule in ROLE_RULES
-            ],
-            opts=child,
-        )
+        rules = [{"api_groups": r["apiGroups"], "resources": r["resources"], "verbs": r["verbs"]} for r in ROLE_RULES]
+        role = k8s.rbac.v1.Role(f"{name}-role", metadata=metadata, rules=rules, opts=child)
+        account_name = account.metadata.apply(created_name)
         k8s.rbac.v1.RoleBinding(
             f"{name}-rolebinding",
-            metadata=metadata(),
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="Role", name=role.metadata.apply(created_name)
-            ),
-            subjects=[
-                k8s.rbac.v1.SubjectArgs(
-                    kind="ServiceAccount", name=account.metadata.apply(created_name), namespace=namespace
-                )
-            ],
+            metadata=metadata,
+            role_ref={
+                "api_group": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": role.metadata.apply(created_name),
+            },
+            subjects=[{"kind": "ServiceAccount", "name": account_name, "namespace": args.namespace}],
             opts=child,
         )
-        environment = [
-            k8s.core.v1.EnvVarArgs(
-                name="NAMESPACE",
-                value_from=k8s.core.v1.EnvVarSourceArgs(
-                    field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="metadata.namespace")
-                ),
-            )
-        ]
-        environment += [k8s.core.v1.EnvVarArgs(name=key, value=value) for key, value in args.environment.items()]
-        container = k8s.core.v1.ContainerArgs(
-            name=CONTAINER_NAME,
-            image=args.image,
-            image_pull_policy="IfNotPresent",
-            command=container_command(script_text()),
-            env=environment,
-            resources=k8s.core.v1.ResourceRequirementsArgs(requests=RESOURCES["requests"], limits=RESOURCES["limits"]),
-            security_context=k8s.core.v1.SecurityContextArgs(
-                allow_privilege_escalation=False,
-                privileged=False,
-                read_only_root_filesystem=True,
-                capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-            ),
-            volume_mounts=[k8s.core.v1.VolumeMountArgs(name="scratch", mount_path=SCRATCH_PATH)],
-        )
-        pod_spec = k8s.core.v1.PodSpecArgs(
-            service_account_name=account.metadata.apply(created_name),
+        namespace_env = {"name": "NAMESPACE", "value_from": {"field_ref": {"field_path": "metadata.namespace"}}}
+        container: k8s.core.v1.ContainerArgsDict = {
+            "name": CONTAINER_NAME,
+            "image": args.image,
+            "image_pull_policy": "IfNotPresent",
+            "command": container_command(script_text()),
+            "env": [namespace_env, *({"name": key, "value": value} for key, value in args.environment.items())],
+            "resources": RESOURCES,
+            "security_context": {
+                "allow_privilege_escalation": False,
+                "privileged": False,
+                "read_only_root_filesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
+            "volume_mounts": [{"name": "scratch", "mount_path": SCRATCH_PATH}],
+        }
+        pod_spec: k8s.core.v1.PodSpecArgsDict = {
+            "service_account_name": account_name,
             # The one pod that needs the API token: the account itself does not mount it elsewhere.
-            automount_service_account_token=True,
-            enable_service_links=False,
-            restart_policy="Never",
-            node_selector=args.node_selector,
-            tolerations=args.tolerations,
-            security_context=k8s.core.v1.PodSecurityContextArgs(
-                run_as_non_root=True,
-                run_as_user=RUN_AS_ID,
-                run_as_group=RUN_AS_ID,
-                fs_group=RUN_AS_ID,
-                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-            ),
-            containers=[container],
-            volumes=[
-                k8s.core.v1.VolumeArgs(
-                    name="scratch", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=SCRATCH_SIZE_LIMIT)
-                )
-            ],
-        )
+            "automount_service_account_token": True,
+            "enable_service_links": False,
+            "restart_policy": "Never",
+            "node_selector": args.node_selector,
+            "tolerations": args.tolerations,
+            "security_context": {
+                "run_as_non_root": True,
+                "run_as_user": RUN_AS_ID,
+                "run_as_group": RUN_AS_ID,
+                "fs_group": RUN_AS_ID,
+                "seccomp_profile": {"type": "RuntimeDefault"},
+            },
+            "containers": [container],
+            "volumes": [{"name": "scratch", "empty_dir": {"size_limit": SCRATCH_SIZE_LIMIT}}],
+        }
+        job = {
+            "backoff_limit": BACKOFF_LIMIT,
+            "active_deadline_seconds": ACTIVE_DEADLINE_SECONDS,
+            "ttl_seconds_after_finished": TTL_SECONDS_AFTER_FINISHED,
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        }
         cronjob = k8s.batch.v1.CronJob(
             f"{name}-cronjob",
-            metadata=metadata(),
-            spec=k8s.batch.v1.CronJobSpecArgs(
-                schedule=args.schedule,
-                concurrency_policy="Forbid",
-                starting_deadline_seconds=STARTING_DEADLINE_SECONDS,
-                successful_jobs_history_limit=SUCCESSFUL_JOBS_HISTORY_LIMIT,
-                failed_jobs_history_limit=FAILED_JOBS_HISTORY_LIMIT,
-                job_template=k8s.batch.v1.JobTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=k8s.batch.v1.JobSpecArgs(
-                        backoff_limit=BACKOFF_LIMIT,
-                        active_deadline_seconds=ACTIVE_DEADLINE_SECONDS,
-                        ttl_seconds_after_finished=TTL_SECONDS_AFTER_FINISHED,
-                        template=k8s.core.v1.PodTemplateSpecArgs(
-                            metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                            spec=pod_spec,
-                        ),
-                    ),
-                ),
-            ),
+            metadata=metadata,
+            spec={
+                "schedule": args.schedule,
+                "concurrency_policy": "Forbid",
+                "starting_deadline_seconds": STARTING_DEADLINE_SECONDS,
+                "successful_jobs_history_limit": SUCCESSFUL_JOBS_HISTORY_LIMIT,
+                "failed_jobs_history_limit": FAILED_JOBS_HISTORY_LIMIT,
+                "job_template": {"metadata": {"labels": labels}, "spec": job},
+            },
             opts=child,
         )
         self.service_account_name = account.metadata.apply(created_name)

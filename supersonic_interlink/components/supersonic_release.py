@@ -93,18 +93,13 @@ class SupersonicRelease(pulumi.ComponentResource):
     def __init__(self, name: str, args: SupersonicReleaseArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
         chart = args.chart
+        source: dict[str, Any] = {"chart": release_chart(chart)}
         if chart.kind == "git":
             # The fetched commit, relative to the project directory (see chart_source). A chart checked out from
             # git has no dependencies in charts/: the provider downloads them, at the versions Chart.yaml names.
-            source: dict[str, Any] = {"chart": release_chart(chart), "dependency_update": True}
-        elif chart.kind == "path":
-            source = {"chart": release_chart(chart)}
-        else:
-            source = {
-                "chart": chart.name,
-                "version": chart.version,
-                "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
-            }
+            source["dependency_update"] = True
+        elif chart.kind != "path":
+            source |= {"version": chart.version, "repository_opts": {"repo": chart.repo}}
         release = k8s.helm.v3.Release(
             helm_release_resource_name(name),
             name=args.name,
