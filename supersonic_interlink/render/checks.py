@@ -81,8 +81,16 @@ API_SERVER_RULES = (
     (_PROBE + r"(httpGet|tcpSocket)\.port", lambda key, v: _port(v), PORT_TEXT),
     (_PROBE + r"grpc\.port", lambda key, v: _number(v), PORT_TEXT),  # ValidateGRPCAction: a number only
     (_CONTAINER + r"ports\[\d+\]\.containerPort", lambda key, v: _number(v), NUMBER_TEXT),
-    (_CONTAINER + r"ports\[\d+\]\.name", lambda key, v: isinstance(v, str) and bool(_PORT_NAME.fullmatch(v)), PORT_TEXT),
-    (_CONTAINER + r"resources\.(requests|limits)\..+", lambda key, v: _resource_name(str(key)), CONTAINER_RESOURCE_TEXT),
+    (
+        _CONTAINER + r"ports\[\d+\]\.name",
+        lambda key, v: isinstance(v, str) and bool(_PORT_NAME.fullmatch(v)),
+        PORT_TEXT,
+    ),
+    (
+        _CONTAINER + r"resources\.(requests|limits)\..+",
+        lambda key, v: _resource_name(str(key)),
+        CONTAINER_RESOURCE_TEXT,
+    ),
     (r"spec\.ports\[\d+\]\.port", lambda key, v: _number(v), NUMBER_TEXT),
     (r"spec\.ports\[\d+\]\.targetPort", lambda key, v: _port(v), PORT_TEXT),
 )
