@@ -88,7 +88,7 @@ def test_with_the_chart_on_disk_the_tree_holds_each_chart_object_as_deployed(tmp
 
 
 def test_secret_data_is_masked_in_the_tree_yet_a_change_shows() -> None:
-    from supersonic_interlink.render.release import mask
+    from supersonic_interlink.render.stack import mask
 
     secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
     secret["data"] = {"token": "aHVudGVyMg=="}

@@ -35,8 +35,7 @@ from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
 from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
 from supersonic_interlink.contract import UnknownGeneration, generation_of_values
-from supersonic_interlink.render.release import mask
-from supersonic_interlink.render.stack import CHART_DIR, locate_chart, render, write
+from supersonic_interlink.render.stack import CHART_DIR, locate_chart, mask, render, write
 
 SHARED = (".venv", ".tools", chart_source.CACHE_DIR)
 """What the base's temporary copy shares with the project by link: the interpreter and packages, the pinned Helm,
@@ -169,7 +168,7 @@ def pinned_chart(stack_path: Path) -> ChartSource | None:
 
 def _chart_objects(stack: str, rendered: dict[str, Any], chart_dir: Path | None, root: Path) -> tuple[Any, str]:
     """(the chart's objects, "") or (None, why not) for one side's render."""
-    from supersonic_interlink.render.release import chart_objects
+    from supersonic_interlink.render.stack import chart_objects
 
     unfetched = "" if chart_dir is not None else _fetch_if_pinned(rendered["chart_source"])
     if unfetched:
