@@ -12,9 +12,10 @@ import json
 import os
 import posixpath
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -444,32 +445,29 @@ def ignored_values(
 
     every = list(leaves(values) if selected is None else selected)
     started = said = clock()
-    results: dict[int, bool] = {}
-    limit, queue, stopped = max(1, min(workers, SCAN_WORKERS_MAX)), iter(enumerate(every)), False
-    running: dict[Future[bool], int] = {}
-    with ThreadPoolExecutor(max_workers=limit) as pool:
-        while True:
-            while not stopped and len(running) < limit and (item := next(queue, None)) is not None:
-                running[pool.submit(same_as_baseline, item[1])] = item[0]
-            if not running:
-                break
-            done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
-            results.update({running.pop(future): future.result() for future in done})
-            now = clock()
-            if not stopped and now - started > budget_seconds:
-                stopped = True
+    tried, lock = 0, threading.Lock()
+
+    def attempt(leaf: Leaf) -> bool | None:
+        nonlocal said, tried
+        if clock() - started > budget_seconds:
+            return None  # past the budget no render starts
+        ignored = same_as_baseline(leaf)
+        with lock:
+            tried, now = tried + 1, clock()
             if now - said >= PROGRESS_EVERY_SECONDS:
                 said = now
-                progress(
-                    f"chart conformance: {len(results)} of {len(every)} values re-rendered in {now - started:.0f} s"
-                )
-    if stopped:
+                progress(f"chart conformance: {tried} of {len(every)} values re-rendered in {now - started:.0f} s")
+        return ignored
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, SCAN_WORKERS_MAX))) as pool:
+        results = list(pool.map(attempt, every))
+    if None in results:
         raise ScanStopped(
-            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {len(results)} "
-            f"of {len(every)} values (each render of this chart takes about "
-            f"{(clock() - started) / max(1, len(results)):.1f} s); the values not tried may be ignored by the chart"
+            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {tried} of "
+            f"{len(every)} values (each render of this chart takes about {(clock() - started) / max(1, tried):.1f} "
+            "s); the values not tried may be ignored by the chart"
         )
-    return [leaf.name for i, leaf in enumerate(every) if results.get(i)]
+    return [leaf.name for leaf, ignored in zip(every, results, strict=True) if ignored]
 
 
 def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
