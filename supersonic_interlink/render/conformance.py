@@ -303,7 +303,7 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
 # --------------------------------------------------------------------------------------------- generated Envoy config
 
 PART_NOUNS = {
-    "admin": "",
+    "admin": "admin",
     "listeners": "listener",
     "routes": "route",
     "http_filters": "HTTP filter",
@@ -318,7 +318,7 @@ def envoy_parts(config: Any) -> dict[str, Any]:
     the HTTP filters' order."""
     config = config if isinstance(config, Mapping) else {}
     parts: dict[str, Any] = {part: {} for part in PART_NOUNS}
-    parts["admin"], parts["http_filter_order"] = {"": config.get("admin", ABSENT)}, []
+    parts["admin"], parts["http_filter_order"] = config.get("admin", ABSENT), []
     for written in _get(config, "static_resources").get("listeners") or []:
         listener = dict(written)
         managers = [
@@ -357,26 +357,26 @@ def generated_config_findings(generated: Any, computed: Any, generation: Generat
             f"HTTP filters in another order than the chart's ({', '.join(theirs['http_filter_order'])}), "
             "the declared additions aside"
         )
-    for part, noun in PART_NOUNS.items():
-        for key in {**theirs[part], **ours[part]}:
-            before, after = theirs[part].get(key, ABSENT), ours[part].get(key, ABSENT)
-            place, name = ((part, key), f"{noun} {key}") if key else ((part,), part)
-            if any(is_under(place, declared) for declared in additions):
-                continue
-            if before is ABSENT or after is ABSENT:
-                found.append(
-                    f"the Envoy configuration has {name}, which the chart does not generate"
-                    if before is ABSENT
-                    else f"the Envoy configuration lacks the chart's {name}"
-                )
-                continue
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for change in changes({part: theirs[part] for part in PART_NOUNS}, {part: ours[part] for part in PART_NOUNS}):
+        if not any(is_under(change.path, declared) for declared in additions):
+            groups.setdefault(change.path[: 1 if change.path[0] == "admin" else 2], []).append(change)
+    for place, group in groups.items():
+        name = " ".join([PART_NOUNS[place[0]], *map(str, place[1:])])
+        theirs_there, ours_there = (
+            p[place[0]] if len(place) == 1 else p[place[0]].get(place[1], ABSENT) for p in (theirs, ours)
+        )
+        if theirs_there is ABSENT:
+            found.append(f"the Envoy configuration has {name}, which the chart does not generate")
+        elif ours_there is ABSENT:
+            found.append(f"the Envoy configuration lacks the chart's {name}")
+        else:
             fields = [
-                f"{format_path(c.path)} (chart: {format_value(c.before)}, this stack: {format_value(c.after)})"
-                for c in changes(before, after)
-                if not any(is_under((*place, *c.path), declared) for declared in additions)
+                f"{format_path(c.path[len(place) :])} (chart: {format_value(c.before)}, this stack: "
+                f"{format_value(c.after)})"
+                for c in group
             ]
-            if fields:
-                found.append(f"the Envoy configuration changes the chart's {name}: {'; '.join(fields)}")
+            found.append(f"the Envoy configuration changes the chart's {name}: {'; '.join(fields)}")
     return found
 
 
