@@ -202,8 +202,14 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_representer(
     str, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style="|" if "\n" in v else None)
 )
-dump = functools.partial(yaml.dump, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
-dump_all = functools.partial(yaml.dump_all, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
+
+
+def dump_all(documents: Iterable[Any]) -> str:
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
+
+
+def dump(document: Any) -> str:
+    return dump_all([document])
 
 
 def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
