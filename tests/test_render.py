@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import conftest
 import pytest
 import yaml
 from cli_runner import run_cli
 
 from supersonic_interlink.config import stack_config
-from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, stack_names
 from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.evaluate import SECRET_SIGNATURE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,6 +133,14 @@ def _leaves(value: Any) -> list[Any]:
     if isinstance(value, dict):
         return [leaf for v in value.values() for leaf in _leaves(v)]
     return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, list) else [value]
+
+
+def test_a_secret_is_rendered_as_the_value_the_provider_is_handed_not_as_its_wire_wrapper() -> None:
+    token = {"auth": {"token": SECRET_PLACEHOLDER}}
+    config = conftest.stack_config("hammer", helmValues=token)
+    rendered = rendering.render("hammer", config, secrets=["supersonic-interlink:helmValues.auth.token"])
+    assert rendered["release"]["values"]["auth"] == token["auth"], "offline the placeholder, unwrapped"
+    assert SECRET_SIGNATURE[0] not in json.dumps(rendered["release"]), "no secret wrapper left for Helm to read"
 
 
 def test_without_out_it_prints_a_short_summary() -> None:
