@@ -106,6 +106,16 @@ def render(
     }
 
 
+def chart_pinned(stack: str) -> bool:
+    """Whether the stack's chart source names one exact chart (False too when its config does not load);
+    scripts/check-stacks.sh asks it, to check a pinned stack with --strict."""
+    try:
+        loaded = load_stack(stack)
+        return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
+    except ConfigError:
+        return False
+
+
 # --------------------------------------------------------------------------------------------- the chart's objects
 
 
