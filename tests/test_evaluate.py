@@ -24,19 +24,14 @@ def open_event_loops() -> set[int]:
     return {id(o) for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop) and not o.is_closed()}
 
 
-def test_an_evaluation_leaves_no_event_loop_open() -> None:
-    before = open_event_loops()
+def test_an_evaluation_leaves_no_event_loop_open_and_no_worker_thread_running() -> None:
+    loops, threads = open_event_loops(), {t.ident for t in threading.enumerate()}
     evaluation = evaluate(stack_config("hammer"), "hammer")
-    assert evaluation.resources, "the program ran and registered its resources (the check below means something)"
-    left = open_event_loops() - before
+    assert evaluation.resources, "the program ran and registered its resources (the checks below mean something)"
+    left = open_event_loops() - loops
     assert left == set(), f"{len(left)} event loop(s) left open; each can print a stray exception at exit"
-
-
-def test_an_evaluation_leaves_no_worker_thread_running() -> None:
-    before = {t.ident for t in threading.enumerate()}
-    evaluate(stack_config("hammer"), "hammer")
-    left = [t.name for t in threading.enumerate() if t.ident not in before]
-    assert left == [], f"threads still running after the evaluation: {left}"
+    running = [t.name for t in threading.enumerate() if t.ident not in threads]
+    assert running == [], f"threads still running after the evaluation: {running}"
 
 
 def test_evaluations_run_one_after_another_in_one_process() -> None:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import conftest
 import pytest
 import yaml
 from cli_runner import run_cli
 
 from supersonic_interlink.config import stack_config
-from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, stack_names
 from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.evaluate import SECRET_SIGNATURE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,7 +91,7 @@ def test_with_the_chart_on_disk_the_tree_holds_each_chart_object_as_deployed(tmp
 
 
 def test_secret_data_is_masked_in_the_tree_yet_a_change_shows() -> None:
-    from supersonic_interlink.render.release import mask
+    from supersonic_interlink.render.stack import mask
 
     secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
     secret["data"] = {"token": "aHVudGVyMg=="}
@@ -98,36 +101,21 @@ def test_secret_data_is_masked_in_the_tree_yet_a_change_shows() -> None:
     assert secret["data"]["token"] == "aHVudGVyMg==", "the objects given are not changed"
 
 
-def test_output_is_byte_for_byte_deterministic(tmp_path: Path) -> None:
+def test_the_tree_is_deterministic_sorted_plain_kubernetes_the_release_as_helm_gets_it_and_the_stored_envoy_text(
+    hammer: dict[str, Any], tmp_path: Path
+) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
-    rendering.write(rendering.render("hammer"), first)
+    rendering.write(hammer, first)
     rendering.write(rendering.render("hammer"), second)
     for name in ("manifests.yaml", "release.yaml", "envoy.yaml"):
         assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} differs between two renders"
-
-
-def test_manifests_are_plain_kubernetes_sorted_by_kind_then_name(hammer: dict[str, Any], tmp_path: Path) -> None:
-    rendering.write(hammer, tmp_path)
-    documents = list(yaml.safe_load_all((tmp_path / "manifests.yaml").read_text()))
+    documents = list(yaml.safe_load_all((first / "manifests.yaml").read_text()))
     keys = [(d["kind"], d["metadata"]["name"]) for d in documents]
     assert keys == sorted(keys), "sorted output keeps PR diffs stable"
     assert all("apiVersion" in d and "kind" in d for d in documents)
-
-    def floats(value) -> list:
-        if isinstance(value, float):
-            return [value]
-        if isinstance(value, dict):
-            return [f for v in value.values() for f in floats(v)]
-        if isinstance(value, list):
-            return [f for v in value for f in floats(v)]
-        return []
-
-    assert floats(documents) == [], "integers must come out as integers, as Kubernetes spells them"
-
-
-def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(hammer: dict[str, Any], tmp_path: Path) -> None:
-    rendering.write(hammer, tmp_path)
-    release = yaml.safe_load((tmp_path / "release.yaml").read_text())
+    floats = [leaf for leaf in _leaves(documents) if isinstance(leaf, float)]
+    assert floats == [], "integers must come out as integers, as Kubernetes spells them"
+    release = yaml.safe_load((first / "release.yaml").read_text())
     assert release["name"] == "supersonic-interlink" and release["namespace"] == "cms"
     assert release["chart"] == {
         "git": "https://github.com/fastmachinelearning/SuperSONIC",
@@ -136,18 +124,23 @@ def test_release_yaml_holds_the_chart_and_the_values_as_passed_to_helm(hammer: d
     }, "SuperSONIC main at the commit that dropped the external-config guard"
     assert release["options"]["chart"] == ".charts/42b2b9334db34ebd51ac97f18a0301922cbe90cb/helm/supersonic"
     assert release["values"]["scaleFromZero"]["readyTimeoutSeconds"] == 900
+    name = hammer["release"]["values"]["envoy"]["external_config"]["configmap_name"]
+    stored = [m["data"]["envoy.yaml"] for m in hammer["manifests"] if m["metadata"]["name"] == name]
+    assert stored == [(first / "envoy.yaml").read_text()], "envoy.yaml is the text stored in the ConfigMap"
 
 
-def test_envoy_yaml_is_the_text_stored_in_the_config_map(hammer: dict[str, Any], tmp_path: Path) -> None:
-    rendered = hammer
-    rendering.write(rendered, tmp_path)
-    stored = [
-        m["data"]["envoy.yaml"]
-        for m in rendered["manifests"]
-        if m["kind"] == "ConfigMap"
-        and m["metadata"]["name"] == rendered["release"]["values"]["envoy"]["external_config"]["configmap_name"]
-    ]
-    assert stored == [(tmp_path / "envoy.yaml").read_text()]
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, list) else [value]
+
+
+def test_a_secret_is_rendered_as_the_value_the_provider_is_handed_not_as_its_wire_wrapper() -> None:
+    token = {"auth": {"token": SECRET_PLACEHOLDER}}
+    config = conftest.stack_config("hammer", helmValues=token)
+    rendered = rendering.render("hammer", config, secrets=["supersonic-interlink:helmValues.auth.token"])
+    assert rendered["release"]["values"]["auth"] == token["auth"], "offline the placeholder, unwrapped"
+    assert SECRET_SIGNATURE[0] not in json.dumps(rendered["release"]), "no secret wrapper left for Helm to read"
 
 
 def test_without_out_it_prints_a_short_summary() -> None:

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         command.error(
             f"{' and '.join(chart_actions)} only changes the chart: run --check / --out / --json as a second command"
         )
-    from supersonic_interlink.render.command import run
+    from supersonic_interlink.render.stack import run
 
     return run(
         args.stack,

@@ -35,8 +35,7 @@ from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
 from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
 from supersonic_interlink.contract import UnknownGeneration, generation_of_values
-from supersonic_interlink.render.release import chart_objects, mask
-from supersonic_interlink.render.stack import CHART_DIR, locate_chart, render, write
+from supersonic_interlink.render.stack import CHART_DIR, chart_objects, locate_chart, mask, render, write
 
 SHARED = (".venv", ".tools", chart_source.CACHE_DIR)
 """What the base's temporary copy shares with the project by link: the interpreter and packages, the pinned Helm,

@@ -1,25 +1,10 @@
-"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3, as an install would.
-
-The check renders the release (``helm.ChartRenderer``: ``helm template --dry-run=server`` against a stand-in API
-serving the stack's Envoy ConfigMap, so the chart's ``lookup`` answers as on the cluster, with the project's
-post-renderer) and names each way the result falls short:
-
-- the chart refuses the values: its own ``fail`` message, verbatim;
-- a name of the contract table (``contract.CHART``) the chart does not render: the Triton Deployment and its
-  headless Service, the ScaledObject, the Envoy Deployment and Service, the Envoy configuration and the scale-from-
-  zero Lua filter mounted where Envoy reads them from ConfigMaps the chart renders with those keys, the Envoy
-  clusters the Lua filter calls, the admission sidecar on its port;
-- the ScaledObject's ``minReplicaCount`` is not the one set, or its first trigger lacks the post-renderer's timeout;
-- the chart's Envoy ConfigMap does not carry this stack's envoy.yaml (a trailing newline aside), the Envoy pods lack
-  the checksum annotation, the Triton pods lack their labels, placement or annotations;
-- the chart's own generated Envoy configuration (the same values with ``load_from_configmap: false``) has a
-  listener, route, cluster or filter that this stack's configuration lacks or changes, other than the declared
-  additions (``config.envoy.declared_additions``);
-- a value the program passes that the chart ignores: each leaf of the values is changed on its own and the chart
-  rendered again; identical output means the chart never reads it, and it is reported by its values path.
-
-Pure in its inputs (the chart directory and what ``./supersonic render`` rendered); the re-renders run in parallel.
-"""
+"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3 (``helm.ChartRenderer``: ``helm
+template --dry-run=server`` against a stand-in API serving the stack's Envoy ConfigMap, with the project's
+post-renderer), as an install would; each way the result falls short is one finding (docs/chart.md): the chart's own
+``fail``; a name of ``contract.CHART`` it does not render; the replica floor or trigger timeout; the Envoy ConfigMap,
+checksum and Triton pods; the chart's own generated Envoy configuration against this stack's, part by part, the
+declared additions aside; and each value the chart ignores (each leaf changed on its own and the chart rendered again,
+in parallel: identical output means ignored)."""
 
 from __future__ import annotations
 
@@ -27,9 +12,10 @@ import json
 import os
 import posixpath
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,31 +25,37 @@ import yaml
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
+from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.config.envoy import declared_additions
+from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
+from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
 from supersonic_interlink.objdiff import ABSENT, changes, format_path, format_value, is_under
+from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS
+from supersonic_interlink.postrender import patch as _patch
 
 UNSTABLE_RENDER = (
     "the chart renders the same values differently each time (random or time-based output), so the values it "
     "ignores cannot be told from those it reads"
 )
+GUARD_FINDING = (
+    "this commit still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap, so it cannot "
+    "load this program's Envoy configuration: pin a commit that has dropped that guard (42b2b933 is the first "
+    "known one: docs/chart.md)"
+)
 SCAN_BUDGET_SECONDS = 120.0
 """Longest the ignored-values scan may run: a render takes well under a second and the hammer stack has a few
-hundred values, so a scan that runs longer has a slow chart (a template looping over a large input), and stops with
-a finding instead of holding CI for minutes."""
+hundred values, so a longer scan has a slow chart, and stops with a finding instead of holding CI for minutes."""
 SCAN_WORKERS_MAX = 8
 """Most Helm processes the scan runs at once, whatever the machine: each holds the whole chart in memory."""
 PROGRESS_EVERY_SECONDS = 10.0
-"""How often a long scan says how far it got (on standard error)."""
 PROBE_KEY = "conformance-probe"
 """Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
 
 
 def post_renderer_function() -> Callable[[str], str]:
     """What the project's post-renderer does to Helm's output, as a function of this process."""
-    from supersonic_interlink.postrender import patch
-
-    return patch
+    return _patch
 
 
 # --------------------------------------------------------------------------------------------- values leaves
@@ -92,12 +84,9 @@ class Leaf:
 
 def leaves(values: Any, path: tuple[str | int, ...] = ()) -> Iterator[Leaf]:
     """Every leaf of ``values``, depth first in key order."""
-    if isinstance(values, Mapping) and values:
-        for key, value in values.items():
+    if isinstance(values, Mapping | list) and values:
+        for key, value in values.items() if isinstance(values, Mapping) else enumerate(values):
             yield from leaves(value, (*path, key))
-    elif isinstance(values, list) and values:
-        for index, value in enumerate(values):
-            yield from leaves(value, (*path, index))
     else:
         yield Leaf(path, values)
 
@@ -110,22 +99,18 @@ def changed(value: Any) -> Any:
         return value + 1
     if isinstance(value, str):
         return f"{value}-{PROBE_KEY}" if value else PROBE_KEY
-    if isinstance(value, Mapping):
-        return {PROBE_KEY: PROBE_KEY}
-    if isinstance(value, list):
-        return [PROBE_KEY]
-    return PROBE_KEY  # null
+    return (
+        {PROBE_KEY: PROBE_KEY} if isinstance(value, Mapping) else [PROBE_KEY] if isinstance(value, list) else PROBE_KEY
+    )
 
 
 def with_leaf(values: Any, path: tuple[str | int, ...], new: Any) -> Any:
     """A copy of ``values`` with the leaf at ``path`` replaced by ``new``."""
     if not path:
         return new
-    head, rest = path[0], path[1:]
     if isinstance(values, list):
-        assert isinstance(head, int)
-        return [with_leaf(v, rest, new) if i == head else v for i, v in enumerate(values)]
-    return {k: with_leaf(v, rest, new) if k == head else v for k, v in values.items()}
+        return [with_leaf(v, path[1:], new) if i == path[0] else v for i, v in enumerate(values)]
+    return {k: with_leaf(v, path[1:], new) if k == path[0] else v for k, v in values.items()}
 
 
 def canonical(objects: list[dict[str, Any]]) -> str:
@@ -133,52 +118,42 @@ def canonical(objects: list[dict[str, Any]]) -> str:
     return json.dumps(sorted(json.dumps(o, sort_keys=True) for o in objects))
 
 
-# --------------------------------------------------------------------------------------------- rendered objects
+# --------------------------------------------------------------------------------------------- the contract
+
+
+def _get(tree: Any, *path: str) -> Any:
+    for key in path:
+        tree = (tree or {}).get(key) if isinstance(tree or {}, Mapping) else None
+    return tree or {}
 
 
 def _find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any] | None:
-    return next((o for o in objects if o.get("kind") == kind and (o.get("metadata") or {}).get("name") == name), None)
-
-
-def _pod_spec(deployment: Mapping[str, Any]) -> dict[str, Any]:
-    return ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
-
-
-def _pod_metadata(deployment: Mapping[str, Any]) -> dict[str, Any]:
-    return ((deployment.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    return next((o for o in objects if o.get("kind") == kind and _get(o, "metadata").get("name") == name), None)
 
 
 def mounted_key(deployment: Mapping[str, Any], container: str, file_path: str) -> tuple[str, str] | None:
     """(ConfigMap name, key) that provides ``file_path`` in ``container`` of the Deployment's pods, or None."""
-    spec = _pod_spec(deployment)
+    spec = _get(deployment, "spec", "template", "spec")
     found = next((c for c in spec.get("containers") or [] if c.get("name") == container), None)
-    if found is None:
-        return None
     volumes = {v.get("name"): v for v in spec.get("volumes") or []}
-    for mount in found.get("volumeMounts") or []:
+    for mount in (found or {}).get("volumeMounts") or []:
         mount_path = str(mount.get("mountPath", "")).rstrip("/")
         config_map = (volumes.get(mount.get("name")) or {}).get("configMap")
-        if not config_map:
-            continue
         if mount.get("subPath"):
             relative = str(mount["subPath"]) if file_path == mount_path else None
-        elif file_path.startswith(mount_path + "/"):
-            relative = file_path[len(mount_path) + 1 :]
         else:
-            relative = None
-        if relative is None:
+            relative = file_path[len(mount_path) + 1 :] if file_path.startswith(mount_path + "/") else None
+        if not config_map or relative is None:
             continue
         items = config_map.get("items")
-        if items:
-            key = next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
-        else:
-            key = relative if "/" not in relative else None
+        key = (
+            next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
+            if items
+            else (relative if "/" not in relative else None)
+        )
         if key is not None:
             return str(config_map.get("name")), str(key)
     return None
-
-
-# --------------------------------------------------------------------------------------------- the check
 
 
 @dataclass(frozen=True)
@@ -193,214 +168,167 @@ class Expected:
     served: list[dict[str, Any]]
     """What the stand-in API serves: the stack's Envoy ConfigMap."""
     generation: Generation
-    """The chart generation the stack was rendered for (from its ``release.chart``)."""
 
     @classmethod
     def from_rendered(cls, rendered: Mapping[str, Any]) -> Expected:
         release = rendered["release"]
         values = release["values"]
-        config_map = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
-        served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_map]
+        name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
+        served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == name]
         # A render tree read back from disk (the diff's base side) carries no generation: its values name it.
         generation = rendered.get("generation") or generation_of_values(values)
         return cls(release["name"], release["namespace"], values, rendered["envoy"], served, generation)
 
 
-def _section(values: Mapping[str, Any], *path: str) -> dict[str, Any]:
-    for key in path:
-        values = values.get(key) or {}
-    return dict(values)
-
-
 def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list[str]:
     """What the rendered objects lack that this stack's values and the contract table require."""
-    review = _Review(objects, expected)
-    review.inference_server()
-    review.scaled_object()
-    review.envoy()
-    return review.findings
+    release, values, row, found = expected.release_name, expected.values, expected.generation, []
 
+    def need(kind: str, name: str, what: str) -> dict[str, Any]:
+        there = _find(objects, kind, name)
+        if there is None:
+            found.append(f"no {kind} {name} ({what}) in what the chart renders")
+        return there or {}
 
-class _Review:
-    """One pass over a render, collecting findings."""
-
-    def __init__(self, objects: list[dict[str, Any]], expected: Expected):
-        self.objects = objects
-        self.expected = expected
-        self.release = expected.release_name
-        self.values = expected.values
-        self.findings: list[str] = []
-
-    def need(self, kind: str, name: str, what: str) -> dict[str, Any] | None:
-        found = _find(self.objects, kind, name)
-        if found is None:
-            self.findings.append(f"no {kind} {name} ({what}) in what the chart renders")
-        return found
-
-    def mounted_text(self, deployment: dict[str, Any], file_path: str, what: str) -> tuple[str, str, str] | None:
-        """(ConfigMap, key, text) of ``file_path`` in the Envoy container, from a ConfigMap the chart renders; a
-        finding and None if it is not there."""
-        source = mounted_key(deployment, CHART.envoy_container, file_path)
-        name = deployment["metadata"]["name"]
+    def mounted_text(deployment: dict[str, Any], path: str, what: str) -> tuple[str, str, str] | None:
+        source, name = mounted_key(deployment, CHART.envoy_container, path), deployment["metadata"]["name"]
+        config_map = _find(objects, "ConfigMap", source[0]) if source else None
+        data = _get(config_map, "data")
         if source is None:
-            self.findings.append(
-                f"{what}: no ConfigMap is mounted at {file_path} in container {CHART.envoy_container} of {name}"
+            found.append(f"{what}: no ConfigMap is mounted at {path} in container {CHART.envoy_container} of {name}")
+        elif config_map is None:
+            found.append(
+                f"{what}: {path} in {name} is mounted from ConfigMap {source[0]}, which the chart does not render"
             )
-            return None
-        config_map_name, key = source
-        config_map = _find(self.objects, "ConfigMap", config_map_name)
-        if config_map is None:
-            self.findings.append(
-                f"{what}: {file_path} in {name} is mounted from ConfigMap {config_map_name}, which the chart does "
-                f"not render"
-            )
-            return None
-        data = config_map.get("data") or {}
-        if key not in data:
-            self.findings.append(
-                f"{what}: {file_path} in {name} is key {key!r} of ConfigMap {config_map_name}, which has no such "
+        elif source[1] not in data:
+            found.append(
+                f"{what}: {path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has no such "
                 f"key (keys: {', '.join(sorted(data)) or 'none'})"
             )
-            return None
-        return config_map_name, key, str(data[key])
+        else:
+            return source[0], source[1], str(data[source[1]])
+        return None
 
-    def inference_server(self) -> None:
-        generation = self.expected.generation
-        name = generation.inference_object_name(self.release)
-        deployment = self.need("Deployment", name, "the inference server")
-        service = self.need("Service", name, "the inference server's headless Service")
-        cluster_ip = ((service or {}).get("spec") or {}).get("clusterIP")
-        if service is not None and cluster_ip != "None":
-            self.findings.append(f"Service {name} is not headless (clusterIP {cluster_ip!r}, not 'None')")
-        if deployment is None:
-            return
-        wanted = _section(self.values, generation.inference_values_key)
-        metadata, spec = _pod_metadata(deployment), _pod_spec(deployment)
-        labels = metadata.get("labels") or {}
-        for key, value in generation.inference_pod_labels(self.release).items():
-            if labels.get(key) != value:
-                self.findings.append(f"Deployment {name}: pods lack label {key}={value} (the cleanup selects by it)")
-        annotations = metadata.get("annotations") or {}
-        for key, value in (wanted.get("annotations") or {}).items():
-            if annotations.get(key) != value:
-                self.findings.append(f"Deployment {name}: pods lack annotation {key}: {value!r}")
-        node_selector = spec.get("nodeSelector") or {}
-        for key, value in (wanted.get("nodeSelector") or {}).items():
-            if node_selector.get(key) != value:
-                self.findings.append(f"Deployment {name}: pods lack nodeSelector {key}: {value!r}")
+    inference = row.inference_object_name(release)
+    deployment = need("Deployment", inference, "the inference server")
+    service = need("Service", inference, "the inference server's headless Service")
+    if service and _get(service, "spec").get("clusterIP") != "None":
+        found.append(
+            f"Service {inference} is not headless (clusterIP {_get(service, 'spec').get('clusterIP')!r}, not 'None')"
+        )
+    if deployment:
+        wanted, pod = _get(values, row.inference_values_key), _get(deployment, "spec", "template")
+        for key, value in row.inference_pod_labels(release).items():
+            if _get(pod, "metadata", "labels").get(key) != value:
+                found.append(f"Deployment {inference}: pods lack label {key}={value} (the cleanup selects by it)")
+        for part, there in (
+            ("annotation", _get(pod, "metadata", "annotations")),
+            ("nodeSelector", _get(pod, "spec", "nodeSelector")),
+        ):
+            for key, value in _get(wanted, part + "s" if part == "annotation" else part).items():
+                if there.get(key) != value:
+                    found.append(f"Deployment {inference}: pods lack {part} {key}: {value!r}")
         for toleration in wanted.get("tolerations") or []:
-            if toleration not in (spec.get("tolerations") or []):
-                self.findings.append(
-                    f"Deployment {name}: pods lack toleration {json.dumps(toleration, sort_keys=True)}"
-                )
+            if toleration not in (_get(pod, "spec").get("tolerations") or []):
+                found.append(f"Deployment {inference}: pods lack toleration {json.dumps(toleration, sort_keys=True)}")
 
-    def scaled_object(self) -> None:
-        keda = _section(self.values, "keda")
-        if not keda.get("enabled"):
-            return
-        name = CHART.scaled_object_name(self.release)
-        scaled = self.need("ScaledObject", name, "KEDA's autoscaling of the inference server")
-        if scaled is None:
-            return
-        spec = scaled.get("spec") or {}
+    keda = _get(values, "keda")
+    scaled = (
+        need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
+        if (keda.get("enabled"))
+        else {}
+    )
+    if scaled:
+        name, spec = CHART.scaled_object_name(release), _get(scaled, "spec")
         if spec.get("minReplicaCount") != keda.get("minReplicaCount"):
-            self.findings.append(
-                f"ScaledObject {name}: minReplicaCount is {spec.get('minReplicaCount')!r}, "
-                f"not the {keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
+            found.append(
+                f"ScaledObject {name}: minReplicaCount is {spec.get('minReplicaCount')!r}, not the "
+                f"{keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
             )
-        inference = self.expected.generation.inference_object_name(self.release)
-        if (spec.get("scaleTargetRef") or {}).get("name") != inference:
-            self.findings.append(f"ScaledObject {name} does not scale Deployment {inference}")
-        timeout = (((spec.get("triggers") or [{}])[0]).get("metadata") or {}).get("timeout")
-        from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS as wanted
-
-        if timeout != wanted:
-            self.findings.append(
-                f"ScaledObject {name}: first trigger's metadata.timeout is {timeout!r}, not {wanted!r} "
-                f"(the post-renderer's)"
+        if _get(spec, "scaleTargetRef").get("name") != inference:
+            found.append(f"ScaledObject {name} does not scale Deployment {inference}")
+        timeout = _get((spec.get("triggers") or [{}])[0], "metadata").get("timeout")
+        if timeout != TRIGGER_TIMEOUT_MS:
+            found.append(
+                f"ScaledObject {name}: first trigger's metadata.timeout is {timeout!r}, not "
+                f"{TRIGGER_TIMEOUT_MS!r} (the post-renderer's)"
             )
 
-    def envoy(self) -> None:
-        from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
-
-        if not _section(self.values, CHART.envoy_values_key).get("enabled", True):
-            return
-        self.need("Service", CHART.envoy_service_name(self.release), "the Envoy Service clients connect to")
-        envoy = self.need("Deployment", CHART.envoy_object_name(self.release), "Envoy")
-        if envoy is None:
-            return
-        name = envoy["metadata"]["name"]
-        checksum = _section(self.values, CHART.envoy_values_key, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
-        carried = (_pod_metadata(envoy).get("annotations") or {}).get(CONFIG_CHECKSUM_ANNOTATION)
-        if checksum is not None and carried != checksum:
-            self.findings.append(
-                f"Deployment {name}: pods carry {CONFIG_CHECKSUM_ANNOTATION} {carried!r}, not {checksum!r} "
-                f"(a changed configuration would not roll Envoy)"
+    envoy_values = _get(values, CHART.envoy_values_key)
+    if not envoy_values.get("enabled", True):
+        return found
+    need("Service", CHART.envoy_service_name(release), "the Envoy Service clients connect to")
+    envoy = need("Deployment", CHART.envoy_object_name(release), "Envoy")
+    if not envoy:
+        return found
+    name = envoy["metadata"]["name"]
+    checksum = _get(envoy_values, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
+    carried = _get(envoy, "spec", "template", "metadata", "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
+    if checksum is not None and carried != checksum:
+        found.append(
+            f"Deployment {name}: pods carry {CONFIG_CHECKSUM_ANNOTATION} {carried!r}, not {checksum!r} "
+            "(a changed configuration would not roll Envoy)"
+        )
+    config = mounted_text(envoy, CHART.envoy_config_path, "Envoy configuration")
+    own = CHART.envoy_config_map_name(release)
+    if config and config[0] != own:
+        found.append(f"Envoy configuration: {CHART.envoy_config_path} comes from ConfigMap {config[0]}, not {own}")
+    if config and config[2].rstrip("\n") != expected.envoy_yaml.rstrip("\n"):
+        found.append(
+            f"Envoy configuration: key {config[1]!r} of ConfigMap {config[0]} is not this stack's envoy.yaml "
+            f"(the chart did not copy the external ConfigMap's key {CHART.envoy_config_key!r})"
+        )
+    if not _get(values, "scaleFromZero").get("enabled"):
+        return found
+    lua = mounted_text(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
+    for cluster in (row.admission_cluster, CHART.admin_cluster, row.inference_cluster):
+        if lua is not None and cluster not in lua[2]:
+            found.append(
+                f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
+                "envoy.yaml defines for it to call"
             )
-        config = self.mounted_text(envoy, CHART.envoy_config_path, "Envoy configuration")
-        if config is not None:
-            config_map, key, text = config
-            own = CHART.envoy_config_map_name(self.release)
-            if config_map != own:
-                self.findings.append(
-                    f"Envoy configuration: {CHART.envoy_config_path} comes from ConfigMap {config_map}, not {own}"
-                )
-            if text.rstrip("\n") != self.expected.envoy_yaml.rstrip("\n"):
-                self.findings.append(
-                    f"Envoy configuration: key {key!r} of ConfigMap {config_map} is not this stack's envoy.yaml "
-                    f"(the chart did not copy the external ConfigMap's key {CHART.envoy_config_key!r})"
-                )
-        if not _section(self.values, "scaleFromZero").get("enabled"):
-            return
-        lua = self.mounted_text(envoy, CHART.lua_filter_path, "scale-from-zero Lua filter")
-        generation = self.expected.generation
-        for cluster in (generation.admission_cluster, CHART.admin_cluster, generation.inference_cluster):
-            if lua is not None and cluster not in lua[2]:
-                self.findings.append(
-                    f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
-                    f"envoy.yaml defines for it to call"
-                )
-        containers = _pod_spec(envoy).get("containers") or []
-        sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
-        if sidecar is None:
-            self.findings.append(
-                f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake "
-                f"Triton)"
-            )
-        elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
-            self.findings.append(
-                f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port "
-                f"{CHART.admission_port}"
-            )
+    containers = _get(envoy, "spec", "template", "spec").get("containers") or []
+    sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
+    if sidecar is None:
+        found.append(
+            f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake Triton)"
+        )
+    elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
+        found.append(
+            f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port {CHART.admission_port}"
+        )
+    return found
 
 
 # --------------------------------------------------------------------------------------------- generated Envoy config
 
-
-def _route_key(route: Mapping[str, Any]) -> str:
-    """A route by its match, as a reader names it: ``path /inference...`` or ``prefix /``."""
-    match = route.get("match") or {}
-    return " ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"
-
-
-def _by(items: Any, key: Callable[[Mapping[str, Any]], str]) -> dict[str, Any]:
-    return {key(item): item for item in items or [] if isinstance(item, Mapping)}
+PART_NOUNS = {
+    "admin": "admin",
+    "listeners": "listener",
+    "routes": "route",
+    "http_filters": "HTTP filter",
+    "clusters": "cluster",
+}
+"""The parts a reader compares, and what one element of each is called."""
 
 
 def envoy_parts(config: Any) -> dict[str, Any]:
     """An Envoy bootstrap as the parts a reader compares: admin, each listener (its connection manager's fields
-    apart from routes and filters), each route by its match, each HTTP filter by name, each cluster by name."""
+    apart from routes and filters), each route by its match, each HTTP filter by name, each cluster by name; and
+    the HTTP filters' order."""
     config = config if isinstance(config, Mapping) else {}
-    resources = config.get("static_resources") or {}
-    parts: dict[str, Any] = {"admin": config.get("admin", ABSENT), "listeners": {}, "routes": {}, "http_filters": {}}
-    filter_order: list[str] = []
-    for written in resources.get("listeners") or []:
+    parts: dict[str, Any] = {part: {} for part in PART_NOUNS}
+    parts["admin"], parts["http_filter_order"] = config.get("admin", ABSENT), []
+    for written in _get(config, "static_resources").get("listeners") or []:
         listener = dict(written)
-        chains = listener.pop("filter_chains", None) or []
-        managers = [f for chain in chains for f in chain.get("filters") or [] if "typed_config" in f]
+        managers = [
+            f
+            for chain in listener.pop("filter_chains", None) or []
+            for f in chain.get("filters") or []
+            if "typed_config" in f
+        ]
         manager = dict((managers[0] if managers else {}).get("typed_config") or {})
-        route_config = manager.pop("route_config", None) or {}
-        filters = manager.pop("http_filters", None) or []
+        route_config, filters = manager.pop("route_config", None) or {}, manager.pop("http_filters", None) or []
         hosts = route_config.get("virtual_hosts") or []
         listener["http_connection_manager"] = manager
         listener["route_config"] = {
@@ -408,98 +336,84 @@ def envoy_parts(config: Any) -> dict[str, Any]:
             "virtual_hosts": {h.get("name"): {k: v for k, v in h.items() if k != "routes"} for h in hosts},
         }
         parts["listeners"][listener.get("name")] = listener
-        for host in hosts:
-            parts["routes"].update(_by(host.get("routes"), _route_key))
-        parts["http_filters"].update(_by(filters, lambda f: str(f.get("name"))))
-        filter_order += [str(f.get("name")) for f in filters]
-    parts["clusters"] = _by(resources.get("clusters"), lambda c: str(c.get("name")))
-    parts["http_filter_order"] = filter_order
+        for route in (r for h in hosts for r in h.get("routes") or []):
+            match = route.get("match") or {}
+            parts["routes"][" ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"] = route
+        parts["http_filters"].update({str(f.get("name")): f for f in filters})
+        parts["http_filter_order"] += [str(f.get("name")) for f in filters]
+    parts["clusters"] = {str(c.get("name")): c for c in _get(config, "static_resources").get("clusters") or []}
     return parts
 
 
 def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
     """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
-    taken out: one line per field, naming the listener, route, cluster or filter."""
+    taken out: one line per listener, route, cluster or filter, naming each field."""
     additions = declared_additions(generation.inference_cluster)
     theirs, ours = envoy_parts(generated), envoy_parts(computed)
-    added_filters = {path[1] for path in additions if path[0] == "http_filters"}
+    added = {path[1] for path in additions if path[0] == "http_filters"}
     found = []
-    if [f for f in ours.pop("http_filter_order") if f not in added_filters] != theirs.pop("http_filter_order"):
+    if [f for f in ours["http_filter_order"] if f not in added] != theirs["http_filter_order"]:
         found.append(
-            f"HTTP filters in another order than the chart's ({', '.join(envoy_parts(generated)['http_filter_order'])}"
-            f"), the declared additions aside"
+            f"HTTP filters in another order than the chart's ({', '.join(theirs['http_filter_order'])}), "
+            "the declared additions aside"
         )
-    singular = {"listeners": "listener", "routes": "route", "http_filters": "HTTP filter", "clusters": "cluster"}
-    for part in ("admin", *singular):
-        elements = (
-            {"": (theirs[part], ours[part])}
-            if part == "admin"
-            else {
-                key: (theirs[part].get(key, ABSENT), ours[part].get(key, ABSENT))
-                for key in {**theirs[part], **ours[part]}
-            }
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for change in changes({part: theirs[part] for part in PART_NOUNS}, {part: ours[part] for part in PART_NOUNS}):
+        if not any(is_under(change.path, declared) for declared in additions):
+            groups.setdefault(change.path[: 1 if change.path[0] == "admin" else 2], []).append(change)
+    for place, group in groups.items():
+        name = " ".join([PART_NOUNS[place[0]], *map(str, place[1:])])
+        theirs_there, ours_there = (
+            p[place[0]] if len(place) == 1 else p[place[0]].get(place[1], ABSENT) for p in (theirs, ours)
         )
-        for key, (before, after) in elements.items():
-            place = (part, key) if key else (part,)
-            name = f"{singular[part]} {key}" if key else part
-            if any(is_under(place, declared) for declared in additions):
-                continue
-            if before is ABSENT or after is ABSENT:
-                found.append(
-                    f"the Envoy configuration has {name}, which the chart does not generate"
-                    if before is ABSENT
-                    else f"the Envoy configuration lacks the chart's {name}"
-                )
-                continue
+        if theirs_there is ABSENT:
+            found.append(f"the Envoy configuration has {name}, which the chart does not generate")
+        elif ours_there is ABSENT:
+            found.append(f"the Envoy configuration lacks the chart's {name}")
+        else:
             fields = [
-                f"{format_path(change.path)} (chart: {format_value(change.before)}, this stack: "
-                f"{format_value(change.after)})"
-                for change in changes(before, after)
-                if not any(is_under((*place, *change.path), declared) for declared in additions)
+                f"{format_path(c.path[len(place) :])} (chart: {format_value(c.before)}, this stack: "
+                f"{format_value(c.after)})"
+                for c in group
             ]
-            if fields:
-                found.append(f"the Envoy configuration changes the chart's {name}: {'; '.join(fields)}")
+            found.append(f"the Envoy configuration changes the chart's {name}: {'; '.join(fields)}")
     return found
 
 
 def generated_values(values: Mapping[str, Any], computed: Mapping[str, Any], generation: Generation) -> dict[str, Any]:
     """The stack's values with the chart generating its own Envoy configuration: ``load_from_configmap: false``, and
     the two values only that configuration reads (route timeout, load-balancing policy) as this stack's."""
-    parts = envoy_parts(computed)
-    envoy = dict(values[CHART.envoy_values_key])
+    parts, envoy = envoy_parts(computed), dict(values[CHART.envoy_values_key])
     envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
-    envoy["grpc_route_timeout"] = (parts["routes"].get("prefix /") or {}).get("route", {}).get("timeout", "0s")
+    envoy["grpc_route_timeout"] = _get(parts["routes"].get("prefix /"), "route").get("timeout", "0s")
     envoy["loadBalancerPolicy"] = (parts["clusters"].get(generation.inference_cluster) or {}).get("lb_policy")
     return {**values, CHART.envoy_values_key: envoy}
 
 
-def generated_config(renderer: ChartRenderer, expected: Expected) -> tuple[Any, str | None]:
-    """(the chart's own generated Envoy configuration, None), or (None, why there is none to compare with)."""
+def generated_config_check(renderer: ChartRenderer, expected: Expected) -> list[str]:
+    """The chart's own generated Envoy configuration against this stack's (``generated_config_findings``), or why
+    there is none to compare with."""
     computed = yaml.safe_load(expected.envoy_yaml)
+    own = CHART.envoy_config_map_name(expected.release_name)
     try:
         objects = renderer.render(generated_values(expected.values, computed, expected.generation))
-    except ChartRenderError as error:
-        return None, f"the chart refuses to generate its own Envoy configuration from these values: {error}"
-    own = _find(objects, "ConfigMap", CHART.envoy_config_map_name(expected.release_name)) or {}
-    text = (own.get("data") or {}).get(CHART.envoy_config_key)
-    try:
+        text = _get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key)
         generated = yaml.safe_load(text) if isinstance(text, str) else None
+    except ChartRenderError as error:
+        return [f"the chart refuses to generate its own Envoy configuration from these values: {error}"]
     except yaml.YAMLError as error:
-        return None, f"the chart's generated Envoy configuration is not YAML: {' '.join(str(error).split())}"
+        return [f"the chart's generated Envoy configuration is not YAML: {' '.join(str(error).split())}"]
     if not isinstance(generated, dict) or "static_resources" not in generated:
-        return None, (
-            f"with load_from_configmap false the chart generates no Envoy configuration in ConfigMap "
-            f"{CHART.envoy_config_map_name(expected.release_name)} to compare this stack's with"
-        )
-    return generated, None
+        why = f"with load_from_configmap false the chart generates no Envoy configuration in ConfigMap {own}"
+        return [f"{why} to compare this stack's with"]
+    return generated_config_findings(generated, computed, expected.generation)
+
+
+# --------------------------------------------------------------------------------------------- ignored values
 
 
 class ScanStopped(Exception):
     """The ignored-values scan ran out of its time budget; the message says how far it got."""
-
-
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def ignored_values(
@@ -511,73 +425,98 @@ def ignored_values(
     post_render: Callable[[str], str] | None = None,
     selected: Iterable[Leaf] | None = None,
     budget_seconds: float = SCAN_BUDGET_SECONDS,
-    progress: Callable[[str], None] = _say,
+    progress: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
     clock: Callable[[], float] = time.monotonic,
 ) -> list[str]:
     """Values paths whose change leaves the render identical to ``baseline`` (the canonical baseline render).
 
-    ``post_render``: the post-renderer's own function, run in this process for each re-render (see
-    ``ChartRenderer.render_text``); it halves the processes the re-renders start. ``selected``: the leaves to try
-    (default: every leaf of ``values``). Past ``budget_seconds`` no further render starts, those running are waited
-    for, and ``ScanStopped`` says how many of how many values were tried; every ``PROGRESS_EVERY_SECONDS`` the count so
-    far goes to ``progress``.
+    ``post_render``: the post-renderer's own function, run in this process for each re-render, which halves the
+    processes the re-renders start. ``selected``: the leaves to try (default: every leaf). Past ``budget_seconds``
+    no further render starts, those running are waited for, and ``ScanStopped`` says how many values were tried;
+    every ``PROGRESS_EVERY_SECONDS`` the count so far goes to ``progress``.
     """
 
     def same_as_baseline(leaf: Leaf) -> bool:
-        variant = with_leaf(values, leaf.path, changed(leaf.value))
         try:
+            variant = with_leaf(values, leaf.path, changed(leaf.value))
             return canonical(renderer.render(variant, post_render=post_render)) == baseline
         except ChartRenderError:
             return False  # the chart refuses the changed value: it read it
 
     every = list(leaves(values) if selected is None else selected)
-    started = clock()
-    said = started
-    results: dict[int, bool] = {}
-    limit = max(1, min(workers, SCAN_WORKERS_MAX))
-    with ThreadPoolExecutor(max_workers=limit) as pool:
-        queue = iter(enumerate(every))
-        running: dict[Future[bool], int] = {}
-        stopped = False
-        while True:
-            while not stopped and len(running) < limit:
-                item = next(queue, None)
-                if item is None:
-                    break
-                running[pool.submit(same_as_baseline, item[1])] = item[0]
-            if not running:
-                break
-            done, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
-            for future in done:
-                results[running.pop(future)] = future.result()
-            now = clock()
-            if not stopped and now - started > budget_seconds:
-                stopped = True
+    started = said = clock()
+    tried, lock = 0, threading.Lock()
+
+    def attempt(leaf: Leaf) -> bool | None:
+        nonlocal said, tried
+        if clock() - started > budget_seconds:
+            return None  # past the budget no render starts
+        ignored = same_as_baseline(leaf)
+        with lock:
+            tried, now = tried + 1, clock()
             if now - said >= PROGRESS_EVERY_SECONDS:
                 said = now
-                progress(
-                    f"chart conformance: {len(results)} of {len(every)} values re-rendered in {now - started:.0f} s"
-                )
-    if stopped:
+                progress(f"chart conformance: {tried} of {len(every)} values re-rendered in {now - started:.0f} s")
+        return ignored
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, SCAN_WORKERS_MAX))) as pool:
+        results = list(pool.map(attempt, every))
+    if None in results:
         raise ScanStopped(
-            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {len(results)} "
-            f"of {len(every)} values (each render of this chart takes about "
-            f"{(clock() - started) / max(1, len(results)):.1f} s); the values not tried may be ignored by the chart"
+            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {tried} of "
+            f"{len(every)} values (each render of this chart takes about {(clock() - started) / max(1, tried):.1f} "
+            "s); the values not tried may be ignored by the chart"
         )
-    return [leaf.name for i, leaf in enumerate(every) if results.get(i)]
+    return [leaf.name for leaf, ignored in zip(every, results, strict=True) if ignored]
 
 
-GUARD_FINDING = (
-    "this commit still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap, so it cannot "
-    "load this program's Envoy configuration: pin a commit that has dropped that guard (42b2b933 is the first "
-    "known one: docs/chart.md)"
-)
+def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
+    """Every (key, value) of a mapping entry in ``tree`` whose value is a string."""
+    items = tree.items() if isinstance(tree, Mapping) else enumerate(tree) if isinstance(tree, list) else ()
+    for key, value in items:
+        if isinstance(value, str) and isinstance(tree, Mapping):
+            yield str(key), value
+        else:
+            yield from _scalars(value)
+
+
+def component_pairs(objects: list[dict[str, Any]], expected: Expected) -> Callable[[Leaf], set[tuple[str, Any]]]:
+    """For a leaf, the ``(key, text)`` pairs of the objects its values section feeds: those whose component label is
+    the section's (``keda.*``: the ScaledObject), or every object where none carries it."""
+    row = expected.generation
+    components = {
+        "keda": "keda",
+        CHART.envoy_values_key: CHART.envoy_component,
+        row.inference_values_key: row.inference_component,
+    }
+    by_component: dict[str, set[tuple[str, Any]]] = {}
+    for obj in objects:
+        label = str(_get(obj, "metadata", "labels").get(CHART.component_label, ""))
+        by_component.setdefault(label, set()).update(_scalars(obj))
+    every = set().union(*by_component.values())
+
+    def pairs(leaf: Leaf) -> set[tuple[str, Any]]:
+        section = str(leaf.path[0]) if leaf.path else ""
+        return by_component.get(components[section], every) if section in components else every
+
+    return pairs
+
+
+def rendered_anyway(leaf: Leaf, rendered: set[tuple[str, Any]]) -> bool:
+    """Whether the objects the leaf feeds (``component_pairs``) carry the leaf's text under the leaf's own key
+    (``metricType: Value``): an ignored value of that kind asks for what the chart does anyway, so it is no
+    finding. A value the chart ignores and renders otherwise (``minReplicaCount`` 0 rendered as 1) stays one."""
+    key = leaf.path[-1] if leaf.path else None
+    if not isinstance(key, str) or not isinstance(leaf.value, str) or not leaf.value:
+        return False
+    return (key, leaf.value) in rendered
+
+
+# --------------------------------------------------------------------------------------------- the check
 
 
 def generation_mismatch(chart_dir: Path, expected: Generation) -> str | None:
     """Why the chart is not of the generation the stack was rendered for, or None when it is."""
-    from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
-
     values_file = chart_dir / "values.yaml"
     if not values_file.is_file():
         return None  # a chart without values: nothing to tell a generation by, and Helm's render says the rest
@@ -614,14 +553,12 @@ def check(
     ``post_renderer``: the executable Helm runs on each render; by default the project's own, which the
     re-renders of the ignored-values scan run as a function in this process instead (the same code).
     """
-    from supersonic_interlink.components.supersonic_release import POSTRENDER
-
     mismatch = generation_mismatch(chart_dir, expected.generation)
     if mismatch is not None:
         return [mismatch]
     in_process = None
     if post_renderer is None:
-        post_renderer, in_process = ROOT / POSTRENDER, post_renderer_function()
+        post_renderer, in_process = ROOT / POSTRENDER, _patch
     with ExitStack() as stack:
         try:
             renderer = stack.enter_context(
@@ -640,77 +577,22 @@ def check(
                 return [GUARD_FINDING + f" (the chart says: {error})"]
             return [f"the chart refuses this stack's values: {error}"]
         findings = contract_findings(objects, expected)
-        if _section(expected.values, "scaleFromZero").get("enabled"):
-            generated, missing = generated_config(renderer, expected)
-            findings += (
-                [missing]
-                if missing
-                else generated_config_findings(generated, yaml.safe_load(expected.envoy_yaml), expected.generation)
-            )
+        if _get(expected.values, "scaleFromZero").get("enabled"):
+            findings += generated_config_check(renderer, expected)
         baseline = canonical(objects)
         if canonical(again) != baseline:
             return [*findings, UNSTABLE_RENDER]
         try:
+            workers = workers or default_workers()
             ignored = ignored_values(
-                renderer,
-                expected.values,
-                baseline,
-                workers or default_workers(),
-                post_render=in_process,
-                budget_seconds=budget_seconds,
+                renderer, expected.values, baseline, workers, post_render=in_process, budget_seconds=budget_seconds
             )
         except ScanStopped as stopped:
             return [*findings, str(stopped)]
     pairs_of = component_pairs(objects, expected)
     fixed = {leaf.name for leaf in leaves(expected.values) if rendered_anyway(leaf, pairs_of(leaf))}
-    findings += [
+    return findings + [
         f"{path}: ignored by the chart (changing it changes nothing the chart renders)"
         for path in ignored
         if path not in fixed
     ]
-    return findings
-
-
-def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
-    """Every (key, value) of a mapping entry in ``tree`` whose value is a string."""
-    if isinstance(tree, Mapping):
-        for key, value in tree.items():
-            if isinstance(value, str):
-                yield str(key), value
-            else:
-                yield from _scalars(value)
-    elif isinstance(tree, list):
-        for item in tree:
-            yield from _scalars(item)
-
-
-def component_pairs(objects: list[dict[str, Any]], expected: Expected) -> Callable[[Leaf], set[tuple[str, Any]]]:
-    """For a leaf, the ``(key, text)`` pairs of the objects its values section feeds: those whose component label is the
-    section's (``keda.*``: the ScaledObject), or every object where none carries it."""
-    components = {
-        "keda": "keda",
-        CHART.envoy_values_key: CHART.envoy_component,
-        expected.generation.inference_values_key: expected.generation.inference_component,
-    }
-    by_component: dict[str, set[tuple[str, Any]]] = {}
-    for obj in objects:
-        component = str(((obj.get("metadata") or {}).get("labels") or {}).get(CHART.component_label, ""))
-        by_component.setdefault(component, set()).update(_scalars(obj))
-    every = set().union(*by_component.values()) if by_component else set()
-
-    def pairs(leaf: Leaf) -> set[tuple[str, Any]]:
-        section = leaf.path[0] if leaf.path else None
-        return by_component.get(components.get(str(section), ""), every) if section in components else every
-
-    return pairs
-
-
-def rendered_anyway(leaf: Leaf, rendered: set[tuple[str, Any]]) -> bool:
-    """Whether the objects the leaf feeds (their ``(key, text)`` pairs: ``component_pairs``) carry the leaf's text under
-    the leaf's own key (``metricType: Value`` in a ScaledObject's trigger): an ignored value of that kind asks for what
-    the chart does anyway, so it is no finding. A value the chart ignores and renders otherwise (``minReplicaCount`` 0
-    rendered as 1) stays one."""
-    key = leaf.path[-1] if leaf.path else None
-    if not isinstance(key, str) or not isinstance(leaf.value, str) or not leaf.value:
-        return False
-    return (key, leaf.value) in rendered

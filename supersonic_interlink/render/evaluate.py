@@ -1,27 +1,24 @@
-"""Run the real program against Pulumi's mock engine and record what it registers.
+"""Run the real program under Pulumi's mock engine (``pulumi.runtime.set_mocks``, ``pulumi.runtime.test``) and record
+what it registers: the program, its settings and its components run exactly as under ``pulumi up``, with the config
+the CLI would pass, not a preview. Every evaluation runs in a fresh context, so several can run in one process.
 
-There is no Pulumi CLI or cluster where the program is rendered offline or tested, so the mock engine stands in
-for the engine alone: the program, its settings and its components run exactly as under ``pulumi up``, with the
-config map the CLI would pass. Every evaluation runs in a fresh context, so several can run in one process.
-
-Each evaluation also brings its own event loop and worker threads and closes them when it ends. The mock monitor
-answers registrations on threads of the loop's default executor, and Pulumi's ``_ensure_event_loop`` gives each
-such thread a loop of its own; left open, those loops are closed by ``__del__`` at interpreter exit, in whatever
-order the garbage collector finalizes them and their self-pipe sockets, and a socket finalized first makes Python
-print ``Exception ignored ... Invalid file descriptor: -1`` after a successful run.
+Each evaluation brings its own event loop and closes it and its workers' loops when it ends: the mock monitor answers
+registrations on threads of the loop's default executor, and Pulumi's ``_ensure_event_loop`` gives each such thread a
+loop of its own; left open, those are closed by ``__del__`` at interpreter exit, and a self-pipe socket finalized
+first makes Python print ``Exception ignored ... Invalid file descriptor: -1`` after a successful run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import runpy
-import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import pulumi
 from google.protobuf import json_format
@@ -31,6 +28,11 @@ from supersonic_interlink import ROOT
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.config import PROJECT, generation
 
+SECRET_SIGNATURE = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+"""How a secret value travels to the engine: an object with this special key and value, the secret under
+``value`` (pulumi's ``rpc.py``, ``_special_sig_key`` and ``_special_secret_sig``)."""
+ENTRY_POINT = ROOT / "__main__.py"
+
 
 def plain(value: Any) -> Any:
     """Mock inputs carry integers as floats; give them back as integers, recursively."""
@@ -38,14 +40,7 @@ def plain(value: Any) -> Any:
         return int(value)
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-SECRET_SIGNATURE = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
-"""How a secret value travels to the engine: an object with this special key and value, the secret under
-``value`` (pulumi's ``rpc.py``, ``_special_sig_key`` and ``_special_secret_sig``)."""
+    return [plain(v) for v in value] if isinstance(value, list | tuple) else value
 
 
 def reveal(value: Any) -> Any:
@@ -55,29 +50,23 @@ def reveal(value: Any) -> Any:
         if value.get(SECRET_SIGNATURE[0]) == SECRET_SIGNATURE[1]:
             return reveal(value.get("value"))
         return {k: reveal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [reveal(v) for v in value]
-    return value
+    return [reveal(v) for v in value] if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
 class Registered:
-    """One resource registration as the engine received it."""
+    """One resource registration as the engine received it: inputs as sent, explicit nulls included (Helm reads a
+    null as "delete this default"); the parent's URN; False for a component; the ``import`` option's id ("" for
+    none); ``delete_before_replace``; and the URNs it depends on (through inputs or ``depends_on``)."""
 
     type: str
     name: str
     inputs: dict[str, Any]
-    """Inputs as sent on the wire, explicit nulls included (Helm reads a null value as "delete this default")."""
     parent: str
-    """URN of the parent resource."""
     custom: bool
-    """False for component resources."""
     import_id: str = ""
-    """The ``import`` resource option: the id of a live resource the engine reads into the state ("" for none)."""
     delete_before_replace: bool = False
-    """The resource option: on a replacement, the old resource goes before the new one is created."""
     dependencies: frozenset[str] = frozenset()
-    """URNs this resource depends on, through its inputs or ``depends_on``: the engine creates them first."""
 
 
 class EchoMocks(pulumi.runtime.Mocks):
@@ -91,8 +80,8 @@ class EchoMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """The mock engine's monitor (``set_mocks(monitor=...)``), recording each registration as sent, before the mock
-    SDK drops null inputs and the options ``Mocks.new_resource`` is not given (parent, dependencies, replacement)."""
+    """The mock engine's monitor, recording each registration as sent, before the mock SDK drops null inputs and the
+    options ``Mocks.new_resource`` is not given (parent, dependencies, replacement)."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks):
         super().__init__(mocks)
@@ -100,6 +89,9 @@ class RecordingMonitor(MockMonitor):
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
+            dependencies = frozenset(request.dependencies).union(
+                *(deps.urns for deps in request.propertyDependencies.values())
+            )
             inputs = plain(json_format.MessageToDict(request.object))
             self.registered.append(
                 Registered(
@@ -110,9 +102,7 @@ class RecordingMonitor(MockMonitor):
                     bool(request.custom),
                     request.importId,
                     bool(request.deleteBeforeReplace),
-                    frozenset(request.dependencies).union(
-                        *(deps.urns for deps in request.propertyDependencies.values())
-                    ),
+                    dependencies,
                 )
             )
         return super().RegisterResource(request)
@@ -133,9 +123,6 @@ class Evaluation:
         return found[0]
 
 
-ENTRY_POINT = ROOT / "__main__.py"
-
-
 def run_entry_point() -> None:
     """Execute the project's ``__main__.py``, as the Python language host does under ``pulumi up``."""
     runpy.run_path(str(ENTRY_POINT), run_name="__main__")
@@ -150,29 +137,12 @@ def evaluate(
     offline: bool = True,
     chart_dir: Path | None = None,
 ) -> Evaluation:
-    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it; not a preview.
+    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it.
 
-    ``secret_keys`` are the keys the CLI would list in ``PULUMI_CONFIG_SECRET_KEYS`` (set with ``--secret``).
-    ``offline`` (the default) evaluates as ``./supersonic render`` does: no chart is fetched, and an unpinned git chart
-    is rendered instead of refused. ``offline=False`` is what ``pulumi preview``/``up`` do before registering.
-    ``chart_dir``: the chart the stack is rendered for instead of its own (``render --chart DIR``).
+    ``secret_keys``: the keys the CLI would list in ``PULUMI_CONFIG_SECRET_KEYS``. ``offline`` (the default)
+    evaluates as ``./supersonic render`` does: no chart is fetched, an unpinned git chart rendered, not refused;
+    ``offline=False`` is what ``pulumi preview``/``up`` do. ``chart_dir``: the chart to render for (``--chart``).
     """
-    return contextvars.Context().run(
-        _evaluate, dict(config), stack, program, list(secret_keys), offline=offline, chart_dir=chart_dir
-    )
-
-
-def _evaluate(
-    config: dict[str, str],
-    stack: str,
-    program: Callable[[], None],
-    secret_keys: list[str],
-    *,
-    offline: bool,
-    chart_dir: Path | None,
-) -> Evaluation:
-    chart_source.OFFLINE.set(offline)
-    generation.CHART_OVERRIDE.set(chart_dir)
     monitor = RecordingMonitor(EchoMocks())
     outputs: dict[str, Any] = {}
 
@@ -181,48 +151,47 @@ def _evaluate(
         exported = getattr(pulumi.runtime.get_root_resource(), "outputs", None) or {}
         return pulumi.Output.from_input(dict(exported)).apply(outputs.update)
 
-    # The loop is in place before set_mocks, which already creates the root stack's futures on it.
-    with _OwnEventLoops():
-        pulumi.runtime.set_all_config(config, secret_keys)
-        # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
-        pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
-        pulumi.runtime.test(run)()
+    def in_own_context() -> None:
+        chart_source.OFFLINE.set(offline)
+        generation.CHART_OVERRIDE.set(chart_dir)
+        # The loop is in place before set_mocks, which already creates the root stack's futures on it.
+        with _own_event_loops():
+            pulumi.runtime.set_all_config(dict(config), list(secret_keys))
+            # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
+            pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+            pulumi.runtime.test(run)()
+
+    contextvars.Context().run(in_own_context)
     return Evaluation(resources=list(monitor.registered), outputs=outputs)
 
 
-class _OwnEventLoops:
-    """A fresh event loop for this thread and a default executor whose threads get theirs up front, all closed on
-    exit, so nothing of the evaluation is left for the garbage collector to finalize at interpreter exit."""
+@contextlib.contextmanager
+def _own_event_loops() -> Iterator[None]:
+    """A fresh event loop for this thread and a default executor whose threads get theirs up front (what
+    ``_ensure_event_loop`` would create, made here so it can be closed), all closed on exit."""
+    worker_loops: list[asyncio.AbstractEventLoop] = []
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._worker_loops: list[asyncio.AbstractEventLoop] = []
-        self.loop = asyncio.new_event_loop()
-        self._executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=self._give_worker_a_loop)
-        self.loop.set_default_executor(self._executor)
+    def give_worker_a_loop() -> None:
+        own = asyncio.new_event_loop()
+        asyncio.set_event_loop(own)
+        worker_loops.append(own)  # list.append is atomic
 
-    def _give_worker_a_loop(self) -> None:
-        # What _ensure_event_loop would create in this thread, but made here so it can be closed.
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        with self._lock:
-            self._worker_loops.append(loop)
-
-    def __enter__(self) -> Self:
-        asyncio.set_event_loop(self.loop)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
+    loop = asyncio.new_event_loop()
+    executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=give_worker_a_loop)
+    loop.set_default_executor(executor)
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
         try:
-            pending = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
             for task in pending:
                 task.cancel()
-            if pending:
-                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
-            self._executor.shutdown(wait=True)
+            executor.shutdown(wait=True)
             asyncio.set_event_loop(None)
-            self.loop.close()
-            for loop in self._worker_loops:
-                loop.close()
+            loop.close()
+            for worker_loop in worker_loops:
+                worker_loop.close()

@@ -29,7 +29,7 @@ from supersonic_interlink.config.stack_config import (
     secret_paths,
     stack_file,
 )
-from supersonic_interlink.render.command import run as render_run
+from supersonic_interlink.render.stack import run as render_run
 
 NODE_LABEL = "kubernetes.io/hostname"
 """The label interLink's virtual node carries its name under (the hammer stack selects ``interlink-hammer`` by it)."""

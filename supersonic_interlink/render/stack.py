@@ -1,73 +1,50 @@
-"""Render a stack offline, as ``pulumi up`` would evaluate it: the manifests the program creates, the Helm release with
-its values, the Envoy configuration and, when the chart is on disk, the chart's objects; the checks run on them, and
-each check that could not run is named with the reason. ``./supersonic render`` is the command line over this.
+"""``./supersonic render``: a stack rendered offline as ``pulumi up`` would evaluate it (the manifests the program
+creates, the Helm release with its values, the Envoy configuration and, with the chart on disk, the chart's objects as
+the real Helm v3 renders them), written as a render tree, summarized, and checked; each check that could not run is
+named with the reason. ``run`` is the verb once ``cli/render.py`` has checked its arguments; exit codes as
+``cli/main.py`` states them for every verb, and ``--json`` prints one document (docs/json.md).
 
-A stack holding secrets (``secure:`` values) renders without its passphrase: each secret is the placeholder
-``[secret]`` (``stack_config.SECRET_PLACEHOLDER``) and the program is evaluated with those keys marked secret, as
-the Pulumi CLI marks them; neither the ciphertext nor a decrypted value is ever read into the output.
+A stack holding secrets renders without its passphrase: each secret is the placeholder ``[secret]``
+(``stack_config.SECRET_PLACEHOLDER``), evaluated with those keys marked secret as the Pulumi CLI marks them; neither
+the ciphertext nor a decrypted value is ever read into the output. A Secret's data in the tree is its length and a
+digest (``mask``): enough to see that it changed, not what it is.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import shutil
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE, ROOT, progress
 from supersonic_interlink.chart import source as chart_source
+from supersonic_interlink.chart.binaries import BinaryError
+from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
+from supersonic_interlink.chart.pin import pin_chart
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, generation, load_yaml
 from supersonic_interlink.config.generation import values_on_disk
-from supersonic_interlink.config.stack_config import (
-    SECRET_PLACEHOLDER,
-    load_stack,
-    secret_key_of,
-)
-from supersonic_interlink.contract import CHART, Generation
+from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, load_stack, secret_key_of
+from supersonic_interlink.contract import CHART
 from supersonic_interlink.files import write_text
+from supersonic_interlink.program import build
+from supersonic_interlink.render import conformance
+from supersonic_interlink.render.checks import envoy_findings, kubernetes_findings, object_findings
+from supersonic_interlink.render.evaluate import evaluate, reveal
 
-
-class _Dumper(yaml.SafeDumper):
-    """Block style; long strings as literal blocks so multi-line text diffs line by line."""
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str_representer)
-
-
-def dump(document: Any) -> str:
-    return yaml.dump(document, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
-
-
-def dump_all(documents: list[Any]) -> str:
-    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
-
-
-def chart_block(chart: ChartSource) -> dict[str, Any]:
-    """The chart source as the stack states it (a git source without a commit shows ``commit: null``)."""
-    if chart.kind == "git":
-        return {"git": chart.git, "commit": chart.commit, "path": chart.path}
-    if chart.kind == "path":
-        return {"path": chart.path}
-    return {"repo": chart.repo, "name": chart.name, "version": chart.version}
-
-
-def _placeholder_problems(problems: Sequence[str]) -> list[str]:
-    """Config problems, each one about a secret's placeholder saying so."""
-    return [
-        f"{problem} (a secret: rendered offline as {SECRET_PLACEHOLDER}, which this key does not take; "
-        f"`pulumi preview` checks the real value)"
-        if SECRET_PLACEHOLDER in problem
-        else problem
-        for problem in problems
-    ]
+RELEASE_OPTIONS = ("atomic", "chart", "cleanupOnFail", "dependencyUpdate", "maxHistory", "postrender", "timeout")
+CHART_DIR = "chart"
+"""Where in a render tree the chart's objects go, one file each (``file_names``)."""
+CONFORMANCE = "chart conformance"
 
 
 def render(
@@ -76,60 +53,52 @@ def render(
     """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it, with ``secrets`` the
     paths of the secret values in it); return its manifests, release description and Envoy text. Raises ConfigError.
     ``chart_dir``: a chart directory to render for instead of the stack's own chart (its generation is read there).
-    The settings are built once and the program (``program.build``) runs on them under the mock engine.
     """
-    from supersonic_interlink.config.pulumi_config import settings_from_config
-    from supersonic_interlink.program import build
-    from supersonic_interlink.render.evaluate import evaluate, reveal
-
     if config is None:
         loaded = load_stack(stack)
         config, secrets = loaded.config, loaded.secrets
-    secret_keys = sorted({secret_key_of(path) for path in secrets})
     override = generation.CHART_OVERRIDE.set(chart_dir)
-    try:
-        settings = settings_from_config(config, secret_keys)  # every config problem, before anything is evaluated
+    try:  # every config problem, before anything is evaluated
+        settings = settings_from_config(config, sorted({secret_key_of(path) for path in secrets}))
     except ConfigError as error:
-        raise ConfigError(_placeholder_problems(error.problems)) from None
+        note = f" (a secret: rendered offline as {SECRET_PLACEHOLDER}, which this key does not take; `pulumi preview`"
+        raise ConfigError(
+            [p + (f"{note} checks the real value)" if SECRET_PLACEHOLDER in p else "") for p in error.problems]
+        ) from None
     finally:
         generation.CHART_OVERRIDE.reset(override)
     evaluation = evaluate({}, stack, program=lambda: build(settings), chart_dir=chart_dir)
     # What the provider is handed: secrets unwrapped (offline they are placeholders).
-    manifests = [
-        reveal(r.inputs)
-        for r in evaluation.resources
-        if r.custom and r.type.startswith("kubernetes:") and r.type != HELM_RELEASE_TYPE
-    ]
-    manifests.sort(key=lambda m: (m["kind"], m["metadata"]["name"]))
-    release_inputs = reveal(evaluation.one(HELM_RELEASE_TYPE).inputs)
-    # What Helm receives: the value files first, then `values` over them (Helm's own order).
-    values: dict[str, Any] = {}
-    for asset in release_inputs.get("valueYamlFiles", []):
-        values = deep_merge(values, load_yaml(asset["text"]) or {})
-    values = deep_merge(values, release_inputs["values"])
-    release = {
-        "name": release_inputs["name"],
-        "namespace": release_inputs["namespace"],
-        "chart": chart_block(settings.release.chart),
-        "options": {
-            key: release_inputs[key]
-            for key in ("atomic", "chart", "cleanupOnFail", "dependencyUpdate", "maxHistory", "postrender", "timeout")
-            if key in release_inputs
-        },
-        "values": values,
-    }
-    config_name = release["values"][CHART.envoy_values_key]["external_config"]["configmap_name"]
-    envoy_text = next(
-        m["data"][CHART.envoy_config_key]
-        for m in manifests
-        if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name
+    kept = [r for r in evaluation.resources if r.custom and r.type.startswith("kubernetes:")]
+    manifests = sorted(
+        (reveal(r.inputs) for r in kept if r.type != HELM_RELEASE_TYPE),
+        key=lambda m: (m["kind"], m["metadata"]["name"]),
     )
+    inputs = reveal(evaluation.one(HELM_RELEASE_TYPE).inputs)
+    values: dict[str, Any] = {}
+    for asset in inputs.get("valueYamlFiles", []):  # the value files first, then `values` over them (Helm's order)
+        values = deep_merge(values, load_yaml(asset["text"]) or {})
+    values = deep_merge(values, inputs["values"])
+    chart = settings.release.chart
+    fields = {"git": ("git", "commit", "path"), "path": ("path",)}.get(chart.kind, ("repo", "name", "version"))
+    chart_block = {name: getattr(chart, name) for name in fields}
+    config_name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
     return {
         "manifests": manifests,
-        "release": release,
-        "envoy": envoy_text,
+        "release": {
+            "name": inputs["name"],
+            "namespace": inputs["namespace"],
+            "chart": chart_block,
+            "options": {key: inputs[key] for key in RELEASE_OPTIONS if key in inputs},
+            "values": values,
+        },
+        "envoy": next(
+            m["data"][CHART.envoy_config_key]
+            for m in manifests
+            if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name
+        ),
         "outputs": reveal(evaluation.outputs),
-        "chart_source": settings.release.chart,
+        "chart_source": chart,
         "generation": settings.generation,
         "generation_chart": chart_dir,
         "secrets": list(secrets),
@@ -137,114 +106,17 @@ def render(
     }
 
 
-CHART_DIR = "chart"
-"""Where in a render tree the chart's objects go, one file each (``release.file_names``)."""
+def chart_pinned(stack: str) -> bool:
+    """Whether the stack's chart source names one exact chart (False too when its config does not load);
+    scripts/check-stacks.sh asks it, to check a pinned stack with --strict."""
+    try:
+        loaded = load_stack(stack)
+        return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
+    except ConfigError:
+        return False
 
 
-def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
-    """Write the render tree: manifests.yaml, release.yaml, envoy.yaml and, given the chart's objects,
-    ``chart/<Kind>[.<group>]/<name>.yaml`` (Secret data masked). A ``chart/`` left from an earlier render is removed
-    first, so the tree is exactly this render. Returns the files written and, with chart objects, the ``chart/``
-    directory."""
-    from supersonic_interlink.render.release import file_names, mask
-
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "manifests.yaml": dump_all(rendered["manifests"]),
-        "release.yaml": dump(rendered["release"]),
-        "envoy.yaml": rendered["envoy"],
-    }
-    written = []
-    for name, text in files.items():
-        path = out / name
-        write_text(path, text)  # a link planted in the output directory is not followed
-        written.append(path)
-    chart_dir = out / CHART_DIR
-    if chart_dir.is_dir():
-        shutil.rmtree(chart_dir)
-    if chart_objects is not None:
-        masked = mask(chart_objects)
-        for name, manifest in zip(file_names(masked), masked, strict=True):
-            path = chart_dir / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text(path, dump(manifest))
-        written.append(chart_dir)
-    return written
-
-
-def findings(rendered: dict[str, Any]) -> list[str]:
-    from supersonic_interlink.render.checks import envoy_findings, kubernetes_findings, object_findings
-
-    return (
-        kubernetes_findings(rendered["manifests"])
-        + object_findings(rendered["manifests"], rendered["settings"], schemas=False)
-        + envoy_findings(rendered["envoy"])
-    )
-
-
-def _repository_index_idle_timeout(envoy_yaml: str) -> str:
-    """The idle_timeout of the RepositoryIndex route as the rendered configuration states it."""
-    config = load_yaml(envoy_yaml)
-    for listener in config["static_resources"]["listeners"]:
-        for chain in listener["filter_chains"]:
-            for network_filter in chain["filters"]:
-                for host in network_filter["typed_config"].get("route_config", {}).get("virtual_hosts", []):
-                    for route in host["routes"]:
-                        if route["match"].get("path") == CHART.repository_index_path:
-                            return route["route"]["idle_timeout"]
-    return "missing"
-
-
-def chart_line(stack: str, chart: ChartSource) -> str:
-    if chart.kind == "git":
-        where = f"git {chart.git} {chart.path}"
-        if chart.commit is None:
-            return f"{where}, NOT PINNED: pulumi preview/up refuse it; run `{chart_source.pin_command(stack)}`"
-        return f"{where} at {chart.commit}"
-    if chart.kind == "path":
-        return str(chart.path)
-    return f"{chart.repo} {chart.name} {chart.version}"
-
-
-def generation_line(chart: ChartSource, row: Generation, chart_dir: Path | None) -> str:
-    names = (
-        f"{row.name} ({row.inference_values_key}: values, <release>-{row.inference_component}, "
-        f"Envoy clusters {row.inference_cluster} and {row.admission_cluster})"
-    )
-    if chart_dir is not None:
-        return f"{names}, read from {chart_dir}/values.yaml (--chart)"
-    if chart.kind == "repo":
-        return f"{names}, that of every published version up to 0.3.1"
-    if values_on_disk(chart) is None and chart.commit is not None:
-        return f"{names}, assumed (what SuperSONIC main carries): commit {chart.commit[:12]} is not on disk to read"
-    if values_on_disk(chart) is None:
-        return f"{names}, assumed (what SuperSONIC main carries): the chart is not on disk to read it from"
-    return f"{names}, read from the chart's values.yaml"
-
-
-def summary(stack: str, rendered: dict[str, Any]) -> str:
-    release = rendered["release"]
-    values = release["values"]
-    sfz = values["scaleFromZero"]
-    lines = [
-        f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
-        f"  chart: {chart_line(stack, rendered['chart_source'])}",
-        "  chart generation: "
-        + generation_line(rendered["chart_source"], rendered["generation"], rendered["generation_chart"]),
-        (
-            f"  scale from zero: {'on' if sfz['enabled'] else 'off'}, readyTimeoutSeconds {sfz['readyTimeoutSeconds']}"
-            f" (RepositoryIndex idle_timeout {_repository_index_idle_timeout(rendered['envoy'])}),"
-            f" KEDA {values['keda']['minReplicaCount']}..{values['keda']['maxReplicaCount']} replicas"
-        ),
-        "  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
-        f"  client endpoint: {rendered['outputs'].get('clientEndpoint')}",
-    ]
-    if rendered["secrets"]:
-        lines.append(
-            f"  secrets: {len(rendered['secrets'])} value(s) rendered as the placeholder {SECRET_PLACEHOLDER} "
-            f"(no passphrase is read): {', '.join(rendered['secrets'])}"
-        )
-    return "\n".join(lines)
+# --------------------------------------------------------------------------------------------- the chart's objects
 
 
 def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) -> tuple[Path | None, str]:
@@ -272,6 +144,127 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
     return None, "the chart is in a chart repository, not on disk (give --chart DIR)"
 
 
+def chart_objects(chart_dir: Path, rendered: Mapping[str, Any], root: Path = ROOT) -> list[dict[str, Any]]:
+    """The release's chart objects as ``pulumi up`` would install them (the real Helm v3 against the stand-in API
+    serving the stack's Envoy ConfigMap, with the Release's post-renderer, resolved in ``root``), sorted. Raises
+    ``ChartRenderError`` or ``BinaryError``."""
+    expected = conformance.Expected.from_rendered(rendered)
+    postrender = rendered["release"]["options"].get("postrender")
+    post_renderer = root / str(postrender) if postrender else None
+    with ChartRenderer(chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer) as helm:
+        objects = helm.render(expected.values)
+    return sorted(objects, key=object_order)
+
+
+def object_order(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    metadata = manifest.get("metadata") or {}
+    return tuple(
+        str(x or "")
+        for x in (manifest.get("kind"), manifest.get("apiVersion"), *map(metadata.get, ("namespace", "name")))
+    )
+
+
+def release_chart_objects(
+    stack: str, rendered: dict[str, Any], chart_dir: Path | None = None
+) -> tuple[list[dict[str, Any]] | None, str]:
+    """(the chart's objects as the release deploys them, "") or, when the chart is not on disk, (None, why not)."""
+    found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
+    return (None, why) if found is None else (chart_objects(found, rendered), "")
+
+
+def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The objects with every value of a v1 Secret's ``data`` and ``stringData`` masked (a copy)."""
+
+    def masked(value: Any) -> str:
+        text = str(value).encode()
+        return f"(masked: {len(text)} bytes, sha256 {hashlib.sha256(text).hexdigest()[:12]})"
+
+    copies = []
+    for manifest in map(dict, objects):
+        if manifest.get("kind") == "Secret" and str(manifest.get("apiVersion", "")) == "v1":
+            for key in ("data", "stringData"):
+                if isinstance(manifest.get(key), Mapping):
+                    manifest[key] = {name: masked(value) for name, value in manifest[key].items()}
+        copies.append(manifest)
+    return copies
+
+
+def file_names(objects: Iterable[Mapping[str, Any]]) -> list[str]:
+    """A relative file name per object, ``<Kind>[.<group>]/<name>.yaml`` (the namespace added where two would
+    meet), in the objects' order."""
+    names: list[str] = []
+    for manifest in objects:
+        api_version, metadata = str(manifest.get("apiVersion", "")), manifest.get("metadata") or {}
+        kind = str(manifest.get("kind", "Unknown")) + (
+            f".{api_version.rsplit('/', 1)[0]}" if "/" in api_version else ""
+        )
+        name = f"{kind}/{metadata.get('name', 'unnamed')}.yaml"
+        if name in names:
+            name = f"{kind}/{metadata.get('name', 'unnamed')}.{metadata.get('namespace') or 'default'}.yaml"
+        names.append(name)
+    return names
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style; long strings as literal blocks so multi-line text diffs line by line."""
+
+
+_Dumper.add_representer(
+    str, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style="|" if "\n" in v else None)
+)
+
+
+def dump_all(documents: Iterable[Any]) -> str:
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
+
+
+def dump(document: Any) -> str:
+    return dump_all([document])
+
+
+def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
+    """Write the render tree: manifests.yaml, release.yaml, envoy.yaml and, given the chart's objects,
+    ``chart/<Kind>[.<group>]/<name>.yaml`` (Secret data masked). A ``chart/`` left from an earlier render is removed
+    first, so the tree is exactly this render. Returns the files written and, with chart objects, ``chart/``."""
+    out.mkdir(parents=True, exist_ok=True)
+    texts = {"manifests.yaml": dump_all(rendered["manifests"]), "release.yaml": dump(rendered["release"])}
+    written = []
+    for name, text in {**texts, "envoy.yaml": rendered["envoy"]}.items():
+        write_text(out / name, text)  # a link planted in the output directory is not followed
+        written.append(out / name)
+    if (out / CHART_DIR).is_dir():
+        shutil.rmtree(out / CHART_DIR)
+    if chart_objects is not None:
+        masked = mask(chart_objects)
+        for name, manifest in zip(file_names(masked), masked, strict=True):
+            (out / CHART_DIR / name).parent.mkdir(parents=True, exist_ok=True)
+            write_text(out / CHART_DIR / name, dump(manifest))
+        written.append(out / CHART_DIR)
+    return written
+
+
+# --------------------------------------------------------------------------------------------- checks
+
+
+def findings(rendered: dict[str, Any]) -> list[str]:
+    """The program's own objects: strict schemas, the API server's rules, ``envoy --mode validate``."""
+    return (
+        kubernetes_findings(rendered["manifests"])
+        + object_findings(rendered["manifests"], rendered["settings"], schemas=False)
+        + envoy_findings(rendered["envoy"])
+    )
+
+
+def chart_findings(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
+    """The chart's objects through the checks the program's own objects pass, a refused value named by the stack key
+    that set it; none when the chart is not on disk or refuses the values (the conformance check then says so)."""
+    try:
+        objects, _ = release_chart_objects(stack, rendered, chart_dir)
+    except (ChartRenderError, BinaryError):
+        return []
+    return object_findings(objects or [], rendered["settings"])
+
+
 @dataclass
 class Outcome:
     """What the checks found, and which could not run and why: a check that did not run never counts as passed."""
@@ -286,105 +279,222 @@ class Outcome:
     def last_line(self, stack: str) -> str:
         if self.findings:
             return f"stack {stack}: {len(self.findings)} finding(s)"
+        names = ", ".join(check for check, _ in self.skipped or self.deferred)
         if self.skipped:
-            names = ", ".join(check for check, _ in self.skipped)
             return f"stack {stack}: no findings, but {len(self.skipped)} check(s) skipped ({names}): not a pass"
         if self.deferred:
-            names = ", ".join(check for check, _ in self.deferred)
             return f"stack {stack}: checks passed, except {names}, which pulumi preview runs (a secret's text)"
         return f"stack {stack}: checks passed"
 
 
-CONFORMANCE = "chart conformance"
-METRIC_SELECTORS = "load metric selectors"
-
-
-def conformance_skipped(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> str | None:
-    """Why the chart conformance check cannot run (the chart is not on disk), or None when it can."""
-    found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
-    return None if found is not None else why
-
-
-def conformance(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
-    """The chart conformance check's findings; none when the chart is not on disk (``conformance_skipped`` says
-    why, and ``checks`` counts it as skipped)."""
-    from supersonic_interlink.chart.binaries import BinaryError
-    from supersonic_interlink.render.conformance import Expected, check
-
-    chart_dir, _ = locate_chart(stack, rendered["chart_source"], chart_dir)
-    if chart_dir is None:
-        return []
-    try:
-        found = [f"chart {chart_dir}: {finding}" for finding in check(chart_dir, Expected.from_rendered(rendered))]
-    except BinaryError as error:
-        return [f"chart conformance could not run: {error}"]
-    if not found:
-        print(f"stack {stack}: chart {chart_dir} conforms")
-    return found
-
-
-def chart_findings(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
-    """The chart's objects, as the release deploys them, through the checks the program's own objects pass; a value
-    refused there named by the stack key that set it. None when the chart is not on disk, or refuses the values
-    (the conformance check then says so)."""
-    from supersonic_interlink.chart.binaries import BinaryError
-    from supersonic_interlink.chart.helm import ChartRenderError
-    from supersonic_interlink.render.checks import object_findings
-
-    try:
-        objects, _ = release_chart_objects(stack, rendered, chart_dir)
-    except (ChartRenderError, BinaryError):
-        return []
-    return object_findings(objects or [], rendered["settings"])
-
-
 def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) -> Outcome:
-    """Every check of ``render --check``: strict Kubernetes schemas, ``envoy --mode validate``, and, when the chart
-    is on disk, the same schemas and the API server's rules over the chart's objects and the chart conformance
-    check (both skipped, with the reason, when it is not)."""
+    """Every check of ``render --check``: ``findings``, and, when the chart is on disk, ``chart_findings`` and the
+    chart conformance check (skipped, with the reason, when it is not)."""
     outcome = Outcome(findings=findings(rendered))
     chart = rendered["chart_source"]
     if chart.kind == "git" and chart.commit in CHART.guarded_commits:
         # Known from the chart's history, so said offline too, where the chart is not on disk to render.
         outcome.findings.append(f"{PROJECT}:release.chart.commit: {chart_source.guarded_message(chart.commit)}")
-    why = conformance_skipped(stack, rendered, chart_dir)
-    if why is None:
-        outcome.findings += chart_findings(stack, rendered, chart_dir)
-        outcome.findings += conformance(stack, rendered, chart_dir)
-    else:
+    found, why = locate_chart(stack, chart, chart_dir)
+    if found is None:
         outcome.skipped.append((CONFORMANCE, why))
+    else:
+        outcome.findings += chart_findings(stack, rendered, chart_dir)
+        try:
+            conforms = [
+                f"chart {found}: {f}" for f in conformance.check(found, conformance.Expected.from_rendered(rendered))
+            ]
+        except BinaryError as error:
+            conforms = [f"chart conformance could not run: {error}"]
+        outcome.findings += conforms
+        if not conforms:
+            print(f"stack {stack}: chart {found} conforms")
     if any(path.startswith(f"{PROJECT}:serverLoad") for path in rendered["secrets"]):
         # config/metric.py checks the metric's release and namespace selectors; offline a secret has no text.
         outcome.deferred.append(
-            (METRIC_SELECTORS, "serverLoad is a secret, whose text is not here offline; pulumi preview checks it")
+            (
+                "load metric selectors",
+                "serverLoad is a secret, whose text is not here offline; pulumi preview checks it",
+            )
         )
     return outcome
 
 
-def release_chart_objects(
-    stack: str, rendered: dict[str, Any], chart_dir: Path | None = None
-) -> tuple[list[dict[str, Any]] | None, str]:
-    """(the chart's objects as the release deploys them, "") or, when the chart is not on disk, (None, why not).
-    Raises ``ChartRenderError`` (the chart refuses the values) or ``BinaryError`` (no pinned Helm)."""
-    from supersonic_interlink.render.release import chart_objects
-
-    found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
-    if found is None:
-        return None, why
-    return chart_objects(found, rendered), ""
+# --------------------------------------------------------------------------------------------- the verb
 
 
-def chart_pinned(stack: str) -> bool:
-    """Whether the stack's chart source names one exact chart (False too when its config does not load)."""
+def summary(stack: str, rendered: dict[str, Any]) -> str:
+    release, chart, row = rendered["release"], rendered["chart_source"], rendered["generation"]
+    values, chart_dir = release["values"], rendered["generation_chart"]
+    sfz, keda = values["scaleFromZero"], values["keda"]
+    where = f"git {chart.git} {chart.path}" if chart.kind == "git" else str(chart.path)
+    if chart.kind == "git":
+        pin = chart_source.pin_command(stack)
+        where += f" at {chart.commit}" if chart.commit else f", NOT PINNED: pulumi preview/up refuse it; run `{pin}`"
+    elif chart.kind == "repo":
+        where = f"{chart.repo} {chart.name} {chart.version}"
+    assumed = "assumed (what SuperSONIC main carries): "
+    if chart_dir is not None:
+        read = f"read from {chart_dir}/values.yaml (--chart)"
+    elif chart.kind == "repo":
+        read = "that of every published version up to 0.3.1"
+    elif values_on_disk(chart) is not None:
+        read = "read from the chart's values.yaml"
+    else:
+        read = assumed + (
+            f"commit {chart.commit[:12]} is not on disk to read"
+            if chart.commit
+            else "the chart is not on disk to read it from"
+        )
+    routes = conformance.envoy_parts(load_yaml(rendered["envoy"]))["routes"]
+    idle = (routes.get(f"path {CHART.repository_index_path}") or {}).get("route", {}).get("idle_timeout", "missing")
+    lines = [
+        f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
+        f"  chart: {where}",
+        (
+            f"  chart generation: {row.name} ({row.inference_values_key}: values, <release>-{row.inference_component},"
+            f" Envoy clusters {row.inference_cluster} and {row.admission_cluster}), {read}"
+        ),
+        (
+            f"  scale from zero: {'on' if sfz['enabled'] else 'off'}, readyTimeoutSeconds {sfz['readyTimeoutSeconds']}"
+            f" (RepositoryIndex idle_timeout {idle}), KEDA {keda['minReplicaCount']}..{keda['maxReplicaCount']}"
+            " replicas"
+        ),
+        "  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
+        f"  client endpoint: {rendered['outputs'].get('clientEndpoint')}",
+    ]
+    if rendered["secrets"]:
+        lines.append(
+            f"  secrets: {len(rendered['secrets'])} value(s) rendered as the placeholder {SECRET_PLACEHOLDER} "
+            f"(no passphrase is read): {', '.join(rendered['secrets'])}"
+        )
+    return "\n".join(lines)
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _config_problems(stack: str, error: ConfigError) -> int:
+    _err(f"stack {stack}: invalid config:\n" + "\n".join(f"  {problem}" for problem in error.problems))
+    return EXIT_USAGE
+
+
+def run(
+    stack: str,
+    *,
+    out: Path | None,
+    check: bool,
+    strict: bool,
+    chart_dir: Path | None,
+    fetch_chart: bool,
+    pin_chart: str | None,
+    as_json: bool = False,
+) -> int:
+    """Pin or fetch the stack's chart, or render it, write it (``out``) or summarize it, and check it. With
+    ``as_json`` the one JSON document is all that goes to standard output; what the text form prints there goes to
+    standard error instead."""
+    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
+    if pin_chart is not None:
+        return _pin(stack, pin_chart)
     try:
-        return bool(render_settings(stack).release.chart.pinned)
-    except ConfigError:
-        return False
+        rendered = render(stack, chart_dir=chart_dir)
+    except ConfigError as error:
+        return _config_problems(stack, error)
+    chart = rendered["chart_source"]
+    if fetch_chart:
+        return _fetch(stack, chart)
+    document: dict[str, Any] = {
+        "stack": stack,
+        **{key: rendered[key] for key in ("release", "manifests", "envoy")},
+        "generation": rendered["generation"].name,
+        "chart_objects": None,
+        "written": [],
+        "check": None,
+    }
+
+    def done(code: int) -> int:
+        if as_json:
+            print(json.dumps(document, indent=2, default=str))
+        return code
+
+    if out:
+        refused = ""
+        try:
+            objects, why = release_chart_objects(stack, rendered, chart_dir)
+        except (ChartRenderError, BinaryError) as error:
+            objects, refused = None, " ".join(str(error).split())
+        try:
+            written = write(rendered, out, objects)
+        except OSError as error:
+            _err(f"render: --out {out}: cannot write: {error.strerror or error}")
+            return EXIT_USAGE
+        document["chart_objects"], document["written"] = objects, [str(path) for path in written]
+        for path in written:
+            say(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
+        if refused:
+            _err(f"stack {stack}: the chart's objects cannot be rendered: {refused}")
+            if not check:
+                return done(EXIT_FINDING)
+        elif objects is None:
+            say(f"stack {stack}: the chart's objects are not rendered: {why}")
+        if chart.kind == "git" and chart.commit is None:
+            say(f"stack {stack}: {chart_source.unpinned_message(stack)}")
+    else:
+        say(summary(stack, rendered))
+    if not check:
+        return done(0)
+    what = (
+        f"stack {stack}: checking: Kubernetes schemas and the API server's rules, envoy --mode validate, then, when "
+        "the chart is on disk, the same over the chart's objects and the chart conformance check with the real Helm v3"
+    )
+    with progress.step(what):
+        outcome = checks(stack, rendered, chart_dir)
+    for finding in outcome.findings:
+        _err(f"check: {finding}")
+    for verb, pairs in (("skipped", outcome.skipped), ("deferred", outcome.deferred)):
+        for name, why in pairs:
+            say(f"stack {stack}: check {verb}: {name}: {why}")
+    document["check"] = {
+        "findings": list(outcome.findings),
+        "skipped": [{"check": name, "why": why} for name, why in outcome.skipped],
+        "deferred": [{"check": name, "why": why} for name, why in outcome.deferred],
+    }
+    if outcome.findings:
+        _err(outcome.last_line(stack))
+        return done(EXIT_FINDING)
+    say(outcome.last_line(stack))
+    if outcome.skipped and strict:
+        _err(f"stack {stack}: --strict: a check that could not run fails the run (exit 3)")
+        return done(EXIT_SKIPPED)
+    return done(0)
 
 
-def render_settings(stack: str) -> Any:
-    """The stack's settings as ``render`` checks them (secrets as placeholders). Raises ConfigError."""
-    from supersonic_interlink.config.pulumi_config import settings_from_config
+def _fetch(stack: str, chart: ChartSource) -> int:
+    if chart.kind != "git":
+        print(f"stack {stack}: the chart is a {chart.kind} source; nothing to fetch")
+        return 0
+    if chart.commit is None:
+        _err(f"stack {stack}: {chart_source.unpinned_message(stack)}")
+        return EXIT_FINDING
+    try:
+        with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
+            directory = chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+    except chart_source.ChartSourceError as error:
+        _err(f"stack {stack}: {error}")
+        return EXIT_FINDING
+    print(f"stack {stack}: chart {chart.commit} at {directory.relative_to(chart_source.ROOT)}")
+    return 0
 
-    loaded = load_stack(stack)
-    return settings_from_config(loaded.config, loaded.secret_keys)
+
+def _pin(stack: str, ref: str) -> int:
+    try:
+        with progress.step(f"stack {stack}: resolving {ref} and fetching the chart"):
+            commit, path = pin_chart(stack, ref)
+    except ConfigError as error:
+        return _config_problems(stack, error)
+    except chart_source.ChartSourceError as error:
+        _err(f"stack {stack}: --pin-chart {ref}: {error}")
+        return EXIT_FINDING
+    print(f"stack {stack}: release.chart pinned to {commit} ({ref}); wrote {path.relative_to(chart_source.ROOT)}")
+    return 0

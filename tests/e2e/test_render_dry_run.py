@@ -14,8 +14,7 @@ from e2e_harness import hammer_like
 
 from supersonic_interlink.config import PROJECT
 from supersonic_interlink.engine.cluster import LocalCluster
-from supersonic_interlink.render.release import chart_objects
-from supersonic_interlink.render.stack import chart_findings, findings, render
+from supersonic_interlink.render.stack import chart_findings, chart_objects, findings, render
 
 pytestmark = pytest.mark.timeout(600)
 
