@@ -56,7 +56,7 @@ class Mutation:
         return f"{self.file}: {self.why} (mutations.txt line {self.line})"
 
 
-def parse(text: str, root: Path = ROOT) -> tuple[list[Mutation], list[str]]:
+def parse(text: str, root: Path = ROOT, *, cover: bool = True) -> tuple[list[Mutation], list[str]]:
     """The mutations of a list file and every problem with it (a field missing, ``find`` not once in its file, a
     module of the package with neither a mutation nor a ``norule`` block)."""
     mutations: list[Mutation] = []
@@ -110,7 +110,7 @@ def parse(text: str, root: Path = ROOT) -> tuple[list[Mutation], list[str]]:
             start = number
         block[key] = value
     close()
-    return mutations, problems + coverage(mutations, norules, root)
+    return mutations, problems + (coverage(mutations, norules, root) if cover else [])
 
 
 def coverage(mutations: list[Mutation], norules: dict[str, int], root: Path) -> list[str]:
@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", type=Path, default=LIST, help="the mutation list (default scripts/mutations.txt)")
     parser.add_argument("--only", help="only mutations whose file or reason contains this text")
     args = parser.parse_args(argv)
-    mutations, problems = parse(args.list.read_text())
+    # A subset runs while other modules still lack a mutation; the whole list must cover every module.
+    mutations, problems = parse(args.list.read_text(), cover=not args.only)
     for problem in problems:
         print(f"{args.list}: {problem}", file=sys.stderr)
     if problems:

@@ -27,6 +27,20 @@ def test_a_multi_line_text_shows_only_the_lines_that_changed_any_other_value_one
     assert replicas == ["    spec.replicas", "-       (not set)", "+       2"]
 
 
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--base", " "], "--base is empty: give a branch, a tag or a commit"),
+        (["--chart", "tests"], "--chart tests: not a chart directory (no Chart.yaml in it)"),
+    ],
+)
+def test_diff_refuses_an_empty_base_or_a_chart_that_is_not_one_before_reading_anything(
+    args: list[str], says: str
+) -> None:
+    done = run_cli("diff", "hammer", *args)
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("base", [["--base", "main"], []])
 def test_diff_without_git_says_git_is_missing_not_that_the_ref_is_unknown(
     base: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

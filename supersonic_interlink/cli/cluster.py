@@ -20,6 +20,7 @@ def parser() -> args_.Parser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.engine.cluster import run_cluster
 
     return run_cluster(args.action, (args.dir or default_dir()).resolve())

@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         command.error("--base is empty: give a branch, a tag or a commit, or leave it out for the merge base with main")
     if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
         command.error(f"--chart {args.chart}: not a chart directory (no Chart.yaml in it)")
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.diff.report import run
 
     return run(args.stack, args.base, args.chart, markdown=args.markdown, strict=args.strict, json=args.json)

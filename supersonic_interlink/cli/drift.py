@@ -44,6 +44,7 @@ def main(argv: list[str]) -> int:
     if why is not None:
         print(f"supersonic drift: {why}", file=sys.stderr)
         return EXIT_USAGE
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.drift.check import run
 
     output = "json" if args.json else "markdown" if args.markdown else "text"

@@ -57,6 +57,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     if args.action == "gate":
+        # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
         from supersonic_interlink.engine import gate
 
         return gate.main([args.stack, str(args.file)])
@@ -73,6 +74,7 @@ def main(argv: list[str]) -> int:
             print(f"supersonic pulumi: --{flag.replace('_', '-')} goes with {allowed}", file=sys.stderr)
             return 2
     kwargs: dict[str, Any] = {flag: True for flag in FLAG_ACTIONS if getattr(args, flag)}
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.engine.run import run_pulumi
 
     return run_pulumi(args.stack, args.action, cli=args.pulumi, **kwargs)

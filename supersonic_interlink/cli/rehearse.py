@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 from supersonic_interlink.cli import args as args_
+from supersonic_interlink.rehearse.delays import FORMS
 
 
 def parser() -> args_.Parser:
-    from supersonic_interlink.rehearse.delays import FORMS
-
     parser = args_.Parser(
         prog="./supersonic rehearse",
         description="Rehearse a cold start of the stack on a local control plane: a client's RepositoryIndex through "
@@ -43,6 +42,7 @@ def main(argv: list[str]) -> int:
     if why is not None:
         print(f"supersonic rehearse: {why}", file=sys.stderr)
         return 2
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.rehearse.measure import run
 
     return run(args.stack, args.queue_delay, args.dir, args.chart)

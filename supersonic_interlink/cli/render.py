@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         command.error(
             f"{' and '.join(chart_actions)} only changes the chart: run --check / --out / --json as a second command"
         )
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.render.stack import run
 
     return run(

@@ -28,6 +28,7 @@ def parser() -> args_.Parser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.render.new_stack import run
 
     return run(args.name, namespace=args.namespace, release=args.release, node=args.node, source=args.source)

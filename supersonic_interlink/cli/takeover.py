@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) >= 2 and argv[1] in TAKEOVER_COMMANDS and argv[0] not in TAKEOVER_COMMANDS:
         print(f"takeover: the command comes first: ./supersonic takeover {argv[1]} {argv[0]}", file=sys.stderr)
         return EXIT_USAGE
+    # lazy: the verb's package loads only when the verb runs (--help and completion build every parser)
     from supersonic_interlink.takeover.run import run
 
     return run(**vars(parser().parse_args(argv)))

@@ -51,6 +51,7 @@ class Refused(EngineError):
 
 def program() -> None:
     """What ``__main__.py`` does, as an inline program (imported here: the program loads Pulumi's SDK)."""
+    # lazy: the program loads Pulumi's SDK, which only a run of the engine needs
     from supersonic_interlink.program import build, settings_or_stop
 
     build(settings_or_stop())
@@ -178,7 +179,7 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     ``release.removable`` is false (a plain destroy may delete what does not depend on the protected Release before
     the engine refuses it); ``preview`` and ``up`` first preview, and ``gate.blocked`` refuses a plan that uninstalls
     or replaces a release or deletes the Envoy ConfigMap in use; ``up`` then applies. Raises ``Refused``."""
-    from supersonic_interlink.engine import gate  # loads the components, so Pulumi's SDK
+    from supersonic_interlink.engine import gate  # lazy: loads the components, so Pulumi's SDK
 
     removable = gate.stack_removable(engine.stack, root=engine.work_dir)
     if action == "destroy" and not removable:
