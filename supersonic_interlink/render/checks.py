@@ -12,10 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from supersonic_interlink.config.rules import INT32_MAX, PROJECT
-from supersonic_interlink.config.types import (
+from supersonic_interlink.config.rules import (
     ANNOTATIONS_MAX_BYTES,
     CONTAINER_RESOURCE_TEXT,
+    INT32_MAX,
+    PROJECT,
     annotations_size,
     container_resource_name,
 )
