@@ -13,7 +13,15 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from supersonic_interlink.config import generation
-from supersonic_interlink.config.model import SECRET_CAPABLE, ChartSource, Settings, thaw
+from supersonic_interlink.config.model import (
+    SECRET_CAPABLE,
+    ChartSource,
+    KedaSettings,
+    ScaleFromZeroSettings,
+    Settings,
+    across_keys,
+    thaw,
+)
 from supersonic_interlink.config.rules import CHANGES_UP, KNOWN_NAMESPACES, PROJECT, PROVIDER_KEYS, ConfigError, Model
 
 __all__ = ["cli_text", "deep_merge", "key_of", "load_settings", "project_defaults", "show_value", "thaw"]
@@ -186,6 +194,19 @@ def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, s
     return problems
 
 
+def _across_parsed_sections(given: Mapping[str, Any], error: ValidationError, secrets: frozenset[str]) -> list[str]:
+    """The cross-key rules, when the whole did not validate but the sections they relate did on their own."""
+    if any(e["loc"][0] in ("scaleFromZero", "keda") for e in error.errors()):
+        return []
+    try:
+        sfz = ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero", {})))
+        keda = KedaSettings.model_validate_json(json.dumps(given.get("keda", {})))
+    except ValidationError:
+        return []
+    broken = across_keys(sfz, keda)
+    return _problems(ValidationError.from_exception_data("Settings", broken), secrets, set()) if broken else []
+
+
 def load_settings(
     config: Mapping[str, Any],
     secret_keys: frozenset[str] | set[str] = frozenset(),
@@ -226,6 +247,7 @@ def load_settings(
         deliberate = settings.deliberateProviderConfig
     except ValidationError as error:
         problems.extend(_problems(error, secrets, unread))
+        problems.extend(_across_parsed_sections(given, error, secrets))
         with contextlib.suppress(ValidationError):  # None: the list did not parse, so nothing is held against it
             deliberate = _DELIBERATE.validate_json(json.dumps(given.get("deliberateProviderConfig", {})))
     problems.extend(_provider_key_problems(config, deliberate))

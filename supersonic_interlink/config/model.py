@@ -487,6 +487,37 @@ class CleanupSettings(Section):
     tolerations: Tolerations = Field(default_factory=list)
 
 
+def across_keys(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[InitErrorDetails]:
+    """The rules that span top-level keys, each at the field it names. ``load_settings`` runs them whenever their
+    sections parsed, so an error in another section does not hide them."""
+    shorter = (
+        "a value >= scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a hold shorter than the wake it "
+        "protects"
+    )
+    rules = (
+        (
+            sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds,
+            ("scaleFromZero", "holdMinReplicasSeconds", sfz.holdMinReplicasSeconds),
+            shorter,
+        ),
+        (
+            sfz.enabled and not keda.enabled,
+            ("keda", "enabled", False),
+            "true while scaleFromZero.enabled is true (KEDA is what scales Triton back down)",
+        ),
+        (
+            keda.minReplicaCount == 0 and not sfz.enabled,
+            ("keda", "minReplicaCount", 0),
+            ">= 1 unless scaleFromZero.enabled is true (nothing would wake Triton from zero)",
+        ),
+    )
+    return [
+        InitErrorDetails(type=fail_at(field, value, text, ready=sfz.readyTimeoutSeconds), loc=(key,), input=value)
+        for broken, (key, field, value), text in rules
+        if broken
+    ]
+
+
 def _keeps_chart_names(values: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in CHART.name_override_values:
         if key in values:
@@ -529,34 +560,7 @@ class Settings(Section):
 
     @model_validator(mode="after")
     def _across_keys(self) -> Settings:
-        """The rules that span top-level keys, each at the field it names (they run once every section parsed)."""
-        sfz, keda = self.scaleFromZero, self.keda
-        shorter = (
-            "a value >= scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a hold shorter than the wake it "
-            "protects"
-        )
-        rules = (
-            (
-                sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds,
-                ("scaleFromZero", "holdMinReplicasSeconds", sfz.holdMinReplicasSeconds),
-                shorter,
-            ),
-            (
-                sfz.enabled and not keda.enabled,
-                ("keda", "enabled", False),
-                "true while scaleFromZero.enabled is true (KEDA is what scales Triton back down)",
-            ),
-            (
-                keda.minReplicaCount == 0 and not sfz.enabled,
-                ("keda", "minReplicaCount", 0),
-                ">= 1 unless scaleFromZero.enabled is true (nothing would wake Triton from zero)",
-            ),
-        )
-        errors = [
-            InitErrorDetails(type=fail_at(field, value, text, ready=sfz.readyTimeoutSeconds), loc=(key,), input=value)
-            for broken, (key, field, value), text in rules
-            if broken
-        ]
+        errors = across_keys(self.scaleFromZero, self.keda)
         if errors:
             raise ValidationError.from_exception_data("Settings", errors)
         return self
