@@ -19,9 +19,9 @@ from wake_records import cold_wake, write_history
 
 from supersonic_interlink.cli import main as front_door
 from supersonic_interlink.config import ConfigError
-from supersonic_interlink.config.loading import project_defaults
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.rules import printable
+from supersonic_interlink.config.schema import drift
 from supersonic_interlink.config.stack_config import check_stack_name
 from supersonic_interlink.render import stack as render_stack_module
 from supersonic_interlink.render.checks import object_findings
@@ -195,7 +195,7 @@ def test_a_project_file_that_is_not_a_mapping_is_one_line(tmp_path: Path) -> Non
         project = tmp_path / "Pulumi.yaml"
         project.write_text(text)
         with pytest.raises(ConfigError, match=r"^Pulumi.yaml: expected a mapping with a 'config:' mapping"):
-            project_defaults(project)
+            drift(project)
 
 
 def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:

@@ -1,17 +1,10 @@
 """Typed stack settings: the one object every component receives, and the one declaration of every config key.
-The modules ``rules``, ``model`` and ``loading`` hold them; their public names are re-exported here.
 
-Defaults live in exactly one place, the ``config:`` block of ``Pulumi.yaml``. The Pulumi CLI passes each top-level
-key either from the stack file or from that default (a stack value replaces the whole default object);
-``load_settings`` then fills in the sub-keys the stack left out from the same defaults (``release.chart`` is
-replaced whole), so a stack file states only what differs.
-
-The shape of every key is declared here by pydantic models (strict: no text for numbers, no numbers for text;
-unknown keys refused; frozen). Each bound comes from the value's consumer: Envoy's proto validation and its duration
-limit, Kubernetes' types and validation, Helm, busybox arithmetic. Every problem is reported at once, one line each:
-``supersonic-interlink:<full.key> = <value>: expected <what is allowed>``. ``Pulumi.yaml``'s ``type`` and
-``description`` of each key are generated from these models
-(``python -m supersonic_interlink.config.schema``), and a test fails when the two drift.
+``rules`` holds each value's rule and why, ``model`` the pydantic models with every default (strict: no text for
+numbers, no numbers for text; unknown keys refused; frozen), ``loading`` turns the config the Pulumi CLI passes into
+``Settings``, reporting every problem at once, one line each: ``supersonic-interlink:<full.key> = <value>: expected
+<what is allowed>``. ``Pulumi.yaml``'s ``type``, ``description`` and ``default`` of each key are generated from the
+models (``python -m supersonic_interlink.config.schema --write``), and a test fails when the two drift.
 """
 
 from supersonic_interlink.config.loading import deep_merge, load_settings, project_defaults, thaw
@@ -24,10 +17,6 @@ from supersonic_interlink.config.rules import (
     PROJECT_FILE,
     RELEASE_NAME_MAX,
     ConfigError,
-    Expect,
-    Model,
-    Why,
-    expanded,
 )
 
 __all__ = [
@@ -38,12 +27,8 @@ __all__ = [
     "RELEASE_NAME_MAX",
     "ChartSource",
     "ConfigError",
-    "Expect",
-    "Model",
     "Settings",
-    "Why",
     "deep_merge",
-    "expanded",
     "load_settings",
     "load_yaml",
     "project_defaults",

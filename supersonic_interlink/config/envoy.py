@@ -17,39 +17,19 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink.config import Settings
+from supersonic_interlink.config.model import Settings
 from supersonic_interlink.contract import CHART
-
-LISTEN_ADDRESS = "0.0.0.0"
-LOOPBACK = "127.0.0.1"
-ADMIN_ACCESS_LOG = "/tmp/admin_access.log"
-LISTENER_NAME = "listener_grpc"
-STAT_PREFIX = "ingress_grpc"
-VIRTUAL_HOST = "backend_grpc"
 
 REPOSITORY_INDEX_RETRY_ON = "5xx,connect-failure,refused-stream,unavailable"
 """The chart's retry conditions on the RepositoryIndex route."""
-
 INFERENCE_RETRY_ON = (
     "5xx,gateway-error,reset,reset-before-request,connect-failure,refused-stream,retriable-status-codes,"
     "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable"
 )
 """The change request's retry conditions on the inference route: every transport failure a wstunnel to a Slurm
 node can produce, and the gRPC statuses a restarting or overloaded Triton answers with."""
-
 INFERENCE_RETRIABLE_STATUS_CODES = (404, 502, 503, 504)
 """HTTP statuses retried under ``retriable-status-codes``; 404 is what a wstunnel whose far end is gone answers."""
-
-_TYPE = "type.googleapis.com/envoy."
-_HTTP_CONNECTION_MANAGER = _TYPE + "extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-_LUA = _TYPE + "extensions.filters.http.lua.v3.Lua"
-_BUFFER = _TYPE + "extensions.filters.http.buffer.v3.Buffer"
-_ROUTER = _TYPE + "extensions.filters.http.router.v3.Router"
-_FILE_ACCESS_LOG = _TYPE + "extensions.access_loggers.file.v3.FileAccessLog"
-_PREVIOUS_HOSTS = _TYPE + "extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
-_HTTP_PROTOCOL_OPTIONS = _TYPE + "extensions.upstreams.http.v3.HttpProtocolOptions"
-
-
 BUFFER_FILTER = "envoy.filters.http.buffer"
 
 
@@ -68,9 +48,7 @@ def declared_additions(inference_cluster: str) -> dict[tuple[str, ...], str]:
 def duration(milliseconds: int) -> str:
     """A protobuf Duration string, exact and short: 2000 -> ``2s``, 250 -> ``0.25s``."""
     seconds, millis = divmod(milliseconds, 1000)
-    if millis == 0:
-        return f"{seconds}s"
-    return f"{seconds}.{millis:03d}".rstrip("0") + "s"
+    return f"{seconds}s" if millis == 0 else f"{seconds}.{millis:03d}".rstrip("0") + "s"
 
 
 def repository_index_idle_timeout_seconds(settings: Settings) -> int:
@@ -78,8 +56,20 @@ def repository_index_idle_timeout_seconds(settings: Settings) -> int:
     return settings.scaleFromZero.readyTimeoutSeconds + CHART.ready_timeout_margin_seconds
 
 
-def _socket_address(address: str, port: int) -> dict[str, Any]:
+def _typed(name: str, kind: str, **config: Any) -> dict[str, Any]:
+    return {"name": name, "typed_config": {"@type": f"type.googleapis.com/envoy.{kind}", **config}}
+
+
+def _address(address: str, port: int) -> dict[str, Any]:
     return {"socket_address": {"address": address, "port_value": port}}
+
+
+def _endpoints(name: str, address: str, port: int) -> dict[str, Any]:
+    return {"cluster_name": name, "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _address(address, port)}}]}]}
+
+
+def _back_off(retry: Any) -> dict[str, str]:
+    return {"base_interval": duration(retry.backOffBaseMs), "max_interval": duration(retry.backOffMaxMs)}
 
 
 def _static_cluster(name: str, address: str, port: int) -> dict[str, Any]:
@@ -88,53 +78,35 @@ def _static_cluster(name: str, address: str, port: int) -> dict[str, Any]:
         "name": name,
         "type": "STATIC",
         "connect_timeout": duration(CHART.loopback_connect_timeout_ms),
-        "load_assignment": {
-            "cluster_name": name,
-            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket_address(address, port)}}]}],
-        },
-    }
-
-
-def _admin(settings: Settings) -> dict[str, Any]:
-    return {
-        "access_log": [
-            {
-                "name": "envoy.access_loggers.file",
-                "typed_config": {"@type": _FILE_ACCESS_LOG, "path": ADMIN_ACCESS_LOG},
-            }
-        ],
-        "address": _socket_address(LISTEN_ADDRESS, CHART.envoy_admin_port),
+        "load_assignment": _endpoints(name, address, port),
     }
 
 
 def _routes(settings: Settings) -> list[dict[str, Any]]:
-    envoy = settings.envoy
-    route_timeout = duration(envoy.grpcRouteTimeoutSeconds * 1000)
+    envoy, cluster = settings.envoy, settings.generation.inference_cluster
     ri, inf = envoy.repositoryIndexRetry, envoy.inferenceRetry
+    route_timeout = duration(envoy.grpcRouteTimeoutSeconds * 1000)
     return [
         {
             # The first call of every client session. The Lua filter holds it while Triton wakes, so its idle
             # timeout must outlast readyTimeoutSeconds; the chart's margin covers /wake, the wait and these retries.
             "match": {"path": CHART.repository_index_path},
             "route": {
-                "cluster": settings.generation.inference_cluster,
+                "cluster": cluster,
                 "timeout": route_timeout,
                 "idle_timeout": f"{repository_index_idle_timeout_seconds(settings)}s",
                 "retry_policy": {
                     "retry_on": REPOSITORY_INDEX_RETRY_ON,
                     "num_retries": ri.numRetries,
                     "per_try_timeout": duration(ri.perTryTimeoutMs),
-                    "retry_back_off": {
-                        "base_interval": duration(ri.backOffBaseMs),
-                        "max_interval": duration(ri.backOffMaxMs),
-                    },
+                    "retry_back_off": _back_off(ri),
                 },
             },
         },
         {
             "match": {"prefix": "/"},
             "route": {
-                "cluster": settings.generation.inference_cluster,
+                "cluster": cluster,
                 "timeout": route_timeout,
                 "retry_policy": {
                     "retry_on": INFERENCE_RETRY_ON,
@@ -142,73 +114,59 @@ def _routes(settings: Settings) -> list[dict[str, Any]]:
                     "retriable_status_codes": list(INFERENCE_RETRIABLE_STATUS_CODES),
                     # A retry goes to another Triton when there is one.
                     "retry_host_predicate": [
-                        {
-                            "name": "envoy.retry_host_predicates.previous_hosts",
-                            "typed_config": {"@type": _PREVIOUS_HOSTS},
-                        }
+                        _typed(
+                            "envoy.retry_host_predicates.previous_hosts",
+                            "extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate",
+                        )
                     ],
                     "host_selection_retry_max_attempts": inf.hostSelectionRetryMaxAttempts,
-                    "retry_back_off": {
-                        "base_interval": duration(inf.backOffBaseMs),
-                        "max_interval": duration(inf.backOffMaxMs),
-                    },
+                    "retry_back_off": _back_off(inf),
                 },
             },
         },
     ]
 
 
-def _http_filters(settings: Settings) -> list[dict[str, Any]]:
-    return [
+def _listener(settings: Settings) -> dict[str, Any]:
+    http_filters = [
         # Lua first: it acts on the request headers, so a wake starts before any body has been buffered.
-        {
-            "name": "envoy.filters.http.lua",
-            "typed_config": {"@type": _LUA, "default_source_code": {"filename": CHART.lua_filter_path}},
-        },
+        _typed(
+            "envoy.filters.http.lua",
+            "extensions.filters.http.lua.v3.Lua",
+            default_source_code={"filename": CHART.lua_filter_path},
+        ),
         # The buffer holds the whole request before the router sees it, which is what lets a retry replay the
         # body; a larger request is refused with 413 before it reaches Triton.
-        {
-            "name": BUFFER_FILTER,
-            "typed_config": {"@type": _BUFFER, "max_request_bytes": settings.envoy.bufferMaxRequestBytes},
-        },
-        {"name": "envoy.filters.http.router", "typed_config": {"@type": _ROUTER}},
+        _typed(
+            BUFFER_FILTER,
+            "extensions.filters.http.buffer.v3.Buffer",
+            max_request_bytes=settings.envoy.bufferMaxRequestBytes,
+        ),
+        _typed("envoy.filters.http.router", "extensions.filters.http.router.v3.Router"),
     ]
-
-
-def _listener(settings: Settings) -> dict[str, Any]:
+    manager = _typed(
+        "envoy.filters.network.http_connection_manager",
+        "extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        stat_prefix="ingress_grpc",
+        codec_type="AUTO",
+        generate_request_id=True,
+        http2_protocol_options={},
+        route_config={
+            "name": CHART.route_config_name,
+            "virtual_hosts": [{"name": "backend_grpc", "domains": ["*"], "routes": _routes(settings)}],
+        },
+        http_filters=http_filters,
+    )
     return {
-        "name": LISTENER_NAME,
-        "address": _socket_address(LISTEN_ADDRESS, CHART.envoy_grpc_port),
-        "filter_chains": [
-            {
-                "filters": [
-                    {
-                        "name": "envoy.filters.network.http_connection_manager",
-                        "typed_config": {
-                            "@type": _HTTP_CONNECTION_MANAGER,
-                            "stat_prefix": STAT_PREFIX,
-                            "codec_type": "AUTO",
-                            "generate_request_id": True,
-                            "http2_protocol_options": {},
-                            "route_config": {
-                                "name": CHART.route_config_name,
-                                "virtual_hosts": [
-                                    {"name": VIRTUAL_HOST, "domains": ["*"], "routes": _routes(settings)}
-                                ],
-                            },
-                            "http_filters": _http_filters(settings),
-                        },
-                    }
-                ],
-            }
-        ],
+        "name": "listener_grpc",
+        "address": _address("0.0.0.0", CHART.envoy_grpc_port),
+        "filter_chains": [{"filters": [manager]}],
     }
 
 
 def _inference_cluster(settings: Settings) -> dict[str, Any]:
-    envoy = settings.envoy
+    envoy, name = settings.envoy, settings.generation.inference_cluster
     od, cb = envoy.outlierDetection, envoy.circuitBreakers
-    name = settings.generation.inference_cluster
     return {
         "name": name,
         # As the chart generates it: every address the headless Service returns is a host, and no address (no ready
@@ -221,7 +179,7 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
         "lb_policy": envoy.loadBalancerPolicy,
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-                "@type": _HTTP_PROTOCOL_OPTIONS,
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
                 "explicit_http_config": {"http2_protocol_options": {}},
             },
         },
@@ -250,38 +208,27 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
             "base_ejection_time": duration(od.baseEjectionTimeSeconds * 1000),
             "max_ejection_percent": od.maxEjectionPercent,
         },
-        "load_assignment": {
-            "cluster_name": name,
-            "endpoints": [
-                {
-                    "lb_endpoints": [
-                        {
-                            "endpoint": {
-                                "address": _socket_address(
-                                    settings.generation.inference_service_fqdn(
-                                        settings.release.name, settings.namespace
-                                    ),
-                                    CHART.inference_grpc_port,
-                                )
-                            }
-                        }
-                    ]
-                }
-            ],
-        },
+        "load_assignment": _endpoints(
+            name,
+            settings.generation.inference_service_fqdn(settings.release.name, settings.namespace),
+            CHART.inference_grpc_port,
+        ),
     }
 
 
 def build_envoy_config(settings: Settings) -> dict[str, Any]:
     """Plain data of the Envoy bootstrap configuration for one stack."""
+    admin_log = _typed(
+        "envoy.access_loggers.file", "extensions.access_loggers.file.v3.FileAccessLog", path="/tmp/admin_access.log"
+    )
     return {
-        "admin": _admin(settings),
+        "admin": {"access_log": [admin_log], "address": _address("0.0.0.0", CHART.envoy_admin_port)},
         "static_resources": {
             "listeners": [_listener(settings)],
             "clusters": [
                 _inference_cluster(settings),
                 _static_cluster(settings.generation.admission_cluster, CHART.admission_host, CHART.admission_port),
-                _static_cluster(CHART.admin_cluster, LOOPBACK, CHART.envoy_admin_port),
+                _static_cluster(CHART.admin_cluster, "127.0.0.1", CHART.envoy_admin_port),
             ],
         },
     }

@@ -1,82 +1,71 @@
-"""Stack config in, ``Settings`` out: defaults from ``Pulumi.yaml`` merged under the stack's values, every problem
-reported at once, one line each, and the rules that span keys."""
+"""Stack config in, ``Settings`` out: the stack's values over the models' defaults, every problem reported at once,
+one line each (``<project>:<full.key> = <value>: expected <what is allowed>``), and no secret value printed."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-import functools
 import json
 import typing
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    TypeAdapter,
-    ValidationError,
-)
+from pydantic import TypeAdapter, ValidationError
 
 from supersonic_interlink.config import generation
-from supersonic_interlink.config.cross_checks import check_across_keys
 from supersonic_interlink.config.model import (
-    REPLACED_WHOLE,
     SECRET_CAPABLE,
     ChartSource,
+    KedaSettings,
+    ScaleFromZeroSettings,
     Settings,
+    across_keys,
+    thaw,
 )
-from supersonic_interlink.config.pulumi_yaml import (
-    YAMLInputError,
-    read_pulumi_yaml,
-)
-from supersonic_interlink.config.rules import (
-    CHANGES_UP,
-    KNOWN_NAMESPACES,
-    PROJECT,
-    PROJECT_FILE,
-    PROVIDER_KEYS,
-    ConfigError,
-    Expect,
-    Model,
-    expanded,
-)
-from supersonic_interlink.config.show import key_of, show_value
+from supersonic_interlink.config.rules import CHANGES_UP, KNOWN_NAMESPACES, PROJECT, PROVIDER_KEYS, ConfigError, Model
 
-# ---------------------------------------------------------------------------------------- loading
+__all__ = ["cli_text", "deep_merge", "key_of", "load_settings", "project_defaults", "show_value", "thaw"]
+
+SHOWN_MAX = 200
+"""Longest value an error prints whole; a longer one is cut, with its length."""
+SECRET_SHOWN = "[secret]"
+"""What an error prints in place of any part of a secret key's value."""
+_TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "string_type": "a string"}
+_TYPE_WORDS |= dict.fromkeys(("model_type", "model_attributes_type", "dict_type"), "an object")
+_TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
 
 
-@functools.cache
-def _project_document(project_file: Path) -> Any:
+def show_value(value: Any, secret: bool) -> str:
+    """A value as a config error prints it: the one place that does, so a secret is never printed (not even
+    escaped: the CLI masks a secret by its exact text, and ``json.dumps`` escapes ``"``, ``\\`` and non-ASCII, which
+    also keeps control characters in other values from reaching the terminal)."""
+    if secret:
+        return SECRET_SHOWN
     try:
-        return read_pulumi_yaml(project_file.read_bytes())
-    except YAMLInputError as error:
-        raise ConfigError([f"{project_file.name}: {error}"]) from None
+        shown = json.dumps(value, sort_keys=True, default=str)
+    except (ValueError, RecursionError):  # an integer past 4,300 digits, or nesting past the interpreter's
+        shown = f"<{type(value).__name__} too large to print>"
+    return shown if len(shown) <= SHOWN_MAX else f"{shown[: SHOWN_MAX // 2]}... ({len(shown)} characters)"
 
 
-def project_defaults(project_file: Path = PROJECT_FILE) -> dict[str, Any]:
-    """The ``default:`` of every key declared in ``Pulumi.yaml`` (the only place defaults are written)."""
-    document = _project_document(project_file)
-    declared = (document if isinstance(document, dict) else {}).get("config") or {}
-    if not isinstance(document, dict) or not isinstance(declared, dict):
-        raise ConfigError([f"{project_file.name}: expected a mapping with a 'config:' mapping of the project's keys"])
+def key_of(path: str) -> str:
+    return f"{PROJECT}:{path}"
+
+
+def project_defaults() -> dict[str, Any]:
+    """Every top-level key's default as the Pulumi CLI passes it (``Pulumi.yaml``'s ``default:``, generated from the
+    models): a key required per stack has none; an object with a required field, the fields that have one."""
     defaults: dict[str, Any] = {}
-    for key, declaration in declared.items():
-        if isinstance(declaration, dict) and "default" in declaration:
-            defaults[key] = json.loads(json.dumps(declaration["default"]))
+    for name, info in Settings.model_fields.items():
+        if not info.is_required():
+            defaults[name] = thaw(info.get_default(call_default_factory=True))
+        elif isinstance(info.annotation, type) and issubclass(info.annotation, Model):
+            fields = info.annotation.model_fields.items()
+            defaults[name] = {
+                k: thaw(f.get_default(call_default_factory=True)) for k, f in fields if not f.is_required()
+            }
+            defaults[name] = {k: v for k, v in defaults[name].items() if v is not None}
     return defaults
-
-
-def thaw(value: Any) -> Any:
-    """Plain dicts and lists again, for YAML/JSON output and for Pulumi inputs."""
-    if isinstance(value, BaseModel):
-        # What the stack (or Pulumi.yaml) wrote, without the optional fields it left out.
-        return {name: thaw(getattr(value, name)) for name in type(value).model_fields if name in value.model_fields_set}
-    if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
-    return value
 
 
 def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,139 +79,6 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
     return merged
 
 
-def _model_of(annotation: Any) -> type[Model] | None:
-    for candidate in (annotation, *typing.get_args(annotation)):
-        if isinstance(candidate, type) and issubclass(candidate, Model):
-            return candidate
-    return None
-
-
-def _merge_defaults(cls: type[Model], given: Any, default: Any, path: tuple[str, ...] = ()) -> Any:
-    """The stack's object over the default, model fields key by key (except those replaced whole)."""
-    if not isinstance(given, dict) or not isinstance(default, dict):
-        return given
-    merged = dict(given)
-    for name, info in cls.model_fields.items():
-        sub = _model_of(info.annotation)
-        if name not in default:
-            continue
-        if name not in merged:
-            merged[name] = default[name]
-        elif sub is not None and (*path, name) not in REPLACED_WHOLE:
-            merged[name] = _merge_defaults(sub, merged[name], default[name], (*path, name))
-    return merged
-
-
-def _expected(cls: type[Model], loc: tuple[Any, ...]) -> str | None:
-    """The ``Expect`` text declared for the value at ``loc``."""
-    annotation: Any = cls
-    metadata: list[Any] = []
-    for part in loc:
-        model = _model_of(annotation) if not isinstance(part, int) else None
-        if model is not None and isinstance(part, str) and part in model.model_fields:
-            info = model.model_fields[part]
-            annotation, metadata = info.annotation, list(info.metadata)
-        else:
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if typing.get_origin(annotation) in (tuple, list):
-                annotation = args[0]
-            elif typing.get_origin(annotation) in (Mapping, dict, typing.Mapping):
-                annotation = args[1]
-            elif len(args) == 1:
-                annotation = args[0]
-            metadata = []
-        while typing.get_origin(annotation) is Annotated:
-            inner, *extra = typing.get_args(annotation)
-            annotation, metadata = inner, [*extra, *metadata]
-        if typing.get_origin(annotation) in (typing.Union, type(int | None)):
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(args) == 1:
-                annotation = args[0]
-                while typing.get_origin(annotation) is Annotated:
-                    inner, *extra = typing.get_args(annotation)
-                    annotation, metadata = inner, [*extra, *metadata]
-    return next((m.text for m in reversed(expanded(metadata)) if isinstance(m, Expect)), None)
-
-
-_TYPE_WORDS = {
-    "bool_type": "true or false",
-    "int_type": "a whole number",
-    "string_type": "a string",
-    "model_type": "an object",
-    "dict_type": "an object",
-    "tuple_type": "a list",
-    "list_type": "a list",
-    "model_attributes_type": "an object",
-}
-
-
-def _join(path: str, part: Any) -> str:
-    if isinstance(part, int):
-        return f"{path}[{part}]"
-    return f"{path}.{part}" if path else str(part)
-
-
-def _problems(error: ValidationError, prefix: tuple[str, ...], secret: bool = False) -> list[str]:
-    """One line per pydantic error, in the project's words; ``prefix`` is where the validated value sits, ``secret``
-    whether it came from a secret (then no part of it is printed)."""
-    cls = Settings
-    problems: list[str] = []
-    for item in error.errors(include_url=False):
-        loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        loc = prefix + tuple(p for p in loc if p not in ("int", "str", "[key]"))
-        path = ""
-        for part in loc:
-            path = _join(path, part)
-        kind = item["type"]
-        if kind == "missing":
-            problems.append(f"{key_of(path)}: missing (no default in Pulumi.yaml; set it in the stack file)")
-            continue
-        if kind == "extra_forbidden":
-            parent = path.rsplit(".", 1)[0] if "." in path else ""
-            owner = _owner(cls, loc[:-1])
-            names = sorted(owner.model_fields) if owner else []
-            near = difflib.get_close_matches(str(loc[-1]), names, n=1)
-            hint = f"; did you mean {key_of(_join(parent, near[0]))}?" if near else ""
-            problems.append(
-                f"{key_of(path)}: unknown key (allowed under {key_of(parent) if parent else PROJECT}: "
-                f"{', '.join(names)}){hint}"
-            )
-            continue
-        value = item["input"]
-        if kind == "at_field":
-            context = item.get("ctx") or {}
-            path, value = _join(path, context["field"]), context["value"]
-            others = {name: show_value(other, secret) for name, other in (context.get("others") or {}).items()}
-            what = context["expected"].format(**others)
-        elif kind == "expected":
-            what = item["msg"]
-        else:
-            what = _expected(cls, loc) or _TYPE_WORDS.get(kind) or item["msg"]
-        if kind in ("model_type", "model_attributes_type", "dict_type") and _model_of_loc(cls, loc):
-            what = "an object"
-        problems.append(f"{key_of(path)} = {show_value(value, secret)}: expected {what}")
-    return problems
-
-
-def _owner(cls: type[Model], loc: tuple[Any, ...]) -> type[Model] | None:
-    model: type[Model] | None = cls
-    for part in loc:
-        if model is None or isinstance(part, int) or part not in model.model_fields:
-            if isinstance(part, int) and model is not None:
-                continue
-            return None
-        annotation = model.model_fields[part].annotation
-        model = _model_of(annotation)
-        if model is None:
-            for arg in typing.get_args(annotation):
-                model = _model_of(arg) or model
-    return model
-
-
-def _model_of_loc(cls: type[Model], loc: tuple[Any, ...]) -> bool:
-    return bool(loc) and _owner(cls, loc) is not None and not any(isinstance(p, int) for p in loc[-1:])
-
-
 def cli_text(value: Any) -> str:
     """How the CLI hands a value to the program: strings as they are, everything else as JSON."""
     if isinstance(value, str):
@@ -230,37 +86,81 @@ def cli_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
-def _parse_top(name: str, value: Any, annotation: Any, secret: bool) -> tuple[Any, str | None]:
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the model at ``loc`` (for an unknown key's hint)."""
+    model: Any = Settings
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        annotation = model.model_fields[part].annotation if part in model.model_fields else None
+        found = [a for a in (annotation, *typing.get_args(annotation)) if isinstance(a, type) and issubclass(a, Model)]
+        if not found:
+            return []
+        model = found[0]
+    return sorted(model.model_fields)
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str]) -> list[str]:
+    """One line per pydantic error, in the project's words; no part of a secret key's value is shown, and nothing
+    more of a top-level value that could not be read (``unread``: its problem is reported already)."""
+    problems: list[str] = []
+    for item in error.errors(include_url=False):
+        loc = tuple(p for p in item["loc"] if p != "[key]")
+        if loc[0] in unread:
+            continue
+        kind, value, secret = item["type"], item["input"], loc[0] in secrets
+        if kind == "missing":
+            problems.append(f"{key_of(_path(loc))}: missing (no default in Pulumi.yaml; set it in the stack file)")
+            continue
+        if kind == "extra_forbidden":
+            names = _fields_at(loc[:-1])
+            near = difflib.get_close_matches(str(loc[-1]), names, n=1)
+            hint = f"; did you mean {key_of(_path((*loc[:-1], near[0])))}?" if near else ""
+            problems.append(
+                f"{key_of(_path(loc))}: unknown key (allowed under {key_of(_path(loc[:-1])) if loc[1:] else PROJECT}: "
+                f"{', '.join(names)}){hint}"
+            )
+            continue
+        what = item["msg"] if kind == "expected" else _TYPE_WORDS.get(kind, item["msg"])
+        if kind == "at_field":
+            context = item["ctx"]
+            loc, value = (*loc, *context["field"].split(".", 1)), context["value"]
+            what = context["expected"].format(**{k: show_value(v, secret) for k, v in context["others"].items()})
+        problems.append(f"{key_of(_path(loc))} = {show_value(value, secret)}: expected {what}")
+    return problems
+
+
+def _as_the_program_reads(name: str, value: Any, secret: bool) -> tuple[Any, str | None]:
     """A top-level value as the program reads it. The CLI passes objects as JSON text and everything else as text;
     a stack file read without the CLI (``render``) gives the values themselves, taken as the CLI would pass them."""
-    if _model_of(annotation) is None and not _is_object(annotation):
+    if Settings.model_fields[name].annotation is str or name == "namespace":
         return (value if isinstance(value, str) else cli_text(value)), None
+    parsed = value
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):  # JSONDecodeError, and Python's 4,300-digit limit on integers
-            return None, f"{key_of(name)} = {show_value(value, secret)}: expected an object"
-    if not isinstance(value, dict):
+        with contextlib.suppress(ValueError, RecursionError):  # not JSON; Python's 4,300-digit limit on integers
+            parsed = json.loads(value)
+    if not isinstance(parsed, dict):
         return None, f"{key_of(name)} = {show_value(value, secret)}: expected an object"
-    return value, None
+    return parsed, None
 
 
-def _is_object(annotation: Any) -> bool:
-    while typing.get_origin(annotation) is Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return typing.get_origin(annotation) in (Mapping, dict, typing.Mapping)
+_INFO = Settings.model_fields["deliberateProviderConfig"]
+_DELIBERATE: TypeAdapter[Any] = TypeAdapter(typing.Annotated[(_INFO.annotation, *_INFO.metadata)])  # type: ignore[arg-type]
 
 
 def _namespace_problems(config: Mapping[str, Any]) -> list[str]:
     problems = []
-    ours = sorted(Settings.model_fields)
     for full_key in sorted(config):
         namespace, _, name = full_key.partition(":")
         if namespace in KNOWN_NAMESPACES:
             continue
         near = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
         if near and near[0] == PROJECT:
-            guess = difflib.get_close_matches(name, ours, n=1) or [name]
+            guess = difflib.get_close_matches(name, list(Settings.model_fields), n=1) or [name]
             hint = f"did you mean {key_of(guess[0])}?"
         elif near:
             hint = f"did you mean {near[0]}:{name}?"
@@ -294,9 +194,21 @@ def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, s
     return problems
 
 
+def _across_parsed_sections(given: Mapping[str, Any], error: ValidationError, secrets: frozenset[str]) -> list[str]:
+    """The cross-key rules, when the whole did not validate but the sections they relate did on their own."""
+    if any(e["loc"][0] in ("scaleFromZero", "keda") for e in error.errors()):
+        return []
+    try:
+        sfz = ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero", {})))
+        keda = KedaSettings.model_validate_json(json.dumps(given.get("keda", {})))
+    except ValidationError:
+        return []
+    broken = across_keys(sfz, keda)
+    return _problems(ValidationError.from_exception_data("Settings", broken), secrets, set()) if broken else []
+
+
 def load_settings(
     config: Mapping[str, Any],
-    defaults: Mapping[str, Any] | None = None,
     secret_keys: frozenset[str] | set[str] = frozenset(),
     prepare_chart: Callable[[ChartSource], None] | None = None,
 ) -> Settings:
@@ -304,63 +216,45 @@ def load_settings(
 
     ``secret_keys`` are the full keys the CLI listed in ``PULUMI_CONFIG_SECRET_KEYS``. Keys of the Kubernetes
     provider and the engine (``kubernetes:``, ``pulumi:``) are passed over; any other namespace is an error (a typo
-    in the project prefix would otherwise silently fall back to defaults). Raises ``ConfigError`` listing every
+    in the project prefix would otherwise silently fall back to defaults); a top-level key the config lacks gets its
+    default, as the CLI passes it (``project_defaults``). Raises ``ConfigError`` listing every
     problem. ``prepare_chart`` puts the chart on disk first (``pulumi preview`` and ``up`` fetch a pinned git chart),
     so that its generation is read from the chart itself (``config.generation.select``).
     """
-    defaults = project_defaults() if defaults is None else defaults
     problems = _namespace_problems(config)
-    ours: dict[str, Any] = {}
-    for full_key, text in config.items():
-        namespace, _, key = full_key.partition(":")
-        if namespace == PROJECT:
-            ours[key] = text
+    ours = {k.partition(":")[2]: v for k, v in config.items() if k.partition(":")[0] == PROJECT}
+    ours = {**project_defaults(), **ours}
     secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
-    # A secret under a key the config does not have is reported as the unknown key it is (below), nothing more.
+    # A secret under a key the config does not have is reported as the unknown key it is, nothing more.
     for key in sorted(secrets & set(Settings.model_fields) - set(SECRET_CAPABLE)):
         problems.append(
             f"{key_of(key)}: is a secret; expected a plain value (it names objects and the exported endpoint, so it "
             f"could not stay secret; only {', '.join(SECRET_CAPABLE)} may be secrets)"
         )
-    fields = Settings.model_fields
-    for unknown in sorted(set(ours) - set(fields)):
-        near = difflib.get_close_matches(unknown, sorted(fields), n=1)
-        hint = f"; did you mean {key_of(near[0])}?" if near else ""
-        problems.append(f"{key_of(unknown)}: unknown key (allowed under {PROJECT}: {', '.join(sorted(fields))}){hint}")
-    sections: dict[str, Any] = {}
-    for name, info in fields.items():
-        if name not in ours and name not in defaults:
-            problems.append(f"{key_of(name)}: missing (no default in Pulumi.yaml; set it in the stack file)")
+    given: dict[str, Any] = {}
+    unread: set[str] = set()
+    for name, value in ours.items():
+        if name not in Settings.model_fields:
+            given[name] = value  # reported as an unknown key
             continue
-        secret = name in secrets
-        raw, problem = _parse_top(name, ours[name], info.annotation, secret) if name in ours else (defaults[name], None)
+        given[name], problem = _as_the_program_reads(name, value, name in secrets)
         if problem:
             problems.append(problem)
-            continue
-        model = _model_of(info.annotation)
-        try:
-            if model is not None:
-                raw = _merge_defaults(model, raw, defaults.get(name), (name,))
-                sections[name] = model.model_validate_json(json.dumps(raw))
-            else:
-                sections[name] = _adapter(name).validate_json(json.dumps(raw))
-        except ValidationError as error:
-            problems.extend(_problems(error, (name,), secret))
-    problems.extend(check_across_keys(sections, secrets))
-    problems.extend(_provider_key_problems(config, sections.get("deliberateProviderConfig")))
-    if problems:
+            unread.add(name)
+    settings, deliberate = None, None
+    try:
+        settings = Settings.model_validate_json(json.dumps(given))
+        deliberate = settings.deliberateProviderConfig
+    except ValidationError as error:
+        problems.extend(_problems(error, secrets, unread))
+        problems.extend(_across_parsed_sections(given, error, secrets))
+        with contextlib.suppress(ValidationError):  # None: the list did not parse, so nothing is held against it
+            deliberate = _DELIBERATE.validate_json(json.dumps(given.get("deliberateProviderConfig", {})))
+    problems.extend(_provider_key_problems(config, deliberate))
+    if problems or settings is None:
         raise ConfigError(problems)
-    settings = Settings(**sections)
     settings._secret_keys = secrets
     if prepare_chart is not None:
         prepare_chart(settings.release.chart)
     settings._generation = generation.select(settings.release.chart)
     return settings
-
-
-@functools.cache
-def _adapter(name: str) -> TypeAdapter[Any]:
-    """A validator for a top-level key that is not an object model, with its declared constraints."""
-    info = Settings.model_fields[name]
-    annotated: Any = Annotated[(info.annotation, *info.metadata)]
-    return TypeAdapter(annotated, config=ConfigDict(strict=True))

@@ -78,6 +78,8 @@ def _environment_json(name: str, shape: type[dict[str, Any]] | type[list[Any]], 
 def current_config() -> dict[str, Any]:
     """The config map the Pulumi CLI handed this process (project and provider keys alike). Raises ConfigError when
     ``PULUMI_CONFIG`` is no JSON object."""
+    # Deliberately lazy, here and below: the Pulumi SDK (grpc) takes longer to import than the rest of the settings,
+    # and only the program under the engine reads its config this way; render and the tools never do.
     from pulumi.runtime import config as runtime_config
 
     merged = dict(_environment_json("PULUMI_CONFIG", dict, "a JSON object of config keys to values"))

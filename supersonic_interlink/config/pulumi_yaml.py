@@ -142,26 +142,18 @@ class _Reader:
         return YAMLInputError(f"line {event.start_mark.line + 1}: {where + ': ' if where else ''}{what}")
 
     def node(self, event: Any, path: list[Any], depth: int) -> Any:
+        aliases = "readers expand aliases within different limits; write the value out"
         if isinstance(event, ev.AliasEvent):
-            raise self.refuse(
-                event,
-                path,
-                f"alias *{event.anchor}: readers expand aliases within different limits; write the value out",
-            )
+            raise self.refuse(event, path, f"alias *{event.anchor}: {aliases}")
         if event.anchor is not None:
-            raise self.refuse(
-                event,
-                path,
-                f"anchor &{event.anchor}: readers expand aliases within different limits; "
-                "write the value out, without the anchor",
-            )
+            raise self.refuse(event, path, f"anchor &{event.anchor}: {aliases}, without the anchor")
         if event.tag is not None:
             tag = event.tag.replace("tag:yaml.org,2002:", "!!")
             raise self.refuse(
                 event,
                 path,
-                f"tag {tag}: readers resolve tags differently (the Pulumi CLI drops ones it "
-                "does not know); remove the tag, and quote the value for text",
+                f"tag {tag}: readers resolve tags differently (the Pulumi CLI drops ones it does not know); remove the "
+                "tag, and quote the value for text",
             )
         if isinstance(event, ev.ScalarEvent):
             if event.style:  # quoted or block: text

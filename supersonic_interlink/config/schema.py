@@ -1,12 +1,12 @@
-"""``Pulumi.yaml``'s ``config:`` types and descriptions, generated from the settings models.
+"""``Pulumi.yaml``'s ``config:`` block, generated from the settings models' JSON schema (``model_json_schema``).
 
-The models in ``config/model*.py`` are the one declaration of every key; ``Pulumi.yaml`` carries what the Pulumi CLI
-needs (each key's ``type``) and what ``pulumi config`` shows (its ``description``), plus the defaults, which are written
-only there. ``tests/test_schema.py`` fails when the file and the models drift apart;
+The models in ``config/model.py`` are the one declaration of every key and its default; ``Pulumi.yaml`` carries what
+the Pulumi CLI needs (each key's ``type`` and ``default``) and what ``pulumi config`` shows (its ``description``).
+``tests/test_schema.py`` fails when the file and the models drift apart;
 
     .venv/bin/python -m supersonic_interlink.config.schema --write
 
-rewrites the types and descriptions in place (comments and defaults are kept; run it after changing a model).
+rewrites them in place (comments are kept; run it after changing a model).
 """
 
 from __future__ import annotations
@@ -15,133 +15,109 @@ import argparse
 import io
 import sys
 import textwrap
-import typing
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import annotated_types
-from pydantic.fields import FieldInfo
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from supersonic_interlink.config import PROJECT_FILE, Expect, Model, Settings, Why, expanded
+from supersonic_interlink.config.loading import project_defaults
+from supersonic_interlink.config.model import Settings
+from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+from supersonic_interlink.config.rules import PROJECT_FILE, ConfigError
 
 WIDTH = 112
 """Description lines are wrapped to fit Pulumi.yaml's 120 columns at their indentation."""
+SCHEMA = Settings.model_json_schema()
+_TYPES = {"boolean": "boolean", "integer": "integer", "string": "string", "array": "list", "object": "map"}
 
 
-def _unwrap(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
-    while True:
-        if typing.get_origin(annotation) is Annotated:
-            inner, *extra = typing.get_args(annotation)
-            annotation, metadata = inner, [*metadata, *expanded(extra)]
-            continue
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if typing.get_origin(annotation) in (typing.Union, type(int | None)) and len(args) == 1:
-            annotation = args[0]
-            continue
-        return annotation, metadata
+def _inner(field: dict[str, Any]) -> dict[str, Any]:
+    """The schema of an optional field's value, or of a reference's model."""
+    kinds = [s for s in field.get("anyOf", [field]) if s.get("type") != "null"]
+    if len(kinds) == 1:
+        field = {**{k: v for k, v in field.items() if k != "anyOf"}, **kinds[0]}
+    return SCHEMA["$defs"][field["$ref"].rsplit("/", 1)[1]] if "$ref" in field else field
 
 
-def _bounds(metadata: list[Any]) -> str:
-    low = next((m.ge for m in metadata if isinstance(m, annotated_types.Ge)), None)
-    high = next((m.le for m in metadata if isinstance(m, annotated_types.Le)), None)
-    return f" {low}..{high}" if low is not None and high is not None else ""
-
-
-def type_word(info: FieldInfo) -> str:
+def type_word(field: dict[str, Any]) -> str:
     """The Pulumi config type of a field, with its bounds for integers."""
-    annotation, metadata = _unwrap(info.annotation, expanded(info.metadata))
-    if isinstance(annotation, type) and issubclass(annotation, Model):
+    inner = _inner(field)
+    if "properties" in inner:
         return "object"
-    if annotation is bool:
-        return "boolean"
-    if annotation is int:
-        return "integer" + _bounds(metadata)
-    if annotation is str:
-        return "string"
-    origin = typing.get_origin(annotation)
-    if origin in (tuple, list):
-        return "list"
-    if origin in (Mapping, dict, typing.Mapping):
-        return "map"
-    return "string or integer"
+    if "anyOf" in inner:
+        return "string or integer"
+    bounds = f" {inner['minimum']}..{inner['maximum']}" if "minimum" in inner and "maximum" in inner else ""
+    return _TYPES[inner["type"]] + (bounds if inner["type"] == "integer" else "")
 
 
-def _what(info: FieldInfo) -> str:
-    if info.description:
-        return info.description
-    _, metadata = _unwrap(info.annotation, expanded(info.metadata))
-    for marker in (Why, Expect):
-        text = next((m.text for m in reversed(metadata) if isinstance(m, marker)), None)
-        if text:
-            return text
-    return ""
+def _what(field: dict[str, Any]) -> str:
+    inner = field if "$ref" in field else _inner(field)
+    return field.get("description") or inner.get("x-why") or inner.get("x-expected") or ""
 
 
 def _wrap(line: str, indent: str) -> list[str]:
     return textwrap.wrap(line, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
 
 
-def _model(info: FieldInfo) -> type[Model] | None:
-    annotation, _ = _unwrap(info.annotation, list(info.metadata))
-    return annotation if isinstance(annotation, type) and issubclass(annotation, Model) else None
-
-
-def describe(cls: type[Model]) -> str:
-    """One line for the object, then one per field: ``name (type): what``; nested objects indent their fields."""
-    lines = _wrap(" ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()), "")
-    lines += _field_lines(cls, "")
-    return "\n".join(lines) + "\n"
-
-
-def _field_lines(cls: type[Model], indent: str) -> list[str]:
+def _field_lines(model: dict[str, Any], indent: str) -> list[str]:
     lines = []
-    for name, info in cls.model_fields.items():
-        what = _what(info)
-        lines += _wrap(f"{name} ({type_word(info)})" + (f": {what}" if what else ""), indent)
-        sub = _model(info)
-        if sub is not None and not info.description:
-            lines += _field_lines(sub, indent + "  ")
+    for name, field in model["properties"].items():
+        what = _what(field)
+        lines += _wrap(f"{name} ({type_word(field)})" + (f": {what}" if what else ""), indent)
+        if type_word(field) == "object" and not field.get("description"):
+            lines += _field_lines(_inner(field), indent + "  ")
     return lines
 
 
-def declarations() -> dict[str, dict[str, str]]:
-    """``{key: {type, description}}`` for every top-level config key."""
-    result: dict[str, dict[str, str]] = {}
-    for name, info in Settings.model_fields.items():
-        sub = _model(info)
-        if sub is not None:
-            result[name] = {"type": "object", "description": describe(sub)}
+def declarations() -> dict[str, dict[str, Any]]:
+    """``{key: {type, description[, default]}}`` for every top-level config key."""
+    result: dict[str, dict[str, Any]] = {}
+    defaults = project_defaults()
+    for name, field in SCHEMA["properties"].items():
+        kind = type_word(field)
+        if kind == "object":
+            model = _inner(field)
+            lines = _wrap(" ".join(model["description"].split("\n\n")[0].split()), "") + _field_lines(model, "")
+            text = "\n".join(lines) + "\n"
         else:
-            kind = type_word(info)
-            lines = _wrap(_what(info), "")
+            lines = _wrap(_what(field), "")
             text = lines[0] if len(lines) == 1 else "\n".join(lines) + "\n"
-            result[name] = {"type": "object" if kind == "map" else kind, "description": text}
+        result[name] = {"type": "object" if kind == "map" else kind, "description": text}
+        if name in defaults:
+            result[name]["default"] = defaults[name]
     return result
+
+
+def _declared(project_file: Path) -> dict[str, Any]:
+    try:
+        document = read_pulumi_yaml(project_file.read_bytes())
+    except YAMLInputError as error:
+        raise ConfigError([f"{project_file.name}: {error}"]) from None
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise ConfigError([f"{project_file.name}: expected a mapping with a 'config:' mapping of the project's keys"])
+    return document["config"]
 
 
 def drift(project_file: Path = PROJECT_FILE) -> list[str]:
     """Where ``Pulumi.yaml`` differs from the models: one line per key and field."""
-    from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
-
-    declared = (read_pulumi_yaml(project_file.read_bytes()) or {}).get("config") or {}
-    wanted = declarations()
+    declared, wanted = _declared(project_file), declarations()
     found = [f"config.{key}: declared in Pulumi.yaml, not a setting" for key in sorted(set(declared) - set(wanted))]
     for key, want in wanted.items():
         have = declared.get(key)
         if not isinstance(have, dict):
             found.append(f"config.{key}: missing from Pulumi.yaml")
             continue
-        for part in ("type", "description"):
-            if have.get(part) != want[part]:
-                found.append(f"config.{key}.{part}: differs from the settings models")
+        found += [
+            f"config.{key}.{part}: differs from the settings models" for part in want if have.get(part) != want[part]
+        ]
+        if "default" in have and "default" not in want:
+            found.append(f"config.{key}.default: differs from the settings models")
     return found
 
 
 def write(project_file: Path = PROJECT_FILE) -> bool:
-    """Rewrite the types and descriptions in ``Pulumi.yaml``; True when the file changed."""
+    """Rewrite the types, descriptions and defaults in ``Pulumi.yaml``; True when the file changed."""
     yaml = YAML(typ="rt")
     yaml.width = 120
     yaml.indent(mapping=2, sequence=4, offset=2)
@@ -149,12 +125,16 @@ def write(project_file: Path = PROJECT_FILE) -> bool:
     before = project_file.read_text()
     document = yaml.load(before)
     config = document["config"]
+    declared = _declared(project_file)
     for key, want in declarations().items():
-        if key not in config:
-            config[key] = {}
+        config.setdefault(key, {})
         config[key]["type"] = want["type"]
         text = want["description"]
         config[key]["description"] = LiteralScalarString(text) if "\n" in text else text
+        if "default" not in want:
+            config[key].pop("default", None)
+        elif (declared.get(key) or {}).get("default") != want["default"]:  # as it is, with its comments, if it is
+            config[key]["default"] = want["default"]
     for key in [k for k in config if k not in Settings.model_fields]:
         del config[key]
     out = io.StringIO()

@@ -15,10 +15,11 @@ marks them.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,32 +78,34 @@ def read_yaml_file(path: Path) -> Any:
         raise ConfigError([f"{shown}: {error}"]) from None
 
 
-def _secure_values(value: Any, path: str) -> list[tuple[str, str]]:
-    """(path, ciphertext) of each ``{secure: <ciphertext>}`` in a value (config/object.go ``isSecureValue``)."""
-    if isinstance(value, dict):
-        if len(value) == 1 and isinstance(value.get("secure"), str):
-            return [(path, value["secure"])]
-        return [p for key, sub in value.items() for p in _secure_values(sub, f"{path}.{key}")]
-    if isinstance(value, list):
-        return [p for i, sub in enumerate(value) for p in _secure_values(sub, f"{path}[{i}]")]
-    return []
+def _secure_values(stack_values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(full key with its path, ciphertext) of each ``{secure: <ciphertext>}`` in a stack's ``config:`` map
+    (config/object.go ``isSecureValue``), in file order; keys that cannot be parsed are left out (``cli_config``
+    reports them)."""
 
+    def walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
+        if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("secure"), str):
+            yield path, value["secure"]
+        elif isinstance(value, (dict, list)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, sub in items:
+                yield from walk(sub, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
 
-def _secure_paths(value: Any, path: str) -> list[str]:
-    return [found for found, _ in _secure_values(value, path)]
+    for key, value in stack_values.items():
+        with contextlib.suppress(ConfigError):
+            yield from walk(value, full_key(key))
 
 
 def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
     """Path -> SHA-256 of its ciphertext, for each ``secure:`` value: enough to tell that a secret was set again
     (a new ciphertext, whatever the value), never what it is."""
-    found: dict[str, str] = {}
-    for key, value in stack_values.items():
-        try:
-            pairs = _secure_values(value, full_key(key))
-        except ConfigError:
-            continue
-        found.update((path, hashlib.sha256(text.encode()).hexdigest()) for path, text in pairs)
-    return found
+    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in _secure_values(stack_values)}
+
+
+def secret_paths(stack_values: Mapping[str, Any]) -> list[str]:
+    """Where a stack's ``config:`` map holds ``secure:`` values: full keys with their path
+    (``supersonic-interlink:helmValues.auth.token``), in file order."""
+    return [path for path, _ in _secure_values(stack_values)]
 
 
 def full_key(key: str) -> str:
@@ -118,19 +121,6 @@ def full_key(key: str) -> str:
     raise ConfigError(
         [f"{key}: could not parse as a configuration key (configuration keys should be of the form <namespace>:<name>)"]
     )
-
-
-def secret_paths(stack_values: Mapping[str, Any]) -> list[str]:
-    """Where a stack's ``config:`` map holds ``secure:`` values: full keys with their path
-    (``supersonic-interlink:helmValues.auth.token``), in file order. Keys that cannot be parsed are left out
-    (``cli_config`` reports them)."""
-    found: list[str] = []
-    for key, value in stack_values.items():
-        try:
-            found.extend(_secure_paths(value, full_key(key)))
-        except ConfigError:
-            continue
-    return found
 
 
 def secret_key_of(path: str) -> str:

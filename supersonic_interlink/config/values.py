@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from supersonic_interlink.config.loading import thaw
-from supersonic_interlink.config.model import Settings
+from supersonic_interlink.config.model import Settings, thaw
 from supersonic_interlink.contract import CHART
 
 CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
@@ -24,12 +23,8 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
         "nodeSelector": thaw(triton.nodeSelector),
         "tolerations": thaw(triton.tolerations),
         "annotations": thaw(triton.podAnnotations),
-        "service": {"labels": thaw(triton.service.labels), "annotations": thaw(triton.service.annotations)},
-        "modelRepository": {
-            "enabled": triton.modelRepository.enabled,
-            "storageType": triton.modelRepository.storageType,
-            "mountPath": triton.modelRepository.mountPath,
-        },
+        "service": thaw(triton.service),
+        "modelRepository": thaw(triton.modelRepository),
     }
     if triton.readinessProbe:
         inference["readinessProbe"] = thaw(triton.readinessProbe)
@@ -47,18 +42,13 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             "enabled": keda.enabled,
             "minReplicaCount": keda.minReplicaCount,
             "maxReplicaCount": keda.maxReplicaCount,
-            "scaleUp": _policy(keda.scaleUp),
-            "scaleDown": _policy(keda.scaleDown),
+            "scaleUp": thaw(keda.scaleUp),
+            "scaleDown": thaw(keda.scaleDown),
             "metricType": keda.metricType,
             **_set(pollingInterval=keda.pollingInterval, cooldownPeriod=keda.cooldownPeriod),
         },
         "prometheus": {
-            "external": {
-                "enabled": True,
-                "url": settings.prometheus.url,
-                "port": settings.prometheus.port,
-                "scheme": settings.prometheus.scheme,
-            },
+            "external": {"enabled": True, **thaw(settings.prometheus)},
         },
         "grafana": {"enabled": False},
         settings.generation.inference_values_key: inference,
@@ -88,14 +78,6 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
 def _set(**optional: Any) -> dict[str, Any]:
     """The optional keys the stack set; an unset one is left out, so the chart's own default applies."""
     return {key: value for key, value in optional.items() if value is not None}
-
-
-def _policy(policy: Any) -> dict[str, int]:
-    return {
-        "stabilizationWindowSeconds": policy.stabilizationWindowSeconds,
-        "periodSeconds": policy.periodSeconds,
-        "stepsize": policy.stepsize,
-    }
 
 
 def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any], path: str = "") -> list[str]:

@@ -18,9 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from supersonic_interlink.config.rules import INT32_MAX, PROJECT
-from supersonic_interlink.config.types import ANNOTATIONS_TEXT, CONTAINER_RESOURCE_TEXT, annotations_size
-from supersonic_interlink.config.types import container_resource_name as _resource_name
+from supersonic_interlink.config.rules import (
+    ANNOTATIONS_TEXT,
+    CONTAINER_RESOURCE_TEXT,
+    INT32_MAX,
+    PROJECT,
+    annotations_size,
+    container_resource_name,
+)
 from supersonic_interlink.contract import CHART
 
 KUBERNETES_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
@@ -88,7 +93,7 @@ API_SERVER_RULES = (
     ),
     (
         _CONTAINER + r"resources\.(requests|limits)\..+",
-        lambda key, v: _resource_name(str(key)),
+        lambda key, v: container_resource_name(str(key)),
         CONTAINER_RESOURCE_TEXT,
     ),
     (r"spec\.ports\[\d+\]\.port", lambda key, v: _number(v), NUMBER_TEXT),
