@@ -163,9 +163,9 @@ def nested_imports(path: Path, text: str | None = None) -> list[str]:
         for node in ast.walk(function):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            if imported(ast.Module([node], []), module_name(path), path.name == "__init__.py"):
-                if not said_lazy(lines, node.lineno):
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: import inside {function.name}()")
+            project = imported(ast.Module([node], []), module_name(path), path.name == "__init__.py")
+            if project and not said_lazy(lines, node.lineno):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: import inside {function.name}()")
     return found
 
 
@@ -177,7 +177,10 @@ def test_the_nested_import_check_finds_one_and_accepts_a_reason() -> None:
     where = ROOT / PACKAGE / "config" / "example.py"
     nested = "import json\n\ndef f():\n    import yaml\n    from supersonic_interlink import contract\n"
     assert nested_imports(where, nested) == [f"{PACKAGE}/config/example.py:5: import inside f()"]
-    said = "def f():\n    # Lazy for start-up time: f is rare.\n    from supersonic_interlink import contract\n    import yaml\n    from supersonic_interlink import files\n"
+    said = (
+        "def f():\n    # Lazy for start-up time: f is rare.\n    from supersonic_interlink import contract\n"
+        "    import yaml\n    from supersonic_interlink import files\n"
+    )
     assert nested_imports(where, said) == []
     unrelated = "def f():\n    # lazy\n    x = 1\n    from supersonic_interlink import contract\n"
     assert nested_imports(where, unrelated) == [f"{PACKAGE}/config/example.py:4: import inside f()"]
