@@ -10,11 +10,13 @@ import random
 from pathlib import Path
 
 import pytest
+import yaml
 from chart_fixtures import CHARTS, fixture_chart
 from cli_runner import run_cli
 from loopback import loopback_settings
 from wake_records import cold_wake, probe_record, warm_answer, write_history
 
+from supersonic_interlink.config import stack_config
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import ClusterError, start_process, stop_process, wait_until
 from supersonic_interlink.rehearse import measure
@@ -167,6 +169,30 @@ def test_the_verb_refuses_a_wrong_stack_delay_or_chart_before_starting_anything(
     done = run_cli("rehearse", *args)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
+
+
+def test_a_stack_without_a_load_metric_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stacks_dir = tmp_path / "stacks"
+    stacks_dir.mkdir()
+    document = yaml.safe_load((stack_config.STACKS_DIR / "Pulumi.hammer.yaml").read_text())
+    del document["config"]["supersonic-interlink:serverLoad"]["metric"]
+    (stacks_dir / "Pulumi.hammer.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    monkeypatch.setattr(stack_config, "STACKS_DIR", stacks_dir)
+    started: list[object] = []
+
+    def start(*args: object, **kwargs: object) -> None:
+        started.append(args)
+        raise ClusterError("the test starts no control plane")
+
+    monkeypatch.setattr(measure.toolchain, "ensure", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(measure, "LocalCluster", start)
+    chart = fixture_chart("inference-server", tmp_path / "chart")
+    done = run_cli("rehearse", "hammer", "--queue-delay", "fixed:1", "--chart", str(chart))
+    assert done.returncode == 2, done.stderr
+    assert "hammer: serverLoad.metric is empty" in done.stderr and "set serverLoad.metric" in done.stderr
+    assert started == [], "nothing is built or started"
 
 
 # --------------------------------------------------------------------------------------------- processes

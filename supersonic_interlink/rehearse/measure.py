@@ -94,6 +94,11 @@ def _inputs(stack: str, queue_delay: str, chart: Path | None) -> tuple[Settings,
         raise Refusal(f"{stack}: {'; '.join(error.problems)}") from None
     if not settings.scaleFromZero.enabled:
         raise Refusal(f"{stack} has scaleFromZero.enabled false: nothing wakes")
+    if not settings.serverLoad.metric:
+        raise Refusal(
+            f"{stack}: serverLoad.metric is empty: the rehearsal's ScaledObject queries it, and the chart's default "
+            "query is not known here; set serverLoad.metric in the stack file"
+        )
     return settings, delay, chart, files
 
 

@@ -65,8 +65,6 @@ def triton_deployment(settings: Settings) -> dict[str, Any]:
 def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]:
     """The ScaledObject with the stack's KEDA values and load trigger, the trigger's server the stand-in."""
     release, keda = settings.release.name, settings.keda
-    if not settings.serverLoad.metric:
-        raise ValueError("serverLoad.metric is empty: the chart's default query is not known here; set it")
     trigger = {"serverAddress": prometheus_address, "threshold": str(settings.serverLoad.threshold)}
     behavior = {
         direction: {
