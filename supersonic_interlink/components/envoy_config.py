@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from supersonic_interlink.components import created_name
 from supersonic_interlink.config import Settings
 from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.contract import CHART
@@ -62,5 +61,5 @@ class EnvoyConfig(pulumi.ComponentResource):
             data={CHART.envoy_config_key: args.text},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.config_map_name = config_map.metadata.apply(created_name)
+        self.config_map_name = config_map.metadata.name
         self.register_outputs({"config_map_name": self.config_map_name})

@@ -11,7 +11,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from supersonic_interlink import ROOT
-from supersonic_interlink.components import created_name
 from supersonic_interlink.config import Settings
 from supersonic_interlink.contract import CHART, Generation
 
@@ -104,14 +103,14 @@ class FailedPodCleanup(pulumi.ComponentResource):
         )
         rules = [{"api_groups": r["apiGroups"], "resources": r["resources"], "verbs": r["verbs"]} for r in ROLE_RULES]
         role = k8s.rbac.v1.Role(f"{name}-role", metadata=metadata, rules=rules, opts=child)
-        account_name = account.metadata.apply(created_name)
+        account_name = account.metadata.name
         k8s.rbac.v1.RoleBinding(
             f"{name}-rolebinding",
             metadata=metadata,
             role_ref={
                 "api_group": "rbac.authorization.k8s.io",
                 "kind": "Role",
-                "name": role.metadata.apply(created_name),
+                "name": role.metadata.name,
             },
             subjects=[{"kind": "ServiceAccount", "name": account_name, "namespace": args.namespace}],
             opts=child,
@@ -171,4 +170,4 @@ class FailedPodCleanup(pulumi.ComponentResource):
             },
             opts=child,
         )
-        return cronjob.metadata.apply(created_name)
+        return cronjob.metadata.name
