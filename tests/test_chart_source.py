@@ -66,6 +66,8 @@ def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tup
     (chart / "templates" / "extra.yaml").unlink()
     (chart / "values.yaml").write_text("edited: true\n")
     assert "values.yaml differs" in str(verify(chart.parent.parent, commit, CHART_PATH))
+    git("commit", "--quiet", "--all", "-m", "moved on", cwd=chart.parent.parent)
+    assert f", not {commit}" in str(verify(chart.parent.parent, commit, CHART_PATH)), "HEAD must be the pinned commit"
 
 
 def test_what_the_providers_dependency_update_writes_is_allowed(fetched: tuple[str, Path]) -> None:
