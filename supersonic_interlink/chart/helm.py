@@ -19,7 +19,6 @@ from supersonic_interlink.chart import binaries
 from supersonic_interlink.chart.lookup_api import LookupApi, write_loopback_kubeconfig
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
 
-HELM_TIMEOUT_SECONDS = 120
 VERSION = r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
 """An exact SemVer version, as in a packaged chart's name."""
 _ARCHIVE = re.compile(rf"(?P<name>.+?)-{VERSION}\.tgz")
@@ -145,30 +144,20 @@ class ChartRenderer:
         command += ["--values", "-", "--dry-run=server", *(["--is-upgrade"] if is_upgrade else [])]
         if self.post_renderer is not None and post_render is None:
             command += ["--post-renderer", str(self.post_renderer)]
-        try:
-            # JSON is YAML, and keeps explicit nulls (Helm's "delete this default").
-            result = subprocess.run(
-                command,
-                input=json.dumps(values),
-                capture_output=True,
-                text=True,
-                env=self._env,
-                timeout=HELM_TIMEOUT_SECONDS,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise ChartRenderError(f"helm template did not finish within {HELM_TIMEOUT_SECONDS} s") from None
+        # JSON is YAML, and keeps explicit nulls (Helm's "delete this default").
+        result = subprocess.run(
+            command, input=json.dumps(values), capture_output=True, text=True, env=self._env, check=False
+        )
         if result.returncode != 0:
             raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
         try:
             text = result.stdout if post_render is None else post_render(result.stdout)
-        except Exception as error:  # any refusal of the post-renderer, reported as Helm reports one
+        except (
+            Exception
+        ) as error:  # a refusal of the post-renderer, as Helm reports one: a scanned variant may cause it
             raise ChartRenderError(f"error while running post render on files: {error}") from None
-        try:
-            documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            return [document for document in documents if isinstance(document, dict)]
-        except yaml.YAMLError as error:
-            raise ChartRenderError(f"the rendered manifests are not YAML: {error}") from None
+        documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return [document for document in documents if isinstance(document, dict)]
 
 
 def render_chart(
