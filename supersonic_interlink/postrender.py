@@ -56,11 +56,6 @@ def _line_break(chunk: str) -> str:
     return "\r\n" if "\r\n" in chunk else "\n"
 
 
-def _may_hold_scaled_object(chunk: str) -> bool:
-    """False only where neither the word nor a backslash (an escape could spell it) occurs: copied unparsed."""
-    return "ScaledObject" in chunk or "\\" in chunk
-
-
 def _shape(value: Any) -> str:
     named = {bool: "the boolean", int: "the number", float: "the number", str: "the string"}
     if type(value) in named:
@@ -118,7 +113,7 @@ def patch(stream: str) -> str:
     """The rendered stream with the trigger timeout set."""
     out = []
     for index, chunk in enumerate(_split(stream), 1):
-        if not _may_hold_scaled_object(chunk):
+        if not ("ScaledObject" in chunk or "\\" in chunk):  # an escape could spell the word: parse those too
             out.append(chunk)
             continue
         source = _SOURCE.search(_header(chunk))

