@@ -14,21 +14,15 @@ from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_settings
 from supersonic_interlink.config.stack_config import full_key, load_stack, stack_file
 
-DEFAULT_REF = "main"
 RELEASE_KEY = f"{PROJECT}:release"
-
-
-def _round_trip() -> YAML:
-    yaml = YAML()  # round-trip: comments, key order, quoting and flow style survive
-    yaml.preserve_quotes = True
-    yaml.width = 4096  # never re-wrap a long line
-    yaml.indent(mapping=2, sequence=4, offset=2)  # the stack files' own layout
-    return yaml
 
 
 def with_commit(text: str, chart: ChartSource, commit: str) -> str:
     """The stack file ``text`` with ``release.chart.commit`` set to ``commit``, everything else as it was."""
-    yaml = _round_trip()
+    yaml = YAML()  # round-trip: comments, key order, quoting and flow style survive
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap a long line
+    yaml.indent(mapping=2, sequence=4, offset=2)  # the stack files' own layout
     document = yaml.load(text)
     config = document["config"]
     # Bare (`release:`), prefixed, or the old `<ns>:config:release`, as the CLI reads it.
@@ -50,7 +44,7 @@ def with_commit(text: str, chart: ChartSource, commit: str) -> str:
     return out.getvalue()
 
 
-def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
+def pin_chart(stack: str, ref: str = "main") -> tuple[str, Path]:
     """(commit, stack file); the file is written only once every check passed."""
     settings = load_settings(load_stack(stack).config)
     chart = settings.release.chart
