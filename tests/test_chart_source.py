@@ -222,9 +222,7 @@ def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
 
 def test_a_fetch_failure_stops_preview_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
-    monkeypatch.setenv("GIT_CONFIG_KEY_0", "url.https://127.0.0.1:1/.insteadOf")
-    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/")
+    _unreachable_github(monkeypatch)
     config = stack_config(
         "hammer",
         release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": "b" * 40}},
