@@ -1,14 +1,5 @@
-"""Helm post-renderer: give the ScaledObject's first trigger ``metadata.timeout: "60000"``.
-
-Helm pipes the rendered manifests through this program (``postrender/keda-trigger-timeout`` runs
-``python -m supersonic_interlink.postrender``) on every install and upgrade of the release. It sets
-``spec.triggers[0].metadata.timeout`` on the release's ScaledObject (``<instance>-keda-so``), also when the
-ScaledObject sits in the ``items`` of a list object (Kubernetes deploys each item of a list), and copies every
-other document through byte for byte, CRLF line endings included. A patched document keeps the line endings it
-came with. Running it on its own output changes nothing. Bad YAML, a ScaledObject whose fields are not the shape
-KEDA defines, or one under a name the chart contract does not expect, stops the upgrade with a one-line message
-naming the document and the field, instead of deploying a ScaledObject without the timeout.
-"""
+"""Helm post-renderer (``postrender/keda-trigger-timeout``): the release's ScaledObject's first trigger gets
+``metadata.timeout``, in a list's ``items`` too; every other document passes byte for byte; bad input is one line."""
 
 from __future__ import annotations
 
@@ -20,17 +11,15 @@ import yaml
 
 from supersonic_interlink.contract import CHART
 
-# KEDA's Prometheus scaler gives up on a query after 3 s by default; the external Prometheus on Geddes answers
-# the serverLoadMetric query more slowly under load, and a timed-out query reads as "no load", scaling Triton
-# down mid-burst. The old release carried the same patch.
+# KEDA's Prometheus scaler gives up after 3 s; Geddes' Prometheus answers more slowly under load, and a timed-out
+# query reads as "no load", scaling Triton down mid-burst. The old release carried the same patch.
 TRIGGER_TIMEOUT_MS = "60000"
 
 # libyaml: the pure-Python parser takes minutes on a large release.
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-# A document starts at a line that begins with "---" followed by a blank or the line's end (YAML's document
-# marker; it cannot occur at the start of a line inside a scalar).
+# YAML's document marker: "---" then a blank or the line's end, never at a line's start inside a scalar.
 _SEPARATOR = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.MULTILINE)
 _SEPARATOR_ONLY = re.compile(r"---(?:[ \t]+(?:#.*)?)?")
 _SOURCE = re.compile(r"^# Source: (.+?)\r?$", re.MULTILINE)
@@ -50,9 +39,7 @@ def _split(stream: str) -> list[str]:
 
 
 def _header(chunk: str) -> str:
-    """The separator and leading comment lines (``# Source: ...``) of a document chunk, kept when it is rewritten.
-
-    A separator that carries content (``--- {kind: ...}``) is not kept as it is; a bare one takes its place."""
+    """The separator and leading comments (``# Source: ...``) kept on a rewrite; ``--- {kind: ...}`` becomes ``---``."""
     kept = []
     for line in chunk.splitlines(keepends=True):
         text = line.rstrip("\r\n")
@@ -67,13 +54,6 @@ def _header(chunk: str) -> str:
 
 def _line_break(chunk: str) -> str:
     return "\r\n" if "\r\n" in chunk else "\n"
-
-
-def _may_hold_scaled_object(chunk: str) -> bool:
-    """False only for a document that cannot be, or hold, a ScaledObject: the word does not occur in it, and with
-    no backslash there is no double-quoted escape that could spell it. Anchors, aliases and tags cannot reach
-    across documents. Such documents are copied without being parsed."""
-    return "ScaledObject" in chunk or "\\" in chunk
 
 
 def _shape(value: Any) -> str:
@@ -93,7 +73,7 @@ def _mapping(parent: dict, key: str, where: str, path: str) -> dict:
 
 
 def _set_timeout(scaled_object: dict, where: str) -> bool:
-    """Set the first trigger's timeout; True if the object changed. Raises PostRenderError on a malformed object."""
+    """Set the first trigger's timeout; True if the object changed."""
     where = f"{where}, ScaledObject"
     name = _mapping(scaled_object, "metadata", where, "metadata").get("name")
     if not isinstance(name, str) or not name:
@@ -113,8 +93,7 @@ def _set_timeout(scaled_object: dict, where: str) -> bool:
     first = triggers[0]
     if not isinstance(first, dict):
         raise PostRenderError(f"{where}: spec.triggers[0] is {_shape(first)}; expected a mapping")
-    if "metadata" not in first:
-        first["metadata"] = {}
+    first.setdefault("metadata", {})
     metadata = _mapping(first, "metadata", where, "spec.triggers[0].metadata")
     if metadata.get("timeout") == TRIGGER_TIMEOUT_MS:
         return False
@@ -123,40 +102,27 @@ def _set_timeout(scaled_object: dict, where: str) -> bool:
 
 
 def _patch_object(obj: Any, where: str) -> bool:
-    """Patch ``obj`` in place if it is, or lists, the ScaledObject; True if anything changed.
-
-    Kubernetes reads any object that has ``items`` as a list of objects (``kind: List`` and ``<Kind>List``
-    alike) and deploys each item, so a ScaledObject inside one is patched there."""
-    if not isinstance(obj, dict):
-        return False
-    items = obj.get("items")
-    if isinstance(items, list):
-        changed = [_patch_object(item, f"{where}, items[{i}]") for i, item in enumerate(items)]
-        return any(changed)
-    if obj.get("kind") != "ScaledObject":
-        return False
-    return _set_timeout(obj, where)
-
-
-def _describe(index: int, chunk: str) -> str:
-    source = _SOURCE.search(_header(chunk))
-    return f"document {index}" + (f" ({source.group(1)})" if source else "")
+    """Patch ``obj`` in place if it is, or lists, the ScaledObject (Kubernetes deploys each of any ``items``)."""
+    if isinstance(obj, dict) and isinstance(obj.get("items"), list):
+        changed = [_patch_object(item, f"{where}, items[{i}]") for i, item in enumerate(obj["items"])]
+        return any(changed)  # every item patched, not only up to the first
+    return isinstance(obj, dict) and obj.get("kind") == "ScaledObject" and _set_timeout(obj, where)
 
 
 def patch(stream: str) -> str:
-    """The rendered stream with the trigger timeout set; raises PostRenderError on bad input."""
+    """The rendered stream with the trigger timeout set."""
     out = []
     for index, chunk in enumerate(_split(stream), 1):
-        if not _may_hold_scaled_object(chunk):
+        if not ("ScaledObject" in chunk or "\\" in chunk):  # an escape could spell the word: parse those too
             out.append(chunk)
             continue
-        where = _describe(index, chunk)
+        source = _SOURCE.search(_header(chunk))
+        where = f"document {index}" + (f" ({source.group(1)})" if source else "")
         try:
             documents = list(yaml.load_all(chunk, Loader=LOADER))
         except yaml.YAMLError as error:
             reason = " ".join(str(error).split())
             raise PostRenderError(f"{where} is not valid YAML: {reason}") from None
-        # Every document is checked, not only up to the first that changes.
         changed = [_patch_object(document, where) for document in documents]
         if not any(changed):
             out.append(chunk)

@@ -15,25 +15,15 @@ from supersonic_interlink.config.pulumi_config import current_config, current_se
 from supersonic_interlink.config.values import release_values, split_nulls
 from supersonic_interlink.contract import CHART
 
-ENVOY_COMPONENT = "envoy"
 RELEASE_COMPONENT = "supersonic"
-CLEANUP_COMPONENT = "cleanup"
-"""Pulumi resource names of the three components: part of every URN in the state, so renaming one would make
-the engine replace what it names (for the release: a second Helm release, then the first uninstalled)."""
-
+"""Part of every URN in the state: a rename without its old name in ``RELEASE_COMPONENT_ALIASES`` replaces the
+release, which its protection and the preview gate refuse."""
 RELEASE_COMPONENT_ALIASES: tuple[str, ...] = ()
-"""Earlier names of the release component. Renaming ``RELEASE_COMPONENT`` means adding its old name here: the
-engine then moves the state to the new URN (children follow their parent's alias) and changes nothing on the
-cluster. Without it, the Release's protection and the preview gate refuse the rename (tests/e2e)."""
 
 
 def build(settings: Settings) -> None:
-    """Register every resource of the stack and export what operators and other tooling read.
-
-    The one place a setting becomes a Pulumi secret: every value computed from a key the CLI passed as a secret
-    (``pulumi config set --secret``) goes to its component wrapped, so state and ``preview --diff`` show
-    ``[secret]``. Names, namespaces and checksums never carry a secret (``SECRET_CAPABLE`` in ``config/model.py``).
-    """
+    """Register the stack's resources; the one place a value computed from a ``--secret`` key becomes a Pulumi
+    secret (names, namespaces and checksums never are: ``SECRET_CAPABLE`` in ``config/model.py``)."""
 
     def secret(value: Any, *keys: str) -> Any:
         return pulumi.Output.secret(value) if settings.is_secret(*keys) else value
@@ -42,7 +32,7 @@ def build(settings: Settings) -> None:
     text = envoy_cm.envoy_config_text(settings)
     checksum = envoy_cm.config_checksum(text)
     envoy = envoy_cm.EnvoyConfig(
-        ENVOY_COMPONENT,
+        "envoy",
         envoy_cm.EnvoyConfigArgs(release_name, namespace, text=secret(text, *envoy_cm.ENVOY_KEYS), checksum=checksum),
     )
     # helmValues goes underneath: collisions with computed values were refused before anything registered.
@@ -66,7 +56,7 @@ def build(settings: Settings) -> None:
     )
     cleanup = settings.cleanup
     cleaner = cleanup_cj.FailedPodCleanup(
-        CLEANUP_COMPONENT,
+        "cleanup",
         cleanup_cj.FailedPodCleanupArgs(
             release_name,
             namespace,
@@ -84,15 +74,11 @@ def build(settings: Settings) -> None:
     pulumi.export("namespace", release.namespace)
     pulumi.export("envoyConfigMap", envoy.config_map_name)
     pulumi.export("cleanupCronJob", cleaner.cronjob_name)
-    pulumi.export(
-        "clientEndpoint",
-        f"{CHART.client_endpoint_host(release_name, namespace)}:{CHART.envoy_grpc_port}",
-    )
+    pulumi.export("clientEndpoint", f"{CHART.client_endpoint_host(release_name, namespace)}:{CHART.envoy_grpc_port}")
 
 
 def settings_or_stop() -> Settings:
-    """The stack's settings from the config the CLI passed, with its chart on disk (a git chart fetched at its
-    pinned commit); stops the program cleanly on any problem, before any resource is registered."""
+    """The stack's settings, its git chart fetched; a problem stops the program before anything is registered."""
     stack = pulumi.get_stack()
     try:
         config = current_config()
@@ -100,7 +86,7 @@ def settings_or_stop() -> Settings:
             config, current_secret_keys(config), prepare_chart=lambda chart: chart_source.prepare(chart, stack)
         )
     except ConfigError as error:
-        # RunError ends the program with the message alone: these are the operator's mistakes, not bugs.
+        # RunError ends the program with the message alone, no traceback.
         raise pulumi.RunError("invalid stack config:\n  " + "\n  ".join(error.problems)) from None
     except chart_source.ChartSourceError as error:
         raise pulumi.RunError(str(error)) from None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
+import subprocess
 
 import pytest
 
@@ -15,7 +17,10 @@ from supersonic_interlink.chart import binaries
 def test_the_installed_binary_matches_its_pinned_checksum_and_version(name: str) -> None:
     executable = binaries.ensure(name)
     assert binaries.installed(name), f"{executable} must match the sha256 pinned in binaries.py"
-    assert binaries._reported_version(executable) == binaries.BINARIES[name].version, (
+    flags = ["--client", "-o", "json"] if name == "kubectl" else ["--template", "{{.Version}}"]
+    reported = subprocess.run([executable, "version", *flags], capture_output=True, text=True, check=True).stdout
+    version = json.loads(reported)["clientVersion"]["gitVersion"] if name == "kubectl" else reported.strip()
+    assert version == binaries.BINARIES[name].version, (
         "Helm must be v3 (pulumi-kubernetes embeds Helm v3; Helm 4 takes --post-renderer as a plugin name) and "
         "kubectl 1.34 (the cleanup image's minor version)"
     )
@@ -32,7 +37,7 @@ def test_a_binary_is_hashed_at_its_first_use_only_and_a_changed_one_is_refused(t
     pinned = b"the pinned bytes"
     monkeypatch.setattr(binaries, "TOOLS_DIR", tmp_path / ".tools")
     monkeypatch.setattr(binaries, "ROOT", tmp_path)
-    tiny = dataclasses.replace(binaries.BINARIES["helm"], name="tiny", sha256=hashlib.sha256(pinned).hexdigest())
+    tiny = dataclasses.replace(binaries.BINARIES["helm"], sha256=hashlib.sha256(pinned).hexdigest())
     monkeypatch.setitem(binaries.BINARIES, "tiny", tiny)
     hashed: list[bytes] = []
 

@@ -66,6 +66,8 @@ def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tup
     (chart / "templates" / "extra.yaml").unlink()
     (chart / "values.yaml").write_text("edited: true\n")
     assert "values.yaml differs" in str(verify(chart.parent.parent, commit, CHART_PATH))
+    git("commit", "--quiet", "--all", "-m", "moved on", cwd=chart.parent.parent)
+    assert f", not {commit}" in str(verify(chart.parent.parent, commit, CHART_PATH)), "HEAD must be the pinned commit"
 
 
 def test_what_the_providers_dependency_update_writes_is_allowed(fetched: tuple[str, Path]) -> None:
@@ -220,9 +222,7 @@ def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
 
 def test_a_fetch_failure_stops_preview_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
-    monkeypatch.setenv("GIT_CONFIG_KEY_0", "url.https://127.0.0.1:1/.insteadOf")
-    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/")
+    _unreachable_github(monkeypatch)
     config = stack_config(
         "hammer",
         release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": "b" * 40}},

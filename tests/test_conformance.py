@@ -101,6 +101,14 @@ def test_a_chart_of_the_other_generation_is_named_as_such_and_nothing_else(hamme
     ], "one finding naming both generations, not one per renamed object"
 
 
+@pytest.mark.parametrize(
+    ("values", "said"), [({"replicas": 1}, "neither"), ({"triton": {}, "inferenceServer": {}}, "both")]
+)
+def test_a_chart_of_no_one_generation_is_refused_naming_both_blocks(values: dict, said: str) -> None:
+    with pytest.raises(contract.UnknownGeneration, match=f"declares {said} of triton: or inferenceServer:"):
+        contract.generation_of_values(values)
+
+
 @pytest.mark.parametrize(("chart_name", "stack"), [(CONFORMING, "hammer"), (NEWEST_CHART, "hammer_newest")])
 def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart_name, stack, request, tmp_path):
     expected = request.getfixturevalue(stack)

@@ -1,24 +1,5 @@
-"""Render a chart with the real Helm v3, as an install or upgrade on a cluster would: the one place that runs Helm.
-
-``helm template --dry-run=server`` renders the chart client-side (no capabilities are read from the server, no
-OpenAPI validation runs, no release Secret is listed or written: Helm's ``template`` runs its install action in
-client-only mode) but answers every ``lookup`` from the API server of its kubeconfig. Pointed at the stand-in API
-(``lookup_api.LookupApi``) serving the objects a caller gives, the chart sees what it would see on a cluster that
-holds exactly those objects: the external Envoy ConfigMap it copies, a live ScaledObject whose replica floor it
-keeps. The project's post-renderer runs as it does under ``pulumi up``.
-
-Helm insists that every dependency in ``Chart.yaml`` is in ``charts/``, even one its condition disables; a chart
-checked out from git has none of them (``helm dependency build`` would download them). A dependency missing on disk
-is stood in for, in a copy of the chart, by an empty chart of the same name and version whose one template fails
-with a message naming it: a disabled dependency renders nothing either way, and an enabled one stops the render
-instead of rendering as if absent.
-
-    objects = render_chart(chart_dir, "supersonic-interlink", "cms", values, served_objects=[config_map])
-
-``ChartRenderer`` keeps the stand-in API and the prepared chart for many renders (thread-safe; each render is its
-own Helm process). A chart Helm refuses raises ``ChartRenderError`` whose message is Helm's, with the chart's own
-``fail`` text verbatim in it.
-"""
+"""The one place that runs Helm: ``helm template --dry-run=server`` renders client-side but answers each ``lookup``
+from its kubeconfig's API server, here the stand-in serving the objects a caller gives; the post-renderer runs."""
 
 from __future__ import annotations
 
@@ -38,17 +19,13 @@ from supersonic_interlink.chart import binaries
 from supersonic_interlink.chart.lookup_api import LookupApi, write_loopback_kubeconfig
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
 
-HELM_TIMEOUT_SECONDS = 120
-"""Longest one render may take before it counts as a failure (a render takes well under a second)."""
-
 VERSION = r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
-"""An exact SemVer version (not a range), as in a packaged chart's name."""
+"""An exact SemVer version, as in a packaged chart's name."""
 _ARCHIVE = re.compile(rf"(?P<name>.+?)-{VERSION}\.tgz")
-"""A packaged dependency in ``charts/``: ``<name>-<version>.tgz``, as ``helm dependency build`` writes it."""
 
 
 class ChartRenderError(Exception):
-    """Helm refused to render the chart; the message is Helm's error text (the chart's ``fail`` message in it)."""
+    """Helm refused to render the chart; the message is Helm's, the chart's ``fail`` text verbatim in it."""
 
 
 def _helm_error(stderr: str) -> str:
@@ -67,8 +44,8 @@ def _chart_file(path: Path) -> Any:
 
 
 def declared_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
-    """(name, version) of each dependency ``Chart.yaml`` declares: the version ``Chart.lock`` resolved, else the
-    requirement's own if it is exact, else "" (a range no lock resolved). Raises ``ChartRenderError``."""
+    """(name, version) of each dependency ``Chart.yaml`` declares: ``Chart.lock``'s version, else the requirement's
+    own if it is exact, else "" (a range no lock resolved)."""
     metadata = _chart_file(chart_dir / "Chart.yaml")
     wanted = (metadata.get("dependencies") if isinstance(metadata, dict) else None) or []
     if not isinstance(metadata, dict) or not isinstance(wanted, list):
@@ -95,8 +72,8 @@ def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
 
 
 def prepare_chart(chart_dir: Path, workdir: Path) -> Path:
-    """``chart_dir`` itself if Helm can load it as it is, else a copy in ``workdir`` with missing dependencies stood in
-    for (see the module docstring). The chart directory is never written to."""
+    """``chart_dir``, or a copy in ``workdir`` where each dependency missing on disk (Helm refuses the chart, even with
+    it disabled) is an empty chart whose one template fails naming it: disabled, it renders nothing either way."""
     missing = [(name, version) for name, version in missing_dependencies(chart_dir) if version]
     if not missing:
         return chart_dir
@@ -113,7 +90,7 @@ def prepare_chart(chart_dir: Path, workdir: Path) -> Path:
 
 
 class ChartRenderer:
-    """Renders one chart as one release, with any values, against one stand-in API serving ``served_objects``."""
+    """One chart as one release against one stand-in API, for many renders (each its own Helm process)."""
 
     def __init__(
         self,
@@ -133,9 +110,6 @@ class ChartRenderer:
         self.post_renderer = post_renderer
         self.helm = helm if helm is not None else binaries.ensure("helm")
         self.api = LookupApi(served_objects)
-        self._workdir: tempfile.TemporaryDirectory[str] | None = None
-        self._chart: Path = chart_dir
-        self._env: dict[str, str] = {}
 
     def __enter__(self) -> Self:
         self._workdir = tempfile.TemporaryDirectory(prefix="helm-render-")
@@ -145,10 +119,9 @@ class ChartRenderer:
             self.api.__enter__()
             kubeconfig = write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)
         except BaseException:
-            self.close()
+            self.__exit__()
             raise
-        # Helm's own config, cache and data stay inside the work directory: no repositories, plugins or
-        # credentials of the operator's leak into the render.
+        # Helm's config, cache and data inside the work directory: none of the operator's repositories or plugins.
         self._env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"},
             "KUBECONFIG": str(kubeconfig),
@@ -159,64 +132,32 @@ class ChartRenderer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
         self.api.close()
-        if self._workdir is not None:
-            self._workdir.cleanup()
-            self._workdir = None
-
-    def command(self, *, is_upgrade: bool = False, post_renderer: bool = True) -> list[str]:
-        """The Helm command line of one render (values come on standard input)."""
-        command = [str(self.helm), "template", self.release_name, str(self._chart), "--namespace", self.namespace]
-        command += ["--values", "-", "--dry-run=server"]
-        if self.post_renderer is not None and post_renderer:
-            command += ["--post-renderer", str(self.post_renderer)]
-        return command + (["--is-upgrade"] if is_upgrade else [])
-
-    def render_text(
-        self, values: Mapping[str, Any], *, is_upgrade: bool = False, post_render: Callable[[str], str] | None = None
-    ) -> str:
-        """What Helm prints: the rendered (and post-rendered) manifests. Raises ``ChartRenderError``.
-
-        ``post_render``, if given, replaces the post-renderer executable: Helm runs without it and the function is
-        applied to Helm's output in this process. Helm hands a post-renderer its manifests and prints what comes
-        back, so a function that is what the executable runs gives the same text, without a process per render.
-        """
-        if self._workdir is None:
-            raise RuntimeError("ChartRenderer is used as a context manager")
-        command = self.command(is_upgrade=is_upgrade, post_renderer=post_render is None)
-        try:
-            # JSON is YAML, and keeps explicit nulls (Helm's "delete this default").
-            result = subprocess.run(
-                command,
-                input=json.dumps(values),
-                capture_output=True,
-                text=True,
-                env=self._env,
-                timeout=HELM_TIMEOUT_SECONDS,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise ChartRenderError(f"helm template did not finish within {HELM_TIMEOUT_SECONDS} s") from None
-        if result.returncode != 0:
-            raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
-        try:
-            return result.stdout if post_render is None else post_render(result.stdout)
-        except Exception as error:  # any refusal of the post-renderer, reported as Helm reports one
-            raise ChartRenderError(f"error while running post render on files: {error}") from None
+        self._workdir.cleanup()
 
     def render(
         self, values: Mapping[str, Any], *, is_upgrade: bool = False, post_render: Callable[[str], str] | None = None
     ) -> list[dict[str, Any]]:
-        """The rendered objects, in Helm's order. Raises ``ChartRenderError``."""
-        text = self.render_text(values, is_upgrade=is_upgrade, post_render=post_render)
+        """The rendered objects in Helm's order. ``post_render`` replaces the post-renderer executable in this process:
+        Helm hands it the manifests and prints what comes back, so the text is the same."""
+        command = [str(self.helm), "template", self.release_name, str(self._chart), "--namespace", self.namespace]
+        command += ["--values", "-", "--dry-run=server", *(["--is-upgrade"] if is_upgrade else [])]
+        if self.post_renderer is not None and post_render is None:
+            command += ["--post-renderer", str(self.post_renderer)]
+        # JSON is YAML, and keeps explicit nulls (Helm's "delete this default").
+        result = subprocess.run(
+            command, input=json.dumps(values), capture_output=True, text=True, env=self._env, check=False
+        )
+        if result.returncode != 0:
+            raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
         try:
-            documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            return [document for document in documents if isinstance(document, dict)]
-        except yaml.YAMLError as error:
-            raise ChartRenderError(f"the rendered manifests are not YAML: {error}") from None
+            text = result.stdout if post_render is None else post_render(result.stdout)
+        except (
+            Exception
+        ) as error:  # a refusal of the post-renderer, as Helm reports one: a scanned variant may cause it
+            raise ChartRenderError(f"error while running post render on files: {error}") from None
+        documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return [document for document in documents if isinstance(document, dict)]
 
 
 def render_chart(
@@ -229,6 +170,6 @@ def render_chart(
     post_renderer: Path | None = None,
     is_upgrade: bool = False,
 ) -> list[dict[str, Any]]:
-    """Render ``chart_dir`` once as release ``release_name`` in ``namespace`` (see ``ChartRenderer``)."""
+    """Render ``chart_dir`` once (see ``ChartRenderer``)."""
     with ChartRenderer(chart_dir, release_name, namespace, served_objects, post_renderer) as renderer:
         return renderer.render(values, is_upgrade=is_upgrade)

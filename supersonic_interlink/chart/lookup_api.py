@@ -1,15 +1,5 @@
-"""The one stand-in Kubernetes API: on loopback, it answers Helm's ``lookup`` as a cluster holding given objects would.
-
-``helm template --dry-run=server`` renders client-side but resolves the chart's ``lookup`` calls against the API
-server of its kubeconfig: it reads the discovery document of the group-version (``/api/v1``, ``/apis/<group>/<v>``)
-to find the resource, then GETs the named object or LISTs the namespace; it asks nothing else (``tests/test_helm.py``
-records what it asks). This server answers exactly those, read-only, for the kinds in ``RESOURCES``. A missing object
-is a 404 ``Status``, which ``lookup`` turns into an empty result, as on a cluster. Anything else is refused (405 for
-writes, 404 for other paths), so a chart that needs more of the API fails loudly instead of rendering from a guess.
-The tests' pod API for kubectl (``tests/kube_api_standin.py``) extends this class by overriding ``handle``.
-
-Plain HTTP on 127.0.0.1, a free port, until closed; requests are answered concurrently (several Helm processes).
-"""
+"""The one stand-in Kubernetes API, read-only on loopback: the discovery, GET and LIST Helm's ``lookup`` asks
+(``tests/test_helm.py`` records them), answered as a cluster holding the given objects would; tests extend it."""
 
 from __future__ import annotations
 
@@ -43,34 +33,22 @@ RESOURCES: tuple[ApiResource, ...] = tuple(
     )
     for kind in kinds.split()
 )
-"""Kinds with discovery: what the chart generations that can be read look up (ConfigMap, Deployment, Service,
-Ingress, Role, PersistentVolumeClaim, ScaledObject) or render, plus the objects this program deploys itself."""
+"""What the readable chart generations look up or render, and what this program deploys."""
 
 _PATH = re.compile(
     r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+)(?=/))?(?P<rest>/.*)?"
 )
 
 
-def write_loopback_kubeconfig(
-    path: Path,
-    url: str,
-    namespace: str = "default",
-    *,
-    user: Mapping[str, str] | None = None,
-    certificate_authority: Path | None = None,
-) -> Path:
-    """A kubeconfig (JSON, which kubectl and Helm read as YAML) whose only context is the API server at ``url`` (the
-    stand-in needs no credentials, the local control plane a token), readable by its owner alone (Helm warns about
-    a group- or world-readable one)."""
-    cluster = {"server": url} | ({"certificate-authority": str(certificate_authority)} if certificate_authority else {})
+def write_loopback_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:
+    """A kubeconfig (JSON is YAML) whose one context is ``url``, private to its owner: Helm warns otherwise."""
+    context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "loopback", "cluster": cluster}],
-        "users": [{"name": "loopback", "user": dict(user or {})}],
-        "contexts": [
-            {"name": "loopback", "context": {"cluster": "loopback", "user": "loopback", "namespace": namespace}}
-        ],
+        "clusters": [{"name": "loopback", "cluster": {"server": url}}],
+        "users": [{"name": "loopback", "user": {}}],
+        "contexts": [{"name": "loopback", "context": context}],
         "current-context": "loopback",
     }
     path.write_text(json.dumps(config))
@@ -83,7 +61,7 @@ class LookupApiError(ValueError):
 
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
-    """A Kubernetes API ``Status`` failure body, as the API server answers an error."""
+    """A Kubernetes API ``Status`` failure body."""
     return {
         "kind": "Status",
         "apiVersion": "v1",
@@ -105,13 +83,13 @@ def reply(request: BaseHTTPRequestHandler, code: int, body: Any, content_type: s
 
 
 class LookupApi:
-    """The stand-in API, serving ``objects``; a context manager (``with LookupApi(objs) as api: api.url``)."""
+    """The stand-in API serving ``objects`` while entered (``with LookupApi(objs) as api: api.url``)."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()):
         self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         """(group-version, plural, namespace or "", name) -> the object as served."""
         self.requests: list[Any] = []
-        """Every request as (method, path with query), in arrival order: what the client asked of the API."""
+        """(method, path with query) of every request, in arrival order."""
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         for obj in objects:
@@ -134,8 +112,7 @@ class LookupApi:
 
     @property
     def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the stand-in API is not running (use it as a context manager)")
+        assert self._server is not None, "the stand-in API runs while entered"
         return f"http://127.0.0.1:{self._server.server_port}"
 
     def __enter__(self) -> Self:
@@ -143,8 +120,7 @@ class LookupApi:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            # Headers and body go out as two writes; with Nagle's algorithm the body waits for the client's
-            # delayed ACK of the headers (~40 ms), on each of the few requests a render makes.
+            # Headers and body are two writes: with Nagle the body waits ~40 ms for the client's delayed ACK.
             disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
@@ -222,9 +198,5 @@ class LookupApi:
             for (gv, plural, ns, _), obj in sorted(self.objects.items())
             if (gv, plural) == (group_version, resource.plural) and (not namespace or ns == namespace)
         ]
-        return 200, {
-            "kind": f"{resource.kind}List",
-            "apiVersion": group_version,
-            "metadata": {"resourceVersion": "1"},
-            "items": items,
-        }
+        metadata = {"resourceVersion": "1"}
+        return 200, {"kind": f"{resource.kind}List", "apiVersion": group_version, "metadata": metadata, "items": items}

@@ -1,12 +1,5 @@
-"""Pin a stack's git chart to one commit: resolve a ref, fetch and verify it, write it into the stack file.
-
-    ./supersonic render <stack> --pin-chart [REF]      # REF: a branch or tag (default main), or a full commit id
-
-The commit goes into ``stacks/Pulumi.<stack>.yaml`` as ``release.chart.commit``, with the file's comments, order
-and layout kept (a YAML round trip with ruamel.yaml), so the change is one reviewable line. A stack that takes its
-chart from the ``Pulumi.yaml`` default gets the whole chart object, since a stack's ``release.chart`` replaces the
-default whole.
-"""
+"""``./supersonic render <stack> --pin-chart [REF]``: resolve REF, fetch and verify the commit, and write it as
+``release.chart.commit`` with the stack file's comments and layout kept (ruamel.yaml), one reviewable line."""
 
 from __future__ import annotations
 
@@ -21,29 +14,23 @@ from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_settings
 from supersonic_interlink.config.stack_config import full_key, load_stack, stack_file
 
-DEFAULT_REF = "main"
 RELEASE_KEY = f"{PROJECT}:release"
-
-
-def _round_trip() -> YAML:
-    yaml = YAML()  # round-trip: comments, key order, quoting and flow style survive
-    yaml.preserve_quotes = True
-    yaml.width = 4096  # never re-wrap a long line
-    yaml.indent(mapping=2, sequence=4, offset=2)  # the stack files' own layout
-    return yaml
 
 
 def with_commit(text: str, chart: ChartSource, commit: str) -> str:
     """The stack file ``text`` with ``release.chart.commit`` set to ``commit``, everything else as it was."""
-    yaml = _round_trip()
+    yaml = YAML()  # round-trip: comments, key order, quoting and flow style survive
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap a long line
+    yaml.indent(mapping=2, sequence=4, offset=2)  # the stack files' own layout
     document = yaml.load(text)
     config = document["config"]
-    # The stack may write the key as the CLI reads it: bare (`release:`), prefixed, or the old `<ns>:config:release`.
+    # Bare (`release:`), prefixed, or the old `<ns>:config:release`, as the CLI reads it.
     written_as = [key for key in config if isinstance(key, str) and full_key(key) == RELEASE_KEY]
     if len(written_as) != 1:
         raise ConfigError([f"{RELEASE_KEY}: written {len(written_as)} times in the stack file; expected once"])
     release = config[written_as[0]]
-    if "chart" not in release:
+    if "chart" not in release:  # the Pulumi.yaml default: a stack's release.chart replaces it whole
         release["chart"] = CommentedMap([("git", chart.git), ("commit", commit), ("path", chart.path)])
     else:
         written = release["chart"]
@@ -57,14 +44,8 @@ def with_commit(text: str, chart: ChartSource, commit: str) -> str:
     return out.getvalue()
 
 
-def pin_chart(stack: str, ref: str = DEFAULT_REF) -> tuple[str, Path]:
-    """Resolve ``ref`` of the stack's git chart to a commit, fetch and verify it, and write it into the stack file.
-
-    Returns (commit, stack file). Raises ``ConfigError`` (the stack's config) or ``ChartSourceError`` (not a git
-    source, no network, no such ref, no chart at the path, a commit whose templates still refuse an external Envoy
-    configuration, or one without scale from zero for a stack that enables it); the stack file is written only once
-    all of that passed.
-    """
+def pin_chart(stack: str, ref: str = "main") -> tuple[str, Path]:
+    """(commit, stack file); the file is written only once every check passed."""
     settings = load_settings(load_stack(stack).config)
     chart = settings.release.chart
     if chart.kind != "git":
@@ -87,8 +68,7 @@ _NOT_PINNED = re.compile(r"(?P<lead>[ \t]*#[^\n]*?)\s*Not pinned yet\b[^\n]*(?:\
 
 
 def pinned_comment(text: str, stack: str, ref: str, commit: str) -> str:
-    """The stack file with its "Not pinned yet ..." comment (to the end of that comment block) saying what is
-    pinned now and how to move it; any other comment is left as written."""
+    """The stack file with its "Not pinned yet ..." comment block saying what is pinned now and how to move it."""
 
     def now_pinned(match: re.Match[str]) -> str:
         lead = match.group("lead")

@@ -1,21 +1,5 @@
-"""Where the Release's chart is on disk: a git chart source fetched at exactly its pinned commit into a cache.
-
-A git source (``release.chart: {git, commit, path}``) is fetched into ``.charts/<commit>/`` inside the project
-directory (ignored by git) with ``git fetch --depth 1 <url> <commit>``, and checked: the checkout's ``HEAD`` is the
-commit and no tracked file differs from it. A commit id is the hash of the content, so the chart is exactly the one
-pinned, wherever it was fetched from. The Release is given the chart as the relative path
-``.charts/<commit>/<path>``: the same input on every machine (the provider starts in the project directory), and a
-new commit is a changed input, so ``pulumi preview`` shows the ``helm upgrade``.
-
-The provider itself writes into the checkout: with ``dependencyUpdate`` it downloads the chart's dependencies into
-``<path>/charts/`` as ``<name>-<version>.tgz`` (and rewrites ``<path>/Chart.lock`` if the committed one is stale);
-those are the only changes the check allows: an archive of a dependency ``Chart.yaml`` declares, at the version
-``Chart.lock`` locks where it does. Anything else there (a planted subchart directory, another archive) is refused,
-since Helm renders every chart under ``charts/``.
-
-A branch is never deployed as such: ``resolve`` turns a ref into its commit (``git ls-remote``) for
-``./supersonic render <stack> --pin-chart [REF]`` to write into the stack file, where review sees it.
-"""
+"""A git chart fetched at exactly its pinned commit into ``.charts/<commit>/`` and verified (HEAD is the commit, no
+file differs but the archives and lock the provider's ``dependencyUpdate`` writes); a ref is resolved only to pin."""
 
 from __future__ import annotations
 
@@ -36,15 +20,9 @@ from supersonic_interlink.contract import CHART
 
 CACHE_DIR = CHART_CACHE_DIR
 CACHE_ROOT = ROOT / CACHE_DIR
-UNPINNED = "unpinned"
-"""Stands for the commit in the chart path an offline render of an unpinned git source shows."""
 GIT_TIMEOUT_SECONDS = 300
-
 OFFLINE = contextvars.ContextVar("offline_evaluation", default=False)
-"""True while the program is evaluated offline (``./supersonic render``, the tests): nothing is fetched and an unpinned
-chart is rendered, not refused. ``pulumi preview`` and ``pulumi up`` run with the default, False."""
-
-_COMMIT = re.compile(r"[0-9a-f]{40}")
+"""True under ``./supersonic render`` and the tests: nothing is fetched and an unpinned chart is rendered."""
 
 
 class ChartSourceError(Exception):
@@ -63,9 +41,9 @@ def unpinned_message(stack: str) -> str:
 
 
 def release_chart(chart: ChartSource) -> str:
-    """What the Release's ``chart`` input is for a path or git source (a repo source names its chart instead)."""
+    """Relative to the project directory, where the provider starts: the same input on every machine."""
     if chart.kind == "git":
-        return f"{CACHE_DIR}/{chart.commit or UNPINNED}/{chart.path}"
+        return f"{CACHE_DIR}/{chart.commit or 'unpinned'}/{chart.path}"
     if chart.kind == "path":
         return str(chart.path)
     return str(chart.name)
@@ -79,8 +57,7 @@ def chart_on_disk(chart: ChartSource, root: Path = ROOT, cache: Path | None = No
 
 
 def fetched_copy(commit: str, path: str, cache: Path | None = None) -> tuple[Path | None, str | None]:
-    """The fetched copy of a pinned git chart, verified once: (its chart directory, None), or (None, why it is not
-    the pinned commit: changed files, another commit), or (None, None) when nothing is fetched."""
+    """(the verified chart directory, None), (None, why it is not the pinned commit), or (None, None) if not fetched."""
     checkout = (CACHE_ROOT if cache is None else cache) / commit
     if not checkout.is_dir():
         return None, None
@@ -89,8 +66,6 @@ def fetched_copy(commit: str, path: str, cache: Path | None = None) -> tuple[Pat
 
 
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    if shutil.which("git") is None:
-        raise ChartSourceError("git is not installed: a git chart source needs it (apt-get install git)")
     try:
         return subprocess.run(
             ["git", *args],
@@ -99,7 +74,6 @@ def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
             text=True,
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,
-            # Never prompt for credentials: a chart repository must be readable anonymously.
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
     except subprocess.TimeoutExpired:
@@ -123,8 +97,6 @@ def verify(checkout: Path, commit: str, path: str) -> str | None:
     if head.returncode != 0 or head.stdout.strip() != commit:
         return f"{checkout} is at {head.stdout.strip() or 'no commit'}, not {commit}"
     status = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", cwd=checkout)
-    if status.returncode != 0:
-        return f"{checkout}: git status failed: {_last_line(status.stderr)}"
     chart = path.rstrip("/")
     archives = _dependency_archives(checkout / chart)
     for entry in filter(None, status.stdout.split("\0")):
@@ -140,9 +112,7 @@ def verify(checkout: Path, commit: str, path: str) -> str | None:
 
 
 def _dependency_archives(chart_dir: Path) -> Callable[[str], bool]:
-    """Whether a file name under ``<chart>/charts/`` is an archive the provider's ``dependencyUpdate`` downloads: the
-    dependencies ``Chart.yaml`` declares, each at the version ``Chart.lock`` locks (any exact version where nothing
-    fixes one: Helm resolves the range then). None for a ``Chart.yaml`` that cannot be read."""
+    """Whether a name under ``<chart>/charts/`` is a declared dependency's archive, at its locked version if any."""
     try:
         declared = declared_dependencies(chart_dir)
     except ChartRenderError:
@@ -153,12 +123,7 @@ def _dependency_archives(chart_dir: Path) -> Callable[[str], bool]:
 
 
 def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
-    """The chart directory of ``commit`` from ``url``, fetched into the cache unless it is there and verified.
-
-    Raises ``ChartSourceError`` (no network, no such commit, no chart at ``path``, a cache that was changed).
-    """
-    if not _COMMIT.fullmatch(commit):
-        raise ChartSourceError(f"{commit!r} is not a full commit id (40 lowercase hexadecimal digits)")
+    """The chart directory of ``commit`` from ``url``, fetched into the cache unless it is there and verified."""
     cache = CACHE_ROOT if cache is None else cache
     checkout = cache / commit
     if checkout.is_dir():
@@ -168,30 +133,20 @@ def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
         return checkout / path
     cache.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{commit}.", dir=cache))
-    steps = {
-        f"git init in {cache} failed": ("init", "--quiet"),
-        "": ("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit),
-        f"cannot check out {commit} from {url}": ("checkout", "--quiet", "--detach", commit),
-    }
+    fetch_commit = ("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit)
     try:
-        for failed, args in steps.items():
+        for args in (("init", "--quiet"), fetch_commit, ("checkout", "--quiet", "--detach", commit)):
             result = _git(*args, cwd=partial)
-            reason = _last_line(result.stderr)
             if result.returncode == 0:
                 continue
-            if failed:
-                raise ChartSourceError(f"{failed}: {reason}")
+            reason = _last_line(result.stderr)
             if any(said in reason for said in ("not our ref", "couldn't find remote ref", "no such remote ref")):
                 raise ChartSourceError(f"{url} has no commit {commit}: {reason}")
             raise _unreachable(url, result)
         problem = verify(partial, commit, path)
         if problem is not None:
             raise ChartSourceError(problem.replace(str(partial), url))
-        try:
-            partial.rename(checkout)
-        except OSError:
-            if not checkout.is_dir():  # not another process that fetched the same commit meanwhile
-                raise
+        partial.rename(checkout)
     finally:
         if partial.exists():
             shutil.rmtree(partial, ignore_errors=True)
@@ -199,9 +154,8 @@ def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
 
 
 def resolve(url: str, ref: str) -> str:
-    """The commit ``ref`` names in ``url``: a branch, then a tag; a full commit id is returned as given (``fetch``
-    then proves it exists). Raises ``ChartSourceError``."""
-    if _COMMIT.fullmatch(ref):
+    """The commit a branch, then a tag, names; a full commit id as given (``fetch`` then proves it exists)."""
+    if re.fullmatch(r"[0-9a-f]{40}", ref):
         return ref
     listed = _git("ls-remote", url, f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}")
     if listed.returncode != 0:
@@ -211,16 +165,12 @@ def resolve(url: str, ref: str) -> str:
         if name in refs:
             return refs[name]
     if re.fullmatch(r"[0-9a-f]{4,39}", ref):
-        raise ChartSourceError(
-            f"{url} has no branch or tag named {ref!r}, and a short commit id cannot be pinned: give the full "
-            f"40-hex commit (git rev-parse {ref}) or a branch or tag"
-        )
+        raise ChartSourceError(f"{url}: a short commit id cannot be pinned: give the full 40-hex commit ({ref!r})")
     raise ChartSourceError(f"{url} has no branch or tag named {ref!r}; give a branch, a tag or a full 40-hex commit")
 
 
 def guard_line(chart_dir: Path) -> str | None:
-    """Where the chart's templates still ``fail`` on ``scaleFromZero.enabled`` with an external Envoy configuration
-    (``templates/<file>:<line>``), or None when no template does."""
+    """``templates/<file>:<line>`` of the chart's ``fail`` on an external Envoy config with scale from zero, or None."""
     for template in sorted(p for p in (chart_dir / "templates").rglob("*") if p.is_file()):
         for number, line in enumerate(template.read_text(errors="replace").splitlines(), start=1):
             if "fail" in line and CHART.external_config_guard in line:
@@ -229,15 +179,13 @@ def guard_line(chart_dir: Path) -> str | None:
 
 
 def refuse_guarded(commit: str, chart_dir: Path | None = None) -> None:
-    """Raise ``ChartSourceError`` naming the commit and the template line when the commit still refuses this program's
-    Envoy configuration: known from the chart's history before anything is fetched, or read from ``chart_dir``."""
+    """Refuse a commit known to carry the guard (before any fetch), or whose ``chart_dir`` carries it."""
     where = CHART.guarded_commits.get(commit) or (guard_line(chart_dir) if chart_dir is not None else None)
     if where is not None:
         raise ChartSourceError(guarded_message(commit, where))
 
 
 def guarded_message(commit: str, where: str | None = None) -> str:
-    """Why ``commit`` cannot be deployed: its template ``where`` (default: the known line) still carries the guard."""
     return (
         f"commit {commit} still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap "
         f"({where or CHART.guarded_commits[commit]}), so it cannot load this program's Envoy configuration: pin a "
@@ -246,8 +194,7 @@ def guarded_message(commit: str, where: str | None = None) -> str:
 
 
 def refuse_without_scale_from_zero(commit: str, chart_dir: Path) -> None:
-    """Raise ``ChartSourceError`` when no template of the chart reads ``scaleFromZero``: a commit before scale from zero
-    (SuperSONIC main had none for a while) ignores every ``scaleFromZero`` value and holds a replica for ever."""
+    """A commit before scale from zero (main had none for a while) ignores its values and holds a replica for ever."""
     templates = (p for p in (chart_dir / "templates").rglob("*") if p.is_file())
     if not any("scaleFromZero" in p.read_text(errors="replace") for p in templates):
         raise ChartSourceError(
@@ -257,8 +204,7 @@ def refuse_without_scale_from_zero(commit: str, chart_dir: Path) -> None:
 
 
 def prepare(chart: ChartSource, stack: str) -> None:
-    """Before anything is registered under ``pulumi preview``/``up``: refuse an unpinned git source, and fetch a
-    pinned one. Nothing happens in an offline evaluation (``OFFLINE``). Raises ``ChartSourceError``."""
+    """Under ``pulumi preview``/``up``, before anything registers: refuse an unpinned git source, fetch a pinned one."""
     if OFFLINE.get() or chart.kind != "git":
         return
     if chart.commit is None:
