@@ -1,6 +1,5 @@
-"""Offline checks of rendered output: Kubernetes schemas (``kubernetes-validate``, strict), the API server's rules
-those schemas cannot state (over every object, the program's and the chart's), and ``envoy --mode validate``. A value
-the chart rendered that is refused is traced back to the stack key that set it."""
+"""Offline checks of rendered output: strict Kubernetes schemas (``kubernetes-validate``), the API server's rules they
+cannot state, and ``envoy --mode validate``; a refused value the chart rendered named by the key that set it."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ from supersonic_interlink.config.rules import (
 from supersonic_interlink.contract import CHART
 
 KUBERNETES_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
-"""Kubernetes releases the manifests are checked against (the clusters this runs on span these)."""
+"""The releases the clusters this runs on span."""
 
 
 def _where(path: Iterable[str | int]) -> str:
@@ -37,7 +36,7 @@ def _where(path: Iterable[str | int]) -> str:
 
 
 def _nodes(tree: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
-    """Every (path, value) of a tree (a model's fields, a mapping's keys, a list's indexes), inner nodes included."""
+    """Every (path, value) of a tree (a model's fields, a mapping's keys, a list's indexes), inner nodes too."""
     yield path, tree
     if isinstance(tree, BaseModel):
         items: Iterable[tuple[Any, Any]] = ((name, getattr(tree, name)) for name in type(tree).model_fields)
@@ -109,8 +108,7 @@ def _ident(manifest: Mapping[str, Any]) -> str:
 
 
 def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
-    """What the API server refuses in ``manifest`` beyond its schema: ``API_SERVER_RULES``, and the annotations'
-    total size (named by the largest)."""
+    """``API_SERVER_RULES`` over ``manifest``, and the annotations' total size (named by the largest)."""
     found = []
     for path, value in _nodes(dict(manifest)):
         where = _where(path)
@@ -128,9 +126,8 @@ def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
 def schema_refusals(
     manifest: Mapping[str, Any], versions: Iterable[str] = KUBERNETES_VERSIONS, *, custom_resources: bool = True
 ) -> list[Refusal]:
-    """Strict schema validation of one object, once per refused value (the first version that refuses it). A kind
-    with no built-in schema is, with ``custom_resources``, left to the API server's dry run (the chart's KEDA
-    ScaledObject), else refused (the program deploys none)."""
+    """Strict schema validation, once per refused value (the first version that refuses it). A kind without a schema
+    is, with ``custom_resources``, left to the API server's dry run (KEDA's ScaledObject), else refused."""
     # Lazy: kubernetes_validate takes 0.3 s to import, which a render without --check does not need.
     import kubernetes_validate
     from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
@@ -162,15 +159,13 @@ def _line(refusal: Refusal) -> str:
 def kubernetes_findings(
     manifests: Iterable[dict[str, Any]], versions: Iterable[str] = KUBERNETES_VERSIONS
 ) -> list[str]:
-    """One line per value of the program's own manifests that strict schema validation refuses (strict mode
-    rejects unknown fields); a kind or apiVersion with no schema is a finding, not a pass."""
+    """One line per value of the program's own manifests that strict schemas refuse; a kind without one too."""
     return [_line(r) for m in manifests for r in schema_refusals(m, versions, custom_resources=False)]
 
 
 def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
-    """The stack keys whose value the chart rendered where ``refusal`` is: a key of the same name (the last part of
-    the object path, which for a refused resource name is the name) holding the same value. A value alone names
-    no key: the same text may come from several, or from the chart's own defaults."""
+    """The stack keys of the refused field's name holding the refused value (a value alone names no key: several, or
+    the chart's defaults, may hold the same text)."""
     name, value = refusal.path[-1] if refusal.path else None, refusal.value
     return [
         f"{PROJECT}:{_where(path)}"
@@ -180,9 +175,8 @@ def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
 
 
 def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, schemas: bool = True) -> list[str]:
-    """Every refusal in rendered objects (strict schemas unless ``schemas`` is false, then the API server's own
-    rules), one line each: as a config error naming the stack key that set the value when one did, else at the
-    object's path."""
+    """Every refusal in rendered objects (the API server's rules, and strict schemas with ``schemas``), one line each,
+    naming the stack key that set the value when one did."""
     findings = []
     for manifest in objects:
         refusals = api_server_refusals(manifest)
@@ -217,13 +211,8 @@ def envoy_binary() -> str:
 
 
 def envoy_findings(envoy_yaml: str) -> list[str]:
-    """One line per error and per ``Deprecated field`` warning of ``envoy --mode validate`` on the configuration (a
-    deprecation the chart's own configuration carries aside: ``CHART.inherited_deprecations``), and per ``$`` the
-    chart's ``envsubst`` would substitute.
-
-    The chart mounts its Lua filter at run time, so the check validates a copy whose Lua path points at a stub
-    (Envoy refuses a missing file); the text given is not changed.
-    """
+    """One line per error and ``Deprecated field`` warning (the chart's own aside) of ``envoy --mode validate``, its
+    Lua filter a stub (Envoy refuses a missing file), and per ``$`` the chart's ``envsubst`` would substitute."""
     findings = [
         f"envoy.yaml line {n}: contains '$', which the chart's envsubst would substitute"
         for n, line in enumerate(envoy_yaml.splitlines(), 1)
@@ -282,12 +271,8 @@ def envoy_log_records(output: str) -> list[tuple[str, str]]:
 
 
 def envoy_reason(message: str) -> str:
-    """One line saying what Envoy found wrong, without the dump of the configuration it appends.
-
-    A proto-validation error reads ``error initializing configuration 'F': goo.gle/debugstr <the message as
-    text proto, many lines> : Proto constraint validation failed (<reason>)``; a JSON type error ends in the whole
-    configuration as JSON. The reason is kept, the dump dropped.
-    """
+    """One line saying what Envoy found wrong, without the text-proto dump after protobuf's debug marker (up to the
+    line starting ``:``) or the configuration as JSON a JSON type error ends in."""
     marker = _DEBUG_DUMP_MARKER.search(message)
     if marker:
         after = message[marker.end() :].splitlines()[1:]

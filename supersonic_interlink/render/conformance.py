@@ -1,10 +1,5 @@
-"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3 (``helm.ChartRenderer``: ``helm
-template --dry-run=server`` against a stand-in API serving the stack's Envoy ConfigMap, with the project's
-post-renderer), as an install would; each way the result falls short is one finding (docs/chart.md): the chart's own
-``fail``; a name of ``contract.CHART`` it does not render; the replica floor or trigger timeout; the Envoy ConfigMap,
-checksum and Triton pods; the chart's own generated Envoy configuration against this stack's, part by part, the
-declared additions aside; and each value the chart ignores (each leaf changed on its own and the chart rendered again,
-in parallel: identical output means ignored)."""
+"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3 as an install would; each way
+it falls short is one finding (docs/chart.md), each value it ignores among them (a changed value, same output)."""
 
 from __future__ import annotations
 
@@ -16,7 +11,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +24,8 @@ from supersonic_interlink.config.envoy import declared_additions
 from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
-from supersonic_interlink.objdiff import ABSENT, changes, format_path, format_value, is_under
-from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS
-from supersonic_interlink.postrender import patch as _patch
+from supersonic_interlink.objdiff import ABSENT, Change, changes, format_path, format_value, is_under
+from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS, patch
 
 UNSTABLE_RENDER = (
     "the chart renders the same values differently each time (random or time-based output), so the values it "
@@ -44,26 +37,16 @@ GUARD_FINDING = (
     "known one: docs/chart.md)"
 )
 SCAN_BUDGET_SECONDS = 120.0
-"""Longest the ignored-values scan may run: a render takes well under a second and the hammer stack has a few
-hundred values, so a longer scan has a slow chart, and stops with a finding instead of holding CI for minutes."""
+"""A render takes well under a second and hammer has a few hundred values: a longer scan has a slow chart."""
 SCAN_WORKERS_MAX = 8
-"""Most Helm processes the scan runs at once, whatever the machine: each holds the whole chart in memory."""
+"""Each Helm process holds the whole chart in memory."""
 PROGRESS_EVERY_SECONDS = 10.0
 PROBE_KEY = "conformance-probe"
-"""Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
-
-
-def post_renderer_function() -> Callable[[str], str]:
-    """What the project's post-renderer does to Helm's output, as a function of this process."""
-    return _patch
-
-
-# --------------------------------------------------------------------------------------------- values leaves
 
 
 @dataclass(frozen=True)
 class Leaf:
-    """One leaf of the values: its path as keys and indices, and its value (an empty object or list counts)."""
+    """One leaf of the values (an empty object or list counts), by its path of keys and indices."""
 
     path: tuple[str | int, ...]
     value: Any
@@ -71,15 +54,8 @@ class Leaf:
     @property
     def name(self) -> str:
         """The values path as a reader writes it: ``triton.args[0]``, ``triton.nodeSelector["kubernetes.io/os"]``."""
-        text = ""
-        for part in self.path:
-            if isinstance(part, int):
-                text += f"[{part}]"
-            elif "." in part or "/" in part or not part:
-                text += f"[{json.dumps(part)}]"
-            else:
-                text += f".{part}" if text else part
-        return text
+        parts = [f"[{part}]" if isinstance(part, int) else format_path((part,)) for part in self.path]
+        return "".join(part if i == 0 or part.startswith("[") else f".{part}" for i, part in enumerate(parts))
 
 
 def leaves(values: Any, path: tuple[str | int, ...] = ()) -> Iterator[Leaf]:
@@ -116,9 +92,6 @@ def with_leaf(values: Any, path: tuple[str | int, ...], new: Any) -> Any:
 def canonical(objects: list[dict[str, Any]]) -> str:
     """The rendered objects, independent of document order, for an exact comparison."""
     return json.dumps(sorted(json.dumps(o, sort_keys=True) for o in objects))
-
-
-# --------------------------------------------------------------------------------------------- the contract
 
 
 def _get(tree: Any, *path: str) -> Any:
@@ -302,101 +275,74 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
 
 # --------------------------------------------------------------------------------------------- generated Envoy config
 
-PART_NOUNS = {
-    "admin": "admin",
-    "listeners": "listener",
-    "routes": "route",
-    "http_filters": "HTTP filter",
-    "clusters": "cluster",
-}
-"""The parts a reader compares, and what one element of each is called."""
+PART_NOUNS = {"http_filters": "HTTP filter", "clusters": "cluster", "routes": "route"}
+"""``declared_additions``' parts, as a finding names one element of each."""
 
 
-def envoy_parts(config: Any) -> dict[str, Any]:
-    """An Envoy bootstrap as the parts a reader compares: admin, each listener (its connection manager's fields
-    apart from routes and filters), each route by its match, each HTTP filter by name, each cluster by name; and
-    the HTTP filters' order."""
-    config = config if isinstance(config, Mapping) else {}
-    parts: dict[str, Any] = {part: {} for part in PART_NOUNS}
-    parts["admin"], parts["http_filter_order"] = config.get("admin", ABSENT), []
-    for written in _get(config, "static_resources").get("listeners") or []:
+def envoy_parts(config: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """An Envoy bootstrap as parts a reader compares, each element by name (a route by its match; each listener
+    without its routes and filters), and the HTTP filters' order."""
+    static = _get(config, "static_resources")
+    parts: dict[str, dict[str, Any]] = {"admin": {"": config.get("admin", ABSENT)}, "listener": {}, "route": {}}
+    parts["HTTP filter"], order = {}, []
+    for written in static.get("listeners") or []:
         listener = dict(written)
-        managers = [
-            f
-            for chain in listener.pop("filter_chains", None) or []
-            for f in chain.get("filters") or []
-            if "typed_config" in f
-        ]
-        manager = dict((managers[0] if managers else {}).get("typed_config") or {})
+        chains = listener.pop("filter_chains", None) or []
+        manager = next(
+            (dict(f["typed_config"]) for c in chains for f in c.get("filters") or [] if "typed_config" in f), {}
+        )
         route_config, filters = manager.pop("route_config", None) or {}, manager.pop("http_filters", None) or []
         hosts = route_config.get("virtual_hosts") or []
-        listener["http_connection_manager"] = manager
-        listener["route_config"] = {
-            "name": route_config.get("name", ABSENT),
-            "virtual_hosts": {h.get("name"): {k: v for k, v in h.items() if k != "routes"} for h in hosts},
-        }
-        parts["listeners"][listener.get("name")] = listener
+        manager["route_config"] = {**route_config, "virtual_hosts": [{**h, "routes": ABSENT} for h in hosts]}
+        parts["listener"][str(listener.get("name"))] = {**listener, "http_connection_manager": manager}
         for route in (r for h in hosts for r in h.get("routes") or []):
             match = route.get("match") or {}
-            parts["routes"][" ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"] = route
-        parts["http_filters"].update({str(f.get("name")): f for f in filters})
-        parts["http_filter_order"] += [str(f.get("name")) for f in filters]
-    parts["clusters"] = {str(c.get("name")): c for c in _get(config, "static_resources").get("clusters") or []}
-    return parts
+            parts["route"][" ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"] = route
+        parts["HTTP filter"].update({str(f.get("name")): f for f in filters})
+        order += [str(f.get("name")) for f in filters]
+    parts["cluster"] = {str(c.get("name")): c for c in static.get("clusters") or []}
+    return parts, order
 
 
 def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
     """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
-    taken out: one line per listener, route, cluster or filter, naming each field."""
-    additions = declared_additions(generation.inference_cluster)
-    theirs, ours = envoy_parts(generated), envoy_parts(computed)
-    added = {path[1] for path in additions if path[0] == "http_filters"}
+    aside: one line per listener, route, cluster or filter, naming each field."""
+    additions = [(PART_NOUNS[part], *rest) for part, *rest in declared_additions(generation.inference_cluster)]
+    (theirs, their_order), (ours, our_order) = envoy_parts(generated), envoy_parts(computed)
     found = []
-    if [f for f in ours["http_filter_order"] if f not in added] != theirs["http_filter_order"]:
-        found.append(
-            f"HTTP filters in another order than the chart's ({', '.join(theirs['http_filter_order'])}), "
-            "the declared additions aside"
-        )
-    groups: dict[tuple[Any, ...], list[Any]] = {}
-    for change in changes({part: theirs[part] for part in PART_NOUNS}, {part: ours[part] for part in PART_NOUNS}):
+    if [f for f in our_order if ("HTTP filter", f) not in additions] != their_order:
+        order = ", ".join(their_order)
+        found.append(f"HTTP filters in another order than the chart's ({order}), the declared additions aside")
+    groups: dict[tuple[Any, ...], list[Change]] = {}
+    for change in changes(theirs, ours):
         if not any(is_under(change.path, declared) for declared in additions):
-            groups.setdefault(change.path[: 1 if change.path[0] == "admin" else 2], []).append(change)
-    for place, group in groups.items():
-        name = " ".join([PART_NOUNS[place[0]], *map(str, place[1:])])
-        theirs_there, ours_there = (
-            p[place[0]] if len(place) == 1 else p[place[0]].get(place[1], ABSENT) for p in (theirs, ours)
-        )
-        if theirs_there is ABSENT:
-            found.append(f"the Envoy configuration has {name}, which the chart does not generate")
-        elif ours_there is ABSENT:
-            found.append(f"the Envoy configuration lacks the chart's {name}")
+            groups.setdefault(change.path[:2], []).append(change)
+    for (part, name), group in groups.items():
+        place = f"{part} {name}".strip()
+        if theirs[part].get(name, ABSENT) is ABSENT:
+            found.append(f"the Envoy configuration has {place}, which the chart does not generate")
+        elif ours[part].get(name, ABSENT) is ABSENT:
+            found.append(f"the Envoy configuration lacks the chart's {place}")
         else:
             fields = [
-                f"{format_path(c.path[len(place) :])} (chart: {format_value(c.before)}, this stack: "
-                f"{format_value(c.after)})"
+                f"{format_path(c.path[2:])} (chart: {format_value(c.before)}, this stack: {format_value(c.after)})"
                 for c in group
             ]
-            found.append(f"the Envoy configuration changes the chart's {name}: {'; '.join(fields)}")
+            found.append(f"the Envoy configuration changes the chart's {place}: {'; '.join(fields)}")
     return found
 
 
-def generated_values(values: Mapping[str, Any], computed: Mapping[str, Any], generation: Generation) -> dict[str, Any]:
-    """The stack's values with the chart generating its own Envoy configuration: ``load_from_configmap: false``, and
-    the two values only that configuration reads (route timeout, load-balancing policy) as this stack's."""
-    parts, envoy = envoy_parts(computed), dict(values[CHART.envoy_values_key])
-    envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
-    envoy["grpc_route_timeout"] = _get(parts["routes"].get("prefix /"), "route").get("timeout", "0s")
-    envoy["loadBalancerPolicy"] = (parts["clusters"].get(generation.inference_cluster) or {}).get("lb_policy")
-    return {**values, CHART.envoy_values_key: envoy}
-
-
 def generated_config_check(renderer: ChartRenderer, expected: Expected) -> list[str]:
-    """The chart's own generated Envoy configuration against this stack's (``generated_config_findings``), or why
-    there is none to compare with."""
+    """The chart's own Envoy configuration (``load_from_configmap: false``, and this stack's route timeout and
+    load-balancing policy, the two values only it reads) against this stack's, or why there is none."""
     computed = yaml.safe_load(expected.envoy_yaml)
-    own = CHART.envoy_config_map_name(expected.release_name)
+    parts, own = envoy_parts(computed)[0], CHART.envoy_config_map_name(expected.release_name)
+    envoy = dict(expected.values[CHART.envoy_values_key])
+    envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
+    envoy["grpc_route_timeout"] = _get(parts["route"].get("prefix /"), "route").get("timeout", "0s")
+    envoy["loadBalancerPolicy"] = _get(parts["cluster"], expected.generation.inference_cluster).get("lb_policy")
     try:
-        objects = renderer.render(generated_values(expected.values, computed, expected.generation))
+        objects = renderer.render({**expected.values, CHART.envoy_values_key: envoy})
         text = _get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key)
         generated = yaml.safe_load(text) if isinstance(text, str) else None
     except ChartRenderError as error:
@@ -404,8 +350,7 @@ def generated_config_check(renderer: ChartRenderer, expected: Expected) -> list[
     except yaml.YAMLError as error:
         return [f"the chart's generated Envoy configuration is not YAML: {' '.join(str(error).split())}"]
     if not isinstance(generated, dict) or "static_resources" not in generated:
-        why = f"with load_from_configmap false the chart generates no Envoy configuration in ConfigMap {own}"
-        return [f"{why} to compare this stack's with"]
+        return [f"with load_from_configmap false the chart generates no Envoy configuration in ConfigMap {own}"]
     return generated_config_findings(generated, computed, expected.generation)
 
 
@@ -428,13 +373,8 @@ def ignored_values(
     progress: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
     clock: Callable[[], float] = time.monotonic,
 ) -> list[str]:
-    """Values paths whose change leaves the render identical to ``baseline`` (the canonical baseline render).
-
-    ``post_render``: the post-renderer's own function, run in this process for each re-render, which halves the
-    processes the re-renders start. ``selected``: the leaves to try (default: every leaf). Past ``budget_seconds``
-    no further render starts, those running are waited for, and ``ScanStopped`` says how many values were tried;
-    every ``PROGRESS_EVERY_SECONDS`` the count so far goes to ``progress``.
-    """
+    """Values paths (of ``selected``, default every leaf) whose change leaves the render identical to ``baseline``.
+    Past ``budget_seconds`` no render starts and ``ScanStopped`` says how far it got; progress every 10 s."""
 
     def same_as_baseline(leaf: Leaf) -> bool:
         try:
@@ -519,7 +459,7 @@ def generation_mismatch(chart_dir: Path, expected: Generation) -> str | None:
     """Why the chart is not of the generation the stack was rendered for, or None when it is."""
     values_file = chart_dir / "values.yaml"
     if not values_file.is_file():
-        return None  # a chart without values: nothing to tell a generation by, and Helm's render says the rest
+        return None  # nothing to tell a generation by, and Helm's render says the rest
     try:
         documents = load_outside_yaml(values_file.read_bytes())
         found = generation_of_values(documents[0] if documents else None)
@@ -549,46 +489,48 @@ def check(
     budget_seconds: float = SCAN_BUDGET_SECONDS,
 ) -> list[str]:
     """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms).
-
-    ``post_renderer``: the executable Helm runs on each render; by default the project's own, which the
-    re-renders of the ignored-values scan run as a function in this process instead (the same code).
-    """
+    Without ``post_renderer`` the project's own runs, in this process for the scan's re-renders (the same code)."""
     mismatch = generation_mismatch(chart_dir, expected.generation)
     if mismatch is not None:
         return [mismatch]
-    in_process = None
-    if post_renderer is None:
-        post_renderer, in_process = ROOT / POSTRENDER, _patch
-    with ExitStack() as stack:
-        try:
-            renderer = stack.enter_context(
-                ChartRenderer(
-                    chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer, helm=helm
-                )
-            )
-        except ChartRenderError as error:
-            return [f"the chart cannot be rendered: {error}"]
-        try:
-            # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
-            objects = renderer.render(expected.values)
-            again = renderer.render(expected.values, post_render=in_process)
-        except ChartRenderError as error:
-            if CHART.external_config_guard in str(error):
-                return [GUARD_FINDING + f" (the chart says: {error})"]
-            return [f"the chart refuses this stack's values: {error}"]
-        findings = contract_findings(objects, expected)
-        if _get(expected.values, "scaleFromZero").get("enabled"):
-            findings += generated_config_check(renderer, expected)
-        baseline = canonical(objects)
-        if canonical(again) != baseline:
-            return [*findings, UNSTABLE_RENDER]
-        try:
-            workers = workers or default_workers()
-            ignored = ignored_values(
-                renderer, expected.values, baseline, workers, post_render=in_process, budget_seconds=budget_seconds
-            )
-        except ScanStopped as stopped:
-            return [*findings, str(stopped)]
+    in_process = patch if post_renderer is None else None
+    try:
+        with ChartRenderer(
+            chart_dir,
+            expected.release_name,
+            expected.namespace,
+            expected.served,
+            post_renderer or ROOT / POSTRENDER,
+            helm=helm,
+        ) as renderer:
+            return _check(renderer, expected, in_process, workers or default_workers(), budget_seconds)
+    except ChartRenderError as error:
+        return [f"the chart cannot be rendered: {error}"]
+
+
+def _check(
+    renderer: ChartRenderer, expected: Expected, in_process: Callable[[str], str] | None, workers: int, budget: float
+) -> list[str]:
+    try:
+        # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
+        objects = renderer.render(expected.values)
+        again = renderer.render(expected.values, post_render=in_process)
+    except ChartRenderError as error:
+        if CHART.external_config_guard in str(error):
+            return [GUARD_FINDING + f" (the chart says: {error})"]
+        return [f"the chart refuses this stack's values: {error}"]
+    findings = contract_findings(objects, expected)
+    if _get(expected.values, "scaleFromZero").get("enabled"):
+        findings += generated_config_check(renderer, expected)
+    baseline = canonical(objects)
+    if canonical(again) != baseline:
+        return [*findings, UNSTABLE_RENDER]
+    try:
+        ignored = ignored_values(
+            renderer, expected.values, baseline, workers, post_render=in_process, budget_seconds=budget
+        )
+    except ScanStopped as stopped:
+        return [*findings, str(stopped)]
     pairs_of = component_pairs(objects, expected)
     fixed = {leaf.name for leaf in leaves(expected.values) if rendered_anyway(leaf, pairs_of(leaf))}
     return findings + [

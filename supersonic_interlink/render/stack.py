@@ -1,14 +1,5 @@
-"""``./supersonic render``: a stack rendered offline as ``pulumi up`` would evaluate it (the manifests the program
-creates, the Helm release with its values, the Envoy configuration and, with the chart on disk, the chart's objects as
-the real Helm v3 renders them), written as a render tree, summarized, and checked; each check that could not run is
-named with the reason. ``run`` is the verb once ``cli/render.py`` has checked its arguments; exit codes as
-``cli/main.py`` states them for every verb, and ``--json`` prints one document (docs/json.md).
-
-A stack holding secrets renders without its passphrase: each secret is the placeholder ``[secret]``
-(``stack_config.SECRET_PLACEHOLDER``), evaluated with those keys marked secret as the Pulumi CLI marks them; neither
-the ciphertext nor a decrypted value is ever read into the output. A Secret's data in the tree is its length and a
-digest (``mask``): enough to see that it changed, not what it is.
-"""
+"""``./supersonic render``: a stack evaluated offline as ``pulumi up`` would (each secret the placeholder, no passphrase
+read), written as a render tree (a Secret's data masked), summarized and checked; a skipped check says why."""
 
 from __future__ import annotations
 
@@ -43,17 +34,14 @@ from supersonic_interlink.render.evaluate import evaluate, reveal
 
 RELEASE_OPTIONS = ("atomic", "chart", "cleanupOnFail", "dependencyUpdate", "maxHistory", "postrender", "timeout")
 CHART_DIR = "chart"
-"""Where in a render tree the chart's objects go, one file each (``file_names``)."""
 CONFORMANCE = "chart conformance"
 
 
 def render(
     stack: str, config: Mapping[str, Any] | None = None, secrets: Sequence[str] = (), chart_dir: Path | None = None
 ) -> dict[str, Any]:
-    """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it, with ``secrets`` the
-    paths of the secret values in it); return its manifests, release description and Envoy text. Raises ConfigError.
-    ``chart_dir``: a chart directory to render for instead of the stack's own chart (its generation is read there).
-    """
+    """The stack (its file's config, or ``config`` and the paths of its ``secrets`` as the CLI would pass them) as
+    manifests, release and Envoy text, for ``chart_dir`` instead of its own chart if given. Raises ConfigError."""
     if config is None:
         loaded = load_stack(stack)
         config, secrets = loaded.config, loaded.secrets
@@ -107,8 +95,7 @@ def render(
 
 
 def chart_pinned(stack: str) -> bool:
-    """Whether the stack's chart source names one exact chart (False too when its config does not load);
-    scripts/check-stacks.sh asks it, to check a pinned stack with --strict."""
+    """Whether the stack's chart source names one exact chart (False when its config does not load)."""
     try:
         loaded = load_stack(stack)
         return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
@@ -145,9 +132,8 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
 
 
 def chart_objects(chart_dir: Path, rendered: Mapping[str, Any], root: Path = ROOT) -> list[dict[str, Any]]:
-    """The release's chart objects as ``pulumi up`` would install them (the real Helm v3 against the stand-in API
-    serving the stack's Envoy ConfigMap, with the Release's post-renderer, resolved in ``root``), sorted. Raises
-    ``ChartRenderError`` or ``BinaryError``."""
+    """The release's chart objects as ``pulumi up`` would install them (its post-renderer resolved in ``root``),
+    sorted. Raises ``ChartRenderError`` or ``BinaryError``."""
     expected = conformance.Expected.from_rendered(rendered)
     postrender = rendered["release"]["options"].get("postrender")
     post_renderer = root / str(postrender) if postrender else None
@@ -190,8 +176,7 @@ def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def file_names(objects: Iterable[Mapping[str, Any]]) -> list[str]:
-    """A relative file name per object, ``<Kind>[.<group>]/<name>.yaml`` (the namespace added where two would
-    meet), in the objects' order."""
+    """A file name per object, ``<Kind>[.<group>]/<name>.yaml`` (the namespace added where two would meet)."""
     names: list[str] = []
     for manifest in objects:
         api_version, metadata = str(manifest.get("apiVersion", "")), manifest.get("metadata") or {}
@@ -206,7 +191,7 @@ def file_names(objects: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style; long strings as literal blocks so multi-line text diffs line by line."""
+    """Multi-line strings as literal blocks, so they diff line by line."""
 
 
 _Dumper.add_representer(
@@ -223,9 +208,8 @@ def dump(document: Any) -> str:
 
 
 def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
-    """Write the render tree: manifests.yaml, release.yaml, envoy.yaml and, given the chart's objects,
-    ``chart/<Kind>[.<group>]/<name>.yaml`` (Secret data masked). A ``chart/`` left from an earlier render is removed
-    first, so the tree is exactly this render. Returns the files written and, with chart objects, ``chart/``."""
+    """Write the render tree (manifests.yaml, release.yaml, envoy.yaml, and ``chart/`` given its objects, replacing
+    an earlier one); return the files written and ``chart/``."""
     out.mkdir(parents=True, exist_ok=True)
     texts = {"manifests.yaml": dump_all(rendered["manifests"]), "release.yaml": dump(rendered["release"])}
     written = []
@@ -256,8 +240,8 @@ def findings(rendered: dict[str, Any]) -> list[str]:
 
 
 def chart_findings(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
-    """The chart's objects through the checks the program's own objects pass, a refused value named by the stack key
-    that set it; none when the chart is not on disk or refuses the values (the conformance check then says so)."""
+    """The chart's objects through the program's objects' checks; none when the chart is not on disk or refuses the
+    values (the conformance check then says so)."""
     try:
         objects, _ = release_chart_objects(stack, rendered, chart_dir)
     except (ChartRenderError, BinaryError):
@@ -267,14 +251,12 @@ def chart_findings(stack: str, rendered: dict[str, Any], chart_dir: Path | None)
 
 @dataclass
 class Outcome:
-    """What the checks found, and which could not run and why: a check that did not run never counts as passed."""
+    """What the checks found, and (check, why) of those that could not run, or run where the secret is (deferred:
+    not passed, and no skip under --strict)."""
 
     findings: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    """(check, why it could not run)."""
     deferred: list[tuple[str, str]] = field(default_factory=list)
-    """(check, where it runs instead): a check of a secret's text, which offline is not here; never counted as
-    passed, and not a skip under --strict, since the command that has the secret runs it."""
 
     def last_line(self, stack: str) -> str:
         if self.findings:
@@ -288,8 +270,7 @@ class Outcome:
 
 
 def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) -> Outcome:
-    """Every check of ``render --check``: ``findings``, and, when the chart is on disk, ``chart_findings`` and the
-    chart conformance check (skipped, with the reason, when it is not)."""
+    """Every check of ``render --check``; with the chart on disk, ``chart_findings`` and the conformance check."""
     outcome = Outcome(findings=findings(rendered))
     chart = rendered["chart_source"]
     if chart.kind == "git" and chart.commit in CHART.guarded_commits:
@@ -346,7 +327,7 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
             if chart.commit
             else "the chart is not on disk to read it from"
         )
-    routes = conformance.envoy_parts(load_yaml(rendered["envoy"]))["routes"]
+    routes = conformance.envoy_parts(load_yaml(rendered["envoy"]))[0]["route"]
     idle = (routes.get(f"path {CHART.repository_index_path}") or {}).get("route", {}).get("idle_timeout", "missing")
     lines = [
         f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
@@ -391,9 +372,8 @@ def run(
     pin_chart: str | None,
     as_json: bool = False,
 ) -> int:
-    """Pin or fetch the stack's chart, or render it, write it (``out``) or summarize it, and check it. With
-    ``as_json`` the one JSON document is all that goes to standard output; what the text form prints there goes to
-    standard error instead."""
+    """Pin or fetch the stack's chart, or render it, write it (``out``) or summarize it, and check it; with ``as_json``
+    the one JSON document is all of standard output."""
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
     if pin_chart is not None:
         return _pin(stack, pin_chart)
