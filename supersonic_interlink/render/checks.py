@@ -197,6 +197,8 @@ def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, sche
 
 ENVOY_VALIDATE_TIMEOUT_SECONDS = 60
 STUB_LUA_FILTER = "-- Stands for the chart's scale-from-zero filter while the configuration is validated.\n"
+LOG_FORMAT = '{"level":"%l","message":"%j"}'
+"""A record a line, its message JSON-escaped (``%j``: envoyproxy.io, observability/application_logging)."""
 
 
 def envoy_binary() -> str:
@@ -225,49 +227,40 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
         command = ["--mode", "validate", "-c", str(config_path), "--disable-hot-restart", "--log-level", "warn"]
         try:
             result = subprocess.run(
-                [envoy_binary(), *command], capture_output=True, text=True, timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS
+                [envoy_binary(), *command, "--log-format", LOG_FORMAT],
+                capture_output=True,
+                text=True,
+                timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS,
             )
         except subprocess.TimeoutExpired:
             return [*findings, f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
         except FileNotFoundError as missing:
             return [*findings, f"envoy --mode validate: could not run: {missing}"]
-    records = envoy_log_records(result.stdout + result.stderr)
+    records = [
+        json.loads(line) if line.startswith('{"level"') else {"level": "", "message": line}
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.strip()
+    ]
     reported = [
-        envoy_reason(message).replace(str(config_path), "envoy.yaml")
-        for level, message in records
-        if level in ("critical", "error")
+        envoy_reason(r["message"]).replace(str(config_path), "envoy.yaml")
+        for r in records
+        if r["level"] in ("critical", "error")
         or (
-            "Deprecated field" in message
-            and not any(f"deprecated option '{field}'" in message for field in CHART.inherited_deprecations)
+            "Deprecated field" in r["message"]
+            and not any(f"deprecated option '{field}'" in r["message"] for field in CHART.inherited_deprecations)
         )
     ]
     findings += [f"envoy --mode validate: {line}" for line in reported]
     if result.returncode != 0 and not reported:
-        last = envoy_reason(records[-1][1]) if records else "no output"
+        last = envoy_reason(records[-1]["message"]) if records else "no output"
         findings.append(f"envoy --mode validate: exit {result.returncode}: {last}")
     return findings
 
 
-# An Envoy log line: [2026-11-30 17:30:54.144][15313][critical][main] [source/...:76] message
-_LOG_HEADER = re.compile(r"^\[[^\]]*\]\[\d+\]\[(\w+)\]\[[^\]]*\] (?:\[[^\]]*\] )?")
-# Protobuf prefixes every DebugString() with a marker like goo.gle/debugstr, goo.gle/debugonly or
-# goo.gle/debugproto (randomized on purpose), and Envoy puts such a dump of the offending message into its errors.
+# Protobuf prefixes every DebugString() with a randomized marker (goo.gle/debugstr, /debugonly, /debugproto), and
+# Envoy puts such a dump of the offending message into its errors.
 _DEBUG_DUMP_MARKER = re.compile(r"goo\.gle/debug\w*")
 _JSON_AS_PROTO = "Unable to parse JSON as proto ("
-
-
-def envoy_log_records(output: str) -> list[tuple[str, str]]:
-    """Envoy's log as (level, message) records; a message goes on over the lines that carry no log header."""
-    records: list[tuple[str, list[str]]] = []
-    for line in output.splitlines():
-        header = _LOG_HEADER.match(line)
-        if header:
-            records.append((header.group(1), [line[header.end() :]]))
-        elif records:
-            records[-1][1].append(line)
-        elif line.strip():
-            records.append(("", [line]))
-    return [(level, "\n".join(lines)) for level, lines in records]
 
 
 def envoy_reason(message: str) -> str:
@@ -276,7 +269,6 @@ def envoy_reason(message: str) -> str:
     marker = _DEBUG_DUMP_MARKER.search(message)
     if marker:
         after = message[marker.end() :].splitlines()[1:]
-        # The dump is text-format protobuf; Envoy's own text resumes on the first line that starts with ':'.
         resume = next((i for i, line in enumerate(after) if line.lstrip().startswith(":")), len(after))
         rest = " ".join(after[resume:]).strip().lstrip(":").strip()
         message = message[: marker.start()].rstrip().rstrip(":") + (f": {rest}" if rest else "")
