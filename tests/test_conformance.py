@@ -130,7 +130,7 @@ def test_a_default_1_turns_hammers_zero_replicas_into_one(hammer, tmp_path) -> N
     # leaves are read by the same template too and only cost renders.
     found = findings_of(fixture_chart("default-one", tmp_path), hammer, ignored_under="keda.m")
     assert found == [
-        "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
+        "ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)",
     ], "0 through `default 1` is 1: a Slurm GPU job held forever (the admission sidecar still reads the 0)"
 
 

@@ -163,6 +163,14 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
             found.append(f"no {kind} {name} ({what}) in what the chart renders")
         return there or {}
 
+    def expect(obj: dict[str, Any], path: tuple[str, ...], wanted: Any, why: str) -> None:
+        *parents, last = path
+        if obj and _get(obj, *parents).get(last) != wanted:
+            have = _get(obj, *parents).get(last)
+            found.append(
+                f"{obj['kind']} {obj['metadata']['name']}: {format_path(path)} is {have!r}, not {wanted!r} ({why})"
+            )
+
     def mounted_text(deployment: dict[str, Any], path: str, what: str) -> tuple[str, str, str] | None:
         source, name = mounted_key(deployment, CHART.envoy_container, path), deployment["metadata"]["name"]
         config_map = _find(objects, "ConfigMap", source[0]) if source else None
@@ -174,57 +182,34 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
                 f"{what}: {path} in {name} is mounted from ConfigMap {source[0]}, which the chart does not render"
             )
         elif source[1] not in data:
-            found.append(
-                f"{what}: {path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has no such "
-                f"key (keys: {', '.join(sorted(data)) or 'none'})"
-            )
+            found.append(f"{what}: {path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has none")
         else:
             return source[0], source[1], str(data[source[1]])
         return None
 
-    inference = row.inference_object_name(release)
+    inference, pod = row.inference_object_name(release), ("spec", "template")
     deployment = need("Deployment", inference, "the inference server")
     service = need("Service", inference, "the inference server's headless Service")
-    if service and _get(service, "spec").get("clusterIP") != "None":
-        found.append(
-            f"Service {inference} is not headless (clusterIP {_get(service, 'spec').get('clusterIP')!r}, not 'None')"
-        )
-    if deployment:
-        wanted, pod = _get(values, row.inference_values_key), _get(deployment, "spec", "template")
-        for key, value in row.inference_pod_labels(release).items():
-            if _get(pod, "metadata", "labels").get(key) != value:
-                found.append(f"Deployment {inference}: pods lack label {key}={value} (the cleanup selects by it)")
-        for part, there in (
-            ("annotation", _get(pod, "metadata", "annotations")),
-            ("nodeSelector", _get(pod, "spec", "nodeSelector")),
-        ):
-            for key, value in _get(wanted, part + "s" if part == "annotation" else part).items():
-                if there.get(key) != value:
-                    found.append(f"Deployment {inference}: pods lack {part} {key}: {value!r}")
-        for toleration in wanted.get("tolerations") or []:
-            if toleration not in (_get(pod, "spec").get("tolerations") or []):
-                found.append(f"Deployment {inference}: pods lack toleration {json.dumps(toleration, sort_keys=True)}")
-
+    expect(service, ("spec", "clusterIP"), "None", "a headless Service")
+    for key, value in row.inference_pod_labels(release).items():
+        expect(deployment, (*pod, "metadata", "labels", key), value, "the cleanup selects by it")
+    wanted = _get(values, row.inference_values_key)
+    for part, where in (("annotations", "metadata"), ("nodeSelector", "spec")):
+        for key, value in _get(wanted, part).items():
+            expect(deployment, (*pod, where, part, key), value, f"{row.inference_values_key}.{part}")
+    for toleration in wanted.get("tolerations") or []:
+        if deployment and toleration not in (_get(deployment, *pod, "spec").get("tolerations") or []):
+            found.append(f"Deployment {inference}: pods lack toleration {json.dumps(toleration, sort_keys=True)}")
     keda = _get(values, "keda")
-    scaled = (
-        need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
-        if (keda.get("enabled"))
-        else {}
-    )
-    if scaled:
-        name, spec = CHART.scaled_object_name(release), _get(scaled, "spec")
-        if spec.get("minReplicaCount") != keda.get("minReplicaCount"):
+    if keda.get("enabled"):
+        scaled = need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
+        expect(scaled, ("spec", "minReplicaCount"), keda.get("minReplicaCount"), "keda.minReplicaCount")
+        expect(scaled, ("spec", "scaleTargetRef", "name"), inference, "the inference server")
+        trigger = (_get(scaled, "spec").get("triggers") or [{}])[0]
+        if scaled and _get(trigger, "metadata").get("timeout") != TRIGGER_TIMEOUT_MS:
             found.append(
-                f"ScaledObject {name}: minReplicaCount is {spec.get('minReplicaCount')!r}, not the "
-                f"{keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
-            )
-        if _get(spec, "scaleTargetRef").get("name") != inference:
-            found.append(f"ScaledObject {name} does not scale Deployment {inference}")
-        timeout = _get((spec.get("triggers") or [{}])[0], "metadata").get("timeout")
-        if timeout != TRIGGER_TIMEOUT_MS:
-            found.append(
-                f"ScaledObject {name}: first trigger's metadata.timeout is {timeout!r}, not "
-                f"{TRIGGER_TIMEOUT_MS!r} (the post-renderer's)"
+                f"ScaledObject {scaled['metadata']['name']}: first trigger's metadata.timeout is "
+                f"{_get(trigger, 'metadata').get('timeout')!r}, not {TRIGGER_TIMEOUT_MS!r} (the post-renderer's)"
             )
 
     envoy_values = _get(values, CHART.envoy_values_key)
@@ -234,14 +219,10 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
     envoy = need("Deployment", CHART.envoy_object_name(release), "Envoy")
     if not envoy:
         return found
-    name = envoy["metadata"]["name"]
     checksum = _get(envoy_values, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
-    carried = _get(envoy, "spec", "template", "metadata", "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
-    if checksum is not None and carried != checksum:
-        found.append(
-            f"Deployment {name}: pods carry {CONFIG_CHECKSUM_ANNOTATION} {carried!r}, not {checksum!r} "
-            "(a changed configuration would not roll Envoy)"
-        )
+    if checksum is not None:
+        annotation = (*pod, "metadata", "annotations", CONFIG_CHECKSUM_ANNOTATION)
+        expect(envoy, annotation, checksum, "a changed configuration would not roll Envoy")
     config = mounted_text(envoy, CHART.envoy_config_path, "Envoy configuration")
     own = CHART.envoy_config_map_name(release)
     if config and config[0] != own:
@@ -260,15 +241,17 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
                 f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
                 "envoy.yaml defines for it to call"
             )
-    containers = _get(envoy, "spec", "template", "spec").get("containers") or []
+    containers = _get(envoy, *pod, "spec").get("containers") or []
     sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
     if sidecar is None:
         found.append(
-            f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake Triton)"
+            f"Deployment {envoy['metadata']['name']}: no {CHART.admission_container} sidecar (scale from zero has "
+            "nothing to wake Triton)"
         )
     elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
         found.append(
-            f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port {CHART.admission_port}"
+            f"Deployment {envoy['metadata']['name']}: the {CHART.admission_container} sidecar does not listen on "
+            f"port {CHART.admission_port}"
         )
     return found
 
