@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jmespath
 import yaml
 
 from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE, ROOT, progress
@@ -139,15 +140,8 @@ def chart_objects(chart_dir: Path, rendered: Mapping[str, Any], root: Path = ROO
     post_renderer = root / str(postrender) if postrender else None
     with ChartRenderer(chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer) as helm:
         objects = helm.render(expected.values)
-    return sorted(objects, key=object_order)
-
-
-def object_order(manifest: Mapping[str, Any]) -> tuple[str, ...]:
-    metadata = manifest.get("metadata") or {}
-    return tuple(
-        str(x or "")
-        for x in (manifest.get("kind"), manifest.get("apiVersion"), *map(metadata.get, ("namespace", "name")))
-    )
+    order = jmespath.compile("[kind, apiVersion, metadata.namespace, metadata.name]")
+    return sorted(objects, key=lambda m: [str(field or "") for field in order.search(m)])
 
 
 def release_chart_objects(
@@ -199,19 +193,15 @@ _Dumper.add_representer(
 )
 
 
-def dump_all(documents: Iterable[Any]) -> str:
+def dump(*documents: Any) -> str:
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
-
-
-def dump(document: Any) -> str:
-    return dump_all([document])
 
 
 def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
     """Write the render tree (manifests.yaml, release.yaml, envoy.yaml, and ``chart/`` given its objects, replacing
     an earlier one); return the files written and ``chart/``."""
     out.mkdir(parents=True, exist_ok=True)
-    texts = {"manifests.yaml": dump_all(rendered["manifests"]), "release.yaml": dump(rendered["release"])}
+    texts = {"manifests.yaml": dump(*rendered["manifests"]), "release.yaml": dump(rendered["release"])}
     written = []
     for name, text in {**texts, "envoy.yaml": rendered["envoy"]}.items():
         write_text(out / name, text)  # a link planted in the output directory is not followed
