@@ -84,6 +84,12 @@ def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch):
     ]
 
 
+def test_a_failed_validation_without_a_message_is_a_finding_naming_the_exit_status(monkeypatch):
+    monkeypatch.setattr(checks, "envoy_binary", lambda: "false")
+    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
+    assert checks.envoy_findings(text) == ["envoy --mode validate: exit 1: no output"], "a silent failure never passes"
+
+
 def dns_cluster(config: dict) -> dict:
     (cluster,) = [c for c in config["static_resources"]["clusters"] if c["name"] == NEWEST.inference_cluster]
     return cluster

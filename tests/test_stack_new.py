@@ -47,6 +47,15 @@ def test_an_existing_stack_file_is_never_overwritten(stacks: Path) -> None:
     assert (stacks / "Pulumi.hammer.yaml").read_text() == before
 
 
+def test_a_source_stack_without_a_file_is_named_and_nothing_written(stacks: Path) -> None:
+    done = run_cli("stack", "new", "anvil", *NEW, "--from", "nosuch")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "stack new anvil: --from nosuch: no file Pulumi.nosuch.yaml in stacks/\n",
+    )
+    assert not (stacks / "Pulumi.anvil.yaml").exists()
+
+
 def test_a_bad_name_writes_nothing_and_says_which_key(stacks: Path) -> None:
     done = run_cli("stack", "new", "anvil", "--namespace", "Not_A_Namespace", "--release", "r", "--node", "n")
     assert done.returncode == 2 and done.stdout == ""

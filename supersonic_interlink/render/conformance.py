@@ -213,8 +213,6 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
             )
 
     envoy_values = _get(values, CHART.envoy_values_key)
-    if not envoy_values.get("enabled", True):
-        return found
     need("Service", CHART.envoy_service_name(release), "the Envoy Service clients connect to")
     envoy = need("Deployment", CHART.envoy_object_name(release), "Envoy")
     if not envoy:
@@ -317,23 +315,15 @@ def generated_config_findings(generated: Any, computed: Any, generation: Generat
 
 def generated_config_check(renderer: ChartRenderer, expected: Expected) -> list[str]:
     """The chart's own Envoy configuration (``load_from_configmap: false``, and this stack's route timeout and
-    load-balancing policy, the two values only it reads) against this stack's, or why there is none."""
+    load-balancing policy, the two values only it reads) against this stack's."""
     computed = yaml.safe_load(expected.envoy_yaml)
     parts, own = envoy_parts(computed)[0], CHART.envoy_config_map_name(expected.release_name)
     envoy = dict(expected.values[CHART.envoy_values_key])
     envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
     envoy["grpc_route_timeout"] = _get(parts["route"].get("prefix /"), "route").get("timeout", "0s")
     envoy["loadBalancerPolicy"] = _get(parts["cluster"], expected.generation.inference_cluster).get("lb_policy")
-    try:
-        objects = renderer.render({**expected.values, CHART.envoy_values_key: envoy})
-        text = _get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key)
-        generated = yaml.safe_load(text) if isinstance(text, str) else None
-    except ChartRenderError as error:
-        return [f"the chart refuses to generate its own Envoy configuration from these values: {error}"]
-    except yaml.YAMLError as error:
-        return [f"the chart's generated Envoy configuration is not YAML: {' '.join(str(error).split())}"]
-    if not isinstance(generated, dict) or "static_resources" not in generated:
-        return [f"with load_from_configmap false the chart generates no Envoy configuration in ConfigMap {own}"]
+    objects = renderer.render({**expected.values, CHART.envoy_values_key: envoy})
+    generated = yaml.safe_load(_get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key) or "{}")
     return generated_config_findings(generated, computed, expected.generation)
 
 
@@ -393,46 +383,25 @@ def ignored_values(
     return [leaf.name for leaf, ignored in zip(every, results, strict=True) if ignored]
 
 
-def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
-    """Every (key, value) of a mapping entry in ``tree`` whose value is a string."""
-    items = tree.items() if isinstance(tree, Mapping) else enumerate(tree) if isinstance(tree, list) else ()
-    for key, value in items:
-        if isinstance(value, str) and isinstance(tree, Mapping):
-            yield str(key), value
-        else:
-            yield from _scalars(value)
-
-
-def component_pairs(objects: list[dict[str, Any]], expected: Expected) -> Callable[[Leaf], set[tuple[str, Any]]]:
-    """For a leaf, the ``(key, text)`` pairs of the objects its values section feeds: those whose component label is
-    the section's (``keda.*``: the ScaledObject), or every object where none carries it."""
+def rendered_anyway(objects: list[dict[str, Any]], expected: Expected) -> set[str]:
+    """Values paths whose text the objects they feed (of the section's component label, ``keda.*``: the ScaledObject;
+    every object where none carries it) hold under the path's own key (``metricType: Value``): ignored, they ask for
+    what the chart does anyway. A value rendered otherwise (``minReplicaCount`` 0 as 1) stays a finding."""
     row = expected.generation
-    components = {
-        "keda": "keda",
-        CHART.envoy_values_key: CHART.envoy_component,
-        row.inference_values_key: row.inference_component,
-    }
-    by_component: dict[str, set[tuple[str, Any]]] = {}
+    components = {"keda": "keda", CHART.envoy_values_key: CHART.envoy_component}
+    components[row.inference_values_key] = row.inference_component
+    fed: dict[str, set[tuple[str | int, Any]]] = {}
     for obj in objects:
-        label = str(_get(obj, "metadata", "labels").get(CHART.component_label, ""))
-        by_component.setdefault(label, set()).update(_scalars(obj))
-    every = set().union(*by_component.values())
-
-    def pairs(leaf: Leaf) -> set[tuple[str, Any]]:
-        section = str(leaf.path[0]) if leaf.path else ""
-        return by_component.get(components[section], every) if section in components else every
-
-    return pairs
-
-
-def rendered_anyway(leaf: Leaf, rendered: set[tuple[str, Any]]) -> bool:
-    """Whether the objects the leaf feeds (``component_pairs``) carry the leaf's text under the leaf's own key
-    (``metricType: Value``): an ignored value of that kind asks for what the chart does anyway, so it is no
-    finding. A value the chart ignores and renders otherwise (``minReplicaCount`` 0 rendered as 1) stays one."""
-    key = leaf.path[-1] if leaf.path else None
-    if not isinstance(key, str) or not isinstance(leaf.value, str) or not leaf.value:
-        return False
-    return (key, leaf.value) in rendered
+        texts = {(leaf.path[-1], leaf.value) for leaf in leaves(obj) if isinstance(leaf.value, str) and leaf.path}
+        fed.setdefault(str(_get(obj, "metadata", "labels").get(CHART.component_label, "")), set()).update(texts)
+    every = set().union(*fed.values())
+    return {
+        leaf.name
+        for leaf in leaves(expected.values)
+        if leaf.value
+        and isinstance(leaf.path[-1], str)
+        and (leaf.path[-1], leaf.value) in fed.get(components.get(str(leaf.path[0]), ""), every)
+    }
 
 
 # --------------------------------------------------------------------------------------------- the check
@@ -514,8 +483,7 @@ def _check(
         )
     except ScanStopped as stopped:
         return [*findings, str(stopped)]
-    pairs_of = component_pairs(objects, expected)
-    fixed = {leaf.name for leaf in leaves(expected.values) if rendered_anyway(leaf, pairs_of(leaf))}
+    fixed = rendered_anyway(objects, expected)
     return findings + [
         f"{path}: ignored by the chart (changing it changes nothing the chart renders)"
         for path in ignored

@@ -108,10 +108,8 @@ class Evaluation:
         return [r for r in self.resources if r.type == type_token]
 
     def one(self, type_token: str) -> Registered:
-        found = self.of_type(type_token)
-        if len(found) != 1:
-            raise AssertionError(f"expected one {type_token}, found {len(found)}: {[r.name for r in found]}")
-        return found[0]
+        (found,) = self.of_type(type_token)
+        return found
 
 
 def run_entry_point() -> None:
@@ -171,10 +169,6 @@ def _own_event_loops() -> Iterator[None]:
         yield
     finally:
         try:
-            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-            for task in pending:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             executor.shutdown(wait=True)

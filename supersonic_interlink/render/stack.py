@@ -389,11 +389,10 @@ def run(
         return code
 
     if out:
-        refused = ""
         try:
             objects, why = release_chart_objects(stack, rendered, chart_dir)
         except (ChartRenderError, BinaryError) as error:
-            objects, refused = None, " ".join(str(error).split())
+            objects, why = None, " ".join(str(error).split())
         try:
             written = write(rendered, out, objects)
         except OSError as error:
@@ -402,14 +401,8 @@ def run(
         document["chart_objects"], document["written"] = objects, [str(path) for path in written]
         for path in written:
             say(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
-        if refused:
-            _err(f"stack {stack}: the chart's objects cannot be rendered: {refused}")
-            if not check:
-                return done(EXIT_FINDING)
-        elif objects is None:
+        if objects is None:
             say(f"stack {stack}: the chart's objects are not rendered: {why}")
-        if chart.kind == "git" and chart.commit is None:
-            say(f"stack {stack}: {chart_source.unpinned_message(stack)}")
     else:
         say(summary(stack, rendered))
     if not check:
