@@ -349,13 +349,6 @@ def ignored_values(
     """Values paths (of ``selected``, default every leaf) whose change leaves the render identical to ``baseline``.
     Past ``budget_seconds`` no render starts and ``ScanStopped`` says how far it got; progress every 10 s."""
 
-    def same_as_baseline(leaf: Leaf) -> bool:
-        try:
-            variant = with_leaf(values, leaf.path, changed(leaf.value))
-            return canonical(renderer.render(variant, post_render=post_render)) == baseline
-        except ChartRenderError:
-            return False  # the chart refuses the changed value: it read it
-
     every = list(leaves(values) if selected is None else selected)
     started = said = clock()
     tried, lock = 0, threading.Lock()
@@ -364,7 +357,11 @@ def ignored_values(
         nonlocal said, tried
         if clock() - started > budget_seconds:
             return None  # past the budget no render starts
-        ignored = same_as_baseline(leaf)
+        try:
+            variant = with_leaf(values, leaf.path, changed(leaf.value))
+            ignored = canonical(renderer.render(variant, post_render=post_render)) == baseline
+        except ChartRenderError:
+            ignored = False  # the chart refuses the changed value: it read it
         with lock:
             tried, now = tried + 1, clock()
             if now - said >= PROGRESS_EVERY_SECONDS:

@@ -144,14 +144,6 @@ def chart_objects(chart_dir: Path, rendered: Mapping[str, Any], root: Path = ROO
     return sorted(objects, key=lambda m: [str(field or "") for field in order.search(m)])
 
 
-def release_chart_objects(
-    stack: str, rendered: dict[str, Any], chart_dir: Path | None = None
-) -> tuple[list[dict[str, Any]] | None, str]:
-    """(the chart's objects as the release deploys them, "") or, when the chart is not on disk, (None, why not)."""
-    found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
-    return (None, why) if found is None else (chart_objects(found, rendered), "")
-
-
 def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The objects with every value of a v1 Secret's ``data`` and ``stringData`` masked (a copy)."""
 
@@ -229,14 +221,13 @@ def findings(rendered: dict[str, Any]) -> list[str]:
     )
 
 
-def chart_findings(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
-    """The chart's objects through the program's objects' checks; none when the chart is not on disk or refuses the
-    values (the conformance check then says so)."""
+def chart_findings(chart_dir: Path, rendered: dict[str, Any]) -> list[str]:
+    """The chart's objects through the program's objects' checks; none when the chart refuses the values (the
+    conformance check then says so)."""
     try:
-        objects, _ = release_chart_objects(stack, rendered, chart_dir)
+        return object_findings(chart_objects(chart_dir, rendered), rendered["settings"])
     except (ChartRenderError, BinaryError):
         return []
-    return object_findings(objects or [], rendered["settings"])
 
 
 @dataclass
@@ -270,7 +261,7 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
     if found is None:
         outcome.skipped.append((CONFORMANCE, why))
     else:
-        outcome.findings += chart_findings(stack, rendered, chart_dir)
+        outcome.findings += chart_findings(found, rendered)
         try:
             conforms = [
                 f"chart {found}: {f}" for f in conformance.check(found, conformance.Expected.from_rendered(rendered))
@@ -304,19 +295,12 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
         where += f" at {chart.commit}" if chart.commit else f", NOT PINNED: pulumi preview/up refuse it; run `{pin}`"
     elif chart.kind == "repo":
         where = f"{chart.repo} {chart.name} {chart.version}"
-    assumed = "assumed (what SuperSONIC main carries): "
     if chart_dir is not None:
         read = f"read from {chart_dir}/values.yaml (--chart)"
-    elif chart.kind == "repo":
-        read = "that of every published version up to 0.3.1"
     elif values_on_disk(chart) is not None:
         read = "read from the chart's values.yaml"
     else:
-        read = assumed + (
-            f"commit {chart.commit[:12]} is not on disk to read"
-            if chart.commit
-            else "the chart is not on disk to read it from"
-        )
+        read = "assumed: the chart is not on disk to read it from"
     routes = conformance.envoy_parts(load_yaml(rendered["envoy"]))[0]["route"]
     idle = (routes.get(f"path {CHART.repository_index_path}") or {}).get("route", {}).get("idle_timeout", "missing")
     lines = [
@@ -389,8 +373,9 @@ def run(
         return code
 
     if out:
+        found, why = locate_chart(stack, chart, chart_dir)
         try:
-            objects, why = release_chart_objects(stack, rendered, chart_dir)
+            objects = chart_objects(found, rendered) if found else None
         except (ChartRenderError, BinaryError) as error:
             objects, why = None, " ".join(str(error).split())
         try:
