@@ -429,41 +429,25 @@ def default_workers() -> int:
 
 
 def check(
-    chart_dir: Path,
-    expected: Expected,
-    *,
-    post_renderer: Path | None = None,
-    helm: Path | None = None,
-    workers: int | None = None,
-    budget_seconds: float = SCAN_BUDGET_SECONDS,
+    chart_dir: Path, expected: Expected, *, workers: int | None = None, budget_seconds: float = SCAN_BUDGET_SECONDS
 ) -> list[str]:
-    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms).
-    Without ``post_renderer`` the project's own runs, in this process for the scan's re-renders (the same code)."""
+    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms)."""
     mismatch = generation_mismatch(chart_dir, expected.generation)
     if mismatch is not None:
         return [mismatch]
-    in_process = patch if post_renderer is None else None
+    served, post_renderer = expected.served, ROOT / POSTRENDER
     try:
-        with ChartRenderer(
-            chart_dir,
-            expected.release_name,
-            expected.namespace,
-            expected.served,
-            post_renderer or ROOT / POSTRENDER,
-            helm=helm,
-        ) as renderer:
-            return _check(renderer, expected, in_process, workers or default_workers(), budget_seconds)
+        with ChartRenderer(chart_dir, expected.release_name, expected.namespace, served, post_renderer) as renderer:
+            return _check(renderer, expected, workers or default_workers(), budget_seconds)
     except ChartRenderError as error:
         return [f"the chart cannot be rendered: {error}"]
 
 
-def _check(
-    renderer: ChartRenderer, expected: Expected, in_process: Callable[[str], str] | None, workers: int, budget: float
-) -> list[str]:
+def _check(renderer: ChartRenderer, expected: Expected, workers: int, budget: float) -> list[str]:
     try:
         # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
         objects = renderer.render(expected.values)
-        again = renderer.render(expected.values, post_render=in_process)
+        again = renderer.render(expected.values, post_render=patch)  # the same code in this process, for the scan
     except ChartRenderError as error:
         if CHART.external_config_guard in str(error):
             return [GUARD_FINDING + f" (the chart says: {error})"]
@@ -475,9 +459,7 @@ def _check(
     if canonical(again) != baseline:
         return [*findings, UNSTABLE_RENDER]
     try:
-        ignored = ignored_values(
-            renderer, expected.values, baseline, workers, post_render=in_process, budget_seconds=budget
-        )
+        ignored = ignored_values(renderer, expected.values, baseline, workers, post_render=patch, budget_seconds=budget)
     except ScanStopped as stopped:
         return [*findings, str(stopped)]
     fixed = rendered_anyway(objects, expected)

@@ -80,21 +80,11 @@ class RecordingMonitor(MockMonitor):
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
-            dependencies = frozenset(request.dependencies).union(
-                *(deps.urns for deps in request.propertyDependencies.values())
-            )
+            deps = frozenset(request.dependencies).union(*(d.urns for d in request.propertyDependencies.values()))
             inputs = plain(json_format.MessageToDict(request.object))
+            custom, replace = bool(request.custom), bool(request.deleteBeforeReplace)
             self.registered.append(
-                Registered(
-                    request.type,
-                    request.name,
-                    inputs,
-                    request.parent,
-                    bool(request.custom),
-                    request.importId,
-                    bool(request.deleteBeforeReplace),
-                    dependencies,
-                )
+                Registered(request.type, request.name, inputs, request.parent, custom, request.importId, replace, deps)
             )
         return super().RegisterResource(request)
 
@@ -168,11 +158,9 @@ def _own_event_loops() -> Iterator[None]:
     try:
         yield
     finally:
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            executor.shutdown(wait=True)
-            asyncio.set_event_loop(None)
-            loop.close()
-            for worker_loop in worker_loops:
-                worker_loop.close()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        executor.shutdown(wait=True)
+        asyncio.set_event_loop(None)
+        loop.close()
+        for worker_loop in worker_loops:
+            worker_loop.close()

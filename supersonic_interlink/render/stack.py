@@ -273,12 +273,8 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
             print(f"stack {stack}: chart {found} conforms")
     if any(path.startswith(f"{PROJECT}:serverLoad") for path in rendered["secrets"]):
         # config/metric.py checks the metric's release and namespace selectors; offline a secret has no text.
-        outcome.deferred.append(
-            (
-                "load metric selectors",
-                "serverLoad is a secret, whose text is not here offline; pulumi preview checks it",
-            )
-        )
+        why = "serverLoad is a secret, whose text is not here offline; pulumi preview checks it"
+        outcome.deferred.append(("load metric selectors", why))
     return outcome
 
 
@@ -400,14 +396,11 @@ def run(
         outcome = checks(stack, rendered, chart_dir)
     for finding in outcome.findings:
         _err(f"check: {finding}")
+    document["check"] = {"findings": list(outcome.findings)}
     for verb, pairs in (("skipped", outcome.skipped), ("deferred", outcome.deferred)):
+        document["check"][verb] = [{"check": name, "why": why} for name, why in pairs]
         for name, why in pairs:
             say(f"stack {stack}: check {verb}: {name}: {why}")
-    document["check"] = {
-        "findings": list(outcome.findings),
-        "skipped": [{"check": name, "why": why} for name, why in outcome.skipped],
-        "deferred": [{"check": name, "why": why} for name, why in outcome.deferred],
-    }
     if outcome.findings:
         _err(outcome.last_line(stack))
         return done(EXIT_FINDING)
