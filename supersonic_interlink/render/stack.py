@@ -35,7 +35,6 @@ from supersonic_interlink.render.evaluate import evaluate, reveal
 
 RELEASE_OPTIONS = ("atomic", "chart", "cleanupOnFail", "dependencyUpdate", "maxHistory", "postrender", "timeout")
 CHART_DIR = "chart"
-CONFORMANCE = "chart conformance"
 
 
 def render(
@@ -259,7 +258,7 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
         outcome.findings.append(f"{PROJECT}:release.chart.commit: {chart_source.guarded_message(chart.commit)}")
     found, why = locate_chart(stack, chart, chart_dir)
     if found is None:
-        outcome.skipped.append((CONFORMANCE, why))
+        outcome.skipped.append(("chart conformance", why))
     else:
         outcome.findings += chart_findings(found, rendered)
         try:
