@@ -28,6 +28,7 @@ from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, load_stack, secret_key_of
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.files import write_text
+from supersonic_interlink.objdiff import object_key
 from supersonic_interlink.program import build
 from supersonic_interlink.render import conformance
 from supersonic_interlink.render.checks import envoy_findings, kubernetes_findings, object_findings
@@ -163,15 +164,9 @@ def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def file_names(objects: Iterable[Mapping[str, Any]]) -> list[str]:
     """A file name per object, ``<Kind>[.<group>]/<name>.yaml`` (the namespace added where two would meet)."""
     names: list[str] = []
-    for manifest in objects:
-        api_version, metadata = str(manifest.get("apiVersion", "")), manifest.get("metadata") or {}
-        kind = str(manifest.get("kind", "Unknown")) + (
-            f".{api_version.rsplit('/', 1)[0]}" if "/" in api_version else ""
-        )
-        name = f"{kind}/{metadata.get('name', 'unnamed')}.yaml"
-        if name in names:
-            name = f"{kind}/{metadata.get('name', 'unnamed')}.{metadata.get('namespace') or 'default'}.yaml"
-        names.append(name)
+    for key in map(object_key, objects):
+        stem = f"{key.kind}.{key.group}/{key.name}" if key.group else f"{key.kind}/{key.name}"
+        names.append(f"{stem}.yaml" if f"{stem}.yaml" not in names else f"{stem}.{key.namespace or 'default'}.yaml")
     return names
 
 
@@ -387,11 +382,7 @@ def run(
         say(summary(stack, rendered))
     if not check:
         return done(0)
-    what = (
-        f"stack {stack}: checking: Kubernetes schemas and the API server's rules, envoy --mode validate, then, when "
-        "the chart is on disk, the same over the chart's objects and the chart conformance check with the real Helm v3"
-    )
-    with progress.step(what):
+    with progress.step(f"stack {stack}: checking: schemas, the API server's rules, envoy, the chart if on disk"):
         outcome = checks(stack, rendered, chart_dir)
     for finding in outcome.findings:
         _err(f"check: {finding}")
