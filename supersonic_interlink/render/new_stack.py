@@ -71,12 +71,12 @@ def run(name: str, *, namespace: str, release: str, node: str, source: str) -> i
         origin = stack_file(source)
         if not origin.is_file():
             raise ConfigError([f"--from {source}: no file {origin.name} in stacks/"])
-        config, dropped = new_config(read_stack_document(origin), namespace=namespace, release=release, node=node)
+        old = read_stack_document(origin)
+        config, dropped = new_config(old, namespace=namespace, release=release, node=node)
         settings_from_config(merged_config(config))  # every config problem, before a file is written
     except ConfigError as error:
         print(f"stack new {name}: " + "\n  ".join(error.problems), file=sys.stderr)
         return EXIT_USAGE
-    old = read_stack_document(origin)
     names = {str(old.get(_key("namespace")) or ""), str((old.get(_key("release")) or {}).get("name") or "")} - {""}
     header = [
         f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node",
