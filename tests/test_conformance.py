@@ -8,8 +8,10 @@ one chart per other failure class.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,13 +26,10 @@ from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import (
     Expected,
-    Leaf,
     ScanStopped,
-    _scalars,
     canonical,
     changed,
     check,
-    component_pairs,
     contract_findings,
     ignored_values,
     leaves,
@@ -138,7 +137,7 @@ def test_a_default_1_turns_hammers_zero_replicas_into_one(hammer, tmp_path) -> N
     # leaves are read by the same template too and only cost renders.
     found = findings_of(fixture_chart("default-one", tmp_path), hammer, ignored_under="keda.m")
     assert found == [
-        "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
+        "ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)",
     ], "0 through `default 1` is 1: a Slurm GPU job held forever (the admission sidecar still reads the 0)"
 
 
@@ -210,6 +209,82 @@ def test_a_chart_that_renders_differently_each_time_is_reported_not_scanned(hamm
             "it ignores cannot be told from those it reads"
         )
     ], "otherwise every value would look read, and an ignored one would pass unnoticed"
+
+
+def _in(objects: list, kind: str, name: str, *path: str) -> dict:
+    found = next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
+    for key in path:
+        found = found[key]
+    return found
+
+
+TRITON, ENVOY, SCALED = "supersonic-interlink-triton", "supersonic-interlink-envoy", "supersonic-interlink-keda-so"
+BROKEN = {
+    "no headless Service": (
+        lambda o: o.remove(_in(o, "Service", TRITON)),
+        f"no Service {TRITON} (the inference server's headless Service) in what the chart renders",
+    ),
+    "a cluster IP": (
+        lambda o: _in(o, "Service", TRITON, "spec").update(clusterIP="10.0.0.1"),
+        f"Service {TRITON}: spec.clusterIP is '10.0.0.1', not 'None' (a headless Service)",
+    ),
+    "no component label": (
+        lambda o: _in(o, "Deployment", TRITON, "spec", "template", "metadata", "labels").pop(
+            "app.kubernetes.io/component"
+        ),
+        (
+            f'Deployment {TRITON}: spec.template.metadata.labels["app.kubernetes.io/component"] is None, '
+            "not 'triton' (the cleanup selects by it)"
+        ),
+    ),
+    "no nodeSelector": (
+        lambda o: _in(o, "Deployment", TRITON, "spec", "template", "spec").pop("nodeSelector"),
+        (
+            f'Deployment {TRITON}: spec.template.spec.nodeSelector["kubernetes.io/hostname"] is None, not '
+            "'interlink-hammer' (triton.nodeSelector)"
+        ),
+    ),
+    "no toleration": (
+        lambda o: _in(o, "Deployment", TRITON, "spec", "template", "spec").pop("tolerations"),
+        (
+            f'Deployment {TRITON}: pods lack toleration {{"key": "virtual-node.interlink/no-schedule", "operator": '
+            '"Exists"}'
+        ),
+    ),
+    "another scale target": (
+        lambda o: _in(o, "ScaledObject", SCALED, "spec", "scaleTargetRef").update(name="other"),
+        f"ScaledObject {SCALED}: spec.scaleTargetRef.name is 'other', not '{TRITON}' (the inference server)",
+    ),
+    "no trigger timeout": (
+        lambda o: _in(o, "ScaledObject", SCALED, "spec", "triggers")[0]["metadata"].pop("timeout"),
+        f"ScaledObject {SCALED}: first trigger's metadata.timeout is None, not '60000' (the post-renderer's)",
+    ),
+    "no checksum": (
+        lambda o: _in(o, "Deployment", ENVOY, "spec", "template", "metadata", "annotations").clear(),
+        f'Deployment {ENVOY}: spec.template.metadata.annotations["checksum/envoy-config"] is None, not ',
+    ),
+    "no admission port": (
+        lambda o: _in(o, "Deployment", ENVOY, "spec", "template", "spec", "containers")[1].update(ports=[]),
+        f"Deployment {ENVOY}: the admission sidecar does not listen on port 8080",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def conforming_objects(hammer, tmp_path_factory) -> list:
+    chart = fixture_chart(CONFORMING, tmp_path_factory.mktemp("chart"))
+    with ChartRenderer(chart, hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER) as r:
+        objects = r.render(hammer.values)
+    assert contract_findings(objects, hammer) == [], "the conforming chart is the baseline each case breaks once"
+    return objects
+
+
+@pytest.mark.parametrize(("breaks", "finding"), BROKEN.values(), ids=BROKEN.keys())
+def test_each_broken_contract_is_one_finding_naming_the_object_and_field(hammer, conforming_objects, breaks, finding):
+    objects = copy.deepcopy(conforming_objects)
+    breaks(objects)
+    (found,) = contract_findings(objects, hammer)
+    assert found.startswith(finding), found
 
 
 # --------------------------------------------------------------------------------------------- the pieces
@@ -335,18 +410,30 @@ def test_check_reports_a_spent_budget_as_a_finding_not_as_conforming(hammer, tmp
 def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_in_the_objects_it_feeds_is_no_finding(
     hammer,
 ) -> None:
-    scaled = {"kind": "ScaledObject", "spec": {"minReplicaCount": 1, "triggers": [{"metricType": "Value"}]}}
-    rendered = set(_scalars([scaled]))
-    assert rendered_anyway(Leaf(("keda", "metricType"), "Value"), rendered), (
-        "metricType: Value on a chart that hard-codes Value asks for what the chart does anyway"
-    )
-    assert not rendered_anyway(Leaf(("keda", "metricType"), "AverageValue"), rendered), "another value is ignored"
-    assert not rendered_anyway(Leaf(("keda", "other"), "Value"), rendered), "only under the value's own key"
     labels = contract.CHART.component_label
+    scaled = {
+        "kind": "ScaledObject",
+        "metadata": {"labels": {labels: "keda"}},
+        "spec": {"metricType": "Value", "pollingInterval": "60"},
+    }
     service = {"kind": "Service", "metadata": {"labels": {labels: "envoy"}}, "spec": {"type": "LoadBalancer"}}
-    scaled = {"kind": "ScaledObject", "metadata": {"labels": {labels: "keda"}}, "spec": {"type": "Value"}}
-    pairs = component_pairs([service, scaled], hammer)(Leaf(("keda", "type"), ""))
-    assert not rendered_anyway(Leaf(("keda", "type"), "LoadBalancer"), pairs), (
-        "the Envoy Service's type is no evidence about a keda value the chart ignores"
+    values = {
+        "keda": {"metricType": "Value", "pollingInterval": "30", "other": "Value", "type": "LoadBalancer"},
+        "prometheus": {"type": "LoadBalancer"},
+    }
+    assert rendered_anyway([scaled, service], replace(hammer, values=values)) == {
+        "keda.metricType",
+        "prometheus.type",
+    }, (
+        "metricType: Value on a chart that hard-codes Value asks for what the chart does anyway; not another value, "
+        "only under its own key; the Envoy Service's type is no evidence about a keda value, but is for a section "
+        "no object is labelled with"
     )
-    assert rendered_anyway(Leaf(("keda", "type"), "Value"), pairs), "the ScaledObject, which keda.* feeds, carries it"
+
+
+def test_a_chart_whose_generation_cannot_be_told_is_one_finding_naming_its_values_file(hammer, tmp_path) -> None:
+    (tmp_path / "values.yaml").write_text("foo: 1\n")
+    found = check(tmp_path, hammer)
+    assert len(found) == 1 and found[0].startswith(
+        f"the chart's generation cannot be told from {tmp_path}/values.yaml: "
+    )

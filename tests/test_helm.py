@@ -20,9 +20,10 @@ from supersonic_interlink.chart.helm import (
 from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.config import load_yaml
 from supersonic_interlink.contract import CHART, INFERENCE_SERVER, TRITON
+from supersonic_interlink.postrender import patch
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.checks import envoy_findings
-from supersonic_interlink.render.conformance import Expected, post_renderer_function
+from supersonic_interlink.render.conformance import Expected
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,7 +125,7 @@ def test_the_post_renderer_runs_through_helm_and_in_process_alike(hammer, tmp_pa
         fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER
     ) as renderer:
         through_helm = renderer.render(hammer.values)
-        in_process = renderer.render(hammer.values, post_render=post_renderer_function())
+        in_process = renderer.render(hammer.values, post_render=patch)
         without = renderer.render(hammer.values, post_render=lambda text: text)
     scaled = find(through_helm, "ScaledObject", CHART.scaled_object_name(hammer.release_name))
     assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran"

@@ -335,7 +335,7 @@ def hostile_chart_findings() -> list[str]:
         startupProbe={**triton["startupProbe"], "periodSeconds": -5, "httpGet": {"path": "/v2", "port": "Http_Port"}},
     )
     rendered = render_stack("hammer", config, chart_dir=CONFORMING)
-    return render_stack_module.chart_findings("hammer", rendered, CONFORMING)
+    return render_stack_module.chart_findings(CONFORMING, rendered)
 
 
 @pytest.mark.parametrize(

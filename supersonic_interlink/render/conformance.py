@@ -1,10 +1,5 @@
-"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3 (``helm.ChartRenderer``: ``helm
-template --dry-run=server`` against a stand-in API serving the stack's Envoy ConfigMap, with the project's
-post-renderer), as an install would; each way the result falls short is one finding (docs/chart.md): the chart's own
-``fail``; a name of ``contract.CHART`` it does not render; the replica floor or trigger timeout; the Envoy ConfigMap,
-checksum and Triton pods; the chart's own generated Envoy configuration against this stack's, part by part, the
-declared additions aside; and each value the chart ignores (each leaf changed on its own and the chart rendered again,
-in parallel: identical output means ignored)."""
+"""Does a chart do what this program's values ask of it? Rendered with the real Helm v3 as an install would; each way
+it falls short is one finding (docs/chart.md), each value it ignores among them (a changed value, same output)."""
 
 from __future__ import annotations
 
@@ -16,7 +11,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +24,8 @@ from supersonic_interlink.config.envoy import declared_additions
 from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
-from supersonic_interlink.objdiff import ABSENT, changes, format_path, format_value, is_under
-from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS
-from supersonic_interlink.postrender import patch as _patch
+from supersonic_interlink.objdiff import ABSENT, Change, changes, format_path, format_value, is_under
+from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS, patch
 
 UNSTABLE_RENDER = (
     "the chart renders the same values differently each time (random or time-based output), so the values it "
@@ -44,26 +37,16 @@ GUARD_FINDING = (
     "known one: docs/chart.md)"
 )
 SCAN_BUDGET_SECONDS = 120.0
-"""Longest the ignored-values scan may run: a render takes well under a second and the hammer stack has a few
-hundred values, so a longer scan has a slow chart, and stops with a finding instead of holding CI for minutes."""
+"""A render takes well under a second and hammer has a few hundred values: a longer scan has a slow chart."""
 SCAN_WORKERS_MAX = 8
-"""Most Helm processes the scan runs at once, whatever the machine: each holds the whole chart in memory."""
+"""Each Helm process holds the whole chart in memory."""
 PROGRESS_EVERY_SECONDS = 10.0
 PROBE_KEY = "conformance-probe"
-"""Key of the entry added to an empty object (and the item added to an empty list) to see whether it is read."""
-
-
-def post_renderer_function() -> Callable[[str], str]:
-    """What the project's post-renderer does to Helm's output, as a function of this process."""
-    return _patch
-
-
-# --------------------------------------------------------------------------------------------- values leaves
 
 
 @dataclass(frozen=True)
 class Leaf:
-    """One leaf of the values: its path as keys and indices, and its value (an empty object or list counts)."""
+    """One leaf of the values (an empty object or list counts), by its path of keys and indices."""
 
     path: tuple[str | int, ...]
     value: Any
@@ -71,15 +54,8 @@ class Leaf:
     @property
     def name(self) -> str:
         """The values path as a reader writes it: ``triton.args[0]``, ``triton.nodeSelector["kubernetes.io/os"]``."""
-        text = ""
-        for part in self.path:
-            if isinstance(part, int):
-                text += f"[{part}]"
-            elif "." in part or "/" in part or not part:
-                text += f"[{json.dumps(part)}]"
-            else:
-                text += f".{part}" if text else part
-        return text
+        parts = [f"[{part}]" if isinstance(part, int) else format_path((part,)) for part in self.path]
+        return "".join(part if i == 0 or part.startswith("[") else f".{part}" for i, part in enumerate(parts))
 
 
 def leaves(values: Any, path: tuple[str | int, ...] = ()) -> Iterator[Leaf]:
@@ -116,9 +92,6 @@ def with_leaf(values: Any, path: tuple[str | int, ...], new: Any) -> Any:
 def canonical(objects: list[dict[str, Any]]) -> str:
     """The rendered objects, independent of document order, for an exact comparison."""
     return json.dumps(sorted(json.dumps(o, sort_keys=True) for o in objects))
-
-
-# --------------------------------------------------------------------------------------------- the contract
 
 
 def _get(tree: Any, *path: str) -> Any:
@@ -190,6 +163,14 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
             found.append(f"no {kind} {name} ({what}) in what the chart renders")
         return there or {}
 
+    def expect(obj: dict[str, Any], path: tuple[str, ...], wanted: Any, why: str) -> None:
+        *parents, last = path
+        if obj and _get(obj, *parents).get(last) != wanted:
+            have = _get(obj, *parents).get(last)
+            found.append(
+                f"{obj['kind']} {obj['metadata']['name']}: {format_path(path)} is {have!r}, not {wanted!r} ({why})"
+            )
+
     def mounted_text(deployment: dict[str, Any], path: str, what: str) -> tuple[str, str, str] | None:
         source, name = mounted_key(deployment, CHART.envoy_container, path), deployment["metadata"]["name"]
         config_map = _find(objects, "ConfigMap", source[0]) if source else None
@@ -201,74 +182,45 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
                 f"{what}: {path} in {name} is mounted from ConfigMap {source[0]}, which the chart does not render"
             )
         elif source[1] not in data:
-            found.append(
-                f"{what}: {path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has no such "
-                f"key (keys: {', '.join(sorted(data)) or 'none'})"
-            )
+            found.append(f"{what}: {path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has none")
         else:
             return source[0], source[1], str(data[source[1]])
         return None
 
-    inference = row.inference_object_name(release)
+    inference, pod = row.inference_object_name(release), ("spec", "template")
     deployment = need("Deployment", inference, "the inference server")
     service = need("Service", inference, "the inference server's headless Service")
-    if service and _get(service, "spec").get("clusterIP") != "None":
-        found.append(
-            f"Service {inference} is not headless (clusterIP {_get(service, 'spec').get('clusterIP')!r}, not 'None')"
-        )
-    if deployment:
-        wanted, pod = _get(values, row.inference_values_key), _get(deployment, "spec", "template")
-        for key, value in row.inference_pod_labels(release).items():
-            if _get(pod, "metadata", "labels").get(key) != value:
-                found.append(f"Deployment {inference}: pods lack label {key}={value} (the cleanup selects by it)")
-        for part, there in (
-            ("annotation", _get(pod, "metadata", "annotations")),
-            ("nodeSelector", _get(pod, "spec", "nodeSelector")),
-        ):
-            for key, value in _get(wanted, part + "s" if part == "annotation" else part).items():
-                if there.get(key) != value:
-                    found.append(f"Deployment {inference}: pods lack {part} {key}: {value!r}")
-        for toleration in wanted.get("tolerations") or []:
-            if toleration not in (_get(pod, "spec").get("tolerations") or []):
-                found.append(f"Deployment {inference}: pods lack toleration {json.dumps(toleration, sort_keys=True)}")
-
+    expect(service, ("spec", "clusterIP"), "None", "a headless Service")
+    for key, value in row.inference_pod_labels(release).items():
+        expect(deployment, (*pod, "metadata", "labels", key), value, "the cleanup selects by it")
+    wanted = _get(values, row.inference_values_key)
+    for part, where in (("annotations", "metadata"), ("nodeSelector", "spec")):
+        for key, value in _get(wanted, part).items():
+            expect(deployment, (*pod, where, part, key), value, f"{row.inference_values_key}.{part}")
+    for toleration in wanted.get("tolerations") or []:
+        if deployment and toleration not in (_get(deployment, *pod, "spec").get("tolerations") or []):
+            found.append(f"Deployment {inference}: pods lack toleration {json.dumps(toleration, sort_keys=True)}")
     keda = _get(values, "keda")
-    scaled = (
-        need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
-        if (keda.get("enabled"))
-        else {}
-    )
-    if scaled:
-        name, spec = CHART.scaled_object_name(release), _get(scaled, "spec")
-        if spec.get("minReplicaCount") != keda.get("minReplicaCount"):
+    if keda.get("enabled"):
+        scaled = need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
+        expect(scaled, ("spec", "minReplicaCount"), keda.get("minReplicaCount"), "keda.minReplicaCount")
+        expect(scaled, ("spec", "scaleTargetRef", "name"), inference, "the inference server")
+        trigger = (_get(scaled, "spec").get("triggers") or [{}])[0]
+        if scaled and _get(trigger, "metadata").get("timeout") != TRIGGER_TIMEOUT_MS:
             found.append(
-                f"ScaledObject {name}: minReplicaCount is {spec.get('minReplicaCount')!r}, not the "
-                f"{keda.get('minReplicaCount')!r} set in keda.minReplicaCount"
-            )
-        if _get(spec, "scaleTargetRef").get("name") != inference:
-            found.append(f"ScaledObject {name} does not scale Deployment {inference}")
-        timeout = _get((spec.get("triggers") or [{}])[0], "metadata").get("timeout")
-        if timeout != TRIGGER_TIMEOUT_MS:
-            found.append(
-                f"ScaledObject {name}: first trigger's metadata.timeout is {timeout!r}, not "
-                f"{TRIGGER_TIMEOUT_MS!r} (the post-renderer's)"
+                f"ScaledObject {scaled['metadata']['name']}: first trigger's metadata.timeout is "
+                f"{_get(trigger, 'metadata').get('timeout')!r}, not {TRIGGER_TIMEOUT_MS!r} (the post-renderer's)"
             )
 
     envoy_values = _get(values, CHART.envoy_values_key)
-    if not envoy_values.get("enabled", True):
-        return found
     need("Service", CHART.envoy_service_name(release), "the Envoy Service clients connect to")
     envoy = need("Deployment", CHART.envoy_object_name(release), "Envoy")
     if not envoy:
         return found
-    name = envoy["metadata"]["name"]
     checksum = _get(envoy_values, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
-    carried = _get(envoy, "spec", "template", "metadata", "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
-    if checksum is not None and carried != checksum:
-        found.append(
-            f"Deployment {name}: pods carry {CONFIG_CHECKSUM_ANNOTATION} {carried!r}, not {checksum!r} "
-            "(a changed configuration would not roll Envoy)"
-        )
+    if checksum is not None:
+        annotation = (*pod, "metadata", "annotations", CONFIG_CHECKSUM_ANNOTATION)
+        expect(envoy, annotation, checksum, "a changed configuration would not roll Envoy")
     config = mounted_text(envoy, CHART.envoy_config_path, "Envoy configuration")
     own = CHART.envoy_config_map_name(release)
     if config and config[0] != own:
@@ -287,125 +239,91 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
                 f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
                 "envoy.yaml defines for it to call"
             )
-    containers = _get(envoy, "spec", "template", "spec").get("containers") or []
+    containers = _get(envoy, *pod, "spec").get("containers") or []
     sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
     if sidecar is None:
         found.append(
-            f"Deployment {name}: no {CHART.admission_container} sidecar (scale from zero has nothing to wake Triton)"
+            f"Deployment {envoy['metadata']['name']}: no {CHART.admission_container} sidecar (scale from zero has "
+            "nothing to wake Triton)"
         )
     elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
         found.append(
-            f"Deployment {name}: the {CHART.admission_container} sidecar does not listen on port {CHART.admission_port}"
+            f"Deployment {envoy['metadata']['name']}: the {CHART.admission_container} sidecar does not listen on "
+            f"port {CHART.admission_port}"
         )
     return found
 
 
 # --------------------------------------------------------------------------------------------- generated Envoy config
 
-PART_NOUNS = {
-    "admin": "admin",
-    "listeners": "listener",
-    "routes": "route",
-    "http_filters": "HTTP filter",
-    "clusters": "cluster",
-}
-"""The parts a reader compares, and what one element of each is called."""
+PART_NOUNS = {"http_filters": "HTTP filter", "clusters": "cluster", "routes": "route"}
+"""``declared_additions``' parts, as a finding names one element of each."""
 
 
-def envoy_parts(config: Any) -> dict[str, Any]:
-    """An Envoy bootstrap as the parts a reader compares: admin, each listener (its connection manager's fields
-    apart from routes and filters), each route by its match, each HTTP filter by name, each cluster by name; and
-    the HTTP filters' order."""
-    config = config if isinstance(config, Mapping) else {}
-    parts: dict[str, Any] = {part: {} for part in PART_NOUNS}
-    parts["admin"], parts["http_filter_order"] = config.get("admin", ABSENT), []
-    for written in _get(config, "static_resources").get("listeners") or []:
+def envoy_parts(config: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """An Envoy bootstrap as parts a reader compares, each element by name (a route by its match; each listener
+    without its routes and filters), and the HTTP filters' order."""
+    static = _get(config, "static_resources")
+    parts: dict[str, dict[str, Any]] = {"admin": {"": config.get("admin", ABSENT)}, "listener": {}, "route": {}}
+    parts["HTTP filter"], order = {}, []
+    for written in static.get("listeners") or []:
         listener = dict(written)
-        managers = [
-            f
-            for chain in listener.pop("filter_chains", None) or []
-            for f in chain.get("filters") or []
-            if "typed_config" in f
-        ]
-        manager = dict((managers[0] if managers else {}).get("typed_config") or {})
+        chains = listener.pop("filter_chains", None) or []
+        manager = next(
+            (dict(f["typed_config"]) for c in chains for f in c.get("filters") or [] if "typed_config" in f), {}
+        )
         route_config, filters = manager.pop("route_config", None) or {}, manager.pop("http_filters", None) or []
         hosts = route_config.get("virtual_hosts") or []
-        listener["http_connection_manager"] = manager
-        listener["route_config"] = {
-            "name": route_config.get("name", ABSENT),
-            "virtual_hosts": {h.get("name"): {k: v for k, v in h.items() if k != "routes"} for h in hosts},
-        }
-        parts["listeners"][listener.get("name")] = listener
+        manager["route_config"] = {**route_config, "virtual_hosts": [{**h, "routes": ABSENT} for h in hosts]}
+        parts["listener"][str(listener.get("name"))] = {**listener, "http_connection_manager": manager}
         for route in (r for h in hosts for r in h.get("routes") or []):
             match = route.get("match") or {}
-            parts["routes"][" ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"] = route
-        parts["http_filters"].update({str(f.get("name")): f for f in filters})
-        parts["http_filter_order"] += [str(f.get("name")) for f in filters]
-    parts["clusters"] = {str(c.get("name")): c for c in _get(config, "static_resources").get("clusters") or []}
-    return parts
+            parts["route"][" ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"] = route
+        parts["HTTP filter"].update({str(f.get("name")): f for f in filters})
+        order += [str(f.get("name")) for f in filters]
+    parts["cluster"] = {str(c.get("name")): c for c in static.get("clusters") or []}
+    return parts, order
 
 
 def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
     """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
-    taken out: one line per listener, route, cluster or filter, naming each field."""
-    additions = declared_additions(generation.inference_cluster)
-    theirs, ours = envoy_parts(generated), envoy_parts(computed)
-    added = {path[1] for path in additions if path[0] == "http_filters"}
+    aside: one line per listener, route, cluster or filter, naming each field."""
+    additions = [(PART_NOUNS[part], *rest) for part, *rest in declared_additions(generation.inference_cluster)]
+    (theirs, their_order), (ours, our_order) = envoy_parts(generated), envoy_parts(computed)
     found = []
-    if [f for f in ours["http_filter_order"] if f not in added] != theirs["http_filter_order"]:
-        found.append(
-            f"HTTP filters in another order than the chart's ({', '.join(theirs['http_filter_order'])}), "
-            "the declared additions aside"
-        )
-    groups: dict[tuple[Any, ...], list[Any]] = {}
-    for change in changes({part: theirs[part] for part in PART_NOUNS}, {part: ours[part] for part in PART_NOUNS}):
+    if [f for f in our_order if ("HTTP filter", f) not in additions] != their_order:
+        order = ", ".join(their_order)
+        found.append(f"HTTP filters in another order than the chart's ({order}), the declared additions aside")
+    groups: dict[tuple[Any, ...], list[Change]] = {}
+    for change in changes(theirs, ours):
         if not any(is_under(change.path, declared) for declared in additions):
-            groups.setdefault(change.path[: 1 if change.path[0] == "admin" else 2], []).append(change)
-    for place, group in groups.items():
-        name = " ".join([PART_NOUNS[place[0]], *map(str, place[1:])])
-        theirs_there, ours_there = (
-            p[place[0]] if len(place) == 1 else p[place[0]].get(place[1], ABSENT) for p in (theirs, ours)
-        )
-        if theirs_there is ABSENT:
-            found.append(f"the Envoy configuration has {name}, which the chart does not generate")
-        elif ours_there is ABSENT:
-            found.append(f"the Envoy configuration lacks the chart's {name}")
+            groups.setdefault(change.path[:2], []).append(change)
+    for (part, name), group in groups.items():
+        place = f"{part} {name}".strip()
+        if theirs[part].get(name, ABSENT) is ABSENT:
+            found.append(f"the Envoy configuration has {place}, which the chart does not generate")
+        elif ours[part].get(name, ABSENT) is ABSENT:
+            found.append(f"the Envoy configuration lacks the chart's {place}")
         else:
             fields = [
-                f"{format_path(c.path[len(place) :])} (chart: {format_value(c.before)}, this stack: "
-                f"{format_value(c.after)})"
+                f"{format_path(c.path[2:])} (chart: {format_value(c.before)}, this stack: {format_value(c.after)})"
                 for c in group
             ]
-            found.append(f"the Envoy configuration changes the chart's {name}: {'; '.join(fields)}")
+            found.append(f"the Envoy configuration changes the chart's {place}: {'; '.join(fields)}")
     return found
 
 
-def generated_values(values: Mapping[str, Any], computed: Mapping[str, Any], generation: Generation) -> dict[str, Any]:
-    """The stack's values with the chart generating its own Envoy configuration: ``load_from_configmap: false``, and
-    the two values only that configuration reads (route timeout, load-balancing policy) as this stack's."""
-    parts, envoy = envoy_parts(computed), dict(values[CHART.envoy_values_key])
-    envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
-    envoy["grpc_route_timeout"] = _get(parts["routes"].get("prefix /"), "route").get("timeout", "0s")
-    envoy["loadBalancerPolicy"] = (parts["clusters"].get(generation.inference_cluster) or {}).get("lb_policy")
-    return {**values, CHART.envoy_values_key: envoy}
-
-
 def generated_config_check(renderer: ChartRenderer, expected: Expected) -> list[str]:
-    """The chart's own generated Envoy configuration against this stack's (``generated_config_findings``), or why
-    there is none to compare with."""
+    """The chart's own Envoy configuration (``load_from_configmap: false``, and this stack's route timeout and
+    load-balancing policy, the two values only it reads) against this stack's."""
     computed = yaml.safe_load(expected.envoy_yaml)
-    own = CHART.envoy_config_map_name(expected.release_name)
-    try:
-        objects = renderer.render(generated_values(expected.values, computed, expected.generation))
-        text = _get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key)
-        generated = yaml.safe_load(text) if isinstance(text, str) else None
-    except ChartRenderError as error:
-        return [f"the chart refuses to generate its own Envoy configuration from these values: {error}"]
-    except yaml.YAMLError as error:
-        return [f"the chart's generated Envoy configuration is not YAML: {' '.join(str(error).split())}"]
-    if not isinstance(generated, dict) or "static_resources" not in generated:
-        why = f"with load_from_configmap false the chart generates no Envoy configuration in ConfigMap {own}"
-        return [f"{why} to compare this stack's with"]
+    parts, own = envoy_parts(computed)[0], CHART.envoy_config_map_name(expected.release_name)
+    envoy = dict(expected.values[CHART.envoy_values_key])
+    envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
+    envoy["grpc_route_timeout"] = _get(parts["route"].get("prefix /"), "route").get("timeout", "0s")
+    envoy["loadBalancerPolicy"] = _get(parts["cluster"], expected.generation.inference_cluster).get("lb_policy")
+    objects = renderer.render({**expected.values, CHART.envoy_values_key: envoy})
+    generated = yaml.safe_load(_get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key) or "{}")
     return generated_config_findings(generated, computed, expected.generation)
 
 
@@ -428,20 +346,8 @@ def ignored_values(
     progress: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
     clock: Callable[[], float] = time.monotonic,
 ) -> list[str]:
-    """Values paths whose change leaves the render identical to ``baseline`` (the canonical baseline render).
-
-    ``post_render``: the post-renderer's own function, run in this process for each re-render, which halves the
-    processes the re-renders start. ``selected``: the leaves to try (default: every leaf). Past ``budget_seconds``
-    no further render starts, those running are waited for, and ``ScanStopped`` says how many values were tried;
-    every ``PROGRESS_EVERY_SECONDS`` the count so far goes to ``progress``.
-    """
-
-    def same_as_baseline(leaf: Leaf) -> bool:
-        try:
-            variant = with_leaf(values, leaf.path, changed(leaf.value))
-            return canonical(renderer.render(variant, post_render=post_render)) == baseline
-        except ChartRenderError:
-            return False  # the chart refuses the changed value: it read it
+    """Values paths (of ``selected``, default every leaf) whose change leaves the render identical to ``baseline``.
+    Past ``budget_seconds`` no render starts and ``ScanStopped`` says how far it got; progress every 10 s."""
 
     every = list(leaves(values) if selected is None else selected)
     started = said = clock()
@@ -451,7 +357,11 @@ def ignored_values(
         nonlocal said, tried
         if clock() - started > budget_seconds:
             return None  # past the budget no render starts
-        ignored = same_as_baseline(leaf)
+        try:
+            variant = with_leaf(values, leaf.path, changed(leaf.value))
+            ignored = canonical(renderer.render(variant, post_render=post_render)) == baseline
+        except ChartRenderError:
+            ignored = False  # the chart refuses the changed value: it read it
         with lock:
             tried, now = tried + 1, clock()
             if now - said >= PROGRESS_EVERY_SECONDS:
@@ -470,46 +380,25 @@ def ignored_values(
     return [leaf.name for leaf, ignored in zip(every, results, strict=True) if ignored]
 
 
-def _scalars(tree: Any) -> Iterator[tuple[str, Any]]:
-    """Every (key, value) of a mapping entry in ``tree`` whose value is a string."""
-    items = tree.items() if isinstance(tree, Mapping) else enumerate(tree) if isinstance(tree, list) else ()
-    for key, value in items:
-        if isinstance(value, str) and isinstance(tree, Mapping):
-            yield str(key), value
-        else:
-            yield from _scalars(value)
-
-
-def component_pairs(objects: list[dict[str, Any]], expected: Expected) -> Callable[[Leaf], set[tuple[str, Any]]]:
-    """For a leaf, the ``(key, text)`` pairs of the objects its values section feeds: those whose component label is
-    the section's (``keda.*``: the ScaledObject), or every object where none carries it."""
+def rendered_anyway(objects: list[dict[str, Any]], expected: Expected) -> set[str]:
+    """Values paths whose text the objects they feed (of the section's component label, ``keda.*``: the ScaledObject;
+    every object where none carries it) hold under the path's own key (``metricType: Value``): ignored, they ask for
+    what the chart does anyway. A value rendered otherwise (``minReplicaCount`` 0 as 1) stays a finding."""
     row = expected.generation
-    components = {
-        "keda": "keda",
-        CHART.envoy_values_key: CHART.envoy_component,
-        row.inference_values_key: row.inference_component,
-    }
-    by_component: dict[str, set[tuple[str, Any]]] = {}
+    components = {"keda": "keda", CHART.envoy_values_key: CHART.envoy_component}
+    components[row.inference_values_key] = row.inference_component
+    fed: dict[str, set[tuple[str | int, Any]]] = {}
     for obj in objects:
-        label = str(_get(obj, "metadata", "labels").get(CHART.component_label, ""))
-        by_component.setdefault(label, set()).update(_scalars(obj))
-    every = set().union(*by_component.values())
-
-    def pairs(leaf: Leaf) -> set[tuple[str, Any]]:
-        section = str(leaf.path[0]) if leaf.path else ""
-        return by_component.get(components[section], every) if section in components else every
-
-    return pairs
-
-
-def rendered_anyway(leaf: Leaf, rendered: set[tuple[str, Any]]) -> bool:
-    """Whether the objects the leaf feeds (``component_pairs``) carry the leaf's text under the leaf's own key
-    (``metricType: Value``): an ignored value of that kind asks for what the chart does anyway, so it is no
-    finding. A value the chart ignores and renders otherwise (``minReplicaCount`` 0 rendered as 1) stays one."""
-    key = leaf.path[-1] if leaf.path else None
-    if not isinstance(key, str) or not isinstance(leaf.value, str) or not leaf.value:
-        return False
-    return (key, leaf.value) in rendered
+        texts = {(leaf.path[-1], leaf.value) for leaf in leaves(obj) if isinstance(leaf.value, str) and leaf.path}
+        fed.setdefault(str(_get(obj, "metadata", "labels").get(CHART.component_label, "")), set()).update(texts)
+    every = set().union(*fed.values())
+    return {
+        leaf.name
+        for leaf in leaves(expected.values)
+        if leaf.value
+        and isinstance(leaf.path[-1], str)
+        and (leaf.path[-1], leaf.value) in fed.get(components.get(str(leaf.path[0]), ""), every)
+    }
 
 
 # --------------------------------------------------------------------------------------------- the check
@@ -519,7 +408,7 @@ def generation_mismatch(chart_dir: Path, expected: Generation) -> str | None:
     """Why the chart is not of the generation the stack was rendered for, or None when it is."""
     values_file = chart_dir / "values.yaml"
     if not values_file.is_file():
-        return None  # a chart without values: nothing to tell a generation by, and Helm's render says the rest
+        return None  # nothing to tell a generation by, and Helm's render says the rest
     try:
         documents = load_outside_yaml(values_file.read_bytes())
         found = generation_of_values(documents[0] if documents else None)
@@ -540,57 +429,40 @@ def default_workers() -> int:
 
 
 def check(
-    chart_dir: Path,
-    expected: Expected,
-    *,
-    post_renderer: Path | None = None,
-    helm: Path | None = None,
-    workers: int | None = None,
-    budget_seconds: float = SCAN_BUDGET_SECONDS,
+    chart_dir: Path, expected: Expected, *, workers: int | None = None, budget_seconds: float = SCAN_BUDGET_SECONDS
 ) -> list[str]:
-    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms).
-
-    ``post_renderer``: the executable Helm runs on each render; by default the project's own, which the
-    re-renders of the ignored-values scan run as a function in this process instead (the same code).
-    """
+    """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms)."""
     mismatch = generation_mismatch(chart_dir, expected.generation)
     if mismatch is not None:
         return [mismatch]
-    in_process = None
-    if post_renderer is None:
-        post_renderer, in_process = ROOT / POSTRENDER, _patch
-    with ExitStack() as stack:
-        try:
-            renderer = stack.enter_context(
-                ChartRenderer(
-                    chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer, helm=helm
-                )
-            )
-        except ChartRenderError as error:
-            return [f"the chart cannot be rendered: {error}"]
-        try:
-            # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
-            objects = renderer.render(expected.values)
-            again = renderer.render(expected.values, post_render=in_process)
-        except ChartRenderError as error:
-            if CHART.external_config_guard in str(error):
-                return [GUARD_FINDING + f" (the chart says: {error})"]
-            return [f"the chart refuses this stack's values: {error}"]
-        findings = contract_findings(objects, expected)
-        if _get(expected.values, "scaleFromZero").get("enabled"):
-            findings += generated_config_check(renderer, expected)
-        baseline = canonical(objects)
-        if canonical(again) != baseline:
-            return [*findings, UNSTABLE_RENDER]
-        try:
-            workers = workers or default_workers()
-            ignored = ignored_values(
-                renderer, expected.values, baseline, workers, post_render=in_process, budget_seconds=budget_seconds
-            )
-        except ScanStopped as stopped:
-            return [*findings, str(stopped)]
-    pairs_of = component_pairs(objects, expected)
-    fixed = {leaf.name for leaf in leaves(expected.values) if rendered_anyway(leaf, pairs_of(leaf))}
+    served, post_renderer = expected.served, ROOT / POSTRENDER
+    try:
+        with ChartRenderer(chart_dir, expected.release_name, expected.namespace, served, post_renderer) as renderer:
+            return _check(renderer, expected, workers or default_workers(), budget_seconds)
+    except ChartRenderError as error:
+        return [f"the chart cannot be rendered: {error}"]
+
+
+def _check(renderer: ChartRenderer, expected: Expected, workers: int, budget: float) -> list[str]:
+    try:
+        # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
+        objects = renderer.render(expected.values)
+        again = renderer.render(expected.values, post_render=patch)  # the same code in this process, for the scan
+    except ChartRenderError as error:
+        if CHART.external_config_guard in str(error):
+            return [GUARD_FINDING + f" (the chart says: {error})"]
+        return [f"the chart refuses this stack's values: {error}"]
+    findings = contract_findings(objects, expected)
+    if _get(expected.values, "scaleFromZero").get("enabled"):
+        findings += generated_config_check(renderer, expected)
+    baseline = canonical(objects)
+    if canonical(again) != baseline:
+        return [*findings, UNSTABLE_RENDER]
+    try:
+        ignored = ignored_values(renderer, expected.values, baseline, workers, post_render=patch, budget_seconds=budget)
+    except ScanStopped as stopped:
+        return [*findings, str(stopped)]
+    fixed = rendered_anyway(objects, expected)
     return findings + [
         f"{path}: ignored by the chart (changing it changes nothing the chart renders)"
         for path in ignored

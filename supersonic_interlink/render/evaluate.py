@@ -1,12 +1,5 @@
-"""Run the real program under Pulumi's mock engine (``pulumi.runtime.set_mocks``, ``pulumi.runtime.test``) and record
-what it registers: the program, its settings and its components run exactly as under ``pulumi up``, with the config
-the CLI would pass, not a preview. Every evaluation runs in a fresh context, so several can run in one process.
-
-Each evaluation brings its own event loop and closes it and its workers' loops when it ends: the mock monitor answers
-registrations on threads of the loop's default executor, and Pulumi's ``_ensure_event_loop`` gives each such thread a
-loop of its own; left open, those are closed by ``__del__`` at interpreter exit, and a self-pipe socket finalized
-first makes Python print ``Exception ignored ... Invalid file descriptor: -1`` after a successful run.
-"""
+"""The real program under Pulumi's mock engine (``set_mocks``, ``pulumi.runtime.test``, not a preview), recording
+what it registers; each evaluation in a fresh context with its own event loops, so several run in one process."""
 
 from __future__ import annotations
 
@@ -55,9 +48,8 @@ def reveal(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Registered:
-    """One resource registration as the engine received it: inputs as sent, explicit nulls included (Helm reads a
-    null as "delete this default"); the parent's URN; False for a component; the ``import`` option's id ("" for
-    none); ``delete_before_replace``; and the URNs it depends on (through inputs or ``depends_on``)."""
+    """One registration as the engine received it: inputs as sent, explicit nulls included (Helm reads a null as
+    "delete this default"); ``custom`` False for a component; ``import_id`` "" for none; URNs depended on."""
 
     type: str
     name: str
@@ -80,8 +72,7 @@ class EchoMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """The mock engine's monitor, recording each registration as sent, before the mock SDK drops null inputs and the
-    options ``Mocks.new_resource`` is not given (parent, dependencies, replacement)."""
+    """Records each registration before the mock SDK drops null inputs and the options ``Mocks`` is not given."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks):
         super().__init__(mocks)
@@ -89,21 +80,11 @@ class RecordingMonitor(MockMonitor):
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
-            dependencies = frozenset(request.dependencies).union(
-                *(deps.urns for deps in request.propertyDependencies.values())
-            )
+            deps = frozenset(request.dependencies).union(*(d.urns for d in request.propertyDependencies.values()))
             inputs = plain(json_format.MessageToDict(request.object))
+            custom, replace = bool(request.custom), bool(request.deleteBeforeReplace)
             self.registered.append(
-                Registered(
-                    request.type,
-                    request.name,
-                    inputs,
-                    request.parent,
-                    bool(request.custom),
-                    request.importId,
-                    bool(request.deleteBeforeReplace),
-                    dependencies,
-                )
+                Registered(request.type, request.name, inputs, request.parent, custom, request.importId, replace, deps)
             )
         return super().RegisterResource(request)
 
@@ -117,10 +98,8 @@ class Evaluation:
         return [r for r in self.resources if r.type == type_token]
 
     def one(self, type_token: str) -> Registered:
-        found = self.of_type(type_token)
-        if len(found) != 1:
-            raise AssertionError(f"expected one {type_token}, found {len(found)}: {[r.name for r in found]}")
-        return found[0]
+        (found,) = self.of_type(type_token)
+        return found
 
 
 def run_entry_point() -> None:
@@ -137,12 +116,8 @@ def evaluate(
     offline: bool = True,
     chart_dir: Path | None = None,
 ) -> Evaluation:
-    """Run ``program`` (the real ``__main__.py`` by default) with ``config`` as the CLI would pass it.
-
-    ``secret_keys``: the keys the CLI would list in ``PULUMI_CONFIG_SECRET_KEYS``. ``offline`` (the default)
-    evaluates as ``./supersonic render`` does: no chart is fetched, an unpinned git chart rendered, not refused;
-    ``offline=False`` is what ``pulumi preview``/``up`` do. ``chart_dir``: the chart to render for (``--chart``).
-    """
+    """Run ``program`` with ``config`` and ``secret_keys`` as the CLI would pass them. ``offline`` as ``render``: no
+    chart fetched, an unpinned git chart rendered, not refused; ``chart_dir``: the chart to render for (``--chart``)."""
     monitor = RecordingMonitor(EchoMocks())
     outputs: dict[str, Any] = {}
 
@@ -167,8 +142,8 @@ def evaluate(
 
 @contextlib.contextmanager
 def _own_event_loops() -> Iterator[None]:
-    """A fresh event loop for this thread and a default executor whose threads get theirs up front (what
-    ``_ensure_event_loop`` would create, made here so it can be closed), all closed on exit."""
+    """A fresh event loop and a default executor whose threads get theirs up front, all closed on exit: left to
+    Pulumi's ``_ensure_event_loop``, they close at interpreter exit and Python prints ``Exception ignored ...``."""
     worker_loops: list[asyncio.AbstractEventLoop] = []
 
     def give_worker_a_loop() -> None:
@@ -183,15 +158,9 @@ def _own_event_loops() -> Iterator[None]:
     try:
         yield
     finally:
-        try:
-            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-            for task in pending:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            executor.shutdown(wait=True)
-            asyncio.set_event_loop(None)
-            loop.close()
-            for worker_loop in worker_loops:
-                worker_loop.close()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        executor.shutdown(wait=True)
+        asyncio.set_event_loop(None)
+        loop.close()
+        for worker_loop in worker_loops:
+            worker_loop.close()

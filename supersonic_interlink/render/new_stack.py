@@ -1,12 +1,5 @@
-"""``./supersonic stack new NAME``: a stack file for another cluster, made from an existing stack's, then rendered
-and checked as ``./supersonic render NAME --check`` does.
-
-What names the source stack's release is replaced, never copied: ``namespace``, ``release.name``, the virtual node
-Triton is scheduled on (``triton.nodeSelector``) and every ``release``/``namespace`` selector of the load metric
-(``config/metric.py`` says why those must match). The source's comments (its cluster's story) and its secrets (their
-ciphertext is bound to the source stack's key) are left out; every other value is copied, for the operator to review.
-An existing file is never overwritten.
-"""
+"""``./supersonic stack new NAME``: a stack file from another's, with its own namespace, release, virtual node and
+load-metric selectors, the source's comments and secrets left out; never over a file; then ``render --check``."""
 
 from __future__ import annotations
 
@@ -32,7 +25,7 @@ from supersonic_interlink.config.stack_config import (
 from supersonic_interlink.render.stack import run as render_run
 
 NODE_LABEL = "kubernetes.io/hostname"
-"""The label interLink's virtual node carries its name under (the hammer stack selects ``interlink-hammer`` by it)."""
+"""The label interLink's virtual node carries its name under."""
 
 
 def _key(name: str) -> str:
@@ -78,12 +71,12 @@ def run(name: str, *, namespace: str, release: str, node: str, source: str) -> i
         origin = stack_file(source)
         if not origin.is_file():
             raise ConfigError([f"--from {source}: no file {origin.name} in stacks/"])
-        config, dropped = new_config(read_stack_document(origin), namespace=namespace, release=release, node=node)
+        old = read_stack_document(origin)
+        config, dropped = new_config(old, namespace=namespace, release=release, node=node)
         settings_from_config(merged_config(config))  # every config problem, before a file is written
     except ConfigError as error:
         print(f"stack new {name}: " + "\n  ".join(error.problems), file=sys.stderr)
         return EXIT_USAGE
-    old = read_stack_document(origin)
     names = {str(old.get(_key("namespace")) or ""), str((old.get(_key("release")) or {}).get("name") or "")} - {""}
     header = [
         f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node",

@@ -1,14 +1,5 @@
-"""``./supersonic render``: a stack rendered offline as ``pulumi up`` would evaluate it (the manifests the program
-creates, the Helm release with its values, the Envoy configuration and, with the chart on disk, the chart's objects as
-the real Helm v3 renders them), written as a render tree, summarized, and checked; each check that could not run is
-named with the reason. ``run`` is the verb once ``cli/render.py`` has checked its arguments; exit codes as
-``cli/main.py`` states them for every verb, and ``--json`` prints one document (docs/json.md).
-
-A stack holding secrets renders without its passphrase: each secret is the placeholder ``[secret]``
-(``stack_config.SECRET_PLACEHOLDER``), evaluated with those keys marked secret as the Pulumi CLI marks them; neither
-the ciphertext nor a decrypted value is ever read into the output. A Secret's data in the tree is its length and a
-digest (``mask``): enough to see that it changed, not what it is.
-"""
+"""``./supersonic render``: a stack evaluated offline as ``pulumi up`` would (each secret the placeholder, no passphrase
+read), written as a render tree (a Secret's data masked), summarized and checked; a skipped check says why."""
 
 from __future__ import annotations
 
@@ -22,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jmespath
 import yaml
 
 from supersonic_interlink import EXIT_FINDING, EXIT_SKIPPED, EXIT_USAGE, ROOT, progress
@@ -36,6 +28,7 @@ from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, load_stack, secret_key_of
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.files import write_text
+from supersonic_interlink.objdiff import object_key
 from supersonic_interlink.program import build
 from supersonic_interlink.render import conformance
 from supersonic_interlink.render.checks import envoy_findings, kubernetes_findings, object_findings
@@ -43,17 +36,13 @@ from supersonic_interlink.render.evaluate import evaluate, reveal
 
 RELEASE_OPTIONS = ("atomic", "chart", "cleanupOnFail", "dependencyUpdate", "maxHistory", "postrender", "timeout")
 CHART_DIR = "chart"
-"""Where in a render tree the chart's objects go, one file each (``file_names``)."""
-CONFORMANCE = "chart conformance"
 
 
 def render(
     stack: str, config: Mapping[str, Any] | None = None, secrets: Sequence[str] = (), chart_dir: Path | None = None
 ) -> dict[str, Any]:
-    """Evaluate the stack (its stack file's config, or ``config`` as the CLI would pass it, with ``secrets`` the
-    paths of the secret values in it); return its manifests, release description and Envoy text. Raises ConfigError.
-    ``chart_dir``: a chart directory to render for instead of the stack's own chart (its generation is read there).
-    """
+    """The stack (its file's config, or ``config`` and the paths of its ``secrets`` as the CLI would pass them) as
+    manifests, release and Envoy text, for ``chart_dir`` instead of its own chart if given. Raises ConfigError."""
     if config is None:
         loaded = load_stack(stack)
         config, secrets = loaded.config, loaded.secrets
@@ -107,8 +96,7 @@ def render(
 
 
 def chart_pinned(stack: str) -> bool:
-    """Whether the stack's chart source names one exact chart (False too when its config does not load);
-    scripts/check-stacks.sh asks it, to check a pinned stack with --strict."""
+    """Whether the stack's chart source names one exact chart (False when its config does not load)."""
     try:
         loaded = load_stack(stack)
         return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
@@ -145,31 +133,15 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
 
 
 def chart_objects(chart_dir: Path, rendered: Mapping[str, Any], root: Path = ROOT) -> list[dict[str, Any]]:
-    """The release's chart objects as ``pulumi up`` would install them (the real Helm v3 against the stand-in API
-    serving the stack's Envoy ConfigMap, with the Release's post-renderer, resolved in ``root``), sorted. Raises
-    ``ChartRenderError`` or ``BinaryError``."""
+    """The release's chart objects as ``pulumi up`` would install them (its post-renderer resolved in ``root``),
+    sorted. Raises ``ChartRenderError`` or ``BinaryError``."""
     expected = conformance.Expected.from_rendered(rendered)
     postrender = rendered["release"]["options"].get("postrender")
     post_renderer = root / str(postrender) if postrender else None
     with ChartRenderer(chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer) as helm:
         objects = helm.render(expected.values)
-    return sorted(objects, key=object_order)
-
-
-def object_order(manifest: Mapping[str, Any]) -> tuple[str, ...]:
-    metadata = manifest.get("metadata") or {}
-    return tuple(
-        str(x or "")
-        for x in (manifest.get("kind"), manifest.get("apiVersion"), *map(metadata.get, ("namespace", "name")))
-    )
-
-
-def release_chart_objects(
-    stack: str, rendered: dict[str, Any], chart_dir: Path | None = None
-) -> tuple[list[dict[str, Any]] | None, str]:
-    """(the chart's objects as the release deploys them, "") or, when the chart is not on disk, (None, why not)."""
-    found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
-    return (None, why) if found is None else (chart_objects(found, rendered), "")
+    order = jmespath.compile("[kind, apiVersion, metadata.namespace, metadata.name]")
+    return sorted(objects, key=lambda m: [str(field or "") for field in order.search(m)])
 
 
 def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -190,23 +162,16 @@ def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def file_names(objects: Iterable[Mapping[str, Any]]) -> list[str]:
-    """A relative file name per object, ``<Kind>[.<group>]/<name>.yaml`` (the namespace added where two would
-    meet), in the objects' order."""
+    """A file name per object, ``<Kind>[.<group>]/<name>.yaml`` (the namespace added where two would meet)."""
     names: list[str] = []
-    for manifest in objects:
-        api_version, metadata = str(manifest.get("apiVersion", "")), manifest.get("metadata") or {}
-        kind = str(manifest.get("kind", "Unknown")) + (
-            f".{api_version.rsplit('/', 1)[0]}" if "/" in api_version else ""
-        )
-        name = f"{kind}/{metadata.get('name', 'unnamed')}.yaml"
-        if name in names:
-            name = f"{kind}/{metadata.get('name', 'unnamed')}.{metadata.get('namespace') or 'default'}.yaml"
-        names.append(name)
+    for key in map(object_key, objects):
+        stem = f"{key.kind}.{key.group}/{key.name}" if key.group else f"{key.kind}/{key.name}"
+        names.append(f"{stem}.yaml" if f"{stem}.yaml" not in names else f"{stem}.{key.namespace or 'default'}.yaml")
     return names
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style; long strings as literal blocks so multi-line text diffs line by line."""
+    """Multi-line strings as literal blocks, so they diff line by line."""
 
 
 _Dumper.add_representer(
@@ -214,20 +179,15 @@ _Dumper.add_representer(
 )
 
 
-def dump_all(documents: Iterable[Any]) -> str:
+def dump(*documents: Any) -> str:
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
 
 
-def dump(document: Any) -> str:
-    return dump_all([document])
-
-
 def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
-    """Write the render tree: manifests.yaml, release.yaml, envoy.yaml and, given the chart's objects,
-    ``chart/<Kind>[.<group>]/<name>.yaml`` (Secret data masked). A ``chart/`` left from an earlier render is removed
-    first, so the tree is exactly this render. Returns the files written and, with chart objects, ``chart/``."""
+    """Write the render tree (manifests.yaml, release.yaml, envoy.yaml, and ``chart/`` given its objects, replacing
+    an earlier one); return the files written and ``chart/``."""
     out.mkdir(parents=True, exist_ok=True)
-    texts = {"manifests.yaml": dump_all(rendered["manifests"]), "release.yaml": dump(rendered["release"])}
+    texts = {"manifests.yaml": dump(*rendered["manifests"]), "release.yaml": dump(rendered["release"])}
     written = []
     for name, text in {**texts, "envoy.yaml": rendered["envoy"]}.items():
         write_text(out / name, text)  # a link planted in the output directory is not followed
@@ -255,26 +215,23 @@ def findings(rendered: dict[str, Any]) -> list[str]:
     )
 
 
-def chart_findings(stack: str, rendered: dict[str, Any], chart_dir: Path | None) -> list[str]:
-    """The chart's objects through the checks the program's own objects pass, a refused value named by the stack key
-    that set it; none when the chart is not on disk or refuses the values (the conformance check then says so)."""
+def chart_findings(chart_dir: Path, rendered: dict[str, Any]) -> list[str]:
+    """The chart's objects through the program's objects' checks; none when the chart refuses the values (the
+    conformance check then says so)."""
     try:
-        objects, _ = release_chart_objects(stack, rendered, chart_dir)
+        return object_findings(chart_objects(chart_dir, rendered), rendered["settings"])
     except (ChartRenderError, BinaryError):
         return []
-    return object_findings(objects or [], rendered["settings"])
 
 
 @dataclass
 class Outcome:
-    """What the checks found, and which could not run and why: a check that did not run never counts as passed."""
+    """What the checks found, and (check, why) of those that could not run, or run where the secret is (deferred:
+    not passed, and no skip under --strict)."""
 
     findings: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    """(check, why it could not run)."""
     deferred: list[tuple[str, str]] = field(default_factory=list)
-    """(check, where it runs instead): a check of a secret's text, which offline is not here; never counted as
-    passed, and not a skip under --strict, since the command that has the secret runs it."""
 
     def last_line(self, stack: str) -> str:
         if self.findings:
@@ -288,8 +245,7 @@ class Outcome:
 
 
 def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) -> Outcome:
-    """Every check of ``render --check``: ``findings``, and, when the chart is on disk, ``chart_findings`` and the
-    chart conformance check (skipped, with the reason, when it is not)."""
+    """Every check of ``render --check``; with the chart on disk, ``chart_findings`` and the conformance check."""
     outcome = Outcome(findings=findings(rendered))
     chart = rendered["chart_source"]
     if chart.kind == "git" and chart.commit in CHART.guarded_commits:
@@ -297,9 +253,9 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
         outcome.findings.append(f"{PROJECT}:release.chart.commit: {chart_source.guarded_message(chart.commit)}")
     found, why = locate_chart(stack, chart, chart_dir)
     if found is None:
-        outcome.skipped.append((CONFORMANCE, why))
+        outcome.skipped.append(("chart conformance", why))
     else:
-        outcome.findings += chart_findings(stack, rendered, chart_dir)
+        outcome.findings += chart_findings(found, rendered)
         try:
             conforms = [
                 f"chart {found}: {f}" for f in conformance.check(found, conformance.Expected.from_rendered(rendered))
@@ -311,12 +267,8 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
             print(f"stack {stack}: chart {found} conforms")
     if any(path.startswith(f"{PROJECT}:serverLoad") for path in rendered["secrets"]):
         # config/metric.py checks the metric's release and namespace selectors; offline a secret has no text.
-        outcome.deferred.append(
-            (
-                "load metric selectors",
-                "serverLoad is a secret, whose text is not here offline; pulumi preview checks it",
-            )
-        )
+        why = "serverLoad is a secret, whose text is not here offline; pulumi preview checks it"
+        outcome.deferred.append(("load metric selectors", why))
     return outcome
 
 
@@ -333,20 +285,13 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
         where += f" at {chart.commit}" if chart.commit else f", NOT PINNED: pulumi preview/up refuse it; run `{pin}`"
     elif chart.kind == "repo":
         where = f"{chart.repo} {chart.name} {chart.version}"
-    assumed = "assumed (what SuperSONIC main carries): "
     if chart_dir is not None:
         read = f"read from {chart_dir}/values.yaml (--chart)"
-    elif chart.kind == "repo":
-        read = "that of every published version up to 0.3.1"
     elif values_on_disk(chart) is not None:
         read = "read from the chart's values.yaml"
     else:
-        read = assumed + (
-            f"commit {chart.commit[:12]} is not on disk to read"
-            if chart.commit
-            else "the chart is not on disk to read it from"
-        )
-    routes = conformance.envoy_parts(load_yaml(rendered["envoy"]))["routes"]
+        read = "assumed: the chart is not on disk to read it from"
+    routes = conformance.envoy_parts(load_yaml(rendered["envoy"]))[0]["route"]
     idle = (routes.get(f"path {CHART.repository_index_path}") or {}).get("route", {}).get("idle_timeout", "missing")
     lines = [
         f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
@@ -391,9 +336,8 @@ def run(
     pin_chart: str | None,
     as_json: bool = False,
 ) -> int:
-    """Pin or fetch the stack's chart, or render it, write it (``out``) or summarize it, and check it. With
-    ``as_json`` the one JSON document is all that goes to standard output; what the text form prints there goes to
-    standard error instead."""
+    """Pin or fetch the stack's chart, or render it, write it (``out``) or summarize it, and check it; with ``as_json``
+    the one JSON document is all of standard output."""
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
     if pin_chart is not None:
         return _pin(stack, pin_chart)
@@ -419,11 +363,11 @@ def run(
         return code
 
     if out:
-        refused = ""
+        found, why = locate_chart(stack, chart, chart_dir)
         try:
-            objects, why = release_chart_objects(stack, rendered, chart_dir)
+            objects = chart_objects(found, rendered) if found else None
         except (ChartRenderError, BinaryError) as error:
-            objects, refused = None, " ".join(str(error).split())
+            objects, why = None, " ".join(str(error).split())
         try:
             written = write(rendered, out, objects)
         except OSError as error:
@@ -432,34 +376,21 @@ def run(
         document["chart_objects"], document["written"] = objects, [str(path) for path in written]
         for path in written:
             say(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
-        if refused:
-            _err(f"stack {stack}: the chart's objects cannot be rendered: {refused}")
-            if not check:
-                return done(EXIT_FINDING)
-        elif objects is None:
+        if objects is None:
             say(f"stack {stack}: the chart's objects are not rendered: {why}")
-        if chart.kind == "git" and chart.commit is None:
-            say(f"stack {stack}: {chart_source.unpinned_message(stack)}")
     else:
         say(summary(stack, rendered))
     if not check:
         return done(0)
-    what = (
-        f"stack {stack}: checking: Kubernetes schemas and the API server's rules, envoy --mode validate, then, when "
-        "the chart is on disk, the same over the chart's objects and the chart conformance check with the real Helm v3"
-    )
-    with progress.step(what):
+    with progress.step(f"stack {stack}: checking: schemas, the API server's rules, envoy, the chart if on disk"):
         outcome = checks(stack, rendered, chart_dir)
     for finding in outcome.findings:
         _err(f"check: {finding}")
+    document["check"] = {"findings": list(outcome.findings)}
     for verb, pairs in (("skipped", outcome.skipped), ("deferred", outcome.deferred)):
+        document["check"][verb] = [{"check": name, "why": why} for name, why in pairs]
         for name, why in pairs:
             say(f"stack {stack}: check {verb}: {name}: {why}")
-    document["check"] = {
-        "findings": list(outcome.findings),
-        "skipped": [{"check": name, "why": why} for name, why in outcome.skipped],
-        "deferred": [{"check": name, "why": why} for name, why in outcome.deferred],
-    }
     if outcome.findings:
         _err(outcome.last_line(stack))
         return done(EXIT_FINDING)

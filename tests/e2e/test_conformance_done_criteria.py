@@ -36,7 +36,7 @@ def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scal
     prefix = f"check: chart {chart}: "
     reported = {line[len(prefix) :] for line in result.stderr.splitlines() if line.startswith(prefix)}
     assert reported == {
-        "ScaledObject supersonic-interlink-keda-so: minReplicaCount is 1, not the 0 set in keda.minReplicaCount",
+        "ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)",
         LUA_NOT_MOUNTED,
         "Deployment supersonic-interlink-envoy: no admission sidecar (scale from zero has nothing to wake Triton)",
         "keda.minReplicaCount: ignored by the chart (changing it changes nothing the chart renders)",

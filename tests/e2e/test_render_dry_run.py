@@ -28,7 +28,7 @@ def release_objects(config: dict[str, Any], chart: Path) -> tuple[list[dict[str,
     cli = {key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()}
     rendered = render("dry-run-e2e", cli, chart_dir=chart)
     objects = [*rendered["manifests"], *chart_objects(chart, rendered)]
-    return objects, findings(rendered) + chart_findings("dry-run-e2e", rendered, chart)
+    return objects, findings(rendered) + chart_findings(chart, rendered)
 
 
 def dry_run_create(cluster: LocalCluster, objects: list[dict[str, Any]]) -> str:
