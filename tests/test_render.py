@@ -252,6 +252,16 @@ def test_a_broken_chart_yaml_is_a_finding_of_render_check_not_a_traceback(tmp_pa
     assert "Traceback" not in result.stderr
 
 
+def test_out_with_a_chart_that_cannot_render_writes_the_programs_files_and_exits_1(tmp_path: Path) -> None:
+    chart_yaml, complaint = BROKEN_CHART_YAML[0]
+    (tmp_path / "chart").mkdir()
+    chart = broken_chart(tmp_path / "chart", chart_yaml)
+    result = run_render("hammer", "--out", str(tmp_path / "out"), "--chart", str(chart))
+    assert result.returncode == 1, result.stderr
+    assert "the chart's objects cannot be rendered" in result.stderr and complaint in result.stderr, result.stderr
+    assert (tmp_path / "out").is_dir() and "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("chart_yaml, complaint", BROKEN_CHART_YAML)
 def test_each_way_a_chart_yaml_breaks_is_named_in_the_chart_finding(
     hammer: dict[str, Any], tmp_path: Path, chart_yaml: str, complaint: str

@@ -364,10 +364,11 @@ def run(
 
     if out:
         found, why = locate_chart(stack, chart, chart_dir)
+        refused = None
         try:
             objects = chart_objects(found, rendered) if found else None
         except (ChartRenderError, BinaryError) as error:
-            objects, why = None, " ".join(str(error).split())
+            objects, refused = None, " ".join(str(error).split())
         try:
             written = write(rendered, out, objects)
         except OSError as error:
@@ -376,7 +377,11 @@ def run(
         document["chart_objects"], document["written"] = objects, [str(path) for path in written]
         for path in written:
             say(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
-        if objects is None:
+        if refused:
+            _err(f"stack {stack}: the chart's objects cannot be rendered: {refused}")
+            if not check:
+                return done(EXIT_FINDING)
+        elif objects is None:
             say(f"stack {stack}: the chart's objects are not rendered: {why}")
     else:
         say(summary(stack, rendered))
