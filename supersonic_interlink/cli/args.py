@@ -1,16 +1,20 @@
-"""What the verbs' parsers share: the one usage error every verb gives, argument types that refuse an empty path or
-name, and the stack positional with its shell completion."""
+"""What the verbs share: the parser whose usage error is one line with exit 2, the verb record, the argument types
+that refuse an empty or unknown value, and the stack positional with its shell completion."""
 
 from __future__ import annotations
 
 import argparse
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import check_stack_name, stack_names
 
+T = TypeVar("T")
 STACKS_COMPLETE = {
     "bash": "_supersonic_stacks",
     "zsh": "_supersonic_stacks",
@@ -21,45 +25,80 @@ STACKS_COMPLETE = {
         "  compadd -- ${stacks#Pulumi.}\n}",
     },
 }
-"""Shell completion of a stack name (shtab's ``.complete`` form): the stack files under ``stacks/`` of the directory
-completion runs in, read at each completion, so a new stack completes without a new script."""
+"""shtab's ``.complete`` for a stack: the files under ``stacks/`` read at each completion, so a new stack completes."""
 
 
 class Parser(argparse.ArgumentParser):
-    """Every verb's parser: a usage error is one line on stderr that names the argument, the value and what is allowed,
-    and the exit code is 2, instead of argparse's usage dump."""
-
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog.removeprefix('./supersonic ')}: {message} (see `{self.prog} --help`)\n")
 
 
-def add_stack(parser: argparse.ArgumentParser, help: str, metavar: str | None = None) -> argparse.Action:
-    """The stack positional, completed from ``stacks/``."""
-    action = parser.add_argument("stack", metavar=metavar, help=help)
-    action.complete = STACKS_COMPLETE  # type: ignore[attr-defined]
-    return action
+@dataclass(frozen=True)
+class Verb:
+    """A verb: its parser (completion reads it), what it refuses across arguments, and its package's work."""
+
+    name: str
+    description: str
+    example: str
+    arguments: Callable[[Parser], object]
+    run: Callable[[argparse.Namespace], int]
+    problem: Callable[[argparse.Namespace], str | None] = lambda args: None
+
+    def parser(self) -> Parser:
+        parser = Parser(
+            prog=f"./supersonic {self.name}", description=self.description, epilog=f"example: {self.example}"
+        )
+        self.arguments(parser)
+        return parser
+
+    def main(self, argv: list[str]) -> int:
+        parser = self.parser()
+        args = parser.parse_args(argv)
+        why = self.problem(args)
+        if why:
+            parser.error(why)
+        return self.run(args)
 
 
-def path(text: str) -> Path:
-    """A path argument: ``Path("")`` would silently mean the current directory."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("is empty: expected a path")
+def calls(target: str) -> Callable[[argparse.Namespace], int]:
+    """``target`` (``module:function`` of the verb's package) called with the arguments, imported when the verb runs."""
+    return lambda args: pkgutil.resolve_name(target)(**vars(args))
+
+
+def given(allowed: str, kind: Callable[[str], T]) -> Callable[[str], T]:
+    """An argument type that refuses an empty value (``Path("")`` would mean the current directory)."""
+
+    def parse(text: str) -> T:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"is empty: expected {allowed}")
+        return kind(text)
+
+    return parse
+
+
+path = given("a path", Path)
+name = given("a name", str)
+ref = given("a branch, a tag or a commit", str)
+
+
+def chart_dir(text: str) -> Path:
+    if not (path(text) / "Chart.yaml").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a chart directory (no Chart.yaml in it)")
     return Path(text)
 
 
-def name(text: str) -> str:
-    """A name argument (a stack to filter by): empty would match nothing and report nothing."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("is empty: expected a name")
-    return text
-
-
-def unknown_stack(stack: str) -> str | None:
-    """Why ``stack`` names no stack file here (the Pulumi CLI's name rule first), or None when it does."""
+def known_stack(stack: str) -> str:
+    """A stack with a file under ``stacks/``, named by the Pulumi CLI's rule."""
     try:
         check_stack_name(stack)
     except ConfigError as error:
-        return error.problems[0]
+        raise argparse.ArgumentTypeError(error.problems[0]) from None
     if stack not in stack_names():
-        return f"no stack {stack!r}; stacks: {', '.join(stack_names())}"
-    return None
+        raise argparse.ArgumentTypeError(f"no stack {stack!r}; stacks: {', '.join(stack_names())}")
+    return stack
+
+
+def add_stack(parser: argparse.ArgumentParser, help: str, **kwargs: object) -> argparse.Action:
+    action = parser.add_argument("stack", help=help, **kwargs)  # type: ignore[arg-type]
+    action.complete = STACKS_COMPLETE  # type: ignore[attr-defined]
+    return action

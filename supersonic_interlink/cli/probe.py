@@ -1,22 +1,5 @@
-"""Cold-start probe: measure wakes against a live endpoint, keep them, and turn them into a readyTimeoutSeconds.
-
-    ./supersonic probe <stack> [--endpoint HOST:PORT] [--json] [--repeat N --interval S] [--record FILE]
-    ./supersonic probe report FILE [--stack S] [--since DATE] [--json] [--png OUT]
-
-A probe starts a session as a CMSSW client does: a ServerReady (which wakes nothing) tells a cold wake from a warm
-answer, then a RepositoryIndex, with the deadline readyTimeoutSeconds plus the chart's route margin, waits for the wake.
-The result goes to stdout as text or, with --json, one JSON object per probe (and a summary after several); --record
-FILE appends each probe's object to FILE (JSON Lines, safe to share). `report` reads such a file and prints, per
-stack, the cold wakes' distribution, the share the current readyTimeoutSeconds covered and the value the history
-supports; --png draws it. See docs/probe.md.
-
-Outcomes and exit codes (docs/probe.md says what each means and what to do):
-  0 ready, 3 rejected (at readyTimeoutSeconds: the Lua filter found no healthy Triton in time), 4 deadline exceeded,
-  5 unreachable, 6 not ready (ServerReady false or failed), 7 not recorded (appending to --record failed),
-  2 usage error or invalid stack config, 130 interrupted. With --repeat, that of the worst outcome (ready < not ready
-  < rejected < deadline exceeded < unreachable). `report` exits 0, 1 when FILE holds no probe of the selection, 2 on
-  bad usage or an unreadable FILE.
-"""
+"""``./supersonic probe <stack>`` and ``probe report FILE``: cold starts measured through Envoy, kept, and reported
+(docs/probe.md). A module of its own: its defaults come with the gRPC client."""
 
 from __future__ import annotations
 
@@ -29,8 +12,8 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from supersonic_interlink import EXIT_USAGE
-from supersonic_interlink.cli import args as args_
-from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.cli.args import Parser, add_stack, name, path
+from supersonic_interlink.cli.verbs import stacks
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.probe import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -46,7 +29,6 @@ BOUNDS: dict[str, Callable[[float], bool]] = {
     ">= 0": lambda s: s >= 0,
     "> 0": lambda s: s > 0,
 }
-"""A number option's bound, by the words its error gives."""
 SECONDS = "a finite number of seconds"
 # fmt: off
 NUMBERS = (
@@ -59,8 +41,6 @@ NUMBERS = (
 
 
 def _number(kind: Callable[[str], float], allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
-    """An option's number type: ``kind`` of the text, refused unless finite and ``ok``, naming what is ``allowed``."""
-
     def parse(text: str) -> float:
         try:
             value = kind(text)
@@ -82,52 +62,50 @@ def _since(text: str) -> datetime:
         ) from None
 
 
-def parser() -> args_.Parser:
-    """``probe <stack>``; ``main`` hands ``probe report ...`` to ``report_parser`` before this parser reads it."""
-    description, _, outcomes = (__doc__ or "").split("\n\n", 2)[2].partition("\n\nOutcomes")
-    parser = args_.Parser(
+def parser() -> Parser:
+    parser = Parser(
         prog="./supersonic probe",
         usage="%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]",
-        description=description,
-        epilog="Outcomes" + outcomes.rstrip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start a session as a CMSSW client does: a ServerReady (which wakes nothing) tells a cold wake "
+        "from a warm answer, then a RepositoryIndex waits for the wake until readyTimeoutSeconds plus the chart's "
+        "route margin. `report` reads the --record history: per stack, the cold wakes, the share readyTimeoutSeconds "
+        "covered and the value the history supports.",
+        epilog="exit codes: 0 ready, 3 rejected, 4 deadline exceeded, 5 unreachable, 6 not ready, 7 not recorded, "
+        "2 usage or stack config, 130 interrupted; with --repeat the worst outcome's (docs/probe.md)",
     )
-    args_.add_stack(
-        parser, help=f"stack name ({', '.join(stack_names())}): gives the deadline and the default endpoint"
-    )
+    add_stack(parser, stacks(": gives the deadline and the default endpoint"))
     add = parser.add_argument
     add(
         "--endpoint",
         metavar="HOST:PORT",
-        help="Envoy's gRPC endpoint; default the stack's in-cluster Service "
-        "(<release>.<namespace>.svc.cluster.local:8001)",
+        help="Envoy's gRPC endpoint (default <release>.<namespace>.svc.cluster.local:8001)",
     )
     add("--json", action="store_true", help="print one JSON object per probe (and a summary after several) to stdout")
-    add(
-        "--record",
-        metavar="FILE",
-        type=args_.path,
-        help="append each probe's JSON object to FILE as one line (JSON Lines; several probes may share FILE)",
-    )
+    add("--record", metavar="FILE", type=path, help="append each probe's JSON object to FILE as one line (JSON Lines)")
     for flag, kind, words, bound, default, what in NUMBERS:
         number = _number(kind, f"{words} {bound}", BOUNDS[bound])
-        metavar = "N" if kind is int else "S"
-        add(flag, type=number, default=default, metavar=metavar, help=f"{what} (default {default:g})")
+        add(
+            flag,
+            type=number,
+            default=default,
+            metavar="N" if kind is int else "S",
+            help=f"{what} (default {default:g})",
+        )
     return parser
 
 
-def report_parser() -> args_.Parser:
-    parser = args_.Parser(
+def report_parser() -> Parser:
+    parser = Parser(
         prog=f"./supersonic probe {REPORT}",
-        description="Per stack: cold wakes, their outcomes and wake times, the share the current readyTimeoutSeconds "
-        "covered, and the readyTimeoutSeconds the history supports (docs/probe.md).",
+        description="Per stack: the cold wakes, their outcomes and wake times, the share readyTimeoutSeconds covered "
+        "and the readyTimeoutSeconds the history supports (docs/probe.md).",
     )
     add = parser.add_argument
-    add("file", metavar="FILE", type=args_.path, help="a history written by ./supersonic probe --record")
-    add("--stack", metavar="S", type=args_.name, help="only this stack")
+    add("file", metavar="FILE", type=path, help="a history written by ./supersonic probe --record")
+    add("--stack", metavar="S", type=name, help="only this stack")
     add("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
     add("--json", action="store_true", help="one JSON object per stack instead of text")
-    add("--png", metavar="OUT", type=args_.path, help="draw each stack's cold-wake distribution and timeouts to OUT")
+    add("--png", metavar="OUT", type=path, help="draw each stack's cold-wake distribution and timeouts to OUT")
     return parser
 
 
@@ -136,17 +114,15 @@ SUB_VERBS = {REPORT: report_parser}
 
 
 def main(
-    argv: list[str] | None = None,
+    argv: list[str],
     *,
     config: Mapping[str, Any] | None = None,
     stack_configs: Mapping[str, Mapping[str, str]] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Run the command. The tests shorten timeouts with ``config`` (replaces the probed stack's config map) and
-    ``stack_configs`` (the config map of each stack a report names)."""
+    """``config`` replaces the probed stack's config map, ``stack_configs`` a report's (the tests' short timeouts)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    argv = sys.argv[1:] if argv is None else argv
     report = argv[:1] == [REPORT]
     try:
         with contextlib.redirect_stderr(stderr):

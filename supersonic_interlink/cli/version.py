@@ -1,12 +1,8 @@
-"""``./supersonic --version``: the project's version, each stack's pinned chart and the pinned engine and Helm.
-
-The project runs from its source tree (``PYTHONPATH``, never ``pip install``), so no package metadata exists for it:
-the version is ``pyproject.toml``'s ``[project].version``, and the git commit of the tree is added when git can tell it.
-"""
+"""``./supersonic --version``: pyproject.toml's version (the project runs from its tree, never installed) with the git
+commit, each stack's pinned chart, and the pinned engine, Helm and kubectl."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import subprocess
 import tomllib
 
@@ -18,17 +14,13 @@ from supersonic_interlink.engine import toolchain
 
 
 def project_version() -> str:
-    """``<version>[+g<12 hex>[.dirty]]``: package metadata if the project is installed, else pyproject.toml."""
-    try:
-        version = importlib.metadata.version("supersonic-interlink")
-    except importlib.metadata.PackageNotFoundError:
-        version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    try:
-        git = ["git", "-C", str(ROOT)]
-        commit = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError):
-        return version  # not a git checkout, or no git: the version alone
+    """``<version>[+g<12 hex>[.dirty]]``: the commit when the tree is a git checkout."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    git = ["git", "-C", str(ROOT)]
+    commit = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    if commit.returncode:
+        return version
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
     return f"{version}+g{commit.stdout.strip()}{'.dirty' if dirty.stdout.strip() else ''}"
 
 

@@ -1,0 +1,262 @@
+"""The verbs whose parsers need only the program's own requirements: each a ``Verb`` of its arguments, its refusals
+across them, and the function of its package it hands over to."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from supersonic_interlink.cli.args import Parser, Verb, add_stack, calls, chart_dir, known_stack, name, path, ref
+from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.engine import toolchain
+from supersonic_interlink.engine.cluster import default_dir, run_cluster
+from supersonic_interlink.engine.installed import CLI_ENV
+from supersonic_interlink.engine.run import ACTIONS, run_pulumi
+from supersonic_interlink.files import output_path
+from supersonic_interlink.rehearse.delays import FORMS
+
+STACK_FILE = "stack name, as in stacks/Pulumi.<stack>.yaml"
+PULUMI_CLI = f"the Pulumi CLI to run (default: ${CLI_ENV}, else `pulumi` on PATH, else one built from Go modules)"
+
+
+def stacks(more: str = "") -> str:
+    return f"stack name ({', '.join(stack_names())}{more})"
+
+
+def _render(parser: Parser) -> None:
+    add_stack(parser, stacks())
+    add = parser.add_argument
+    add("--out", type=output_path, help="directory to write manifests.yaml, release.yaml, envoy.yaml")
+    add("--check", action="store_true", help="validate the output; exit 1 on any finding")
+    add("--strict", action="store_true", help="with --check: a check that could not run fails the run (exit 3)")
+    add("--chart", type=chart_dir, dest="chart_dir", metavar="DIR", help="with --check or --out: this chart instead")
+    add("--json", action="store_true", dest="as_json", help="the render and --check's outcome as one JSON document")
+    add("--fetch-chart", action="store_true", help="fetch the stack's pinned git chart into .charts/ (needs network)")
+    add("--pin-chart", nargs="?", const="main", type=ref, metavar="REF", help="pin the commit of REF (default main)")
+
+
+def _render_problem(args: argparse.Namespace) -> str | None:
+    if args.chart_dir is not None and not (args.check or args.out):
+        return "--chart DIR names the chart --check checks and --out renders: give --check or --out too"
+    if args.strict and not args.check:
+        return "--strict fails a check that could not run: give --check too"
+    changes = [flag for flag, given in (("--pin-chart", args.pin_chart), ("--fetch-chart", args.fetch_chart)) if given]
+    if changes and (args.check or args.out or args.as_json or len(changes) > 1):
+        return f"{' and '.join(changes)} only changes the chart: run --check / --out / --json as a second command"
+    return None
+
+
+def _diff(parser: Parser) -> None:
+    add_stack(parser, stacks(", or one only the base has"))
+    parser.add_argument(
+        "--base", type=ref, metavar="REF", help="git ref to compare with (default: merge base with main)"
+    )
+    parser.add_argument("--chart", type=chart_dir, metavar="DIR", help="render both sides with this chart directory")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
+    output.add_argument("--json", action="store_true", help="the same as one JSON document (docs/json.md)")
+    parser.add_argument("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
+
+
+def _stack(parser: Parser) -> None:
+    new = parser.add_subparsers(required=True, metavar="{new}").add_parser("new", help="write and check a stack file")
+    new.add_argument("name", metavar="NAME", type=name, help="the new stack's name (an existing file is kept)")
+    new.add_argument("--namespace", required=True, type=name, help="the release's namespace on that cluster")
+    new.add_argument("--release", required=True, type=name, help="the Helm release name")
+    new.add_argument("--node", required=True, type=name, help="the interLink virtual node Triton runs on")
+    new.add_argument("--from", dest="source", default="hammer", type=name, help="the stack to start from")
+
+
+def _takeover(parser: Parser) -> None:
+    commands = parser.add_subparsers(dest="command", required=True)
+    steps = commands.add_parser("steps", help="print the takeover steps with this stack's URNs and names")
+    values = commands.add_parser("values", help="the live values against this stack's, as a markdown table")
+    objects = commands.add_parser("objects", help="what the upgrade deletes, creates and changes, object by object")
+    for command in (steps, values, objects):
+        add_stack(command, stacks(), metavar="STACK")
+    live = "the live release's values (YAML)"
+    steps.add_argument(
+        "--live", dest="check_live", action="store_true", help="first check the live HelmRelease and Helm"
+    )
+    values.add_argument("--live", type=path, required=True, help=live)
+    source = objects.add_mutually_exclusive_group(required=True)
+    source.add_argument("--live", type=path, help=live)
+    source.add_argument("--from-cluster", action="store_true", help="read the live release from the cluster")
+    add = objects.add_argument
+    add(
+        "--live-object",
+        type=path,
+        action="append",
+        default=[],
+        dest="live_objects",
+        metavar="FILE",
+        help="kubectl get -o yaml",
+    )
+    add("--live-manifest", type=path, metavar="FILE", help="with --live: its stored manifest (helm get manifest)")
+    add("--chart", type=path, metavar="DIR", help="render this chart instead of the stack's pinned one")
+    for command in (values, objects):
+        command.add_argument("--out", type=output_path, help="write the report here instead of standard output")
+        command.add_argument("--json", action="store_true", help="the comparison as one JSON document (docs/json.md)")
+
+
+def _cluster(parser: Parser) -> None:
+    parser.add_argument("action", choices=["start", "stop", "env", "status"])
+    parser.add_argument("--dir", type=path, default=default_dir(), help="where its files live (default %(default)s)")
+
+
+PULUMI_FLAGS = {
+    "--yes": (("up", "destroy"), "apply without asking"),
+    "--diff": (("preview", "up", "refresh"), "show the property-level diff"),
+    "--json": (("preview",), "the CLI's JSON output"),
+    "--expect-no-changes": (("preview", "up", "refresh"), "fail if anything would change"),
+}
+"""The engine's flags: the actions each goes with, and its help."""
+
+
+def _pulumi(parser: Parser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True)
+    for action in ACTIONS:
+        sub = actions.add_parser(action, help=f"pulumi {action}, through the preview gate")
+        add_stack(sub, STACK_FILE, type=known_stack)
+        sub.add_argument("--pulumi", metavar="PATH", help=PULUMI_CLI)
+        for flag, (flag_actions, text) in PULUMI_FLAGS.items():
+            if action in flag_actions:
+                sub.add_argument(flag, action="store_true", help=text)
+    gate = actions.add_parser("gate", help="the preview gate on `pulumi preview --json` output from any CLI")
+    add_stack(gate, STACK_FILE, type=known_stack)
+    gate.add_argument("file", type=path, help="e.g. ./supersonic pulumi gate hammer preview.json")
+
+
+def _pulumi_problem(args: argparse.Namespace) -> str | None:
+    if args.action in ("up", "destroy") and not args.yes:
+        preview = f"./supersonic pulumi preview {args.stack} --diff"
+        return f"{args.action} changes the cluster: review `{preview}` first, then add --yes"
+    return None
+
+
+def _run_pulumi(args: argparse.Namespace) -> int:
+    if args.action == "gate":
+        # lazy: the gate loads the program's components (the Pulumi SDK)
+        from supersonic_interlink.engine import gate
+
+        return gate.main([args.stack, str(args.file)])
+    flags = {flag: True for flag in ("diff", "expect_no_changes", "json") if getattr(args, flag, False)}
+    return run_pulumi(args.stack, args.action, cli=args.pulumi, **flags)
+
+
+def _drift(parser: Parser) -> None:
+    add_stack(parser, STACK_FILE, type=known_stack)
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", dest="output", action="store_const", const="json", help="the report as JSON")
+    output.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="as an issue")
+    parser.add_argument("--correct", action="store_true", help="bring drifted objects back, then check again")
+    parser.add_argument("--pulumi", dest="cli", metavar="PATH", help=PULUMI_CLI)
+    parser.set_defaults(output="text")
+
+
+def _binary(text: str) -> str:
+    try:
+        toolchain.build_for(text)
+    except toolchain.ToolchainError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def _toolchain(parser: Parser) -> None:
+    names = [name for build in toolchain.BUILDS for name in build.packages]
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="build what is missing from the cache (all without NAME), a line each")
+    build.add_argument("names", nargs="*", type=_binary, metavar="NAME", help=f"binaries: {', '.join(names)}")
+    where = commands.add_parser("path", help="where NAME's binary is (built or not)")
+    where.add_argument("name", metavar="NAME", choices=names, help=f"one of: {', '.join(names)}")
+
+
+def _run_toolchain(args: argparse.Namespace) -> int:
+    if args.command == "path":
+        print(toolchain.path(args.name))
+        return 0
+    try:
+        toolchain.ensure(args.names or None, log=lambda line: print(line, flush=True))
+    except toolchain.ToolchainError as error:
+        print(f"toolchain: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _rehearse(parser: Parser) -> None:
+    add_stack(parser, STACK_FILE, type=known_stack)
+    parser.add_argument("--queue-delay", required=True, metavar="SPEC", help=f"the Slurm queue delay: {FORMS}")
+    parser.add_argument(
+        "--dir", dest="directory", type=Path, metavar="DIR", help="where the local cluster's files live"
+    )
+    parser.add_argument("--chart", type=Path, metavar="DIR", help="the chart whose Lua filter and sidecar run")
+
+
+RENDER = Verb(
+    "render",
+    "Render a stack offline: what `pulumi up` would deploy, as reviewable files, with optional checks.",
+    "./supersonic render hammer --out rendered/hammer --check",
+    _render,
+    calls("supersonic_interlink.render.stack:run"),
+    _render_problem,
+)
+DIFF = Verb(
+    "diff",
+    "What a change deploys, object by object: the stack rendered at a base ref and in the working tree.",
+    "./supersonic diff hammer --base main --chart tests/charts/conforming",
+    _diff,
+    calls("supersonic_interlink.diff.report:run"),
+)
+STACK = Verb(
+    "stack",
+    "Write stacks/Pulumi.NAME.yaml from another stack's with NAME's own names, then render and check it.",
+    "./supersonic stack new anvil --namespace cms --release sonic-anvil --node interlink-anvil",
+    _stack,
+    calls("supersonic_interlink.render.new_stack:run"),
+)
+TAKEOVER = Verb(
+    "takeover",
+    "Take over a live Flux-managed release with a stack (docs/takeover.md).",
+    "./supersonic takeover steps hammer",
+    _takeover,
+    calls("supersonic_interlink.takeover.run:run"),
+)
+CLUSTER = Verb(
+    "cluster",
+    "A local Kubernetes control plane on 127.0.0.1 by kwokctl, with the interLink virtual node.",
+    './supersonic cluster start && eval "$(./supersonic cluster env)" && kubectl get nodes',
+    _cluster,
+    lambda args: run_cluster(args.action, args.dir.resolve()),
+)
+PULUMI = Verb(
+    "pulumi",
+    "Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
+    'eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
+    _pulumi,
+    _run_pulumi,
+    _pulumi_problem,
+)
+DRIFT = Verb(
+    "drift",
+    "What changed on the cluster KUBECONFIG names outside Pulumi, read-only without --correct: exit 0 no drift, "
+    "1 drift, 2 could not check.",
+    "./supersonic drift hammer --json",
+    _drift,
+    calls("supersonic_interlink.drift.check:run"),
+)
+TOOLCHAIN = Verb(
+    "toolchain",
+    "The Pulumi CLI, provider and local control plane, built from the Go modules under tools/.",
+    "./supersonic toolchain build pulumi pulumi-resource-kubernetes",
+    _toolchain,
+    _run_toolchain,
+)
+REHEARSE = Verb(
+    "rehearse",
+    "A cold start on a local control plane (real Envoy and KEDA, kwok holding Triton Pending for a Slurm queue "
+    "delay) and the share of cold sessions readyTimeoutSeconds serves.",
+    "./supersonic rehearse hammer --queue-delay history:wakes.jsonl",
+    _rehearse,
+    calls("supersonic_interlink.rehearse.measure:run"),
+)
