@@ -30,7 +30,8 @@ def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["up", "hammer"], "up changes the cluster: review `./supersonic pulumi preview hammer --diff` first"),
+        (["up", "hammer"], "pulumi up: the following arguments are required: --yes"),
+        (["destroy", "hammer"], "pulumi destroy: the following arguments are required: --yes"),
         (["destroy", "hammer", "--yes", "--diff"], "unrecognized arguments: --diff (see `./supersonic pulumi --help`)"),
         (["up", "hammer", "--yes", "--json"], "unrecognized arguments: --json"),
         (["destroy", "hammer", "--yes", "--expect-no-changes"], "unrecognized arguments: --expect-no-changes"),

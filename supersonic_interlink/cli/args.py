@@ -4,6 +4,7 @@ that refuse an empty or unknown value, and the stack positional with its shell c
 from __future__ import annotations
 
 import argparse
+import inspect
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,18 +39,12 @@ class Verb:
     """A verb: its parser (completion reads it), what it refuses across arguments, and its package's work."""
 
     name: str
-    description: str
-    example: str
     arguments: Callable[[Parser], object]
     run: Callable[[argparse.Namespace], int]
     problem: Callable[[argparse.Namespace], str | None] = lambda args: None
 
     def parser(self) -> Parser:
-        parser = Parser(
-            prog=f"./supersonic {self.name}", description=self.description, epilog=f"example: {self.example}"
-        )
-        self.arguments(parser)
-        return parser
+        return parser_of(self.name, self.arguments)
 
     def main(self, argv: list[str]) -> int:
         parser = self.parser()
@@ -58,6 +53,14 @@ class Verb:
         if why:
             parser.error(why)
         return self.run(args)
+
+
+def parser_of(verb: str, arguments: Callable[[Parser], object]) -> Parser:
+    """``verb``'s parser: ``arguments`` adds them, and its docstring is the description, then ``example: ...``."""
+    description, _, example = (inspect.getdoc(arguments) or "").partition("\n\nexample: ")
+    parser = Parser(prog=f"./supersonic {verb}", description=description, epilog=f"example: {example}")
+    arguments(parser)
+    return parser
 
 
 def calls(target: str) -> Callable[[argparse.Namespace], int]:

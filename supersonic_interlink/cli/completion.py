@@ -29,13 +29,11 @@ def parser() -> Parser:
     return parser
 
 
-def tree() -> Parser:
+def tree() -> argparse.ArgumentParser:
     """The whole command line as one argparse tree: every verb's own parser under the verb table."""
-    root = Parser(prog="supersonic", description="The project's one front door.")
-    verbs = root.add_subparsers(dest="verb", metavar="VERB")
-    for name, (_target, text) in cli_main.VERBS.items():
+    root, verbs = cli_main.root()
+    for name in cli_main.VERBS:
         verb = cli_main.verb(name)
-        verbs.add_parser(name, help=text)
         verbs.choices[name] = verb_parser = verb.parser()
         # A form the verb reads before its parser, whose first word is a stack (probe report FILE).
         sub_verbs = getattr(verb, "SUB_VERBS", {})
@@ -44,8 +42,6 @@ def tree() -> Parser:
             for sub, build in sub_verbs.items():
                 subs.add_parser(sub, help=sub)
                 subs.choices[sub] = build()
-    for name, text in cli_main.FRONT_DOOR_ONLY.items():
-        verbs.add_parser(name, help=text, add_help=False)
     return root
 
 

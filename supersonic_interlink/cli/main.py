@@ -3,6 +3,7 @@ only when it runs; the exit codes are the package's (``supersonic_interlink/__in
 
 from __future__ import annotations
 
+import argparse
 import os
 import pkgutil
 import sys
@@ -38,34 +39,39 @@ def verb(name: str) -> Any:
     return pkgutil.resolve_name(f"supersonic_interlink.cli.{VERBS[name][0]}")
 
 
-def usage() -> str:
-    lines = ["usage: ./supersonic <verb> [args]   (inside .venv: python -m supersonic_interlink <verb> [args])", ""]
-    lines += [f"  {name:<11}{text}" for name, (_target, text) in VERBS.items()]
-    lines += [f"  {name:<11}{text} (only through ./supersonic)" for name, text in FRONT_DOOR_ONLY.items()]
-    lines += [
-        "",
-        "`./supersonic <verb> --help` for one verb; `./supersonic --version`: the versions and the pinned charts.",
-        "example: ./supersonic render hammer --out rendered/hammer --check",
-        "exit codes: 0 ok, 1 a finding or a failed operation, 2 a usage or config error, 3 a check could not run",
-    ]
-    return "\n".join(lines)
+def root() -> tuple[argparse.ArgumentParser, Any]:
+    """The verb table as a parser, and its verbs: its help lists them; completion puts each verb's own parser there."""
+    # lazy: the parsers' module loads the settings models, which `--help` and an unknown verb do without
+    from supersonic_interlink.cli.args import Parser
+
+    parser = Parser(
+        prog="supersonic",
+        description="The project's one front door; `./supersonic <verb> --help` for one verb.",
+        epilog="example: ./supersonic render hammer --out rendered/hammer --check\nexit codes: 0 ok, 1 a finding or "
+        "a failed operation, 2 a usage or config error, 3 a check could not run (--strict)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="the versions, each stack's chart, the pinned tools")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for name, (_target, text) in VERBS.items():
+        verbs.add_parser(name, help=text, add_help=False)
+    for name, text in FRONT_DOOR_ONLY.items():
+        verbs.add_parser(name, help=f"{text} (only through ./supersonic)", add_help=False)
+    return parser, verbs
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(usage(), file=sys.stdout if argv else sys.stderr)
-        return EXIT_OK if argv else EXIT_USAGE
     if argv == ["--version"]:
-        from supersonic_interlink.cli.version import text  # lazy, as every verb's parser: start-up time
+        from supersonic_interlink.cli.verbs import version  # lazy, as every verb's parser: start-up time
 
-        print(text())
+        print(version())
         return EXIT_OK
-    name, rest = argv[0], argv[1:]
+    name, rest = (argv or [""])[0], argv[1:]
     if name not in VERBS:
-        hint = f"runs through the front door: ./supersonic {name}" if name in FRONT_DOOR_ONLY else "is no verb (--help)"
-        print(f"supersonic: {name!r} {hint}", file=sys.stderr)
+        root()[0].parse_args(argv[:1])  # --help, or a usage error naming the verbs
+        print(f"supersonic: {name} runs through the front door: ./supersonic {name}", file=sys.stderr)
         return EXIT_USAGE
-    # lazy: `--help` needs no settings models
+    # lazy: the settings models load for a verb only
     from supersonic_interlink.config.rules import printable
 
     for number, arg in enumerate(rest, start=1):

@@ -9,10 +9,11 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any, TextIO
 
 from supersonic_interlink import EXIT_USAGE
-from supersonic_interlink.cli.args import Parser, add_stack, name, path
+from supersonic_interlink.cli.args import Parser, add_stack, name, parser_of, path
 from supersonic_interlink.cli.verbs import stacks
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.probe import (
@@ -62,53 +63,41 @@ def _since(text: str) -> datetime:
         ) from None
 
 
-def parser() -> Parser:
-    parser = Parser(
-        prog="./supersonic probe",
-        usage="%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]",
-        description="Start a session as a CMSSW client does: a ServerReady (which wakes nothing) tells a cold wake "
-        "from a warm answer, then a RepositoryIndex waits for the wake until readyTimeoutSeconds plus the chart's "
-        "route margin. `report` reads the --record history: per stack, the cold wakes, the share readyTimeoutSeconds "
-        "covered and the value the history supports.",
-        epilog="exit codes: 0 ready, 3 rejected, 4 deadline exceeded, 5 unreachable, 6 not ready, 7 not recorded, "
-        "2 usage or stack config, 130 interrupted; with --repeat the worst outcome's (docs/probe.md)",
+def _probe(parser: Parser) -> None:
+    """Start a session as a CMSSW client does: a ServerReady (which wakes nothing) tells a cold wake from a warm
+    answer, then a RepositoryIndex waits for the wake until readyTimeoutSeconds plus the chart's route margin. Exit 0
+    ready, 3 rejected, 4 deadline exceeded, 5 unreachable, 6 not ready, 7 not recorded, 2 usage or stack config, 130
+    interrupted; with --repeat the worst outcome's (docs/probe.md).
+
+    example: ./supersonic probe hammer --endpoint 127.0.0.1:8001 --json --record wakes.jsonl"""
+    parser.usage = (
+        "%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]"
     )
     add_stack(parser, stacks(": gives the deadline and the default endpoint"))
     add = parser.add_argument
-    add(
-        "--endpoint",
-        metavar="HOST:PORT",
-        help="Envoy's gRPC endpoint (default <release>.<namespace>.svc.cluster.local:8001)",
-    )
+    add("--endpoint", metavar="HOST:PORT", help="Envoy's gRPC endpoint (default: the stack's Service, port 8001)")
     add("--json", action="store_true", help="print one JSON object per probe (and a summary after several) to stdout")
     add("--record", metavar="FILE", type=path, help="append each probe's JSON object to FILE as one line (JSON Lines)")
     for flag, kind, words, bound, default, what in NUMBERS:
-        number = _number(kind, f"{words} {bound}", BOUNDS[bound])
-        add(
-            flag,
-            type=number,
-            default=default,
-            metavar="N" if kind is int else "S",
-            help=f"{what} (default {default:g})",
-        )
-    return parser
+        number, unit = _number(kind, f"{words} {bound}", BOUNDS[bound]), "N" if kind is int else "S"
+        add(flag, type=number, default=default, metavar=unit, help=f"{what} (default {default:g})")
 
 
-def report_parser() -> Parser:
-    parser = Parser(
-        prog=f"./supersonic probe {REPORT}",
-        description="Per stack: the cold wakes, their outcomes and wake times, the share readyTimeoutSeconds covered "
-        "and the readyTimeoutSeconds the history supports (docs/probe.md).",
-    )
+def _report(parser: Parser) -> None:
+    """Per stack: the cold wakes, their outcomes and wake times, the share readyTimeoutSeconds covered and the
+    readyTimeoutSeconds the history supports (docs/probe.md).
+
+    example: ./supersonic probe report wakes.jsonl --stack hammer --png wakes.png"""
     add = parser.add_argument
     add("file", metavar="FILE", type=path, help="a history written by ./supersonic probe --record")
     add("--stack", metavar="S", type=name, help="only this stack")
     add("--since", metavar="DATE", type=_since, help="only probes started at or after DATE (UTC)")
     add("--json", action="store_true", help="one JSON object per stack instead of text")
     add("--png", metavar="OUT", type=path, help="draw each stack's cold-wake distribution and timeouts to OUT")
-    return parser
 
 
+parser = partial(parser_of, "probe", _probe)
+report_parser = partial(parser_of, f"probe {REPORT}", _report)
 SUB_VERBS = {REPORT: report_parser}
 """What ``main`` reads before ``parser`` (whose first word is a stack), for completion to offer."""
 

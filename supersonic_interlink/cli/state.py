@@ -11,6 +11,10 @@ from supersonic_interlink.state import verbs as state_verbs
 
 
 def _arguments(parser: Parser) -> None:
+    """Keep the S3 bucket that holds the Pulumi state in a shape that cannot lose state; nothing is ever deleted
+    (docs/state-backend.md).
+
+    example: ./supersonic state check --bucket NAME --endpoint-url URL"""
     common = Parser(add_help=False)
     common.add_argument("--bucket", required=True, type=state_verbs.bucket_name, help="the bucket that holds the state")
     common.add_argument("--endpoint-url", type=state_verbs.endpoint_url, help="an S3-compatible endpoint (https://)")
@@ -46,13 +50,5 @@ def _problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-STATE = Verb(
-    "state",
-    "Keep the S3 bucket that holds the Pulumi state in a shape that cannot lose state; nothing is ever deleted "
-    "(docs/state-backend.md).",
-    "./supersonic state check --bucket NAME --endpoint-url URL",
-    _arguments,
-    state_verbs.run,
-    _problem,
-)
+STATE = Verb("state", _arguments, state_verbs.run, _problem)
 parser, main = STATE.parser, STATE.main

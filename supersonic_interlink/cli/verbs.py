@@ -1,14 +1,19 @@
 """The verbs whose parsers need only the program's own requirements: each a ``Verb`` of its arguments, its refusals
-across them, and the function of its package it hands over to."""
+across them, and the function of its package it hands over to; and ``--version``."""
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
+from supersonic_interlink import ROOT
+from supersonic_interlink.chart.binaries import BINARIES
 from supersonic_interlink.cli.args import Parser, Verb, add_stack, calls, chart_dir, known_stack, name, path, ref
-from supersonic_interlink.config.stack_config import stack_names
+from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config.stack_config import load_stack, stack_names
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import default_dir, run_cluster
 from supersonic_interlink.engine.installed import CLI_ENV
@@ -16,7 +21,6 @@ from supersonic_interlink.engine.run import ACTIONS, run_pulumi
 from supersonic_interlink.files import output_path
 from supersonic_interlink.rehearse.delays import FORMS
 
-STACK_FILE = "stack name, as in stacks/Pulumi.<stack>.yaml"
 PULUMI_CLI = f"the Pulumi CLI to run (default: ${CLI_ENV}, else `pulumi` on PATH, else one built from Go modules)"
 
 
@@ -25,6 +29,9 @@ def stacks(more: str = "") -> str:
 
 
 def _render(parser: Parser) -> None:
+    """Render a stack offline: what `pulumi up` would deploy, as reviewable files, with optional checks.
+
+    example: ./supersonic render hammer --out rendered/hammer --check"""
     add_stack(parser, stacks())
     add = parser.add_argument
     add("--out", type=output_path, help="directory to write manifests.yaml, release.yaml, envoy.yaml")
@@ -48,18 +55,23 @@ def _render_problem(args: argparse.Namespace) -> str | None:
 
 
 def _diff(parser: Parser) -> None:
+    """What a change deploys, object by object: the stack rendered at a base ref and in the working tree.
+
+    example: ./supersonic diff hammer --base main --chart tests/charts/conforming"""
     add_stack(parser, stacks(", or one only the base has"))
-    parser.add_argument(
-        "--base", type=ref, metavar="REF", help="git ref to compare with (default: merge base with main)"
-    )
-    parser.add_argument("--chart", type=chart_dir, metavar="DIR", help="render both sides with this chart directory")
+    add = parser.add_argument
+    add("--base", type=ref, metavar="REF", help="git ref to compare with (default: merge base with main)")
+    add("--chart", type=chart_dir, metavar="DIR", help="render both sides with this chart directory")
+    add("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="the same text as a pull request comment section")
     output.add_argument("--json", action="store_true", help="the same as one JSON document (docs/json.md)")
-    parser.add_argument("--strict", action="store_true", help="exit 3 when the chart's objects could not be compared")
 
 
 def _stack(parser: Parser) -> None:
+    """Write stacks/Pulumi.NAME.yaml from another stack's with NAME's own names, then render and check it.
+
+    example: ./supersonic stack new anvil --namespace cms --release sonic-anvil --node interlink-anvil"""
     new = parser.add_subparsers(required=True, metavar="{new}").add_parser("new", help="write and check a stack file")
     new.add_argument("name", metavar="NAME", type=name, help="the new stack's name (an existing file is kept)")
     new.add_argument("--namespace", required=True, type=name, help="the release's namespace on that cluster")
@@ -69,6 +81,9 @@ def _stack(parser: Parser) -> None:
 
 
 def _takeover(parser: Parser) -> None:
+    """Take over a live Flux-managed release with a stack (docs/takeover.md).
+
+    example: ./supersonic takeover steps hammer"""
     commands = parser.add_subparsers(dest="command", required=True)
     steps = commands.add_parser("steps", help="print the takeover steps with this stack's URNs and names")
     values = commands.add_parser("values", help="the live values against this stack's, as a markdown table")
@@ -76,22 +91,14 @@ def _takeover(parser: Parser) -> None:
     for command in (steps, values, objects):
         add_stack(command, stacks(), metavar="STACK")
     live = "the live release's values (YAML)"
-    steps.add_argument(
-        "--live", dest="check_live", action="store_true", help="first check the live HelmRelease and Helm"
-    )
+    steps.add_argument("--live", dest="check_live", action="store_true", help="first check the live release")
     values.add_argument("--live", type=path, required=True, help=live)
     source = objects.add_mutually_exclusive_group(required=True)
     source.add_argument("--live", type=path, help=live)
     source.add_argument("--from-cluster", action="store_true", help="read the live release from the cluster")
     add = objects.add_argument
     add(
-        "--live-object",
-        type=path,
-        action="append",
-        default=[],
-        dest="live_objects",
-        metavar="FILE",
-        help="kubectl get -o yaml",
+        "--live-object", type=path, action="append", default=[], dest="live_objects", metavar="FILE", help="kubectl get"
     )
     add("--live-manifest", type=path, metavar="FILE", help="with --live: its stored manifest (helm get manifest)")
     add("--chart", type=path, metavar="DIR", help="render this chart instead of the stack's pinned one")
@@ -101,38 +108,36 @@ def _takeover(parser: Parser) -> None:
 
 
 def _cluster(parser: Parser) -> None:
+    """A local Kubernetes control plane on 127.0.0.1 by kwokctl, with the interLink virtual node.
+
+    example: ./supersonic cluster start && eval "$(./supersonic cluster env)" && kubectl get nodes"""
     parser.add_argument("action", choices=["start", "stop", "env", "status"])
     parser.add_argument("--dir", type=path, default=default_dir(), help="where its files live (default %(default)s)")
 
 
 PULUMI_FLAGS = {
-    "--yes": (("up", "destroy"), "apply without asking"),
+    "--yes": (("up", "destroy"), "required: it changes the cluster (review a preview --diff first)"),
     "--diff": (("preview", "up", "refresh"), "show the property-level diff"),
     "--json": (("preview",), "the CLI's JSON output"),
     "--expect-no-changes": (("preview", "up", "refresh"), "fail if anything would change"),
 }
-"""The engine's flags: the actions each goes with, and its help."""
 
 
 def _pulumi(parser: Parser) -> None:
+    """Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.
+
+    example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff"""
     actions = parser.add_subparsers(dest="action", required=True)
     for action in ACTIONS:
         sub = actions.add_parser(action, help=f"pulumi {action}, through the preview gate")
-        add_stack(sub, STACK_FILE, type=known_stack)
+        add_stack(sub, stacks(), type=known_stack)
         sub.add_argument("--pulumi", metavar="PATH", help=PULUMI_CLI)
         for flag, (flag_actions, text) in PULUMI_FLAGS.items():
             if action in flag_actions:
-                sub.add_argument(flag, action="store_true", help=text)
+                sub.add_argument(flag, action="store_true", required=flag == "--yes", help=text)
     gate = actions.add_parser("gate", help="the preview gate on `pulumi preview --json` output from any CLI")
-    add_stack(gate, STACK_FILE, type=known_stack)
+    add_stack(gate, stacks(), type=known_stack)
     gate.add_argument("file", type=path, help="e.g. ./supersonic pulumi gate hammer preview.json")
-
-
-def _pulumi_problem(args: argparse.Namespace) -> str | None:
-    if args.action in ("up", "destroy") and not args.yes:
-        preview = f"./supersonic pulumi preview {args.stack} --diff"
-        return f"{args.action} changes the cluster: review `{preview}` first, then add --yes"
-    return None
 
 
 def _run_pulumi(args: argparse.Namespace) -> int:
@@ -146,7 +151,11 @@ def _run_pulumi(args: argparse.Namespace) -> int:
 
 
 def _drift(parser: Parser) -> None:
-    add_stack(parser, STACK_FILE, type=known_stack)
+    """What changed on the cluster KUBECONFIG names outside Pulumi, read-only without --correct: exit 0 no
+    drift, 1 drift, 2 could not check.
+
+    example: ./supersonic drift hammer --json"""
+    add_stack(parser, stacks(), type=known_stack)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", dest="output", action="store_const", const="json", help="the report as JSON")
     output.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="as an issue")
@@ -164,6 +173,9 @@ def _binary(text: str) -> str:
 
 
 def _toolchain(parser: Parser) -> None:
+    """The Pulumi CLI, provider and local control plane, built from the Go modules under tools/.
+
+    example: ./supersonic toolchain build pulumi pulumi-resource-kubernetes"""
     names = [name for build in toolchain.BUILDS for name in build.packages]
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="build what is missing from the cache (all without NAME), a line each")
@@ -185,78 +197,57 @@ def _run_toolchain(args: argparse.Namespace) -> int:
 
 
 def _rehearse(parser: Parser) -> None:
-    add_stack(parser, STACK_FILE, type=known_stack)
-    parser.add_argument("--queue-delay", required=True, metavar="SPEC", help=f"the Slurm queue delay: {FORMS}")
-    parser.add_argument(
-        "--dir", dest="directory", type=Path, metavar="DIR", help="where the local cluster's files live"
-    )
-    parser.add_argument("--chart", type=Path, metavar="DIR", help="the chart whose Lua filter and sidecar run")
+    """A cold start on a local control plane (real Envoy and KEDA, kwok holding Triton Pending for a Slurm
+    queue delay) and the share of cold sessions readyTimeoutSeconds serves.
+
+    example: ./supersonic rehearse hammer --queue-delay history:wakes.jsonl"""
+    add_stack(parser, stacks(), type=known_stack)
+    add = parser.add_argument
+    add("--queue-delay", required=True, metavar="SPEC", help=f"the Slurm queue delay: {FORMS}")
+    add("--dir", dest="directory", type=Path, metavar="DIR", help="where the local cluster's files live")
+    add("--chart", type=Path, metavar="DIR", help="the chart whose Lua filter and sidecar run (default: the stack's)")
 
 
-RENDER = Verb(
-    "render",
-    "Render a stack offline: what `pulumi up` would deploy, as reviewable files, with optional checks.",
-    "./supersonic render hammer --out rendered/hammer --check",
-    _render,
-    calls("supersonic_interlink.render.stack:run"),
-    _render_problem,
-)
-DIFF = Verb(
-    "diff",
-    "What a change deploys, object by object: the stack rendered at a base ref and in the working tree.",
-    "./supersonic diff hammer --base main --chart tests/charts/conforming",
-    _diff,
-    calls("supersonic_interlink.diff.report:run"),
-)
-STACK = Verb(
-    "stack",
-    "Write stacks/Pulumi.NAME.yaml from another stack's with NAME's own names, then render and check it.",
-    "./supersonic stack new anvil --namespace cms --release sonic-anvil --node interlink-anvil",
-    _stack,
-    calls("supersonic_interlink.render.new_stack:run"),
-)
-TAKEOVER = Verb(
-    "takeover",
-    "Take over a live Flux-managed release with a stack (docs/takeover.md).",
-    "./supersonic takeover steps hammer",
-    _takeover,
-    calls("supersonic_interlink.takeover.run:run"),
-)
-CLUSTER = Verb(
-    "cluster",
-    "A local Kubernetes control plane on 127.0.0.1 by kwokctl, with the interLink virtual node.",
-    './supersonic cluster start && eval "$(./supersonic cluster env)" && kubectl get nodes',
-    _cluster,
-    lambda args: run_cluster(args.action, args.dir.resolve()),
-)
-PULUMI = Verb(
-    "pulumi",
-    "Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.",
-    'eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff',
-    _pulumi,
-    _run_pulumi,
-    _pulumi_problem,
-)
-DRIFT = Verb(
-    "drift",
-    "What changed on the cluster KUBECONFIG names outside Pulumi, read-only without --correct: exit 0 no drift, "
-    "1 drift, 2 could not check.",
-    "./supersonic drift hammer --json",
-    _drift,
-    calls("supersonic_interlink.drift.check:run"),
-)
-TOOLCHAIN = Verb(
-    "toolchain",
-    "The Pulumi CLI, provider and local control plane, built from the Go modules under tools/.",
-    "./supersonic toolchain build pulumi pulumi-resource-kubernetes",
-    _toolchain,
-    _run_toolchain,
-)
-REHEARSE = Verb(
-    "rehearse",
-    "A cold start on a local control plane (real Envoy and KEDA, kwok holding Triton Pending for a Slurm queue "
-    "delay) and the share of cold sessions readyTimeoutSeconds serves.",
-    "./supersonic rehearse hammer --queue-delay history:wakes.jsonl",
-    _rehearse,
-    calls("supersonic_interlink.rehearse.measure:run"),
-)
+def project_version() -> str:
+    """pyproject.toml's ``<version>[+g<12 hex>[.dirty]]`` (the project runs from its tree, never installed)."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    git = ["git", "-C", str(ROOT)]
+    commit = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    if commit.returncode:
+        return version
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    return f"{version}+g{commit.stdout.strip()}{'.dirty' if dirty.stdout.strip() else ''}"
+
+
+def chart_pin(stack: str) -> str:
+    """What ``release.chart`` in the stack file names: a git commit, ``unpinned``, or a chart directory."""
+    try:
+        chart = (load_stack(stack).config.get("supersonic-interlink:release") or {}).get("chart") or {}
+    except ConfigError as error:
+        return f"unreadable ({error.problems[0]})"
+    if "path" in chart and "git" not in chart:
+        return f"chart directory {chart['path']}"
+    return f"{chart['git']} {chart['commit']}" if chart.get("commit") else f"{chart.get('git', 'the default')} unpinned"
+
+
+def version() -> str:
+    """``./supersonic --version``: the project's, each stack's pinned chart, and the pinned engine, Helm and kubectl."""
+    lines = [f"supersonic-interlink {project_version()}"]
+    lines += [f"  stack {stack}: chart {chart_pin(stack)}" for stack in stack_names()]
+    builds = {name: toolchain.version(toolchain.build_for(name)) for name in ("pulumi", "pulumi-resource-kubernetes")}
+    lines += [
+        f"  Pulumi CLI {builds['pulumi']}, Kubernetes provider {builds['pulumi-resource-kubernetes']} (tools/*/go.mod)",
+        f"  Helm {BINARIES['helm'].version}, kubectl {BINARIES['kubectl'].version} (chart/binaries.py)",
+    ]
+    return "\n".join(lines)
+
+
+RENDER = Verb("render", _render, calls("supersonic_interlink.render.stack:run"), _render_problem)
+DIFF = Verb("diff", _diff, calls("supersonic_interlink.diff.report:run"))
+STACK = Verb("stack", _stack, calls("supersonic_interlink.render.new_stack:run"))
+TAKEOVER = Verb("takeover", _takeover, calls("supersonic_interlink.takeover.run:run"))
+CLUSTER = Verb("cluster", _cluster, lambda args: run_cluster(args.action, args.dir.resolve()))
+PULUMI = Verb("pulumi", _pulumi, _run_pulumi)
+DRIFT = Verb("drift", _drift, calls("supersonic_interlink.drift.check:run"))
+TOOLCHAIN = Verb("toolchain", _toolchain, _run_toolchain)
+REHEARSE = Verb("rehearse", _rehearse, calls("supersonic_interlink.rehearse.measure:run"))
