@@ -50,6 +50,17 @@ def test_takeover_with_the_stack_forgotten_names_what_is_missing() -> None:
     assert "invalid choice: 'hammer' (choose from 'steps', 'values', 'objects')" in swapped.stderr, swapped.stderr
 
 
+def test_an_unknown_verb_or_one_only_the_front_door_runs_is_one_line_with_exit_code_2() -> None:
+    helped = cli("--help")
+    assert helped.returncode == 0 and all(f"    {verb}" in helped.stdout for verb in {*VERBS, *FRONT_DOOR_ONLY})
+    for verb, says in [
+        ("nope", "supersonic: argument VERB: invalid choice: 'nope' (choose from 'render', 'diff',"),
+        ("test", "supersonic: test runs through the front door: ./supersonic test"),
+    ]:
+        done = cli(verb)
+        assert done.returncode == 2 and done.stderr.startswith(says) and done.stderr.count("\n") == 1, done.stderr
+
+
 def test_every_verb_answers_help_with_its_own_usage() -> None:
     for verb in VERBS:
         helped = cli(verb, "--help")

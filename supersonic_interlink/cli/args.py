@@ -101,7 +101,6 @@ def known_stack(stack: str) -> str:
     return stack
 
 
-def add_stack(parser: argparse.ArgumentParser, help: str, **kwargs: object) -> argparse.Action:
+def add_stack(parser: argparse.ArgumentParser, help: str, **kwargs: object) -> None:
     action = parser.add_argument("stack", help=help, **kwargs)  # type: ignore[arg-type]
     action.complete = STACKS_COMPLETE  # type: ignore[attr-defined]
-    return action

@@ -1,5 +1,4 @@
-"""``./supersonic completion bash|zsh``: the completion script shtab makes from the verb table and every verb's
-``parser()``; stack names are read from ``stacks/`` at each completion."""
+"""``./supersonic completion bash|zsh``: the script shtab makes from the verb table and every verb's ``parser()``."""
 
 from __future__ import annotations
 

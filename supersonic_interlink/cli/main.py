@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from supersonic_interlink.cli.args import Parser
+from supersonic_interlink.config.rules import printable
 
 VERBS: dict[str, tuple[str, str]] = {
     "render": ("verbs:RENDER", "render a stack offline and check it"),
@@ -41,15 +43,11 @@ def verb(name: str) -> Any:
 
 def root() -> tuple[argparse.ArgumentParser, Any]:
     """The verb table as a parser, and its verbs: its help lists them; completion puts each verb's own parser there."""
-    # lazy: the parsers' module loads the settings models, which `--help` and an unknown verb do without
-    from supersonic_interlink.cli.args import Parser
-
     parser = Parser(
         prog="supersonic",
         description="The project's one front door; `./supersonic <verb> --help` for one verb.",
-        epilog="example: ./supersonic render hammer --out rendered/hammer --check\nexit codes: 0 ok, 1 a finding or "
-        "a failed operation, 2 a usage or config error, 3 a check could not run (--strict)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes: 0 ok, 1 a finding or a failed operation, 2 a usage or config error, 3 a check could not "
+        "run (--strict). example: ./supersonic render hammer --out rendered/hammer --check",
     )
     parser.add_argument("--version", action="store_true", help="the versions, each stack's chart, the pinned tools")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -71,9 +69,6 @@ def main(argv: list[str]) -> int:
         root()[0].parse_args(argv[:1])  # --help, or a usage error naming the verbs
         print(f"supersonic: {name} runs through the front door: ./supersonic {name}", file=sys.stderr)
         return EXIT_USAGE
-    # lazy: the settings models load for a verb only
-    from supersonic_interlink.config.rules import printable
-
     for number, arg in enumerate(rest, start=1):
         if printable(arg) != arg:
             # Every verb echoes its arguments in its messages: a control character could forge a line or drive the

@@ -16,12 +16,7 @@ from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.cli.args import Parser, add_stack, name, parser_of, path
 from supersonic_interlink.cli.verbs import stacks
 from supersonic_interlink.wake import history as wake_history
-from supersonic_interlink.wake.probe import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_INTERVAL,
-    DEFAULT_PROGRESS_EVERY,
-    run_probes,
-)
+from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake.report import run_report
 
 REPORT = "report"
@@ -34,19 +29,18 @@ SECONDS = "a finite number of seconds"
 # fmt: off
 NUMBERS = (
     ("--repeat", int, "a whole number", ">= 1", 1, "probe N times"),
-    ("--interval", float, SECONDS, ">= 0", DEFAULT_INTERVAL, "seconds from the end of one probe to the next"),
-    ("--connect-timeout", float, SECONDS, "> 0", DEFAULT_CONNECT_TIMEOUT, "seconds allowed to connect"),
-    ("--progress-every", float, SECONDS, "> 0", DEFAULT_PROGRESS_EVERY, "off a terminal, a progress line every S s"),
+    ("--interval", float, SECONDS, ">= 0", wake_probe.DEFAULT_INTERVAL, "seconds from one probe's end to the next"),
+    ("--connect-timeout", float, SECONDS, "> 0", wake_probe.DEFAULT_CONNECT_TIMEOUT, "seconds allowed to connect"),
+    ("--progress-every", float, SECONDS, "> 0", wake_probe.DEFAULT_PROGRESS_EVERY, "progress line interval off a tty"),
 )
 # fmt: on
 
 
 def _number(kind: Callable[[str], float], allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
     def parse(text: str) -> float:
-        try:
+        value = math.nan
+        with contextlib.suppress(ValueError):
             value = kind(text)
-        except ValueError:
-            value = math.nan
         if not (math.isfinite(value) and ok(value)):
             raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}")
         return value
@@ -58,9 +52,7 @@ def _since(text: str) -> datetime:
     try:
         return wake_history.parse_time(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a date (2026-05-01) or an ISO 8601 time (2026-05-01T03:00:00Z), got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"expected a date (2026-05-01) or an ISO 8601 time, got {text!r}") from None
 
 
 def _probe(parser: Parser) -> None:
@@ -70,9 +62,7 @@ def _probe(parser: Parser) -> None:
     interrupted; with --repeat the worst outcome's (docs/probe.md).
 
     example: ./supersonic probe hammer --endpoint 127.0.0.1:8001 --json --record wakes.jsonl"""
-    parser.usage = (
-        "%(prog)s <stack> [options]\n       %(prog)s report FILE [--stack S] [--since DATE] [--json] [--png OUT]"
-    )
+    parser.usage = "%(prog)s <stack> [options]\n       %(prog)s report FILE [options]"
     add_stack(parser, stacks(": gives the deadline and the default endpoint"))
     add = parser.add_argument
     add("--endpoint", metavar="HOST:PORT", help="Envoy's gRPC endpoint (default: the stack's Service, port 8001)")
@@ -118,4 +108,6 @@ def main(
             args = (report_parser() if report else parser()).parse_args(argv[1:] if report else argv)
     except SystemExit as exited:
         return EXIT_USAGE if exited.code else 0
-    return run_report(args, stack_configs, stdout, stderr) if report else run_probes(args, config, stdout, stderr)
+    if report:
+        return run_report(args, stack_configs, stdout, stderr)
+    return wake_probe.run_probes(args, config, stdout, stderr)

@@ -41,10 +41,7 @@ def _arguments(parser: Parser) -> None:
 def _problem(args: argparse.Namespace) -> str | None:
     plain_http = backend.is_plain_http(args.endpoint_url)
     if plain_http and not args.allow_plain_http:
-        return (
-            f"argument --endpoint-url: {args.endpoint_url!r} is plain HTTP: use the https:// URL, or pass "
-            "--allow-plain-http (tests, a loopback endpoint)"
-        )
+        return f"argument --endpoint-url: {args.endpoint_url!r} is plain HTTP: use https://, or --allow-plain-http"
     if args.allow_plain_http and not plain_http:
         return "argument --allow-plain-http: applies only to an http:// --endpoint-url"
     return None

@@ -4,6 +4,7 @@ across them, and the function of its package it hands over to; and ``--version``
 from __future__ import annotations
 
 import argparse
+import pkgutil
 import subprocess
 import sys
 import tomllib
@@ -141,11 +142,8 @@ def _pulumi(parser: Parser) -> None:
 
 
 def _run_pulumi(args: argparse.Namespace) -> int:
-    if args.action == "gate":
-        # lazy: the gate loads the program's components (the Pulumi SDK)
-        from supersonic_interlink.engine import gate
-
-        return gate.main([args.stack, str(args.file)])
+    if args.action == "gate":  # the gate loads the program's components (the Pulumi SDK): imported when it runs
+        return pkgutil.resolve_name("supersonic_interlink.engine.gate:main")([args.stack, str(args.file)])
     flags = {flag: True for flag in ("diff", "expect_no_changes", "json") if getattr(args, flag, False)}
     return run_pulumi(args.stack, args.action, cli=args.pulumi, **flags)
 
@@ -208,17 +206,6 @@ def _rehearse(parser: Parser) -> None:
     add("--chart", type=Path, metavar="DIR", help="the chart whose Lua filter and sidecar run (default: the stack's)")
 
 
-def project_version() -> str:
-    """pyproject.toml's ``<version>[+g<12 hex>[.dirty]]`` (the project runs from its tree, never installed)."""
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    git = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
-    if commit.returncode:
-        return version
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    return f"{version}+g{commit.stdout.strip()}{'.dirty' if dirty.stdout.strip() else ''}"
-
-
 def chart_pin(stack: str) -> str:
     """What ``release.chart`` in the stack file names: a git commit, ``unpinned``, or a chart directory."""
     try:
@@ -226,17 +213,21 @@ def chart_pin(stack: str) -> str:
     except ConfigError as error:
         return f"unreadable ({error.problems[0]})"
     if "path" in chart and "git" not in chart:
-        return f"chart directory {chart['path']}"
+        return f"directory {chart['path']}"
     return f"{chart['git']} {chart['commit']}" if chart.get("commit") else f"{chart.get('git', 'the default')} unpinned"
 
 
 def version() -> str:
-    """``./supersonic --version``: the project's, each stack's pinned chart, and the pinned engine, Helm and kubectl."""
-    lines = [f"supersonic-interlink {project_version()}"]
+    """``./supersonic --version``: pyproject.toml's (the project runs from its tree, never installed) with the git
+    commit, each stack's pinned chart, and the pinned engine, Helm and kubectl."""
+    git = ["git", "-C", str(ROOT), "describe", "--always", "--abbrev=12", "--dirty=.dirty", "--exclude=*"]
+    commit = subprocess.run(git, capture_output=True, text=True)
+    pulumi, provider = (toolchain.version(toolchain.build_for(n)) for n in ("pulumi", "pulumi-resource-kubernetes"))
+    release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    lines = [f"supersonic-interlink {release}" + (f"+g{commit.stdout.strip()}" if commit.returncode == 0 else "")]
     lines += [f"  stack {stack}: chart {chart_pin(stack)}" for stack in stack_names()]
-    builds = {name: toolchain.version(toolchain.build_for(name)) for name in ("pulumi", "pulumi-resource-kubernetes")}
     lines += [
-        f"  Pulumi CLI {builds['pulumi']}, Kubernetes provider {builds['pulumi-resource-kubernetes']} (tools/*/go.mod)",
+        f"  Pulumi CLI {pulumi}, Kubernetes provider {provider} (tools/*/go.mod)",
         f"  Helm {BINARIES['helm'].version}, kubectl {BINARIES['kubectl'].version} (chart/binaries.py)",
     ]
     return "\n".join(lines)
