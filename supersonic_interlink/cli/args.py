@@ -9,13 +9,12 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import check_stack_name, stack_names
 
-T = TypeVar("T")
 STACKS_COMPLETE = {
     "bash": "_supersonic_stacks",
     "zsh": "_supersonic_stacks",
@@ -68,10 +67,10 @@ def calls(target: str) -> Callable[[argparse.Namespace], int]:
     return lambda args: pkgutil.resolve_name(target)(**vars(args))
 
 
-def given(allowed: str, kind: Callable[[str], T]) -> Callable[[str], T]:
+def given(allowed: str, kind: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argument type that refuses an empty value (``Path("")`` would mean the current directory)."""
 
-    def parse(text: str) -> T:
+    def parse(text: str) -> Any:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"is empty: expected {allowed}")
         return kind(text)

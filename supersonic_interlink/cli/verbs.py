@@ -98,9 +98,8 @@ def _takeover(parser: Parser) -> None:
     source.add_argument("--live", type=path, help=live)
     source.add_argument("--from-cluster", action="store_true", help="read the live release from the cluster")
     add = objects.add_argument
-    add(
-        "--live-object", type=path, action="append", default=[], dest="live_objects", metavar="FILE", help="kubectl get"
-    )
+    looked_up = "an object the chart looks up (kubectl get -o yaml)"
+    add("--live-object", type=path, action="append", default=[], dest="live_objects", metavar="FILE", help=looked_up)
     add("--live-manifest", type=path, metavar="FILE", help="with --live: its stored manifest (helm get manifest)")
     add("--chart", type=path, metavar="DIR", help="render this chart instead of the stack's pinned one")
     for command in (values, objects):
@@ -155,8 +154,9 @@ def _drift(parser: Parser) -> None:
     example: ./supersonic drift hammer --json"""
     add_stack(parser, stacks(), type=known_stack)
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", dest="output", action="store_const", const="json", help="the report as JSON")
-    output.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="as an issue")
+    one = output.add_argument
+    one("--json", dest="output", action="store_const", const="json", help="the report as JSON")
+    one("--markdown", dest="output", action="store_const", const="markdown", help="the report as markdown (the issue)")
     parser.add_argument("--correct", action="store_true", help="bring drifted objects back, then check again")
     parser.add_argument("--pulumi", dest="cli", metavar="PATH", help=PULUMI_CLI)
     parser.set_defaults(output="text")
