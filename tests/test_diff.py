@@ -30,8 +30,8 @@ def test_a_multi_line_text_shows_only_the_lines_that_changed_any_other_value_one
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["--base", " "], "--base is empty: give a branch, a tag or a commit"),
-        (["--chart", "tests"], "--chart tests: not a chart directory (no Chart.yaml in it)"),
+        (["--base", " "], "argument --base: is empty: expected a branch, a tag or a commit"),
+        (["--chart", "tests"], "argument --chart: 'tests' is not a chart directory (no Chart.yaml in it)"),
     ],
 )
 def test_diff_refuses_an_empty_base_or_a_chart_that_is_not_one_before_reading_anything(

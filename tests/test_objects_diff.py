@@ -11,7 +11,7 @@ from chart_fixtures import CHARTS, CONFORMING, fixture_chart
 from cli_runner import run_cli
 from conftest import ROOT
 
-from supersonic_interlink.cli import takeover
+from supersonic_interlink.cli.verbs import TAKEOVER as takeover
 from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected

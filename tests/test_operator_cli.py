@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from supersonic_interlink.cli import drift as drift_cli
-from supersonic_interlink.cli import pulumi as pulumi_cli
+from supersonic_interlink.cli.verbs import DRIFT as drift_cli
+from supersonic_interlink.cli.verbs import PULUMI as pulumi_cli
 from supersonic_interlink.engine import installed, toolchain
 from supersonic_interlink.engine.run import Engine
 

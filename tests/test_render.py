@@ -217,7 +217,7 @@ def test_a_bad_chart_option_exits_2_naming_it(args: list[str], complaint: str) -
     "args, message",
     [
         (["--out", "/dev/null/rendered"], "render: --out /dev/null/rendered: cannot write: Not a directory"),
-        (["--pin-chart", ""], "--pin-chart REF: REF is empty"),
+        (["--pin-chart", ""], "argument --pin-chart: is empty: expected a branch, a tag or a commit"),
         (
             ["--fetch-chart", "--check"],
             "--fetch-chart only changes the chart: run --check / --out / --json as a second command",

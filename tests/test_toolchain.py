@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_runner import run_cli
 
-from supersonic_interlink.cli import toolchain as toolchain_cli
 from supersonic_interlink.engine import cluster, toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,9 +58,14 @@ def test_binaries_are_cached_by_name_and_version_in_the_home_cache(monkeypatch: 
     assert not path.is_relative_to(ROOT), "build caches live outside the clone"
 
 
-def test_building_an_unknown_binary_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert toolchain_cli.main(["build", "kubelet"]) == 2
-    assert "unknown binary 'kubelet'" in capsys.readouterr().err
+def test_toolchain_path_prints_where_the_binary_is_built_or_not() -> None:
+    done = run_cli("toolchain", "path", "kwok")
+    assert done.returncode == 0 and done.stdout == f"{toolchain.path('kwok')}\n", done.stderr
+
+
+def test_building_an_unknown_binary_is_a_usage_error() -> None:
+    done = run_cli("toolchain", "build", "kubelet")
+    assert done.returncode == 2 and "argument NAME: unknown binary 'kubelet'; known: " in done.stderr, done.stderr
 
 
 def test_without_go_a_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cli_runner import run_cli
 
+from supersonic_interlink.cli import verbs
 from supersonic_interlink.config import stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +28,10 @@ def test_version_prints_the_project_version_each_stacks_chart_and_the_pinned_too
     assert pinned != hammer
     (tmp_path / "Pulumi.pinned.yaml").write_text(pinned)
     (tmp_path / "Pulumi.loose.yaml").write_text(hammer)
+    (tmp_path / "Pulumi.broken.yaml").write_text("config: [\n")
+    (tmp_path / "Pulumi.local.yaml").write_text(
+        "config:\n  supersonic-interlink:release:\n    chart: {path: charts/x}\n"
+    )
     monkeypatch.setattr(stack_config, "STACKS_DIR", tmp_path)
     done = run_cli("--version")
     assert done.returncode == 0, done.stderr
@@ -37,14 +42,24 @@ def test_version_prints_the_project_version_each_stacks_chart_and_the_pinned_too
     assert lines[0].startswith(f"supersonic-interlink {version}+g{commit.stdout.strip()}"), (
         "the version pyproject.toml states (nothing installs the package, so there is no metadata), and the commit"
     )
-    assert lines[1:3] == [
+    assert lines[1].startswith("  stack broken: chart unreadable (") and "not valid YAML" in lines[1], (
+        "a stack file that cannot be read is named, and the rest still printed"
+    )
+    assert lines[2:5] == [
+        "  stack local: chart directory charts/x",
         "  stack loose: chart https://github.com/fastmachinelearning/SuperSONIC unpinned",
         f"  stack pinned: chart https://github.com/fastmachinelearning/SuperSONIC {COMMIT}",
     ], "each stack's chart exactly as its file says"
-    assert lines[3:] == [
+    assert lines[5:] == [
         "  Pulumi CLI v3.274.1, Kubernetes provider v4.25.0 (tools/*/go.mod)",
         "  Helm v3.18.0, kubectl v1.34.5 (chart/binaries.py)",
     ]
+
+
+def test_outside_a_git_checkout_the_version_stands_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nversion = "9.9.9"\n')
+    monkeypatch.setattr(verbs, "ROOT", tmp_path)
+    assert run_cli("--version").stdout.splitlines()[0] == "supersonic-interlink 9.9.9", "no commit to add, no traceback"
 
 
 def test_help_ends_with_the_hint_for_one_verb() -> None:

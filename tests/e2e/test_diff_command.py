@@ -126,7 +126,7 @@ def test_a_base_that_is_not_a_commit_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "stack hammer: --base 'no-such-ref': not a commit in this repository"
     empty = run_supersonic("diff", "hammer", "--base", "", cwd=root)
-    assert empty.returncode == 2 and "--base is empty" in empty.stderr
+    assert empty.returncode == 2 and "argument --base: is empty" in empty.stderr
 
 
 def test_a_stack_neither_side_has_is_a_usage_error_not_an_empty_diff(tmp_path: Path) -> None:
