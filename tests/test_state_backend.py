@@ -536,7 +536,7 @@ KMS_FORM = "expected a KMS key id, key ARN or alias/NAME; leave --kms-key-id out
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["--endpoint-url", ""], ("argument --endpoint-url: '' is empty", URL)),
+        (["--endpoint-url", ""], ("argument --endpoint-url: '' " + NO_SCHEME, URL)),
         (["--endpoint-url", "s3.example.org"], ("argument --endpoint-url: 's3.example.org' " + NO_SCHEME, URL)),
         (["--endpoint-url", "ftp://s3.example.org"], ("'ftp://s3.example.org' " + NO_SCHEME, URL)),
         (["--endpoint-url", "https://"], ("argument --endpoint-url: 'https://' names no host", URL)),

@@ -1,5 +1,5 @@
-"""``state history`` and ``state restore``: the versions of a stack's state object as S3 lists them, and an earlier one
-copied on top as the new current version (every newer version stays), refused where that could lose state."""
+"""``state history`` and ``state restore``: the versions of a stack's state object, and an earlier one copied on top
+as the new current version (every newer version stays), refused where that could lose state."""
 
 from __future__ import annotations
 
@@ -20,23 +20,17 @@ from supersonic_interlink.state.backend import (
 )
 
 
-def state_keys(project: str, stack: str) -> list[str]:
-    """Where Pulumi keeps a stack's state: plain JSON, or gzipped when PULUMI_SELF_MANAGED_STATE_GZIP is set."""
-    base = f"{STATE_PREFIX}stacks/{project}/{stack}.json"
-    return [base, f"{base}.gz"]
-
-
 def _keys(client, bucket: str, prefix: str) -> list[str]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
     return list(pages.search("Contents[].Key || `[]`"))
 
 
 def state_versions(client, args) -> list[dict]:
-    """Every version of the stack's state object, newest first; a delete marker has no Size. Over plain HTTP, no
-    state under a TLS-only bucket policy is the denial it is: storage that enforces that policy on object requests
-    only lists no state, since nothing, Pulumi included, could write any."""
+    """Every version of the stack's state object (plain, or gzipped under PULUMI_SELF_MANAGED_STATE_GZIP), newest
+    first; a delete marker has no Size. Over plain HTTP, no state under a TLS-only policy is the denial it is."""
     project, stack, bucket = args.project or project_name(), args.stack, args.bucket
-    for key in state_keys(project, stack):
+    base = f"{STATE_PREFIX}stacks/{project}/{stack}.json"
+    for key in (base, f"{base}.gz"):
         pages = client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=key)
         found = [v for page in pages for v in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]]
         if versions := [v for v in found if v["Key"] == key]:
@@ -46,22 +40,22 @@ def state_versions(client, args) -> list[dict]:
         if any(denies_insecure_transport(s, bucket, client.meta.partition) for s in statements):
             raise StateBackendError(
                 f"access denied on bucket {bucket!r} at {args.endpoint_url}: its policy denies requests without TLS "
-                "(aws:SecureTransport), so no state can be written or read over this plain-HTTP endpoint; use the "
-                "endpoint's https:// URL"
+                "(aws:SecureTransport); use the endpoint's https:// URL"
             )
     prefix = f"{STATE_PREFIX}stacks/{project}/"
     names = (re.fullmatch(r"([^/]+)\.json(?:\.gz)?", key[len(prefix) :]) for key in _keys(client, bucket, prefix))
     raise StateBackendError(
-        f"no state for stack {stack!r} of project {project!r} in bucket {bucket!r} (looked for "
-        f"{state_keys(project, stack)[0]}); stacks with state there: "
-        f"{', '.join(sorted({n.group(1) for n in names if n})) or 'none'}. Check the stack name, or pass --project if "
-        "Pulumi.yaml names another project"
+        f"no state for stack {stack!r} of project {project!r} in bucket {bucket!r} (looked for {base}); stacks with "
+        f"state there: {', '.join(sorted({n.group(1) for n in names if n})) or 'none'}"
     )
 
 
+def _versioning(client, bucket: str) -> str:
+    return str(client.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled"))
+
+
 def history(client, args) -> int:
-    status = client.get_bucket_versioning(Bucket=args.bucket).get("Status", "never enabled")
-    if status != "Enabled":
+    if (status := _versioning(client, args.bucket)) != "Enabled":
         print(f"warning: versioning on bucket {args.bucket} is {status}; older states are not kept", file=sys.stderr)
     versions = state_versions(client, args)
     print(f"versions of s3://{args.bucket}/{versions[0]['Key']}, newest first:")
@@ -75,8 +69,7 @@ def history(client, args) -> int:
 def restore(client, args) -> int:
     """Copy ``--version-id`` of the stack's state onto the key as a new current version, then check the bytes."""
     bucket, stack, version_id = args.bucket, args.stack, args.version_id
-    status = client.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")
-    if status != "Enabled":
+    if (status := _versioning(client, bucket)) != "Enabled":
         raise StateBackendError(
             f"bucket {bucket!r} does not have versioning enabled (found: {status}), so a restore could overwrite the "
             "only copy; run `./supersonic state bootstrap` on it first"
@@ -86,14 +79,11 @@ def restore(client, args) -> int:
     chosen = next((v for v in versions if v["VersionId"] == version_id), None)
     if chosen is None:
         raise StateBackendError(
-            f"version {version_id!r} is not a version of {key} in bucket {bucket!r}; list the versions with "
+            f"version {version_id!r} is not a version of {key} in bucket {bucket!r}; list them with "
             f"`./supersonic state history {stack} --bucket {bucket}`"
         )
     if "Size" not in chosen:
-        raise StateBackendError(
-            f"version {version_id!r} of {key} is a delete marker, not a saved state; pick a version from `history` "
-            "that has a size"
-        )
+        raise StateBackendError(f"version {version_id!r} of {key} is a delete marker, not a saved state")
     if chosen["IsLatest"]:
         print(f"version {version_id} is already the current state of stack {stack}; nothing to do")
         return 0
@@ -102,8 +92,8 @@ def restore(client, args) -> int:
     locks = [k for k in _keys(client, bucket, f"{STATE_PREFIX}locks/") if k.split("/")[-3:-1] == [project, stack]]
     if locks:
         raise StateBackendError(
-            f"stack {stack!r} is locked ({locks[0]}): an update may be running and would overwrite the restore. "
-            f"Wait for it to finish; if none is running, clear the stale lock with `pulumi cancel --stack {stack}`"
+            f"stack {stack!r} is locked ({locks[0]}): an update may be running; if none is, `pulumi cancel --stack "
+            f"{stack}` clears the stale lock"
         )
     source = {"Bucket": bucket, "Key": key, "VersionId": version_id}
     new = client.copy_object(Bucket=bucket, Key=key, CopySource=source, MetadataDirective="COPY")["VersionId"]
@@ -112,14 +102,12 @@ def restore(client, args) -> int:
     )
     if new_bytes != old_bytes:
         raise StateBackendError(
-            f"the restored copy {new!r} of {key} differs from version {version_id!r}; do not run pulumi on this "
-            "stack, and restore again"
+            f"the restored copy {new!r} of {key} differs from version {version_id!r}; restore again"
         )
+    digest = hashlib.sha256(new_bytes).hexdigest()
     print(
-        f"restored version {version_id} of {key} as the current version {new} ({len(new_bytes)} bytes, sha256 "
-        f"{hashlib.sha256(new_bytes).hexdigest()}, verified)"
+        f"restored version {version_id} of {key} as the current version {new} ({len(new_bytes)} bytes, sha256 {digest})"
     )
-    current = next((v["VersionId"] for v in versions if v["IsLatest"]), None)
-    if current:
-        print(f"the state it replaced is kept as version {current}; restore it the same way to undo this")
+    current = next(v["VersionId"] for v in versions if v["IsLatest"])
+    print(f"the state it replaced is kept as version {current}; restore it the same way to undo this")
     return 0
