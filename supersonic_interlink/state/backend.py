@@ -297,69 +297,56 @@ def apply_fix(client, setting: str, found: dict[str, Any], req: Requirements) ->
         client.put_bucket_policy(Bucket=bucket, Policy=json.dumps(merged_policy(found[POLICY], wanted[POLICY])))
 
 
-def requirements(args, client) -> Requirements:
-    plain_http = is_plain_http(args.endpoint_url)
-    return Requirements(args.bucket, args.noncurrent_days, args.kms_key_id, client.meta.partition, not plain_http)
-
-
-def _settled(client, bucket: str, endpoint_url: str | None, verdict: str) -> int:
-    """The verdict and the login line, with the AWS bucket's own region where s3:GetBucketLocation answers."""
-    print(f"bucket {bucket} {verdict}")
+def _created(client, bucket: str, endpoint_url: str | None) -> bool:
     region = client.meta.region_name
-    if not endpoint_url:
-        with contextlib.suppress(botocore.exceptions.ClientError):
-            region = client.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
-    print(f"log in with: pulumi login '{login_url(bucket, endpoint_url, region)}'")
-    return 0
-
-
-def bootstrap(client, args) -> int:
-    """Create the bucket if needed and fix every fixable drift, then read back (an endpoint may accept a setting and
-    not keep it); a second run changes nothing."""
-    req, region = requirements(args, client), client.meta.region_name
     try:
-        client.head_bucket(Bucket=req.bucket)
-        created = False
+        client.head_bucket(Bucket=bucket)
+        return False
     except botocore.exceptions.ClientError as error:
         if error_code(error) not in NO_SUCH_BUCKET:
             raise
-        # Only AWS wants the region spelled out; Ceph reads LocationConstraint as a zonegroup name.
-        where = {} if args.endpoint_url or region in (None, "us-east-1") else {"LocationConstraint": region}
-        client.create_bucket(Bucket=req.bucket, **({"CreateBucketConfiguration": where} if where else {}))
-        created = True
-        print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
+    # Only AWS wants the region spelled out; Ceph reads LocationConstraint as a zonegroup name.
+    where = {} if endpoint_url or region in (None, "us-east-1") else {"LocationConstraint": region}
+    client.create_bucket(Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {}))
+    print(f"created bucket {bucket}" + ("" if endpoint_url else f" in {region}"))
+    return True
+
+
+def bootstrap(client, args, *, fix: bool = True) -> int:
+    """Create the bucket if needed and fix every fixable drift, then read back (an endpoint may accept a setting and
+    not keep it); a second run changes nothing. Without ``fix``, ``check``: the drift reported, nothing written."""
+    plain_http = is_plain_http(args.endpoint_url)
+    req = Requirements(args.bucket, args.noncurrent_days, args.kms_key_id, client.meta.partition, not plain_http)
+    created = fix and _created(client, req.bucket, args.endpoint_url)
     found = read_settings(client, req.bucket)
-    changed = [d for d in find_drift(found, req) if d.fixable]
+    changed = [d for d in find_drift(found, req) if d.fixable and fix]
     for drift in changed:
         apply_fix(client, drift.setting, found, req)
     remaining = find_drift(read_settings(client, req.bucket), req) if changed else find_drift(found, req)
     not_kept = {d.setting for d in remaining if d.fixable}
     for drift in changed:
         kept = drift.setting not in not_kept
-        not_kept_note = "" if kept else "; the endpoint did not keep it"
-        print(f"{'set' if kept else 'tried to set'} {drift.setting} (was: {show(drift.found)}){not_kept_note}")
-    if not req.require_tls:
-        print("left out the bucket policy that denies requests without TLS: it would lock out this plain-HTTP endpoint")
+        note = "" if kept else "; the endpoint did not keep it"
+        print(f"{'set' if kept else 'tried to set'} {drift.setting} (was: {show(drift.found)}){note}")
+    if plain_http:
+        print("no bucket policy denying requests without TLS: it would lock out this plain-HTTP endpoint")
     for drift in remaining:
-        print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
+        print(f"DRIFT {drift.describe()}")
     if remaining:
-        print(f"bucket {req.bucket} does NOT have the required settings: {len(remaining)} left", file=sys.stderr)
+        left = "left to a person" if fix else "differ; `bootstrap` fixes the fixable ones"
+        print(f"bucket {req.bucket} does NOT have the required settings: {len(remaining)} {left}", file=sys.stderr)
         return EXIT_DRIFT
-    verdict = "now has the required settings" if created or changed else "has the required settings; nothing to change"
-    return _settled(client, req.bucket, args.endpoint_url, verdict)
+    print(
+        f"bucket {req.bucket} "
+        + ("now has the required settings" if created or changed else "has the required settings; nothing to change")
+    )
+    region = client.meta.region_name
+    if not args.endpoint_url:  # where an AWS bucket really is, if s3:GetBucketLocation answers
+        with contextlib.suppress(botocore.exceptions.ClientError):
+            region = client.get_bucket_location(Bucket=req.bucket).get("LocationConstraint") or "us-east-1"
+    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
+    return 0
 
 
 def check(client, args) -> int:
-    req = requirements(args, client)
-    found = read_settings(client, req.bucket)
-    drift = find_drift(found, req)
-    if not req.require_tls:
-        print("note: the endpoint is plain HTTP, so no policy denying requests without TLS is required")
-    for item in drift:
-        print(f"DRIFT {item.describe()}")
-    if drift:
-        print(
-            f"{len(drift)} setting(s) differ from the requirements; `bootstrap` fixes the fixable ones", file=sys.stderr
-        )
-        return EXIT_DRIFT
-    return _settled(client, req.bucket, args.endpoint_url, "has the required settings")
+    return bootstrap(client, args, fix=False)

@@ -80,7 +80,7 @@ def state_name(text: str) -> str:
 
 
 def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elapsed_seconds: float = 0.0) -> str:
-    """One line for the operator; botocore's own one-line message where it already says what and where."""
+    """One line for the operator: botocore's own message, what to do where it does not say."""
     where = endpoint_url or "AWS S3"
     if isinstance(error, botocore.exceptions.ReadTimeoutError):
         return (
@@ -92,17 +92,14 @@ def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elap
         return "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
     if not isinstance(error, botocore.exceptions.ClientError):
         return f"{error}; check --endpoint-url, the network, AWS_PROFILE and AWS_REGION"
-    code = backend.error_code(error)
+    code, hint = backend.error_code(error), ""
     if code in NO_SUCH_BUCKET:
-        return f"bucket {bucket!r} does not exist at {where}; create it with `./supersonic state bootstrap`"
-    if code in ACCESS_DENIED:
-        tls = "; a TLS-only policy (aws:SecureTransport) refuses plain HTTP: use https://"
-        return (
-            f"access denied on bucket {bucket!r} at {where} ({error.operation_name}); grant it, or use an identity "
-            "that has it (AWS_PROFILE)" + (tls if backend.is_plain_http(endpoint_url) else "")
-        )
-    message = error.response.get("Error", {}).get("Message", "")
-    return f"{error.operation_name} on bucket {bucket!r} at {where} failed: {code}: {message}"
+        hint = "; create it with `./supersonic state bootstrap`, or check --bucket and --endpoint-url"
+    elif code in ACCESS_DENIED:
+        hint = "; grant that permission, or use an identity that has it (AWS_PROFILE)"
+        tls = ", and a TLS-only bucket policy (aws:SecureTransport) refuses plain HTTP: use https://"
+        hint += tls if backend.is_plain_http(endpoint_url) else ""
+    return f"bucket {bucket!r} at {where}: {error}{hint}"
 
 
 VERBS = {

@@ -8,16 +8,8 @@ import re
 import sys
 from datetime import UTC
 
-from supersonic_interlink.state.backend import (
-    POLICY,
-    STATE_PREFIX,
-    StateBackendError,
-    as_list,
-    denies_insecure_transport,
-    is_plain_http,
-    project_name,
-    read_setting,
-)
+from supersonic_interlink.state import backend
+from supersonic_interlink.state.backend import STATE_PREFIX, StateBackendError
 
 
 def _keys(client, bucket: str, prefix: str) -> list[str]:
@@ -28,18 +20,18 @@ def _keys(client, bucket: str, prefix: str) -> list[str]:
 def state_versions(client, args) -> list[dict]:
     """Every version of the stack's state object (plain, or gzipped under PULUMI_SELF_MANAGED_STATE_GZIP), newest
     first; a delete marker has no Size. Over plain HTTP, no state under a TLS-only policy is the denial it is."""
-    project, stack, bucket = args.project or project_name(), args.stack, args.bucket
+    project, stack, bucket = args.project or backend.project_name(), args.stack, args.bucket
     base = f"{STATE_PREFIX}stacks/{project}/{stack}.json"
     for key in (base, f"{base}.gz"):
         pages = client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=key)
         found = [v for page in pages for v in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]]
         if versions := [v for v in found if v["Key"] == key]:
             return sorted(versions, key=lambda v: (v["LastModified"], v["IsLatest"]), reverse=True)
-    if is_plain_http(args.endpoint_url):
-        statements = as_list((read_setting(client, bucket, POLICY) or {}).get("Statement"))
-        if any(denies_insecure_transport(s, bucket, client.meta.partition) for s in statements):
+    if backend.is_plain_http(args.endpoint_url):
+        statements = backend.as_list((backend.read_setting(client, bucket, backend.POLICY) or {}).get("Statement"))
+        if any(backend.denies_insecure_transport(s, bucket, client.meta.partition) for s in statements):
             raise StateBackendError(
-                f"access denied on bucket {bucket!r} at {args.endpoint_url}: its policy denies requests without TLS "
+                f"bucket {bucket!r} at {args.endpoint_url}: AccessDenied: its policy denies requests without TLS "
                 "(aws:SecureTransport); use the endpoint's https:// URL"
             )
     prefix = f"{STATE_PREFIX}stacks/{project}/"
@@ -88,7 +80,7 @@ def restore(client, args) -> int:
         print(f"version {version_id} is already the current state of stack {stack}; nothing to do")
         return 0
     # Pulumi holds .pulumi/locks/<org>/<project>/<stack>/<id>.json while an update runs.
-    project = args.project or project_name()
+    project = args.project or backend.project_name()
     locks = [k for k in _keys(client, bucket, f"{STATE_PREFIX}locks/") if k.split("/")[-3:-1] == [project, stack]]
     if locks:
         raise StateBackendError(
