@@ -290,7 +290,7 @@ DRIFTS = {
 
 
 @pytest.mark.parametrize("setting", DRIFTS)
-def test_check_finds_each_drifted_setting(aws, capsys, setting):
+def test_check_finds_each_drifted_setting_and_bootstrap_repairs_it(aws, capsys, setting):
     run(capsys, "bootstrap", "--bucket", BUCKET)
     DRIFTS[setting](aws)
 
@@ -302,17 +302,9 @@ def test_check_finds_each_drifted_setting(aws, capsys, setting):
         f"exactly the changed setting is named, with what was found and what is expected: {reported}"
     )
     assert "expected" in reported[0]
-
-
-def test_check_then_bootstrap_repairs_drift(aws, capsys):
-    run(capsys, "bootstrap", "--bucket", BUCKET)
-    for drift in DRIFTS.values():
-        drift(aws)
-    code, out, _ = run(capsys, "check", "--bucket", BUCKET)
-    assert code == sb.EXIT_DRIFT and out.count("DRIFT ") == len(DRIFTS), "every drifted setting is reported"
     assert run(capsys, "bootstrap", "--bucket", BUCKET)[0] == 0
     code, out, _ = run(capsys, "check", "--bucket", BUCKET)
-    assert code == 0, f"bootstrap puts every drifted setting back: {out}"
+    assert code == 0, f"bootstrap puts the drifted setting back: {out}"
     assert "has the required settings" in out and "pulumi login" in out
 
 
