@@ -129,11 +129,8 @@ def main(argv: list[str]) -> int:
     try:
         removable = stack_removable(stack)
         steps = steps_from_json(json.loads(Path(preview).read_text()))
-    except ConfigError as error:
-        print("\n".join(error.problems), file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as error:
-        print(f"gate: {preview}: {error}", file=sys.stderr)
+    except (ConfigError, OSError, ValueError) as error:
+        print(error if isinstance(error, ConfigError) else f"gate: {preview}: {error}", file=sys.stderr)
         return 2
     problems = blocked(steps, removable=removable)
     for line in problems:

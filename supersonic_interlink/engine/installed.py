@@ -44,8 +44,6 @@ WHAT_TO_INSTALL = (
 
 
 def _checked(path: Path, origin: str, env: dict[str, str]) -> Found:
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise Unusable(f"pulumi CLI {path} ({origin}) is not an executable file: {WHAT_TO_INSTALL}")
     try:
         env = {**env, "PULUMI_SKIP_UPDATE_CHECK": "true"}
         done = subprocess.run([str(path), "version"], env=env, capture_output=True, text=True, timeout=60, check=False)
@@ -119,10 +117,6 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
     return Found(
         binary, version, f"none in {home / 'plugins'}: building it from Go modules and installing it there"
     ), built
-
-
-def build_cli(log: Callable[[str], None]) -> Path:
-    return toolchain.ensure(["pulumi"], log=log)["pulumi"]
 
 
 def install_provider(cli: Path, source: Path, env: dict[str, str], *, log: Callable[[str], None]) -> None:

@@ -81,7 +81,7 @@ class Engine:
             raise Unusable(str(error)) from None
         self.log(f"engine: {cli.describe('pulumi CLI')}; {provider.describe(f'{installed.PROVIDER} provider')}")
         if build_cli:
-            installed.build_cli(self.log)
+            toolchain.ensure(["pulumi"], log=self.log)
         if source is not None:
             installed.install_provider(cli.path, source, env, log=self.log)
 
@@ -103,20 +103,12 @@ class Engine:
         select = auto.create_or_select_stack if self.create else auto.select_stack
         try:
             return select(self.stack, project_name=PROJECT, program=program, opts=options)
-        except auto.StackNotFoundError:
-            backend = env.get("PULUMI_BACKEND_URL", "the logged-in one")
-            raise EngineError(
-                f"stack {self.stack} does not exist in the backend ({backend}); "
-                f"`./supersonic pulumi up {self.stack} --yes` creates it"
-            ) from None
-        except auto.CommandError as error:
+        except auto.CommandError as error:  # a missing stack too, in the CLI's words
             raise EngineError(_command_error_text(error)) from None
 
     def run(self, action: str, **kwargs: Any) -> Any:
         from pulumi import automation as auto
 
-        if action not in ACTIONS:
-            raise EngineError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
         stack = self.workspace_stack()
         kwargs.setdefault("on_output", self.log)
         try:
@@ -179,15 +171,8 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     if action not in ("preview", "up"):
         return engine.run(action, **kwargs)
     events: list[Any] = []
-    preview_kwargs = dict(kwargs) if action == "preview" else {"diff": kwargs.get("diff", False)}
-    user_events = preview_kwargs.pop("on_event", None)
-
-    def record(event: Any) -> None:
-        events.append(event)
-        if user_events is not None:
-            user_events(event)
-
-    result = engine.run("preview", on_event=record, **preview_kwargs)
+    preview_kwargs = kwargs if action == "preview" else {"diff": kwargs.get("diff", False)}
+    result = engine.run("preview", on_event=events.append, **preview_kwargs)
     problems = gate.blocked(gate.steps_from_events(events), removable=removable)
     if problems:
         raise Refused("the preview was refused by the gate:\n" + "\n".join(f"  {line}" for line in problems))

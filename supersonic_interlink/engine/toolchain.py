@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -125,11 +126,8 @@ def go_env() -> dict[str, str]:
 
 
 def module_version(build: Build) -> str:
-    for line in (TOOLS / build.group / "go.mod").read_text().splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0] in (build.module, "require") and build.module in parts:
-            return parts[parts.index(build.module) + 1]
-    raise ToolchainError(f"tools/{build.group}/go.mod does not require {build.module}")
+    text = (TOOLS / build.group / "go.mod").read_text()
+    return str(re.findall(rf"^\s*(?:require\s+)?{re.escape(build.module)} (\S+)", text, re.MULTILINE)[0])
 
 
 def version(build: Build) -> str:
