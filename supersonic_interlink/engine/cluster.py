@@ -30,13 +30,8 @@ PASSPHRASE = "local-cluster-only"  # of the local cluster's own backend: it prot
 
 LOOPBACK = "127.0.0.1"
 NAME = "supersonic"  # kwokctl's cluster: its files are <directory>/clusters/supersonic
-COMPONENTS = {
-    "etcd": "etcd",
-    "kube-apiserver": "kube-apiserver",
-    "kube-controller-manager": "kube-controller-manager",
-    "kube-scheduler": "kube-scheduler",
-    "kwok-controller": "kwok",
-}
+COMPONENTS = {name: name for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")}
+COMPONENTS["kwok-controller"] = "kwok"
 """kwokctl's component (its pid and log files are named so) -> the toolchain binary it runs."""
 PATCHES = {
     "kube-controller-manager": {"leader-elect": "false", "use-service-account-credentials": "true"},

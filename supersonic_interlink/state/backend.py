@@ -122,15 +122,8 @@ def _is_everyone(principal: Any) -> bool:
 
 
 def denies_insecure_transport(statement: dict, bucket: str, partition: str) -> bool:
-    """True for a statement equivalent to the required one, whatever its Sid or list-or-string spelling."""
-    arn = f"arn:{partition}:s3:::{bucket}"
-    return (
-        statement.get("Effect") == "Deny"
-        and _is_everyone(statement.get("Principal"))
-        and bool(set(as_list(statement.get("Action"))) & {"s3:*", "*"})
-        and set(as_list(statement.get("Resource"))) >= {arn, f"{arn}/*"}
-        and str(statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")).lower() == "false"
-    )
+    """The required statement under any Sid (an equivalent spelling counts as missing, and bootstrap adds ours)."""
+    return {**statement, "Sid": POLICY_SID} == deny_insecure_transport_statement(bucket, partition)
 
 
 def rule_prefix(rule: dict) -> str | None:
