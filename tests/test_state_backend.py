@@ -411,33 +411,36 @@ def test_a_missing_bucket_is_named_with_how_to_create_it(aws, capsys, command):
     assert_clear_error(code, err, "bucket 'no-such-state-bucket'", "NoSuchBucket", "bootstrap")
 
 
-def test_restore_on_a_bucket_without_versioning_says_to_bootstrap(aws, capsys):
-    aws.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
-    aws.put_object(Bucket=BUCKET, Key=STATE_KEY, Body=OLD_STATE)
-    code, _, err = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", "null")
-    assert_clear_error(code, err, "does not have versioning enabled", "bootstrap")
+def unversioned_state(s3) -> str:
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_object(Bucket=BUCKET, Key=STATE_KEY, Body=OLD_STATE)
+    return "null"
 
 
-def test_an_unknown_version_id_points_to_history(aws, capsys):
-    versioned_bucket(aws)
-    write_state(aws, OLD_STATE)
-    code, _, err = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", "no-such-version")
-    assert_clear_error(code, err, "'no-such-version' is not a version of", "history hammer")
+def versioned_state(s3) -> str:
+    versioned_bucket(s3)
+    return write_state(s3, OLD_STATE)
 
 
-def test_a_delete_marker_cannot_be_restored(aws, capsys):
-    versioned_bucket(aws)
-    write_state(aws, OLD_STATE)
-    marker = aws.delete_object(Bucket=BUCKET, Key=STATE_KEY)["VersionId"]
-    code, _, err = run(capsys, "restore", "hammer", "--bucket", BUCKET, "--version-id", marker)
-    assert_clear_error(code, err, "is a delete marker")
+def deleted_state(s3) -> str:
+    versioned_state(s3)
+    return s3.delete_object(Bucket=BUCKET, Key=STATE_KEY)["VersionId"]
 
 
-def test_an_unknown_stack_lists_the_stacks_that_have_state(aws, capsys):
-    versioned_bucket(aws)
-    write_state(aws, OLD_STATE)
-    code, _, err = run(capsys, "history", "hamer", "--bucket", BUCKET)
-    assert_clear_error(code, err, "no state for stack 'hamer'", "stacks with state there: hammer")
+@pytest.mark.parametrize(
+    ("state", "command", "says"),
+    [
+        (unversioned_state, ["restore", "hammer", "--version-id", "{}"], ("versioning enabled", "bootstrap")),
+        (versioned_state, ["restore", "hammer", "--version-id", "x"], ("'x' is not a version of", "history hammer")),
+        (deleted_state, ["restore", "hammer", "--version-id", "{}"], ("is a delete marker",)),
+        (versioned_state, ["history", "hamer"], ("no state for stack 'hamer'", "stacks with state there: hammer")),
+    ],
+    ids=["no-versioning", "unknown-version", "delete-marker", "unknown-stack"],
+)
+def test_a_request_that_could_lose_state_or_finds_none_is_refused_saying_what_to_do(aws, capsys, state, command, says):
+    version = state(aws)
+    code, _, err = run(capsys, *(part.format(version) for part in command), "--bucket", BUCKET)
+    assert_clear_error(code, err, *says)
 
 
 @set_initial_no_auth_action_count(4)
@@ -506,7 +509,7 @@ def test_a_setting_the_endpoint_accepts_but_does_not_keep_is_reported_once_as_no
 
     monkeypatch.setattr(sb, "make_client", forgetful_client)
 
-    code, out, err = run(capsys, "bootstrap", "--bucket", BUCKET)
+    code, out, _ = run(capsys, "bootstrap", "--bucket", BUCKET)
 
     assert code == sb.EXIT_DRIFT
     assert "tried to set lifecycle rule (was: nothing configured); the endpoint did not keep it" in out
