@@ -522,35 +522,26 @@ def test_a_setting_the_endpoint_accepts_but_does_not_keep_is_reported_once_as_no
 # Bad command lines: one line, exit 2, nothing sent.
 
 
-URL, NAME = "expected https://HOST[:PORT]", "expected 3 to 63 lowercase"
+URL, NAME = "is not an endpoint URL: expected https://HOST[:PORT] and nothing more", "is not a bucket name: expected"
+RESERVED = "without the prefixes xn--, sthree-, amzn-s3-demo- or the suffixes -s3alias, --ol-s3, .mrap, --x-s3"
 STATE_NAME = "is not a Pulumi stack or project name: expected 1 to 100 letters"
-NO_SCHEME = "has no https:// or http:// scheme"
 KMS_FORM = "expected a KMS key id, key ARN or alias/NAME; leave --kms-key-id out to accept AES256"
+BAD_ENDPOINTS = ("", "s3.example.org", "ftp://s3.example.org", "https://", "https://my_host", "https://h:99999")
+BAD_ENDPOINTS += ("https://s3.example.org/bucket", "https://s3.example.org?x=1", "https://user@s3.example.org")
+BAD_BUCKETS = ("BAD BUCKET", "ab", "state..bucket", "state-", "192.168.1.10", "state-s3alias", "state--ol-s3")
+BAD_BUCKETS += ("state.mrap", "xn--state")
 
 
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["--endpoint-url", ""], ("argument --endpoint-url: '' " + NO_SCHEME, URL)),
-        (["--endpoint-url", "s3.example.org"], ("argument --endpoint-url: 's3.example.org' " + NO_SCHEME, URL)),
-        (["--endpoint-url", "ftp://s3.example.org"], ("'ftp://s3.example.org' " + NO_SCHEME, URL)),
-        (["--endpoint-url", "https://"], ("argument --endpoint-url: 'https://' names no host", URL)),
-        (["--endpoint-url", "https://s3.example.org:99999"], ("argument --endpoint-url: ", "Port out of range")),
-        (["--endpoint-url", "https://s3.example.org/bucket"], ("has more than scheme, host and port", URL)),
+        *((["--endpoint-url", url], (f"argument --endpoint-url: {url!r} {URL}",)) for url in BAD_ENDPOINTS),
         (["--endpoint-url", "http://127.0.0.1:9"], ("'http://127.0.0.1:9' is plain HTTP", "--allow-plain-http")),
         (
             ["--endpoint-url", "https://s3.example.org", "--allow-plain-http"],
             ("argument --allow-plain-http: applies only to an http:// --endpoint-url",),
         ),
-        (["--bucket", "BAD BUCKET"], ("argument --bucket: 'BAD BUCKET' is not a bucket name", NAME)),
-        (["--bucket", "ab"], ("'ab' is not a bucket name", NAME)),
-        (["--bucket", "state..bucket"], ("'state..bucket' is not a bucket name", NAME)),
-        (["--bucket", "state-"], ("'state-' is not a bucket name", NAME)),
-        (["--bucket", "192.168.1.10"], ("is an IP address", NAME)),
-        (["--bucket", "state-s3alias"], ("uses '-s3alias', which S3 reserves", NAME)),
-        (["--bucket", "state--ol-s3"], ("uses '--ol-s3', which S3 reserves", NAME)),
-        (["--bucket", "state.mrap"], ("uses '.mrap', which S3 reserves", NAME)),
-        (["--bucket", "xn--state"], ("uses 'xn--', which S3 reserves", NAME)),
+        *((["--bucket", name], (f"argument --bucket: {name!r} {NAME}", RESERVED)) for name in BAD_BUCKETS),
         # An empty key would silently mean any default encryption.
         *((["--kms-key-id", key], (KMS_FORM,)) for key in ("", " ", " alias/state")),
         (["--noncurrent-days", "0"], ("argument --noncurrent-days: must be at least 1 day",)),  # 0 expires at once

@@ -22,22 +22,19 @@ def positive_days(text: str) -> int:
     return days
 
 
-ENDPOINT_FORM = "expected https://HOST[:PORT], e.g. https://s3.example.org"
+ENDPOINT_FORM = "expected https://HOST[:PORT] and nothing more, e.g. https://s3.example.org"
 
 
 def endpoint_url(text: str) -> str:
     """An endpoint URL botocore can use: http or https, a host (botocore's own check), maybe a port, nothing else."""
     try:
         parts = urlsplit(text)
-        port_ok = parts.port is None or (parts.port > 0 and parts.netloc.isascii())
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({error}); {ENDPOINT_FORM}") from None
-    if parts.scheme not in ("https", "http"):
-        raise argparse.ArgumentTypeError(f"{text!r} has no https:// or http:// scheme; {ENDPOINT_FORM}")
-    if not port_ok or not (is_valid_endpoint_url(text) or is_valid_ipv6_endpoint_url(text)):
-        raise argparse.ArgumentTypeError(f"{text!r} names no host botocore accepts, or a bad port; {ENDPOINT_FORM}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
-        raise argparse.ArgumentTypeError(f"{text!r} has more than scheme, host and port; {ENDPOINT_FORM}")
+        ok = parts.port is None or (parts.port > 0 and parts.netloc.isascii())
+    except ValueError:
+        ok = False
+    ok = ok and parts.scheme in ("https", "http") and not (parts.path.strip("/") or parts.query or parts.fragment)
+    if not ok or parts.username is not None or not (is_valid_endpoint_url(text) or is_valid_ipv6_endpoint_url(text)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an endpoint URL: {ENDPOINT_FORM}")
     return text
 
 
@@ -50,21 +47,24 @@ def kms_key_id(text: str) -> str:
     return text
 
 
-BUCKET_FORM = "expected 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
-RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3")
-"""What S3's general purpose bucket naming rules reserve: AWS refuses to create such a bucket."""
+RESERVED = (("xn--", "sthree-", "amzn-s3-demo-"), ("-s3alias", "--ol-s3", ".mrap", "--x-s3"))
+"""The prefixes and suffixes S3's general purpose bucket naming rules reserve: AWS refuses to create such a bucket."""
+BUCKET_FORM = (
+    "expected 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit, not an IP "
+    f"address, without the prefixes {', '.join(RESERVED[0])} or the suffixes {', '.join(RESERVED[1])}"
+)
 
 
 def bucket_name(text: str) -> str:
     """An S3 bucket name as the S3 naming rules (and Ceph RGW's defaults) allow it."""
-    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text) or ".." in text:
+    if (
+        not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text)
+        or ".." in text
+        or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text)
+        or text.startswith(RESERVED[0])
+        or text.endswith(RESERVED[1])
+    ):
         raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: {BUCKET_FORM}")
-    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is an IP address, not a bucket name: {BUCKET_FORM}")
-    reserved = [p for p in RESERVED_PREFIXES if text.startswith(p)] + [s for s in RESERVED_SUFFIXES if text.endswith(s)]
-    if reserved:
-        raise argparse.ArgumentTypeError(f"{text!r} uses {reserved[0]!r}, which S3 reserves: {BUCKET_FORM}")
     return text
 
 
