@@ -112,11 +112,10 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
             f"pulumi plugin install resource {PROVIDER} {version}"
         )
     built = toolchain.path("pulumi-resource-kubernetes")
-    if built.is_file():
-        return Found(binary, version, "built from Go modules, toolchain cache, installed into PULUMI_HOME"), built
-    return Found(
-        binary, version, f"none in {home / 'plugins'}: building it from Go modules and installing it there"
-    ), built
+    origin = (
+        "built from Go modules, toolchain cache" if built.is_file() else f"none in {home}: building it from Go modules"
+    )
+    return Found(binary, version, f"{origin}, installed into PULUMI_HOME"), built
 
 
 def install_provider(cli: Path, source: Path, env: dict[str, str], *, log: Callable[[str], None]) -> None:
