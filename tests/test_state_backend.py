@@ -526,10 +526,10 @@ URL, NAME = "is not an endpoint URL: expected https://HOST[:PORT] and nothing mo
 RESERVED = "without the prefixes xn--, sthree-, amzn-s3-demo- or the suffixes -s3alias, --ol-s3, .mrap, --x-s3"
 STATE_NAME = "is not a Pulumi stack or project name: expected 1 to 100 letters"
 KMS_FORM = "expected a KMS key id, key ARN or alias/NAME; leave --kms-key-id out to accept AES256"
-BAD_ENDPOINTS = ("", "s3.example.org", "ftp://s3.example.org", "https://", "https://my_host", "https://h:99999")
-BAD_ENDPOINTS += ("https://s3.example.org/bucket", "https://s3.example.org?x=1", "https://user@s3.example.org")
-BAD_BUCKETS = ("BAD BUCKET", "ab", "state..bucket", "state-", "192.168.1.10", "state-s3alias", "state--ol-s3")
-BAD_BUCKETS += ("state.mrap", "xn--state")
+BAD_ENDPOINTS: tuple[str, ...] = ("", "s3.example.org", "ftp://s3.example.org", "https://", "https://my_host")
+BAD_ENDPOINTS += ("https://h:99999", "https://s3.example.org/bucket", "https://h?x=1", "https://user@s3.example.org")
+BAD_BUCKETS: tuple[str, ...] = ("BAD BUCKET", "ab", "state..bucket", "state-", "192.168.1.10", "state-s3alias")
+BAD_BUCKETS += ("state--ol-s3", "state.mrap", "xn--state")
 
 
 @pytest.mark.parametrize(
