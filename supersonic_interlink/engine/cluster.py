@@ -1,14 +1,5 @@
-"""A local Kubernetes control plane on loopback, started by kwok's own ``kwokctl`` (``--runtime binary``) from the
-binaries ``toolchain`` builds: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, which marks
-pods on its nodes Running and Ready. kwokctl's defaults are overridden (``kwokctl_config``, docs/engine.md): it
-binds 127.0.0.1, keeps its files, kubeconfig and cache in the cluster's directory, and downloads nothing. It starts
-its components in sessions of their own (kwok ``pkg/utils/exec/cmd_other.go``, ``Setsid``), so they run until
-``kwokctl delete cluster``: ``stop`` runs it, and so does a ``tied`` cluster's reaper when the process that started
-the cluster dies. Then the nodes, KEDA's CRDs (``tools/keda``) and ``cvmfs`` volumes are added. The process helpers
-here (``start_process``, ``wait_until``, ``stop_process``) also run the rehearsal's KEDA operator and Envoy.
-
-    ./supersonic cluster start|env|status|stop [--dir DIR]
-"""
+"""A local control plane on loopback: kwok's own ``kwokctl --runtime binary`` from the toolchain's binaries, its
+files in the cluster's directory (docs/engine.md); and the process helpers the rehearsal uses too."""
 
 from __future__ import annotations
 
@@ -35,27 +26,19 @@ from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.run import OFFLINE_ENV, SCRATCH_PROJECT_ENV
 
-PASSPHRASE = "local-cluster-only"
-"""The passphrase of stacks on the local cluster's own backend, a folder beside it: it protects nothing real."""
+PASSPHRASE = "local-cluster-only"  # of the local cluster's own backend: it protects nothing real
 
 LOOPBACK = "127.0.0.1"
-NAME = "supersonic"
-"""The kwokctl cluster's name: its files are ``<directory>/clusters/supersonic``."""
-COMPONENTS = {
-    "etcd": "etcd",
-    "kube-apiserver": "kube-apiserver",
-    "kube-controller-manager": "kube-controller-manager",
-    "kube-scheduler": "kube-scheduler",
-    "kwok-controller": "kwok",
-}
+NAME = "supersonic"  # kwokctl's cluster: its files are <directory>/clusters/supersonic
+COMPONENTS = {name: name for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")}
+COMPONENTS["kwok-controller"] = "kwok"
 """kwokctl's component (its pid and log files are named so) -> the toolchain binary it runs."""
 PATCHES = {
     "kube-controller-manager": {"leader-elect": "false", "use-service-account-credentials": "true"},
     "kube-scheduler": {"leader-elect": "false"},
     "etcd": {"unsafe-no-fsync": "true"},
 }
-"""Flags added to kwokctl's: no leader election for one controller-manager and one scheduler (lost on a loaded
-machine, it ends the process); each controller acts as its own ServiceAccount, as on a real cluster."""
+"""No leader election (lost on a loaded machine, it ends the process); each controller its own ServiceAccount."""
 
 VIRTUAL_NODE: dict[str, Any] = {
     "name": "interlink-hammer",
@@ -66,22 +49,18 @@ VIRTUAL_NODE: dict[str, Any] = {
     },
     "taints": [{"key": "virtual-node.interlink/no-schedule", "value": "true", "effect": "NoSchedule"}],
 }
-"""interLink's virtual node as DOMAIN.md describes it; only pods that tolerate offloading pass its taint."""
 AF_TAINT = {"key": "hub.jupyter.org/dedicated", "value": "cms-af", "effect": "NoSchedule"}
 NODES: list[dict[str, Any]] = [
     {"name": "node-1", "labels": {}, "taints": []},
     *({"name": f"af-{i}", "labels": {"cms-af-prod": "true"}, "taints": [AF_TAINT]} for i in (1, 2)),
     VIRTUAL_NODE,
 ]
-"""A plain node, analysis-facility nodes like Geddes' (where the hammer stack puts Envoy and the cleanup), and the
-virtual node."""
+"""A plain node, analysis-facility nodes like Geddes' (Envoy and the cleanup go there), interLink's virtual node."""
 CVMFS_VOLUMES = 32
-"""PersistentVolumes of class ``cvmfs``, one per namespace that installs the chart: a claim left Pending makes
-Helm's ``--wait`` time out, so there are more than the e2e tier's namespaces."""
+"""``cvmfs`` volumes, more than the e2e tier's namespaces: a claim left Pending makes Helm's ``--wait`` time out."""
 KWOK_STARTS = 5
-"""kwok 0.7.0 sometimes dies as it starts its stage controllers together ("fatal error: concurrent map writes" in
-its CEL type registry, seen about once in ten starts, and twice in a row on a loaded machine): ``kwokctl start
-cluster`` starts it again, this often."""
+"""kwok 0.7.0 dies about once in ten starts ("concurrent map writes" in its CEL type registry), twice in a row seen
+on a loaded machine: ``kwokctl start cluster`` starts it again, this often."""
 
 LOAD_BALANCER_STAGE = {
     "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -98,20 +77,16 @@ LOAD_BALANCER_STAGE = {
         "next": {"statusTemplate": "loadBalancer:\n  ingress:\n  - ip: 127.0.0.1\n"},
     },
 }
-"""A load-balancer controller's part (MetalLB on Geddes), which Helm's --wait waits for. kwok keeps its default
-Stages for a kind that no Stage given names."""
+"""MetalLB's part on Geddes, which Helm's --wait waits for; kwok keeps its default Stages for other kinds."""
 REAPER = 'trap \'exec "$0" --name="$1" delete cluster --kubeconfig="$2"\' TERM; while sleep 1; do :; done'
-"""A tied cluster's reaper: it runs ``kwokctl delete cluster`` on SIGTERM, which the kernel sends it when the
-process that started the cluster dies."""
+"""Runs ``kwokctl delete cluster`` on SIGTERM, which the kernel sends when the cluster's starter dies."""
 
 
 class ClusterError(Exception):
-    """The control plane, or a process run beside it, did not start or become ready in time; the message says which
-    and how its log ends."""
+    """The control plane, or a process beside it, did not start or become ready; the message ends with its log."""
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
@@ -120,8 +95,7 @@ def free_port() -> int:
 def start_process(
     argv: Sequence[str], log_file: Path, *, env: Mapping[str, str] | None = None, tied: bool = False
 ) -> subprocess.Popen[bytes]:
-    """``argv`` started in a session of its own (``stop_process`` stops its whole group), its output appended to
-    ``log_file``; with ``tied`` the kernel sends it SIGTERM when this process dies."""
+    """``argv`` in a session of its own, its output appended to ``log_file``; ``tied``: SIGTERM when this one dies."""
     with log_file.open("ab") as out:
         return subprocess.Popen(
             list(argv),
@@ -149,8 +123,7 @@ def wait_until(
     log_file: Path | None = None,
     process: subprocess.Popen[bytes] | None = None,
 ) -> Any:
-    """Poll ``condition`` until it returns something truthy, and return that; a ClusterError naming ``what``, and
-    ending with ``log_file``'s tail, once ``timeout`` has passed or as soon as ``process`` has exited."""
+    """``condition()`` once truthy; a ClusterError naming ``what`` after ``timeout``, or once ``process`` exits."""
     deadline = time.monotonic() + timeout
     while not (result := condition()):
         if process is not None and process.poll() is not None:
@@ -164,26 +137,14 @@ def wait_until(
     return result
 
 
-def stop_process(process: subprocess.Popen[bytes] | int, timeout: float = 20.0) -> None:
-    """SIGTERM to the process group ``process`` leads (``start_process`` makes each a leader), SIGKILL after
-    ``timeout``; a child of this process is reaped."""
-    pid = process if isinstance(process, int) else process.pid
-
-    def ended() -> bool:
-        if not isinstance(process, int):
-            return process.poll() is not None
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        return _exe(pid) is None
-
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    """SIGTERM to the process group ``process`` leads, SIGKILL after ``timeout``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if ended():
-                return
-            time.sleep(0.05)
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout)
+            return
 
 
 def default_dir() -> Path:
@@ -191,7 +152,7 @@ def default_dir() -> Path:
 
 
 def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
-    """The Pulumi CLI run offline: a private home, the plugins installed from local binaries only, no update check."""
+    """The Pulumi CLI run offline, with a private home."""
     return {
         "PULUMI_HOME": str(home),
         "PULUMI_BACKEND_URL": backend,
@@ -201,9 +162,8 @@ def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
 
 
 def kwokctl_config(paths: Mapping[str, Path], pod_stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """kwokctl's configuration: its binary runtime on loopback (its default is 0.0.0.0), each binary it would
-    download the local one in ``paths`` (kwokctl links a local path, ``pkg/kwokctl/runtime/file.go`` EnsureBinary),
-    their version and ``PATCHES``; then kwok's Stages."""
+    """Its binary runtime on loopback (default 0.0.0.0), each binary it would download the local one in ``paths``
+    (kwokctl links a local path: ``pkg/kwokctl/runtime/file.go`` EnsureBinary), and ``PATCHES``; then kwok's Stages."""
     options = {"runtime": "binary", "bindAddress": LOOPBACK}
     options["kubeVersion"] = toolchain.version(toolchain.build_for("kube-apiserver"))
     for component, binary in [*COMPONENTS.items(), ("kubectl", "kubectl")]:
@@ -216,15 +176,13 @@ def kwokctl_config(paths: Mapping[str, Path], pod_stages: Sequence[dict[str, Any
 
 @dataclass
 class LocalCluster:
-    """The control plane rooted at ``directory``: kwokctl's files (``clusters/supersonic``: certificates, etcd data,
-    logs, pids), the kubeconfig, the Pulumi home and backend."""
+    """The control plane rooted at ``directory``: kwokctl's files, the kubeconfig, the Pulumi home and backend."""
 
     directory: Path
     tied: bool = False
-    """Stop every component when the process that started the cluster dies (a test session killed without its
-    teardown); ``./supersonic cluster start`` leaves them running until ``stop``."""
+    """Stop every component when the process that started the cluster dies (a test session killed)."""
     pod_stages: list[dict[str, Any]] = field(default_factory=list)
-    """kwok pod Stages instead of kwok's default ones: the rehearsal's Slurm queue (``rehearse/stages.py``)."""
+    """kwok pod Stages instead of its default ones: the rehearsal's Slurm queue."""
     _reaper: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -237,17 +195,14 @@ class LocalCluster:
 
     @property
     def ca_certificate(self) -> Path:
-        """The CA kwokctl made: it signs the API server's serving certificate and the admin's client certificate."""
         return self.workdir / "pki" / "ca.crt"
 
     @property
     def serving_certificate(self) -> Path:
-        """The API server's serving certificate (for 127.0.0.1), kwokctl's admin certificate too."""
         return self.workdir / "pki" / "admin.crt"
 
     @property
     def serving_key(self) -> Path:
-        """Its key, which also signs ServiceAccount tokens."""
         return self.workdir / "pki" / "admin.key"
 
     @property
@@ -259,22 +214,19 @@ class LocalCluster:
         return self.directory / "backend"
 
     def env(self) -> dict[str, str]:
-        """What a shell or a test needs to run kubectl, helm and the Pulumi CLI against this cluster, offline."""
-        # A built Pulumi CLI goes on PATH only if there is one: an operator's own `pulumi` is found there otherwise.
+        """What a shell needs to run kubectl, helm and the Pulumi CLI (a built one, if any) on this cluster."""
         built = [toolchain.path("pulumi")] if toolchain.path("pulumi").is_file() else []
         bins = [str(b.parent) for b in [*built, *(binaries.path(n) for n in ("kubectl", "helm"))]]
         return {
             "KUBECONFIG": str(self.kubeconfig),
             "PATH": os.pathsep.join([*bins, os.environ.get("PATH", "")]),
             **pulumi_env(self.pulumi_home, f"file://{self.backend_dir}", PASSPHRASE),
-            # `./supersonic pulumi` then runs in a scratch copy of the project here: creating a stack on this
-            # throwaway backend writes an encryption salt into the stack file, which must not touch stacks/.
+            # A stack created on this backend gets an encryption salt written into its file: not into stacks/.
             SCRATCH_PROJECT_ENV: str(self.directory / "project"),
         }
 
     def pids(self) -> dict[str, int]:
-        """The components that run, from kwokctl's pid files: a pid counts only while it runs the component's binary
-        (after a reboot a recorded pid may be any other process; a zombie runs none)."""
+        """The components that run: a pid in kwokctl's files counts only while it runs the component's binary."""
         found = {}
         for component in COMPONENTS:
             with contextlib.suppress(OSError, ValueError):
@@ -313,24 +265,17 @@ class LocalCluster:
                 env = {**os.environ, "KWOK_WORKDIR": str(self.directory)}
                 self._reaper = start_process(argv, self.directory / "reaper.log", env=env, tied=True)
             self._kwokctl(f"--config={config}", "create", "cluster", f"--kubeconfig={self.kubeconfig}")
-            self._wait("the API server", "kube-apiserver", timeout, self._api_ready)
+            ready = lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0  # noqa: E731
+            self._wait("the API server", "kube-apiserver", timeout, ready)
             self._seed(timeout, log)
         except BaseException:
             self.stop(log=lambda _line: None, keep_logs=True)
             raise
         log(f"cluster: ready in {time.monotonic() - started:.1f} s (KUBECONFIG={self.kubeconfig})")
 
-    def _api_ready(self) -> bool:
-        exited = sorted(COMPONENTS.keys() - self.pids().keys() - {"kwok-controller"})  # kwok: see _seed
-        if exited:
-            tails = "\n".join(log_tail(self._log(name)) for name in exited)
-            raise ClusterError(f"{', '.join(exited)} exited as the API server came up; {tails}")
-        return self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0
-
     def tool(
         self, name: str, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess:
-        """The pinned ``kubectl`` or ``helm`` against this cluster; with ``check``, a failure is a ClusterError."""
         command = [str(binaries.ensure(name)), f"--kubeconfig={self.kubeconfig}", *args]
         done = subprocess.run(command, capture_output=True, text=True, input=input_text, timeout=timeout)
         if check and done.returncode != 0:
@@ -347,8 +292,7 @@ class LocalCluster:
         return str(self.kubectl("get", target, "-o", f"jsonpath={path}", check=False).stdout.strip())
 
     def _seed(self, timeout: float, log: Callable[[str], None]) -> None:
-        """The nodes, KEDA's CRDs from its Go module, static volumes of class ``cvmfs`` (as the CVMFS CSI driver's
-        class provides on Geddes); then wait until pods can be scheduled and run."""
+        """The nodes, KEDA's CRDs from its Go module, ``cvmfs`` volumes; then wait until pods can run."""
         nodes = [_node(spec) for spec in NODES]
         storage_class = CHART.model_repository_storage_class
         volumes = [_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)]
@@ -372,14 +316,12 @@ class LocalCluster:
             return self._jsonpath("nodes", ready).split() == ["True"] * len(nodes)
 
         self._wait("kwok's nodes", "kwok-controller", timeout, nodes_ready)
-        # Pods are admitted once their namespace's default ServiceAccount exists, which the controller-manager makes.
         default = lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0  # noqa: E731
         self._wait("the default ServiceAccount", "kube-controller-manager", timeout, default)
         log(f"cluster: nodes {', '.join(n['metadata']['name'] for n in nodes)}; KEDA CRDs")
 
     def stop(self, *, log: Callable[[str], None] = print, keep_logs: bool = False, timeout: float = 20.0) -> None:
-        """``kwokctl delete cluster`` (every component killed, its files removed) and this cluster's Pulumi state;
-        with ``keep_logs`` only ``kwokctl stop cluster``, which leaves the files for reading."""
+        """``kwokctl delete cluster`` and its Pulumi state; with ``keep_logs`` only ``kwokctl stop cluster``."""
         if self._reaper is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._reaper.pid, signal.SIGKILL)  # it would run the delete below a second time
@@ -395,8 +337,7 @@ class LocalCluster:
         if running:
             log(f"cluster: stopped {', '.join(running)}")
         if not keep_logs:
-            # The Pulumi state that described the cluster goes with it: a state left behind would say a (protected)
-            # release exists on the next, empty, cluster.
+            # A state left behind would say a (protected) release exists on the next, empty, cluster.
             self.kubeconfig.unlink(missing_ok=True)
             for data in ("backend", "project"):
                 shutil.rmtree(self.directory / data, ignore_errors=True)
@@ -428,20 +369,18 @@ def _volume(name: str, storage_class: str) -> dict[str, Any]:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: the kernel sends SIGTERM when the parent exits (Linux prctl PR_SET_PDEATHSIG)."""
+    """Linux prctl PR_SET_PDEATHSIG: SIGTERM when the parent exits."""
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 
 
 def _exe(pid: int) -> str | None:
     """The binary process ``pid`` runs; None once it has ended (a zombie runs none)."""
-    try:
+    with contextlib.suppress(OSError):
         return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return None
+    return None
 
 
 def run_cluster(action: str, directory: Path) -> int:
-    """``./supersonic cluster start|stop|status|env`` of the control plane whose files are in ``directory``."""
     cluster = LocalCluster(directory)
     try:
         if action == "start":
@@ -452,9 +391,6 @@ def run_cluster(action: str, directory: Path) -> int:
         elif action == "status":
             print("running" if cluster.running() else "stopped")
             return EXIT_OK if cluster.running() else EXIT_FINDING
-        elif not cluster.running():
-            print(f"cluster: not running in {directory}; start it with ./supersonic cluster start", file=sys.stderr)
-            return EXIT_FINDING
         else:
             print("".join(f"export {key}={shlex.quote(value)}\n" for key, value in cluster.env().items()), end="")
     except (ClusterError, toolchain.ToolchainError, binaries.BinaryError) as err:

@@ -1,13 +1,5 @@
-"""The pull-request gate on a ``pulumi preview``: no uninstall or replace of a release unless the stack says so in a
-reviewed change (``release.removable``), and never an Envoy ConfigMap deleted while the release that reads it stays
-and no successor is created.
-
-Besides the Release's ``protect``: the engine allows lifting the protection and replacing in one update (pulumi/pulumi
-``pkg/resource/deploy/step_generator.go``), a protection is only as good as the state that records it, and nothing
-in the engine knows that the Envoy ConfigMap the running release reads must outlive it. The steps come from
-``pulumi preview --json`` (``steps[].op``, ``.urn``) or the Automation API's engine events
-(``resourcePreEvent.metadata``). The gate fails closed: a step it cannot classify refuses the plan, named.
-"""
+"""The gate on a ``pulumi preview``: no uninstall or replace of a release unless ``release.removable`` says so, no
+Envoy ConfigMap deleted without a successor, and a step it cannot classify refused (docs/engine.md says why)."""
 
 from __future__ import annotations
 
@@ -33,26 +25,23 @@ ENGINE_OPS = frozenset(
         "import-replacement",
     }
 )
-"""Every op the engine plans (pulumi/pulumi ``pkg/resource/deploy/step.go``, ``StepOps``, v3.274.1), as
-``preview --json`` and the engine events spell them."""
+"""Every op the engine plans (pulumi/pulumi ``pkg/resource/deploy/step.go``, ``StepOps``, v3.274.1)."""
 REMOVING_OPS = frozenset(
     {"delete", "delete-replaced", "replace", "create-replacement", "import-replacement", "discard", "discard-replaced"}
 )
-"""Ops that uninstall (or re-install) what a URN names: a delete, each step of a replacement, and a discard
-(forgotten by the state while the object stays, then re-created by the next up)."""
+"""Ops that uninstall (or re-install) what a URN names; a discard forgets it, and the next up re-creates it."""
 CREATING_OPS = frozenset({"create", "create-replacement", "replace"})
-"""Ops that bring a new Envoy ConfigMap (replaced create-before-delete, the engine's default)."""
+"""Ops that bring a new Envoy ConfigMap (create-before-delete is the engine's default)."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One planned step, as the plan said it; ``unreadable`` says why the gate cannot classify it (None if it can),
-    and the other properties hold only for a readable step."""
+    """One planned step as the plan said it; the properties after ``unreadable`` hold only for a readable one."""
 
     op: Any
     urn: Any
     not_an_object: bool = False
-    """The plan's entry was no JSON object (then ``op`` holds the entry itself)."""
+    """The plan's entry was no JSON object (``op`` holds it)."""
 
     @property
     def unreadable(self) -> str | None:
@@ -71,7 +60,6 @@ class Step:
 
     @property
     def type(self) -> str:
-        """The resource's own type: the last of the URN's type chain (``parent$child``)."""
         return self._types[-1]
 
     @property
@@ -84,19 +72,17 @@ class Step:
 
     @property
     def name(self) -> str:
-        """Everything after the type: a resource name may itself hold ``::``."""
+        """Everything after the type: a name may hold ``::``."""
         return str(self.urn).split("::", 3)[3]
 
 
 def _show(value: Any, limit: int = 120) -> str:
-    """A plan's value in a message: JSON, cut to ``limit`` characters, escapes written out."""
     text = json.dumps(value, default=repr)
     return printable(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def steps_from_json(document: Any) -> list[Step]:
-    """The steps of ``pulumi preview --json`` output; an entry that is no object, or lacks its op or urn, is kept as
-    an unreadable step, so that the gate refuses it."""
+    """The steps of ``pulumi preview --json``; an entry without an op and urn is kept, unreadable, to be refused."""
     if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
         raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
     return [
@@ -106,14 +92,13 @@ def steps_from_json(document: Any) -> list[Step]:
 
 
 def steps_from_events(events: Iterable[Any]) -> list[Step]:
-    """The steps of the Automation API's engine events (``on_event``), read as loosely as the JSON."""
+    """The steps of the Automation API's engine events, read as loosely as the JSON."""
     pres = [pre for event in events if (pre := getattr(event, "resource_pre_event", None)) is not None]
     metadata = [getattr(pre, "metadata", None) for pre in pres]
     return [Step(getattr(op := getattr(m, "op", None), "value", op), getattr(m, "urn", None)) for m in metadata]
 
 
 def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
-    """One line per step the gate refuses; empty when the preview may go ahead."""
     steps = list(steps)
     problems = [
         f"step {index}: {why}; the gate cannot tell what it does, so it refuses the plan"
@@ -139,16 +124,13 @@ def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    """``./supersonic pulumi gate STACK FILE``: exit 1 with one line per blocked step, 2 on a file it cannot read."""
+    """``./supersonic pulumi gate STACK FILE``: exit 1 with a line per blocked step, 2 on a file it cannot read."""
     stack, preview = argv
     try:
         removable = stack_removable(stack)
         steps = steps_from_json(json.loads(Path(preview).read_text()))
-    except ConfigError as error:
-        print("\n".join(error.problems), file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as error:
-        print(f"gate: {preview}: {error}", file=sys.stderr)
+    except (ConfigError, OSError, ValueError) as error:
+        print(error if isinstance(error, ConfigError) else f"gate: {preview}: {error}", file=sys.stderr)
         return 2
     problems = blocked(steps, removable=removable)
     for line in problems:
@@ -159,8 +141,7 @@ def main(argv: list[str]) -> int:
 
 
 def stack_removable(stack: str, root: Path | None = None) -> bool:
-    """``release.removable`` of a stack file: true only when it says ``removable: true`` in the clear (the default
-    is false; a secret cannot be read here and counts as false). Nothing is decrypted."""
+    """``release.removable``: true only when it says ``removable: true`` in the clear; nothing is decrypted."""
     path = stack_file(stack) if root is None else root / "stacks" / f"Pulumi.{stack}.yaml"
     release = read_stack_document(path).get(f"{PROJECT}:release")
     return isinstance(release, dict) and release.get("removable") is True

@@ -1,15 +1,5 @@
-"""Which Pulumi CLI and Kubernetes provider the engine runs: the operator's own first, a Go build only where none is.
-
-The CLI: ``--pulumi PATH``, ``PULUMI_CLI``, the ``pulumi`` on ``PATH``, the one ``toolchain`` built; with none of them,
-``toolchain`` builds it. One named or found outside ``SUPPORTED`` is refused (``Unusable``), never passed over.
-
-The provider: the plugin at exactly the Python SDK's version where ``pulumi plugin install resource kubernetes v<V>``
-puts it, ``$PULUMI_HOME/plugins/resource-kubernetes-v<V>/`` (a ``<dir>.partial`` file beside it marks an install
-not finished, pulumi/pulumi ``sdk/go/common/workspace/plugins.go``). Where ``PULUMI_HOME`` is another directory (the
-local cluster's), the operator's plugin in ``~/.pulumi`` is installed into it; with none of that version anywhere,
-the one ``toolchain`` builds. Only other versions installed: refused, since the engine loads exactly the SDK's
-version (``SelectCompatiblePlugin``) and would fail later with a less useful message.
-"""
+"""Which Pulumi CLI and Kubernetes provider the engine runs: the operator's own first (a CLI in ``SUPPORTED``, the
+plugin at exactly the SDK's version), a Go build only where none is found (docs/pulumi-cli.md)."""
 
 from __future__ import annotations
 
@@ -26,21 +16,18 @@ from supersonic_interlink.engine import toolchain
 PROVIDER = "kubernetes"
 
 SUPPORTED = ((3, 187, 0), (3, 274, 1))
-"""The CLI versions this project runs under, inclusive. 3.187.0 is the first that loads ``Pulumi.yaml``'s
-``type: object`` keys with object defaults (pulumi/pulumi #20132: ``ValidateConfigValue`` accepts a map for
-``object`` from that tag on). 3.274.1 is the version the end-to-end tier runs and the workflows install."""
+"""Inclusive. 3.187.0 is the first to load ``type: object`` keys with object defaults (pulumi/pulumi #20132); 3.274.1
+is what the end-to-end tier runs and the workflows install."""
 
 CLI_ENV = "PULUMI_CLI"
 
 
 class Unusable(Exception):
-    """A CLI or provider plugin was found but cannot be used; the one-line message says what to install."""
+    """A CLI or provider plugin found cannot be used; the message says what to install."""
 
 
 @dataclass(frozen=True)
 class Found:
-    """A binary the engine runs: its version and where it came from, as the first line of every run says."""
-
     path: Path
     version: str
     origin: str
@@ -57,9 +44,6 @@ WHAT_TO_INSTALL = (
 
 
 def _checked(path: Path, origin: str, env: dict[str, str]) -> Found:
-    """The CLI at ``path`` if ``pulumi version`` (asked without an update check) is in ``SUPPORTED``."""
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise Unusable(f"pulumi CLI {path} ({origin}) is not an executable file: {WHAT_TO_INSTALL}")
     try:
         env = {**env, "PULUMI_SKIP_UPDATE_CHECK": "true"}
         done = subprocess.run([str(path), "version"], env=env, capture_output=True, text=True, timeout=60, check=False)
@@ -77,7 +61,7 @@ def _checked(path: Path, origin: str, env: dict[str, str]) -> Found:
 
 
 def find_cli(explicit: str | None, env: dict[str, str]) -> tuple[Found, bool]:
-    """The CLI to run, looked for in the engine's environment ``env``, and whether ``build_cli`` must build it."""
+    """``--pulumi``, ``PULUMI_CLI``, ``pulumi`` on PATH, the built one; and whether it must be built."""
     for named, origin in ((explicit, "--pulumi"), (env.get(CLI_ENV), CLI_ENV)):
         if named:
             return _checked(Path(named).expanduser().absolute(), origin, env), False
@@ -93,11 +77,12 @@ def find_cli(explicit: str | None, env: dict[str, str]) -> tuple[Found, bool]:
 
 
 def _plugin(home: Path, version: str) -> Path:
-    """Where ``pulumi plugin install resource kubernetes <version>`` puts the binary (``PluginDescriptor.Dir``)."""
+    """Where ``pulumi plugin install`` puts it (``PluginDescriptor.Dir``)."""
     return home / "plugins" / f"resource-{PROVIDER}-v{version.removeprefix('v')}" / f"pulumi-resource-{PROVIDER}"
 
 
 def _installed(binary: Path) -> bool:
+    """A ``<dir>.partial`` beside it: an install not finished (pulumi/pulumi sdk/go/common/workspace/plugins.go)."""
     return binary.is_file() and not Path(f"{binary.parent}.partial").exists()
 
 
@@ -106,8 +91,8 @@ def pulumi_home(env: dict[str, str]) -> Path:
 
 
 def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
-    """The provider plugin at the SDK's version in ``PULUMI_HOME``, and the file ``install_provider`` installs it
-    from first (None: installed already). Raises ``Unusable`` when only other versions are installed."""
+    """The plugin at the SDK's version in ``PULUMI_HOME``, and the file to install it from (None: installed). Only
+    other versions installed is ``Unusable``: the engine loads exactly the SDK's (``SelectCompatiblePlugin``)."""
     version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
     home = pulumi_home(env)
     binary, own = _plugin(home, version), _plugin(Path.home() / ".pulumi", version)
@@ -127,20 +112,14 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
             f"pulumi plugin install resource {PROVIDER} {version}"
         )
     built = toolchain.path("pulumi-resource-kubernetes")
-    if built.is_file():
-        return Found(binary, version, "built from Go modules, toolchain cache, installed into PULUMI_HOME"), built
-    return Found(
-        binary, version, f"none in {home / 'plugins'}: building it from Go modules and installing it there"
-    ), built
-
-
-def build_cli(log: Callable[[str], None]) -> Path:
-    return toolchain.ensure(["pulumi"], log=log)["pulumi"]
+    origin = (
+        "built from Go modules, toolchain cache" if built.is_file() else f"none in {home}: building it from Go modules"
+    )
+    return Found(binary, version, f"{origin}, installed into PULUMI_HOME"), built
 
 
 def install_provider(cli: Path, source: Path, env: dict[str, str], *, log: Callable[[str], None]) -> None:
-    """Install the provider into ``PULUMI_HOME`` from ``source`` (built first if it is the toolchain's and not there
-    yet), as ``pulumi plugin install`` does from a download."""
+    """``pulumi plugin install`` from ``source``, built first if it is the toolchain's."""
     if source == toolchain.path("pulumi-resource-kubernetes"):
         toolchain.ensure(["pulumi-resource-kubernetes"], log=log)
     version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))

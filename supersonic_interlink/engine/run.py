@@ -1,11 +1,5 @@
-"""The real Pulumi engine for one stack: ``./supersonic pulumi <preview|up|refresh|destroy> <stack>``.
-
-The Python language host (``pulumi-language-python``) is a Go module the module proxy does not serve, so the program
-runs as an Automation API *inline* program: this process serves it to the real CLI (``pulumi up --client``), which
-runs the real engine and Kubernetes provider against the cluster ``KUBECONFIG`` names. Project, stack files and
-config are read by the CLI from the project directory exactly as for ``pulumi up``. The CLI and provider are the
-operator's own where installed (``engine/installed.py``), built from their Go modules only where none is found.
-"""
+"""The real Pulumi engine for one stack, ``./supersonic pulumi <action> <stack>``: the program as an Automation API
+inline program (the module proxy serves no Python language host), served to the real CLI (``pulumi up --client``)."""
 
 from __future__ import annotations
 
@@ -33,24 +27,23 @@ OFFLINE_ENV = {
     "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
     "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
 }
-"""The CLI never downloads a plugin (the provider is the one ``installed.find_provider`` checked), never asks for
-updates, and ignores a ``pulumi-resource-kubernetes`` of another version that happens to be on PATH."""
+"""No plugin download, no update check, and no ``pulumi-resource-kubernetes`` of another version from PATH."""
 
 
 class EngineError(Exception):
-    """The engine could not be started or refused the operation; the message is the CLI's own."""
+    """The engine could not start or refused the operation; the message is the CLI's own."""
 
 
 class Unusable(EngineError):
-    """The CLI or provider found cannot be used (``installed.Unusable``): nothing ran; the line says what to install."""
+    """The CLI or provider found cannot be used: nothing ran."""
 
 
 class Refused(EngineError):
-    """A guarded operation refused before the engine ran: the message names the deliberate way to do it."""
+    """Refused before the engine ran: the message names the deliberate way to do it."""
 
 
 def program() -> None:
-    """What ``__main__.py`` does, as an inline program (imported here: the program loads Pulumi's SDK)."""
+    """What ``__main__.py`` does, as an inline program."""
     # lazy: the program loads Pulumi's SDK, which only a run of the engine needs
     from supersonic_interlink.program import build, settings_or_stop
 
@@ -64,20 +57,19 @@ class Engine:
     stack: str
     work_dir: Path = ROOT
     env: dict[str, str] = field(default_factory=dict)
-    """Environment of the CLI (KUBECONFIG, PULUMI_HOME, backend, passphrase, ...); the process's own otherwise."""
+    """The CLI's environment over the process's own."""
     log: Callable[[str], None] = print
     create: bool = True
-    """Create the stack in the backend when it is not there; when false, a missing stack is an error that says so
-    (a pull-request preview must not create stacks in the production backend)."""
+    """Create a missing stack; false for a pull-request preview, which must not create stacks in production."""
     cli: str | None = None
-    """The Pulumi CLI named by ``--pulumi``; otherwise ``installed.find_cli`` looks for one."""
+    """``--pulumi``."""
     _command: Any = field(default=None, init=False, repr=False)
 
     def _environment(self) -> dict[str, str]:
         return {**OFFLINE_ENV, **os.environ, **self.env}
 
     def _pulumi_command(self, env: dict[str, str]) -> Any:
-        """The CLI and provider found (or built), named in one line first."""
+        """The CLI and provider found (or built), named in one line."""
         # Deliberately lazy, here and below: the Automation API's import costs every verb's start-up.
         from pulumi import automation as auto
         from semver import VersionInfo
@@ -89,7 +81,7 @@ class Engine:
             raise Unusable(str(error)) from None
         self.log(f"engine: {cli.describe('pulumi CLI')}; {provider.describe(f'{installed.PROVIDER} provider')}")
         if build_cli:
-            installed.build_cli(self.log)
+            toolchain.ensure(["pulumi"], log=self.log)
         if source is not None:
             installed.install_provider(cli.path, source, env, log=self.log)
 
@@ -101,7 +93,6 @@ class Engine:
         return Command()
 
     def workspace_stack(self) -> Any:
-        """The Automation API's stack, with the CLI and provider found or built. Raises ``EngineError``."""
         from pulumi import automation as auto
 
         env = self._environment()
@@ -112,21 +103,12 @@ class Engine:
         select = auto.create_or_select_stack if self.create else auto.select_stack
         try:
             return select(self.stack, project_name=PROJECT, program=program, opts=options)
-        except auto.StackNotFoundError:
-            backend = env.get("PULUMI_BACKEND_URL", "the logged-in one")
-            raise EngineError(
-                f"stack {self.stack} does not exist in the backend ({backend}); "
-                f"`./supersonic pulumi up {self.stack} --yes` creates it"
-            ) from None
-        except auto.CommandError as error:
+        except auto.CommandError as error:  # a missing stack too, in the CLI's words
             raise EngineError(_command_error_text(error)) from None
 
     def run(self, action: str, **kwargs: Any) -> Any:
-        """Run ``action`` (preview, up, refresh, destroy) with the Automation API's keyword arguments."""
         from pulumi import automation as auto
 
-        if action not in ACTIONS:
-            raise EngineError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
         stack = self.workspace_stack()
         kwargs.setdefault("on_output", self.log)
         try:
@@ -136,10 +118,9 @@ class Engine:
 
 
 def scratch_project(directory: Path, root: Path = ROOT) -> Path:
-    """A copy of the project at ``root`` in ``directory`` for a throwaway backend: ``Pulumi.yaml``, the post-renderer,
-    the fetched charts and every chart a stack names by a relative ``release.chart.path`` linked at the same relative
-    path (the provider resolves it from the project directory), and each stack file's config copied from ``stacks/``
-    on every run (what the CLI added to the copy, its encryption salt, is kept), so ``stacks/`` is never written."""
+    """A copy of the project for a throwaway backend, so ``stacks/`` is never written: each stack's config copied
+    (keeping the salt the CLI added to the copy); the post-renderer, the charts and each chart a stack names by a
+    relative ``release.chart.path`` linked at the same path (the provider resolves it from the project)."""
     (directory / "stacks").mkdir(parents=True, exist_ok=True)
     (directory / "Pulumi.yaml").write_bytes((root / "Pulumi.yaml").read_bytes())
     for name in ("postrender", ".charts"):
@@ -174,11 +155,9 @@ def _link(link: Path, target: Path) -> None:
 
 
 def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
-    """``preview``/``up``/``destroy``/``refresh`` with this project's guards, as ``./supersonic pulumi`` runs them
-    (and the pull-request preview, and the end-to-end tier): ``destroy`` is refused while the stack's
-    ``release.removable`` is false (a plain destroy may delete what does not depend on the protected Release before
-    the engine refuses it); ``preview`` and ``up`` first preview, and ``gate.blocked`` refuses a plan that uninstalls
-    or replaces a release or deletes the Envoy ConfigMap in use; ``up`` then applies. Raises ``Refused``."""
+    """``action`` with this project's guards: ``destroy`` refused while ``release.removable`` is false (a plain
+    destroy deletes what does not depend on the protected Release first); ``preview`` and ``up`` preview first, and
+    ``gate.blocked`` may refuse the plan; ``up`` then applies."""
     from supersonic_interlink.engine import gate  # lazy: loads the components, so Pulumi's SDK
 
     removable = gate.stack_removable(engine.stack, root=engine.work_dir)
@@ -192,15 +171,8 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     if action not in ("preview", "up"):
         return engine.run(action, **kwargs)
     events: list[Any] = []
-    preview_kwargs = dict(kwargs) if action == "preview" else {"diff": kwargs.get("diff", False)}
-    user_events = preview_kwargs.pop("on_event", None)
-
-    def record(event: Any) -> None:
-        events.append(event)
-        if user_events is not None:
-            user_events(event)
-
-    result = engine.run("preview", on_event=record, **preview_kwargs)
+    preview_kwargs = kwargs if action == "preview" else {"diff": kwargs.get("diff", False)}
+    result = engine.run("preview", on_event=events.append, **preview_kwargs)
     problems = gate.blocked(gate.steps_from_events(events), removable=removable)
     if problems:
         raise Refused("the preview was refused by the gate:\n" + "\n".join(f"  {line}" for line in problems))
@@ -208,8 +180,7 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
 
 
 def _command_error_text(error: Exception) -> str:
-    """What the CLI said went wrong: its ``Diagnostics:`` block (where the engine and the provider report errors),
-    and anything on stderr; the whole output's tail when it has neither."""
+    """The CLI's ``Diagnostics:`` block and stderr; the output's tail when it has neither."""
     # CommandError's text is "code: N\n stdout: ...\n stderr: ...".
     stdout, _, stderr = str(error).partition("\n stderr: ")
     stdout = stdout.partition(" stdout: ")[2] or stdout
@@ -221,9 +192,8 @@ def _command_error_text(error: Exception) -> str:
 
 
 def run_pulumi(stack: str, action: str, *, json: bool = False, cli: str | None = None, **options: Any) -> int:
-    """``./supersonic pulumi``: ``action`` on ``stack`` through the gate; ``json``: the CLI's JSON preview on stdout,
-    the log on stderr; ``cli``: the CLI named by ``--pulumi``. On the local cluster (``SCRATCH_PROJECT_ENV`` set)
-    the engine runs in its throwaway project copy. Exit codes as ``cli/main.py`` states them."""
+    """``./supersonic pulumi``: ``action`` through the gate, in the scratch project on the local cluster; ``json``:
+    the CLI's JSON preview on stdout, the log on stderr."""
     scratch = os.environ.get(SCRATCH_PROJECT_ENV)
     try:
         work_dir = scratch_project(Path(scratch)) if scratch else ROOT

@@ -1,20 +1,12 @@
-"""The real engine and control plane, built from their Go modules into a version-keyed cache outside the clone.
-
-Nothing of those projects' source is in this repository: each binary's module and version are pinned by a small
-wrapper module under ``tools/<group>/`` (``go.mod`` with a ``tool`` line, and ``go.sum``). ``go build`` reads the
-module from the Go module proxy and writes the binary to ``$SUPERSONIC_CACHE/bin/<name>-<version>/`` (default
-``~/.cache/supersonic-interlink``), where a second run, and CI on the same machine, find it. What each build
-depends on, read in each module's source at the pinned version, is in docs/engine.md.
-
-    ./supersonic toolchain build [NAME ...]   # build what is missing, a line per binary
-    ./supersonic toolchain path NAME          # where NAME is (built or not)
-"""
+"""The engine and control plane built from their Go modules, each pinned by a wrapper module ``tools/<group>/``,
+into ``$SUPERSONIC_CACHE/bin/<name>-<version>/`` (docs/engine.md says what each build depends on)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -34,21 +26,18 @@ class ToolchainError(Exception):
 
 @dataclass(frozen=True)
 class Build:
-    """One ``go build`` of one or more main packages (binary name -> package) from the wrapper module ``group``."""
+    """``go build`` of main packages (binary name -> package) from the wrapper module ``group``."""
 
     group: str
     module: str
-    """The Go module whose version (read from the wrapper's go.mod) is the binaries' version."""
     packages: dict[str, str]
     label: str = ""
-    """The version the binaries are labelled with, when the module's own version is a pseudo-version of a tag."""
+    """The binaries' version when the module's is a pseudo-version of a tag."""
     tags: str = ""
     ldflags: tuple[str, ...] = ()
-    """``-X`` settings; ``{version}``, ``{major}`` and ``{minor}`` are the label's (or the module version's)."""
     main_dir: str = ""
     generated: dict[str, Callable[[Path, str], bytes]] = field(default_factory=dict)
-    """Files the main package (in ``main_dir``) embeds that its module zip leaves out -> how to make them from that
-    directory and the version."""
+    """Files the main package embeds that its module zip leaves out -> how to make them from ``main_dir``."""
 
 
 def _minified(name: str, versioned: bool = False) -> Callable[[Path, str], bytes]:
@@ -124,7 +113,7 @@ BUILDS: tuple[Build, ...] = (
 
 
 def module_source(group: str) -> Path:
-    """The unpacked source, verified by go.sum, of the module a build group pins (KEDA's CRDs are read from it)."""
+    """The unpacked source, verified by go.sum, of the module a build group pins."""
     return _module_dir(next(build for build in BUILDS if build.group == group))
 
 
@@ -133,17 +122,12 @@ def cache_dir() -> Path:
 
 
 def go_env() -> dict[str, str]:
-    # GOTOOLCHAIN only by default: CI may name an exact toolchain the go command fetches.
     return {"GOTOOLCHAIN": "local", **os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
 
 
 def module_version(build: Build) -> str:
-    """The version of ``build.module`` that the wrapper's go.mod pins (one place: the go.mod itself)."""
-    for line in (TOOLS / build.group / "go.mod").read_text().splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0] in (build.module, "require") and build.module in parts:
-            return parts[parts.index(build.module) + 1]
-    raise ToolchainError(f"tools/{build.group}/go.mod does not require {build.module}")
+    text = (TOOLS / build.group / "go.mod").read_text()
+    return str(re.findall(rf"^\s*(?:require\s+)?{re.escape(build.module)} (\S+)", text, re.MULTILINE)[0])
 
 
 def version(build: Build) -> str:
@@ -162,16 +146,7 @@ def path(name: str) -> Path:
 
 
 def _module_dir(build: Build) -> Path:
-    out = subprocess.run(
-        ["go", "list", "-m", "-f", "{{.Dir}}", build.module],
-        cwd=TOOLS / build.group,
-        env=go_env(),
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode == 0 and out.stdout.strip():
-        return Path(out.stdout.strip())
-    # Not in the module cache yet: downloaded (the only step that needs the proxy).
+    """The module's directory in Go's module cache, downloaded first if it is not there."""
     spec = f"{build.module}@{module_version(build)}"
     return Path(
         json.loads(_go(["mod", "download", "-json", spec], TOOLS / build.group, f"go mod download {spec}"))["Dir"]
@@ -185,10 +160,9 @@ def _ldflags(build: Build) -> str:
 
 
 def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print) -> dict[str, Path]:
-    """Build every binary in ``names`` (default: all) that is not in the cache; return name -> path. A build says
-    each step with its elapsed time, and a wait on another build's lock says whose it is."""
+    """Build every binary in ``names`` (default: all) that is not in the cache; return name -> path."""
     wanted = names or [n for b in BUILDS for n in b.packages]
-    builds = {name: build_for(name) for name in wanted}  # an unknown name is an error, not nothing built
+    builds = {name: build_for(name) for name in wanted}
     if any(not path(n).is_file() for n in wanted) and shutil.which("go") is None:
         raise ToolchainError(
             "the go command is not on PATH: building the Pulumi CLI, the provider and the control plane needs Go "
@@ -197,7 +171,6 @@ def ensure(names: list[str] | None = None, *, log: Callable[[str], None] = print
     for name, build in builds.items():
         v = version(build)
         if not path(name).is_file():
-            # One builder at a time per binary group: a second `./supersonic` waits here and then finds the binary.
             with _locked(cache_dir() / "work" / f"{build.group}.lock", name, log):
                 if not path(name).is_file():
                     started = time.monotonic()
@@ -222,11 +195,10 @@ def _go(args: list[str], cwd: Path, what: str) -> str:
 
 
 PROGRESS_SECONDS = 60.0
-"""How often a running compile says how far it is."""
 
 
 def _compile(args: list[str], cwd: Path, what: str, log: Callable[[str], None]) -> None:
-    """``go build -v``: it names each package as it compiles it, which is counted into a line a minute."""
+    """``go build -v`` names each package it compiles: counted into a line a minute."""
     started = last = time.monotonic()
     count, tail = 0, ""
     with subprocess.Popen(
@@ -244,7 +216,7 @@ def _compile(args: list[str], cwd: Path, what: str, log: Callable[[str], None]) 
 
 @contextmanager
 def _locked(lock_file: Path, name: str, log: Callable[[str], None]) -> Iterator[None]:
-    """An exclusive lock on ``lock_file``; its holder writes who it is and since when into it, so a waiter can say."""
+    """An exclusive lock; its holder writes who it is and since when into it, so a waiter can say."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a+") as handle:
         try:
@@ -275,8 +247,7 @@ def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
     args = ["build", "-v", "-trimpath", "-ldflags", _ldflags(build), *(["-tags", build.tags] if build.tags else [])]
     cwd, package = TOOLS / build.group, build.packages[name]
     if build.generated:
-        # Go refuses overlays of files in the module cache, so the (tiny) main package is copied into the cache
-        # beside its generated files, in a module with the wrapper's go.mod and go.sum, and built from there.
+        # Go refuses overlays of files in the module cache: the main package is copied beside its generated files.
         cwd, package, main_dir = work / "main", ".", _module_dir(build) / build.main_dir
         cwd.mkdir(exist_ok=True)
         for module_file in ("go.mod", "go.sum"):
@@ -286,8 +257,7 @@ def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
                 (cwd / go_file.name).write_bytes(go_file.read_bytes())
         for filename, generator in build.generated.items():
             (cwd / filename).write_bytes(generator(main_dir, v))
-    # Built into a scratch path and moved into place, so an interrupted build never leaves a half binary where the
-    # cache lookup would trust it. One package per invocation (Go's build cache shares the rest).
+    # Moved into place once built: an interrupted build leaves no half binary the cache lookup would trust.
     scratch = work / f"{name}.{os.getpid()}.partial"
     _compile([*args, "-o", str(scratch), package], cwd, f"go build of {name}", log)
     path(name).parent.mkdir(parents=True, exist_ok=True)

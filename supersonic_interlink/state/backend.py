@@ -1,12 +1,10 @@
 """The state bucket (docs/state-backend.md): the settings that keep Pulumi's state from being lost, archived away or
-made public, how a bucket differs from them, and ``bootstrap`` and ``check``, which read and fix them with boto3."""
+made public, and ``bootstrap`` and ``check``, which read and fix them with boto3."""
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +15,9 @@ import boto3
 import botocore.config
 import botocore.exceptions
 import jmespath
+import yaml
 
-from supersonic_interlink import ROOT
+from supersonic_interlink import EXIT_FINDING, EXIT_USAGE, ROOT
 
 DEFAULT_PROJECT, STATE_PREFIX, DEFAULT_NONCURRENT_DAYS = "supersonic-interlink", ".pulumi/", 90
 LIFECYCLE_RULE_ID, POLICY_SID = "pulumi-state-keep-noncurrent-versions", "DenyInsecureTransport"
@@ -29,8 +28,8 @@ PUBLIC_ACCESS_BLOCK = dict.fromkeys(
 )
 UNSUPPORTED = "not implemented by the endpoint"
 """What a setting the endpoint has no API for reads as (MinIO has no public access block)."""
-VERSIONING, ENCRYPTION, ACCESS_BLOCK, POLICY, LIFECYCLE = (
-    "versioning", "default encryption", "public access block", "bucket policy", "lifecycle rule"
+VERSIONING, ENCRYPTION, ACCESS_BLOCK, LIFECYCLE, POLICY = (
+    "versioning", "default encryption", "public access block", "lifecycle rule", "bucket policy"
 )  # fmt: skip
 READS = {  # setting: the boto3 call that reads it, where the setting is in its answer (JMESPath)
     VERSIONING: ("get_bucket_versioning", "Status || 'never enabled'"),
@@ -39,23 +38,22 @@ READS = {  # setting: the boto3 call that reads it, where the setting is in its 
         "ServerSideEncryptionConfiguration.Rules[0].ApplyServerSideEncryptionByDefault",
     ),
     ACCESS_BLOCK: ("get_public_access_block", "PublicAccessBlockConfiguration"),
-    POLICY: ("get_bucket_policy", "Policy"),
     LIFECYCLE: ("get_bucket_lifecycle_configuration", "Rules || `[]`"),
+    POLICY: ("get_bucket_policy", "Policy"),
 }
 NONE_CONFIGURED = {"ServerSideEncryptionConfigurationNotFoundError", "NoSuchPublicAccessBlockConfiguration"}
 NONE_CONFIGURED |= {"NoSuchBucketPolicy", "NoSuchLifecycleConfiguration", "NoSuchLifecycle"}
 NOT_IMPLEMENTED, NO_SUCH_BUCKET = {"NotImplemented", "XNotImplemented"}, {"NoSuchBucket", "404", "NotFound"}
 ACCESS_DENIED = {"AccessDenied", "AllAccessDisabled", "403", "Forbidden"}
-EXIT_DRIFT, EXIT_ERROR = 1, 2
+EXIT_DRIFT, EXIT_ERROR = EXIT_FINDING, EXIT_USAGE
 
-# An endpoint that accepts connections and never answers must fail fast, not after botocore's default 60 s read
-# timeout per attempt. Each attempt waits at most CONNECT + READ seconds; standard-mode retries back off by at most
-# 50 ms and 100 ms between attempts for such errors (botocore.retries.standard.ExponentialBackoff).
+# An endpoint that accepts connections and never answers must fail fast, not after botocore's 60 s read timeout per
+# attempt. Standard-mode retries back off by at most 50 ms and 100 ms for such errors
+# (botocore.retries.standard.ExponentialBackoff).
 CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_BACKOFF_ALLOWANCE_SECONDS = 3.0, 6.0, 3, 1.0
 
 
 def give_up_after_seconds() -> float:
-    """The longest a request to an unresponsive endpoint can take before the command fails."""
     return MAX_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + RETRY_BACKOFF_ALLOWANCE_SECONDS
 
 
@@ -70,12 +68,12 @@ class Requirements:
     kms_key_id: str | None = None
     partition: str = "aws"
     require_tls: bool = True
-    """False only for an endpoint allowed to be plain HTTP: a policy denying requests without TLS would lock it out."""
+    """False only for a plain HTTP endpoint: a policy denying requests without TLS would lock it out."""
 
 
 @dataclass(frozen=True)
 class Drift:
-    """One setting that differs from the requirements. `fixable` is False when bootstrap must not touch it."""
+    """One setting that differs from the requirements; `fixable` is False when bootstrap must not touch it."""
 
     setting: str
     found: Any
@@ -109,7 +107,7 @@ def deny_insecure_transport_statement(bucket: str, partition: str = "aws") -> di
 
 
 def state_lifecycle_rule(noncurrent_days: int) -> dict:
-    """Expire only versions that something newer replaced, never the current state, and never before `days`."""
+    """Expire only versions that something newer replaced, never the current state."""
     return {
         "ID": LIFECYCLE_RULE_ID,
         "Status": "Enabled",
@@ -124,20 +122,12 @@ def _is_everyone(principal: Any) -> bool:
 
 
 def denies_insecure_transport(statement: dict, bucket: str, partition: str) -> bool:
-    """True for a statement equivalent to the required one, whatever its Sid or list-or-string spelling."""
-    arn = f"arn:{partition}:s3:::{bucket}"
-    return (
-        statement.get("Effect") == "Deny"
-        and _is_everyone(statement.get("Principal"))
-        and bool(set(as_list(statement.get("Action"))) & {"s3:*", "*"})
-        and set(as_list(statement.get("Resource"))) >= {arn, f"{arn}/*"}
-        and str(statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport", "")).lower() == "false"
-    )
+    """The required statement under any Sid (an equivalent spelling counts as missing, and bootstrap adds ours)."""
+    return {**statement, "Sid": POLICY_SID} == deny_insecure_transport_statement(bucket, partition)
 
 
 def rule_prefix(rule: dict) -> str | None:
-    """The key prefix a lifecycle rule applies to ("" for the whole bucket); None for one that matches only tagged
-    objects, which Pulumi never writes."""
+    """The key prefix a lifecycle rule applies to; None for one that matches only tagged objects (Pulumi tags none)."""
     if (rule_filter := rule.get("Filter")) is None:
         return rule.get("Prefix", "")
     rule_filter = rule_filter.get("And", rule_filter)
@@ -145,8 +135,7 @@ def rule_prefix(rule: dict) -> str | None:
 
 
 def lifecycle_hazards(rules: list[dict], days: int) -> list[Drift]:
-    """Other rules that would lose state, or archive a version `state restore` may need within the kept window
-    (an archived version cannot be read until a restore request finishes). Left to a person, never fixed."""
+    """Other rules that would expire state under .pulumi/, or archive a version within the kept window. Never fixed."""
     hazards = []
     for rule in rules:
         prefix = rule_prefix(rule)
@@ -163,9 +152,7 @@ def lifecycle_hazards(rules: list[dict], days: int) -> list[Drift]:
             "NoncurrentVersionTransitions": [
                 t
                 for t in rule.get("NoncurrentVersionTransitions", [])
-                if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES
-                and isinstance(t.get("NoncurrentDays"), int)
-                and t["NoncurrentDays"] < days
+                if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES and t.get("NoncurrentDays", days) < days
             ],
         }
         expected = f"no expiry of current versions under .pulumi/, and every version there readable for {days} days"
@@ -183,7 +170,6 @@ def normalized_rule(rule: dict | None) -> dict | None:
 
 
 def required_settings(req: Requirements) -> dict:
-    """What bootstrap writes, by setting."""
     kms = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": req.kms_key_id} if req.kms_key_id else None
     return {
         VERSIONING: "Enabled",
@@ -195,18 +181,18 @@ def required_settings(req: Requirements) -> dict:
 
 
 def find_drift(found: dict[str, Any], req: Requirements) -> list[Drift]:
-    """Every way the settings `read_settings` found differ from `req`, in the order bootstrap fixes them. Any default
-    encryption will do unless a KMS key is asked for (KMS is never downgraded to AES256)."""
-    wanted, encryption = required_settings(req), found[ENCRYPTION] if isinstance(found[ENCRYPTION], dict) else {}
+    """Every way the settings found differ from `req`, in the order bootstrap fixes them. Any default encryption
+    will do unless a KMS key is asked for (KMS is never downgraded to AES256)."""
+    wanted, encryption = required_settings(req), found[ENCRYPTION] or {}
     ours = next((r for r in found[LIFECYCLE] or [] if r.get("ID") == LIFECYCLE_RULE_ID), None)
     if req.kms_key_id:
         kms = {key: encryption.get(key) for key in ("SSEAlgorithm", "KMSMasterKeyID")}
         encrypted, expected = kms == wanted[ENCRYPTION], wanted[ENCRYPTION]
     else:
-        encrypted, expected = (
-            encryption.get("SSEAlgorithm") in {"AES256", "aws:kms", "aws:kms:dsse"},
-            "AES256 or aws:kms",
-        )
+        encrypted = encryption.get("SSEAlgorithm") in {"AES256", "aws:kms", "aws:kms:dsse"}
+        expected = "AES256 or aws:kms"
+    statements = as_list((found[POLICY] or {}).get("Statement"))
+    tls = any(denies_insecure_transport(s, req.bucket, req.partition) for s in statements)
     checks = [
         (VERSIONING, found[VERSIONING] == "Enabled", found[VERSIONING], "Enabled"),
         (ENCRYPTION, encrypted, found[ENCRYPTION], expected),
@@ -217,12 +203,10 @@ def find_drift(found: dict[str, Any], req: Requirements) -> list[Drift]:
             PUBLIC_ACCESS_BLOCK,
         ),
         (LIFECYCLE, normalized_rule(ours) == normalized_rule(wanted[LIFECYCLE]), ours, wanted[LIFECYCLE]),
+        (POLICY, tls or not req.require_tls, "no statement denying non-TLS access", wanted[POLICY]),
     ]
     drift = [Drift(setting, was, should) for setting, ok, was, should in checks if not ok]
     drift += lifecycle_hazards(found[LIFECYCLE] or [], req.noncurrent_days)
-    statements = as_list((found[POLICY] or {}).get("Statement"))
-    if req.require_tls and not any(denies_insecure_transport(s, req.bucket, req.partition) for s in statements):
-        drift.append(Drift(POLICY, "no statement denying non-TLS access", wanted[POLICY]))
     public = "no statement allowing everyone (Principal '*')"
     return drift + [
         Drift(POLICY, s, public, False)
@@ -233,13 +217,12 @@ def find_drift(found: dict[str, Any], req: Requirements) -> list[Drift]:
 
 def merged_policy(existing: dict | None, statement: dict) -> dict:
     """The existing policy with `statement` added, replacing any earlier statement with the same Sid."""
-    policy = copy.deepcopy(existing) if existing else {"Version": "2012-10-17"}
+    policy = existing or {"Version": "2012-10-17"}
     kept = [s for s in as_list(policy.get("Statement")) if s.get("Sid") != statement["Sid"]]
     return {**policy, "Statement": [*kept, statement]}
 
 
 def merged_lifecycle(existing: list[dict], rule: dict) -> list[dict]:
-    """The existing rules with `rule` added, replacing only an earlier rule with the same ID."""
     return [*(r for r in existing if r.get("ID") != rule["ID"]), rule]
 
 
@@ -256,10 +239,9 @@ def login_url(bucket: str, endpoint_url: str | None, region: str | None) -> str:
 
 
 def project_name(pulumi_yaml: Path = ROOT / "Pulumi.yaml") -> str:
-    """The project's `name:` from Pulumi.yaml, which names the state folder; the default if there is no file."""
-    text = pulumi_yaml.read_text() if pulumi_yaml.exists() else ""
-    match = re.search(r"^name:\s*['\"]?([^'\"\s#]+)", text, re.MULTILINE)
-    return match.group(1) if match else DEFAULT_PROJECT
+    """The project's `name:` from Pulumi.yaml, which names the state folder."""
+    document = yaml.safe_load(pulumi_yaml.read_text()) if pulumi_yaml.exists() else None
+    return str((document or {}).get("name", DEFAULT_PROJECT))
 
 
 def make_client(endpoint_url: str | None):
@@ -284,8 +266,6 @@ def read_setting(client, bucket: str, setting: str) -> Any:
     except botocore.exceptions.ClientError as error:
         if error_code(error) not in NONE_CONFIGURED | NOT_IMPLEMENTED:
             raise
-        # Only a missing public access block API is reported as such; any other reads as none configured, and
-        # bootstrap's fix then says what the endpoint answered.
         return UNSUPPORTED if error_code(error) in NOT_IMPLEMENTED and setting == ACCESS_BLOCK else None
     return json.loads(found) if setting == POLICY else found
 
@@ -310,85 +290,56 @@ def apply_fix(client, setting: str, found: dict[str, Any], req: Requirements) ->
         client.put_bucket_policy(Bucket=bucket, Policy=json.dumps(merged_policy(found[POLICY], wanted[POLICY])))
 
 
-def requirements(args, client) -> Requirements:
-    plain_http = is_plain_http(args.endpoint_url)
-    return Requirements(args.bucket, args.noncurrent_days, args.kms_key_id, client.meta.partition, not plain_http)
-
-
-def _settled(client, bucket: str, endpoint_url: str | None, verdict: str) -> int:
-    """The verdict and the login line, with where an AWS bucket really is (the client's region for other endpoints,
-    or without s3:GetBucketLocation)."""
-    print(f"bucket {bucket} {verdict}")
+def _created(client, bucket: str, endpoint_url: str | None) -> bool:
     region = client.meta.region_name
-    if not endpoint_url:
-        with contextlib.suppress(botocore.exceptions.ClientError):
-            region = client.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
-    print(f"log in with: pulumi login '{login_url(bucket, endpoint_url, region)}'")
-    return 0
-
-
-def bootstrap(client, args) -> int:
-    """Create the bucket if needed and fix every fixable drift, then read back (an endpoint may accept a setting and
-    not keep it); a second run changes nothing."""
-    req, region = requirements(args, client), client.meta.region_name
     try:
-        client.head_bucket(Bucket=req.bucket)
-        created = False
+        client.head_bucket(Bucket=bucket)
+        return False
     except botocore.exceptions.ClientError as error:
         if error_code(error) not in NO_SUCH_BUCKET:
             raise
-        # Only AWS wants the region spelled out; Ceph reads LocationConstraint as a zonegroup name.
-        where = {} if args.endpoint_url or region in (None, "us-east-1") else {"LocationConstraint": region}
-        client.create_bucket(Bucket=req.bucket, **({"CreateBucketConfiguration": where} if where else {}))
-        created = True
-        print(f"created bucket {req.bucket}" + ("" if args.endpoint_url else f" in {region}"))
+    # Only AWS wants the region spelled out; Ceph reads LocationConstraint as a zonegroup name.
+    where = {} if endpoint_url or region in (None, "us-east-1") else {"LocationConstraint": region}
+    client.create_bucket(Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {}))
+    print(f"created bucket {bucket}" + ("" if endpoint_url else f" in {region}"))
+    return True
+
+
+def bootstrap(client, args, *, fix: bool = True) -> int:
+    """Create the bucket if needed and fix every fixable drift, then read back (an endpoint may accept a setting and
+    not keep it); a second run changes nothing. Without ``fix``, ``check``: the drift reported, nothing written."""
+    plain_http = is_plain_http(args.endpoint_url)
+    req = Requirements(args.bucket, args.noncurrent_days, args.kms_key_id, client.meta.partition, not plain_http)
+    created = fix and _created(client, req.bucket, args.endpoint_url)
     found = read_settings(client, req.bucket)
-    changed = [d for d in find_drift(found, req) if d.fixable]
+    changed = [d for d in find_drift(found, req) if d.fixable and fix]
     for drift in changed:
         apply_fix(client, drift.setting, found, req)
     remaining = find_drift(read_settings(client, req.bucket), req) if changed else find_drift(found, req)
     not_kept = {d.setting for d in remaining if d.fixable}
     for drift in changed:
         kept = drift.setting not in not_kept
-        print(
-            f"{'set' if kept else 'tried to set'} {drift.setting} (was: {show(drift.found)})"
-            + ("" if kept else "; the endpoint did not keep it")
-        )
-    if not req.require_tls:
-        print(
-            "left out the bucket policy that denies requests without TLS: the endpoint is plain HTTP "
-            "(--allow-plain-http), and that policy would refuse every request made through it, Pulumi's included"
-        )
+        note = "" if kept else "; the endpoint did not keep it"
+        print(f"{'set' if kept else 'tried to set'} {drift.setting} (was: {show(drift.found)}){note}")
+    if plain_http:
+        print("no bucket policy denying requests without TLS: it would lock out this plain-HTTP endpoint")
     for drift in remaining:
-        print(f"NOT FIXED {drift.describe()}", file=sys.stderr)
+        print(f"DRIFT {drift.describe()}")
     if remaining:
-        print(
-            f"bucket {req.bucket} does NOT have the required settings: {len(remaining)} left to a person "
-            "(NOT FIXED above); fix them and run bootstrap again",
-            file=sys.stderr,
-        )
+        left = "left to a person" if fix else "differ; `bootstrap` fixes the fixable ones"
+        print(f"bucket {req.bucket} does NOT have the required settings: {len(remaining)} {left}", file=sys.stderr)
         return EXIT_DRIFT
-    verdict = "already has the required settings; nothing to change"
-    return _settled(
-        client, req.bucket, args.endpoint_url, "now has the required settings" if created or changed else verdict
+    print(
+        f"bucket {req.bucket} "
+        + ("now has the required settings" if created or changed else "has the required settings; nothing to change")
     )
+    region = client.meta.region_name
+    if not args.endpoint_url:  # where an AWS bucket really is, if s3:GetBucketLocation answers
+        with contextlib.suppress(botocore.exceptions.ClientError):
+            region = client.get_bucket_location(Bucket=req.bucket).get("LocationConstraint") or "us-east-1"
+    print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
+    return 0
 
 
 def check(client, args) -> int:
-    req = requirements(args, client)
-    found = read_settings(client, req.bucket)  # NoSuchBucket for a missing one: verbs.describe_error
-    drift = find_drift(found, req)
-    if not req.require_tls:
-        print(
-            "note: the endpoint is plain HTTP (--allow-plain-http), so no policy denying requests without TLS is "
-            "required"
-        )
-    if found[ACCESS_BLOCK] == UNSUPPORTED:
-        print("note: the endpoint has no public access block; the bucket policy is checked for public grants instead")
-    for item in drift:
-        print(f"DRIFT {item.describe()}")
-    if drift:
-        hint = "; `bootstrap` fixes the fixable ones" if any(d.fixable for d in drift) else ""
-        print(f"{len(drift)} setting(s) differ from the requirements{hint}", file=sys.stderr)
-        return EXIT_DRIFT
-    return _settled(client, req.bucket, args.endpoint_url, "has the required settings")
+    return bootstrap(client, args, fix=False)

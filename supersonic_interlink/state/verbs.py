@@ -1,5 +1,5 @@
 """Running one ``./supersonic state`` verb (``cli/state.py`` parses it): the command-line values checked before any
-request, the verb dispatched to ``backend`` or ``versions``, and an S3 or bucket error as one line, exit 2."""
+request, and an S3 or bucket error as one line, exit 2."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from urllib.parse import urlsplit
 
 import botocore.exceptions
+from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
 
 from supersonic_interlink.state import backend, versions
 from supersonic_interlink.state.backend import ACCESS_DENIED, EXIT_ERROR, NO_SUCH_BUCKET, StateBackendError
@@ -21,33 +22,19 @@ def positive_days(text: str) -> int:
     return days
 
 
-ENDPOINT_FORM = "https://HOST[:PORT], e.g. https://s3.example.org"
-_LABEL = r"[A-Za-z0-9](?:[-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
-_NETLOC = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{{1,5}})?", re.ASCII)
+ENDPOINT_FORM = "expected https://HOST[:PORT] and nothing more, e.g. https://s3.example.org"
 
 
 def endpoint_url(text: str) -> str:
-    """An endpoint URL botocore can use: http or https, a host, maybe a port, nothing else."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is empty; expected {ENDPOINT_FORM}, or leave it out for AWS S3")
+    """An endpoint URL botocore can use: http or https, a host (botocore's own check), maybe a port, nothing else."""
     try:
         parts = urlsplit(text)
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({error}); expected {ENDPOINT_FORM}") from None
-    if parts.scheme not in ("https", "http"):
-        raise argparse.ArgumentTypeError(f"{text!r} has no https:// or http:// scheme; expected {ENDPOINT_FORM}")
-    # botocore refuses a host it cannot put in a request line (https://my_host) with a traceback of its own, and
-    # urlsplit reads a port written in other scripts' digits.
-    if not parts.hostname or not port_ok or not _NETLOC.fullmatch(parts.netloc):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} names no host (DNS labels of letters, digits and '-', or an IP address), or a bad port (ASCII "
-            f"digits, 1 to 65535); expected {ENDPOINT_FORM}"
-        )
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has more than scheme, host and port; expected {ENDPOINT_FORM} (buckets are addressed path-style)"
-        )
+        ok = parts.port is None or (parts.port > 0 and parts.netloc.isascii())
+    except ValueError:
+        ok = False
+    ok = ok and parts.scheme in ("https", "http") and not (parts.path.strip("/") or parts.query or parts.fragment)
+    if not ok or parts.username is not None or not (is_valid_endpoint_url(text) or is_valid_ipv6_endpoint_url(text)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an endpoint URL: {ENDPOINT_FORM}")
     return text
 
 
@@ -60,33 +47,30 @@ def kms_key_id(text: str) -> str:
     return text
 
 
-BUCKET_FORM = "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
-RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3")
-"""What S3's general purpose bucket naming rules reserve (access point, Object Lambda and Multi-Region Access
-Point aliases, directory buckets): AWS refuses to create such a bucket, and one by that name is not a bucket."""
+RESERVED = (("xn--", "sthree-", "amzn-s3-demo-"), ("-s3alias", "--ol-s3", ".mrap", "--x-s3"))
+"""The prefixes and suffixes S3's general purpose bucket naming rules reserve: AWS refuses to create such a bucket."""
+BUCKET_FORM = (
+    "expected 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit, not an IP "
+    f"address, without the prefixes {', '.join(RESERVED[0])} or the suffixes {', '.join(RESERVED[1])}"
+)
 
 
 def bucket_name(text: str) -> str:
     """An S3 bucket name as the S3 naming rules (and Ceph RGW's defaults) allow it."""
-    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text) or ".." in text:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: expected {BUCKET_FORM}")
-    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is an IP address, not a bucket name: expected {BUCKET_FORM}")
-    if reserved := [p for p in RESERVED_PREFIXES if text.startswith(p)] + [
-        s for s in RESERVED_SUFFIXES if text.endswith(s)
-    ]:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} uses {reserved[0]!r}, which S3 reserves (prefixes {', '.join(RESERVED_PREFIXES)}; suffixes "
-            f"{', '.join(RESERVED_SUFFIXES)}): expected {BUCKET_FORM}, without those"
-        )
+    if (
+        not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text)
+        or ".." in text
+        or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text)
+        or text.startswith(RESERVED[0])
+        or text.endswith(RESERVED[1])
+    ):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: {BUCKET_FORM}")
     return text
 
 
 def state_name(text: str) -> str:
-    """A stack or project name as it becomes a part of the state object's key (``.pulumi/stacks/<project>/<stack>``):
-    the Pulumi CLI's names (tokens ``ParseStackName``, ``ValidateProjectName``), and never a ``.`` or ``..`` part,
-    which would name another folder of the bucket."""
+    """A stack or project name as the Pulumi CLI allows it, never ``.`` or ``..``, which would name another folder
+    of the bucket in the state object's key (``.pulumi/stacks/<project>/<stack>.json``)."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", text, re.ASCII) or text in (".", ".."):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a Pulumi stack or project name: expected 1 to 100 letters, digits, '-', '_' or '.', not "
@@ -96,39 +80,26 @@ def state_name(text: str) -> str:
 
 
 def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elapsed_seconds: float = 0.0) -> str:
-    """One line for the operator; botocore's own one-line message where it already says what and where."""
+    """One line for the operator: botocore's own message, what to do where it does not say."""
     where = endpoint_url or "AWS S3"
     if isinstance(error, botocore.exceptions.ReadTimeoutError):
         return (
             f"no answer from {where} within {backend.READ_TIMEOUT_SECONDS:g} s in each of {backend.MAX_ATTEMPTS} "
-            f"attempts (gave up after {elapsed_seconds:.1f} s; never more than {backend.give_up_after_seconds():g} s): "
-            "it accepts connections but does not respond; check --endpoint-url and the storage service"
+            f"attempts (gave up after {elapsed_seconds:.1f} s; never more than {backend.give_up_after_seconds():g} s); "
+            "check --endpoint-url"
         )
     if isinstance(error, botocore.exceptions.NoCredentialsError):
-        return (
-            "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "
-            "(credentials are read only from the standard AWS environment variables and profile files)"
-        )
+        return "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
     if not isinstance(error, botocore.exceptions.ClientError):
-        return f"{error}; check --endpoint-url, the network, AWS_PROFILE and AWS_REGION"  # botocore's own message
-    code = backend.error_code(error)
+        return f"{error}; check --endpoint-url, the network, AWS_PROFILE and AWS_REGION"
+    code, hint = backend.error_code(error), ""
     if code in NO_SUCH_BUCKET:
-        return (
-            f"bucket {bucket!r} does not exist at {where}; create it with `./supersonic state bootstrap --bucket "
-            f"{bucket}`, or check the name and --endpoint-url"
-        )
-    if code in ACCESS_DENIED:
-        plain_http = (
-            "; over plain HTTP, a bucket policy that denies requests without TLS (aws:SecureTransport) refuses every "
-            "request: use the endpoint's https:// URL"
-        )
-        return (
-            f"access denied on bucket {bucket!r} at {where} ({error.operation_name}): the credentials from the AWS "
-            "environment/profile lack that permission, or a bucket policy denies it; grant it, or use an identity "
-            "that has it (AWS_PROFILE)" + (plain_http if backend.is_plain_http(endpoint_url) else "")
-        )
-    message = error.response.get("Error", {}).get("Message", "")
-    return f"{error.operation_name} on bucket {bucket!r} at {where} failed: {code}: {message}"
+        hint = "; create it with `./supersonic state bootstrap`, or check --bucket and --endpoint-url"
+    elif code in ACCESS_DENIED:
+        hint = "; grant that permission, or use an identity that has it (AWS_PROFILE)"
+        tls = ", and a TLS-only bucket policy (aws:SecureTransport) refuses plain HTTP: use https://"
+        hint += tls if backend.is_plain_http(endpoint_url) else ""
+    return f"bucket {bucket!r} at {where}: {error}{hint}"
 
 
 VERBS = {
@@ -143,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the verb ``args`` names; an S3 or bucket error is one line, exit 2."""
     if args.allow_plain_http:
         print(
-            f"warning: {args.endpoint_url} is plain HTTP (--allow-plain-http): requests and state cross the network "
-            "unencrypted; use the endpoint's https:// URL outside tests",
+            f"warning: {args.endpoint_url} is plain HTTP (--allow-plain-http): state crosses unencrypted",
             file=sys.stderr,
         )
     start = time.monotonic()

@@ -1,29 +1,13 @@
-"""``state history`` and ``state restore``: the versions of a stack's state object as S3 lists them, and an earlier one
-copied on top as the new current version (every newer version stays), refused where that could lose state."""
+"""``state history`` and ``state restore``: the versions of a stack's state object, and an earlier one copied on top
+as the new current version (every newer version stays), refused where that could lose state."""
 
 from __future__ import annotations
 
-import hashlib
 import re
-import sys
 from datetime import UTC
 
-from supersonic_interlink.state.backend import (
-    POLICY,
-    STATE_PREFIX,
-    StateBackendError,
-    as_list,
-    denies_insecure_transport,
-    is_plain_http,
-    project_name,
-    read_setting,
-)
-
-
-def state_keys(project: str, stack: str) -> list[str]:
-    """Where Pulumi keeps a stack's state: plain JSON, or gzipped when PULUMI_SELF_MANAGED_STATE_GZIP is set."""
-    base = f"{STATE_PREFIX}stacks/{project}/{stack}.json"
-    return [base, f"{base}.gz"]
+from supersonic_interlink.state import backend
+from supersonic_interlink.state.backend import STATE_PREFIX, StateBackendError
 
 
 def _keys(client, bucket: str, prefix: str) -> list[str]:
@@ -32,37 +16,31 @@ def _keys(client, bucket: str, prefix: str) -> list[str]:
 
 
 def state_versions(client, args) -> list[dict]:
-    """Every version of the stack's state object, newest first; a delete marker has no Size. Over plain HTTP, no
-    state under a TLS-only bucket policy is the denial it is: storage that enforces that policy on object requests
-    only lists no state, since nothing, Pulumi included, could write any."""
-    project, stack, bucket = args.project or project_name(), args.stack, args.bucket
-    for key in state_keys(project, stack):
+    """Every version of the stack's state object (plain, or gzipped under PULUMI_SELF_MANAGED_STATE_GZIP), newest
+    first; a delete marker has no Size. Over plain HTTP, no state under a TLS-only policy is the denial it is."""
+    project, stack, bucket = args.project or backend.project_name(), args.stack, args.bucket
+    base = f"{STATE_PREFIX}stacks/{project}/{stack}.json"
+    for key in (base, f"{base}.gz"):
         pages = client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=key)
         found = [v for page in pages for v in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]]
         if versions := [v for v in found if v["Key"] == key]:
             return sorted(versions, key=lambda v: (v["LastModified"], v["IsLatest"]), reverse=True)
-    if is_plain_http(args.endpoint_url):
-        statements = as_list((read_setting(client, bucket, POLICY) or {}).get("Statement"))
-        if any(denies_insecure_transport(s, bucket, client.meta.partition) for s in statements):
+    if backend.is_plain_http(args.endpoint_url):
+        statements = backend.as_list((backend.read_setting(client, bucket, backend.POLICY) or {}).get("Statement"))
+        if any(backend.denies_insecure_transport(s, bucket, client.meta.partition) for s in statements):
             raise StateBackendError(
-                f"access denied on bucket {bucket!r} at {args.endpoint_url}: its policy denies requests without TLS "
-                "(aws:SecureTransport), so no state can be written or read over this plain-HTTP endpoint; use the "
-                "endpoint's https:// URL"
+                f"bucket {bucket!r} at {args.endpoint_url}: AccessDenied: its policy denies requests without TLS "
+                "(aws:SecureTransport); use the endpoint's https:// URL"
             )
     prefix = f"{STATE_PREFIX}stacks/{project}/"
     names = (re.fullmatch(r"([^/]+)\.json(?:\.gz)?", key[len(prefix) :]) for key in _keys(client, bucket, prefix))
     raise StateBackendError(
-        f"no state for stack {stack!r} of project {project!r} in bucket {bucket!r} (looked for "
-        f"{state_keys(project, stack)[0]}); stacks with state there: "
-        f"{', '.join(sorted({n.group(1) for n in names if n})) or 'none'}. Check the stack name, or pass --project if "
-        "Pulumi.yaml names another project"
+        f"no state for stack {stack!r} of project {project!r} in bucket {bucket!r} (looked for {base}); stacks with "
+        f"state there: {', '.join(sorted({n.group(1) for n in names if n})) or 'none'}"
     )
 
 
 def history(client, args) -> int:
-    status = client.get_bucket_versioning(Bucket=args.bucket).get("Status", "never enabled")
-    if status != "Enabled":
-        print(f"warning: versioning on bucket {args.bucket} is {status}; older states are not kept", file=sys.stderr)
     versions = state_versions(client, args)
     print(f"versions of s3://{args.bucket}/{versions[0]['Key']}, newest first:")
     for version in versions:
@@ -73,10 +51,9 @@ def history(client, args) -> int:
 
 
 def restore(client, args) -> int:
-    """Copy ``--version-id`` of the stack's state onto the key as a new current version, then check the bytes."""
+    """Copy ``--version-id`` of the stack's state onto the key as a new current version (S3 copies server-side)."""
     bucket, stack, version_id = args.bucket, args.stack, args.version_id
-    status = client.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")
-    if status != "Enabled":
+    if (status := client.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")) != "Enabled":
         raise StateBackendError(
             f"bucket {bucket!r} does not have versioning enabled (found: {status}), so a restore could overwrite the "
             "only copy; run `./supersonic state bootstrap` on it first"
@@ -86,40 +63,25 @@ def restore(client, args) -> int:
     chosen = next((v for v in versions if v["VersionId"] == version_id), None)
     if chosen is None:
         raise StateBackendError(
-            f"version {version_id!r} is not a version of {key} in bucket {bucket!r}; list the versions with "
+            f"version {version_id!r} is not a version of {key} in bucket {bucket!r}; list them with "
             f"`./supersonic state history {stack} --bucket {bucket}`"
         )
     if "Size" not in chosen:
-        raise StateBackendError(
-            f"version {version_id!r} of {key} is a delete marker, not a saved state; pick a version from `history` "
-            "that has a size"
-        )
+        raise StateBackendError(f"version {version_id!r} of {key} is a delete marker, not a saved state")
     if chosen["IsLatest"]:
         print(f"version {version_id} is already the current state of stack {stack}; nothing to do")
         return 0
     # Pulumi holds .pulumi/locks/<org>/<project>/<stack>/<id>.json while an update runs.
-    project = args.project or project_name()
+    project = args.project or backend.project_name()
     locks = [k for k in _keys(client, bucket, f"{STATE_PREFIX}locks/") if k.split("/")[-3:-1] == [project, stack]]
     if locks:
         raise StateBackendError(
-            f"stack {stack!r} is locked ({locks[0]}): an update may be running and would overwrite the restore. "
-            f"Wait for it to finish; if none is running, clear the stale lock with `pulumi cancel --stack {stack}`"
+            f"stack {stack!r} is locked ({locks[0]}): an update may be running; if none is, `pulumi cancel --stack "
+            f"{stack}` clears the stale lock"
         )
     source = {"Bucket": bucket, "Key": key, "VersionId": version_id}
     new = client.copy_object(Bucket=bucket, Key=key, CopySource=source, MetadataDirective="COPY")["VersionId"]
-    old_bytes, new_bytes = (
-        client.get_object(Bucket=bucket, Key=key, VersionId=v)["Body"].read() for v in (version_id, new)
-    )
-    if new_bytes != old_bytes:
-        raise StateBackendError(
-            f"the restored copy {new!r} of {key} differs from version {version_id!r}; do not run pulumi on this "
-            "stack, and restore again"
-        )
-    print(
-        f"restored version {version_id} of {key} as the current version {new} ({len(new_bytes)} bytes, sha256 "
-        f"{hashlib.sha256(new_bytes).hexdigest()}, verified)"
-    )
-    current = next((v["VersionId"] for v in versions if v["IsLatest"]), None)
-    if current:
-        print(f"the state it replaced is kept as version {current}; restore it the same way to undo this")
+    print(f"restored version {version_id} of {key} as the current version {new}")
+    current = next(v["VersionId"] for v in versions if v["IsLatest"])
+    print(f"the state it replaced is kept as version {current}; restore it the same way to undo this")
     return 0

@@ -47,6 +47,9 @@ def test_cluster_start_binds_loopback_writes_only_its_directory_and_stop_ends_ev
         written = [path for path in (home / ".kwok", home / ".kube" / "config") if path.exists()]
         assert not written, "kwokctl's files and kubeconfig are in the cluster's directory, not the home"
         assert run_supersonic("cluster", "status", "--dir", str(directory), env=env).stdout.strip() == "running"
+        again = run_supersonic("cluster", "start", "--dir", str(directory), env=env)
+        assert "cluster: already running" in again.stderr, "a second start leaves the running cluster alone"
+        assert LocalCluster(directory).pids() == pids, again.stderr
         exports = run_supersonic("cluster", "env", "--dir", str(directory), env=env).stdout
         assert f"export KUBECONFIG={directory / 'kubeconfig'}\n" in exports
     finally:
