@@ -62,6 +62,13 @@ def test_outside_a_git_checkout_the_version_stands_alone(tmp_path: Path, monkeyp
     assert run_cli("--version").stdout.splitlines()[0] == "supersonic-interlink 9.9.9", "no commit to add, no traceback"
 
 
+def test_without_git_on_path_the_version_stands_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = run_cli("--version")
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("supersonic-interlink ") and "+g" not in first and "Traceback" not in result.stderr, first
+
+
 def test_help_ends_with_the_hint_for_one_verb() -> None:
     done = subprocess.run([str(ROOT / "supersonic"), "--help"], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1].endswith("every verb; `./supersonic <verb> --help` for one"), done.stdout

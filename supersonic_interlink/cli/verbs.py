@@ -221,7 +221,10 @@ def version() -> str:
     """``./supersonic --version``: pyproject.toml's (the project runs from its tree, never installed) with the git
     commit, each stack's pinned chart, and the pinned engine, Helm and kubectl."""
     git = ["git", "-C", str(ROOT), "describe", "--always", "--abbrev=12", "--dirty=.dirty", "--exclude=*"]
-    commit = subprocess.run(git, capture_output=True, text=True)
+    try:
+        commit = subprocess.run(git, capture_output=True, text=True)
+    except OSError:  # no git on PATH: the version stands alone
+        commit = subprocess.CompletedProcess(git, 1, "", "")
     pulumi, provider = (toolchain.version(toolchain.build_for(n)) for n in ("pulumi", "pulumi-resource-kubernetes"))
     release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     lines = [f"supersonic-interlink {release}" + (f"+g{commit.stdout.strip()}" if commit.returncode == 0 else "")]
