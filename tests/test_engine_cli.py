@@ -116,3 +116,9 @@ def test_a_relative_path_chart_means_the_same_directory_in_the_scratch_project(t
     (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
     with pytest.raises(run.EngineError, match=r"release\.chart\.path '\.\./elsewhere' leaves the project directory"):
         run.scratch_project(scratch, root=root)
+
+
+def test_cluster_env_of_a_cluster_not_running_is_refused_not_exports_of_nothing(tmp_path: Path) -> None:
+    result = run_cli("cluster", "env", "--dir", str(tmp_path))
+    assert result.returncode == 1 and result.stdout == "", result.stdout
+    assert result.stderr.strip() == f"cluster: not running in {tmp_path}; start it with ./supersonic cluster start"

@@ -391,6 +391,9 @@ def run_cluster(action: str, directory: Path) -> int:
         elif action == "status":
             print("running" if cluster.running() else "stopped")
             return EXIT_OK if cluster.running() else EXIT_FINDING
+        elif not cluster.running():
+            print(f"cluster: not running in {directory}; start it with ./supersonic cluster start", file=sys.stderr)
+            return EXIT_FINDING
         else:
             print("".join(f"export {key}={shlex.quote(value)}\n" for key, value in cluster.env().items()), end="")
     except (ClusterError, toolchain.ToolchainError, binaries.BinaryError) as err:
