@@ -107,6 +107,14 @@ def put(tree: Any, path: Path, value: Any) -> None:
         tree[last] = value
 
 
+def value_at(tree: Any, path: Path) -> Any:
+    """The value at ``path``, ``ABSENT`` where there is none."""
+    for segment in path:
+        found = _named_items(tree) if isinstance(segment, Named) else tree
+        tree = found.get(getattr(segment, "name", segment), ABSENT) if isinstance(found, Mapping) else ABSENT
+    return tree
+
+
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 

@@ -1,6 +1,5 @@
-"""``./supersonic drift <stack>`` (parsed by ``cli/drift.py``; docs/drift.md): both parts of the check, the
-correction, and the report printed as text, JSON or markdown. Exit 0 no drift, 1 drift (or a correction that left
-some), 2 could not check (the line says why)."""
+"""``./supersonic drift <stack>`` (docs/drift.md): both parts of the check, the correction, and the report printed.
+Exit 0 no drift, 1 drift (or a correction that left some), 2 could not check."""
 
 from __future__ import annotations
 
@@ -24,23 +23,22 @@ from supersonic_interlink.engine.run import ROOT, Engine, EngineError, scratch_p
 from supersonic_interlink.engine.toolchain import ToolchainError
 
 SECRET_MIN_LENGTH = 4
-"""Shorter secret values are not searched for in the report (every "1" would be masked)."""
+"""Shorter secret values are not masked (every "1" would be)."""
 
 
 @dataclass
 class Observed:
-    """Everything a check read, before any comparison: what the unit tests record and replay (a pydantic
-    ``TypeAdapter`` of it reads and writes the recordings)."""
+    """Everything a check read: what the unit tests replay (recorded through a pydantic ``TypeAdapter``)."""
 
     stack: str
     release: release.ReleaseObservation
     resources: list[managed.ResourceObservation]
     events: list[Any] = field(default_factory=list)
-    """The preview's engine events (for the correction's gate); not recorded."""
+    """The preview's engine events, for the correction's gate; not recorded."""
 
 
 def deployed_release(engine: Engine) -> tuple[str, str]:
-    """(release name, namespace) of the release the stack's last ``up`` deployed: its exported outputs."""
+    """(release name, namespace) from the stack's outputs."""
     outputs = engine.workspace_stack().outputs()
     if "releaseName" not in outputs or "namespace" not in outputs:
         raise CannotCheck(
@@ -50,8 +48,7 @@ def deployed_release(engine: Engine) -> tuple[str, str]:
 
 
 def observe(engine: Engine, tools: Tools) -> Observed:
-    """Read both parts, the release's objects in a thread while the engine previews. Raises ``CannotCheck`` or
-    ``EngineError``."""
+    """Both parts, the release's objects read while the engine previews."""
     name, namespace = deployed_release(engine)
     events: list[Any] = []
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -69,10 +66,8 @@ def compare(observed: Observed) -> Report:
 
 
 def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log: Callable[[str], None]) -> None:
-    """Bring the cluster back to the release's manifest and to the state Pulumi recorded: the release's objects
-    patched back object by object (not a Helm upgrade: docs/drift.md says why); Pulumi's objects edited in place
-    applied again from the inputs the provider last sent, under its field manager (after a refresh the engine calls
-    them ``same``); then ``pulumi up --refresh``, gated like ``./supersonic pulumi up``, for what was deleted."""
+    """The release's objects put back object by object (docs/drift.md: not a Helm upgrade); Pulumi's edited objects
+    applied again from the inputs the provider last sent; a gated ``pulumi up --refresh`` for what was deleted."""
     for line in release.correct(observed.release, found.rows, tools):
         log(f"drift: {line}")
     pulumi_rows = [row for row in found.rows if row.part == PULUMI_PART]
@@ -83,7 +78,7 @@ def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log
     deleted = {row.object for row in pulumi_rows if row.note == "deleted"}
     planned = [item for item in observed.resources if item.step != "same"]
     if any(item.label not in deleted or item.step != "create" for item in planned):
-        # The program differs from the state (a change not yet applied): that is a reviewed `up`, not a correction.
+        # A change of the program not yet applied: a reviewed `up`, not a correction.
         log(
             f"drift: the preview plans changes of the program itself; review `./supersonic pulumi preview "
             f"{engine.stack} --diff` and apply them with `./supersonic pulumi up {engine.stack} --yes`"
@@ -101,18 +96,14 @@ def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) ->
     if not isinstance(inputs, Mapping) or not manager:
         raise CannotCheck(f"{item.label}: the state holds no inputs to apply again")
     if report.SECRET_SHOWN in leaves(inputs):  # how the engine's events show a secret value
-        raise CannotCheck(
-            f"{item.label}: its inputs hold a secret, which the engine's events never show, so they cannot be "
-            "applied again from here; delete the object and run the correction again (a deleted object is recreated "
-            "by pulumi up --refresh)"
-        )
+        raise CannotCheck(f"{item.label}: its inputs hold a secret the events never show: delete it and correct again")
     flags = ("--server-side", "--force-conflicts", f"--field-manager={manager}", "-n", namespace, "-f", "-")
     tools.read("kubectl", "apply", *flags, input_text=json.dumps(inputs))
     return f"{item.label}: applied again from the inputs Pulumi last sent (field manager {manager})"
 
 
 def stack_secrets(engine: Engine) -> frozenset[str]:
-    """Every text a secret config value of the stack holds (an object's leaves too), for masking the report."""
+    """Every text a secret config value of the stack holds (an object's leaves too)."""
     found: set[str] = set()
     for config in (c for c in engine.workspace_stack().get_all_config().values() if c.secret):
         found.add(config.value)
@@ -124,8 +115,7 @@ def stack_secrets(engine: Engine) -> frozenset[str]:
 def check(
     engine: Engine, tools: Tools, *, fix: bool = False, log: Callable[[str], None] = print
 ) -> tuple[Report, Report | None]:
-    """The check, and with ``fix`` the correction and the same check again, masked. Raises ``CannotCheck`` or
-    ``EngineError``."""
+    """The check, and with ``fix`` the correction and the same check again, masked."""
     secrets = stack_secrets(engine)
     observed = observe(engine, tools)
     found = compare(observed)
@@ -140,7 +130,7 @@ def _log(line: str) -> None:
 
 
 def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | None = None) -> int:
-    """The verb. ``output``: ``text``, ``json`` or ``markdown``; ``cli``: the Pulumi CLI named by ``--pulumi``."""
+    """``output``: ``text``, ``json`` or ``markdown``; ``cli``: the Pulumi CLI ``--pulumi`` names."""
     scratch = os.environ.get(SCRATCH_PROJECT_ENV)
     try:
         engine = Engine(

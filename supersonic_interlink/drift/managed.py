@@ -1,12 +1,5 @@
-"""The resources Pulumi manages directly (the Envoy ConfigMap, the cleanup CronJob, its ServiceAccount, Role and
-RoleBinding, the Helm Release's record), read from a ``pulumi preview --refresh`` field by field: each field the
-refresh found changed since the last ``up`` (expected: the state; live: the cluster), each resource it found gone, and
-each step the preview then plans. The preview writes no state, so the check is read-only.
-
-Not ``pulumi preview --refresh --expect-no-changes`` alone: after a refresh the preview of an edited object is ``same``
-(the provider compares the program with the inputs it last sent, not with the live object), so it passes over an
-edited Role; only the refresh's own outputs show it (docs/drift.md).
-"""
+"""The resources Pulumi manages directly, read from a ``pulumi preview --refresh`` field by field: what the refresh
+found changed or gone since the last ``up``, what the preview then plans (docs/drift.md: not the preview alone)."""
 
 from __future__ import annotations
 
@@ -19,7 +12,7 @@ from supersonic_interlink.drift.rules import rule_for
 from supersonic_interlink.objdiff import ABSENT, changes
 
 QUIET_TYPES = ("pulumi:pulumi:Stack", "pulumi:providers:", "supersonic-interlink:")
-"""The stack, the provider and the program's components: no cluster state of their own."""
+"""No cluster state of their own."""
 
 
 @dataclass
@@ -27,12 +20,11 @@ class ResourceObservation:
     urn: str
     type: str
     step: str
-    """The op the preview plans after the refresh (``same``, ``create``, ``update``, ...)."""
+    """The op the preview plans after the refresh."""
     refreshed: bool
     state: dict[str, Any] | None
-    """The outputs before the refresh ..."""
+    """The outputs before the refresh, and after it (``None``: gone)."""
     live: dict[str, Any] | None
-    """... and after it (``None``: gone from the cluster)."""
     diffs: list[str]
 
     @property
@@ -44,7 +36,7 @@ class ResourceObservation:
 
     @property
     def is_object(self) -> bool:
-        """A Kubernetes object (its outputs are the live object), not the Release's record or a component."""
+        """A Kubernetes object, not the Release's record."""
         return {"apiVersion", "kind"} <= set(self.state or self.live or {})
 
 
@@ -53,7 +45,6 @@ def _op(metadata: Any) -> str:
 
 
 def observations(events: Iterable[Any]) -> list[ResourceObservation]:
-    """What a ``preview(refresh=True)``'s engine events say of each resource."""
     found: dict[str, ResourceObservation] = {}
     for event in events:
         outputs, pre = getattr(event, "res_outputs_event", None), getattr(event, "resource_pre_event", None)
@@ -87,8 +78,7 @@ def compare(observed: Iterable[ResourceObservation], release: str) -> tuple[list
                 else:
                     rows.append(Row(PULUMI_PART, item.label, change.path, change.before, change.after, "refresh"))
         if item.step != "same" and not any(row.object == item.label for row in rows):
-            # The program itself would change it (a stack file edited and not yet applied): `preview --diff` shows
-            # the values; the field names are what the engine reports.
+            # A change of the program itself: `preview --diff` shows the values, the engine names the fields.
             for name in item.diffs or [""]:
                 rows.append(
                     Row(PULUMI_PART, item.label, (name,) if name else (), "(the program's)", "(the state's)", item.step)

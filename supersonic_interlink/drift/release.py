@@ -1,13 +1,5 @@
-"""The Helm release's objects: ``helm get manifest`` against the live objects, by a server-side dry-run apply.
-
-Flux's helm-controller ``driftDetection`` comparison (fluxcd/helm-controller ``internal/action/diff.go`` ``Diff`` at
-``0f61a860``; fluxcd/pkg ``ssa/jsondiff/unstructured.go`` at ``e2cfd1a2``): each object, with Helm's ownership
-metadata, is applied with ``--dry-run=server`` under a field manager that owns nothing, and the answer is compared
-with the live object, so a field is drift only where applying the manifest would change it. Where the API server
-refuses the apply (a Service port changed in place, ports without ``protocol``), the manifest's own fields are
-compared, and a field the API server defaults is never drift: a dry-run create of the manifest under a generated name
-gives the defaulted value (docs/drift.md). ``observe`` reads, ``compare`` is pure, ``correct`` writes.
-"""
+"""The Helm release's objects: ``helm get manifest`` against the live objects by a server-side dry-run apply, as Flux's
+``driftDetection`` compares; where the apply is refused, the manifest's own fields and a dry-run create's defaults."""
 
 from __future__ import annotations
 
@@ -25,33 +17,30 @@ import yaml
 from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Row
 from supersonic_interlink.drift.rules import rule_for, sidecar_hold_annotation
-from supersonic_interlink.objdiff import ABSENT, Named, Path, changes, overlay, put
+from supersonic_interlink.objdiff import ABSENT, changes, overlay, put, value_at
 
 FIELD_MANAGER = "supersonic-drift"
-"""Of the dry-run applies (it owns nothing, so applying drops no field) and of the correction's writes."""
+"""It owns nothing, so a dry-run apply under it drops no field."""
 INVALID = " is invalid: "
-"""kubectl's wording of a 422 Invalid: the one refusal that says something about the object itself."""
+"""kubectl's wording of a 422 Invalid, the one refusal about the object itself."""
 BUSY_STATUSES = ("pending-install", "pending-upgrade", "pending-rollback", "uninstalling")
 FIELD_COMPARED_KINDS = frozenset({"Role", "RoleBinding"})
-"""Compared on the manifest's own fields: the API server refuses even a dry-run apply of one to a credential that
-does not hold what it grants (RBAC's escalation check), and defaults nothing in them that the manifest sets."""
+"""Compared on the manifest's own fields: RBAC refuses a dry-run apply of one to a credential without its rights."""
 
 
 class CannotCheck(Exception):
-    """The cluster could not be read or the release is not in a state to compare against; the message says why."""
+    """The cluster could not be read or the release is not in a state to compare against."""
 
 
 @dataclass
 class ObjectObservation:
     manifest: dict[str, Any]
-    """As the release's manifest holds it, with Helm's ownership metadata."""
+    """With Helm's ownership metadata."""
     live: dict[str, Any] | None
     dry_run: dict[str, Any] | None
-    """The API server's answer to the dry-run apply."""
     refused: str = ""
-    """The API server's message where it refused the dry-run apply ..."""
+    """Why the API server refused the dry-run apply, and then the manifest as a dry-run create returns it."""
     defaulted: dict[str, Any] | None = None
-    """... and then the manifest as a dry-run create returns it, every default filled."""
 
     @property
     def key(self) -> str:
@@ -69,7 +58,7 @@ class ReleaseObservation:
 
 @dataclass(frozen=True)
 class Tools:
-    """The pinned Helm v3 and kubectl, against the ``env``'s ``KUBECONFIG`` (the process's own otherwise)."""
+    """The pinned Helm v3 and kubectl, with ``env`` over the process's environment."""
 
     env: Mapping[str, str] | None = None
 
@@ -108,13 +97,9 @@ def _items(text: str) -> dict[str, dict[str, Any]]:
 
 
 def with_helm_metadata(manifest: Mapping[str, Any], release: str, namespace: str) -> dict[str, Any]:
-    """The object as Helm leaves it on the cluster (helm-controller ``setHelmMetadata``; Helm's ``pkg/action``)."""
-    result = copy.deepcopy(dict(manifest))
-    metadata = result.setdefault("metadata", {})
-    metadata["labels"] = {**(metadata.get("labels") or {}), "app.kubernetes.io/managed-by": "Helm"}
+    """The object as Helm leaves it on the cluster (helm-controller ``setHelmMetadata``)."""
     helm = {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace}
-    metadata["annotations"] = {**(metadata.get("annotations") or {}), **helm}
-    return result
+    return overlay(manifest, {"metadata": {"labels": {"app.kubernetes.io/managed-by": "Helm"}, "annotations": helm}})
 
 
 def _dry_run(tools: Tools, objects: list[dict[str, Any]], namespace: str) -> subprocess.CompletedProcess[str]:
@@ -123,7 +108,7 @@ def _dry_run(tools: Tools, objects: list[dict[str, Any]], namespace: str) -> sub
 
 
 def _dry_run_create(tools: Tools, manifest: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    """The manifest as the API server defaults it: a dry-run create under a generated name (the real name exists)."""
+    """The manifest as the API server defaults it: a dry-run create under a generated name."""
     probe = copy.deepcopy(dict(manifest))
     probe["metadata"]["generateName"] = f"{str(probe['metadata'].pop('name'))[:40]}-"
     args = ("create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-")
@@ -132,19 +117,18 @@ def _dry_run_create(tools: Tools, manifest: Mapping[str, Any], namespace: str) -
 
 
 def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
-    """Read the release's record and manifest, the live objects, and the dry-run apply of each live object."""
+    """The release's record and manifest, the live objects, and the dry-run apply of each."""
     status = json.loads(tools.read("helm", "status", release, "-n", namespace, "-o", "json"))
     state, revision = str((status.get("info") or {}).get("status", "")), int(status.get("version") or 0)
     if state in BUSY_STATUSES:
         raise CannotCheck(
             f"release {namespace}/{release} is {state} (revision {revision}): a Helm operation is in flight or was "
-            "interrupted, so its manifest is not what runs; see docs/takeover.md, An interrupted up"
+            "interrupted (docs/takeover.md, An interrupted up)"
         )
     documents = yaml.safe_load_all(tools.read("helm", "get", "manifest", release, "-n", namespace))
     manifests = [with_helm_metadata(d, release, namespace) for d in documents if d]
     get = ("get", "-n", namespace, "--ignore-not-found", "-o", "json", "-f", "-")
     live = _items(tools.read("kubectl", *get, input_text=_listed(manifests)))
-    # A deleted object is drift as it is, and is not applied.
     present = [m for m in manifests if key(m) in live and m.get("kind") not in FIELD_COMPARED_KINDS]
     answered: dict[str, dict[str, Any]] = {}
     refused: dict[str, str] = {}
@@ -174,23 +158,7 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     return ReleaseObservation(release, namespace, revision, state, objects)
 
 
-def value_at(tree: Any, path: Path) -> Any:
-    """The value at an ``objdiff`` path, ``ABSENT`` where there is none."""
-    for segment in path:
-        if isinstance(segment, Named):
-            found = (
-                [i for i in tree if isinstance(i, Mapping) and i.get("name") == segment.name]
-                if isinstance(tree, list)
-                else []
-            )
-            tree = found[0] if len(found) == 1 else ABSENT
-        else:
-            tree = tree.get(segment, ABSENT) if isinstance(tree, Mapping) else ABSENT
-    return tree
-
-
 def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], list[str]]:
-    """Rows of drift, what the rules ignored, and every object compared."""
     rows: list[Row] = []
     ignored: list[Ignored] = []
     hold = sidecar_hold_annotation(item.manifest for item in observed.objects if item.manifest)
@@ -216,9 +184,8 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
 
 
 def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list[str]:
-    """Each drifted object back: a deleted one created from the manifest; a changed one replaced by the live object
-    with each drifted field set to what applying the manifest makes it (a PUT carrying the live ``resourceVersion``:
-    a change made meanwhile fails it). Fields the rules ignore keep their live values. One line per object written."""
+    """A deleted object created from the manifest; a changed one replaced by the live object with each drifted field
+    set back (a PUT with the live ``resourceVersion``: a change made meanwhile fails it)."""
     done: list[str] = []
     for item in observed.objects:
         if not (drifted := [row for row in rows if row.part == RELEASE_PART and row.object == item.key]):
@@ -227,7 +194,7 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
             verb, desired, line = "create", item.manifest, "created from the release's manifest"
         else:
             verb, desired, line = "replace", copy.deepcopy(item.live), f"{', '.join(r.field for r in drifted)} set back"
-            desired["metadata"].pop("managedFields", None)  # left out, the API server keeps them as they are
+            desired["metadata"].pop("managedFields", None)  # left out, the API server keeps them
             for row in drifted:
                 put(desired, row.path, copy.deepcopy(row.expected))
         flags = (f"--field-manager={FIELD_MANAGER}", "-n", observed.namespace, "-f", "-")

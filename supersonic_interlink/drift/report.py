@@ -1,5 +1,5 @@
-"""What a drift check found: one row per drifted field, what each rule ignored, and the table for a terminal, the
-JSON and the markdown of the scheduled workflow's issue; values a secret holds are masked for all three."""
+"""What a drift check found, one row per drifted field, and what each rule ignored: as a table, JSON and the markdown
+of the scheduled workflow's issue, values a secret holds masked."""
 
 from __future__ import annotations
 
@@ -11,13 +11,9 @@ from typing import Any
 from supersonic_interlink.drift.rules import API_DEFAULTS_NOTE, RULES
 from supersonic_interlink.objdiff import ABSENT, Path, cut, format_path, format_value, markdown_cell, markdown_value
 
-RELEASE_PART = "helm release"
-"""The Release's objects, compared by a server-side dry-run apply of its stored manifest."""
-PULUMI_PART = "pulumi"
-"""The resources Pulumi manages directly, compared by the engine's refresh and preview."""
+RELEASE_PART, PULUMI_PART = "helm release", "pulumi"
 CELL, MARKDOWN_CELL = 60, 300
-"""Widest value the text table prints (--json carries the whole value), and the issue's table (a GitHub issue body
-holds at most 65,536 characters)."""
+"""Widest value the table prints, and the issue's (a GitHub issue body holds at most 65,536 characters)."""
 SECRET_SHOWN = "[secret]"
 
 
@@ -28,7 +24,7 @@ class Row:
     """``Kind/name`` of a Kubernetes object, or the Pulumi resource's type and name."""
     path: Path
     expected: Any
-    """What applying the stored manifest (or the state Pulumi recorded) makes the field; ``ABSENT`` if not set."""
+    """What applying the stored manifest (or the state Pulumi recorded) makes the field."""
     live: Any
     note: str = ""
 
@@ -62,7 +58,7 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     objects: list[str] = field(default_factory=list)
-    """Every object or resource compared, drifted or not."""
+    """Every object or resource compared."""
 
     @property
     def drift(self) -> bool:
@@ -84,7 +80,7 @@ class Report:
 
 
 def leaves(value: Any) -> Iterator[Any]:
-    """Every value inside ``value`` that is neither a mapping nor a list (``value`` itself when it is neither)."""
+    """Every value inside ``value`` that is neither a mapping nor a list (or ``value`` itself)."""
     if isinstance(value, Mapping | list | tuple):
         for item in value.values() if isinstance(value, Mapping) else value:
             yield from leaves(item)
@@ -93,8 +89,8 @@ def leaves(value: Any) -> Iterator[Any]:
 
 
 def masked(report: Report, secrets: Collection[str]) -> Report:
-    """The report with every value a Secret object holds, and every value containing one of ``secrets`` (the
-    stack's secret config values), shown as ``[secret]``: the table goes to terminals, step summaries and issues."""
+    """Every value of a Secret object, and every value containing one of ``secrets`` (the stack's secret config
+    values), shown as ``[secret]``."""
 
     def mask(row: Row, value: Any) -> Any:
         hides = any(isinstance(leaf, str) and any(secret in leaf for secret in secrets) for leaf in leaves(value))
@@ -125,7 +121,6 @@ def text(report: Report) -> str:
 
 
 def markdown(report: Report, *, correct_command: str = "") -> str:
-    """The report as the body of the stack's drift issue."""
     lines = [
         f"Drift of stack `{report.stack}`: release `{report.namespace}/{report.release}` (revision {report.revision}).",
         "",

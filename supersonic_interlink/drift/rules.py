@@ -1,10 +1,9 @@
 """The fields a drift check ignores, each by a declared rule with its reason (docs/drift.md has the table and the
-sources: fastmachinelearning/SuperSONIC ``cfg/admission-server.py`` at ``c292baf1`` and ``db73925``,
-``templates/keda/so.yaml`` at ``0323a5ab``). A difference no rule matches is drift; the report counts each rule's."""
+sources); a difference no rule matches is drift."""
 
 from __future__ import annotations
 
-import ast
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +12,7 @@ from supersonic_interlink.contract import CHART, GENERATIONS
 from supersonic_interlink.objdiff import Path, is_under
 
 HOLD = ("metadata", "annotations", "<the sidecar's hold annotation>")
-"""Stands for the annotation the release's own admission sidecar code names (``sidecar_hold_annotation``)."""
+"""Stands for the annotation the release's admission sidecar code names (``sidecar_hold_annotation``)."""
 
 
 @dataclass(frozen=True)
@@ -24,10 +23,10 @@ class IgnoreRule:
     """A difference at or under one of these is ignored, unless at or under one of ``keep``."""
     keep: tuple[Path, ...] = ()
     kind: str = ""
-    """Only objects of this kind (any when empty) and of these names (a chart contract function of the release name;
-    any when None); ``resource``: any Pulumi resource's outputs, the Release's record included, not only objects."""
     names: Callable[[str], set[str]] | None = None
+    """The object names of the release's name it applies to (any when None)."""
     resource: bool = False
+    """Any Pulumi resource's outputs, not only Kubernetes objects."""
 
     def matches(self, resource: Mapping[str, Any], release: str, path: Path, is_object: bool, hold: str | None) -> bool:
         paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
@@ -38,14 +37,6 @@ class IgnoreRule:
             and any(is_under(path, prefix) for prefix in paths)
             and not any(is_under(path, kept) for kept in self.keep)
         )
-
-
-def _inference_object(release: str) -> set[str]:
-    return {g.inference_object_name(release) for g in GENERATIONS}  # either generation's name is that object
-
-
-def _scaled_object(release: str) -> set[str]:
-    return {CHART.scaled_object_name(release)}
 
 
 RULES: tuple[IgnoreRule, ...] = (
@@ -69,7 +60,7 @@ RULES: tuple[IgnoreRule, ...] = (
         "it through /scale on a wake; with scale from zero the chart leaves it out",
         paths=(("spec", "replicas"),),
         kind="Deployment",
-        names=_inference_object,
+        names=lambda release: {g.inference_object_name(release) for g in GENERATIONS},
     ),
     IgnoreRule(
         "admission-min-replicas",
@@ -78,7 +69,7 @@ RULES: tuple[IgnoreRule, ...] = (
         "(templates/keda/so.yaml, lookup). It patches nothing else of the ScaledObject",
         paths=(("spec", "minReplicaCount"),),
         kind="ScaledObject",
-        names=_scaled_object,
+        names=lambda release: {CHART.scaled_object_name(release)},
     ),
     IgnoreRule(
         "admission-hold-deadline",
@@ -87,7 +78,7 @@ RULES: tuple[IgnoreRule, ...] = (
         "code this release deployed gives it, and not at all when that code names none",
         paths=(HOLD,),
         kind="ScaledObject",
-        names=_scaled_object,
+        names=lambda release: {CHART.scaled_object_name(release)},
     ),
     IgnoreRule(
         "provider-bookkeeping",
@@ -109,26 +100,15 @@ API_DEFAULTS_NOTE = (
 def rule_for(
     resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold: str | None = None
 ) -> IgnoreRule | None:
-    """The first rule that ignores a difference at ``path`` of ``resource``, or None: then it is drift."""
+    """The first rule that ignores a difference at ``path`` of ``resource``; None: drift."""
     return next((r for r in RULES if r.matches(resource, release, path, is_object, hold)), None)
 
 
 def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | None:
-    """The annotation the admission sidecar keeps its hold deadline in: a module-level ``HOLD_ANNOTATION = "<name>"``
-    of its Python code in the release's ConfigMaps (parsed, never run); None when no code there names one."""
-    variable = CHART.hold_annotation_variable
+    """The annotation the admission sidecar keeps its hold deadline in: a ``HOLD_ANNOTATION = "<name>"`` line of its
+    module in the release's ConfigMaps (read, never run); None when none names one."""
+    assignment = re.compile(
+        rf"""^{CHART.hold_annotation_variable}\s*=\s*["']([^"'\n]+)["']\s*(?:#.*)?$""", re.MULTILINE
+    )
     texts = [t for m in manifests if m.get("kind") == "ConfigMap" for t in (m.get("data") or {}).values()]
-    for text in (t for t in texts if isinstance(t, str) and variable in t):
-        try:
-            body = ast.parse(text).body
-        except (SyntaxError, ValueError):
-            continue
-        for node in body:
-            if (
-                isinstance(node, ast.Assign)
-                and any(getattr(t, "id", None) == variable for t in node.targets)
-                and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, str)
-            ):
-                return node.value.value
-    return None
+    return next((found[1] for t in texts if isinstance(t, str) and (found := assignment.search(t))), None)
