@@ -96,8 +96,7 @@ def put(tree: Any, path: Path, value: Any) -> None:
     """Set ``value`` at ``path`` in ``tree`` in place, creating missing mappings on the way (``ABSENT`` removes it)."""
     *parents, last = path
     for segment in parents:
-        named = isinstance(segment, Named)
-        tree = next(i for i in tree if i.get("name") == segment.name) if named else tree.setdefault(segment, {})
+        tree = value_at(tree, (segment,)) if isinstance(segment, Named) else tree.setdefault(segment, {})
     if isinstance(last, Named):
         at = next((i for i, item in enumerate(tree) if item.get("name") == last.name), len(tree))
         tree[at : at + 1] = [] if value is ABSENT else [value]
@@ -110,8 +109,8 @@ def put(tree: Any, path: Path, value: Any) -> None:
 def value_at(tree: Any, path: Path) -> Any:
     """The value at ``path``, ``ABSENT`` where there is none."""
     for segment in path:
-        found = _named_items(tree) if isinstance(segment, Named) else tree
-        tree = found.get(getattr(segment, "name", segment), ABSENT) if isinstance(found, Mapping) else ABSENT
+        found, key = (_named_items(tree), segment.name) if isinstance(segment, Named) else (tree, segment)
+        tree = found.get(key, ABSENT) if isinstance(found, Mapping) else ABSENT
     return tree
 
 

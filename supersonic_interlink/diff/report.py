@@ -1,13 +1,5 @@
-"""The diff of a stack between a base ref and the working tree, as one text: what ``./supersonic diff`` prints and
-what the pull request's comment shows (``markdown`` only wraps the same text).
-
-Each object is one entry: ``-`` removed, ``+`` added, ``±`` replaced (a content-addressed name changed), ``~``
-changed; under it each changed field, its path, then the value before (``-``) and after (``+``); a multi-line text
-(the Envoy configuration a ConfigMap holds) as the lines that changed, with two lines of context. The Helm release is
-one object, ``Release.helm.sh``: its chart, Helm options (the upgrade timeout) and values. Secret data is masked
-(``render.release.mask``) and a secret config value is its placeholder, so nothing secret is printed. ``run`` is the
-verb's work once ``cli/diff.py`` has checked the command line: each way it can fail is one line and its exit code.
-"""
+"""``./supersonic diff``: a stack's base and working tree compared object by object, as one text for the terminal and
+the pull request (``-`` removed, ``+`` added, ``±`` replaced, ``~`` changed, each field's before and after)."""
 
 from __future__ import annotations
 
@@ -37,7 +29,7 @@ class StackDiff:
 
     @property
     def secrets(self) -> list[str]:
-        """One line per secret config value added, removed or set again (its ciphertext changed); never a value."""
+        """One line per secret config value added, removed or set again; never a value."""
         before, after = self.base.secrets, self.head.secrets
         lines = [f"secret {path}: added (its value is not shown)" for path in after if path not in before]
         lines += [f"secret {path}: removed" for path in before if path not in after]
@@ -60,7 +52,7 @@ class StackDiff:
 
 
 def as_json(diff: StackDiff) -> dict[str, Any]:
-    """The diff as one JSON document (docs/json.md)."""
+    """docs/json.md."""
     return {
         "stack": diff.stack,
         "title": diff.title,
@@ -113,7 +105,7 @@ def text(diff: StackDiff) -> str:
 
 
 def pull_request_text(diff: StackDiff) -> str:
-    """The same text for a pull request comment: one collapsible section per stack (none for no change)."""
+    """The same text as a pull request comment's collapsible section."""
     if diff.objects.empty and diff.chart_compared and not diff.secrets:
         return f"- **{diff.stack}**: no change\n"
     fence = "````"
@@ -128,8 +120,7 @@ def pull_request_text(diff: StackDiff) -> str:
 
 
 def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None = None) -> StackDiff:
-    """Render ``stack`` at ``base_ref`` (default: the merge base with main) and in the working tree, and compare.
-    Raises ``sides.SideError`` (a side that cannot be rendered) or ``ConfigError`` (the working tree's config)."""
+    """``stack`` at ``base_ref`` (default: the merge base with main) against the working tree."""
     if base_ref is None:
         commit, how = sides.default_base()
     else:
@@ -139,31 +130,19 @@ def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None =
         tempfile.TemporaryDirectory(prefix="supersonic-diff-out-") as out,
         ThreadPoolExecutor(max_workers=1) as pool,
     ):
-        # The base renders in a process of its own meanwhile.
         base_side = pool.submit(sides.base, stack, commit, label, Path(out) / "base", chart_dir)
         head = sides.working_tree(stack, Path(out) / "head", chart_dir)
         base = base_side.result()
-    chart_compared = base.chart is not None and head.chart is not None
-    namespace = head.namespace or base.namespace
-    before = base.objects + (base.chart or [] if chart_compared else [])
-    after = head.objects + (head.chart or [] if chart_compared else [])
-    if not base.exists or not head.exists:
-        chart_compared = (base.chart is not None) or (head.chart is not None)
-        before, after = base.objects + (base.chart or []), head.objects + (head.chart or [])
+    chart_compared = all(side.chart is not None for side in (base, head) if side.exists)
+    before, after = (side.objects + (side.chart or [] if chart_compared else []) for side in (base, head))
     title = f"{label} -> working tree"
     if base.exists and head.exists and base.generation != head.generation:
         title += (
             f"; the chart generation differs: {base.generation} at the base, {head.generation} in the working tree "
             "(object names and Envoy cluster names change with it)"
         )
-    return StackDiff(
-        stack,
-        base,
-        head,
-        title,
-        compare_objects(before, after, namespace, renames=True),
-        chart_compared,
-    )
+    objects = compare_objects(before, after, head.namespace or base.namespace, renames=True)
+    return StackDiff(stack, base, head, title, objects, chart_compared)
 
 
 def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool, strict: bool, json: bool) -> int:

@@ -42,48 +42,42 @@ class IgnoreRule:
 RULES: tuple[IgnoreRule, ...] = (
     IgnoreRule(
         "status",
-        "written by controllers (the controller-manager, the kubelet or kwok, KEDA), never by the manifest or the "
-        "program",
+        "written by controllers (the controller-manager, the kubelet, KEDA), never by the manifest or the program",
         paths=(("status",),),
     ),
     IgnoreRule(
         "server-metadata",
-        "resourceVersion, generation, uid, creationTimestamp, managedFields: the API server rewrites them on every "
-        "write; the manifest and the program set only name, namespace, labels and annotations (Flux's "
-        "driftDetection compares the same two)",
+        "the API server rewrites resourceVersion, uid, managedFields and the like on every write; labels and "
+        "annotations are compared, as Flux's driftDetection does",
         paths=(("metadata",),),
         keep=(("metadata", "labels"), ("metadata", "annotations")),
     ),
     IgnoreRule(
         "triton-replicas",
-        "KEDA's HorizontalPodAutoscaler sets the Triton replica count at run time, and the admission sidecar raises "
-        "it through /scale on a wake; with scale from zero the chart leaves it out",
+        "KEDA's HorizontalPodAutoscaler sets the Triton replica count, and the admission sidecar raises it on a wake",
         paths=(("spec", "replicas"),),
         kind="Deployment",
         names=lambda release: {g.inference_object_name(release) for g in GENERATIONS},
     ),
     IgnoreRule(
         "admission-min-replicas",
-        "the chart's admission sidecar merge-patches spec.minReplicaCount to max(1, idle minimum) while it holds a "
-        "wake and back when the hold ends (cfg/admission-server.py); the chart keeps the live value across upgrades "
-        "(templates/keda/so.yaml, lookup). It patches nothing else of the ScaledObject",
+        "the chart's admission sidecar merge-patches it while it holds a wake (cfg/admission-server.py), and the "
+        "chart keeps the live value across upgrades (templates/keda/so.yaml)",
         paths=(("spec", "minReplicaCount"),),
         kind="ScaledObject",
         names=lambda release: {CHART.scaled_object_name(release)},
     ),
     IgnoreRule(
         "admission-hold-deadline",
-        "the chart's admission sidecar writes a wake's hold deadline into an annotation of the ScaledObject and "
-        "removes it when the hold ends (cfg/admission-server.py at db73925); ignored only under the name the sidecar "
-        "code this release deployed gives it, and not at all when that code names none",
+        "the chart's admission sidecar keeps a wake's hold deadline in the annotation its deployed code names "
+        "(cfg/admission-server.py at db73925); none when that code names none",
         paths=(HOLD,),
         kind="ScaledObject",
         names=lambda release: {CHART.scaled_object_name(release)},
     ),
     IgnoreRule(
         "provider-bookkeeping",
-        "__inputs, __fieldManager, __initialApiVersion: the Kubernetes provider's record of what it last sent, not "
-        "read from the cluster; a live change shows in the object's own fields",
+        "the Kubernetes provider's record of what it last sent, not read from the cluster",
         paths=(("__inputs",), ("__fieldManager",), ("__initialApiVersion",)),
         resource=True,
     ),
@@ -91,9 +85,8 @@ RULES: tuple[IgnoreRule, ...] = (
 """Every rule, in the order the report lists them."""
 
 API_DEFAULTS_NOTE = (
-    "Defaults the API server fills (a Service's clusterIP and nodePorts, a container's terminationMessagePath, ...) "
-    "need no rule: the dry-run apply returns them on both sides, and where the API server refuses the dry-run the "
-    "comparison reads only the fields the manifest sets."
+    "Defaults the API server fills need no rule: the dry-run apply returns them on both sides, and where the API "
+    "server refuses it the comparison reads only the fields the manifest sets."
 )
 
 
