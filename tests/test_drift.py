@@ -295,7 +295,7 @@ def pulumi_side(observed: Observed) -> Observed:
     return observed
 
 
-def test_a_deleted_pulumi_object_is_recreated_by_a_gated_up_with_refresh(
+def test_a_deleted_pulumi_object_is_recreated_by_an_up_with_refresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     observed = pulumi_side(recorded("drifted"))
@@ -329,6 +329,20 @@ def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_prov
     assert f"--field-manager={role.state['__fieldManager']}" in args, "the provider keeps owning its fields"
     assert inputs == [role.state["__inputs"]] and "update" not in json.dumps(inputs)
     assert engine.runs == [], "nothing was deleted: no up"
+
+
+def test_inputs_holding_a_secret_are_refused_not_applied_with_its_placeholder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    observed = copy.deepcopy(recorded("clean"))
+    role = next(r for r in observed.resources if r.type.endswith(":Role"))
+    assert role.live is not None and role.state is not None
+    role.live["rules"][0]["verbs"].append("update")
+    role.state["__inputs"]["metadata"]["annotations"] = {"token": "[secret]"}
+    writes = recorded_writes(monkeypatch)
+    with pytest.raises(check.CannotCheck, match="its inputs hold a secret"):
+        check.correct(cast(Engine, StandInEngine(tmp_path)), release_part.Tools(), observed, compare(observed), print)
+    assert writes == [], "the engine's placeholder must never reach the cluster"
 
 
 def test_a_correction_never_applies_a_change_of_the_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

