@@ -4,6 +4,7 @@ Exit 0 no drift, 1 drift (or a correction that left some), 2 could not check."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -38,9 +39,7 @@ def deployed_release(engine: Engine) -> tuple[str, str]:
     """(release name, namespace) from the stack's outputs."""
     outputs = engine.workspace_stack().outputs()
     if "releaseName" not in outputs or "namespace" not in outputs:
-        raise CannotCheck(
-            f"stack {engine.stack} exports no releaseName and namespace: it has not been deployed (nothing to compare)"
-        )
+        raise CannotCheck(f"stack {engine.stack} exports no releaseName and namespace: it has not been deployed")
     return str(outputs["releaseName"].value), str(outputs["namespace"].value)
 
 
@@ -69,9 +68,13 @@ def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log
         log(f"drift: {line}")
     pulumi_rows = [row for row in found.rows if row.part == PULUMI_PART]
     edited = {row.object for row in pulumi_rows if row.note == "refresh"}
-    for item in observed.resources:
-        if item.label in edited and item.is_object and item.live is not None:
-            log(f"drift: {_reapply(item, observed.release.namespace, tools)}")
+    for item in (i for i in observed.resources if i.label in edited and i.is_object and i.live is not None):
+        inputs, manager = (item.state or {}).get("__inputs"), (item.state or {}).get("__fieldManager")
+        if report.SECRET_SHOWN in leaves(inputs):  # how the engine's events show a secret value
+            raise CannotCheck(f"{item.label}: its inputs hold a secret the events never show: delete it, correct again")
+        flags = ("--server-side", "--force-conflicts", f"--field-manager={manager}", "-n", observed.release.namespace)
+        tools.read("kubectl", "apply", *flags, "-f", "-", input_text=json.dumps(inputs))
+        log(f"drift: {item.label}: applied again from the inputs Pulumi last sent (field manager {manager})")
     deleted = {row.object for row in pulumi_rows if row.note == "deleted"}
     planned = [item for item in observed.resources if item.step != "same"]
     if any(item.label not in deleted or item.step != "create" for item in planned):
@@ -80,18 +83,9 @@ def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log
             f"drift: the preview plans changes of the program itself; review `./supersonic pulumi preview "
             f"{engine.stack} --diff` and apply them with `./supersonic pulumi up {engine.stack} --yes`"
         )
-    elif deleted:  # every step planned creates what was deleted: nothing for the gate to refuse
+    elif deleted:  # every step planned creates what was deleted: nothing for a gate to refuse
         engine.run("up", refresh=True)
         log(f"drift: pulumi up --refresh of {engine.stack} done")
-
-
-def _reapply(item: managed.ResourceObservation, namespace: str, tools: Tools) -> str:
-    inputs, manager = (item.state or {}).get("__inputs"), (item.state or {}).get("__fieldManager")
-    if report.SECRET_SHOWN in leaves(inputs):  # how the engine's events show a secret value
-        raise CannotCheck(f"{item.label}: its inputs hold a secret the events never show: delete it and correct again")
-    flags = ("--server-side", "--force-conflicts", f"--field-manager={manager}", "-n", namespace, "-f", "-")
-    tools.read("kubectl", "apply", *flags, input_text=json.dumps(inputs))
-    return f"{item.label}: applied again from the inputs Pulumi last sent (field manager {manager})"
 
 
 def stack_secrets(engine: Engine) -> frozenset[str]:
@@ -117,8 +111,7 @@ def check(
     return masked(found, secrets), masked(compare(observe(engine, tools)), secrets)
 
 
-def _log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+_log = functools.partial(print, file=sys.stderr, flush=True)
 
 
 def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | None = None) -> int:
@@ -134,9 +127,7 @@ def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | N
         return EXIT_USAGE
     final = second or first
     if output == "json":
-        print(
-            json.dumps({**final.as_json(), **({"corrected": first.as_json()} if second is not None else {})}, indent=2)
-        )
+        print(json.dumps({**final.as_json(), **({"corrected": first.as_json()} if second else {})}, indent=2))
     elif output == "markdown":
         print(report.markdown(final, correct_command=f"./supersonic drift {stack} --correct"), end="")
     else:
