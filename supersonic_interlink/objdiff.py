@@ -10,13 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
+ABSENT: Any = object()
 """The value of a key that is not there (compared by identity)."""
 
 

@@ -14,6 +14,7 @@ import copy
 import json
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -508,6 +509,38 @@ def test_after_a_correction_the_exit_code_is_the_second_checks(
     assert drift_cli.main(["hammer", "--correct"]) == 0
     out = capsys.readouterr().out
     assert out.index("before the correction:") < out.index(": drift") < out.index("after it:") < out.index("no drift")
+
+
+class StandInStack:
+    """The engine's stack as ``check`` reads it: its outputs and its config (one secret, an object)."""
+
+    def __init__(self, outputs: dict[str, Any]) -> None:
+        self.stack, self.values = "hammer", outputs
+
+    def workspace_stack(self) -> Any:
+        return self
+
+    def outputs(self) -> dict[str, Any]:
+        return {key: SimpleNamespace(value=value) for key, value in self.values.items()}
+
+    def get_all_config(self) -> dict[str, Any]:
+        secret = SimpleNamespace(value=json.dumps({"tag": "v1.40.0", "n": 1}), secret=True)
+        return {"supersonic-interlink:pull": secret, "a": SimpleNamespace(value="v1.40.0-plain", secret=False)}
+
+
+def test_the_check_masks_every_value_a_secret_stack_config_value_reaches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(check, "observe", lambda engine, tools: recorded("drifted"))
+    found, second = check.check(cast(Engine, StandInStack({})), release_part.Tools())
+    image = next(r for r in found.rows if r.field.endswith("[name=envoy].image"))
+    assert second is None and image.live == "[secret]", "the leaf v1.40.0 of a secret object is in the live image"
+    config = next(r for r in found.rows if r.field == 'data["envoy.yaml"]')
+    assert "1" in config.expected, "a secret leaf shorter than 4 characters (1) masks nothing"
+
+
+def test_a_stack_never_deployed_is_refused_in_one_line() -> None:
+    with pytest.raises(check.CannotCheck, match="stack hammer exports no releaseName and namespace"):
+        check.deployed_release(cast(Engine, StandInStack({"namespace": "cms"})))
+    assert check.deployed_release(cast(Engine, StandInStack({"releaseName": "r", "namespace": "cms"}))) == ("r", "cms")
 
 
 def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() -> None:

@@ -24,7 +24,7 @@ from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
 from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
-from supersonic_interlink.contract import UnknownGeneration, generation_of_values
+from supersonic_interlink.contract import generation_of_values
 from supersonic_interlink.render.stack import CHART_DIR, release_chart_objects, render, write
 
 SHARED = (".venv", ".tools", chart_source.CACHE_DIR)
@@ -184,10 +184,6 @@ def read_tree(out: Path, label: str, chart_note: str, stack_path: Path) -> Side:
         "metadata": {"name": release["name"], "namespace": release["namespace"]},
         **{key: release[key] for key in ("chart", "options", "values")},
     }
-    try:
-        generation = generation_of_values(release["values"]).name
-    except UnknownGeneration:
-        generation = "unknown"
     return Side(
         label,
         objects=[as_object, *manifests],
@@ -195,5 +191,5 @@ def read_tree(out: Path, label: str, chart_note: str, stack_path: Path) -> Side:
         chart_note=chart_note if chart is None else "",
         namespace=str(release["namespace"]),
         secrets=secret_digests(read_stack_document(stack_path)),
-        generation=generation,
+        generation=generation_of_values(release["values"]).name,
     )

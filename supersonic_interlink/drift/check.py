@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -122,7 +123,7 @@ def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | N
             stack, work_dir=scratch_project(Path(scratch)) if scratch else ROOT, log=_log, create=False, cli=cli
         )
         first, second = check(engine, Tools(), fix=correct, log=_log)
-    except (CannotCheck, EngineError, ToolchainError) as error:
+    except (CannotCheck, EngineError, ToolchainError, subprocess.TimeoutExpired) as error:
         print(f"supersonic drift: could not check {stack}: {rbac.missing_right(str(error)) or error}", file=sys.stderr)
         return EXIT_USAGE
     final = second or first

@@ -101,10 +101,8 @@ def masked(report: Report, secrets: Collection[str]) -> Report:
 
 
 def _summary(report: Report) -> str:
-    ignored = ", ".join(f"{name} {count}" for name, count in report.ignored_counts().items() if count)
-    return f"{len(report.objects)} objects compared; {len(report.rows)} drifted field(s); ignored by rule: " + (
-        ignored or "nothing"
-    )
+    ignored = ", ".join(f"{name} {count}" for name, count in report.ignored_counts().items() if count) or "nothing"
+    return f"{len(report.objects)} objects compared; {len(report.rows)} drifted field(s); ignored by rule: {ignored}"
 
 
 def text(report: Report) -> str:
