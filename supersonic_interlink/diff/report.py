@@ -148,7 +148,7 @@ def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool, str
         return EXIT_USAGE
     except sides.SideError as error:
         print(f"stack {stack}: {error}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(error, sides.BaseRefError) else EXIT_FINDING
+        return EXIT_USAGE if isinstance(error, sides.UsageError) else EXIT_FINDING
     if not result.base.exists and not result.head.exists:
         print(
             f"stack {stack}: no stack file stacks/Pulumi.{stack}.yaml at the base or in the working tree "

@@ -18,14 +18,12 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import ROOT, progress
+from supersonic_interlink import EXIT_USAGE, ROOT, progress
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.chart.binaries import BinaryError
-from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
-from supersonic_interlink.config.stack_config import full_key, read_stack_document, secret_digests, stack_file
+from supersonic_interlink.config.stack_config import check_stack_name, full_key, read_stack_document, secret_digests
 from supersonic_interlink.contract import generation_of_values
-from supersonic_interlink.render.stack import CHART_DIR, release_chart_objects, render, write
+from supersonic_interlink.render.stack import CHART_DIR
 
 SHARED = (".venv", ".tools", chart_source.CACHE_DIR)
 RENDER_TIMEOUT_SECONDS = 600
@@ -37,8 +35,8 @@ class SideError(Exception):
     """One side cannot be rendered; the message says which and why, in one line."""
 
 
-class BaseRefError(SideError):
-    """The --base given names no commit: a usage error."""
+class UsageError(SideError):
+    """The --base given names no commit, or the working tree's config is invalid."""
 
 
 class GitMissing(SideError):
@@ -88,7 +86,7 @@ def resolve(ref: str) -> str:
     except GitMissing:
         raise
     except SideError:
-        raise BaseRefError(f"--base {ref!r}: not a commit in this repository") from None
+        raise UsageError(f"--base {ref!r}: not a commit in this repository") from None
 
 
 def _unshared(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
@@ -129,46 +127,37 @@ def fetch_pinned(stack_path: Path) -> str:
 
 
 def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
-    """The working tree's side (ConfigError for invalid config, as ``render`` exits 2 on it)."""
-    if not stack_file(stack).is_file():
-        return Side("working tree", exists=False)
-    objects, note = None, "" if chart_dir else fetch_pinned(stack_file(stack))
-    rendered = render(stack, chart_dir=chart_dir)  # for the chart it renders with: --chart's generation, if given
-    if not note:
-        try:
-            objects, note = release_chart_objects(stack, rendered, chart_dir)
-        except (ChartRenderError, BinaryError) as error:
-            note = f"the chart's objects cannot be rendered: {' '.join(str(error).split())}"
-    write(rendered, out, objects)
-    return read_tree(out, "working tree", note, stack_file(stack))
+    return render_side(ROOT, check_stack_name(stack), "working tree", out, chart_dir)
 
 
 def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None = None) -> Side:
-    """The side of ``commit``, rendered by its own code in a temporary copy."""
     with checkout(commit) as tree:
-        path = tree / "stacks" / f"Pulumi.{stack}.yaml"
-        if not path.is_file():
-            return Side(label, exists=False)
-        unfetched = "" if chart_dir else fetch_pinned(path)
-        command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
-        printed = _render_base(tree, label, command + (["--chart", str(chart_dir.resolve())] if chart_dir else []))
-        if not (out / "release.yaml").is_file():
-            lines = [line.strip() for line in printed.splitlines() if line.strip()]
-            raise SideError(f"{label}: the stack does not render there: {' / '.join(lines[-4:]) or 'no output'}")
-        why = NOT_RENDERED.search(printed)
-        return read_tree(out, label, unfetched or (why[1] if why else ""), path)
+        return render_side(tree, stack, label, out, chart_dir)
 
 
-def _render_base(tree: Path, label: str, command: list[str]) -> str:
+def render_side(root: Path, stack: str, label: str, out: Path, chart_dir: Path | None) -> Side:
+    """The stack rendered by the code in ``root``, ``render --out``, for ``chart_dir``'s generation if given."""
+    path = root / "stacks" / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        return Side(label, exists=False)
+    unfetched = "" if chart_dir else fetch_pinned(path)
+    command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
+    command += ["--chart", str(chart_dir.resolve())] if chart_dir else []
     try:
         with progress.step(f"{label}: rendering"):
-            env = {**os.environ, "PYTHONPATH": str(tree)}
+            env = {**os.environ, "PYTHONPATH": str(root)}
             done = subprocess.run(
-                command, cwd=tree, capture_output=True, text=True, timeout=RENDER_TIMEOUT_SECONDS, check=False, env=env
+                command, cwd=root, capture_output=True, text=True, timeout=RENDER_TIMEOUT_SECONDS, check=False, env=env
             )
     except subprocess.TimeoutExpired:
         raise SideError(f"{label}: render did not finish within {RENDER_TIMEOUT_SECONDS} s") from None
-    return (done.stdout + done.stderr).replace(str(tree), "<base>")
+    printed = done.stdout + done.stderr if root == ROOT else (done.stdout + done.stderr).replace(str(root), "<base>")
+    if not (out / "release.yaml").is_file():
+        lines = " / ".join([line.strip() for line in printed.splitlines() if line.strip()][-4:]) or "no output"
+        usage = root == ROOT and done.returncode == EXIT_USAGE  # the working tree's config is the user's to fix
+        raise (UsageError if usage else SideError)(f"{label}: the stack does not render there: {lines}")
+    why = NOT_RENDERED.search(printed)
+    return read_tree(out, label, unfetched or (why[1] if why else ""), path)
 
 
 def read_tree(out: Path, label: str, chart_note: str, stack_path: Path) -> Side:
