@@ -1,5 +1,5 @@
-"""``./supersonic drift <stack>`` (docs/drift.md): both parts of the check, the correction, and the report printed.
-Exit 0 no drift, 1 drift (or a correction that left some), 2 could not check."""
+"""``./supersonic drift <stack>`` (docs/drift.md): Pulumi's part read from ``pulumi preview --refresh`` field by field,
+the release's part (``release``), the correction, the report printed; exit 0 no drift, 1 drift, 2 could not check."""
 
 from __future__ import annotations
 
@@ -9,22 +9,95 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from supersonic_interlink.drift import managed, rbac, release, report
+from supersonic_interlink.drift import rbac, release, report
 from supersonic_interlink.drift.release import CannotCheck, Tools
-from supersonic_interlink.drift.report import PULUMI_PART, Report, leaves, masked
+from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Report, Row, leaves, masked
+from supersonic_interlink.drift.rules import rule_for
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
 from supersonic_interlink.engine.run import ROOT, Engine, EngineError, scratch_project
 from supersonic_interlink.engine.toolchain import ToolchainError
+from supersonic_interlink.objdiff import ABSENT, changes
 
 SECRET_MIN_LENGTH = 4
 """Shorter secret values are not masked (every "1" would be)."""
+
+QUIET_TYPES = ("pulumi:pulumi:Stack", "pulumi:providers:", "supersonic-interlink:")
+"""No cluster state of their own."""
+
+
+@dataclass
+class ResourceObservation:
+    urn: str
+    type: str
+    step: str
+    """The op the preview plans after the refresh."""
+    refreshed: bool
+    state: dict[str, Any] | None
+    """The outputs before the refresh, and after it (``None``: gone)."""
+    live: dict[str, Any] | None
+    diffs: list[str]
+
+    @property
+    def label(self) -> str:
+        outputs = self.state or self.live or {}
+        if "kind" in outputs and isinstance(outputs.get("metadata"), Mapping):
+            return f"{outputs['kind']}/{outputs['metadata'].get('name')}"
+        return f"{self.type.split(':')[-1]} {self.urn.split('::')[-1]}"
+
+    @property
+    def is_object(self) -> bool:
+        """A Kubernetes object, not the Release's record."""
+        return {"apiVersion", "kind"} <= set(self.state or self.live or {})
+
+
+def _op(metadata: Any) -> str:
+    return str(getattr(metadata.op, "value", metadata.op))
+
+
+def observations(events: Iterable[Any]) -> list[ResourceObservation]:
+    found: dict[str, ResourceObservation] = {}
+    for event in events:
+        outputs, pre = getattr(event, "res_outputs_event", None), getattr(event, "resource_pre_event", None)
+        refresh = outputs is not None and _op(outputs.metadata) == "refresh"
+        source = outputs if refresh else pre
+        if source is None or (not refresh and _op(source.metadata) == "refresh"):
+            continue
+        m = source.metadata
+        item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", refresh, None, None, []))
+        if refresh:
+            item.state = dict(m.old.outputs or {}) if m.old is not None else None
+            item.live = dict(m.new.outputs or {}) if m.new is not None and m.new.outputs is not None else None
+        else:
+            item.step, item.diffs = _op(m), list(m.diffs or [])
+    return list(found.values())
+
+
+def compare_resources(observed: Iterable[ResourceObservation], found: Report) -> None:
+    """Pulumi's part (docs/drift.md: why field by field, not the preview's steps alone)."""
+    for item in (i for i in observed if not i.type.startswith(QUIET_TYPES)):
+        found.objects.append(item.label)
+        if item.refreshed and item.state is not None and item.live is None:
+            found.rows.append(Row(PULUMI_PART, item.label, (), "present (in the state)", ABSENT, "deleted"))
+        elif item.refreshed and item.state is not None and item.live is not None:
+            for change in changes(item.state, item.live):
+                rule = rule_for(item.state, found.release, change.path, is_object=item.is_object)
+                if rule is not None:
+                    found.ignored.append(Ignored(PULUMI_PART, item.label, change.path, rule.name))
+                else:
+                    found.rows.append(Row(PULUMI_PART, item.label, change.path, change.before, change.after, "refresh"))
+        if item.step != "same" and not any(row.object == item.label for row in found.rows):
+            # A change of the program itself: `preview --diff` shows the values, the engine names the fields.
+            for name in item.diffs or [""]:
+                found.rows.append(
+                    Row(PULUMI_PART, item.label, (name,) if name else (), "(the program's)", "(the state's)", item.step)
+                )
 
 
 @dataclass
@@ -33,7 +106,7 @@ class Observed:
 
     stack: str
     release: release.ReleaseObservation
-    resources: list[managed.ResourceObservation]
+    resources: list[ResourceObservation]
 
 
 def deployed_release(engine: Engine) -> tuple[str, str]:
@@ -51,14 +124,14 @@ def observe(engine: Engine, tools: Tools) -> Observed:
     with ThreadPoolExecutor(max_workers=1) as pool:
         release_part = pool.submit(release.observe, name, namespace, tools)
         engine.run("preview", refresh=True, on_event=events.append)
-        return Observed(engine.stack, release_part.result(), managed.observations(events))
+        return Observed(engine.stack, release_part.result(), observations(events))
 
 
 def compare(observed: Observed) -> Report:
     rel = observed.release
     found = Report(observed.stack, rel.release, rel.namespace, rel.revision)
-    for rows, ignored, objects in (managed.compare(observed.resources, rel.release), release.compare(rel)):
-        found.rows, found.ignored, found.objects = found.rows + rows, found.ignored + ignored, found.objects + objects
+    compare_resources(observed.resources, found)
+    release.compare(rel, found)
     return found
 
 

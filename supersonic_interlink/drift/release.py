@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.chart.binaries import ensure
-from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Row
+from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Report, Row
 from supersonic_interlink.drift.rules import rule_for, sidecar_hold_annotation
 from supersonic_interlink.objdiff import ABSENT, changes, overlay, put, value_at
 
@@ -151,13 +151,12 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     return ReleaseObservation(release, namespace, revision, state, objects)
 
 
-def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], list[str]]:
-    rows: list[Row] = []
-    ignored: list[Ignored] = []
+def compare(observed: ReleaseObservation, found: Report) -> None:
     hold = sidecar_hold_annotation(item.manifest for item in observed.objects if item.manifest)
     for item in observed.objects:
+        found.objects.append(item.key)
         if (live := item.live) is None:
-            rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
+            found.rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
             continue
         field_compared = item.refused or item.manifest.get("kind") in FIELD_COMPARED_KINDS
         expected = overlay(live, item.manifest) if field_compared else item.dry_run or {}
@@ -170,10 +169,9 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
                     continue
                 wanted = change.after if defaulted is ABSENT else defaulted
             if rule := rule_for(live, observed.release, change.path, is_object=True, hold=hold):
-                ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
+                found.ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
             else:
-                rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
-    return rows, ignored, [item.key for item in observed.objects]
+                found.rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
 
 
 def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list[str]:
