@@ -29,8 +29,17 @@ from supersonic_interlink.drift import check
 from supersonic_interlink.drift import release as release_part
 from supersonic_interlink.drift.check import Observed, compare
 from supersonic_interlink.drift.rbac import missing_right, reader_role
-from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, Report, Row, markdown, masked, text
-from supersonic_interlink.drift.rules import RULES, sidecar_hold_annotation
+from supersonic_interlink.drift.report import (
+    PULUMI_PART,
+    RELEASE_PART,
+    RULES,
+    Report,
+    Row,
+    markdown,
+    masked,
+    sidecar_hold_annotation,
+    text,
+)
 from supersonic_interlink.engine.run import Engine
 from supersonic_interlink.objdiff import ABSENT, format_path
 

@@ -18,8 +18,7 @@ from typing import Any
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from supersonic_interlink.drift import rbac, release, report
 from supersonic_interlink.drift.release import CannotCheck, Tools
-from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Report, Row, leaves, masked
-from supersonic_interlink.drift.rules import rule_for
+from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Report, Row, leaves, masked, rule_for
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
 from supersonic_interlink.engine.run import ROOT, Engine, EngineError, scratch_project
 from supersonic_interlink.engine.toolchain import ToolchainError

@@ -15,8 +15,7 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.chart.binaries import ensure
-from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Report, Row
-from supersonic_interlink.drift.rules import rule_for, sidecar_hold_annotation
+from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Report, Row, rule_for, sidecar_hold_annotation
 from supersonic_interlink.objdiff import ABSENT, changes, overlay, put, value_at
 
 FIELD_MANAGER = "supersonic-drift"
