@@ -26,8 +26,6 @@ Path = tuple[str | Named, ...]
 
 @dataclass(frozen=True)
 class Change:
-    """One field that differs: its path, the value before and after (either may be ``ABSENT``)."""
-
     path: Path
     before: Any
     after: Any
@@ -51,15 +49,12 @@ def changes(before: Any, after: Any, path: Path = ()) -> list[Change]:
 
 
 def _named_items(value: Any) -> dict[str, Any] | None:
-    """A list of mappings by their distinct string ``name``; None for any other value."""
-    if not isinstance(value, list) or not value:
-        return None
-    items: dict[str, Any] = {}
-    for item in value:
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or item["name"] in items:
-            return None
-        items[item["name"]] = item
-    return items
+    """A non-empty list of mappings by their distinct string ``name``; None for any other value."""
+    names: list[Any] = (
+        [i.get("name") if isinstance(i, Mapping) else None for i in value] if isinstance(value, list) else []
+    )
+    distinct = all(isinstance(n, str) for n in names) and len(set(names)) == len(names)
+    return dict(zip(names, value, strict=True)) if names and distinct else None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -113,15 +108,11 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 def format_path(path: Path) -> str:
     """``triton.annotations["slurm-job.vk.io/flags"]``, ``spec.containers[name=envoy].image``."""
-    text = ""
-    for segment in path:
-        if isinstance(segment, Named):
-            text += f"[name={segment.name}]"
-        elif _PLAIN_KEY.match(segment):
-            text += f".{segment}" if text else segment
-        else:
-            text += f"[{json.dumps(segment)}]"
-    return text
+    parts = (
+        f"[name={s.name}]" if isinstance(s, Named) else f".{s}" if _PLAIN_KEY.match(s) else f"[{json.dumps(s)}]"
+        for s in path
+    )
+    return "".join(parts).removeprefix(".")
 
 
 def format_value(value: Any) -> str:
