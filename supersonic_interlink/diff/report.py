@@ -86,10 +86,7 @@ def text(diff: StackDiff) -> str:
     objects = diff.objects
     lines.append("no change" if objects.empty and not diff.secrets else objects.counts())
     lines += diff.secrets
-    for key in objects.removed:
-        lines.append(f"- {key} (removed)")
-    for key in objects.added:
-        lines.append(f"+ {key} (added)")
+    lines += [f"- {key} (removed)" for key in objects.removed] + [f"+ {key} (added)" for key in objects.added]
     for replaced in objects.replaced:
         lines.append(
             f"± {replaced.old} -> {replaced.key.name} (replaced: a content-addressed name; the new one is created "

@@ -10,8 +10,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,19 +92,6 @@ def _unshared(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
     return None if member.name.split("/", 1)[0] in SHARED else tarfile.data_filter(member, path)
 
 
-@contextmanager
-def checkout(commit: str) -> Iterator[Path]:
-    """The tree of ``commit`` in a temporary directory, with the shared tools linked in."""
-    with tempfile.TemporaryDirectory(prefix="supersonic-diff-") as temporary:
-        tree = Path(temporary)
-        with tarfile.open(fileobj=io.BytesIO(git("archive", "--format=tar", commit, binary=True))) as tar:
-            tar.extractall(tree, filter=_unshared)
-        for name in SHARED:
-            if (ROOT / name).exists():
-                (tree / name).symlink_to(ROOT / name)
-        yield tree
-
-
 def fetch_pinned(stack_path: Path) -> str:
     """Fetch the pinned git chart a stack file names into the cache, as ``pulumi preview`` would (the render reads
     the chart's generation from it); why it cannot be fetched, or ""."""
@@ -131,7 +116,14 @@ def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
 
 
 def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None = None) -> Side:
-    with checkout(commit) as tree:
+    """The side of ``commit``: its tree in a temporary directory, the shared tools linked in."""
+    with tempfile.TemporaryDirectory(prefix="supersonic-diff-") as temporary:
+        tree = Path(temporary)
+        with tarfile.open(fileobj=io.BytesIO(git("archive", "--format=tar", commit, binary=True))) as tar:
+            tar.extractall(tree, filter=_unshared)
+        for name in SHARED:
+            if (ROOT / name).exists():
+                (tree / name).symlink_to(ROOT / name)
         return render_side(tree, stack, label, out, chart_dir)
 
 
