@@ -124,12 +124,10 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     get = ("get", "-n", namespace, "--ignore-not-found", "-o", "json", "-f", "-")
     live = _items(tools.read("kubectl", *get, input_text=_listed(manifests)))
     present = [m for m in manifests if key(m) in live and m.get("kind") not in FIELD_COMPARED_KINDS]
-    answered: dict[str, dict[str, Any]] = {}
-    refused: dict[str, str] = {}
     together = _dry_run(tools, present, namespace) if present else None
-    if together is not None and together.returncode == 0:
-        answered = _items(together.stdout)
-    elif together is not None:  # one object refused fails the whole call without output: ask object by object
+    answered = _items(together.stdout) if together is not None and together.returncode == 0 else {}
+    refused: dict[str, str] = {}
+    if together is not None and together.returncode != 0:  # one refusal fails the whole call: ask object by object
         with ThreadPoolExecutor(max_workers=4) as pool:
             answers = list(pool.map(lambda one: _dry_run(tools, [one], namespace), present))
         for manifest, alone in zip(present, answers, strict=True):
