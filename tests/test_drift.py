@@ -495,6 +495,8 @@ def test_the_command_exits_0_without_drift_and_1_with_it(
     assert ("to bring it back: ./supersonic drift hammer --correct" in out) is bool(code)
     assert drift_cli.main(["hammer", "--json"]) == code
     assert json.loads(capsys.readouterr().out)["drift"] is bool(code)
+    assert drift_cli.main(["hammer", "--markdown"]) == code
+    assert ("`./supersonic drift hammer --correct`" in capsys.readouterr().out) is bool(code), "the issue says how"
 
 
 def test_the_command_exits_2_with_the_reason_when_it_could_not_check(
