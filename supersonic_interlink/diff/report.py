@@ -125,6 +125,9 @@ def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None =
         base_side = pool.submit(sides.base, stack, commit, label, Path(out) / "base", chart_dir)
         head = sides.working_tree(stack, Path(out) / "head", chart_dir)
         base = base_side.result()
+    if not base.exists and not head.exists:
+        where = f"stacks/Pulumi.{stack}.yaml at the base or in the working tree (stacks: {', '.join(stack_names())})"
+        raise sides.UsageError(f"no stack file {where}")
     chart_compared = all(side.chart is not None for side in (base, head) if side.exists)
     before, after = (side.objects + (side.chart or [] if chart_compared else []) for side in (base, head))
     title = f"{label} -> working tree"
@@ -146,13 +149,6 @@ def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool, str
     except sides.SideError as error:
         print(f"stack {stack}: {error}", file=sys.stderr)
         return EXIT_USAGE if isinstance(error, sides.UsageError) else EXIT_FINDING
-    if not result.base.exists and not result.head.exists:
-        print(
-            f"stack {stack}: no stack file stacks/Pulumi.{stack}.yaml at the base or in the working tree "
-            f"(stacks: {', '.join(stack_names())})",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
     printed = pull_request_text(result) if markdown else text(result)
     print(dumps(as_json(result), indent=2, default=str) + "\n" if json else printed, end="")
     if strict and not result.chart_compared:
