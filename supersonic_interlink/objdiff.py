@@ -22,6 +22,7 @@ class Named:
 
 
 Path = tuple[str | Named, ...]
+Manifests = Iterable[Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ def object_key(manifest: Mapping[str, Any], namespace: str = "") -> ObjectKey:
     return ObjectKey(str(manifest["kind"]), str(metadata["name"]), group, str(metadata.get("namespace") or namespace))
 
 
-def index(manifests: Iterable[Mapping[str, Any]], namespace: str = "", side: str = "") -> dict[ObjectKey, Any]:
+def index(manifests: Manifests, namespace: str = "", side: str = "") -> dict[ObjectKey, Any]:
     """The manifests by key; ValueError for one without kind or name, or one that appears twice."""
     indexed: dict[ObjectKey, Any] = {}
     for manifest in manifests:
@@ -237,13 +238,7 @@ def index(manifests: Iterable[Mapping[str, Any]], namespace: str = "", side: str
 _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6,}$")
 
 
-def compare_objects(
-    before: Iterable[Mapping[str, Any]],
-    after: Iterable[Mapping[str, Any]],
-    namespace: str = "",
-    *,
-    renames: bool = False,
-) -> ObjectsDiff:
+def compare_objects(before: Manifests, after: Manifests, namespace: str = "", *, renames: bool = False) -> ObjectsDiff:
     """``after`` against ``before``; with ``renames``, one removed and one added object of a kind whose names differ
     only in a trailing content hash are one object replaced. ValueError as ``index``."""
     old, new = index(before, namespace, "before"), index(after, namespace, "after")

@@ -87,15 +87,12 @@ def text(diff: StackDiff) -> str:
     lines.append("no change" if objects.empty and not diff.secrets else objects.counts())
     lines += diff.secrets
     lines += [f"- {key} (removed)" for key in objects.removed] + [f"+ {key} (added)" for key in objects.added]
-    for replaced in objects.replaced:
-        lines.append(
-            f"± {replaced.old} -> {replaced.key.name} (replaced: a content-addressed name; the new one is created "
-            "before the upgrade, the old one deleted after it)"
-        )
-        lines += [line for change in replaced.changes for line in field_lines(change)]
-    for changed in objects.changed:
-        lines.append(f"~ {changed.key}")
-        lines += [line for change in changed.changes for line in field_lines(change)]
+    replaced = (
+        "replaced: a content-addressed name; the new one is created before the upgrade, the old one deleted after it"
+    )
+    for one in (*objects.replaced, *objects.changed):
+        lines.append(f"± {one.old} -> {one.key.name} ({replaced})" if one.old else f"~ {one.key}")
+        lines += [line for change in one.changes for line in field_lines(change)]
     return "\n".join(lines) + "\n"
 
 
@@ -105,10 +102,8 @@ def pull_request_text(diff: StackDiff) -> str:
         return f"- **{diff.stack}**: no change\n"
     fence = "````"
     summary = "no change" if diff.objects.empty else diff.objects.counts()
-    if diff.secrets:
-        summary += f"; {len(diff.secrets)} secret(s) changed"
-    if not diff.chart_compared:
-        summary += "; chart objects not compared"
+    summary += f"; {len(diff.secrets)} secret(s) changed" if diff.secrets else ""
+    summary += "" if diff.chart_compared else "; chart objects not compared"
     return (
         f"<details><summary><b>{diff.stack}</b>: {summary}</summary>\n\n{fence}diff\n{text(diff)}{fence}\n</details>\n"
     )
