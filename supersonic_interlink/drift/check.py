@@ -137,8 +137,7 @@ def compare(observed: Observed) -> Report:
 def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log: Callable[[str], None]) -> None:
     """The release's objects put back object by object (docs/drift.md: not a Helm upgrade); Pulumi's edited objects
     applied again from the inputs the provider last sent; ``pulumi up --refresh`` for what was deleted."""
-    for line in release.correct(observed.release, found.rows, tools):
-        log(f"drift: {line}")
+    release.correct(observed.release, found.rows, tools, log)
     pulumi_rows = [row for row in found.rows if row.part == PULUMI_PART]
     edited = {row.object for row in pulumi_rows if row.note == "refresh"}
     for item in (i for i in observed.resources if i.label in edited and i.is_object and i.live is not None):

@@ -7,7 +7,7 @@ import copy
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -171,10 +171,9 @@ def compare(observed: ReleaseObservation, found: Report) -> None:
                 found.rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
 
 
-def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list[str]:
+def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools, log: Callable[[str], None] = print) -> None:
     """A deleted object created from the manifest; a changed one replaced by the live object with each drifted field
     set back (a PUT with the live ``resourceVersion``: a change made meanwhile fails it)."""
-    done: list[str] = []
     for item in observed.objects:
         if not (drifted := [row for row in rows if row.part == RELEASE_PART and row.object == item.key]):
             continue
@@ -187,5 +186,4 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
                 put(desired, row.path, copy.deepcopy(row.expected))
         flags = (f"--field-manager={FIELD_MANAGER}", "-n", observed.namespace, "-f", "-")
         stdout(tools.run("kubectl", verb, *flags, input_text=json.dumps(desired)), f"kubectl {verb} {item.key}")
-        done.append(f"{item.key}: {line}")
-    return done
+        log(f"drift: {item.key}: {line}")
