@@ -37,10 +37,6 @@ class UsageError(SideError):
     """The --base given names no commit, or the working tree's config is invalid."""
 
 
-class GitMissing(SideError):
-    """No git to run: said as such, never as a ref that is not there."""
-
-
 @dataclass
 class Side:
     label: str
@@ -57,34 +53,27 @@ class Side:
     generation: str = ""
 
 
-def git(*args: str, cwd: Path = ROOT, binary: bool = False) -> Any:
+def git(*args: str, refused: SideError | None = None, binary: bool = False) -> Any:
+    """git's output; ``refused`` (or what git said) raised when it fails."""
     try:
-        result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=not binary, check=False)
+        result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=not binary, check=False)
     except FileNotFoundError:
-        raise GitMissing("git is not installed: diff reads the base from git (apt-get install git)") from None
+        raise SideError("git is not installed: diff reads the base from git (apt-get install git)") from None
     if result.returncode != 0:
         error = result.stderr.decode(errors="replace") if binary else result.stderr
-        raise SideError(f"git {' '.join(args)}: {' '.join(error.split()) or f'exit {result.returncode}'}")
+        raise refused or SideError(f"git {' '.join(args)}: {' '.join(error.split()) or f'exit {result.returncode}'}")
     return result.stdout
 
 
 def default_base() -> tuple[str, str]:
     """(commit, how it was chosen): the merge base of HEAD with ``main``."""
-    try:
-        return git("merge-base", "HEAD", "main").strip(), "merge base with main"
-    except GitMissing:
-        raise
-    except SideError:
-        raise SideError("no merge base of HEAD with main: give --base REF") from None
+    refused = SideError("no merge base of HEAD with main: give --base REF")
+    return git("merge-base", "HEAD", "main", refused=refused).strip(), "merge base with main"
 
 
 def resolve(ref: str) -> str:
-    try:
-        return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")).strip()
-    except GitMissing:
-        raise
-    except SideError:
-        raise UsageError(f"--base {ref!r}: not a commit in this repository") from None
+    refused = UsageError(f"--base {ref!r}: not a commit in this repository")
+    return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", refused=refused)).strip()
 
 
 def _unshared(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
