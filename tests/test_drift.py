@@ -287,16 +287,25 @@ def test_an_unknown_stack_is_a_usage_error_before_anything_runs(capsys: pytest.C
 
 
 class StandInEngine:
-    """What the correction asks of the engine: the stack's name and files, and ``run`` (recorded, not run)."""
+    """What the check asks of the engine: the stack's name, outputs and config (one secret, an object), and ``run``
+    (recorded, not run)."""
 
-    def __init__(self, root: Path) -> None:
-        self.stack, self.work_dir = "drift-e2e", root
+    def __init__(self, outputs: dict[str, Any] | None = None) -> None:
+        self.stack, self.values = "hammer", outputs or {}
         self.runs: list[tuple[str, dict[str, Any]]] = []
-        (root / "stacks").mkdir()
-        (root / "stacks" / "Pulumi.drift-e2e.yaml").write_text("config: {}\n")
 
     def run(self, action: str, **kwargs: Any) -> None:
         self.runs.append((action, kwargs))
+
+    def workspace_stack(self) -> Any:
+        return self
+
+    def outputs(self) -> dict[str, Any]:
+        return {key: SimpleNamespace(value=value) for key, value in self.values.items()}
+
+    def get_all_config(self) -> dict[str, Any]:
+        secret = SimpleNamespace(value=json.dumps({"tag": "v1.40.0", "n": 1}), secret=True)
+        return {"supersonic-interlink:pull": secret, "a": SimpleNamespace(value="v1.40.0-plain", secret=False)}
 
 
 def pulumi_side(observed: Observed) -> Observed:
@@ -306,10 +315,10 @@ def pulumi_side(observed: Observed) -> Observed:
 
 
 def test_a_deleted_pulumi_object_is_recreated_by_an_up_with_refresh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     observed = pulumi_side(recorded("drifted"))
-    engine = StandInEngine(tmp_path)
+    engine = StandInEngine()
     writes = recorded_writes(monkeypatch)
     check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=lambda _line: None)
     assert engine.runs == [("up", {"refresh": True})]
@@ -317,13 +326,13 @@ def test_a_deleted_pulumi_object_is_recreated_by_an_up_with_refresh(
 
 
 def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_providers_field_manager(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     observed = copy.deepcopy(recorded("clean"))
     role = next(r for r in observed.resources if r.type.endswith(":Role"))
     assert role.live is not None and role.state is not None
     role.live["rules"][0]["verbs"].append("update")
-    engine = StandInEngine(tmp_path)
+    engine = StandInEngine()
     calls: list[tuple[str, ...]] = []
     inputs: list[Any] = []
 
@@ -342,7 +351,7 @@ def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_prov
 
 
 def test_inputs_holding_a_secret_are_refused_not_applied_with_its_placeholder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     observed = copy.deepcopy(recorded("clean"))
     role = next(r for r in observed.resources if r.type.endswith(":Role"))
@@ -351,20 +360,20 @@ def test_inputs_holding_a_secret_are_refused_not_applied_with_its_placeholder(
     role.state["__inputs"]["metadata"]["annotations"] = {"token": "[secret]"}
     writes = recorded_writes(monkeypatch)
     with pytest.raises(check.CannotCheck, match="its inputs hold a secret"):
-        check.correct(cast(Engine, StandInEngine(tmp_path)), release_part.Tools(), observed, compare(observed), print)
+        check.correct(cast(Engine, StandInEngine()), release_part.Tools(), observed, compare(observed), print)
     assert writes == [], "the engine's placeholder must never reach the cluster"
 
 
-def test_a_correction_never_applies_a_change_of_the_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_correction_never_applies_a_change_of_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
     observed = pulumi_side(recorded("drifted"))
     record = next(r for r in observed.resources if r.type == HELM_RELEASE_TYPE)
     record.step, record.diffs = "update", ["values"]
-    engine = StandInEngine(tmp_path)
+    engine = StandInEngine()
     said: list[str] = []
     recorded_writes(monkeypatch)
     check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=said.append)
     assert engine.runs == [], "an unapplied stack change goes through a reviewed up, not a drift correction"
-    assert any("./supersonic pulumi preview drift-e2e --diff" in line for line in said), said
+    assert any("./supersonic pulumi preview hammer --diff" in line for line in said), said
 
 
 def stand_in_cluster(
@@ -522,26 +531,9 @@ def test_after_a_correction_the_exit_code_is_the_second_checks(
     assert out.index("before the correction:") < out.index(": drift") < out.index("after it:") < out.index("no drift")
 
 
-class StandInStack:
-    """The engine's stack as ``check`` reads it: its outputs and its config (one secret, an object)."""
-
-    def __init__(self, outputs: dict[str, Any]) -> None:
-        self.stack, self.values = "hammer", outputs
-
-    def workspace_stack(self) -> Any:
-        return self
-
-    def outputs(self) -> dict[str, Any]:
-        return {key: SimpleNamespace(value=value) for key, value in self.values.items()}
-
-    def get_all_config(self) -> dict[str, Any]:
-        secret = SimpleNamespace(value=json.dumps({"tag": "v1.40.0", "n": 1}), secret=True)
-        return {"supersonic-interlink:pull": secret, "a": SimpleNamespace(value="v1.40.0-plain", secret=False)}
-
-
 def test_the_check_masks_every_value_a_secret_stack_config_value_reaches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(check, "observe", lambda engine, tools: recorded("drifted"))
-    found, second = check.check(cast(Engine, StandInStack({})), release_part.Tools())
+    found, second = check.check(cast(Engine, StandInEngine({})), release_part.Tools())
     image = next(r for r in found.rows if r.field.endswith("[name=envoy].image"))
     assert second is None and image.live == "[secret]", "the leaf v1.40.0 of a secret object is in the live image"
     config = next(r for r in found.rows if r.field == 'data["envoy.yaml"]')
@@ -550,8 +542,8 @@ def test_the_check_masks_every_value_a_secret_stack_config_value_reaches(monkeyp
 
 def test_a_stack_never_deployed_is_refused_in_one_line() -> None:
     with pytest.raises(check.CannotCheck, match="stack hammer exports no releaseName and namespace"):
-        check.deployed_release(cast(Engine, StandInStack({"namespace": "cms"})))
-    assert check.deployed_release(cast(Engine, StandInStack({"releaseName": "r", "namespace": "cms"}))) == ("r", "cms")
+        check.deployed_release(cast(Engine, StandInEngine({"namespace": "cms"})))
+    assert check.deployed_release(cast(Engine, StandInEngine({"releaseName": "r", "namespace": "cms"}))) == ("r", "cms")
 
 
 def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() -> None:
