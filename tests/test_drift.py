@@ -314,9 +314,7 @@ def pulumi_side(observed: Observed) -> Observed:
     return observed
 
 
-def test_a_deleted_pulumi_object_is_recreated_by_an_up_with_refresh(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_deleted_pulumi_object_is_recreated_by_an_up_with_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
     observed = pulumi_side(recorded("drifted"))
     engine = StandInEngine()
     writes = recorded_writes(monkeypatch)
@@ -350,9 +348,7 @@ def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_prov
     assert engine.runs == [], "nothing was deleted: no up"
 
 
-def test_inputs_holding_a_secret_are_refused_not_applied_with_its_placeholder(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_inputs_holding_a_secret_are_refused_not_applied_with_its_placeholder(monkeypatch: pytest.MonkeyPatch) -> None:
     observed = copy.deepcopy(recorded("clean"))
     role = next(r for r in observed.resources if r.type.endswith(":Role"))
     assert role.live is not None and role.state is not None
