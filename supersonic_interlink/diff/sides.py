@@ -3,6 +3,7 @@ tree untouched), rendered there by its own code with the project's ``.venv``, to
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -81,23 +82,21 @@ def _unshared(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
     return None if member.name.split("/", 1)[0] in SHARED else tarfile.data_filter(member, path)
 
 
-def fetch_pinned(stack_path: Path) -> str:
+def fetch_pinned(stack_path: Path) -> None:
     """Fetch the pinned git chart a stack file names into the cache, as ``pulumi preview`` would (the render reads
-    the chart's generation from it); why it cannot be fetched, or ""."""
+    the chart's generation from it); where it cannot be, the render's note says the chart is not on disk."""
     try:
         config = read_stack_document(stack_path)
         release = next(v for k, v in config.items() if full_key(k) == f"{PROJECT}:release")
         chart = ChartSource.model_validate(release["chart"])
     except (ConfigError, OSError, StopIteration, KeyError, TypeError, ValueError):
-        return ""  # the render names what is wrong
-    if chart.kind != "git" or chart.commit is None or (chart_source.CACHE_ROOT / chart.commit).exists():
-        return ""
-    try:
-        with progress.step(f"fetching chart {chart.commit} from {chart.git}"):
+        return  # the render names what is wrong
+    if chart.kind == "git" and chart.commit is not None and not (chart_source.CACHE_ROOT / chart.commit).exists():
+        with (
+            contextlib.suppress(chart_source.ChartSourceError),
+            progress.step(f"fetching chart {chart.commit} from {chart.git}"),
+        ):
             chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
-    except chart_source.ChartSourceError as error:
-        return f"the pinned chart cannot be fetched: {error}"
-    return ""
 
 
 def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
@@ -121,7 +120,8 @@ def render_side(root: Path, stack: str, label: str, out: Path, chart_dir: Path |
     path = root / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.is_file():
         return Side(label, exists=False)
-    unfetched = "" if chart_dir else fetch_pinned(path)
+    if chart_dir is None:
+        fetch_pinned(path)
     command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
     command += ["--chart", str(chart_dir.resolve())] if chart_dir else []
     try:
@@ -138,7 +138,7 @@ def render_side(root: Path, stack: str, label: str, out: Path, chart_dir: Path |
         usage = root == ROOT and done.returncode == EXIT_USAGE  # the working tree's config is the user's to fix
         raise (UsageError if usage else SideError)(f"{label}: the stack does not render there: {lines}")
     why = NOT_RENDERED.search(printed)
-    return read_tree(out, label, unfetched or (why[1] if why else ""), path)
+    return read_tree(out, label, why[1] if why else "", path)
 
 
 def read_tree(out: Path, label: str, chart_note: str, stack_path: Path) -> Side:
