@@ -1,17 +1,5 @@
-"""The difference between two object trees (Helm values, Kubernetes objects, a Pulumi resource's outputs) and between
-two sets of Kubernetes manifests, and the one way a path and a value are written. Takeover, diff and drift all use
-it; each keeps its own rules of which differences matter. Pure: plain data in, plain data out.
-
-Trees: mappings key by key; a list whose items are all mappings with distinct ``name`` keys (containers, volumes,
-env, ports) item by item by name, so an inserted container shifts nothing; any other list is one value. A missing key
-is ``ABSENT``, not an explicit null (Helm reads null as "delete this chart default"), and ``true`` is not ``1``.
-deepdiff was weighed for this and not taken: its index paths would need mapping back to names, it reports a one-sided
-block whole rather than leaf by leaf, and its only int/float grouping (``ignore_type_in_groups``) makes ``True``
-equal ``1``.
-
-Manifests: matched as Helm matches them on upgrade, by API group, kind, namespace and name (a new API version is the
-same object): added, removed, or changed with the fields listed.
-"""
+"""Two trees field by field (named list items by name, ``ABSENT`` apart from null, ``true`` not ``1``), two manifest
+sets object by object as Helm matches them, and the one way a path and a value are written: takeover, diff, drift."""
 
 from __future__ import annotations
 
@@ -22,13 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
+ABSENT: Any = object()
 """The value of a key that is not there (compared by identity)."""
 
 
@@ -40,20 +22,18 @@ class Named:
 
 
 Path = tuple[str | Named, ...]
+Manifests = Iterable[Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class Change:
-    """One field that differs: its path, the value before and after (either may be ``ABSENT``)."""
-
     path: Path
     before: Any
     after: Any
 
 
 def changes(before: Any, after: Any, path: Path = ()) -> list[Change]:
-    """Every leaf where ``after`` differs from ``before``, keys sorted and named items by name. A mapping on one
-    side only is reported leaf by leaf (``ABSENT`` on the other); a named item on one side only, whole."""
+    """Every leaf where ``after`` differs from ``before``: a one-sided mapping leaf by leaf, a named item whole."""
     if (before is ABSENT or isinstance(before, Mapping)) and (after is ABSENT or isinstance(after, Mapping)):
         old, new = (side if isinstance(side, Mapping) else {} for side in (before, after))
         if old or new:
@@ -62,39 +42,28 @@ def changes(before: Any, after: Any, path: Path = ()) -> list[Change]:
     old_items, new_items = _named_items(before), _named_items(after)
     if old_items is not None and new_items is not None:
         found: list[Change] = []
-        for name in sorted(set(old_items) | set(new_items)):
-            old, new = old_items.get(name, ABSENT), new_items.get(name, ABSENT)
-            if old is ABSENT or new is ABSENT:
-                found.append(Change((*path, Named(name)), old, new))
-            else:
-                found.extend(changes(old, new, (*path, Named(name))))
+        for name in sorted(old_items.keys() | new_items.keys()):
+            old, new, at = old_items.get(name, ABSENT), new_items.get(name, ABSENT), (*path, Named(name))
+            found += [Change(at, old, new)] if old is ABSENT or new is ABSENT else changes(old, new, at)
         return found
-    if before is ABSENT or after is ABSENT:
-        return [] if before is after else [Change(path, before, after)]
     return [] if _same(before, after) else [Change(path, before, after)]
 
 
 def _named_items(value: Any) -> dict[str, Any] | None:
-    """The items of a list of mappings keyed by their distinct string ``name``; None for any other value."""
-    if not isinstance(value, list) or not value:
-        return None
-    items: dict[str, Any] = {}
-    for item in value:
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or item["name"] in items:
-            return None
-        items[item["name"]] = item
-    return items
+    """A non-empty list of mappings by their distinct string ``name``; None for any other value."""
+    names: list[Any] = (
+        [i.get("name") if isinstance(i, Mapping) else None for i in value] if isinstance(value, list) else []
+    )
+    distinct = all(isinstance(n, str) for n in names) and len(set(names)) == len(names)
+    return dict(zip(names, value, strict=True)) if names and distinct else None
 
 
 def _same(a: Any, b: Any) -> bool:
-    # bool is an int in Python: True must not equal 1 here, as it does not in YAML.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)  # True is 1 in Python, not in YAML
 
 
 def is_under(path: Path, prefix: Path) -> bool:
@@ -117,53 +86,45 @@ def put(tree: Any, path: Path, value: Any) -> None:
     """Set ``value`` at ``path`` in ``tree`` in place, creating missing mappings on the way (``ABSENT`` removes it)."""
     *parents, last = path
     for segment in parents:
-        if isinstance(segment, Named):
-            tree = next(item for item in tree if item.get("name") == segment.name)
-        else:
-            tree = tree.setdefault(segment, {})
-    if not isinstance(last, Named):
-        if value is ABSENT:
-            tree.pop(last, None)
-        else:
-            tree[last] = value
-        return
-    index = next((i for i, item in enumerate(tree) if item.get("name") == last.name), None)
-    if index is None:
-        if value is not ABSENT:
-            tree.append(value)
+        tree = value_at(tree, (segment,)) if isinstance(segment, Named) else tree.setdefault(segment, {})
+    if isinstance(last, Named):
+        at = next((i for i, item in enumerate(tree) if item.get("name") == last.name), len(tree))
+        tree[at : at + 1] = [] if value is ABSENT else [value]
     elif value is ABSENT:
-        del tree[index]
+        tree.pop(last, None)
     else:
-        tree[index] = value
+        tree[last] = value
 
 
-# --------------------------------------------------------------------------------------------- the text format
+def value_at(tree: Any, path: Path) -> Any:
+    """The value at ``path``, ``ABSENT`` where there is none."""
+    for segment in path:
+        found, key = (_named_items(tree), segment.name) if isinstance(segment, Named) else (tree, segment)
+        tree = found.get(key, ABSENT) if isinstance(found, Mapping) else ABSENT
+    return tree
+
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def format_path(path: Path) -> str:
     """``triton.annotations["slurm-job.vk.io/flags"]``, ``spec.containers[name=envoy].image``."""
-    text = ""
-    for segment in path:
-        if isinstance(segment, Named):
-            text += f"[name={segment.name}]"
-        elif _PLAIN_KEY.match(segment):
-            text += f".{segment}" if text else segment
-        else:
-            text += f"[{json.dumps(segment)}]"
-    return text
+    parts = (
+        f"[name={s.name}]" if isinstance(s, Named) else f".{s}" if _PLAIN_KEY.match(s) else f"[{json.dumps(s)}]"
+        for s in path
+    )
+    return "".join(parts).removeprefix(".")
 
 
 def format_value(value: Any) -> str:
-    """One line: ``(not set)``, ``null``, a string as it is, anything else as compact JSON."""
+    """``(not set)``, a string as it is, anything else as compact JSON."""
     if value is ABSENT:
         return "(not set)"
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(", ", ": "))
 
 
 def markdown_cell(text: str) -> str:
-    """``text`` as inline code in a markdown table cell (pipes escaped, so the row stays one row)."""
+    """``text`` as inline code in one markdown table cell."""
     if not text:
         return ""
     body = text.replace("|", "\\|").replace("\n", " ")
@@ -176,43 +137,35 @@ def cut(text: str, width: int) -> str:
 
 
 def markdown_value(value: Any, width: int | None = None) -> str:
-    """A value for a markdown table cell: code, or *(not set)* for a missing key; longer than ``width``: cut."""
+    """A value as a markdown cell, *(not set)* for ``ABSENT``, cut to ``width``."""
     if value is ABSENT:
         return "*(not set)*"
     return markdown_cell(format_value(value) if width is None else cut(format_value(value), width))
 
 
 def markdown_row(change: Change, *more: str) -> str:
-    """``| path | before | after |`` and any ``more`` cells: one markdown table row."""
+    """``| path | before | after |`` and any ``more`` cells."""
     cells = [markdown_cell(format_path(change.path)), markdown_value(change.before), markdown_value(change.after)]
     return "| " + " | ".join([*cells, *more]) + " |"
 
 
 def text_diff(before: Any, after: Any) -> list[str]:
-    """Two texts (a side that is not text reads as empty) as unified-diff hunks, two lines of context, no header."""
+    """Unified-diff hunks without header, two lines of context; a side that is not text reads as empty."""
     old, new = (value.splitlines() if isinstance(value, str) else [] for value in (before, after))
     return list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:]
 
 
 def changes_json(found: Iterable[Change]) -> list[dict[str, Any]]:
-    """Each change as ``{"path", "before", "after"}``, a side left out where the key is not there (``ABSENT``, which
-    JSON's null would not tell apart from an explicit null)."""
-    return [
-        {
-            "path": format_path(c.path),
-            **{k: v for k, v in (("before", c.before), ("after", c.after)) if v is not ABSENT},
-        }
-        for c in found
-    ]
+    """Each change as ``{"path", "before", "after"}``, an ``ABSENT`` side left out (null is a value)."""
+    return [{"path": format_path(c.path), **_set(before=c.before, after=c.after)} for c in found]
 
 
-# --------------------------------------------------------------------------------------------- manifests
+def _set(**sides: Any) -> dict[str, Any]:
+    return {name: value for name, value in sides.items() if value is not ABSENT}
 
 
 @dataclass(frozen=True, order=True)
 class ObjectKey:
-    """Identity of a Kubernetes object within a release."""
-
     kind: str
     name: str
     group: str = ""
@@ -228,7 +181,7 @@ class ObjectChange:
     key: ObjectKey
     changes: tuple[Change, ...]
     old: ObjectKey | None = None
-    """A replaced object's old key: a content-addressed object renamed, removed under ``old``, added under ``key``."""
+    """A replaced (content-addressed, renamed) object's old key."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +203,7 @@ class ObjectsDiff:
         )
 
     def as_json(self) -> dict[str, Any]:
-        """Objects as ``str(ObjectKey)``, each changed one with its changes (``changes_json``); docs/json.md."""
+        """docs/json.md."""
         return {
             "added": [str(key) for key in self.added],
             "removed": [str(key) for key in self.removed],
@@ -263,7 +216,7 @@ class ObjectsDiff:
 
 
 def object_key(manifest: Mapping[str, Any], namespace: str = "") -> ObjectKey:
-    """The key of one manifest; ``namespace`` stands in where the manifest names none (the release namespace)."""
+    """``namespace`` stands in where the manifest names none."""
     api_version, metadata = str(manifest.get("apiVersion", "")), manifest.get("metadata") or {}
     if not manifest.get("kind") or not metadata.get("name"):
         raise ValueError(f"a manifest without kind or metadata.name: {format_value(dict(manifest))[:120]}")
@@ -271,8 +224,8 @@ def object_key(manifest: Mapping[str, Any], namespace: str = "") -> ObjectKey:
     return ObjectKey(str(manifest["kind"]), str(metadata["name"]), group, str(metadata.get("namespace") or namespace))
 
 
-def index(manifests: Iterable[Mapping[str, Any]], namespace: str = "", side: str = "") -> dict[ObjectKey, Any]:
-    """The manifests by key. Raises ValueError for one without kind or name, or an object that appears twice."""
+def index(manifests: Manifests, namespace: str = "", side: str = "") -> dict[ObjectKey, Any]:
+    """The manifests by key; ValueError for one without kind or name, or one that appears twice."""
     indexed: dict[ObjectKey, Any] = {}
     for manifest in manifests:
         key = object_key(manifest, namespace)
@@ -285,19 +238,9 @@ def index(manifests: Iterable[Mapping[str, Any]], namespace: str = "", side: str
 _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6,}$")
 
 
-def compare_objects(
-    before: Iterable[Mapping[str, Any]],
-    after: Iterable[Mapping[str, Any]],
-    namespace: str = "",
-    *,
-    renames: bool = False,
-) -> ObjectsDiff:
-    """The objects of ``after`` against ``before``; ``namespace`` stands in where an object names none.
-
-    With ``renames``, one removed and one added object of the same kind whose names differ only in a trailing content
-    hash (``<release>-envoy-external-<hash>``) are one object *replaced*, compared field by field. Raises ValueError
-    as ``index`` does.
-    """
+def compare_objects(before: Manifests, after: Manifests, namespace: str = "", *, renames: bool = False) -> ObjectsDiff:
+    """``after`` against ``before``; with ``renames``, one removed and one added object of a kind whose names differ
+    only in a trailing content hash are one object replaced. ValueError as ``index``."""
     old, new = index(before, namespace, "before"), index(after, namespace, "after")
     found = {key: tuple(changes(old[key], new[key])) for key in sorted(old.keys() & new.keys())}
     added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())

@@ -14,6 +14,7 @@ import copy
 import json
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -28,8 +29,17 @@ from supersonic_interlink.drift import check
 from supersonic_interlink.drift import release as release_part
 from supersonic_interlink.drift.check import Observed, compare
 from supersonic_interlink.drift.rbac import missing_right, reader_role
-from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART, Report, Row, markdown, masked, text
-from supersonic_interlink.drift.rules import RULES, sidecar_hold_annotation
+from supersonic_interlink.drift.report import (
+    PULUMI_PART,
+    RELEASE_PART,
+    RULES,
+    Report,
+    Row,
+    markdown,
+    masked,
+    sidecar_hold_annotation,
+    text,
+)
 from supersonic_interlink.engine.run import Engine
 from supersonic_interlink.objdiff import ABSENT, format_path
 
@@ -279,16 +289,25 @@ def test_an_unknown_stack_is_a_usage_error_before_anything_runs(capsys: pytest.C
 
 
 class StandInEngine:
-    """What the correction asks of the engine: the stack's name and files, and ``run`` (recorded, not run)."""
+    """What the check asks of the engine: the stack's name, outputs and config (one secret, an object), and ``run``
+    (recorded, not run)."""
 
-    def __init__(self, root: Path) -> None:
-        self.stack, self.work_dir = "drift-e2e", root
+    def __init__(self, outputs: dict[str, Any] | None = None) -> None:
+        self.stack, self.values = "hammer", outputs or {}
         self.runs: list[tuple[str, dict[str, Any]]] = []
-        (root / "stacks").mkdir()
-        (root / "stacks" / "Pulumi.drift-e2e.yaml").write_text("config: {}\n")
 
     def run(self, action: str, **kwargs: Any) -> None:
         self.runs.append((action, kwargs))
+
+    def workspace_stack(self) -> Any:
+        return self
+
+    def outputs(self) -> dict[str, Any]:
+        return {key: SimpleNamespace(value=value) for key, value in self.values.items()}
+
+    def get_all_config(self) -> dict[str, Any]:
+        secret = SimpleNamespace(value=json.dumps({"tag": "v1.40.0", "n": 1}), secret=True)
+        return {"supersonic-interlink:pull": secret, "a": SimpleNamespace(value="v1.40.0-plain", secret=False)}
 
 
 def pulumi_side(observed: Observed) -> Observed:
@@ -297,11 +316,9 @@ def pulumi_side(observed: Observed) -> Observed:
     return observed
 
 
-def test_a_deleted_pulumi_object_is_recreated_by_a_gated_up_with_refresh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_deleted_pulumi_object_is_recreated_by_an_up_with_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
     observed = pulumi_side(recorded("drifted"))
-    engine = StandInEngine(tmp_path)
+    engine = StandInEngine()
     writes = recorded_writes(monkeypatch)
     check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=lambda _line: None)
     assert engine.runs == [("up", {"refresh": True})]
@@ -309,13 +326,13 @@ def test_a_deleted_pulumi_object_is_recreated_by_a_gated_up_with_refresh(
 
 
 def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_providers_field_manager(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     observed = copy.deepcopy(recorded("clean"))
     role = next(r for r in observed.resources if r.type.endswith(":Role"))
     assert role.live is not None and role.state is not None
     role.live["rules"][0]["verbs"].append("update")
-    engine = StandInEngine(tmp_path)
+    engine = StandInEngine()
     calls: list[tuple[str, ...]] = []
     inputs: list[Any] = []
 
@@ -333,16 +350,28 @@ def test_an_edited_pulumi_object_is_applied_again_from_the_inputs_under_the_prov
     assert engine.runs == [], "nothing was deleted: no up"
 
 
-def test_a_correction_never_applies_a_change_of_the_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inputs_holding_a_secret_are_refused_not_applied_with_its_placeholder(monkeypatch: pytest.MonkeyPatch) -> None:
+    observed = copy.deepcopy(recorded("clean"))
+    role = next(r for r in observed.resources if r.type.endswith(":Role"))
+    assert role.live is not None and role.state is not None
+    role.live["rules"][0]["verbs"].append("update")
+    role.state["__inputs"]["metadata"]["annotations"] = {"token": "[secret]"}
+    writes = recorded_writes(monkeypatch)
+    with pytest.raises(check.CannotCheck, match="its inputs hold a secret"):
+        check.correct(cast(Engine, StandInEngine()), release_part.Tools(), observed, compare(observed), print)
+    assert writes == [], "the engine's placeholder must never reach the cluster"
+
+
+def test_a_correction_never_applies_a_change_of_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
     observed = pulumi_side(recorded("drifted"))
     record = next(r for r in observed.resources if r.type == HELM_RELEASE_TYPE)
     record.step, record.diffs = "update", ["values"]
-    engine = StandInEngine(tmp_path)
+    engine = StandInEngine()
     said: list[str] = []
     recorded_writes(monkeypatch)
     check.correct(cast(Engine, engine), release_part.Tools(), observed, compare(observed), log=said.append)
     assert engine.runs == [], "an unapplied stack change goes through a reviewed up, not a drift correction"
-    assert any("./supersonic pulumi preview drift-e2e --diff" in line for line in said), said
+    assert any("./supersonic pulumi preview hammer --diff" in line for line in said), said
 
 
 def stand_in_cluster(
@@ -473,6 +502,8 @@ def test_the_command_exits_0_without_drift_and_1_with_it(
     assert ("to bring it back: ./supersonic drift hammer --correct" in out) is bool(code)
     assert drift_cli.main(["hammer", "--json"]) == code
     assert json.loads(capsys.readouterr().out)["drift"] is bool(code)
+    assert drift_cli.main(["hammer", "--markdown"]) == code
+    assert ("`./supersonic drift hammer --correct`" in capsys.readouterr().out) is bool(code), "the issue says how"
 
 
 def test_the_command_exits_2_with_the_reason_when_it_could_not_check(
@@ -496,6 +527,21 @@ def test_after_a_correction_the_exit_code_is_the_second_checks(
     assert drift_cli.main(["hammer", "--correct"]) == 0
     out = capsys.readouterr().out
     assert out.index("before the correction:") < out.index(": drift") < out.index("after it:") < out.index("no drift")
+
+
+def test_the_check_masks_every_value_a_secret_stack_config_value_reaches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(check, "observe", lambda engine, tools: recorded("drifted"))
+    found, second = check.check(cast(Engine, StandInEngine({})), release_part.Tools())
+    image = next(r for r in found.rows if r.field.endswith("[name=envoy].image"))
+    assert second is None and image.live == "[secret]", "the leaf v1.40.0 of a secret object is in the live image"
+    config = next(r for r in found.rows if r.field == 'data["envoy.yaml"]')
+    assert "1" in config.expected, "a secret leaf shorter than 4 characters (1) masks nothing"
+
+
+def test_a_stack_never_deployed_is_refused_in_one_line() -> None:
+    with pytest.raises(check.CannotCheck, match="stack hammer exports no releaseName and namespace"):
+        check.deployed_release(cast(Engine, StandInEngine({"namespace": "cms"})))
+    assert check.deployed_release(cast(Engine, StandInEngine({"releaseName": "r", "namespace": "cms"}))) == ("r", "cms")
 
 
 def test_the_report_masks_what_a_secret_holds_and_what_a_stack_secret_reaches() -> None:
@@ -561,11 +607,13 @@ def test_the_hold_annotation_is_read_from_the_sidecar_code_the_release_deployed(
 
 
 def test_the_sidecars_hold_deadline_is_not_drift_and_is_drift_when_the_sidecar_names_no_such_annotation() -> None:
-    rows, ignored, _ = release_part.compare(hold_observation(SIDECAR_CODE))
+    held = compare(Observed("s", hold_observation(SIDECAR_CODE), []))
+    rows, ignored = held.rows, held.ignored
     assert rows == [] and [i.rule for i in ignored] == ["admission-hold-deadline"], (
         "the sidecar writes the deadline at every wake: reporting it would cry drift after every cold start"
     )
-    rows, ignored, _ = release_part.compare(hold_observation("HOLD_TTL = 900\n"))
+    other = compare(Observed("s", hold_observation("HOLD_TTL = 900\n"), []))
+    rows, ignored = other.rows, other.ignored
     assert [r.path for r in rows] == [("metadata", "annotations", "example.org/hold-until")] and ignored == [], (
         "an annotation the deployed sidecar does not write is somebody else's edit"
     )

@@ -1,13 +1,5 @@
-"""The diff of a stack between a base ref and the working tree, as one text: what ``./supersonic diff`` prints and
-what the pull request's comment shows (``markdown`` only wraps the same text).
-
-Each object is one entry: ``-`` removed, ``+`` added, ``±`` replaced (a content-addressed name changed), ``~``
-changed; under it each changed field, its path, then the value before (``-``) and after (``+``); a multi-line text
-(the Envoy configuration a ConfigMap holds) as the lines that changed, with two lines of context. The Helm release is
-one object, ``Release.helm.sh``: its chart, Helm options (the upgrade timeout) and values. Secret data is masked
-(``render.release.mask``) and a secret config value is its placeholder, so nothing secret is printed. ``run`` is the
-verb's work once ``cli/diff.py`` has checked the command line: each way it can fail is one line and its exit code.
-"""
+"""``./supersonic diff``: a stack's base and working tree compared object by object, as one text for the terminal and
+the pull request (``-`` removed, ``+`` added, ``±`` replaced, ``~`` changed, each field's before and after)."""
 
 from __future__ import annotations
 
@@ -37,16 +29,14 @@ class StackDiff:
 
     @property
     def secrets(self) -> list[str]:
-        """One line per secret config value added, removed or set again (its ciphertext changed); never a value."""
+        """One line per secret config value added, removed or set again; never a value."""
         before, after = self.base.secrets, self.head.secrets
-        lines = [f"secret {path}: added (its value is not shown)" for path in after if path not in before]
-        lines += [f"secret {path}: removed" for path in before if path not in after]
-        lines += [
-            f"secret {path}: set again (its ciphertext changed; the value, changed or not, is not shown)"
-            for path in after
-            if path in before and before[path] != after[path]
-        ]
-        return lines
+        again = "set again (its ciphertext changed; the value, changed or not, is not shown)"
+        return (
+            [f"secret {path}: added (its value is not shown)" for path in after if path not in before]
+            + [f"secret {path}: removed" for path in before if path not in after]
+            + [f"secret {path}: {again}" for path in after if before.get(path, after[path]) != after[path]]
+        )
 
     @property
     def chart_note(self) -> str:
@@ -60,7 +50,7 @@ class StackDiff:
 
 
 def as_json(diff: StackDiff) -> dict[str, Any]:
-    """The diff as one JSON document (docs/json.md)."""
+    """docs/json.md."""
     return {
         "stack": diff.stack,
         "title": diff.title,
@@ -96,97 +86,64 @@ def text(diff: StackDiff) -> str:
     objects = diff.objects
     lines.append("no change" if objects.empty and not diff.secrets else objects.counts())
     lines += diff.secrets
-    for key in objects.removed:
-        lines.append(f"- {key} (removed)")
-    for key in objects.added:
-        lines.append(f"+ {key} (added)")
-    for replaced in objects.replaced:
-        lines.append(
-            f"± {replaced.old} -> {replaced.key.name} (replaced: a content-addressed name; the new one is created "
-            "before the upgrade, the old one deleted after it)"
-        )
-        lines += [line for change in replaced.changes for line in field_lines(change)]
-    for changed in objects.changed:
-        lines.append(f"~ {changed.key}")
-        lines += [line for change in changed.changes for line in field_lines(change)]
+    lines += [f"- {key} (removed)" for key in objects.removed] + [f"+ {key} (added)" for key in objects.added]
+    replaced = (
+        "replaced: a content-addressed name; the new one is created before the upgrade, the old one deleted after it"
+    )
+    for one in (*objects.replaced, *objects.changed):
+        lines.append(f"± {one.old} -> {one.key.name} ({replaced})" if one.old else f"~ {one.key}")
+        lines += [line for change in one.changes for line in field_lines(change)]
     return "\n".join(lines) + "\n"
 
 
 def pull_request_text(diff: StackDiff) -> str:
-    """The same text for a pull request comment: one collapsible section per stack (none for no change)."""
+    """The same text as a pull request comment's collapsible section."""
     if diff.objects.empty and diff.chart_compared and not diff.secrets:
         return f"- **{diff.stack}**: no change\n"
     fence = "````"
     summary = "no change" if diff.objects.empty else diff.objects.counts()
-    if diff.secrets:
-        summary += f"; {len(diff.secrets)} secret(s) changed"
-    if not diff.chart_compared:
-        summary += "; chart objects not compared"
+    summary += f"; {len(diff.secrets)} secret(s) changed" if diff.secrets else ""
+    summary += "" if diff.chart_compared else "; chart objects not compared"
     return (
         f"<details><summary><b>{diff.stack}</b>: {summary}</summary>\n\n{fence}diff\n{text(diff)}{fence}\n</details>\n"
     )
 
 
 def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None = None) -> StackDiff:
-    """Render ``stack`` at ``base_ref`` (default: the merge base with main) and in the working tree, and compare.
-    Raises ``sides.SideError`` (a side that cannot be rendered) or ``ConfigError`` (the working tree's config)."""
-    if base_ref is None:
-        commit, how = sides.default_base()
-    else:
-        commit, how = sides.resolve(base_ref), base_ref
+    """``stack`` at ``base_ref`` (default: the merge base with main) against the working tree."""
+    commit, how = sides.default_base() if base_ref is None else (sides.resolve(base_ref), base_ref)
     label = f"base {commit[:12]}" + (f" ({how})" if how != commit else "")
     with (
         tempfile.TemporaryDirectory(prefix="supersonic-diff-out-") as out,
         ThreadPoolExecutor(max_workers=1) as pool,
     ):
-        # The base renders in a process of its own meanwhile.
         base_side = pool.submit(sides.base, stack, commit, label, Path(out) / "base", chart_dir)
         head = sides.working_tree(stack, Path(out) / "head", chart_dir)
         base = base_side.result()
-    chart_compared = base.chart is not None and head.chart is not None
-    namespace = head.namespace or base.namespace
-    before = base.objects + (base.chart or [] if chart_compared else [])
-    after = head.objects + (head.chart or [] if chart_compared else [])
-    if not base.exists or not head.exists:
-        chart_compared = (base.chart is not None) or (head.chart is not None)
-        before, after = base.objects + (base.chart or []), head.objects + (head.chart or [])
+    if not base.exists and not head.exists:
+        where = f"stacks/Pulumi.{stack}.yaml at the base or in the working tree (stacks: {', '.join(stack_names())})"
+        raise sides.UsageError(f"no stack file {where}")
+    chart_compared = all(side.chart is not None for side in (base, head) if side.exists)
+    before, after = (side.objects + (side.chart or [] if chart_compared else []) for side in (base, head))
     title = f"{label} -> working tree"
     if base.exists and head.exists and base.generation != head.generation:
         title += (
             f"; the chart generation differs: {base.generation} at the base, {head.generation} in the working tree "
             "(object names and Envoy cluster names change with it)"
         )
-    return StackDiff(
-        stack,
-        base,
-        head,
-        title,
-        compare_objects(before, after, namespace, renames=True),
-        chart_compared,
-    )
+    objects = compare_objects(before, after, head.namespace or base.namespace, renames=True)
+    return StackDiff(stack, base, head, title, objects, chart_compared)
 
 
 def run(stack: str, base: str | None, chart: Path | None, *, markdown: bool, strict: bool, json: bool) -> int:
     try:
         result = diff_stack(stack, base, chart)
     except ConfigError as error:
-        print(
-            f"stack {stack}: invalid config in the working tree:",
-            *(f"  {p}" for p in error.problems),
-            sep="\n",
-            file=sys.stderr,
-        )
+        print(f"stack {stack}: invalid config in the working tree:", *error.problems, sep="\n  ", file=sys.stderr)
         return EXIT_USAGE
     except sides.SideError as error:
         print(f"stack {stack}: {error}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(error, sides.BaseRefError) else EXIT_FINDING
-    if not result.base.exists and not result.head.exists:
-        print(
-            f"stack {stack}: no stack file stacks/Pulumi.{stack}.yaml at the base or in the working tree "
-            f"(stacks: {', '.join(stack_names())})",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return EXIT_USAGE if isinstance(error, sides.UsageError) else EXIT_FINDING
     printed = pull_request_text(result) if markdown else text(result)
     print(dumps(as_json(result), indent=2, default=str) + "\n" if json else printed, end="")
     if strict and not result.chart_compared:

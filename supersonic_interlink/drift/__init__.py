@@ -1,3 +1,2 @@
-"""Drift watch (``./supersonic drift <stack>``): what changed on the cluster outside Pulumi, in the objects the program
-manages directly (``managed``) and inside the Helm release (``release``), less the declared ignore rules (``rules``);
-``report`` prints it, ``check`` runs both parts, the correction and the verb. docs/drift.md says more."""
+"""Drift watch (``./supersonic drift <stack>``, docs/drift.md): what changed on the cluster outside Pulumi, in Pulumi's
+own objects and the Helm release's (``release``), less the declared ignore rules (``report``); ``check`` runs it."""

@@ -1,11 +1,5 @@
-"""What ``./supersonic drift <stack>`` needs on the cluster without ``--correct``: a Role in the release namespace
-(docs/drift.md; the end-to-end test runs the check as a ServiceAccount bound to exactly it). Secrets ``get``/``list``
-for Helm's release record; ``get`` of every kind deployed; ``patch`` and ``create`` of the release's kinds, because
-Kubernetes authorizes a dry-run apply as an apply and a dry-run create (the server's defaults where the apply is
-refused) as a create. The check only ever sends ``dryRun=All`` writes. Roles and RoleBindings are compared on the
-manifest's fields and need only ``get``: RBAC refuses even a dry-run apply of one to a credential that does not hold
-what it grants.
-"""
+"""The Role ``./supersonic drift`` needs without ``--correct`` (docs/drift.md says why each right), and a refused
+request named as the right it lacked."""
 
 from __future__ import annotations
 
@@ -26,8 +20,7 @@ _FORBIDDEN = re.compile(
     r'cannot (?P<verb>[a-z]+) resource "(?P<resource>[^"]+)" in API group "(?P<group>[^"]*)"'
     r'(?: in the namespace "(?P<namespace>[^"]+)"| at the cluster scope)'
 )
-"""The API server's refusal (k8s.io/apiserver ``responsewriters.forbiddenMessage``), as kubectl, Helm and the provider
-pass it on."""
+"""k8s.io/apiserver ``responsewriters.forbiddenMessage``, as kubectl, Helm and the provider pass it on."""
 
 
 def reader_role(name: str, namespace: str) -> dict[str, Any]:
@@ -36,8 +29,7 @@ def reader_role(name: str, namespace: str) -> dict[str, Any]:
 
 
 def missing_right(text: str) -> str | None:
-    """One line naming the verb and resource a refused request lacked, and whether this Role grants it; None when
-    ``text`` holds no refusal."""
+    """The verb and resource a refused request lacked, and whether this Role grants it; None without a refusal."""
     if (refused := _FORBIDDEN.search(text)) is None:
         return None
     verb, resource, group = refused["verb"], refused["resource"].split("/")[0], refused["group"]

@@ -1,13 +1,5 @@
-"""The Helm release's objects: ``helm get manifest`` against the live objects, by a server-side dry-run apply.
-
-Flux's helm-controller ``driftDetection`` comparison (fluxcd/helm-controller ``internal/action/diff.go`` ``Diff`` at
-``0f61a860``; fluxcd/pkg ``ssa/jsondiff/unstructured.go`` at ``e2cfd1a2``): each object, with Helm's ownership
-metadata, is applied with ``--dry-run=server`` under a field manager that owns nothing, and the answer is compared
-with the live object, so a field is drift only where applying the manifest would change it. Where the API server
-refuses the apply (a Service port changed in place, ports without ``protocol``), the manifest's own fields are
-compared, and a field the API server defaults is never drift: a dry-run create of the manifest under a generated name
-gives the defaulted value (docs/drift.md). ``observe`` reads, ``compare`` is pure, ``correct`` writes.
-"""
+"""The Helm release's objects: ``helm get manifest`` against the live objects by a server-side dry-run apply, as Flux's
+``driftDetection`` compares; where the apply is refused, the manifest's own fields and a dry-run create's defaults."""
 
 from __future__ import annotations
 
@@ -15,43 +7,39 @@ import copy
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from supersonic_interlink.chart.binaries import BinaryError, ensure
-from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Row
-from supersonic_interlink.drift.rules import rule_for, sidecar_hold_annotation
-from supersonic_interlink.objdiff import ABSENT, Named, Path, changes, overlay, put
+from supersonic_interlink.chart.binaries import ensure
+from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Report, Row, rule_for, sidecar_hold_annotation
+from supersonic_interlink.objdiff import ABSENT, changes, overlay, put, value_at
 
 FIELD_MANAGER = "supersonic-drift"
-"""Of the dry-run applies (it owns nothing, so applying drops no field) and of the correction's writes."""
+"""It owns nothing, so a dry-run apply under it drops no field."""
 INVALID = " is invalid: "
-"""kubectl's wording of a 422 Invalid: the one refusal that says something about the object itself."""
+"""kubectl's wording of a 422 Invalid, the one refusal about the object itself."""
 BUSY_STATUSES = ("pending-install", "pending-upgrade", "pending-rollback", "uninstalling")
 FIELD_COMPARED_KINDS = frozenset({"Role", "RoleBinding"})
-"""Compared on the manifest's own fields: the API server refuses even a dry-run apply of one to a credential that
-does not hold what it grants (RBAC's escalation check), and defaults nothing in them that the manifest sets."""
+"""Compared on the manifest's own fields: RBAC refuses a dry-run apply of one to a credential without its rights."""
 
 
 class CannotCheck(Exception):
-    """The cluster could not be read or the release is not in a state to compare against; the message says why."""
+    """The cluster could not be read or the release is not in a state to compare against."""
 
 
 @dataclass
 class ObjectObservation:
     manifest: dict[str, Any]
-    """As the release's manifest holds it, with Helm's ownership metadata."""
+    """With Helm's ownership metadata."""
     live: dict[str, Any] | None
     dry_run: dict[str, Any] | None
-    """The API server's answer to the dry-run apply."""
     refused: str = ""
-    """The API server's message where it refused the dry-run apply ..."""
+    """Why the API server refused the dry-run apply, and then the manifest as a dry-run create returns it."""
     defaulted: dict[str, Any] | None = None
-    """... and then the manifest as a dry-run create returns it, every default filled."""
 
     @property
     def key(self) -> str:
@@ -69,20 +57,15 @@ class ReleaseObservation:
 
 @dataclass(frozen=True)
 class Tools:
-    """The pinned Helm v3 and kubectl, against the ``env``'s ``KUBECONFIG`` (the process's own otherwise)."""
+    """The pinned Helm v3 and kubectl, with ``env`` over the process's environment."""
 
     env: Mapping[str, str] | None = None
 
     def run(self, tool: str, *args: str, input_text: str | None = None) -> subprocess.CompletedProcess[str]:
         env = None if self.env is None else {**os.environ, **self.env}
-        try:
-            return subprocess.run(
-                [str(ensure(tool)), *args], capture_output=True, text=True, input=input_text, timeout=120, env=env
-            )
-        except BinaryError as error:
-            raise CannotCheck(str(error)) from None
-        except subprocess.TimeoutExpired:
-            raise CannotCheck(f"{tool} {' '.join(args[:3])} did not answer in 120 s") from None
+        return subprocess.run(
+            [str(ensure(tool)), *args], capture_output=True, text=True, input=input_text, timeout=120, env=env
+        )
 
     def read(self, tool: str, *args: str, input_text: str | None = None) -> str:
         return stdout(self.run(tool, *args, input_text=input_text), f"{tool} {' '.join(args)}")
@@ -108,13 +91,9 @@ def _items(text: str) -> dict[str, dict[str, Any]]:
 
 
 def with_helm_metadata(manifest: Mapping[str, Any], release: str, namespace: str) -> dict[str, Any]:
-    """The object as Helm leaves it on the cluster (helm-controller ``setHelmMetadata``; Helm's ``pkg/action``)."""
-    result = copy.deepcopy(dict(manifest))
-    metadata = result.setdefault("metadata", {})
-    metadata["labels"] = {**(metadata.get("labels") or {}), "app.kubernetes.io/managed-by": "Helm"}
+    """The object as Helm leaves it on the cluster (helm-controller ``setHelmMetadata``)."""
     helm = {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace}
-    metadata["annotations"] = {**(metadata.get("annotations") or {}), **helm}
-    return result
+    return overlay(manifest, {"metadata": {"labels": {"app.kubernetes.io/managed-by": "Helm"}, "annotations": helm}})
 
 
 def _dry_run(tools: Tools, objects: list[dict[str, Any]], namespace: str) -> subprocess.CompletedProcess[str]:
@@ -123,7 +102,7 @@ def _dry_run(tools: Tools, objects: list[dict[str, Any]], namespace: str) -> sub
 
 
 def _dry_run_create(tools: Tools, manifest: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    """The manifest as the API server defaults it: a dry-run create under a generated name (the real name exists)."""
+    """The manifest as the API server defaults it: a dry-run create under a generated name."""
     probe = copy.deepcopy(dict(manifest))
     probe["metadata"]["generateName"] = f"{str(probe['metadata'].pop('name'))[:40]}-"
     args = ("create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-")
@@ -132,26 +111,23 @@ def _dry_run_create(tools: Tools, manifest: Mapping[str, Any], namespace: str) -
 
 
 def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
-    """Read the release's record and manifest, the live objects, and the dry-run apply of each live object."""
+    """The release's record and manifest, the live objects, and the dry-run apply of each."""
     status = json.loads(tools.read("helm", "status", release, "-n", namespace, "-o", "json"))
     state, revision = str((status.get("info") or {}).get("status", "")), int(status.get("version") or 0)
     if state in BUSY_STATUSES:
         raise CannotCheck(
             f"release {namespace}/{release} is {state} (revision {revision}): a Helm operation is in flight or was "
-            "interrupted, so its manifest is not what runs; see docs/takeover.md, An interrupted up"
+            "interrupted (docs/takeover.md, An interrupted up)"
         )
     documents = yaml.safe_load_all(tools.read("helm", "get", "manifest", release, "-n", namespace))
     manifests = [with_helm_metadata(d, release, namespace) for d in documents if d]
     get = ("get", "-n", namespace, "--ignore-not-found", "-o", "json", "-f", "-")
     live = _items(tools.read("kubectl", *get, input_text=_listed(manifests)))
-    # A deleted object is drift as it is, and is not applied.
     present = [m for m in manifests if key(m) in live and m.get("kind") not in FIELD_COMPARED_KINDS]
-    answered: dict[str, dict[str, Any]] = {}
-    refused: dict[str, str] = {}
     together = _dry_run(tools, present, namespace) if present else None
-    if together is not None and together.returncode == 0:
-        answered = _items(together.stdout)
-    elif together is not None:  # one object refused fails the whole call without output: ask object by object
+    answered = _items(together.stdout) if together is not None and together.returncode == 0 else {}
+    refused: dict[str, str] = {}
+    if together is not None and together.returncode != 0:  # one refusal fails the whole call: ask object by object
         with ThreadPoolExecutor(max_workers=4) as pool:
             answers = list(pool.map(lambda one: _dry_run(tools, [one], namespace), present))
         for manifest, alone in zip(present, answers, strict=True):
@@ -159,8 +135,6 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
                 refused[key(manifest)] = alone.stderr.strip()
             else:  # forbidden, unreachable, an unknown kind: no answer, not drift
                 answered |= _items(stdout(alone, f"dry-run apply of {key(manifest)}"))
-    if unanswered := [key(m) for m in present if key(m) not in {*answered, *refused}]:
-        raise CannotCheck(f"kubectl answered no dry-run apply for {', '.join(unanswered)}")
     objects = [
         ObjectObservation(
             m,
@@ -174,29 +148,12 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
     return ReleaseObservation(release, namespace, revision, state, objects)
 
 
-def value_at(tree: Any, path: Path) -> Any:
-    """The value at an ``objdiff`` path, ``ABSENT`` where there is none."""
-    for segment in path:
-        if isinstance(segment, Named):
-            found = (
-                [i for i in tree if isinstance(i, Mapping) and i.get("name") == segment.name]
-                if isinstance(tree, list)
-                else []
-            )
-            tree = found[0] if len(found) == 1 else ABSENT
-        else:
-            tree = tree.get(segment, ABSENT) if isinstance(tree, Mapping) else ABSENT
-    return tree
-
-
-def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], list[str]]:
-    """Rows of drift, what the rules ignored, and every object compared."""
-    rows: list[Row] = []
-    ignored: list[Ignored] = []
+def compare(observed: ReleaseObservation, found: Report) -> None:
     hold = sidecar_hold_annotation(item.manifest for item in observed.objects if item.manifest)
     for item in observed.objects:
+        found.objects.append(item.key)
         if (live := item.live) is None:
-            rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
+            found.rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
             continue
         field_compared = item.refused or item.manifest.get("kind") in FIELD_COMPARED_KINDS
         expected = overlay(live, item.manifest) if field_compared else item.dry_run or {}
@@ -209,17 +166,14 @@ def compare(observed: ReleaseObservation) -> tuple[list[Row], list[Ignored], lis
                     continue
                 wanted = change.after if defaulted is ABSENT else defaulted
             if rule := rule_for(live, observed.release, change.path, is_object=True, hold=hold):
-                ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
+                found.ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
             else:
-                rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
-    return rows, ignored, [item.key for item in observed.objects]
+                found.rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
 
 
-def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list[str]:
-    """Each drifted object back: a deleted one created from the manifest; a changed one replaced by the live object
-    with each drifted field set to what applying the manifest makes it (a PUT carrying the live ``resourceVersion``:
-    a change made meanwhile fails it). Fields the rules ignore keep their live values. One line per object written."""
-    done: list[str] = []
+def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools, log: Callable[[str], None] = print) -> None:
+    """A deleted object created from the manifest; a changed one replaced by the live object with each drifted field
+    set back (a PUT with the live ``resourceVersion``: a change made meanwhile fails it)."""
     for item in observed.objects:
         if not (drifted := [row for row in rows if row.part == RELEASE_PART and row.object == item.key]):
             continue
@@ -227,10 +181,9 @@ def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools) -> list
             verb, desired, line = "create", item.manifest, "created from the release's manifest"
         else:
             verb, desired, line = "replace", copy.deepcopy(item.live), f"{', '.join(r.field for r in drifted)} set back"
-            desired["metadata"].pop("managedFields", None)  # left out, the API server keeps them as they are
+            desired["metadata"].pop("managedFields", None)  # left out, the API server keeps them
             for row in drifted:
                 put(desired, row.path, copy.deepcopy(row.expected))
         flags = (f"--field-manager={FIELD_MANAGER}", "-n", observed.namespace, "-f", "-")
         stdout(tools.run("kubectl", verb, *flags, input_text=json.dumps(desired)), f"kubectl {verb} {item.key}")
-        done.append(f"{item.key}: {line}")
-    return done
+        log(f"drift: {item.key}: {line}")

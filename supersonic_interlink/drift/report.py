@@ -1,23 +1,116 @@
-"""What a drift check found: one row per drifted field, what each rule ignored, and the table for a terminal, the
-JSON and the markdown of the scheduled workflow's issue; values a secret holds are masked for all three."""
+"""The fields a drift check ignores, each by a declared rule with its reason (docs/drift.md has the table and sources),
+and what a check found: one row per drifted field, as a table, JSON and the issue's markdown, secrets masked."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterator, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from supersonic_interlink.drift.rules import API_DEFAULTS_NOTE, RULES
+from supersonic_interlink.contract import CHART, GENERATIONS
 from supersonic_interlink.objdiff import ABSENT, Path, cut, format_path, format_value, markdown_cell, markdown_value
 
-RELEASE_PART = "helm release"
-"""The Release's objects, compared by a server-side dry-run apply of its stored manifest."""
-PULUMI_PART = "pulumi"
-"""The resources Pulumi manages directly, compared by the engine's refresh and preview."""
+HOLD = ("metadata", "annotations", "<the sidecar's hold annotation>")
+"""Stands for the annotation the release's admission sidecar code names (``sidecar_hold_annotation``)."""
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    name: str
+    reason: str
+    paths: tuple[Path, ...]
+    """A difference at or under one of these is ignored, unless at or under one of ``keep``."""
+    keep: tuple[Path, ...] = ()
+    kind: str = ""
+    names: Callable[[str], set[str]] | None = None
+    """The object names of the release's name it applies to (any when None)."""
+    resource: bool = False
+    """Any Pulumi resource's outputs, not only Kubernetes objects."""
+
+    def matches(self, resource: Mapping[str, Any], release: str, path: Path, is_object: bool, hold: str | None) -> bool:
+        paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
+        return (
+            (is_object or self.resource)
+            and (not self.kind or resource.get("kind") == self.kind)
+            and (self.names is None or (resource.get("metadata") or {}).get("name") in self.names(release))
+            and any(path[: len(prefix)] == prefix for prefix in paths)
+            and not any(path[: len(kept)] == kept for kept in self.keep)
+        )
+
+
+RULES: tuple[IgnoreRule, ...] = (
+    IgnoreRule(
+        "status",
+        "written by controllers (the controller-manager, the kubelet, KEDA), never by the manifest or the program",
+        paths=(("status",),),
+    ),
+    IgnoreRule(
+        "server-metadata",
+        "the API server rewrites resourceVersion, uid, managedFields and the like on every write; labels and "
+        "annotations are compared, as Flux's driftDetection does",
+        paths=(("metadata",),),
+        keep=(("metadata", "labels"), ("metadata", "annotations")),
+    ),
+    IgnoreRule(
+        "triton-replicas",
+        "KEDA's HorizontalPodAutoscaler sets the Triton replica count, and the admission sidecar raises it on a wake",
+        paths=(("spec", "replicas"),),
+        kind="Deployment",
+        names=lambda release: {g.inference_object_name(release) for g in GENERATIONS},
+    ),
+    IgnoreRule(
+        "admission-min-replicas",
+        "the chart's admission sidecar merge-patches it while it holds a wake (cfg/admission-server.py), and the "
+        "chart keeps the live value across upgrades (templates/keda/so.yaml)",
+        paths=(("spec", "minReplicaCount"),),
+        kind="ScaledObject",
+        names=lambda release: {CHART.scaled_object_name(release)},
+    ),
+    IgnoreRule(
+        "admission-hold-deadline",
+        "the chart's admission sidecar keeps a wake's hold deadline in the annotation its deployed code names "
+        "(cfg/admission-server.py at db73925); none when that code names none",
+        paths=(HOLD,),
+        kind="ScaledObject",
+        names=lambda release: {CHART.scaled_object_name(release)},
+    ),
+    IgnoreRule(
+        "provider-bookkeeping",
+        "the Kubernetes provider's record of what it last sent, not read from the cluster",
+        paths=(("__inputs",), ("__fieldManager",), ("__initialApiVersion",)),
+        resource=True,
+    ),
+)
+"""Every rule, in the order the report lists them."""
+
+API_DEFAULTS_NOTE = (
+    "Defaults the API server fills need no rule: the dry-run apply returns them on both sides, and where the API "
+    "server refuses it the comparison reads only the fields the manifest sets."
+)
+
+
+def rule_for(
+    resource: Mapping[str, Any], release: str, path: Path, *, is_object: bool, hold: str | None = None
+) -> IgnoreRule | None:
+    """The first rule that ignores a difference at ``path`` of ``resource``; None: drift."""
+    return next((r for r in RULES if r.matches(resource, release, path, is_object, hold)), None)
+
+
+def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | None:
+    """The annotation the admission sidecar keeps its hold deadline in: a ``HOLD_ANNOTATION = "<name>"`` line of its
+    module in the release's ConfigMaps (read, never run); None when none names one."""
+    assignment = re.compile(
+        rf"""^{CHART.hold_annotation_variable}\s*=\s*["']([^"'\n]+)["']\s*(?:#.*)?$""", re.MULTILINE
+    )
+    texts = [t for m in manifests if m.get("kind") == "ConfigMap" for t in (m.get("data") or {}).values()]
+    return next((found[1] for t in texts if isinstance(t, str) and (found := assignment.search(t))), None)
+
+
+RELEASE_PART, PULUMI_PART = "helm release", "pulumi"
 CELL, MARKDOWN_CELL = 60, 300
-"""Widest value the text table prints (--json carries the whole value), and the issue's table (a GitHub issue body
-holds at most 65,536 characters)."""
+"""Widest value the table prints, and the issue's (a GitHub issue body holds at most 65,536 characters)."""
 SECRET_SHOWN = "[secret]"
 
 
@@ -28,7 +121,7 @@ class Row:
     """``Kind/name`` of a Kubernetes object, or the Pulumi resource's type and name."""
     path: Path
     expected: Any
-    """What applying the stored manifest (or the state Pulumi recorded) makes the field; ``ABSENT`` if not set."""
+    """What applying the stored manifest (or the state Pulumi recorded) makes the field."""
     live: Any
     note: str = ""
 
@@ -62,7 +155,7 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     objects: list[str] = field(default_factory=list)
-    """Every object or resource compared, drifted or not."""
+    """Every object or resource compared."""
 
     @property
     def drift(self) -> bool:
@@ -84,7 +177,7 @@ class Report:
 
 
 def leaves(value: Any) -> Iterator[Any]:
-    """Every value inside ``value`` that is neither a mapping nor a list (``value`` itself when it is neither)."""
+    """Every value inside ``value`` that is neither a mapping nor a list (or ``value`` itself)."""
     if isinstance(value, Mapping | list | tuple):
         for item in value.values() if isinstance(value, Mapping) else value:
             yield from leaves(item)
@@ -93,8 +186,8 @@ def leaves(value: Any) -> Iterator[Any]:
 
 
 def masked(report: Report, secrets: Collection[str]) -> Report:
-    """The report with every value a Secret object holds, and every value containing one of ``secrets`` (the
-    stack's secret config values), shown as ``[secret]``: the table goes to terminals, step summaries and issues."""
+    """Every value of a Secret object, and every value containing one of ``secrets`` (the stack's secret config
+    values), shown as ``[secret]``."""
 
     def mask(row: Row, value: Any) -> Any:
         hides = any(isinstance(leaf, str) and any(secret in leaf for secret in secrets) for leaf in leaves(value))
@@ -105,10 +198,8 @@ def masked(report: Report, secrets: Collection[str]) -> Report:
 
 
 def _summary(report: Report) -> str:
-    ignored = ", ".join(f"{name} {count}" for name, count in report.ignored_counts().items() if count)
-    return f"{len(report.objects)} objects compared; {len(report.rows)} drifted field(s); ignored by rule: " + (
-        ignored or "nothing"
-    )
+    ignored = ", ".join(f"{name} {count}" for name, count in report.ignored_counts().items() if count) or "nothing"
+    return f"{len(report.objects)} objects compared; {len(report.rows)} drifted field(s); ignored by rule: {ignored}"
 
 
 def text(report: Report) -> str:
@@ -125,7 +216,6 @@ def text(report: Report) -> str:
 
 
 def markdown(report: Report, *, correct_command: str = "") -> str:
-    """The report as the body of the stack's drift issue."""
     lines = [
         f"Drift of stack `{report.stack}`: release `{report.namespace}/{report.release}` (revision {report.revision}).",
         "",
