@@ -4,10 +4,12 @@ from lower layers only, whether the import is at the top of the module or inside
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "supersonic_interlink"
+RESOLVED = re.compile(rf"{PACKAGE}(\.\w+)+:\w+")
 
 LAYERS: dict[str, int] = {
     "supersonic_interlink": 0,  # the package's __init__: ROOT only
@@ -72,6 +74,9 @@ def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, st
             for alias in node.names:
                 full = f"{name}.{alias.name}"
                 found.append((node.lineno, full if _is_module(full) else name))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and RESOLVED.fullmatch(node.value):
+            # A "module:function" that pkgutil.resolve_name loads when a verb runs is an import too.
+            found.append((node.lineno, node.value.split(":")[0]))
     return [(line, name) for line, name in found if name.split(".")[0] == PACKAGE]
 
 
@@ -126,6 +131,10 @@ def test_the_check_catches_an_import_against_the_direction(tmp_path: Path) -> No
         ast.parse("from supersonic_interlink import wake\n"), "supersonic_interlink.state.backend", False
     )
     assert [unit_of(name) for _, name in sideways] == ["supersonic_interlink.wake"]
+    by_name = imported(
+        ast.parse('calls("supersonic_interlink.cli.main:run")\n'), "supersonic_interlink.wake.probe", False
+    )
+    assert by_name == [(1, "supersonic_interlink.cli.main")], "a target resolved by name counts as an import"
 
 
 def test_every_package_is_placed_and_named_in_the_architecture_note() -> None:
