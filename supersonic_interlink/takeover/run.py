@@ -30,7 +30,7 @@ from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.render.stack import render
 from supersonic_interlink.takeover import flux_check, objects_diff, values_diff
 from supersonic_interlink.takeover.objects_diff import LiveObject, LiveObjectsError, load_live_objects
-from supersonic_interlink.takeover.steps import adoption, format_steps, steps
+from supersonic_interlink.takeover.steps import format_steps
 from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
 
 T = TypeVar("T")
@@ -111,8 +111,7 @@ def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
         if findings:
             raise Stop(f"stack {stack}: not printing the steps: the import must not run until these pass", EXIT_FINDING)
         print(f"stack {stack}: the live release is Flux's, suspended, on this chart, and deployed", file=sys.stderr)
-    plan = adoption(stack, settings)
-    print(format_steps(plan, steps(plan)), end="")
+    print(format_steps(stack, settings), end="")
     return EXIT_OK
 
 
