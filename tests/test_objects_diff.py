@@ -65,9 +65,8 @@ ENVOY = key("Deployment", "supersonic-interlink-envoy", "apps")
 TRITON = key("Deployment", "supersonic-interlink-triton", "apps")
 SCALED_OBJECT = key("ScaledObject", "supersonic-interlink-keda-so", "keda.sh")
 TRITON_PDB = key("PodDisruptionBudget", "supersonic-interlink-triton", "policy")
-PDB_DELETION = ExpectedDeletion(
-    "PodDisruptionBudget", "{instance}-triton", "no budget for a Deployment that scales to zero", group="policy"
-)
+NO_BUDGET = "no budget for a Deployment that scales to zero"
+PDB_DELETION = {TRITON_PDB: NO_BUDGET}
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +92,9 @@ def renders(hammer, live, tmp_path_factory) -> dict:
     return {chart: render_sides(fixture_chart(chart, tmp_path_factory.mktemp(chart)), given) for chart in charts}
 
 
-def upgrade(renders: dict, chart: str, declared=()):
+def upgrade(renders: dict, chart: str, declared: dict | None = None):
     before, after = renders[chart]
-    return compare(before, after, RELEASE, NAMESPACE, declared)
+    return compare(before, after, NAMESPACE, declared or {})
 
 
 def changed_fields(comparison, object_key: ObjectKey) -> dict:
@@ -137,8 +136,10 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
         "the chart's lookup found the live ScaledObject and kept its minReplicaCount 1, as on the cluster"
     )
     assert not comparison.has_findings
-    stale = upgrade(renders, "conforming", [PDB_DELETION])
-    assert stale.stale == (PDB_DELETION,) and stale.has_findings, "a declared deletion the upgrade no longer makes"
+    stale = upgrade(renders, "conforming", PDB_DELETION)
+    assert stale.stale == ((TRITON_PDB, NO_BUDGET),) and stale.has_findings, (
+        "a declared deletion the upgrade no longer makes"
+    )
 
 
 def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_replica_floor_drops(
@@ -146,7 +147,7 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
 ) -> None:
     given = sides(hammer, live, [])
     before, after = render_sides(fixture_chart("conforming", tmp_path), given)
-    comparison = compare(before, after, RELEASE, NAMESPACE, ())
+    comparison = compare(before, after, NAMESPACE, {})
     assert [c.key for c in comparison.diff.changed] == [ENVOY, TRITON, SCALED_OBJECT]
     assert ENVOY_CONFIG in comparison.diff.unchanged, "this stack's envoy.yaml was served under the live name"
     assert changed_fields(comparison, SCALED_OBJECT) == {("spec", "minReplicaCount"): (1, 0)}, (
@@ -162,15 +163,15 @@ def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
     assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
-    declared = upgrade(renders, "deletes-on-upgrade", [PDB_DELETION])
+    declared = upgrade(renders, "deletes-on-upgrade", PDB_DELETION)
     assert declared.unexplained == () and declared.stale == () and not declared.has_findings
-    assert [(d.key, d.why) for d in declared.deleted] == [(TRITON_PDB, PDB_DELETION.why)]
+    assert declared.deleted == ((TRITON_PDB, NO_BUDGET),)
 
 
 def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(renders) -> None:
     comparison = upgrade(renders, "kept-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,)
-    assert [d.key for d in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
+    assert [k for k, _ in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
     assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
 
 
@@ -214,10 +215,11 @@ def test_the_objects_command_exits_1_on_an_unexplained_deletion_and_0_once_it_is
     assert "| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | **not explained**" in captured.out
     assert "stack hammer: 1 unexplained and 0 stale deletion(s); see the report" in captured.err
 
-    monkeypatch.setattr(objects_diff, "EXPECTED_DELETIONS", (PDB_DELETION,))
+    declared = ExpectedDeletion("PodDisruptionBudget", "{instance}-triton", NO_BUDGET, group="policy")
+    monkeypatch.setattr(objects_diff, "EXPECTED_DELETIONS", (declared,))
     assert takeover.main(objects_command("--chart", str(chart))) == 0
     out = capsys.readouterr().out
-    assert f"| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | {PDB_DELETION.why} |" in out
+    assert f"| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | {NO_BUDGET} |" in out
 
 
 def test_a_chart_that_refuses_the_stacks_values_is_a_finding_with_its_message(tmp_path, capsys) -> None:
@@ -287,23 +289,23 @@ def test_hooks_and_kept_objects_are_left_and_only_declared_deletions_are_explain
         config_map("rel-gone"),
         config_map("rel-same"),
     ]
-    declared = [ExpectedDeletion("ConfigMap", "{instance}-declared", "why"), ExpectedDeletion("Secret", "x", "old")]
-    comparison = compare(before, [config_map("rel-same")], "rel", NAMESPACE, declared)
-    assert [d.key.name for d in comparison.left] == ["rel-hook", "rel-kept"]
-    assert [(d.key.name, d.why) for d in comparison.deleted] == [("rel-declared", "why")]
+    declared = {key("ConfigMap", "rel-declared"): "why", key("Secret", "x"): "old"}
+    comparison = compare(before, [config_map("rel-same")], NAMESPACE, declared)
+    assert [k.name for k, _ in comparison.left] == ["rel-hook", "rel-kept"]
+    assert comparison.deleted == ((key("ConfigMap", "rel-declared"), "why"),)
     assert comparison.unexplained == (key("ConfigMap", "rel-gone"),)
-    assert comparison.stale == (declared[1],)
+    assert comparison.stale == ((key("Secret", "x"), "old"),)
 
 
 def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
     before = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"f": "a\nb\n", "n": "1"}}]
     after = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"f": "a\nc\n"}}]
-    report = markdown(compare(before, after, "rel", NAMESPACE, ()), "hammer", ["a note"])
+    report = markdown(compare(before, after, NAMESPACE, {}), "hammer", ["a note"])
     assert report.startswith("#### Objects: the live release → stack `hammer`\n\n- a note\n")
     assert "| `data.f` | *(text: see below)* | *(text: see below)* |" in report
     assert "| `data.n` | `1` | *(not set)* |" in report
     assert "```diff\n--- live\n+++ this stack\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n```" in report
-    assert Change(("data", "n"), "1", ABSENT) in compare(before, after, "rel", NAMESPACE, ()).diff.changed[0].changes
+    assert Change(("data", "n"), "1", ABSENT) in compare(before, after, NAMESPACE, {}).diff.changed[0].changes
 
 
 def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
