@@ -72,6 +72,10 @@ def test_the_helm_release_name_follows_helm_controller() -> None:
             {"chart": {"spec": {**helm_release()["spec"]["chart"]["spec"], "chart": "charts/other"}}},
             "chart: HelmRelease cms/supersonic-interlink: chart 'charts/other', the stack's is 'helm/supersonic'",
         ),
+        (
+            {"chart": {"spec": {**helm_release()["spec"]["chart"]["spec"], "sourceRef": {"kind": "HelmRepository"}}}},
+            "source: HelmRelease cms/supersonic-interlink: the chart comes from a HelmRepository, not a GitRepository",
+        ),
     ],
 )
 def test_each_check_names_what_is_wrong(hammer: Settings, change: dict[str, Any], says: str) -> None:
