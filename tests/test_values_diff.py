@@ -40,7 +40,7 @@ def project() -> dict:
 def test_the_hammer_stack_differs_from_the_live_release_only_where_declared(live, project) -> None:
     comparison = compare_values(live, project)
     assert comparison.undeclared == () and comparison.stale == (), markdown(comparison, "hammer")
-    assert [(".".join(map(str, r.change.path)), r.change.before) for r in comparison.deliberate] == [
+    assert [(".".join(map(str, change.path)), change.before) for change, _ in comparison.deliberate] == [
         # The live release is of the triton generation; the unpinned stack renders for the newest chart.
         ("triton", "(this block)"),
         ("envoy.annotations.checksum/envoy-config", ABSENT),
@@ -76,7 +76,7 @@ def test_a_value_the_stack_changes_without_declaring_it_is_a_finding(live, proje
     comparison = compare_values(changed, project)
     # The live triton: block is compared under the project's inferenceServer: name.
     moved = tuple(NEWEST.inference_values_key if key == "triton" else key for key in path)
-    assert [r.change.path for r in comparison.undeclared] == [moved], "an unexplained change must stop the takeover"
+    assert [change.path for change in comparison.undeclared] == [moved], "an unexplained change must stop the takeover"
     assert comparison.has_findings
 
 
@@ -93,7 +93,10 @@ def test_a_declared_difference_that_is_no_longer_one_is_reported(live, project) 
 def test_the_most_specific_declaration_gives_the_reason() -> None:
     declared = (Deliberate(("a",), "block"), Deliberate(("a", "b"), "leaf"))
     comparison = compare_values({"a": {"b": 1, "c": 1}}, {"a": {"b": 2, "c": 2}}, declared)
-    assert [(r.change.path, r.why) for r in comparison.deliberate] == [(("a", "b"), "leaf"), (("a", "c"), "block")]
+    assert [(change.path, why) for change, why in comparison.deliberate] == [
+        (("a", "b"), "leaf"),
+        (("a", "c"), "block"),
+    ]
     assert comparison.stale == ()
 
 

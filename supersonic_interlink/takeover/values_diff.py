@@ -1,11 +1,5 @@
-"""The values of the live release against this project's, with every deliberate difference declared once.
-
-The first ``pulumi up`` of a takeover upgrades the live release to this project's values. Each difference between
-the two must be one this project means to make; ``DELIBERATE`` lists them with the reason. ``compare_values`` sorts
-the differences into declared ones, undeclared ones (findings: either the stack is wrong or the table is missing a
-row) and declarations under which nothing differs any more (findings too: the table would claim a change that is
-not made). ``markdown`` writes the table the operator pastes into the pull request.
-"""
+"""The live release's values against this project's, each deliberate difference declared once with its reason: the
+table for the pull request, and the findings (a difference not declared, or a declaration that no longer differs)."""
 
 from __future__ import annotations
 
@@ -89,20 +83,12 @@ DELIBERATE: tuple[Deliberate, ...] = (
 
 
 @dataclass(frozen=True)
-class Row:
-    """One differing value: where, live, this project, and the reason if declared."""
-
-    change: Change
-    why: str = ""
-
-
-@dataclass(frozen=True)
 class ValuesComparison:
-    deliberate: tuple[Row, ...]
-    undeclared: tuple[Row, ...]
-    """Findings: differences no row of the table explains."""
+    deliberate: tuple[tuple[Change, str], ...]
+    """Each declared difference with its reason."""
+    undeclared: tuple[Change, ...]
     stale: tuple[Deliberate, ...]
-    """Findings: declared differences under which live and project now agree."""
+    """Declared differences under which live and project now agree."""
 
     @property
     def has_findings(self) -> bool:
@@ -112,13 +98,10 @@ class ValuesComparison:
 def compare_values(
     live: Mapping[str, Any], project: Mapping[str, Any], declared: Sequence[Deliberate] = DELIBERATE
 ) -> ValuesComparison:
-    """Sort every difference between the live values and the project's by the declarations, the most specific one
-    explaining a change (so a block-wide row never hides a narrower one). When the two are of different chart
-    generations (one generation's inference-server block live, another's in the project), the live block is compared
-    under the project's name, and the move is one row."""
-    deliberate: list[Row] = []
-    undeclared: list[Row] = []
-    used: set[Path] = set()
+    """Every difference sorted by the declarations, the most specific one explaining a change (a block-wide row never
+    hides a narrower one). Across a move of the chart generation the live inference-server block is compared under the
+    project's name, and the move is one row."""
+    deliberate: list[tuple[Change, str]] = []
     keys = [g.inference_values_key for g in GENERATIONS]
     old = [k for k in keys if k in live and k not in project]
     new = [k for k in keys if k in project and k not in live]
@@ -130,14 +113,15 @@ def compare_values(
             f"The chart generation moves: the {was}: values block is named {now}: in the project's chart, which "
             f"refuses the old name; its contents are compared under {now}: below."
         )
-        deliberate.append(Row(Change((was,), "(this block)", ABSENT), why))
+        deliberate.append((Change((was,), "(this block)", ABSENT), why))
+    undeclared, used = [], set()
     for change in changes(live, project):
         best = max((d for d in declared if is_under(change.path, d.path)), key=lambda d: len(d.path), default=None)
         if best is None:
-            undeclared.append(Row(change))
+            undeclared.append(change)
         else:
             used.add(best.path)
-            deliberate.append(Row(change, best.why))
+            deliberate.append((change, best.why))
     return ValuesComparison(tuple(deliberate), tuple(undeclared), tuple(d for d in declared if d.path not in used))
 
 
@@ -146,65 +130,58 @@ class LiveValuesError(ValueError):
 
 
 def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = False) -> dict[str, Any]:
-    """Chart values from ``helm get values`` output (with or without ``-o yaml``) or the Flux values ConfigMap, given
-    whole (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text."""
+    """Chart values from ``helm get values`` (with or without ``-o yaml``) or the Flux values ConfigMap, whole
+    (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text."""
     try:
         documents = load_outside_yaml(text)
     except YAMLInputError as error:
         raise LiveValuesError(f"{source}: {error}") from None
     if len(documents) > 1:
         raise LiveValuesError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
-    if not documents and not in_config_map:
-        # `helm get values` prints `null` for a release without values: an empty file is a command that failed or a
-        # redirect cut short.
+    if not documents and not in_config_map:  # an empty file is a command that failed, or a redirect cut short
         raise LiveValuesError(
             f"{source}: empty; expected `helm get values -o yaml` output (a release without values prints null)"
         )
     document = documents[0] if documents else None
-    if document is None:
-        return {}
-    if not isinstance(document, dict):
+    if not isinstance(document, dict | None):
         raise LiveValuesError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
-    if document.get("kind") == "ConfigMap":
-        data = document.get("data") or {}
+    if document and document.get("kind") == "ConfigMap":
+        data = document.get("data")
         if not isinstance(data, dict) or not isinstance(data.get("values.yaml"), str):
             keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
             raise LiveValuesError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
         return load_live_values(data["values.yaml"], f"{source} data.values.yaml", in_config_map=True)
-    # `helm get values` without -o yaml prints this heading line first.
+    document = document or {}
     if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
-        del document["USER-SUPPLIED VALUES"]
+        del document["USER-SUPPLIED VALUES"]  # the heading `helm get values` without -o yaml prints first
     return document
 
 
 def as_json(comparison: ValuesComparison) -> dict[str, Any]:
     """``before`` is the live value, ``after`` this stack's (docs/json.md)."""
     return {
-        "deliberate": [{**changes_json([row.change])[0], "why": row.why} for row in comparison.deliberate],
-        "undeclared": changes_json(row.change for row in comparison.undeclared),
+        "deliberate": [{**changes_json([change])[0], "why": why} for change, why in comparison.deliberate],
+        "undeclared": changes_json(comparison.undeclared),
         "stale": [{"path": format_path(d.path), "why": d.why} for d in comparison.stale],
     }
 
 
 HERE = "`supersonic_interlink/takeover/values_diff.py`"
-UNDECLARED = (
-    f"**Undeclared differences** (findings: fix the stack, or declare the difference with its reason in {HERE}):"
-)
 
 
 def markdown(comparison: ValuesComparison, stack: str) -> str:
     """The difference table for the pull request, then any findings."""
     c = comparison
     lines = [f"#### Values: the live release → stack `{stack}`", "", "| value | live | this project | why |"]
-    lines += ["|---|---|---|---|", *(markdown_row(r.change, r.why) for r in c.deliberate)]
+    lines += ["|---|---|---|---|", *(markdown_row(change, why) for change, why in c.deliberate)]
     lines += ([] if c.deliberate else ["| *(none)* | | | |"]) + [""]
     if c.undeclared:
         lines += [
-            UNDECLARED,
+            f"**Undeclared differences** (findings: fix the stack, or declare each with its reason in {HERE}):",
             "",
             "| value | live | this project |",
             "|---|---|---|",
-            *(markdown_row(r.change) for r in c.undeclared),
+            *map(markdown_row, c.undeclared),
             "",
         ]
     if c.stale:
