@@ -17,7 +17,6 @@ from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.takeover import objects_diff, run
 from supersonic_interlink.takeover.objects_diff import (
-    ExpectedDeletion,
     LiveObject,
     LiveObjectsError,
     compare,
@@ -215,8 +214,8 @@ def test_the_objects_command_exits_1_on_an_unexplained_deletion_and_0_once_it_is
     assert "| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | **not explained**" in captured.out
     assert "stack hammer: 1 unexplained and 0 stale deletion(s); see the report" in captured.err
 
-    declared = ExpectedDeletion("PodDisruptionBudget", "{instance}-triton", NO_BUDGET, group="policy")
-    monkeypatch.setattr(objects_diff, "EXPECTED_DELETIONS", (declared,))
+    declared = {("PodDisruptionBudget", "policy", "{instance}-triton"): NO_BUDGET}
+    monkeypatch.setattr(objects_diff, "EXPECTED_DELETIONS", declared)
     assert takeover.main(objects_command("--chart", str(chart))) == 0
     out = capsys.readouterr().out
     assert f"| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | {NO_BUDGET} |" in out

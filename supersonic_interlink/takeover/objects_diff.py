@@ -27,37 +27,27 @@ from supersonic_interlink.objdiff import (
 )
 from supersonic_interlink.render.conformance import ROOT, Expected
 
-
-@dataclass(frozen=True)
-class ExpectedDeletion:
-    """An object of the live release the upgrade deletes on purpose; ``{instance}`` in ``name`` is
-    ``CHART.instance_name``, ``group`` the API group (empty for the core group)."""
-
-    kind: str
-    name: str
-    why: str
-    group: str = ""
-
-
-EXPECTED_DELETIONS: tuple[ExpectedDeletion, ...] = ()
-"""None: the takeover changes values, not the set of objects the live release runs."""
+EXPECTED_DELETIONS: dict[tuple[str, str, str], str] = {}
+"""(kind, API group, name) of each object of the live release the upgrade deletes on purpose, ``{instance}`` in the
+name standing for ``CHART.instance_name``, with the reason. None: the takeover changes values, not the objects."""
 
 
 def declared_deletions(release: str, namespace: str, live: Generation, new: Generation) -> dict[ObjectKey, str]:
     """``EXPECTED_DELETIONS`` by key, and what a move of the chart generation deletes: the old inference server's
     Deployment and Service, which the new chart renders under its own names in the same upgrade."""
-    why = (
-        f"The chart generation moves from {live.name} to {new.name}: replaced in the same upgrade by "
-        f"`<release>-{new.inference_component}`. The running inference server and its Slurm job end; clients "
-        "wait for the new one as for a cold start (docs/chart.md, Moving the generation)."
-    )
-    moved = [
-        ExpectedDeletion(k, f"{{instance}}-{live.inference_component}", why, g)
-        for k, g in (("Deployment", "apps"), ("Service", ""))
-    ]
-    declared = [*EXPECTED_DELETIONS, *(moved if live != new else [])]
+    declared = dict(EXPECTED_DELETIONS)
+    if live != new:
+        why = (
+            f"The chart generation moves from {live.name} to {new.name}: replaced in the same upgrade by "
+            f"`<release>-{new.inference_component}`. The running inference server and its Slurm job end; clients "
+            "wait for the new one as for a cold start (docs/chart.md, Moving the generation)."
+        )
+        declared |= {(kind, group, f"{{instance}}-{live.inference_component}"): why for kind, group in MOVED}
     instance = CHART.instance_name(release)
-    return {ObjectKey(d.kind, d.name.format(instance=instance), d.group, namespace): d.why for d in declared}
+    return {ObjectKey(k, name.format(instance=instance), g, namespace): why for (k, g, name), why in declared.items()}
+
+
+MOVED = (("Deployment", "apps"), ("Service", ""))
 
 
 class LiveObjectsError(ValueError):
@@ -241,16 +231,16 @@ def compare(
 def as_json(comparison: ObjectsComparison) -> dict[str, Any]:
     """``removed`` is what the upgrade deletes, ``added`` what it creates, ``before`` the live side (docs/json.md)."""
     c = comparison
-    pairs = {
-        name: [{"object": str(k), "why": why} for k, why in found]
-        for name, found in (("deleted", c.deleted), ("left", c.left), ("stale", c.stale))
-    }
+
+    def pairs(found: tuple[tuple[ObjectKey, str], ...]) -> list[dict[str, str]]:
+        return [{"object": str(key), "why": why} for key, why in found]
+
     return {
         **c.diff.as_json(),
-        "deleted": pairs["deleted"],
-        "unexplained": [str(k) for k in c.unexplained],
-        "left": pairs["left"],
-        "stale": pairs["stale"],
+        "deleted": pairs(c.deleted),
+        "unexplained": [str(key) for key in c.unexplained],
+        "left": pairs(c.left),
+        "stale": pairs(c.stale),
     }
 
 

@@ -230,7 +230,7 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     after = release_objects(project)
     # Nothing deleted that the runbook does not list (it lists none), and the workloads are the same objects.
     deleted = set(before) - set(after)
-    assert deleted == {(d.kind, d.name.format(instance=RELEASE)) for d in EXPECTED_DELETIONS}, deleted
+    assert deleted == {(kind, name.format(instance=RELEASE)) for kind, _, name in EXPECTED_DELETIONS}, deleted
     for kind, name in before:
         if kind == "Deployment":
             assert after[(kind, name)] == before[(kind, name)], f"{name} was recreated, not upgraded"
