@@ -35,49 +35,39 @@ class Deliberate:
 DELIBERATE: tuple[Deliberate, ...] = (
     Deliberate(
         ("scaleFromZero",),
-        "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex and "
-        "holds it up to readyTimeoutSeconds; holdMinReplicasSeconds may not be shorter (the chart refuses).",
+        "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex.",
     ),
     Deliberate(
         ("keda", "metricType"),
-        "Now passed (Value, the stack's keda.metricType): the live chart's template hard-coded Value, and a newer "
-        "chart defaults to AverageValue, which would divide the load by the replica count.",
+        "Now passed (Value): the live chart hard-coded Value; a newer one's AverageValue divides the load by replicas.",
     ),
     Deliberate(
         ("keda", "minReplicaCount"),
-        "Scale to zero when idle, so no Slurm allocation or GPU is held while nobody infers (0 only with "
-        "scale from zero: nothing else would wake Triton).",
+        "Scale to zero when idle: no Slurm allocation or GPU held while nobody infers (0 only with scale from zero).",
     ),
     Deliberate(
         (CHART.envoy_values_key, "external_config", "configmap_name"),
-        "The Envoy configuration is this program's ConfigMap, named after a hash of its content: a change is a new "
-        "ConfigMap, so the chart's lookup never reads a half-changed or missing one. It replaces the ConfigMap Flux "
-        "applied, which is retired after the upgrade.",
+        "This program's Envoy ConfigMap, named after its content's hash; it replaces the one Flux applied.",
     ),
     Deliberate(
         (CHART.envoy_values_key, "annotations", CONFIG_CHECKSUM_ANNOTATION),
-        "The configuration's hash on the Envoy pods: Envoy reads its configuration only at start, so a changed "
-        "configuration must roll the pods.",
+        "The configuration's hash on the Envoy pods: Envoy reads it only at start, so a change must roll the pods.",
     ),
     Deliberate(
         (CHART.envoy_values_key, "image"),
-        "The program always sets the Envoy image (envoy.image, pinned in Pulumi.yaml) where the live values leave "
-        "the chart's default, so the image is pinned in this repository, not by whichever chart commit is deployed.",
+        "Always set (envoy.image, pinned in Pulumi.yaml), not left to whichever chart commit is deployed.",
     ),
     Deliberate(
         (CHART.envoy_values_key, "loadBalancerPolicy"),
-        "No longer passed: with an external Envoy configuration the chart reads it only for the configuration it "
-        "would generate itself. The policy is in this program's Envoy configuration (envoy.loadBalancerPolicy).",
+        "No longer passed: the chart reads it only for an Envoy configuration it generates; this program's sets it.",
     ),
     Deliberate(
         (TRITON.inference_values_key, "readinessProbe", "exec"),
-        "No longer passed: the chart renders Triton's readiness probe as an exec probe from readinessProbe.command "
-        "whatever readinessProbe.exec says, so this null never reached the pod.",
+        "No longer passed: the chart renders the exec probe from readinessProbe.command; this null never reached it.",
     ),
     Deliberate(
         (TRITON.inference_values_key, "readinessProbe", "grpc"),
-        "No longer passed: the chart renders no grpc readiness handler, so the probe that runs is its exec probe "
-        "(with successThreshold 3, kept); the pod's probe does not change.",
+        "No longer passed: the chart renders no grpc readiness handler; the pod's exec probe does not change.",
     ),
 )
 
