@@ -131,6 +131,7 @@ def run_objects(
     cluster; ``live_manifest`` is that manifest from a file, needed when the chart generation moves (the new chart
     refuses the old generation's values)."""
     namespace, release = settings.namespace, settings.release.name
+    read_objects = functools.partial(load_live_objects, namespace=namespace)
     objects: list[LiveObject] = []
     stored: list[dict[str, Any]] | None = None
     where = f"`{live_manifest}`"
@@ -144,22 +145,15 @@ def run_objects(
                 f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed: a "
                 "Helm operation is in flight or failed; see docs/takeover.md before going on"
             )
-        live_values, objects, stored, where = (
-            cluster.values,
-            cluster.objects,
-            cluster.manifest,
-            f"revision {cluster.revision}",
-        )
+        live_values, objects, stored = cluster.values, cluster.objects, cluster.manifest
+        where = f"revision {cluster.revision}"
     else:
         assert live is not None, "the parser requires --live or --from-cluster"
         live_values = _load("--live", live, load_live_values)
         if live_manifest is not None:
-            manifest = _load(
-                "--live-manifest", live_manifest, lambda text, src: load_live_objects(text, src, namespace)
-            )
-            stored = [o.manifest for o in manifest]
+            stored = [o.manifest for o in _load("--live-manifest", live_manifest, read_objects)]
     for path in live_objects:
-        objects += _load("--live-object", path, lambda text, src: load_live_objects(text, src, namespace))
+        objects += _load("--live-object", path, read_objects)
     chart_dir = chart_directory(stack, settings.release.chart, chart)
     expected = Expected.from_rendered(rendered())
     given = objects_diff.sides(expected, live_values, objects)
@@ -190,25 +184,25 @@ def run_objects(
         f"values (`{live}`) and with this stack's, each with the post-renderer."
     )
     if stored is not None:
-        first = (
-            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade compares "
-            f"against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with the "
-            "post-renderer. "
-        )
         if moves:
-            first += (
+            verdict = (
                 f"**The chart generation moves from {live_generation.name} to {expected.generation.name}**: the "
                 f"upgrade replaces `{live_generation.inference_object_name(release)}` by "
                 f"`{expected.generation.inference_object_name(release)}`."
             )
-        else:  # the stored manifest and a render of the live values agree only if the pinned commit is the live chart
-            first += (
+        elif compare_objects(stored, before, namespace).empty:
+            verdict = "The pinned chart renders the live values exactly as stored: it is the live chart."
+        else:  # the two agree only if the pinned commit is the live chart
+            verdict = (
                 "**The pinned chart renders the live values differently from the stored manifest**: it is not the "
                 "chart the live release runs (docs/takeover.md, step 1)."
-                if not compare_objects(stored, before, namespace).empty
-                else "The pinned chart renders the live values exactly as stored: it is the live chart."
             )
-            before = stored
+        first = (
+            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade compares "
+            f"against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with the "
+            f"post-renderer. {verdict}"
+        )
+        before = stored
     declared = objects_diff.declared_deletions(release, namespace, live_generation, expected.generation)
     found = objects_diff.compare(before, after, namespace, declared)
     findings = f"{len(found.unexplained)} unexplained and {len(found.stale)} stale deletion(s); see the report"
