@@ -28,13 +28,12 @@ from supersonic_interlink.objdiff import (
 from supersonic_interlink.render.conformance import ROOT, Expected
 
 EXPECTED_DELETIONS: dict[tuple[str, str, str], str] = {}
-"""(kind, API group, name) of each object of the live release the upgrade deletes on purpose, ``{instance}`` in the
-name standing for ``CHART.instance_name``, with the reason. None: the takeover changes values, not the objects."""
+"""(kind, API group, name with ``{instance}``) of what the upgrade deletes on purpose, and why. None: the takeover
+changes values, not objects."""
 
 
 def declared_deletions(release: str, namespace: str, live: Generation, new: Generation) -> dict[ObjectKey, str]:
-    """``EXPECTED_DELETIONS`` by key, and what a move of the chart generation deletes: the old inference server's
-    Deployment and Service, which the new chart renders under its own names in the same upgrade."""
+    """``EXPECTED_DELETIONS`` by key, and the old inference server a move of the chart generation replaces."""
     declared = dict(EXPECTED_DELETIONS)
     if live != new:
         why = (
@@ -67,8 +66,7 @@ class LiveObject:
 
 
 def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[LiveObject]:
-    """The objects of ``kubectl get -o yaml`` (one, a ``List``, or several documents) or of a GitOps manifest; one
-    without a namespace is put in ``namespace``, as the Kustomization would."""
+    """The objects of ``kubectl get -o yaml`` or a GitOps manifest; one without a namespace is put in ``namespace``."""
     try:
         documents = load_outside_yaml(text)
     except YAMLInputError as error:
@@ -104,7 +102,6 @@ class Sides:
     given: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]
     """``LIVE`` and ``PROJECT``: the values of that render and the objects its stand-in API serves."""
     notes: tuple[str, ...]
-    """What the live side was served and where from, in the report's words."""
 
 
 def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -116,8 +113,8 @@ def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | N
 
 
 def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequence[LiveObject]) -> Sides:
-    """The two renders' inputs. Without the live Envoy ConfigMap this stack's envoy.yaml is served under its name, so
-    the chart renders; at the upgrade the stack's own ConfigMap exists too (``pulumi up`` creates it first)."""
+    """The two renders' inputs, and notes on what the live side was served. At the upgrade the stack's own ConfigMap
+    exists too (``pulumi up`` creates it first)."""
     namespace, served = expected.namespace, [o.manifest for o in live_objects]
     by_key = {o.key: o for o in live_objects}
     scaled = ObjectKey("ScaledObject", CHART.scaled_object_name(expected.release_name), "keda.sh", namespace)
@@ -158,8 +155,7 @@ class SideRefused(Exception):
 
 
 def render_side(chart_dir: Path, given: Sides, side: str) -> list[dict[str, Any]]:
-    """One side rendered as an upgrade (Flux upgrades on every change, and the takeover is one). Raises
-    ``SideRefused`` or ``BinaryError``."""
+    """One side rendered as an upgrade (Flux upgrades on every change). Raises ``SideRefused`` or ``BinaryError``."""
     values, served = given.given[side]
     try:
         return render_chart(
@@ -212,14 +208,9 @@ def compare(
     deleted, unexplained, left = [], [], []
     for key in diff.removed:
         annotations = old[key].get("metadata", {}).get("annotations") or {}
-        if annotations.get("helm.sh/resource-policy") == "keep":
-            left.append(
-                (key, "`helm.sh/resource-policy: keep`: Helm leaves it in place, no longer part of the release")
-            )
-        elif "helm.sh/hook" in annotations:
-            left.append(
-                (key, f"a hook (`helm.sh/hook: {annotations['helm.sh/hook']}`): an upgrade does not delete hooks")
-            )
+        kept, hook = annotations.get("helm.sh/resource-policy") == "keep", annotations.get("helm.sh/hook")
+        if kept or hook:
+            left.append((key, "`helm.sh/resource-policy: keep`" if kept else f"a hook (`helm.sh/hook: {hook}`)"))
         elif key in declared:
             deleted.append((key, declared[key]))
         else:
@@ -265,10 +256,9 @@ def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str]) ->
     if c.left:
         lines += [
             "",
-            "**No longer rendered, left on the cluster by Helm:**",
-            "",
-            *(f"- `{k}`: {why}" for k, why in c.left),
+            "**No longer rendered, left on the cluster by Helm** (Helm deletes neither hooks nor kept objects):",
         ]
+        lines += ["", *(f"- `{k}`: {why}" for k, why in c.left)]
     lines += ["", "**Created:**", "", *([f"- `{key}`" for key in diff.added] or ["*(none)*"]), ""]
     for change in diff.changed:
         texts = [x for x in change.changes if any(isinstance(v, str) and "\n" in v for v in (x.before, x.after))]
