@@ -40,7 +40,7 @@ REPOSITORY = {"metadata": {"name": "supersonic", "namespace": "flux-system"}, "s
 DEPLOYED = {"info": {"status": "deployed"}, "version": 12}
 
 
-def problems(hammer: Settings, *releases: dict[str, Any], status: dict[str, Any] | None = DEPLOYED) -> list[str]:
+def problems(hammer: Settings, *releases: dict[str, Any], status: dict[str, Any] = DEPLOYED) -> list[str]:
     return [f"{f.check}: {f.problem}" for f in check(list(releases), [REPOSITORY], status, hammer)]
 
 

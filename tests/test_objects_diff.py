@@ -172,6 +172,8 @@ def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(renders) -> Non
     assert comparison.diff.removed == (TRITON_PDB,)
     assert [k for k, _ in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
     assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
+    report = markdown(comparison, "hammer", ["n"])
+    assert "- `PodDisruptionBudget.policy/cms/supersonic-interlink-triton`: `helm.sh/resource-policy: keep`" in report
 
 
 # --------------------------------------------------------------------------------------------- the command
@@ -259,9 +261,20 @@ def test_a_live_object_file_that_cannot_be_served_is_one_line_and_exit_2(tmp_pat
     assert err.startswith(f"--live-object {bad}: ") and message in err and err.count("\n") == 1
 
 
-def test_a_missing_live_file_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+def test_a_missing_live_file_or_chart_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     assert takeover.main(["objects", "hammer", "--live", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
+    assert takeover.main(objects_command("--chart", str(tmp_path))) == 2
+    assert capsys.readouterr().err == f"stack hammer: --chart {tmp_path}: not a chart directory (no Chart.yaml in it)\n"
+
+
+def test_a_cluster_that_cannot_be_read_is_one_line_naming_the_command(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cannot read the cluster: helm status supersonic-interlink -n cms -o json: ") and (
+        err.count("\n") == 1
+    ), err
 
 
 # --------------------------------------------------------------------------------------------- pure parts
@@ -294,6 +307,8 @@ def test_hooks_and_kept_objects_are_left_and_only_declared_deletions_are_explain
     assert comparison.deleted == ((key("ConfigMap", "rel-declared"), "why"),)
     assert comparison.unexplained == (key("ConfigMap", "rel-gone"),)
     assert comparison.stale == ((key("Secret", "x"), "old"),)
+    assert "**Declared deletions the upgrade no longer makes** (findings: " in markdown(comparison, "s", ["n"])
+    assert "\n- `Secret/cms/x`: old\n" in markdown(comparison, "s", ["n"])
 
 
 def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:

@@ -15,10 +15,13 @@ import pytest
 from cli_runner import run_cli
 from conftest import ROOT, stack_config, stack_settings
 
+from supersonic_interlink.cli import takeover
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
+from supersonic_interlink.takeover import run
+from supersonic_interlink.takeover.flux_check import Finding
 from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, docs_text, format_steps, names, resource_urn
 
 # Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
@@ -246,6 +249,18 @@ def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> Non
     assert f"release URN:   {RELEASE_URN}\n" in done.stdout
     assert "release.adopt is off (step 2 turns it on)" in done.stdout
     assert done.stdout == format_steps("hammer", stack_settings("hammer"))
+
+
+def test_steps_live_prints_the_steps_only_once_the_live_release_passes(monkeypatch, capsys) -> None:
+    refusal = [Finding("suspend", "HelmRelease cms/supersonic-interlink is not suspended")]
+    monkeypatch.setattr(run, "live_findings", lambda settings: refusal)
+    assert takeover.main(["steps", "hammer", "--live"]) == 1
+    refused = capsys.readouterr()
+    assert refused.out == "", "the import step must not be printed while Flux still acts on the release"
+    assert "stack hammer: suspend: HelmRelease cms/supersonic-interlink is not suspended\n" in refused.err
+    monkeypatch.setattr(run, "live_findings", lambda settings: [])
+    assert takeover.main(["steps", "hammer", "--live"]) == 0
+    assert capsys.readouterr().out == format_steps("hammer", stack_settings("hammer"))
 
 
 def test_an_unknown_stack_is_one_line_and_exit_2() -> None:

@@ -32,7 +32,7 @@ def _url(url: object) -> str:
 def check(
     helm_releases: list[dict[str, Any]],
     repositories: list[dict[str, Any]],
-    helm_status: dict[str, Any] | None,
+    helm_status: dict[str, Any],
     settings: Settings,
 ) -> list[Finding]:
     """Exactly one HelmRelease manages the release; it is suspended (deleted or pruned unsuspended, it uninstalls the
@@ -76,9 +76,7 @@ def check(
             ),
         }
         findings += [Finding(check, problem) for problem, (check, passed) in checks.items() if not passed]
-    if helm_status is None:
-        findings.append(Finding("helm status", f"no Helm release {ns}/{rel}"))
-    elif (status := str(helm_status["info"]["status"])) != "deployed":
+    if (status := str(helm_status["info"]["status"])) != "deployed":
         why = "not deployed"
         if status.startswith("pending-"):
             why = 'a Helm operation is in flight or was interrupted (docs/takeover.md, "An interrupted up")'

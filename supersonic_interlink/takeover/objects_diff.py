@@ -118,12 +118,12 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
     namespace, served = expected.namespace, [o.manifest for o in live_objects]
     by_key = {o.key: o for o in live_objects}
     scaled = ObjectKey("ScaledObject", CHART.scaled_object_name(expected.release_name), "keda.sh", namespace)
-    named, notes, live_served = [scaled], [], list(served)
+    notes, live_served = [], list(served)
     envoy = live_envoy_config_map(live_values)
     if envoy is not None:
-        named.append(ObjectKey("ConfigMap", envoy[0], "", namespace))
-        if named[1] in by_key:
-            notes.append(f"The live Envoy ConfigMap `{envoy[0]}` is the one in `{by_key[named[1]].source}`.")
+        config_map = by_key.get(ObjectKey("ConfigMap", envoy[0], "", namespace))
+        if config_map is not None:
+            notes.append(f"The live Envoy ConfigMap `{envoy[0]}` is the one in `{config_map.source}`.")
         else:
             metadata = {"name": envoy[0], "namespace": namespace}
             live_served.append(
@@ -143,9 +143,6 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
             f"No live ScaledObject `{scaled.name}` was given: the chart's lookup found none, so where the chart keeps "
             "the live minReplicaCount this shows the value set instead. Give it with `--live-object`."
         )
-    others = [f"`{o.key}`" for o in live_objects if o.key not in named]
-    if others:
-        notes.append(f"Also served to the chart's lookup: {', '.join(others)}.")
     given = {LIVE: (live_values, live_served), PROJECT: (expected.values, served + expected.served)}
     return Sides(expected.release_name, namespace, given, tuple(notes))
 

@@ -20,7 +20,7 @@ from supersonic_interlink.chart.binaries import BinaryError, ensure
 from supersonic_interlink.config import ChartSource, ConfigError, Settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import load_stack
-from supersonic_interlink.contract import CHART, UnknownGeneration, generation_of_values
+from supersonic_interlink.contract import CHART, GENERATIONS
 from supersonic_interlink.files import write_text
 from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
@@ -60,6 +60,9 @@ def run(command: str, stack: str, *, live: Path | None = None, chart: Path | Non
     except Stop as stop:
         print(stop, file=sys.stderr)
         return stop.code
+    except BinaryError as error:  # the pinned helm or kubectl cannot be had
+        print(f"stack {stack}: {error}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _report(stack: str, text: str, out: Path | None, findings: str, document: dict[str, Any] | None) -> int:
@@ -90,10 +93,7 @@ def _load(flag: str, path: Path, load: Callable[[bytes, str], T]) -> T:
 def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
     """The runbook; with ``check_live`` only once the live release passes ``flux_check``."""
     if check_live:
-        try:
-            findings = live_findings(settings)
-        except (ClusterReadError, BinaryError) as error:
-            raise Stop(f"stack {stack}: {error}") from None
+        findings = live_findings(settings)
         for finding in findings:
             print(f"stack {stack}: {finding.check}: {finding.problem}", file=sys.stderr)
         if findings:
@@ -138,7 +138,7 @@ def run_objects(
     if from_cluster:
         try:
             cluster = read_live_release(release, namespace)
-        except (ClusterReadError, LiveValuesError, LiveObjectsError, BinaryError) as error:
+        except (LiveValuesError, LiveObjectsError) as error:
             raise Stop(f"stack {stack}: cannot read the live release: {error}") from None
         if cluster.status != "deployed":
             raise Stop(
@@ -157,10 +157,8 @@ def run_objects(
     chart_dir = chart_directory(stack, settings.release.chart, chart)
     expected = Expected.from_rendered(rendered())
     given = objects_diff.sides(expected, live_values, objects)
-    try:
-        live_generation = generation_of_values(live_values)
-    except UnknownGeneration:
-        live_generation = expected.generation  # the chart says what is wrong when it renders them
+    # Neither generation's block: the chart says what is wrong when it renders them.
+    live_generation = next((g for g in GENERATIONS if g.inference_values_key in live_values), expected.generation)
     moves = live_generation != expected.generation
     if moves and stored is None:
         raise Stop(
@@ -175,8 +173,6 @@ def run_objects(
                 before, after = list(stored or []), objects_diff.render_side(chart_dir, given, objects_diff.PROJECT)
             else:
                 before, after = objects_diff.render_sides(chart_dir, given)
-    except BinaryError as error:
-        raise Stop(f"stack {stack}: cannot render the chart: {error}") from None
     except objects_diff.SideRefused as refused:
         raise Stop(f"stack {stack}: chart {chart_dir} refuses {refused}", EXIT_FINDING) from None
     first = (
@@ -229,33 +225,21 @@ def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
     return found
 
 
-class ClusterReadError(Exception):
-    """The cluster ``KUBECONFIG`` names could not be read; the message is the tool's own."""
-
-
 def _read(tool: str, *args: str) -> str:
-    """The output of the pinned ``tool`` (helm or kubectl) run with ``args``."""
+    """The output of the pinned ``tool`` (helm or kubectl) run with ``args`` on the cluster ``KUBECONFIG`` names."""
     done = subprocess.run([str(ensure(tool)), *args], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        raise ClusterReadError(f"{tool} {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
+        raise Stop(f"cannot read the cluster: {tool} {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
     return done.stdout
 
 
 def live_findings(settings: Settings) -> list[flux_check.Finding]:
     """Flux's objects and the release's status read from the cluster and checked (``flux_check.check``)."""
-    try:
-        helm_releases, repositories = (
-            json.loads(_read("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"]
-            for resource in ("helmreleases.helm.toolkit.fluxcd.io", "gitrepositories.source.toolkit.fluxcd.io")
-        )
-    except ClusterReadError as error:
-        raise ClusterReadError(f"cannot list Flux's objects (are Flux's CRDs installed?): {error}") from None
-    try:
-        status = json.loads(_read("helm", "status", settings.release.name, "-n", settings.namespace, "-o", "json"))
-    except ClusterReadError as error:
-        if "not found" not in str(error):
-            raise
-        status = None
+    helm_releases, repositories = (
+        json.loads(_read("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"]
+        for resource in ("helmreleases.helm.toolkit.fluxcd.io", "gitrepositories.source.toolkit.fluxcd.io")
+    )
+    status = json.loads(_read("helm", "status", settings.release.name, "-n", settings.namespace, "-o", "json"))
     return flux_check.check(helm_releases, repositories, status, settings)
 
 
