@@ -7,14 +7,9 @@ import shlex
 from pathlib import Path
 from string import Template
 
+from supersonic_interlink.components import supersonic_release as release
 from supersonic_interlink.components.envoy_config import config_checksum, config_map_name, envoy_config_text
 from supersonic_interlink.components.failed_pod_cleanup import object_name as cleanup_object_name
-from supersonic_interlink.components.supersonic_release import (
-    HELM_RELEASE_TYPE,
-    helm_release_resource_name,
-    live_release_id,
-)
-from supersonic_interlink.components.supersonic_release import TYPE as RELEASE_COMPONENT_TYPE
 from supersonic_interlink.config import PROJECT, Settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import ROOT, load_stack, stack_file
@@ -36,22 +31,18 @@ def resource_urn(stack: str, types: list[str], name: str) -> str:
 def names(stack: str, settings: Settings) -> dict[str, str]:
     """Every ``$name`` of the runbook for one stack."""
     ns, rel = settings.namespace, settings.release.name
-    release_urn = resource_urn(
-        stack, [RELEASE_COMPONENT_TYPE, HELM_RELEASE_TYPE], helm_release_resource_name(RELEASE_COMPONENT)
-    )
+    types = [release.TYPE, release.HELM_RELEASE_TYPE]
+    release_urn = resource_urn(stack, types, release.helm_release_resource_name(RELEASE_COMPONENT))
     return {
         "stack": shlex.quote(stack),  # a stack name is checked where it is read; quoted here too, as every word
         "stack_name": stack,
         "stack_path": str(stack_file(stack).relative_to(ROOT)),
         "ns": ns,
         "rel": rel,
-        "helm": f"helm -n {ns}",
-        "kubectl": f"kubectl -n {ns}",
-        "hr": f"kubectl -n {ns} get helmrelease {rel}",
-        "component_urn": resource_urn(stack, [RELEASE_COMPONENT_TYPE], RELEASE_COMPONENT),
+        "component_urn": resource_urn(stack, [release.TYPE], RELEASE_COMPONENT),
         "release_urn": release_urn,
         "urn": shlex.quote(release_urn),
-        "import_id": live_release_id(settings),
+        "import_id": release.live_release_id(settings),
         "envoy_service": CHART.instance_name(rel),
         "envoy_deployment": CHART.envoy_object_name(rel),
         "triton_deployment": settings.generation.inference_object_name(rel),
