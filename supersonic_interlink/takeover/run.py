@@ -51,12 +51,24 @@ def run(command: str, stack: str, *, live: Path | None = None, chart: Path | Non
         return EXIT_USAGE
     rendered = functools.partial(render, stack, loaded.config, loaded.secrets, chart_dir=chart)
     try:
-        if command == "steps":
-            return run_steps(stack, settings, check_live=options["check_live"])
         if command == "values":
             assert live is not None, "the parser requires --live"
-            return run_values(stack, live, rendered, **options)
-        return run_objects(stack, settings, rendered, live=live, chart=chart, **options)
+            found = values_diff.compare_values(_load("--live", live, load_live_values), rendered()["release"]["values"])
+            findings = f"{len(found.undeclared)} undeclared and {len(found.stale)} stale difference(s); see the table"
+            document = values_diff.as_json(found) if options["json"] else None
+            report = values_diff.markdown(found, stack)
+            return _report(stack, report, options["out"], findings if found.has_findings else "", document)
+        if command == "objects":
+            return run_objects(stack, settings, rendered, live=live, chart=chart, **options)
+        if options["check_live"]:  # steps --live: only once the live release passes flux_check
+            problems = live_findings(settings)
+            for finding in problems:
+                print(f"stack {stack}: {finding.check}: {finding.problem}", file=sys.stderr)
+            if problems:
+                raise Stop(f"stack {stack}: not printing the steps: the import waits until these pass", EXIT_FINDING)
+            print(f"stack {stack}: the live release is Flux's, suspended, on this chart, and deployed", file=sys.stderr)
+        print(format_steps(stack, settings), end="")
+        return EXIT_OK
     except Stop as stop:
         print(stop, file=sys.stderr)
         return stop.code
@@ -88,29 +100,6 @@ def _load(flag: str, path: Path, load: Callable[[bytes, str], T]) -> T:
         raise Stop(f"{flag} {path}: cannot read: {error.strerror}") from None
     except (LiveValuesError, LiveObjectsError) as error:
         raise Stop(f"{flag} {error}") from None
-
-
-def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
-    """The runbook; with ``check_live`` only once the live release passes ``flux_check``."""
-    if check_live:
-        findings = live_findings(settings)
-        for finding in findings:
-            print(f"stack {stack}: {finding.check}: {finding.problem}", file=sys.stderr)
-        if findings:
-            raise Stop(f"stack {stack}: not printing the steps: the import must not run until these pass", EXIT_FINDING)
-        print(f"stack {stack}: the live release is Flux's, suspended, on this chart, and deployed", file=sys.stderr)
-    print(format_steps(stack, settings), end="")
-    return EXIT_OK
-
-
-def run_values(
-    stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]], *, out: Path | None = None, json: bool = False
-) -> int:
-    """The live values against the stack's: the table, exit 1 on an undeclared or stale difference."""
-    found = values_diff.compare_values(_load("--live", live, load_live_values), rendered()["release"]["values"])
-    findings = f"{len(found.undeclared)} undeclared and {len(found.stale)} stale difference(s); see the table"
-    document = values_diff.as_json(found) if json else None
-    return _report(stack, values_diff.markdown(found, stack), out, findings if found.has_findings else "", document)
 
 
 def run_objects(
