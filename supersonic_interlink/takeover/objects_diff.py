@@ -153,16 +153,10 @@ class SideRefused(Exception):
 
 def render_side(chart_dir: Path, given: Sides, side: str) -> list[dict[str, Any]]:
     """One side rendered as an upgrade (Flux upgrades on every change). Raises ``SideRefused`` or ``BinaryError``."""
-    values, served = given.given[side]
+    release, namespace, (values, served) = given.release_name, given.namespace, given.given[side]
     try:
         return render_chart(
-            chart_dir,
-            given.release_name,
-            given.namespace,
-            values,
-            served,
-            post_renderer=ROOT / POSTRENDER,
-            is_upgrade=True,
+            chart_dir, release, namespace, values, served, post_renderer=ROOT / POSTRENDER, is_upgrade=True
         )
     except ChartRenderError as error:
         raise SideRefused(f"{side}: {error}") from None

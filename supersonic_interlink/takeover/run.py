@@ -115,20 +115,15 @@ def run_objects(
     live_manifest: Path | None = None,
     json: bool = False,
 ) -> int:
-    """What the upgrade deletes, creates and changes. With ``from_cluster`` the live values, the objects the chart
-    looks up and, as "before", the release's stored manifest (what Helm's upgrade compares against) are read from the
-    cluster; ``live_manifest`` is that manifest from a file, needed when the chart generation moves (the new chart
-    refuses the old generation's values)."""
+    """What the upgrade deletes, creates and changes. "Before" is the release's stored manifest (what Helm's upgrade
+    compares against) when read ``from_cluster`` or given as ``live_manifest``, else the live values rendered."""
     namespace, release = settings.namespace, settings.release.name
     read_objects = functools.partial(load_live_objects, namespace=namespace)
     objects: list[LiveObject] = []
     stored: list[dict[str, Any]] | None = None
     where = f"`{live_manifest}`"
     if from_cluster:
-        try:
-            cluster = read_live_release(release, namespace)
-        except (LiveValuesError, LiveObjectsError) as error:
-            raise Stop(f"stack {stack}: cannot read the live release: {error}") from None
+        cluster = read_live_release(release, namespace)
         if cluster.status != "deployed":
             raise Stop(
                 f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed: a "

@@ -3,7 +3,7 @@ table for the pull request, and the findings (a difference not declared, or a de
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,54 +22,37 @@ from supersonic_interlink.objdiff import (
     markdown_row,
 )
 
-
-@dataclass(frozen=True)
-class Deliberate:
-    """A value path (a leaf or a whole block) where this project differs from the live release on purpose."""
-
-    path: Path
-    why: str
-
-
 # The live release's values are of the triton generation (its `triton:` block), hence TRITON below.
-DELIBERATE: tuple[Deliberate, ...] = (
-    Deliberate(
-        ("scaleFromZero",),
-        "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex.",
+DELIBERATE: dict[Path, str] = {
+    ("scaleFromZero",): (
+        "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex."
     ),
-    Deliberate(
-        ("keda", "metricType"),
-        "Now passed (Value): the live chart hard-coded Value; a newer one's AverageValue divides the load by replicas.",
+    ("keda", "metricType"): (
+        "Now passed (Value): the live chart hard-coded Value; a newer one's AverageValue divides the load by replicas."
     ),
-    Deliberate(
-        ("keda", "minReplicaCount"),
-        "Scale to zero when idle: no Slurm allocation or GPU held while nobody infers (0 only with scale from zero).",
+    ("keda", "minReplicaCount"): (
+        "Scale to zero when idle: no Slurm allocation or GPU held while nobody infers (0 only with scale from zero)."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "external_config", "configmap_name"),
-        "This program's Envoy ConfigMap, named after its content's hash; it replaces the one Flux applied.",
+    (CHART.envoy_values_key, "external_config", "configmap_name"): (
+        "This program's Envoy ConfigMap, named after its content's hash; it replaces the one Flux applied."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "annotations", CONFIG_CHECKSUM_ANNOTATION),
-        "The configuration's hash on the Envoy pods: Envoy reads it only at start, so a change must roll the pods.",
+    (CHART.envoy_values_key, "annotations", CONFIG_CHECKSUM_ANNOTATION): (
+        "The configuration's hash on the Envoy pods: Envoy reads it only at start, so a change must roll the pods."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "image"),
-        "Always set (envoy.image, pinned in Pulumi.yaml), not left to whichever chart commit is deployed.",
+    (CHART.envoy_values_key, "image"): (
+        "Always set (envoy.image, pinned in Pulumi.yaml), not left to whichever chart commit is deployed."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "loadBalancerPolicy"),
-        "No longer passed: the chart reads it only for an Envoy configuration it generates; this program's sets it.",
+    (CHART.envoy_values_key, "loadBalancerPolicy"): (
+        "No longer passed: the chart reads it only for an Envoy configuration it generates; this program's sets it."
     ),
-    Deliberate(
-        (TRITON.inference_values_key, "readinessProbe", "exec"),
-        "No longer passed: the chart renders the exec probe from readinessProbe.command; this null never reached it.",
+    (TRITON.inference_values_key, "readinessProbe", "exec"): (
+        "No longer passed: the chart renders the exec probe from readinessProbe.command; this null never reached it."
     ),
-    Deliberate(
-        (TRITON.inference_values_key, "readinessProbe", "grpc"),
-        "No longer passed: the chart renders no grpc readiness handler; the pod's exec probe does not change.",
+    (TRITON.inference_values_key, "readinessProbe", "grpc"): (
+        "No longer passed: the chart renders no grpc readiness handler; the pod's exec probe does not change."
     ),
-)
+}
+"""Each value path (a leaf or a whole block) where this project differs from the live release on purpose, and why."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +60,7 @@ class ValuesComparison:
     deliberate: tuple[tuple[Change, str], ...]
     """Each declared difference with its reason."""
     undeclared: tuple[Change, ...]
-    stale: tuple[Deliberate, ...]
+    stale: tuple[tuple[Path, str], ...]
     """Declared differences under which live and project now agree."""
 
     @property
@@ -86,7 +69,7 @@ class ValuesComparison:
 
 
 def compare_values(
-    live: Mapping[str, Any], project: Mapping[str, Any], declared: Sequence[Deliberate] = DELIBERATE
+    live: Mapping[str, Any], project: Mapping[str, Any], declared: Mapping[Path, str] = DELIBERATE
 ) -> ValuesComparison:
     """Every difference sorted by the declarations, the most specific one explaining a change (a block-wide row never
     hides a narrower one). Across a move of the chart generation the live inference-server block is compared under the
@@ -98,7 +81,7 @@ def compare_values(
     if len(old) == len(new) == 1:
         was, now = old[0], new[0]
         live = {(now if key == was else key): value for key, value in live.items()}
-        declared = [Deliberate((now, *d.path[1:]) if d.path[:1] == (was,) else d.path, d.why) for d in declared]
+        declared = {((now, *path[1:]) if path[:1] == (was,) else path): why for path, why in declared.items()}
         why = (
             f"The chart generation moves: the {was}: values block is named {now}: in the project's chart, which "
             f"refuses the old name; its contents are compared under {now}: below."
@@ -106,13 +89,15 @@ def compare_values(
         deliberate.append((Change((was,), "(this block)", ABSENT), why))
     undeclared, used = [], set()
     for change in changes(live, project):
-        best = max((d for d in declared if is_under(change.path, d.path)), key=lambda d: len(d.path), default=None)
+        best = max((path for path in declared if is_under(change.path, path)), key=len, default=None)
         if best is None:
             undeclared.append(change)
         else:
-            used.add(best.path)
-            deliberate.append((change, best.why))
-    return ValuesComparison(tuple(deliberate), tuple(undeclared), tuple(d for d in declared if d.path not in used))
+            used.add(best)
+            deliberate.append((change, declared[best]))
+    return ValuesComparison(
+        tuple(deliberate), tuple(undeclared), tuple(d for d in declared.items() if d[0] not in used)
+    )
 
 
 class LiveValuesError(ValueError):
@@ -152,7 +137,7 @@ def as_json(comparison: ValuesComparison) -> dict[str, Any]:
     return {
         "deliberate": [{**changes_json([change])[0], "why": why} for change, why in comparison.deliberate],
         "undeclared": changes_json(comparison.undeclared),
-        "stale": [{"path": format_path(d.path), "why": d.why} for d in comparison.stale],
+        "stale": [{"path": format_path(path), "why": why} for path, why in comparison.stale],
     }
 
 
@@ -176,6 +161,6 @@ def markdown(comparison: ValuesComparison, stack: str) -> str:
         ]
     if c.stale:
         lines += [f"**Declared differences that no longer differ** (findings: remove them from {HERE}):", ""]
-        lines += [f"- {markdown_cell(format_path(d.path))}: {d.why}" for d in c.stale] + [""]
+        lines += [f"- {markdown_cell(format_path(path))}: {why}" for path, why in c.stale] + [""]
     lines.append(f"{len(c.deliberate)} deliberate, {len(c.undeclared)} undeclared, {len(c.stale)} stale.")
     return "\n".join(lines) + "\n"
