@@ -151,22 +151,23 @@ class SideRefused(Exception):
     """Helm refused to render one side: which, then Helm's message."""
 
 
-def render_side(chart_dir: Path, given: Sides, side: str) -> list[dict[str, Any]]:
-    """One side rendered as an upgrade (Flux upgrades on every change). Raises ``SideRefused`` or ``BinaryError``."""
-    release, namespace, (values, served) = given.release_name, given.namespace, given.given[side]
-    try:
-        return render_chart(
-            chart_dir, release, namespace, values, served, post_renderer=ROOT / POSTRENDER, is_upgrade=True
-        )
-    except ChartRenderError as error:
-        raise SideRefused(f"{side}: {error}") from None
+def render_sides(chart_dir: Path, given: Sides, sides: Sequence[str] = (LIVE, PROJECT)) -> list[list[dict[str, Any]]]:
+    """Each side rendered as an upgrade (Flux upgrades on every change), at the same time. Raises ``SideRefused`` or
+    ``BinaryError``."""
 
+    name, namespace = given.release_name, given.namespace
 
-def render_sides(chart_dir: Path, given: Sides) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(live render, project render), rendered at the same time."""
+    def render(side: str) -> list[dict[str, Any]]:
+        values, served = given.given[side]
+        try:
+            return render_chart(
+                chart_dir, name, namespace, values, served, post_renderer=ROOT / POSTRENDER, is_upgrade=True
+            )
+        except ChartRenderError as error:
+            raise SideRefused(f"{side}: {error}") from None
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        live, project = (pool.submit(render_side, chart_dir, given, side) for side in (LIVE, PROJECT))
-        return live.result(), project.result()
+        return list(pool.map(render, sides))
 
 
 @dataclass(frozen=True)
@@ -174,12 +175,10 @@ class ObjectsComparison:
     diff: ObjectsDiff
     """The live render against the project's: ``removed`` is what the upgrade deletes, ``added`` what it creates."""
     deleted: tuple[tuple[ObjectKey, str], ...]
-    """Deleted by the upgrade as declared, with the reason."""
     unexplained: tuple[ObjectKey, ...]
     left: tuple[tuple[ObjectKey, str], ...]
     """No longer rendered, but left on the cluster by Helm (kept, or a hook), with which."""
     stale: tuple[tuple[ObjectKey, str], ...]
-    """Declared deletions the upgrade no longer makes."""
 
     @property
     def has_findings(self) -> bool:
@@ -230,8 +229,7 @@ HERE = "`supersonic_interlink/takeover/objects_diff.py`"
 
 
 def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str]) -> str:
-    """The report for the pull request: what was rendered, deleted, created, changed (a multi-line text, the Envoy
-    configuration, as a diff under its table), then any findings."""
+    """The report for the pull request; a multi-line text (the Envoy configuration) as a diff under its table."""
     diff, c = comparison.diff, comparison
     lines = [f"#### Objects: the live release → stack `{stack}`", "", *(f"- {note}" for note in notes), ""]
     lines += ["**Deleted by the upgrade:**", ""]

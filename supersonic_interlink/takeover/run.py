@@ -26,7 +26,7 @@ from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.render.stack import locate_chart, render
 from supersonic_interlink.takeover import flux_check, objects_diff, values_diff
-from supersonic_interlink.takeover.objects_diff import LiveObject, LiveObjectsError, load_live_objects
+from supersonic_interlink.takeover.objects_diff import PROJECT, LiveObject, LiveObjectsError, load_live_objects
 from supersonic_interlink.takeover.steps import format_steps
 from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
 
@@ -154,7 +154,7 @@ def run_objects(
     try:
         with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):
             if moves:
-                before, after = list(stored or []), objects_diff.render_side(chart_dir, given, objects_diff.PROJECT)
+                before, (after,) = list(stored or []), objects_diff.render_sides(chart_dir, given, [PROJECT])
             else:
                 before, after = objects_diff.render_sides(chart_dir, given)
     except objects_diff.SideRefused as refused:
