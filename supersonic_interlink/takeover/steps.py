@@ -16,7 +16,7 @@ from supersonic_interlink.config.stack_config import ROOT, load_stack, stack_fil
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.program import RELEASE_COMPONENT
 
-RUNBOOK = Template(Path(__file__).with_name("runbook.md").read_text())
+HEADER, RUNBOOK = map(Template, Path(__file__).with_name("runbook.md").read_text().split("<!-- the steps -->\n"))
 DOCS = ROOT / "docs" / "takeover.md"
 DOCS_BEGIN = "<!-- made from takeover/runbook.md by `.venv/bin/python -m supersonic_interlink.takeover.steps` -->"
 DOCS_END = "<!-- end of the steps -->"
@@ -30,7 +30,8 @@ def resource_urn(stack: str, types: list[str], name: str) -> str:
 
 def names(stack: str, settings: Settings) -> dict[str, str]:
     """Every ``$name`` of the runbook for one stack."""
-    ns, rel = settings.namespace, settings.release.name
+    ns, rel, chart = settings.namespace, settings.release.name, settings.release.chart
+    pinned = chart.kind == "git" and chart.pinned
     types = [release.TYPE, release.HELM_RELEASE_TYPE]
     release_urn = resource_urn(stack, types, release.helm_release_resource_name(RELEASE_COMPONENT))
     return {
@@ -50,21 +51,15 @@ def names(stack: str, settings: Settings) -> dict[str, str]:
         "hold_seconds": str(settings.scaleFromZero.holdMinReplicasSeconds),
         "new_envoy_config_map": config_map_name(rel, config_checksum(envoy_config_text(settings))),
         "cleanup_cronjob": cleanup_object_name(rel),
+        "adopt": "on" if settings.release.adopt else "off (step 2 turns it on)",
+        "chart": "a pinned git commit." if pinned else "not pinned yet: pin it first (docs/chart.md).",
     }
 
 
 def format_steps(stack: str, settings: Settings) -> str:
     """What ``takeover steps`` prints: the URNs, what is still to do, then the runbook."""
-    given, chart = names(stack, settings), settings.release.chart
-    pinned = chart.kind == "git" and chart.pinned
-    return (
-        f"Take over Helm release {given['rel']} in namespace {given['ns']} with stack {stack} (docs/takeover.md "
-        f"explains every step).\n\n  component URN: {given['component_urn']}\n  release URN:   {given['release_urn']}\n"
-        f"  import id:     {given['import_id']}\n  release.adopt is "
-        f"{'on' if settings.release.adopt else 'off (step 2 turns it on)'}; the chart is "
-        f"{'a pinned git commit.' if pinned else 'not pinned yet: pin it first (docs/chart.md).'}\n\n"
-        f"{RUNBOOK.substitute(given)}"
-    )
+    given = names(stack, settings)
+    return HEADER.substitute(given) + RUNBOOK.substitute(given)
 
 
 def docs_text(current: str) -> str:
