@@ -159,10 +159,7 @@ def run_objects(
                 before, after = objects_diff.render_sides(chart_dir, given)
     except objects_diff.SideRefused as refused:
         raise Stop(f"stack {stack}: chart {chart_dir} refuses {refused}", EXIT_FINDING) from None
-    first = (
-        f"Chart `{chart_dir}` rendered by Helm as release `{release}` in `{namespace}` as an upgrade, with the live "
-        f"values (`{live}`) and with this stack's, each with the post-renderer."
-    )
+    first = f"Chart `{chart_dir}` rendered by Helm as an upgrade with the live values (`{live}`) and with this stack's."
     if stored is not None:
         if moves:
             verdict = (
@@ -173,14 +170,10 @@ def run_objects(
         elif compare_objects(stored, before, namespace).empty:
             verdict = "The pinned chart renders the live values exactly as stored: it is the live chart."
         else:  # the two agree only if the pinned commit is the live chart
-            verdict = (
-                "**The pinned chart renders the live values differently from the stored manifest**: it is not the "
-                "chart the live release runs (docs/takeover.md, step 1)."
-            )
+            verdict = "**The pinned chart renders the live values differently from the stored manifest** (step 1)."
         first = (
-            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade compares "
-            f"against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with the "
-            f"post-renderer. {verdict}"
+            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what the upgrade compares "
+            f"against. After: chart `{chart_dir}` rendered by Helm with this stack's values as an upgrade. {verdict}"
         )
         before = stored
     declared = objects_diff.declared_deletions(release, namespace, live_generation, expected.generation)
