@@ -226,20 +226,16 @@ def as_json(comparison: ObjectsComparison) -> dict[str, Any]:
 
 
 HERE = "`supersonic_interlink/takeover/objects_diff.py`"
+DELETED = "**Deleted by the upgrade:**"
 
 
 def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str]) -> str:
     """The report for the pull request; a multi-line text (the Envoy configuration) as a diff under its table."""
     diff, c = comparison.diff, comparison
-    lines = [f"#### Objects: the live release → stack `{stack}`", "", *(f"- {note}" for note in notes), ""]
-    lines += ["**Deleted by the upgrade:**", ""]
+    lines = [f"#### Objects: the live release → stack `{stack}`", "", *(f"- {n}" for n in notes), "", DELETED, ""]
     if c.deleted or c.unexplained:
         lines += ["| object | why |", "|---|---|", *(f"| `{key}` | {why} |" for key, why in c.deleted)]
-        lines += [
-            f"| `{key}` | **not explained** (a finding: declare it with its reason in {HERE}, or change the stack so "
-            "the upgrade keeps it) |"
-            for key in c.unexplained
-        ]
+        lines += [f"| `{key}` | **not explained** (a finding: declare it in {HERE}) |" for key in c.unexplained]
     else:
         lines.append("*(none)*")
     if c.left:

@@ -142,6 +142,7 @@ def as_json(comparison: ValuesComparison) -> dict[str, Any]:
 
 
 HERE = "`supersonic_interlink/takeover/values_diff.py`"
+UNDECLARED = f"**Undeclared differences** (findings: fix the stack, or declare each with its reason in {HERE}):"
 
 
 def markdown(comparison: ValuesComparison, stack: str) -> str:
@@ -151,14 +152,8 @@ def markdown(comparison: ValuesComparison, stack: str) -> str:
     lines += ["|---|---|---|---|", *(markdown_row(change, why) for change, why in c.deliberate)]
     lines += ([] if c.deliberate else ["| *(none)* | | | |"]) + [""]
     if c.undeclared:
-        lines += [
-            f"**Undeclared differences** (findings: fix the stack, or declare each with its reason in {HERE}):",
-            "",
-            "| value | live | this project |",
-            "|---|---|---|",
-            *map(markdown_row, c.undeclared),
-            "",
-        ]
+        lines += [UNDECLARED, "", "| value | live | this project |", "|---|---|---|"]
+        lines += [*map(markdown_row, c.undeclared), ""]
     if c.stale:
         lines += [f"**Declared differences that no longer differ** (findings: remove them from {HERE}):", ""]
         lines += [f"- {markdown_cell(format_path(path))}: {why}" for path, why in c.stale] + [""]
