@@ -12,7 +12,7 @@ from cli_runner import run_cli
 from conftest import ROOT
 
 from supersonic_interlink.cli import takeover
-from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey
+from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey, object_key
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.takeover import objects_diff, run
@@ -284,7 +284,7 @@ def test_live_objects_are_read_from_a_kubectl_list_or_documents_and_take_the_rel
     listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [LIVE_SCALED_OBJECT]})
     gitops = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old}\ndata: {envoy.yaml: x}\n---\n"
     objects = load_live_objects(listed + "---\n" + gitops, "live.yaml", NAMESPACE)
-    assert [o.key for o in objects] == [SCALED_OBJECT, key("ConfigMap", "old")]
+    assert [object_key(o.manifest) for o in objects] == [SCALED_OBJECT, key("ConfigMap", "old")]
     assert objects[1].manifest["metadata"]["namespace"] == NAMESPACE, "a GitOps manifest names no namespace"
     with pytest.raises(LiveObjectsError, match=r"^x\.yaml: .*no discovery for this kind"):
         load_live_objects("apiVersion: v1\nkind: Event\nmetadata: {name: e, namespace: cms}\n", "x.yaml", NAMESPACE)

@@ -16,9 +16,8 @@ class Finding:
 
 
 def release_of(helm_release: dict[str, Any]) -> tuple[str, str]:
-    """(Helm release name, namespace) helm-controller makes of a HelmRelease: ``spec.releaseName``, else
-    ``<spec.targetNamespace>-<name>``, else ``<name>``; in the target namespace, else its own (fluxcd/helm-controller
-    ``GetReleaseName``, ``GetReleaseNamespace``, v0.36.2 and v1.4.5)."""
+    """(Helm release name, namespace) helm-controller makes of a HelmRelease (fluxcd/helm-controller ``GetReleaseName``,
+    ``GetReleaseNamespace``, v0.36.2 and v1.4.5)."""
     meta, spec = helm_release["metadata"], helm_release.get("spec") or {}
     target = spec.get("targetNamespace")
     name = spec.get("releaseName") or (f"{target}-{meta['name']}" if target else meta["name"])
@@ -35,9 +34,8 @@ def check(
     helm_status: dict[str, Any],
     settings: Settings,
 ) -> list[Finding]:
-    """Exactly one HelmRelease manages the release; it is suspended (deleted or pruned unsuspended, it uninstalls the
-    release); its chart is the stack's path in a GitRepository of the stack's URL, with ``reconcileStrategy: Revision``
-    (else the live chart version names no commit to pin); ``helm status`` is deployed, not ``pending-*``."""
+    """Exactly one HelmRelease manages the release, suspended (deleted unsuspended, it uninstalls the release), with
+    the stack's chart from a GitRepository, ``reconcileStrategy: Revision``; ``helm status`` is deployed."""
     rel, ns, chart = settings.release.name, settings.namespace, settings.release.chart
     managing = [hr for hr in helm_releases if release_of(hr) == (rel, ns)]
     findings: list[Finding] = []

@@ -60,10 +60,6 @@ class LiveObject:
     manifest: dict[str, Any]
     source: str
 
-    @property
-    def key(self) -> ObjectKey:
-        return object_key(self.manifest)
-
 
 def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[LiveObject]:
     """The objects of ``kubectl get -o yaml`` or a GitOps manifest; one without a namespace is put in ``namespace``."""
@@ -116,7 +112,7 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
     """The two renders' inputs, and notes on what the live side was served. At the upgrade the stack's own ConfigMap
     exists too (``pulumi up`` creates it first)."""
     namespace, served = expected.namespace, [o.manifest for o in live_objects]
-    by_key = {o.key: o for o in live_objects}
+    by_key = {object_key(o.manifest): o for o in live_objects}
     scaled = ObjectKey("ScaledObject", CHART.scaled_object_name(expected.release_name), "keda.sh", namespace)
     notes, live_served = [], list(served)
     envoy = live_envoy_config_map(live_values)

@@ -236,11 +236,9 @@ def read_live_release(release: str, namespace: str) -> LiveRelease:
     status = json.loads(_read("helm", "status", release, "-n", namespace, "-o", "json"))
     values = load_live_values(_read("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
     manifest = [d for d in yaml.safe_load_all(_read("helm", "get", "manifest", release, "-n", namespace)) if d]
-    wanted = [("scaledobject.keda.sh", CHART.scaled_object_name(CHART.instance_name(release)))]
+    names = [f"scaledobject.keda.sh/{CHART.scaled_object_name(CHART.instance_name(release))}"]
     envoy = objects_diff.live_envoy_config_map(values)
-    wanted += [("configmap", envoy[0])] if envoy is not None else []
-    objects: list[LiveObject] = []
-    for kind, name in wanted:
-        found = _read("kubectl", "get", kind, "-n", namespace, "--ignore-not-found", "-o", "yaml", name)
-        objects += load_live_objects(found, f"kubectl get {kind} {name}", namespace) if found.strip() else []
+    names += [f"configmap/{envoy[0]}"] if envoy is not None else []
+    found = _read("kubectl", "get", *names, "-n", namespace, "--ignore-not-found", "-o", "yaml")
+    objects = load_live_objects(found, f"kubectl get {' '.join(names)}", namespace)
     return LiveRelease(values, manifest, int(status["version"]), str(status["info"]["status"]), objects)
