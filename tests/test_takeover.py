@@ -22,7 +22,7 @@ from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
 from supersonic_interlink.takeover import run
 from supersonic_interlink.takeover.flux_check import Finding
-from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, docs_text, format_steps, names, resource_urn
+from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, docs_text, format_steps, names
 
 # Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
 PINNED_CHART = {
@@ -45,12 +45,6 @@ def both_modes() -> dict[bool, Evaluation]:
         adopt: evaluate(stack_config("hammer", release={**HAMMER_RELEASE, "adopt": adopt}), "hammer")
         for adopt in (False, True)
     }
-
-
-def test_urns_are_built_as_the_engine_builds_them() -> None:
-    assert resource_urn("hammer", ["a:b:C", "d:e/f:G"], "n") == (
-        "urn:pulumi:hammer::supersonic-interlink::a:b:C$d:e/f:G::n"
-    ), "ancestors' types first, joined by $ (pulumi/pulumi urn.New with the parent's qualified type)"
 
 
 def test_the_printed_urns_are_the_release_and_its_component_in_the_hammer_stack() -> None:
