@@ -63,27 +63,25 @@ class LiveObject:
 
 def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[LiveObject]:
     """The objects of ``kubectl get -o yaml`` or a GitOps manifest; one without a namespace is put in ``namespace``."""
-    try:
-        documents = load_outside_yaml(text)
-    except YAMLInputError as error:
-        raise LiveObjectsError(f"{source}: {error}") from None
     manifests: list[Any] = []
-    for document in documents:
-        if isinstance(document, dict) and str(document.get("kind")).endswith("List") and "items" in document:
-            if not isinstance(document["items"], list):
-                raise LiveObjectsError(f"{source}: a {document['kind']} whose items is not a list")
-            manifests += document["items"]
-        elif document is not None:
-            manifests.append(document)
-    found = []
-    for number, manifest in enumerate(manifests, start=1):
-        metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
-        if not (isinstance(metadata, dict) and manifest.get("kind") and isinstance(metadata.get("name"), str)):
-            raise LiveObjectsError(f"{source}: object {number} is not a Kubernetes object (no kind or metadata.name)")
-        found.append(LiveObject({**manifest, "metadata": {"namespace": namespace, **metadata}}, source))
     try:
+        for document in load_outside_yaml(text):
+            if isinstance(document, dict) and str(document.get("kind")).endswith("List") and "items" in document:
+                if not isinstance(document["items"], list):
+                    raise LiveObjectsError(f"{source}: a {document['kind']} whose items is not a list")
+                manifests += document["items"]
+            elif document is not None:
+                manifests.append(document)
+        found = []
+        for number, manifest in enumerate(manifests, start=1):
+            metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
+            if not (isinstance(metadata, dict) and manifest.get("kind") and isinstance(metadata.get("name"), str)):
+                raise LiveObjectsError(
+                    f"{source}: object {number} is not a Kubernetes object (no kind or metadata.name)"
+                )
+            found.append(LiveObject({**manifest, "metadata": {"namespace": namespace, **metadata}}, source))
         LookupApi([o.manifest for o in found])  # checks each can be served; starts nothing
-    except LookupApiError as error:
+    except (YAMLInputError, LookupApiError) as error:
         raise LiveObjectsError(f"{source}: {error}") from None
     return found
 
