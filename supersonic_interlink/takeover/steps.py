@@ -22,25 +22,21 @@ DOCS_BEGIN = "<!-- made from takeover/runbook.md by `.venv/bin/python -m superso
 DOCS_END = "<!-- end of the steps -->"
 
 
-def resource_urn(stack: str, types: list[str], name: str) -> str:
-    """The URN the engine gives a resource: its ancestors' types and its own joined by ``$``, the root stack left out
-    (pulumi/pulumi ``Deployment.generateURN``, ``urn.New``)."""
-    return f"urn:pulumi:{stack}::{PROJECT}::{'$'.join(types)}::{name}"
-
-
 def names(stack: str, settings: Settings) -> dict[str, str]:
     """Every ``$name`` of the runbook for one stack."""
     ns, rel, chart = settings.namespace, settings.release.name, settings.release.chart
     pinned = chart.kind == "git" and chart.pinned
-    types = [release.TYPE, release.HELM_RELEASE_TYPE]
-    release_urn = resource_urn(stack, types, release.helm_release_resource_name(RELEASE_COMPONENT))
+    # The engine's URN: the ancestors' types and the resource's own joined by $, the root stack left out (pulumi/pulumi
+    # Deployment.generateURN, urn.New).
+    prefix = f"urn:pulumi:{stack}::{PROJECT}::{release.TYPE}"
+    release_urn = f"{prefix}${release.HELM_RELEASE_TYPE}::{release.helm_release_resource_name(RELEASE_COMPONENT)}"
     return {
         "stack": shlex.quote(stack),  # a stack name is checked where it is read; quoted here too, as every word
         "stack_name": stack,
         "stack_path": str(stack_file(stack).relative_to(ROOT)),
         "ns": ns,
         "rel": rel,
-        "component_urn": resource_urn(stack, [release.TYPE], RELEASE_COMPONENT),
+        "component_urn": f"{prefix}::{RELEASE_COMPONENT}",
         "release_urn": release_urn,
         "urn": shlex.quote(release_urn),
         "import_id": release.live_release_id(settings),
