@@ -36,11 +36,7 @@ def declared_deletions(release: str, namespace: str, live: Generation, new: Gene
     """``EXPECTED_DELETIONS`` by key, and the old inference server a move of the chart generation replaces."""
     declared = dict(EXPECTED_DELETIONS)
     if live != new:
-        why = (
-            f"The chart generation moves from {live.name} to {new.name}: replaced in the same upgrade by "
-            f"`<release>-{new.inference_component}`. The running inference server and its Slurm job end; clients "
-            "wait for the new one as for a cold start (docs/chart.md, Moving the generation)."
-        )
+        why = f"The chart generation moves from {live.name} to {new.name}: replaced, a cold start (docs/chart.md)."
         declared |= {(kind, group, f"{{instance}}-{live.inference_component}"): why for kind, group in MOVED}
     instance = CHART.instance_name(release)
     return {ObjectKey(k, name.format(instance=instance), g, namespace): why for (k, g, name), why in declared.items()}

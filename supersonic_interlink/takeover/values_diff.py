@@ -82,10 +82,7 @@ def compare_values(
         was, now = old[0], new[0]
         live = {(now if key == was else key): value for key, value in live.items()}
         declared = {((now, *path[1:]) if path[:1] == (was,) else path): why for path, why in declared.items()}
-        why = (
-            f"The chart generation moves: the {was}: values block is named {now}: in the project's chart, which "
-            f"refuses the old name; its contents are compared under {now}: below."
-        )
+        why = f"The chart generation moves: the {was}: block is compared under its new name {now}: below."
         deliberate.append((Change((was,), "(this block)", ABSENT), why))
     undeclared, used = [], set()
     for change in changes(live, project):
