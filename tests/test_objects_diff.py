@@ -18,14 +18,13 @@ from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.takeover import objects_diff, run
 from supersonic_interlink.takeover.objects_diff import (
     LiveObject,
-    LiveObjectsError,
     compare,
     load_live_objects,
     markdown,
     render_sides,
     sides,
 )
-from supersonic_interlink.takeover.values_diff import load_live_values
+from supersonic_interlink.takeover.values_diff import LiveInputError, load_live_values
 
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
 RELEASE, NAMESPACE = "supersonic-interlink", "cms"
@@ -286,7 +285,7 @@ def test_live_objects_are_read_from_a_kubectl_list_or_documents_and_take_the_rel
     objects = load_live_objects(listed + "---\n" + gitops, "live.yaml", NAMESPACE)
     assert [object_key(o.manifest) for o in objects] == [SCALED_OBJECT, key("ConfigMap", "old")]
     assert objects[1].manifest["metadata"]["namespace"] == NAMESPACE, "a GitOps manifest names no namespace"
-    with pytest.raises(LiveObjectsError, match=r"^x\.yaml: .*no discovery for this kind"):
+    with pytest.raises(LiveInputError, match=r"^x\.yaml: .*no discovery for this kind"):
         load_live_objects("apiVersion: v1\nkind: Event\nmetadata: {name: e, namespace: cms}\n", "x.yaml", NAMESPACE)
 
 

@@ -18,7 +18,7 @@ from supersonic_interlink.objdiff import Path as ValuePath
 from supersonic_interlink.render.stack import render
 from supersonic_interlink.takeover.values_diff import (
     DELIBERATE,
-    LiveValuesError,
+    LiveInputError,
     compare_values,
     load_live_values,
     markdown,
@@ -161,7 +161,7 @@ def test_live_values_read_from_helm_or_from_the_flux_configmap_are_the_same(live
     ],
 )
 def test_a_live_file_that_is_not_values_is_one_line(text, message) -> None:
-    with pytest.raises(LiveValuesError) as caught:
+    with pytest.raises(LiveInputError) as caught:
         load_live_values(text, "f")
     assert str(caught.value) == message
 

@@ -26,6 +26,7 @@ from supersonic_interlink.objdiff import (
     text_diff,
 )
 from supersonic_interlink.render.conformance import ROOT, Expected
+from supersonic_interlink.takeover.values_diff import LiveInputError
 
 EXPECTED_DELETIONS: dict[tuple[str, str, str], str] = {}
 """(kind, API group, name with ``{instance}``) of what the upgrade deletes on purpose, and why. None: the takeover
@@ -45,10 +46,6 @@ def declared_deletions(release: str, namespace: str, live: Generation, new: Gene
 MOVED = (("Deployment", "apps"), ("Service", ""))
 
 
-class LiveObjectsError(ValueError):
-    """A ``--live-object`` file cannot be served to the chart's lookup."""
-
-
 @dataclass(frozen=True)
 class LiveObject:
     """An object on the cluster the chart may look up, and the file it was read from."""
@@ -64,7 +61,7 @@ def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[Li
         for document in load_outside_yaml(text):
             if isinstance(document, dict) and str(document.get("kind")).endswith("List") and "items" in document:
                 if not isinstance(document["items"], list):
-                    raise LiveObjectsError(f"{source}: a {document['kind']} whose items is not a list")
+                    raise LiveInputError(f"{source}: a {document['kind']} whose items is not a list")
                 manifests += document["items"]
             elif document is not None:
                 manifests.append(document)
@@ -72,13 +69,11 @@ def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[Li
         for number, manifest in enumerate(manifests, start=1):
             metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
             if not (isinstance(metadata, dict) and manifest.get("kind") and isinstance(metadata.get("name"), str)):
-                raise LiveObjectsError(
-                    f"{source}: object {number} is not a Kubernetes object (no kind or metadata.name)"
-                )
+                raise LiveInputError(f"{source}: object {number} is not a Kubernetes object (no kind or metadata.name)")
             found.append(LiveObject({**manifest, "metadata": {"namespace": namespace, **metadata}}, source))
         LookupApi([o.manifest for o in found])  # checks each can be served; starts nothing
     except (YAMLInputError, LookupApiError) as error:
-        raise LiveObjectsError(f"{source}: {error}") from None
+        raise LiveInputError(f"{source}: {error}") from None
     return found
 
 

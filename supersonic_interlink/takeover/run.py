@@ -26,9 +26,9 @@ from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.render.stack import locate_chart, render
 from supersonic_interlink.takeover import flux_check, objects_diff, values_diff
-from supersonic_interlink.takeover.objects_diff import PROJECT, LiveObject, LiveObjectsError, load_live_objects
+from supersonic_interlink.takeover.objects_diff import PROJECT, LiveObject, load_live_objects
 from supersonic_interlink.takeover.steps import format_steps
-from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
+from supersonic_interlink.takeover.values_diff import LiveInputError, load_live_values
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ def _load(flag: str, path: Path, load: Callable[[bytes, str], T]) -> T:
         return load(path.read_bytes(), str(path))
     except OSError as error:
         raise Stop(f"{flag} {path}: cannot read: {error.strerror}") from None
-    except (LiveValuesError, LiveObjectsError) as error:
+    except LiveInputError as error:
         raise Stop(f"{flag} {error}") from None
 
 

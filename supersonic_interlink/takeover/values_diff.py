@@ -97,8 +97,8 @@ def compare_values(
     )
 
 
-class LiveValuesError(ValueError):
-    """The live values file cannot be read as chart values."""
+class LiveInputError(ValueError):
+    """A live values or objects file cannot be read, or served to the chart's lookup; the message names the file."""
 
 
 def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = False) -> dict[str, Any]:
@@ -107,21 +107,21 @@ def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = Fa
     try:
         documents = load_outside_yaml(text)
     except YAMLInputError as error:
-        raise LiveValuesError(f"{source}: {error}") from None
+        raise LiveInputError(f"{source}: {error}") from None
     if len(documents) > 1:
-        raise LiveValuesError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
+        raise LiveInputError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
     if not documents and not in_config_map:  # an empty file is a command that failed, or a redirect cut short
-        raise LiveValuesError(
+        raise LiveInputError(
             f"{source}: empty; expected `helm get values -o yaml` output (a release without values prints null)"
         )
     document = documents[0] if documents else None
     if not isinstance(document, dict | None):
-        raise LiveValuesError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
+        raise LiveInputError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
     if document and document.get("kind") == "ConfigMap":
         data = document.get("data")
         if not isinstance(data, dict) or not isinstance(data.get("values.yaml"), str):
             keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
-            raise LiveValuesError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
+            raise LiveInputError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
         return load_live_values(data["values.yaml"], f"{source} data.values.yaml", in_config_map=True)
     document = document or {}
     if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
