@@ -379,7 +379,7 @@ def test_a_move_of_the_chart_generation_without_the_stored_manifest_says_how_to_
     chart = fixture_chart("inference-server", tmp_path)
     assert takeover.main(objects_command("--chart", str(chart))) == 2
     assert capsys.readouterr().err.strip() == (
-        f"stack hammer: the live values are of the triton chart generation and chart {chart} of the inferenceServer "
-        "one, which cannot render them: give the live release's stored manifest with --live-manifest FILE "
-        "(`helm get manifest supersonic-interlink -n cms > FILE`) or read it with --from-cluster"
+        f"stack hammer: the live values are of the triton chart generation, chart {chart} of the inferenceServer "
+        "one: give the stored manifest, --live-manifest FILE (`helm get manifest supersonic-interlink -n cms > FILE`) "
+        "or --from-cluster"
     )

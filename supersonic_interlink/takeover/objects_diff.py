@@ -78,6 +78,8 @@ def load_live_objects(text: bytes | str, source: str, namespace: str) -> list[Li
 
 
 LIVE, PROJECT = "the live values", "this stack's values"
+STOOD_IN = "this stack's envoy.yaml was served under its name, so the Envoy configuration's change is not shown."
+NO_FLOOR = "the lookup found none, so where the chart keeps the live minReplicaCount this shows the value set."
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,7 @@ def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | N
 
 
 def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequence[LiveObject]) -> Sides:
-    """The two renders' inputs, and notes on what the live side was served. At the upgrade the stack's own ConfigMap
-    exists too (``pulumi up`` creates it first)."""
+    """The two renders' inputs; at the upgrade the stack's own ConfigMap exists too (``pulumi up`` creates it first)."""
     namespace, served = expected.namespace, [o.manifest for o in live_objects]
     by_key = {object_key(o.manifest): o for o in live_objects}
     scaled = ObjectKey("ScaledObject", CHART.scaled_object_name(expected.release_name), "keda.sh", namespace)
@@ -114,20 +115,14 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
             live_served.append(
                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {envoy[1]: expected.envoy_yaml}}
             )
-            notes.append(
-                f"**The live Envoy ConfigMap `{envoy[0]}` was not given**: this stack's envoy.yaml was served under "
-                "its name, so the change of the Envoy configuration itself is not shown. Give it with `--live-object`."
-            )
+            notes.append(f"**The live Envoy ConfigMap `{envoy[0]}` was not given** (`--live-object`): {STOOD_IN}")
     if scaled in by_key:
         floor = (by_key[scaled].manifest.get("spec") or {}).get("minReplicaCount", "not set")
         notes.append(
             f"The live ScaledObject `{scaled.name}` (minReplicaCount {floor}) is the one in `{by_key[scaled].source}`."
         )
     else:
-        notes.append(
-            f"No live ScaledObject `{scaled.name}` was given: the chart's lookup found none, so where the chart keeps "
-            "the live minReplicaCount this shows the value set instead. Give it with `--live-object`."
-        )
+        notes.append(f"No live ScaledObject `{scaled.name}` was given (`--live-object`): {NO_FLOOR}")
     given = {LIVE: (live_values, live_served), PROJECT: (expected.values, served + expected.served)}
     return Sides(expected.release_name, namespace, given, tuple(notes))
 
@@ -137,8 +132,7 @@ class SideRefused(Exception):
 
 
 def render_sides(chart_dir: Path, given: Sides, sides: Sequence[str] = (LIVE, PROJECT)) -> list[list[dict[str, Any]]]:
-    """Each side rendered as an upgrade (Flux upgrades on every change), at the same time. Raises ``SideRefused`` or
-    ``BinaryError``."""
+    """Each side rendered as an upgrade (Flux upgrades on every change), at the same time."""
 
     name, namespace = given.release_name, given.namespace
 

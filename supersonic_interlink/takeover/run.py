@@ -126,8 +126,7 @@ def run_objects(
         cluster = read_live_release(release, namespace)
         if cluster.status != "deployed":
             raise Stop(
-                f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed: a "
-                "Helm operation is in flight or failed; see docs/takeover.md before going on"
+                f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed"
             )
         live_values, objects, stored = cluster.values, cluster.objects, cluster.manifest
         where = f"revision {cluster.revision}"
@@ -146,10 +145,9 @@ def run_objects(
     moves = live_generation != expected.generation
     if moves and stored is None:
         raise Stop(
-            f"stack {stack}: the live values are of the {live_generation.name} chart generation and chart "
-            f"{chart_dir} of the {expected.generation.name} one, which cannot render them: give the live release's "
-            f"stored manifest with --live-manifest FILE (`helm get manifest {release} -n {namespace} > FILE`) or read "
-            "it with --from-cluster"
+            f"stack {stack}: the live values are of the {live_generation.name} chart generation, chart {chart_dir} of "
+            f"the {expected.generation.name} one: give the stored manifest, --live-manifest FILE (`helm get manifest "
+            f"{release} -n {namespace} > FILE`) or --from-cluster"
         )
     try:
         with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):

@@ -22,7 +22,6 @@ from supersonic_interlink.objdiff import (
     markdown_row,
 )
 
-# The live release's values are of the triton generation (its `triton:` block), hence TRITON below.
 DELIBERATE: dict[Path, str] = {
     ("scaleFromZero",): (
         "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex."
@@ -52,13 +51,12 @@ DELIBERATE: dict[Path, str] = {
         "No longer passed: the chart renders no grpc readiness handler; the pod's exec probe does not change."
     ),
 }
-"""Each value path (a leaf or a whole block) where this project differs from the live release on purpose, and why."""
+"""Each value path (a leaf or a block) where this project differs on purpose from the live release (of TRITON)."""
 
 
 @dataclass(frozen=True)
 class ValuesComparison:
     deliberate: tuple[tuple[Change, str], ...]
-    """Each declared difference with its reason."""
     undeclared: tuple[Change, ...]
     stale: tuple[tuple[Path, str], ...]
     """Declared differences under which live and project now agree."""
@@ -102,8 +100,7 @@ class LiveInputError(ValueError):
 
 
 def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = False) -> dict[str, Any]:
-    """Chart values from ``helm get values`` (with or without ``-o yaml``) or the Flux values ConfigMap, whole
-    (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text."""
+    """Chart values from ``helm get values`` (with or without ``-o yaml``) or the Flux values ConfigMap."""
     try:
         documents = load_outside_yaml(text)
     except YAMLInputError as error:
