@@ -24,10 +24,6 @@ def release_of(helm_release: dict[str, Any]) -> tuple[str, str]:
     return name, target or meta["namespace"]
 
 
-def _url(url: object) -> str:
-    return str(url).rstrip("/").removesuffix(".git").lower()
-
-
 def check(
     helm_releases: list[dict[str, Any]],
     repositories: list[dict[str, Any]],
@@ -53,6 +49,7 @@ def check(
             (r for r in repositories if r["metadata"].items() >= {"name": name, "namespace": repo_ns}.items()), None
         )
         url = (repo or {}).get("spec", {}).get("url")
+        urls = {str(u).rstrip("/").removesuffix(".git").lower() for u in (url, chart.git)}  # the same repository
         checks = {
             f"{where} is not suspended (spec.suspend: {spec.get('suspend')!r}); step 3 first": (
                 "suspend",
@@ -70,7 +67,7 @@ def check(
             f"{where}: GitRepository {repo_ns}/{name} not found": ("source", kind != "GitRepository" or repo),
             f"GitRepository {repo_ns}/{name}: url {url!r}, the stack's chart is {chart.git!r}": (
                 "source",
-                not repo or _url(url) == _url(chart.git),
+                not repo or len(urls) == 1,
             ),
         }
         findings += [Finding(check, problem) for problem, (check, passed) in checks.items() if not passed]
