@@ -47,13 +47,6 @@ def both_modes() -> dict[bool, Evaluation]:
     }
 
 
-def test_the_printed_urns_are_the_release_and_its_component_in_the_hammer_stack() -> None:
-    given = names("hammer", stack_settings("hammer"))
-    assert given["release_urn"] == RELEASE_URN
-    assert given["component_urn"] == COMPONENT_URN
-    assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
-
-
 def _ancestry(evaluation: Evaluation, resource: Registered) -> list[Registered]:
     """The chain of registrations from the outermost component down to ``resource``, by the parents recorded."""
     chain = [resource]
@@ -201,8 +194,11 @@ def test_docs_takeover_holds_the_steps_the_code_makes() -> None:
     assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
 
 
-def test_steps_name_the_objects_the_program_creates(hammer_steps, both_modes) -> None:
+def test_steps_name_the_urns_and_objects_the_program_creates(both_modes) -> None:
     given = names("hammer", stack_settings("hammer"))
+    assert given["release_urn"] == RELEASE_URN
+    assert given["component_urn"] == COMPONENT_URN
+    assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
     registered = {
         r.inputs["kind"]: r.inputs["metadata"]["name"]
         for r in both_modes[True].resources
