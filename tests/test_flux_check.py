@@ -40,7 +40,7 @@ REPOSITORY = {"metadata": {"name": "supersonic", "namespace": "flux-system"}, "s
 DEPLOYED = {"info": {"status": "deployed"}, "version": 12}
 
 
-def problems(hammer: Settings, *releases: dict[str, Any], status: dict[str, Any] | None = DEPLOYED) -> list[str]:
+def problems(hammer: Settings, *releases: dict[str, Any], status: dict[str, Any] = DEPLOYED) -> list[str]:
     return [f"{f.check}: {f.problem}" for f in check(list(releases), [REPOSITORY], status, hammer)]
 
 
@@ -71,6 +71,10 @@ def test_the_helm_release_name_follows_helm_controller() -> None:
         (
             {"chart": {"spec": {**helm_release()["spec"]["chart"]["spec"], "chart": "charts/other"}}},
             "chart: HelmRelease cms/supersonic-interlink: chart 'charts/other', the stack's is 'helm/supersonic'",
+        ),
+        (
+            {"chart": {"spec": {**helm_release()["spec"]["chart"]["spec"], "sourceRef": {"kind": "HelmRepository"}}}},
+            "source: HelmRelease cms/supersonic-interlink: the chart comes from a HelmRepository, not a GitRepository",
         ),
     ],
 )

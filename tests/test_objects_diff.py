@@ -12,21 +12,19 @@ from cli_runner import run_cli
 from conftest import ROOT
 
 from supersonic_interlink.cli.verbs import TAKEOVER as takeover
-from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey
+from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey, object_key
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.takeover import objects_diff, run
 from supersonic_interlink.takeover.objects_diff import (
-    ExpectedDeletion,
     LiveObject,
-    LiveObjectsError,
     compare,
     load_live_objects,
     markdown,
     render_sides,
     sides,
 )
-from supersonic_interlink.takeover.values_diff import load_live_values
+from supersonic_interlink.takeover.values_diff import LiveInputError, load_live_values
 
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
 RELEASE, NAMESPACE = "supersonic-interlink", "cms"
@@ -65,9 +63,8 @@ ENVOY = key("Deployment", "supersonic-interlink-envoy", "apps")
 TRITON = key("Deployment", "supersonic-interlink-triton", "apps")
 SCALED_OBJECT = key("ScaledObject", "supersonic-interlink-keda-so", "keda.sh")
 TRITON_PDB = key("PodDisruptionBudget", "supersonic-interlink-triton", "policy")
-PDB_DELETION = ExpectedDeletion(
-    "PodDisruptionBudget", "{instance}-triton", "no budget for a Deployment that scales to zero", group="policy"
-)
+NO_BUDGET = "no budget for a Deployment that scales to zero"
+PDB_DELETION = {TRITON_PDB: NO_BUDGET}
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +90,9 @@ def renders(hammer, live, tmp_path_factory) -> dict:
     return {chart: render_sides(fixture_chart(chart, tmp_path_factory.mktemp(chart)), given) for chart in charts}
 
 
-def upgrade(renders: dict, chart: str, declared=()):
+def upgrade(renders: dict, chart: str, declared: dict | None = None):
     before, after = renders[chart]
-    return compare(before, after, RELEASE, NAMESPACE, declared)
+    return compare(before, after, NAMESPACE, declared or {})
 
 
 def changed_fields(comparison, object_key: ObjectKey) -> dict:
@@ -137,8 +134,10 @@ def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_liv
         "the chart's lookup found the live ScaledObject and kept its minReplicaCount 1, as on the cluster"
     )
     assert not comparison.has_findings
-    stale = upgrade(renders, "conforming", [PDB_DELETION])
-    assert stale.stale == (PDB_DELETION,) and stale.has_findings, "a declared deletion the upgrade no longer makes"
+    stale = upgrade(renders, "conforming", PDB_DELETION)
+    assert stale.stale == ((TRITON_PDB, NO_BUDGET),) and stale.has_findings, (
+        "a declared deletion the upgrade no longer makes"
+    )
 
 
 def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_replica_floor_drops(
@@ -146,7 +145,7 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
 ) -> None:
     given = sides(hammer, live, [])
     before, after = render_sides(fixture_chart("conforming", tmp_path), given)
-    comparison = compare(before, after, RELEASE, NAMESPACE, ())
+    comparison = compare(before, after, NAMESPACE, {})
     assert [c.key for c in comparison.diff.changed] == [ENVOY, TRITON, SCALED_OBJECT]
     assert ENVOY_CONFIG in comparison.diff.unchanged, "this stack's envoy.yaml was served under the live name"
     assert changed_fields(comparison, SCALED_OBJECT) == {("spec", "minReplicaCount"): (1, 0)}, (
@@ -162,16 +161,18 @@ def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
     assert comparison.diff.added == SCALE_FROM_ZERO_OBJECTS
     assert [c.key for c in comparison.diff.changed] == [ENVOY_CONFIG, ENVOY, TRITON]
-    declared = upgrade(renders, "deletes-on-upgrade", [PDB_DELETION])
+    declared = upgrade(renders, "deletes-on-upgrade", PDB_DELETION)
     assert declared.unexplained == () and declared.stale == () and not declared.has_findings
-    assert [(d.key, d.why) for d in declared.deleted] == [(TRITON_PDB, PDB_DELETION.why)]
+    assert declared.deleted == ((TRITON_PDB, NO_BUDGET),)
 
 
 def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(renders) -> None:
     comparison = upgrade(renders, "kept-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,)
-    assert [d.key for d in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
+    assert [k for k, _ in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
     assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
+    report = markdown(comparison, "hammer", ["n"])
+    assert "- `PodDisruptionBudget.policy/cms/supersonic-interlink-triton`: `helm.sh/resource-policy: keep`" in report
 
 
 # --------------------------------------------------------------------------------------------- the command
@@ -214,10 +215,11 @@ def test_the_objects_command_exits_1_on_an_unexplained_deletion_and_0_once_it_is
     assert "| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | **not explained**" in captured.out
     assert "stack hammer: 1 unexplained and 0 stale deletion(s); see the report" in captured.err
 
-    monkeypatch.setattr(objects_diff, "EXPECTED_DELETIONS", (PDB_DELETION,))
+    declared = {("PodDisruptionBudget", "policy", "{instance}-triton"): NO_BUDGET}
+    monkeypatch.setattr(objects_diff, "EXPECTED_DELETIONS", declared)
     assert takeover.main(objects_command("--chart", str(chart))) == 0
     out = capsys.readouterr().out
-    assert f"| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | {PDB_DELETION.why} |" in out
+    assert f"| `PodDisruptionBudget.policy/cms/supersonic-interlink-triton` | {NO_BUDGET} |" in out
 
 
 def test_a_chart_that_refuses_the_stacks_values_is_a_finding_with_its_message(tmp_path, capsys) -> None:
@@ -258,9 +260,20 @@ def test_a_live_object_file_that_cannot_be_served_is_one_line_and_exit_2(tmp_pat
     assert err.startswith(f"--live-object {bad}: ") and message in err and err.count("\n") == 1
 
 
-def test_a_missing_live_file_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+def test_a_missing_live_file_or_chart_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     assert takeover.main(["objects", "hammer", "--live", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
+    assert takeover.main(objects_command("--chart", str(tmp_path))) == 2
+    assert capsys.readouterr().err == f"stack hammer: --chart {tmp_path}: not a chart directory (no Chart.yaml in it)\n"
+
+
+def test_a_cluster_that_cannot_be_read_is_one_line_naming_the_command(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cannot read the cluster: helm status supersonic-interlink -n cms -o json: ") and (
+        err.count("\n") == 1
+    ), err
 
 
 # --------------------------------------------------------------------------------------------- pure parts
@@ -270,9 +283,9 @@ def test_live_objects_are_read_from_a_kubectl_list_or_documents_and_take_the_rel
     listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [LIVE_SCALED_OBJECT]})
     gitops = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old}\ndata: {envoy.yaml: x}\n---\n"
     objects = load_live_objects(listed + "---\n" + gitops, "live.yaml", NAMESPACE)
-    assert [o.key for o in objects] == [SCALED_OBJECT, key("ConfigMap", "old")]
+    assert [object_key(o.manifest) for o in objects] == [SCALED_OBJECT, key("ConfigMap", "old")]
     assert objects[1].manifest["metadata"]["namespace"] == NAMESPACE, "a GitOps manifest names no namespace"
-    with pytest.raises(LiveObjectsError, match=r"^x\.yaml: .*no discovery for this kind"):
+    with pytest.raises(LiveInputError, match=r"^x\.yaml: .*no discovery for this kind"):
         load_live_objects("apiVersion: v1\nkind: Event\nmetadata: {name: e, namespace: cms}\n", "x.yaml", NAMESPACE)
 
 
@@ -287,23 +300,25 @@ def test_hooks_and_kept_objects_are_left_and_only_declared_deletions_are_explain
         config_map("rel-gone"),
         config_map("rel-same"),
     ]
-    declared = [ExpectedDeletion("ConfigMap", "{instance}-declared", "why"), ExpectedDeletion("Secret", "x", "old")]
-    comparison = compare(before, [config_map("rel-same")], "rel", NAMESPACE, declared)
-    assert [d.key.name for d in comparison.left] == ["rel-hook", "rel-kept"]
-    assert [(d.key.name, d.why) for d in comparison.deleted] == [("rel-declared", "why")]
+    declared = {key("ConfigMap", "rel-declared"): "why", key("Secret", "x"): "old"}
+    comparison = compare(before, [config_map("rel-same")], NAMESPACE, declared)
+    assert [k.name for k, _ in comparison.left] == ["rel-hook", "rel-kept"]
+    assert comparison.deleted == ((key("ConfigMap", "rel-declared"), "why"),)
     assert comparison.unexplained == (key("ConfigMap", "rel-gone"),)
-    assert comparison.stale == (declared[1],)
+    assert comparison.stale == ((key("Secret", "x"), "old"),)
+    assert "**Declared deletions the upgrade no longer makes** (findings: " in markdown(comparison, "s", ["n"])
+    assert "\n- `Secret/cms/x`: old\n" in markdown(comparison, "s", ["n"])
 
 
 def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
     before = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"f": "a\nb\n", "n": "1"}}]
     after = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"f": "a\nc\n"}}]
-    report = markdown(compare(before, after, "rel", NAMESPACE, ()), "hammer", ["a note"])
+    report = markdown(compare(before, after, NAMESPACE, {}), "hammer", ["a note"])
     assert report.startswith("#### Objects: the live release → stack `hammer`\n\n- a note\n")
     assert "| `data.f` | *(text: see below)* | *(text: see below)* |" in report
     assert "| `data.n` | `1` | *(not set)* |" in report
     assert "```diff\n--- live\n+++ this stack\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n```" in report
-    assert Change(("data", "n"), "1", ABSENT) in compare(before, after, "rel", NAMESPACE, ()).diff.changed[0].changes
+    assert Change(("data", "n"), "1", ABSENT) in compare(before, after, NAMESPACE, {}).diff.changed[0].changes
 
 
 def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
@@ -364,7 +379,7 @@ def test_a_move_of_the_chart_generation_without_the_stored_manifest_says_how_to_
     chart = fixture_chart("inference-server", tmp_path)
     assert takeover.main(objects_command("--chart", str(chart))) == 2
     assert capsys.readouterr().err.strip() == (
-        f"stack hammer: the live values are of the triton chart generation and chart {chart} of the inferenceServer "
-        "one, which cannot render them: give the live release's stored manifest with --live-manifest FILE "
-        "(`helm get manifest supersonic-interlink -n cms > FILE`) or read it with --from-cluster"
+        f"stack hammer: the live values are of the triton chart generation, chart {chart} of the inferenceServer "
+        "one: give the stored manifest, --live-manifest FILE (`helm get manifest supersonic-interlink -n cms > FILE`) "
+        "or --from-cluster"
     )

@@ -8,18 +8,21 @@ import re
 import shlex
 import stat
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from cli_runner import run_cli
 from conftest import ROOT, stack_config, stack_settings
 
+from supersonic_interlink.cli.verbs import TAKEOVER as takeover
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import settings_from_config
-from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
-from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, adoption, docs_text, format_steps, resource_urn, steps
+from supersonic_interlink.takeover import run
+from supersonic_interlink.takeover.flux_check import Finding
+from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, docs_text, format_steps, names
 
 # Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
 PINNED_CHART = {
@@ -42,22 +45,6 @@ def both_modes() -> dict[bool, Evaluation]:
         adopt: evaluate(stack_config("hammer", release={**HAMMER_RELEASE, "adopt": adopt}), "hammer")
         for adopt in (False, True)
     }
-
-
-def test_urns_are_built_as_the_engine_builds_them() -> None:
-    assert resource_urn("hammer", "supersonic-interlink", ["a:b:C", "d:e/f:G"], "n") == (
-        "urn:pulumi:hammer::supersonic-interlink::a:b:C$d:e/f:G::n"
-    ), "ancestors' types first, joined by $ (pulumi/pulumi urn.New with the parent's qualified type)"
-    assert resource_urn("s", "p", ["pulumi:pulumi:Stack", "a:b:C"], "n") == "urn:pulumi:s::p::a:b:C::n", (
-        "the engine never puts the root stack's type into a child's URN"
-    )
-
-
-def test_the_printed_urns_are_the_release_and_its_component_in_the_hammer_stack() -> None:
-    plan = adoption("hammer", stack_settings("hammer"))
-    assert plan.release_urn == RELEASE_URN
-    assert plan.component_urn == COMPONENT_URN
-    assert plan.import_id == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
 
 
 def _ancestry(evaluation: Evaluation, resource: Registered) -> list[Registered]:
@@ -123,20 +110,33 @@ def test_adopting_with_an_unpinned_git_chart_is_a_config_error() -> None:
     assert settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": pinned})).release.adopt
 
 
+@dataclass(frozen=True)
+class Step:
+    actions: list[str]
+    """The lines of its command block: shell commands, and edits as ``#`` comments."""
+    undo: list[str]
+
+
 @pytest.fixture(scope="module")
-def hammer_steps():
-    plan = adoption("hammer", stack_settings("hammer"))
-    return plan, steps(plan)
+def hammer_steps() -> list[Step]:
+    printed = format_steps("hammer", stack_settings("hammer")).split("\n### ")[1:]
+    return [
+        Step(
+            step.split("```sh\n")[1].split("\n```")[0].splitlines(),
+            [line[2:] for line in step.split("Undo:\n\n")[1].splitlines() if line.startswith("- ")],
+        )
+        for step in printed
+    ]
 
 
 def _index(plan_steps, needle: str) -> int:
-    found = [i for i, s in enumerate(plan_steps) if any(needle in a.text for a in s.actions)]
+    found = [i for i, s in enumerate(plan_steps) if any(needle in a for a in s.actions)]
     assert len(found) == 1, f"{needle!r} should be done in exactly one step, found {found}"
     return found[0]
 
 
 def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_after(hammer_steps) -> None:
-    _, plan_steps = hammer_steps
+    plan_steps = hammer_steps
     suspend = _index(plan_steps, "spec.suspend: true")
     upgrade = _index(plan_steps, "./supersonic pulumi up hammer --yes")
     delete = _index(plan_steps, "delete helmrelease supersonic-interlink")
@@ -145,13 +145,13 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
         "compare first; Flux must stop before Pulumi upgrades (or it upgrades back), and the HelmRelease may go only "
         "once it is suspended and the release is Pulumi's"
     )
-    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in plan_steps[suspend].actions[0].text, (
+    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in plan_steps[suspend].actions[0], (
         "removing the HelmRelease from git must not let kustomize-controller delete it"
     )
     old_pruner = _index(plan_steps, "RoleBinding supersonic-interlink-pod-pruner")
     ran = _index(plan_steps, "get cronjob supersonic-interlink-failed-pod-cleanup")
     assert ran == old_pruner > upgrade, "the old pruner goes in the step that first checks the new CronJob ran"
-    acceptance = [a.text for a in plan_steps[-1].actions]
+    acceptance = plan_steps[-1].actions
     assert acceptance[-1].startswith("./supersonic probe hammer "), "the acceptance test ends the takeover"
     assert '{"spec":{"minReplicaCount":0}}' in acceptance[0], (
         "the chart keeps the live ScaledObject's minReplicaCount, so the probe would find Triton awake, not cold"
@@ -159,10 +159,10 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
 
 
 def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(hammer_steps) -> None:
-    _, plan_steps = hammer_steps
-    actions = [a.text for s in plan_steps for a in s.actions]
+    plan_steps = hammer_steps
+    actions = [a for s in plan_steps for a in s.actions]
     assert not [a for a in actions if "uninstall" in a or "pulumi destroy" in a or "helm delete" in a]
-    (upgrade_undo,) = [s.undo for s in plan_steps if any("pulumi up" in a.text for a in s.actions)]
+    (upgrade_undo,) = [s.undo for s in plan_steps if any("pulumi up" in a for a in s.actions)]
     forget = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi state delete"))
     destroy = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi destroy"))
     assert forget < destroy, "with the release still in the state, destroy would run helm uninstall"
@@ -171,11 +171,12 @@ def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(
         == [*("pulumi", "state", "delete", "--force", RELEASE_URN, "--stack", "hammer", "--yes")][:7]
     ), "the URN holds a $: the shell must receive it whole; --force: the Release is protected"
     assert "--yes" in shlex.split(upgrade_undo[forget].split("   (")[0])
+    assert f"--force '{RELEASE_URN}' " in upgrade_undo[forget], "unquoted, the shell would expand $kubernetes"
 
 
 def test_every_engine_run_goes_through_the_gate_after_the_stack_exists(hammer_steps) -> None:
-    _, plan_steps = hammer_steps
-    shell = [(i, a.text) for i, s in enumerate(plan_steps) for a in s.actions if a.shell]
+    plan_steps = hammer_steps
+    shell = [(i, a) for i, s in enumerate(plan_steps) for a in s.actions if not a.startswith("# ")]
     bare = [text for _, text in shell if re.match(r"pulumi (up|preview|destroy|refresh)\b", text)]
     assert bare == [], "a bare pulumi up or preview skips the project's gate"
     login = next(i for i, text in shell if text.startswith("pulumi login "))
@@ -185,25 +186,26 @@ def test_every_engine_run_goes_through_the_gate_after_the_stack_exists(hammer_st
 
 
 def test_docs_takeover_holds_the_steps_the_code_makes() -> None:
-    hammer = load_stack("hammer")
-    wanted = docs_text(DOCS.read_text(), adoption("hammer", settings_from_config(hammer.config, hammer.secret_keys)))
-    assert DOCS.read_text() == wanted, (
-        "docs/takeover.md and `takeover steps` must say the same; run "
-        ".venv/bin/python -m supersonic_interlink.takeover.steps --write"
+    assert DOCS.read_text() == docs_text(DOCS.read_text()), (
+        "docs/takeover.md and `takeover steps` must say the same; run .venv/bin/python -m "
+        "supersonic_interlink.takeover.steps"
     )
     section = DOCS.read_text().split(DOCS_BEGIN)[1]
     assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
 
 
-def test_steps_name_the_objects_the_program_creates(hammer_steps, both_modes) -> None:
-    plan, _ = hammer_steps
+def test_steps_name_the_urns_and_objects_the_program_creates(both_modes) -> None:
+    given = names("hammer", stack_settings("hammer"))
+    assert given["release_urn"] == RELEASE_URN
+    assert given["component_urn"] == COMPONENT_URN
+    assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
     registered = {
         r.inputs["kind"]: r.inputs["metadata"]["name"]
         for r in both_modes[True].resources
         if r.custom and r.type != HELM_RELEASE_TYPE
     }
-    assert plan.new_envoy_config_map == registered["ConfigMap"]
-    assert plan.cleanup_cronjob == registered["CronJob"]
+    assert given["new_envoy_config_map"] == registered["ConfigMap"]
+    assert given["cleanup_cronjob"] == registered["CronJob"]
 
 
 def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
@@ -223,8 +225,8 @@ def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
 
 @pytest.mark.parametrize(("suspended", "deletes"), [("false", False), ("", False), ("true", True)])
 def test_the_printed_helmrelease_delete_runs_only_once_it_is_suspended(hammer_steps, tmp_path, suspended, deletes):
-    _, plan_steps = hammer_steps
-    (command,) = [a.text for s in plan_steps for a in s.actions if "delete helmrelease" in a.text]
+    plan_steps = hammer_steps
+    (command,) = [a for s in plan_steps for a in s.actions if "delete helmrelease" in a]
     calls = _run_printed(command, tmp_path, suspended)
     assert calls and [c for c in calls if c.startswith("-n cms delete")] == (
         ["-n cms delete helmrelease supersonic-interlink"] if deletes else []
@@ -236,8 +238,19 @@ def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> Non
     assert done.returncode == 0, done.stderr
     assert f"release URN:   {RELEASE_URN}\n" in done.stdout
     assert "release.adopt is off (step 2 turns it on)" in done.stdout
-    plan = adoption("hammer", stack_settings("hammer"))
-    assert done.stdout == format_steps(plan, steps(plan))
+    assert done.stdout == format_steps("hammer", stack_settings("hammer"))
+
+
+def test_steps_live_prints_the_steps_only_once_the_live_release_passes(monkeypatch, capsys) -> None:
+    refusal = [Finding("suspend", "HelmRelease cms/supersonic-interlink is not suspended")]
+    monkeypatch.setattr(run, "live_findings", lambda settings: refusal)
+    assert takeover.main(["steps", "hammer", "--live"]) == 1
+    refused = capsys.readouterr()
+    assert refused.out == "", "the import step must not be printed while Flux still acts on the release"
+    assert "stack hammer: suspend: HelmRelease cms/supersonic-interlink is not suspended\n" in refused.err
+    monkeypatch.setattr(run, "live_findings", lambda settings: [])
+    assert takeover.main(["steps", "hammer", "--live"]) == 0
+    assert capsys.readouterr().out == format_steps("hammer", stack_settings("hammer"))
 
 
 def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
@@ -247,20 +260,20 @@ def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
 
 
 def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgrade(hammer_steps) -> None:
-    _, plan_steps = hammer_steps
-    saved = [a.text for a in plan_steps[1].actions if a.text.endswith("> live-objects.yaml")]
+    plan_steps = hammer_steps
+    saved = [a for a in plan_steps[1].actions if a.endswith("> live-objects.yaml")]
     assert saved == [
         (
             "kubectl -n cms get configmap/supersonic-interlink-envoy-config-custom "
             "scaledobject/supersonic-interlink-keda-so -o yaml > live-objects.yaml"
         )
     ], "the chart's lookup reads the old Envoy ConfigMap and the live ScaledObject; the comparison needs both"
-    manifest = [a.text for a in plan_steps[1].actions if a.text.endswith("> live-manifest.yaml")]
+    manifest = [a for a in plan_steps[1].actions if a.endswith("> live-manifest.yaml")]
     assert manifest == ["helm -n cms get manifest supersonic-interlink > live-manifest.yaml"], (
         "what the upgrade compares against; the new generation's chart cannot render the live values"
     )
     objects = _index(plan_steps, "./supersonic takeover objects hammer")
-    (command,) = [a.text for a in plan_steps[objects].actions if "takeover objects" in a.text]
+    (command,) = [a for a in plan_steps[objects].actions if "takeover objects" in a]
     assert "--live live-values.yaml --live-object live-objects.yaml --live-manifest live-manifest.yaml" in command
     assert objects < _index(plan_steps, "./supersonic pulumi up hammer"), (
         "the comparison renders the pinned chart, and the operator reads it before the upgrade"

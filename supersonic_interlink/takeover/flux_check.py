@@ -1,20 +1,5 @@
-"""Before the import step of the takeover: is the live release really Flux's, stopped, on this stack's chart, and
-with no Helm operation in flight? ``takeover steps --live`` refuses to print the import step while one fails.
-
-``check`` judges what ``command.live_findings`` read from the cluster ``KUBECONFIG`` names with the pinned kubectl
-and Helm (pure: the tests give it objects):
-
-- the HelmRelease that manages the stack's release. helm-controller names the Helm release ``spec.releaseName``,
-  else ``<spec.targetNamespace>-<name>`` with a target namespace, else ``<name>``, and installs it into
-  ``spec.targetNamespace`` or the HelmRelease's own namespace (fluxcd/helm-controller ``GetReleaseName``,
-  ``GetReleaseNamespace``, v0.36.2 and v1.4.5). Exactly one may match;
-- ``spec.suspend: true`` (deleting or pruning it unsuspended uninstalls the release, docs/takeover.md);
-- the chart: a ``GitRepository`` source whose URL is the stack's chart repository, the chart path the stack's, and
-  ``reconcileStrategy: Revision`` (without it the live chart version carries no commit, so the live chart cannot
-  be matched to a commit to pin);
-- ``helm status``: deployed, not ``pending-*`` (an operation in flight, or an interrupted one: docs/takeover.md,
-  "An interrupted up") and not failed.
-"""
+"""Before the takeover's import step: is the live release Flux's, stopped, on this stack's chart, with no Helm
+operation in flight? Pure: ``run.live_findings`` reads the objects; ``takeover steps --live`` refuses on a finding."""
 
 from __future__ import annotations
 
@@ -31,94 +16,65 @@ class Finding:
 
 
 def release_of(helm_release: dict[str, Any]) -> tuple[str, str]:
-    """(Helm release name, namespace) that helm-controller makes of a HelmRelease."""
-    meta, spec = helm_release.get("metadata") or {}, helm_release.get("spec") or {}
-    target = spec.get("targetNamespace") or ""
-    name = spec.get("releaseName") or (f"{target}-{meta.get('name')}" if target else str(meta.get("name")))
-    return name, target or str(meta.get("namespace"))
-
-
-def _normal_url(url: str) -> str:
-    return url.rstrip("/").removesuffix(".git").lower()
+    """(Helm release name, namespace) helm-controller makes of a HelmRelease (fluxcd/helm-controller ``GetReleaseName``,
+    ``GetReleaseNamespace``, v0.36.2 and v1.4.5)."""
+    meta, spec = helm_release["metadata"], helm_release.get("spec") or {}
+    target = spec.get("targetNamespace")
+    name = spec.get("releaseName") or (f"{target}-{meta['name']}" if target else meta["name"])
+    return name, target or meta["namespace"]
 
 
 def check(
     helm_releases: list[dict[str, Any]],
     repositories: list[dict[str, Any]],
-    helm_status: dict[str, Any] | None,
+    helm_status: dict[str, Any],
     settings: Settings,
 ) -> list[Finding]:
-    wanted = (settings.release.name, settings.namespace)
-    managing = [hr for hr in helm_releases if release_of(hr) == wanted]
+    """Exactly one HelmRelease manages the release, suspended (deleted unsuspended, it uninstalls the release), with
+    the stack's chart from a GitRepository, ``reconcileStrategy: Revision``; ``helm status`` is deployed."""
+    rel, ns, chart = settings.release.name, settings.namespace, settings.release.chart
+    managing = [hr for hr in helm_releases if release_of(hr) == (rel, ns)]
     findings: list[Finding] = []
     if len(managing) != 1:
         names = ", ".join(f"{hr['metadata']['namespace']}/{hr['metadata']['name']}" for hr in managing) or "none"
-        findings.append(
-            Finding("HelmRelease", f"expected exactly one HelmRelease managing {wanted[1]}/{wanted[0]}, found {names}")
+        findings.append(Finding("HelmRelease", f"expected exactly one HelmRelease managing {ns}/{rel}, found {names}"))
+    else:
+        meta, spec = managing[0]["metadata"], managing[0].get("spec") or {}
+        where = f"HelmRelease {meta['namespace']}/{meta['name']}"
+        live = (spec.get("chart") or {}).get("spec") or {}
+        source = live.get("sourceRef") or {}
+        repo_ns = source.get("namespace") or meta["namespace"]
+        kind, name, strategy = source.get("kind"), source.get("name"), live.get("reconcileStrategy")
+        repo = next(
+            (r for r in repositories if r["metadata"].items() >= {"name": name, "namespace": repo_ns}.items()), None
         )
-    else:
-        hr = managing[0]
-        where = f"HelmRelease {hr['metadata']['namespace']}/{hr['metadata']['name']}"
-        spec = hr.get("spec") or {}
-        if spec.get("suspend") is not True:
-            findings.append(
-                Finding("suspend", f"{where} is not suspended (spec.suspend: {spec.get('suspend')!r}); step 3 first")
-            )
-        chart = (spec.get("chart") or {}).get("spec") or {}
-        source = chart.get("sourceRef") or {}
-        git = settings.release.chart
-        if chart.get("reconcileStrategy") != "Revision":
-            findings.append(
-                Finding(
-                    "reconcileStrategy",
-                    f"{where}: spec.chart.spec.reconcileStrategy is {chart.get('reconcileStrategy')!r}, not 'Revision':"
-                    " the live chart version carries no commit to pin",
-                )
-            )
-        if git.kind == "git" and str(chart.get("chart", "")).strip("./") != str(git.path).strip("./"):
-            findings.append(
-                Finding("chart", f"{where}: chart {chart.get('chart')!r}, the stack's is {str(git.path)!r}")
-            )
-        if source.get("kind") != "GitRepository":
-            findings.append(
-                Finding("source", f"{where}: the chart comes from a {source.get('kind')}, not a GitRepository")
-            )
-        else:
-            repo_ns = source.get("namespace") or hr["metadata"]["namespace"]
-            repo = next(
-                (
-                    r
-                    for r in repositories
-                    if (r["metadata"]["name"], r["metadata"]["namespace"]) == (source.get("name"), repo_ns)
-                ),
-                None,
-            )
-            if repo is None:
-                findings.append(Finding("source", f"{where}: GitRepository {repo_ns}/{source.get('name')} not found"))
-            elif git.kind == "git" and _normal_url(str((repo.get("spec") or {}).get("url", ""))) != _normal_url(
-                str(git.git)
-            ):
-                findings.append(
-                    Finding(
-                        "source",
-                        f"GitRepository {repo_ns}/{source.get('name')}: url {repo['spec'].get('url')!r}, the stack's "
-                        f"chart is {git.git!r}",
-                    )
-                )
-    if helm_status is None:
-        findings.append(Finding("helm status", f"no Helm release {wanted[1]}/{wanted[0]}"))
-    else:
-        status = str((helm_status.get("info") or {}).get("status"))
-        if status != "deployed":
-            findings.append(
-                Finding(
-                    "helm status",
-                    f"release {wanted[1]}/{wanted[0]} is {status} (revision {helm_status.get('version')}): "
-                    + (
-                        'a Helm operation is in flight or was interrupted (docs/takeover.md, "An interrupted up")'
-                        if status.startswith("pending-")
-                        else "not deployed"
-                    ),
-                )
-            )
+        url = (repo or {}).get("spec", {}).get("url")
+        urls = {str(u).rstrip("/").removesuffix(".git").lower() for u in (url, chart.git)}  # the same repository
+        checks = {
+            f"{where} is not suspended (spec.suspend: {spec.get('suspend')!r}); step 3 first": (
+                "suspend",
+                spec.get("suspend") is True,
+            ),
+            f"{where}: spec.chart.spec.reconcileStrategy is {strategy!r}, not 'Revision': no commit to pin": (
+                "reconcileStrategy",
+                strategy == "Revision",
+            ),
+            f"{where}: chart {live.get('chart')!r}, the stack's is {str(chart.path)!r}": (
+                "chart",
+                str(live.get("chart")).strip("./") == str(chart.path).strip("./"),
+            ),
+            f"{where}: the chart comes from a {kind}, not a GitRepository": ("source", kind == "GitRepository"),
+            f"{where}: GitRepository {repo_ns}/{name} not found": ("source", kind != "GitRepository" or repo),
+            f"GitRepository {repo_ns}/{name}: url {url!r}, the stack's chart is {chart.git!r}": (
+                "source",
+                not repo or len(urls) == 1,
+            ),
+        }
+        findings += [Finding(check, problem) for problem, (check, passed) in checks.items() if not passed]
+    if (status := str(helm_status["info"]["status"])) != "deployed":
+        why = "not deployed"
+        if status.startswith("pending-"):
+            why = 'a Helm operation is in flight or was interrupted (docs/takeover.md, "An interrupted up")'
+        revision = helm_status.get("version")
+        findings.append(Finding("helm status", f"release {ns}/{rel} is {status} (revision {revision}): {why}"))
     return findings

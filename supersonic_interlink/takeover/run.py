@@ -1,8 +1,5 @@
-"""``./supersonic takeover steps|values|objects <stack>`` once ``cli/takeover.py`` has read the command line: the live
-inputs read (from files, or the cluster with the pinned Helm v3 and kubectl), the chart found, the comparisons of
-``values_diff``, ``objects_diff`` and ``flux_check`` run, and what is printed. Exit codes as ``cli/main.py`` states
-them: 1 a finding, 2 nothing could be compared (invalid config, an unreadable input, no chart).
-"""
+"""``./supersonic takeover steps|values|objects <stack>``: the live inputs read from files or the cluster (pinned Helm
+v3 and kubectl), the chart found, the comparisons run and printed. Exit 1 on a finding, 2 if nothing was compared."""
 
 from __future__ import annotations
 
@@ -20,18 +17,18 @@ import yaml
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE, progress
 from supersonic_interlink.chart import source as chart_source
 from supersonic_interlink.chart.binaries import BinaryError, ensure
-from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, Settings
+from supersonic_interlink.config import ChartSource, ConfigError, Settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import load_stack
-from supersonic_interlink.contract import CHART, UnknownGeneration, generation_of_values
+from supersonic_interlink.contract import CHART, GENERATIONS
 from supersonic_interlink.files import write_text
 from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
-from supersonic_interlink.render.stack import render
+from supersonic_interlink.render.stack import locate_chart, render
 from supersonic_interlink.takeover import flux_check, objects_diff, values_diff
-from supersonic_interlink.takeover.objects_diff import LiveObject, LiveObjectsError, load_live_objects
-from supersonic_interlink.takeover.steps import adoption, format_steps, steps
-from supersonic_interlink.takeover.values_diff import LiveValuesError, load_live_values
+from supersonic_interlink.takeover.objects_diff import PROJECT, LiveObject, load_live_objects
+from supersonic_interlink.takeover.steps import format_steps
+from supersonic_interlink.takeover.values_diff import LiveInputError, load_live_values
 
 T = TypeVar("T")
 
@@ -44,18 +41,6 @@ class Stop(Exception):
         self.code = code
 
 
-def _stops(command: Callable[..., int]) -> Callable[..., int]:
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> int:
-        try:
-            return command(*args, **kwargs)
-        except Stop as stop:
-            print(stop, file=sys.stderr)
-            return stop.code
-
-    return run
-
-
 def run(command: str, stack: str, *, live: Path | None = None, chart: Path | None = None, **options: Any) -> int:
     """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     try:
@@ -64,13 +49,32 @@ def run(command: str, stack: str, *, live: Path | None = None, chart: Path | Non
     except ConfigError as error:
         print(f"stack {stack}: invalid config:", *(f"  {p}" for p in error.problems), sep="\n", file=sys.stderr)
         return EXIT_USAGE
-    if command == "steps":
-        return run_steps(stack, settings, check_live=options["check_live"])
-    rendered = functools.partial(render, stack, loaded.config, loaded.secrets, chart_dir=chart)  # values: no --chart
-    if command == "values":
-        assert live is not None, "the parser requires --live"
-        return run_values(stack, live, rendered, **options)
-    return run_objects(stack, settings, rendered, live=live, chart=chart, **options)
+    rendered = functools.partial(render, stack, loaded.config, loaded.secrets, chart_dir=chart)
+    try:
+        if command == "values":
+            assert live is not None, "the parser requires --live"
+            found = values_diff.compare_values(_load("--live", live, load_live_values), rendered()["release"]["values"])
+            findings = f"{len(found.undeclared)} undeclared and {len(found.stale)} stale difference(s); see the table"
+            document = values_diff.as_json(found) if options["json"] else None
+            report = values_diff.markdown(found, stack)
+            return _report(stack, report, options["out"], findings if found.has_findings else "", document)
+        if command == "objects":
+            return run_objects(stack, settings, rendered, live=live, chart=chart, **options)
+        if options["check_live"]:  # steps --live: only once the live release passes flux_check
+            problems = live_findings(settings)
+            for finding in problems:
+                print(f"stack {stack}: {finding.check}: {finding.problem}", file=sys.stderr)
+            if problems:
+                raise Stop(f"stack {stack}: not printing the steps: the import waits until these pass", EXIT_FINDING)
+            print(f"stack {stack}: the live release is Flux's, suspended, on this chart, and deployed", file=sys.stderr)
+        print(format_steps(stack, settings), end="")
+        return EXIT_OK
+    except Stop as stop:
+        print(stop, file=sys.stderr)
+        return stop.code
+    except BinaryError as error:  # the pinned helm or kubectl cannot be had
+        print(f"stack {stack}: {error}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _report(stack: str, text: str, out: Path | None, findings: str, document: dict[str, Any] | None) -> int:
@@ -94,40 +98,10 @@ def _load(flag: str, path: Path, load: Callable[[bytes, str], T]) -> T:
         return load(path.read_bytes(), str(path))
     except OSError as error:
         raise Stop(f"{flag} {path}: cannot read: {error.strerror}") from None
-    except (LiveValuesError, LiveObjectsError) as error:
+    except LiveInputError as error:
         raise Stop(f"{flag} {error}") from None
 
 
-@_stops
-def run_steps(stack: str, settings: Settings, *, check_live: bool) -> int:
-    """The runbook; with ``check_live`` only once the live release passes ``flux_check``."""
-    if check_live:
-        try:
-            findings = live_findings(settings)
-        except (ClusterReadError, BinaryError) as error:
-            raise Stop(f"stack {stack}: {error}") from None
-        for finding in findings:
-            print(f"stack {stack}: {finding.check}: {finding.problem}", file=sys.stderr)
-        if findings:
-            raise Stop(f"stack {stack}: not printing the steps: the import must not run until these pass", EXIT_FINDING)
-        print(f"stack {stack}: the live release is Flux's, suspended, on this chart, and deployed", file=sys.stderr)
-    plan = adoption(stack, settings)
-    print(format_steps(plan, steps(plan)), end="")
-    return EXIT_OK
-
-
-@_stops
-def run_values(
-    stack: str, live: Path, rendered: Callable[[], Mapping[str, Any]], *, out: Path | None = None, json: bool = False
-) -> int:
-    """The live values against the stack's: the table, exit 1 on an undeclared or stale difference."""
-    found = values_diff.compare_values(_load("--live", live, load_live_values), rendered()["release"]["values"])
-    findings = f"{len(found.undeclared)} undeclared and {len(found.stale)} stale difference(s); see the table"
-    document = values_diff.as_json(found) if json else None
-    return _report(stack, values_diff.markdown(found, stack), out, findings if found.has_findings else "", document)
-
-
-@_stops
 def run_objects(
     stack: str,
     settings: Settings,
@@ -141,95 +115,67 @@ def run_objects(
     live_manifest: Path | None = None,
     json: bool = False,
 ) -> int:
-    """0 when every deletion is explained, 1 on a finding (an unexplained or stale deletion, or the chart refusing
-    either side's values), 2 when nothing could be compared. With ``from_cluster`` the live values, the objects the
-    chart looks up and, as "before", the release's stored manifest are read from the cluster: the comparison Helm's
-    upgrade makes; ``live_manifest`` is that manifest from a file. A move of the chart generation needs one of the
-    two: the new chart refuses the old generation's values, so the live side cannot be rendered with it."""
+    """What the upgrade deletes, creates and changes. "Before" is the release's stored manifest (what Helm's upgrade
+    compares against) when read ``from_cluster`` or given as ``live_manifest``, else the live values rendered."""
     namespace, release = settings.namespace, settings.release.name
-    cluster: LiveRelease | None = None
+    read_objects = functools.partial(load_live_objects, namespace=namespace)
     objects: list[LiveObject] = []
     stored: list[dict[str, Any]] | None = None
+    where = f"`{live_manifest}`"
     if from_cluster:
-        try:
-            cluster = read_live_release(release, namespace)
-        except (ClusterReadError, LiveValuesError, LiveObjectsError, BinaryError) as error:
-            raise Stop(f"stack {stack}: cannot read the live release: {error}") from None
+        cluster = read_live_release(release, namespace)
         if cluster.status != "deployed":
             raise Stop(
-                f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed: a "
-                "Helm operation is in flight or failed; see docs/takeover.md before going on"
+                f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed"
             )
-        live_values, objects, stored = cluster.values, list(cluster.objects), cluster.manifest
+        live_values, objects, stored = cluster.values, cluster.objects, cluster.manifest
+        where = f"revision {cluster.revision}"
     else:
         assert live is not None, "the parser requires --live or --from-cluster"
         live_values = _load("--live", live, load_live_values)
         if live_manifest is not None:
-            manifest = _load(
-                "--live-manifest", live_manifest, lambda text, src: load_live_objects(text, src, namespace)
-            )
-            stored = [o.manifest for o in manifest]
+            stored = [o.manifest for o in _load("--live-manifest", live_manifest, read_objects)]
     for path in live_objects:
-        objects += _load("--live-object", path, lambda text, src: load_live_objects(text, src, namespace))
-    try:
-        chart_dir = chart_directory(stack, settings.release.chart, chart)
-    except chart_source.ChartSourceError as error:
-        raise Stop(f"stack {stack}: {error}") from None
+        objects += _load("--live-object", path, read_objects)
+    chart_dir = chart_directory(stack, settings.release.chart, chart)
     expected = Expected.from_rendered(rendered())
     given = objects_diff.sides(expected, live_values, objects)
-    try:
-        live_generation = generation_of_values(live_values)
-    except UnknownGeneration:
-        live_generation = expected.generation  # the chart says what is wrong when it renders them
+    # Neither generation's block: the chart says what is wrong when it renders them.
+    live_generation = next((g for g in GENERATIONS if g.inference_values_key in live_values), expected.generation)
     moves = live_generation != expected.generation
     if moves and stored is None:
         raise Stop(
-            f"stack {stack}: the live values are of the {live_generation.name} chart generation and chart "
-            f"{chart_dir} of the {expected.generation.name} one, which cannot render them: give the live release's "
-            f"stored manifest with --live-manifest FILE (`helm get manifest {release} -n {namespace} > FILE`) or read "
-            "it with --from-cluster"
+            f"stack {stack}: the live values are of the {live_generation.name} chart generation, chart {chart_dir} of "
+            f"the {expected.generation.name} one: give the stored manifest, --live-manifest FILE (`helm get manifest "
+            f"{release} -n {namespace} > FILE`) or --from-cluster"
         )
     try:
         with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):
             if moves:
-                before, after = list(stored or []), objects_diff.render_side(chart_dir, given, "project")
+                before, (after,) = list(stored or []), objects_diff.render_sides(chart_dir, given, [PROJECT])
             else:
                 before, after = objects_diff.render_sides(chart_dir, given)
-    except BinaryError as error:
-        raise Stop(f"stack {stack}: cannot render the chart: {error}") from None
     except objects_diff.SideRefused as refused:
-        raise Stop(f"stack {stack}: chart {chart_dir} refuses {refused.side}: {refused}", EXIT_FINDING) from None
-    first = (
-        f"Chart `{chart_dir}` rendered by Helm as release `{release}` in `{namespace}` as an upgrade, with the live "
-        f"values (`{live}`) and with this stack's, each with the post-renderer."
-    )
+        raise Stop(f"stack {stack}: chart {chart_dir} refuses {refused}", EXIT_FINDING) from None
+    first = f"Chart `{chart_dir}` rendered by Helm as an upgrade with the live values (`{live}`) and with this stack's."
     if stored is not None:
-        # What Helm's upgrade compares against is the stored manifest, not a render of the live values with the
-        # pinned chart: the two agree only if the pinned commit is the live chart.
-        where = f"revision {cluster.revision}" if cluster is not None else f"`{live_manifest}`"
-        first = (
-            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what Helm's upgrade compares "
-            f"against. After: chart `{chart_dir}` rendered with this stack's values as an upgrade, with the "
-            "post-renderer. "
-        )
         if moves:
-            first += (
+            verdict = (
                 f"**The chart generation moves from {live_generation.name} to {expected.generation.name}**: the "
                 f"upgrade replaces `{live_generation.inference_object_name(release)}` by "
                 f"`{expected.generation.inference_object_name(release)}`."
             )
-        else:
-            differing = compare_objects(stored, before, namespace)
-            count = len(differing.removed) + len(differing.added) + len(differing.changed)
-            first += (
-                f"**The pinned chart renders the live values differently from the stored manifest in {count} "
-                "object(s)**: it is not the chart the live release runs (docs/takeover.md, step 1)."
-                if count
-                else "The pinned chart renders the live values exactly as stored: it is the live chart."
-            )
-            before = list(stored)
-    declared = objects_diff.EXPECTED_DELETIONS + objects_diff.generation_deletions(live_generation, expected.generation)
-    found = objects_diff.compare(before, after, release, namespace, declared)
+        elif compare_objects(stored, before, namespace).empty:
+            verdict = "The pinned chart renders the live values exactly as stored: it is the live chart."
+        else:  # the two agree only if the pinned commit is the live chart
+            verdict = "**The pinned chart renders the live values differently from the stored manifest** (step 1)."
+        first = (
+            f"Before: the live release's stored manifest (`helm get manifest`, {where}), what the upgrade compares "
+            f"against. After: chart `{chart_dir}` rendered by Helm with this stack's values as an upgrade. {verdict}"
+        )
+        before = stored
+    declared = objects_diff.declared_deletions(release, namespace, live_generation, expected.generation)
+    found = objects_diff.compare(before, after, namespace, declared)
     findings = f"{len(found.unexplained)} unexplained and {len(found.stale)} stale deletion(s); see the report"
     notes = (first, *given.notes)
     document = {"notes": list(notes), **objects_diff.as_json(found)} if json else None
@@ -238,63 +184,37 @@ def run_objects(
 
 
 def chart_directory(stack: str, chart: ChartSource, given: Path | None) -> Path:
-    """The chart to render: ``given`` (``--chart``), else the stack's chart, fetched if it is a pinned git commit not
-    yet in the cache. Raises ``ChartSourceError`` with one line saying what to do."""
-    if given is not None:
-        if not (given / "Chart.yaml").is_file():
-            raise chart_source.ChartSourceError(f"--chart {given}: not a chart directory (no Chart.yaml in it)")
-        return given
-    if chart.kind == "git":
-        if chart.commit is None:
-            raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
-        if (chart_source.CACHE_ROOT / chart.commit).is_dir():
-            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))  # verified, not fetched
-        with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
-            return chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
-    on_disk = chart_source.chart_on_disk(chart) if chart.kind == "path" else None
-    if on_disk is not None:
-        return on_disk
-    if chart.kind == "path":
-        raise chart_source.ChartSourceError(
-            f"{PROJECT}:release.chart.path = {chart.path}: no chart there (no Chart.yaml); give --chart DIR"
-        )
-    raise chart_source.ChartSourceError(
-        f"{PROJECT}:release.chart is chart {chart.name} {chart.version} of repository {chart.repo}, not a directory: "
-        "give --chart DIR (helm pull --untar)"
-    )
-
-
-# --------------------------------------------------------------------------------------------- the cluster
-
-
-class ClusterReadError(Exception):
-    """The cluster ``KUBECONFIG`` names could not be read; the message is the tool's own."""
+    """``given`` (``--chart``), else the stack's chart, fetched if it is a pinned git commit not yet in the cache."""
+    try:
+        if given is None and chart.kind == "git":
+            if chart.commit is None:
+                raise chart_source.ChartSourceError(chart_source.unpinned_message(stack))
+            if not (chart_source.CACHE_ROOT / chart.commit).is_dir():
+                with progress.step(f"stack {stack}: fetching chart {chart.commit} from {chart.git}"):
+                    chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+    except chart_source.ChartSourceError as error:
+        raise Stop(f"stack {stack}: {error}") from None
+    found, why = locate_chart(stack, chart, given)
+    if found is None or not (found / "Chart.yaml").is_file():
+        raise Stop(f"stack {stack}: {why or f'--chart {found}: not a chart directory (no Chart.yaml in it)'}")
+    return found
 
 
 def _read(tool: str, *args: str) -> str:
-    """The output of the pinned ``tool`` (helm or kubectl) run with ``args``."""
+    """The output of the pinned ``tool`` (helm or kubectl) run with ``args`` on the cluster ``KUBECONFIG`` names."""
     done = subprocess.run([str(ensure(tool)), *args], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        raise ClusterReadError(f"{tool} {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
+        raise Stop(f"cannot read the cluster: {tool} {' '.join(args)}: {(done.stderr or done.stdout).strip()}")
     return done.stdout
 
 
 def live_findings(settings: Settings) -> list[flux_check.Finding]:
-    """Flux's objects and the release's status read from the cluster and checked (``flux_check.check``). Raises
-    ``ClusterReadError`` when the cluster cannot be read."""
-    try:
-        helm_releases, repositories = (
-            json.loads(_read("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"]
-            for resource in ("helmreleases.helm.toolkit.fluxcd.io", "gitrepositories.source.toolkit.fluxcd.io")
-        )
-    except ClusterReadError as error:
-        raise ClusterReadError(f"cannot list Flux's objects (are Flux's CRDs installed?): {error}") from None
-    try:
-        status = json.loads(_read("helm", "status", settings.release.name, "-n", settings.namespace, "-o", "json"))
-    except ClusterReadError as error:
-        if "not found" not in str(error):
-            raise
-        status = None
+    """Flux's objects and the release's status read from the cluster and checked (``flux_check.check``)."""
+    helm_releases, repositories = (
+        json.loads(_read("kubectl", "get", resource, "--all-namespaces", "-o", "json"))["items"]
+        for resource in ("helmreleases.helm.toolkit.fluxcd.io", "gitrepositories.source.toolkit.fluxcd.io")
+    )
+    status = json.loads(_read("helm", "status", settings.release.name, "-n", settings.namespace, "-o", "json"))
     return flux_check.check(helm_releases, repositories, status, settings)
 
 
@@ -304,7 +224,6 @@ class LiveRelease:
 
     values: dict[str, Any]
     manifest: list[dict[str, Any]]
-    """The release's stored manifest (``helm get manifest``): what Helm's upgrade compares against."""
     revision: int
     status: str
     objects: list[LiveObject]
@@ -315,12 +234,9 @@ def read_live_release(release: str, namespace: str) -> LiveRelease:
     status = json.loads(_read("helm", "status", release, "-n", namespace, "-o", "json"))
     values = load_live_values(_read("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
     manifest = [d for d in yaml.safe_load_all(_read("helm", "get", "manifest", release, "-n", namespace)) if d]
-    wanted = [("scaledobject.keda.sh", CHART.scaled_object_name(CHART.instance_name(release)))]
+    names = [f"scaledobject.keda.sh/{CHART.scaled_object_name(CHART.instance_name(release))}"]
     envoy = objects_diff.live_envoy_config_map(values)
-    wanted += [("configmap", envoy[0])] if envoy is not None else []
-    objects: list[LiveObject] = []
-    for kind, name in wanted:
-        found = _read("kubectl", "get", kind, "-n", namespace, "--ignore-not-found", "-o", "yaml", name)
-        if found.strip():
-            objects += load_live_objects(found, f"kubectl get {kind} {name}", namespace)
+    names += [f"configmap/{envoy[0]}"] if envoy is not None else []
+    found = _read("kubectl", "get", *names, "-n", namespace, "--ignore-not-found", "-o", "yaml")
+    objects = load_live_objects(found, f"kubectl get {' '.join(names)}", namespace)
     return LiveRelease(values, manifest, int(status["version"]), str(status["info"]["status"]), objects)

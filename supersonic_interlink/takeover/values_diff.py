@@ -1,15 +1,9 @@
-"""The values of the live release against this project's, with every deliberate difference declared once.
-
-The first ``pulumi up`` of a takeover upgrades the live release to this project's values. Each difference between
-the two must be one this project means to make; ``DELIBERATE`` lists them with the reason. ``compare_values`` sorts
-the differences into declared ones, undeclared ones (findings: either the stack is wrong or the table is missing a
-row) and declarations under which nothing differs any more (findings too: the table would claim a change that is
-not made). ``markdown`` writes the table the operator pastes into the pull request.
-"""
+"""The live release's values against this project's, each deliberate difference declared once with its reason: the
+table for the pull request, and the findings (a difference not declared, or a declaration that no longer differs)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,81 +22,44 @@ from supersonic_interlink.objdiff import (
     markdown_row,
 )
 
-
-@dataclass(frozen=True)
-class Deliberate:
-    """A value path (a leaf or a whole block) where this project differs from the live release on purpose."""
-
-    path: Path
-    why: str
-
-
-# The live release's values are of the triton generation (its `triton:` block), hence TRITON below.
-DELIBERATE: tuple[Deliberate, ...] = (
-    Deliberate(
-        ("scaleFromZero",),
-        "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex and "
-        "holds it up to readyTimeoutSeconds; holdMinReplicasSeconds may not be shorter (the chart refuses).",
+DELIBERATE: dict[Path, str] = {
+    ("scaleFromZero",): (
+        "The change this project deploys: Envoy's Lua filter wakes Triton on a session's first RepositoryIndex."
     ),
-    Deliberate(
-        ("keda", "metricType"),
-        "Now passed (Value, the stack's keda.metricType): the live chart's template hard-coded Value, and a newer "
-        "chart defaults to AverageValue, which would divide the load by the replica count.",
+    ("keda", "metricType"): (
+        "Now passed (Value): the live chart hard-coded Value; a newer one's AverageValue divides the load by replicas."
     ),
-    Deliberate(
-        ("keda", "minReplicaCount"),
-        "Scale to zero when idle, so no Slurm allocation or GPU is held while nobody infers (0 only with "
-        "scale from zero: nothing else would wake Triton).",
+    ("keda", "minReplicaCount"): (
+        "Scale to zero when idle: no Slurm allocation or GPU held while nobody infers (0 only with scale from zero)."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "external_config", "configmap_name"),
-        "The Envoy configuration is this program's ConfigMap, named after a hash of its content: a change is a new "
-        "ConfigMap, so the chart's lookup never reads a half-changed or missing one. It replaces the ConfigMap Flux "
-        "applied, which is retired after the upgrade.",
+    (CHART.envoy_values_key, "external_config", "configmap_name"): (
+        "This program's Envoy ConfigMap, named after its content's hash; it replaces the one Flux applied."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "annotations", CONFIG_CHECKSUM_ANNOTATION),
-        "The configuration's hash on the Envoy pods: Envoy reads its configuration only at start, so a changed "
-        "configuration must roll the pods.",
+    (CHART.envoy_values_key, "annotations", CONFIG_CHECKSUM_ANNOTATION): (
+        "The configuration's hash on the Envoy pods: Envoy reads it only at start, so a change must roll the pods."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "image"),
-        "The program always sets the Envoy image (envoy.image, pinned in Pulumi.yaml) where the live values leave "
-        "the chart's default, so the image is pinned in this repository, not by whichever chart commit is deployed.",
+    (CHART.envoy_values_key, "image"): (
+        "Always set (envoy.image, pinned in Pulumi.yaml), not left to whichever chart commit is deployed."
     ),
-    Deliberate(
-        (CHART.envoy_values_key, "loadBalancerPolicy"),
-        "No longer passed: with an external Envoy configuration the chart reads it only for the configuration it "
-        "would generate itself. The policy is in this program's Envoy configuration (envoy.loadBalancerPolicy).",
+    (CHART.envoy_values_key, "loadBalancerPolicy"): (
+        "No longer passed: the chart reads it only for an Envoy configuration it generates; this program's sets it."
     ),
-    Deliberate(
-        (TRITON.inference_values_key, "readinessProbe", "exec"),
-        "No longer passed: the chart renders Triton's readiness probe as an exec probe from readinessProbe.command "
-        "whatever readinessProbe.exec says, so this null never reached the pod.",
+    (TRITON.inference_values_key, "readinessProbe", "exec"): (
+        "No longer passed: the chart renders the exec probe from readinessProbe.command; this null never reached it."
     ),
-    Deliberate(
-        (TRITON.inference_values_key, "readinessProbe", "grpc"),
-        "No longer passed: the chart renders no grpc readiness handler, so the probe that runs is its exec probe "
-        "(with successThreshold 3, kept); the pod's probe does not change.",
+    (TRITON.inference_values_key, "readinessProbe", "grpc"): (
+        "No longer passed: the chart renders no grpc readiness handler; the pod's exec probe does not change."
     ),
-)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One differing value: where, live, this project, and the reason if declared."""
-
-    change: Change
-    why: str = ""
+}
+"""Each value path (a leaf or a block) where this project differs on purpose from the live release (of TRITON)."""
 
 
 @dataclass(frozen=True)
 class ValuesComparison:
-    deliberate: tuple[Row, ...]
-    undeclared: tuple[Row, ...]
-    """Findings: differences no row of the table explains."""
-    stale: tuple[Deliberate, ...]
-    """Findings: declared differences under which live and project now agree."""
+    deliberate: tuple[tuple[Change, str], ...]
+    undeclared: tuple[Change, ...]
+    stale: tuple[tuple[Path, str], ...]
+    """Declared differences under which live and project now agree."""
 
     @property
     def has_findings(self) -> bool:
@@ -110,105 +67,89 @@ class ValuesComparison:
 
 
 def compare_values(
-    live: Mapping[str, Any], project: Mapping[str, Any], declared: Sequence[Deliberate] = DELIBERATE
+    live: Mapping[str, Any], project: Mapping[str, Any], declared: Mapping[Path, str] = DELIBERATE
 ) -> ValuesComparison:
-    """Sort every difference between the live values and the project's by the declarations, the most specific one
-    explaining a change (so a block-wide row never hides a narrower one). When the two are of different chart
-    generations (one generation's inference-server block live, another's in the project), the live block is compared
-    under the project's name, and the move is one row."""
-    deliberate: list[Row] = []
-    undeclared: list[Row] = []
-    used: set[Path] = set()
+    """Every difference sorted by the declarations, the most specific one explaining a change (a block-wide row never
+    hides a narrower one). Across a move of the chart generation the live inference-server block is compared under the
+    project's name, and the move is one row."""
+    deliberate: list[tuple[Change, str]] = []
     keys = [g.inference_values_key for g in GENERATIONS]
     old = [k for k in keys if k in live and k not in project]
     new = [k for k in keys if k in project and k not in live]
     if len(old) == len(new) == 1:
         was, now = old[0], new[0]
         live = {(now if key == was else key): value for key, value in live.items()}
-        declared = [Deliberate((now, *d.path[1:]) if d.path[:1] == (was,) else d.path, d.why) for d in declared]
-        why = (
-            f"The chart generation moves: the {was}: values block is named {now}: in the project's chart, which "
-            f"refuses the old name; its contents are compared under {now}: below."
-        )
-        deliberate.append(Row(Change((was,), "(this block)", ABSENT), why))
+        declared = {((now, *path[1:]) if path[:1] == (was,) else path): why for path, why in declared.items()}
+        why = f"The chart generation moves: the {was}: block is compared under its new name {now}: below."
+        deliberate.append((Change((was,), "(this block)", ABSENT), why))
+    undeclared, used = [], set()
     for change in changes(live, project):
-        best = max((d for d in declared if is_under(change.path, d.path)), key=lambda d: len(d.path), default=None)
+        best = max((path for path in declared if is_under(change.path, path)), key=len, default=None)
         if best is None:
-            undeclared.append(Row(change))
+            undeclared.append(change)
         else:
-            used.add(best.path)
-            deliberate.append(Row(change, best.why))
-    return ValuesComparison(tuple(deliberate), tuple(undeclared), tuple(d for d in declared if d.path not in used))
+            used.add(best)
+            deliberate.append((change, declared[best]))
+    return ValuesComparison(
+        tuple(deliberate), tuple(undeclared), tuple(d for d in declared.items() if d[0] not in used)
+    )
 
 
-class LiveValuesError(ValueError):
-    """The live values file cannot be read as chart values."""
+class LiveInputError(ValueError):
+    """A live values or objects file cannot be read, or served to the chart's lookup; the message names the file."""
 
 
 def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = False) -> dict[str, Any]:
-    """Chart values from ``helm get values`` output (with or without ``-o yaml``) or the Flux values ConfigMap, given
-    whole (``kubectl get configmap -o yaml``) or as its ``values.yaml`` text."""
+    """Chart values from ``helm get values`` (with or without ``-o yaml``) or the Flux values ConfigMap."""
     try:
         documents = load_outside_yaml(text)
     except YAMLInputError as error:
-        raise LiveValuesError(f"{source}: {error}") from None
+        raise LiveInputError(f"{source}: {error}") from None
     if len(documents) > 1:
-        raise LiveValuesError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
-    if not documents and not in_config_map:
-        # `helm get values` prints `null` for a release without values: an empty file is a command that failed or a
-        # redirect cut short.
-        raise LiveValuesError(
+        raise LiveInputError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
+    if not documents and not in_config_map:  # an empty file is a command that failed, or a redirect cut short
+        raise LiveInputError(
             f"{source}: empty; expected `helm get values -o yaml` output (a release without values prints null)"
         )
     document = documents[0] if documents else None
-    if document is None:
-        return {}
-    if not isinstance(document, dict):
-        raise LiveValuesError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
-    if document.get("kind") == "ConfigMap":
-        data = document.get("data") or {}
+    if not isinstance(document, dict | None):
+        raise LiveInputError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
+    if document and document.get("kind") == "ConfigMap":
+        data = document.get("data")
         if not isinstance(data, dict) or not isinstance(data.get("values.yaml"), str):
             keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
-            raise LiveValuesError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
+            raise LiveInputError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
         return load_live_values(data["values.yaml"], f"{source} data.values.yaml", in_config_map=True)
-    # `helm get values` without -o yaml prints this heading line first.
+    document = document or {}
     if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
-        del document["USER-SUPPLIED VALUES"]
+        del document["USER-SUPPLIED VALUES"]  # the heading `helm get values` without -o yaml prints first
     return document
 
 
 def as_json(comparison: ValuesComparison) -> dict[str, Any]:
     """``before`` is the live value, ``after`` this stack's (docs/json.md)."""
     return {
-        "deliberate": [{**changes_json([row.change])[0], "why": row.why} for row in comparison.deliberate],
-        "undeclared": changes_json(row.change for row in comparison.undeclared),
-        "stale": [{"path": format_path(d.path), "why": d.why} for d in comparison.stale],
+        "deliberate": [{**changes_json([change])[0], "why": why} for change, why in comparison.deliberate],
+        "undeclared": changes_json(comparison.undeclared),
+        "stale": [{"path": format_path(path), "why": why} for path, why in comparison.stale],
     }
 
 
 HERE = "`supersonic_interlink/takeover/values_diff.py`"
-UNDECLARED = (
-    f"**Undeclared differences** (findings: fix the stack, or declare the difference with its reason in {HERE}):"
-)
+UNDECLARED = f"**Undeclared differences** (findings: fix the stack, or declare each with its reason in {HERE}):"
 
 
 def markdown(comparison: ValuesComparison, stack: str) -> str:
     """The difference table for the pull request, then any findings."""
     c = comparison
     lines = [f"#### Values: the live release → stack `{stack}`", "", "| value | live | this project | why |"]
-    lines += ["|---|---|---|---|", *(markdown_row(r.change, r.why) for r in c.deliberate)]
+    lines += ["|---|---|---|---|", *(markdown_row(change, why) for change, why in c.deliberate)]
     lines += ([] if c.deliberate else ["| *(none)* | | | |"]) + [""]
     if c.undeclared:
-        lines += [
-            UNDECLARED,
-            "",
-            "| value | live | this project |",
-            "|---|---|---|",
-            *(markdown_row(r.change) for r in c.undeclared),
-            "",
-        ]
+        lines += [UNDECLARED, "", "| value | live | this project |", "|---|---|---|"]
+        lines += [*map(markdown_row, c.undeclared), ""]
     if c.stale:
         lines += [f"**Declared differences that no longer differ** (findings: remove them from {HERE}):", ""]
-        lines += [f"- {markdown_cell(format_path(d.path))}: {d.why}" for d in c.stale] + [""]
+        lines += [f"- {markdown_cell(format_path(path))}: {why}" for path, why in c.stale] + [""]
     lines.append(f"{len(c.deliberate)} deliberate, {len(c.undeclared)} undeclared, {len(c.stale)} stale.")
     return "\n".join(lines) + "\n"

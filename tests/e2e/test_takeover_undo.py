@@ -19,20 +19,17 @@ from supersonic_interlink.config import PROJECT
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.engine import toolchain
-from supersonic_interlink.takeover.steps import adoption, steps
+from supersonic_interlink.takeover.steps import format_steps, names
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def printed_forget(plan_steps) -> str:
-    (undo,) = [s.undo for s in plan_steps if any("pulumi up" in a.text for a in s.actions)]
-    return next(u for u in undo if u.startswith("pulumi state delete")).split("   (")[0]
-
-
 def test_the_printed_state_delete_forgets_the_protected_release(tmp_path: Path) -> None:
     hammer = load_stack("hammer")
-    plan = adoption("hammer", settings_from_config(hammer.config, hammer.secret_keys))
-    command = printed_forget(steps(plan))
+    settings = settings_from_config(hammer.config, hammer.secret_keys)
+    printed = format_steps("hammer", settings).splitlines()
+    command = next(line for line in printed if line.startswith("- pulumi state delete"))[2:].split("   (")[0]
+    plan = names("hammer", settings)
     pulumi = toolchain.path("pulumi")
     env = {
         **os.environ,
@@ -56,18 +53,18 @@ def test_the_printed_state_delete_forgets_the_protected_release(tmp_path: Path) 
         {"urn": root, "custom": False, "type": "pulumi:pulumi:Stack"},
         {"urn": provider, "custom": True, "id": provider_id, "type": "pulumi:providers:kubernetes"},
         {
-            "urn": plan.component_urn,
+            "urn": plan["component_urn"],
             "custom": False,
             "type": "supersonic-interlink:index:SupersonicRelease",
             "parent": root,
         },
         {
-            "urn": plan.release_urn,
+            "urn": plan["release_urn"],
             "custom": True,
-            "id": plan.import_id,
+            "id": plan["import_id"],
             "type": "kubernetes:helm.sh/v3:Release",
             "protect": True,
-            "parent": plan.component_urn,
+            "parent": plan["component_urn"],
             "provider": f"{provider}::{provider_id}",
         },
     ]
@@ -85,4 +82,4 @@ def test_the_printed_state_delete_forgets_the_protected_release(tmp_path: Path) 
     assert forced.returncode == 0, forced.stdout + forced.stderr
     exported = json.loads(run("pulumi", "stack", "export", "--stack", "hammer").stdout)
     left = [r["urn"] for r in exported["deployment"]["resources"]]
-    assert plan.release_urn not in left and plan.component_urn in left, left
+    assert plan["release_urn"] not in left and plan["component_urn"] in left, left
