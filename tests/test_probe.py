@@ -347,6 +347,7 @@ def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) ->
     result = wake_probe.probe_once(endpoint, 0.5, stack="hammer")
     assert result.outcome == wake_probe.DEADLINE_EXCEEDED and result.exit_code == 4, result
     assert 0.45 <= result.elapsed_seconds < 1.5, f"the client's deadline must end the wait: {result.elapsed_seconds}"
+    assert "no answer within the 0s deadline" in wake_probe.describe(result)
 
 
 def test_the_triton_client_error_still_shows_whether_the_server_answered(direct_triton) -> None:
@@ -431,6 +432,29 @@ def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_star
     )
     assert code == 2 and out == "", "a wake measured for 15 minutes and then lost is worse than no probe"
     assert err == f"probe: --record {str(tmp_path / 'no' / 'f')!r}: cannot append: No such file or directory\n"
+
+
+def test_an_interrupted_repeat_prints_its_summary_and_a_lost_record_exits_7(direct_triton, tmp_path, monkeypatch):
+    endpoint, real, calls = direct_triton(DirectTriton()), wake_probe.probe_once, []
+
+    def once_then_interrupted(*args, **kwargs) -> wake_probe.ProbeResult:
+        calls.append(args)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(wake_probe, "probe_once", once_then_interrupted)
+    code, out, err = run_main("hammer", "--endpoint", endpoint, "--repeat", "3", "--interval", "0")
+    assert code == 130 and err.endswith("probe: interrupted\n"), "Ctrl-C is exit 130, said in one line"
+    assert out.splitlines()[-1].startswith("summary: 1 probe(s)"), "the probes done before Ctrl-C are summarized"
+    monkeypatch.setattr(wake_probe, "probe_once", real)
+
+    def full_disk(*args) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(wake_history, "append", full_disk)
+    code, _, err = run_main("hammer", "--endpoint", endpoint, "--record", str(tmp_path / "wakes.jsonl"))
+    assert code == 7 and "--record" in err and "could not append" in err and "No space left" in err, err
 
 
 SECONDS = "expected a finite number of seconds"

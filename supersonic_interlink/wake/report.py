@@ -38,7 +38,6 @@ DERIVED = (
     ("Helm timeout (derived)", "helm_timeout_seconds", " s"),
 )
 """The wake timeout and what moves with it: the text report's label, the ``--json`` key, the unit shown."""
-DAMAGED_SHOWN = 20
 
 
 def min_sample_for(percent: int) -> int:
@@ -340,10 +339,8 @@ def run_report(
     except OSError as error:
         print(f"probe report: cannot read {str(args.file)!r}: {error.strerror}", file=stderr)
         return EXIT_USAGE
-    for damaged in history.damaged[:DAMAGED_SHOWN]:
+    for damaged in history.damaged:
         print(damaged.describe(args.file), file=stderr)
-    if len(history.damaged) > DAMAGED_SHOWN:
-        print(f"{args.file}: {len(history.damaged) - DAMAGED_SHOWN} more line(s) skipped", file=stderr)
     chosen = select(history.wakes, args.stack, args.since)
     if not chosen:
         which = (f" of stack {args.stack}" if args.stack else "") + (
