@@ -171,13 +171,34 @@ def test_the_verb_refuses_a_wrong_stack_delay_or_chart_before_starting_anything(
     assert says in done.stderr
 
 
-def test_a_stack_without_a_load_metric_is_refused_before_anything_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _no_metric(config: dict) -> None:
+    del config["supersonic-interlink:serverLoad"]["metric"]
+
+
+def _no_wake(config: dict) -> None:
+    config["supersonic-interlink:scaleFromZero"]["enabled"] = False
+    config.setdefault("supersonic-interlink:keda", {})["minReplicaCount"] = 1
+
+
+def _zero_timeout(config: dict) -> None:
+    config["supersonic-interlink:scaleFromZero"]["readyTimeoutSeconds"] = 0
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (_no_metric, ["hammer: serverLoad.metric is empty", "set serverLoad.metric"]),
+        (_no_wake, ["hammer has scaleFromZero.enabled false: nothing wakes"]),
+        (_zero_timeout, ["hammer: ", "scaleFromZero.readyTimeoutSeconds"]),
+    ],
+)
+def test_a_stack_that_cannot_wake_or_measure_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change, says: list[str]
 ) -> None:
     stacks_dir = tmp_path / "stacks"
     stacks_dir.mkdir()
     document = yaml.safe_load((stack_config.STACKS_DIR / "Pulumi.hammer.yaml").read_text())
-    del document["config"]["supersonic-interlink:serverLoad"]["metric"]
+    change(document["config"])
     (stacks_dir / "Pulumi.hammer.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     monkeypatch.setattr(stack_config, "STACKS_DIR", stacks_dir)
     started: list[object] = []
@@ -191,7 +212,7 @@ def test_a_stack_without_a_load_metric_is_refused_before_anything_starts(
     chart = fixture_chart("inference-server", tmp_path / "chart")
     done = run_cli("rehearse", "hammer", "--queue-delay", "fixed:1", "--chart", str(chart))
     assert done.returncode == 2, done.stderr
-    assert "hammer: serverLoad.metric is empty" in done.stderr and "set serverLoad.metric" in done.stderr
+    assert all(said in done.stderr for said in says) and len(done.stderr.splitlines()) == 1, done.stderr
     assert started == [], "nothing is built or started"
 
 
