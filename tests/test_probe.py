@@ -342,6 +342,28 @@ def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_
     )
 
 
+class ReadyOnlyBefore(DirectTriton):
+    """Answers the ServerReady before the call, then refuses it: a Triton going away right after it answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def ServerReady(self, request, context):
+        self.asked += 1
+        if self.asked > 1:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down")
+        return service_pb2.ServerReadyResponse(ready=True)
+
+
+def test_a_server_ready_that_fails_after_the_answer_is_not_ready_naming_its_status(direct_triton) -> None:
+    result = wake_probe.probe_once(direct_triton(ReadyOnlyBefore()), 10, stack="hammer")
+    assert (result.outcome, result.server_ready, result.grpc_status) == (wake_probe.NOT_READY, False, "UNAVAILABLE")
+    assert result.detail == "ServerReady failed: shutting down" and result.wake_seconds is not None, (
+        "the wake was measured: it is kept, and the session is not called ready"
+    )
+
+
 def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=5))
     result = wake_probe.probe_once(endpoint, 0.5, stack="hammer")

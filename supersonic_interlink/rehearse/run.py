@@ -137,9 +137,7 @@ class Rehearsal:
 
     def _look(self) -> None:
         namespace, release = self.settings.namespace, self.settings.release.name
-        done = self.cluster.kubectl("get", "pods,scaledobjects.keda.sh", "-n", namespace, "-o", "json", check=False)
-        if done.returncode != 0:
-            return
+        done = self.cluster.kubectl("get", "pods,scaledobjects.keda.sh", "-n", namespace, "-o", "json")
         now = time.monotonic()
         labels = self.settings.generation.inference_pod_labels(release).items()
         listed = json.loads(done.stdout)["items"]

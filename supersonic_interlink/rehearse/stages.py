@@ -26,11 +26,7 @@ POD_STAGES = ("fast/pod-ready", "fast/pod-complete", "fast/pod-delete", f"chaos/
 
 def kwok_pod_stages() -> dict[str, dict[str, Any]]:
     source = toolchain.module_source("kwok") / "kustomize" / "stage" / "pod"
-    stages = {name: yaml.safe_load((source / f"{name}.yaml").read_text()) for name in POD_STAGES}
-    for name, stage in stages.items():
-        if stage.get("kind") != "Stage" or stage["spec"]["resourceRef"] != {"apiGroup": "v1", "kind": "Pod"}:
-            raise ValueError(f"{source}: {name} is not a pod Stage")
-    return stages
+    return {name: yaml.safe_load((source / f"{name}.yaml").read_text()) for name in POD_STAGES}
 
 
 def _is(key: str, operator: str, *values: str) -> dict[str, Any]:

@@ -59,7 +59,7 @@ class HttpStandIn:
 
 
 class PrometheusStandIn(HttpStandIn):
-    """``GET /api/v1/query`` answered with one sample of ``value`` (the release's load), the queries counted."""
+    """Every GET (KEDA asks ``/api/v1/query``) answered with one sample of ``value``, the release's load; counted."""
 
     def __init__(self, value: float = 0.0) -> None:
         self.value, self.queries = value, 0
@@ -70,8 +70,6 @@ class PrometheusStandIn(HttpStandIn):
         return f"http://{LOOPBACK}:{self.port}"
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
-        if path != "/api/v1/query":
-            return 404, "text/plain", b"not found\n"
         self.queries += 1
         sample = {"metric": {}, "value": [time.time(), repr(float(self.value))]}
         body = {"status": "success", "data": {"resultType": "vector", "result": [sample]}}
@@ -86,10 +84,6 @@ class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     def enter(self, method: str, context: Any) -> None:
         self.calls[method] += 1
-
-    def ServerLive(self, request: Any, context: Any) -> Any:
-        self.enter("ServerLive", context)
-        return service_pb2.ServerLiveResponse(live=True)
 
     def ServerReady(self, request: Any, context: Any) -> Any:
         self.enter("ServerReady", context)
