@@ -174,10 +174,6 @@ def wake_from_record(line: int, record: Mapping[str, Any], *, now: datetime | No
     return Wake(line=line, **fields)
 
 
-def _reject_constant(name: str) -> Any:
-    raise DamagedRecord(f"{name} is not a JSON number")
-
-
 def _json_object(raw: bytes) -> dict[str, Any]:
     """One history line as a JSON object; DamagedRecord says why it is not one."""
     try:
@@ -185,15 +181,13 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise DamagedRecord("not UTF-8 text") from None
     try:
-        record = json.loads(text, parse_constant=_reject_constant)
+        record = json.loads(text)  # NaN and Infinity, which are not JSON, fail the fields' checks
     except RecursionError:
         raise DamagedRecord("not JSON this reader takes: nested too deep") from None
     except json.JSONDecodeError as error:
         if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
             raise DamagedRecord(f"cut short: the record ends mid-way, after {len(text.rstrip())} characters") from None
         raise DamagedRecord(f"not JSON: {error.msg} at column {error.colno}") from None
-    except DamagedRecord:
-        raise
     except ValueError:  # Python's limit on integer digits (4,300)
         raise DamagedRecord("not JSON this reader takes: an integer of more than 4,300 digits") from None
     if not isinstance(record, dict):
