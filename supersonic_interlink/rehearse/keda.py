@@ -27,20 +27,16 @@ CLUSTER_OBJECT_NAMESPACE = "keda"
 START_TIMEOUT_SECONDS = 60.0
 
 
-def link_certs(cluster: LocalCluster, directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    certs = {"ca.crt": cluster.ca_certificate, "tls.crt": cluster.serving_certificate, "tls.key": cluster.serving_key}
-    for name, target in certs.items():
-        (directory / name).unlink(missing_ok=True)
-        (directory / name).symlink_to(target)
-    return directory
-
-
 @contextlib.contextmanager
 def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
     """The operator (built if not cached: about 25 minutes on two cores) watching ``namespace``."""
     executable = toolchain.ensure([OPERATOR], log=lambda _line: None)[OPERATOR]
-    certs = link_certs(cluster, directory / "certs")
+    certs = directory / "certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    links = {"ca.crt": cluster.ca_certificate, "tls.crt": cluster.serving_certificate, "tls.key": cluster.serving_key}
+    for name, target in links.items():
+        (certs / name).unlink(missing_ok=True)
+        (certs / name).symlink_to(target)
     cluster.kubectl("create", "namespace", CLUSTER_OBJECT_NAMESPACE, check=False)
     health = f"{LOOPBACK}:{free_port()}"
     env = {

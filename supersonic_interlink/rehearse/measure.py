@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from supersonic_interlink.config import ConfigError, Settings, generation, load_settings
@@ -106,9 +107,7 @@ def run(stack: str, queue_delay: str, directory: Path | None, chart: Path | None
         print(f"supersonic rehearse: {why}", file=sys.stderr)
         return 2
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
+    log = partial(print, file=sys.stderr, flush=True)
     root = (directory or toolchain.cache_dir() / "rehearse").resolve()
     try:
         toolchain.ensure(

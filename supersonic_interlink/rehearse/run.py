@@ -110,8 +110,7 @@ class Rehearsal:
     published: bool = False
 
     def wake(self) -> ProbeResult:
-        timeout = self.settings.scaleFromZero.readyTimeoutSeconds
-        deadline = float(probe_deadline_seconds(self.settings))
+        deadline, timeout = probe_deadline_seconds(self.settings), self.settings.scaleFromZero.readyTimeoutSeconds
         return probe_once(self.envoy.target, deadline, stack=self.stack, ready_timeout=timeout)
 
     def admission_log(self) -> str:
