@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,41 +22,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from wake_records import cold_wake, warm_answer, write_history
+from wake_records import cold_wake, start_writers, warm_answer, write_history
 
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import report as wake_report
-
-WRITER = """
-import os, sys, time
-sys.path.insert(0, {root!r})
-from supersonic_interlink.wake import history as wake_history
-path, name, count, go, careful = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
-while not os.path.exists(go):
-    time.sleep(0.001)
-models = [{{"name": "model-%03d" % i, "version": "1", "state": "READY"}} for i in range(180)]
-for seq in range(count):
-    record = {{"kind": "probe", "writer": name, "seq": seq, "models": models}}
-    if careful:
-        wake_history.append(path, record)
-    else:
-        line = wake_history.encode_line(record)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(fd, line[: len(line) // 2])
-        os.write(fd, line[len(line) // 2 :])
-        os.close(fd)
-"""
 
 
 def appends(records: int, careful: bool) -> tuple[float, int, int]:
     """(appends per second, damaged lines, lines) for two processes appending ``records`` each at once."""
     with tempfile.TemporaryDirectory() as work:
         path, go = Path(work) / "wakes.jsonl", Path(work) / "go"
-        script = WRITER.format(root=str(ROOT))
-        writers = [
-            subprocess.Popen([sys.executable, "-c", script, str(path), name, str(records), str(go), str(int(careful))])
-            for name in ("a", "b")
-        ]
+        writers = start_writers(path, records, go, careful=careful)
         time.sleep(0.5)  # both interpreters up and waiting
         start = time.perf_counter()
         go.touch()

@@ -342,11 +342,34 @@ def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_
     )
 
 
+class ReadyOnlyBefore(DirectTriton):
+    """Answers the ServerReady before the call, then refuses it: a Triton going away right after it answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def ServerReady(self, request, context):
+        self.asked += 1
+        if self.asked > 1:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "shutting down")
+        return service_pb2.ServerReadyResponse(ready=True)
+
+
+def test_a_server_ready_that_fails_after_the_answer_is_not_ready_naming_its_status(direct_triton) -> None:
+    result = wake_probe.probe_once(direct_triton(ReadyOnlyBefore()), 10, stack="hammer")
+    assert (result.outcome, result.server_ready, result.grpc_status) == (wake_probe.NOT_READY, False, "UNAVAILABLE")
+    assert result.detail == "ServerReady failed: shutting down" and result.wake_seconds is not None, (
+        "the wake was measured: it is kept, and the session is not called ready"
+    )
+
+
 def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=5))
     result = wake_probe.probe_once(endpoint, 0.5, stack="hammer")
     assert result.outcome == wake_probe.DEADLINE_EXCEEDED and result.exit_code == 4, result
     assert 0.45 <= result.elapsed_seconds < 1.5, f"the client's deadline must end the wait: {result.elapsed_seconds}"
+    assert "no answer within the 0s deadline" in wake_probe.describe(result)
 
 
 def test_the_triton_client_error_still_shows_whether_the_server_answered(direct_triton) -> None:
@@ -431,6 +454,29 @@ def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_star
     )
     assert code == 2 and out == "", "a wake measured for 15 minutes and then lost is worse than no probe"
     assert err == f"probe: --record {str(tmp_path / 'no' / 'f')!r}: cannot append: No such file or directory\n"
+
+
+def test_an_interrupted_repeat_prints_its_summary_and_a_lost_record_exits_7(direct_triton, tmp_path, monkeypatch):
+    endpoint, real, calls = direct_triton(DirectTriton()), wake_probe.probe_once, []
+
+    def once_then_interrupted(*args, **kwargs) -> wake_probe.ProbeResult:
+        calls.append(args)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(wake_probe, "probe_once", once_then_interrupted)
+    code, out, err = run_main("hammer", "--endpoint", endpoint, "--repeat", "3", "--interval", "0")
+    assert code == 130 and err.endswith("probe: interrupted\n"), "Ctrl-C is exit 130, said in one line"
+    assert out.splitlines()[-1].startswith("summary: 1 probe(s)"), "the probes done before Ctrl-C are summarized"
+    monkeypatch.setattr(wake_probe, "probe_once", real)
+
+    def full_disk(*args) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(wake_history, "append", full_disk)
+    code, _, err = run_main("hammer", "--endpoint", endpoint, "--record", str(tmp_path / "wakes.jsonl"))
+    assert code == 7 and "--record" in err and "could not append" in err and "No space left" in err, err
 
 
 SECONDS = "expected a finite number of seconds"

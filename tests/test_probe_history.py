@@ -10,14 +10,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 import wake_records
-from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,28 +26,10 @@ def probe_record(stack: str = "hammer", **fields) -> dict:
     return {**wake_records.probe_record(stack), **fields}
 
 
-# A writer process: appends COUNT records of about 9 KiB each (more than PIPE_BUF, 4 KiB, so no pipe-like
-# atomicity could be what keeps them whole), numbered, after waiting for the go file so both start together.
-WRITER = """
-import os, sys, time
-sys.path.insert(0, {root!r})
-from supersonic_interlink.wake import history as wake_history
-path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-while not os.path.exists(go):
-    time.sleep(0.001)
-models = [{{"name": "model-%03d" % i, "version": "1", "state": "READY"}} for i in range(180)]
-for seq in range(count):
-    wake_history.append(path, {{"kind": "probe", "writer": name, "seq": seq, "models": models}})
-"""
-
-
 def test_two_processes_appending_at_once_leave_every_line_whole_and_in_order(tmp_path: Path) -> None:
     history, go = tmp_path / "wakes.jsonl", tmp_path / "go"
     count = 300
-    script = WRITER.format(root=str(ROOT))
-    writers = [
-        subprocess.Popen([sys.executable, "-c", script, str(history), name, str(count), str(go)]) for name in ("a", "b")
-    ]
+    writers = wake_records.start_writers(history, count, go)
     go.touch()
     for writer in writers:
         assert writer.wait(60) == 0, "a writer process failed"

@@ -236,6 +236,7 @@ def test_a_stack_without_a_stack_file_here_is_reported_from_its_own_records(tmp_
         "without a stack file the timeout in force is the one the newest record was probed with"
     )
     assert "no file stacks/Pulumi.retired.yaml" in report["current"]["config_problem"]
+    assert "no current settings: " in run_report(history)[1]
     assert report["recommended"]["ready_timeout_seconds"] == 120
     assert "hold_min_replicas_seconds" not in report["recommended"], "nothing is derived without the stack's settings"
 
@@ -247,6 +248,15 @@ def test_a_hold_longer_than_the_timeout_keeps_its_extra_time(tmp_path: Path) -> 
     assert (recommended["ready_timeout_seconds"], recommended["hold_min_replicas_seconds"]) == (120, 720), (
         "the hold counts from the wake's start: what it gives beyond the slowest allowed wake (600 s) is kept"
     )
+
+
+def test_warm_answers_alone_recommend_nothing_and_a_stack_the_program_refuses_says_why(tmp_path: Path) -> None:
+    history = write_history(tmp_path / "wakes.jsonl", [warm_answer()])
+    refused = {"hammer": stack_config("hammer", scaleFromZero={"readyTimeoutSeconds": 0})}
+    report = json_reports(history, stack_configs=refused)["hammer"]
+    assert (report["recommended"], report["no_recommendation"]) == (None, "no cold wakes to recommend from")
+    assert "scaleFromZero.readyTimeoutSeconds" in report["current"]["config_problem"], report["current"]
+    assert "no cold wake with a wake time" in run_report(history)[1]
 
 
 # --------------------------------------------------------------------------------------------- bad input
@@ -271,6 +281,12 @@ def test_bad_report_options_are_one_line_errors_with_exit_code_2(tmp_path: Path,
     code, out, err = run_report(history, *args)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and says in err, err
     assert "Traceback" not in err
+
+
+def test_a_png_that_cannot_be_written_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
+    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
+    code, _, err = run_report(history, "--png", tmp_path)
+    assert code == 2 and err == f"probe report: --png {str(tmp_path)!r}: cannot write: Is a directory\n", err
 
 
 def test_a_history_without_probes_of_the_stack_asked_for_has_nothing_to_report(tmp_path: Path) -> None:

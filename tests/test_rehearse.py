@@ -4,9 +4,12 @@ rehearsal itself runs in tests/e2e/test_cold_start_rehearsal.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
+from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,7 @@ from supersonic_interlink.rehearse import measure
 from supersonic_interlink.rehearse.chart_parts import ACCOUNT_DIR, ADMISSION_FILE, LUA_FILE, ChartPartError, filled_lua
 from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
 from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
-from supersonic_interlink.wake.probe import DEADLINE_EXCEEDED
+from supersonic_interlink.wake.probe import DEADLINE_EXCEEDED, READY, REJECTED, ProbeResult
 
 # --------------------------------------------------------------------------------------------- delays
 
@@ -171,13 +174,34 @@ def test_the_verb_refuses_a_wrong_stack_delay_or_chart_before_starting_anything(
     assert says in done.stderr
 
 
-def test_a_stack_without_a_load_metric_is_refused_before_anything_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _no_metric(config: dict) -> None:
+    del config["supersonic-interlink:serverLoad"]["metric"]
+
+
+def _no_wake(config: dict) -> None:
+    config["supersonic-interlink:scaleFromZero"]["enabled"] = False
+    config.setdefault("supersonic-interlink:keda", {})["minReplicaCount"] = 1
+
+
+def _zero_timeout(config: dict) -> None:
+    config["supersonic-interlink:scaleFromZero"]["readyTimeoutSeconds"] = 0
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (_no_metric, ["hammer: serverLoad.metric is empty", "set serverLoad.metric"]),
+        (_no_wake, ["hammer has scaleFromZero.enabled false: nothing wakes"]),
+        (_zero_timeout, ["hammer: ", "scaleFromZero.readyTimeoutSeconds"]),
+    ],
+)
+def test_a_stack_that_cannot_wake_or_measure_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change, says: list[str]
 ) -> None:
     stacks_dir = tmp_path / "stacks"
     stacks_dir.mkdir()
     document = yaml.safe_load((stack_config.STACKS_DIR / "Pulumi.hammer.yaml").read_text())
-    del document["config"]["supersonic-interlink:serverLoad"]["metric"]
+    change(document["config"])
     (stacks_dir / "Pulumi.hammer.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     monkeypatch.setattr(stack_config, "STACKS_DIR", stacks_dir)
     started: list[object] = []
@@ -191,8 +215,60 @@ def test_a_stack_without_a_load_metric_is_refused_before_anything_starts(
     chart = fixture_chart("inference-server", tmp_path / "chart")
     done = run_cli("rehearse", "hammer", "--queue-delay", "fixed:1", "--chart", str(chart))
     assert done.returncode == 2, done.stderr
-    assert "hammer: serverLoad.metric is empty" in done.stderr and "set serverLoad.metric" in done.stderr
+    assert all(said in done.stderr for said in says) and len(done.stderr.splitlines()) == 1, done.stderr
     assert started == [], "nothing is built or started"
+
+
+class _Rehearsed:
+    """What the verb reads of a rehearsal: its scripted delays, one wake, the sidecar's log and the watcher's errors."""
+
+    def __init__(self, result: ProbeResult) -> None:
+        self.scripted: deque[float] = deque()
+        self.result, self.errors = result, ["pod watcher: a look failed"]
+
+    def wake(self) -> ProbeResult:
+        assert list(self.scripted) == [0.0], "the measuring wake has no queue delay"
+        return self.result
+
+    def admission_log(self) -> str:
+        return "listening\nwoke the Deployment\n"
+
+
+def test_the_verb_prints_what_ran_and_predicts_from_its_measuring_wake_or_says_it_was_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stopped: list[Path] = []
+
+    class Cluster:
+        def __init__(self, root: Path, **kwargs: object) -> None:
+            self.root = root
+
+        def start(self, log) -> None:
+            log("control plane up")
+
+        def stop(self, log) -> None:
+            stopped.append(self.root)
+
+    served = ProbeResult("hammer", "127.0.0.1:1", READY, 0.0, 4.0, 1020, 900, 4.0, wake_seconds=4.0, cold=True)
+    monkeypatch.setattr(measure.toolchain, "ensure", lambda *a, **k: None)
+    monkeypatch.setattr(measure.toolchain, "build_for", lambda name: name)
+    monkeypatch.setattr(measure.toolchain, "version", lambda name: f"{name}-v9")
+    monkeypatch.setattr(measure, "rehearsal_stages", lambda *a: [])
+    monkeypatch.setattr(measure, "LocalCluster", Cluster)
+    chart = fixture_chart("inference-server", tmp_path / "chart")
+    outs = []
+    for result, code in ((served, 0), (replace(served, outcome=REJECTED, wake_seconds=None, detail="no upstream"), 1)):
+        monkeypatch.setattr(measure, "rehearsal", lambda *a, r=result, **k: contextlib.nullcontext(_Rehearsed(r)))
+        assert measure.run("hammer", "fixed:600", tmp_path, chart) == code
+        outs.append(out := capsys.readouterr().out)
+        assert out.startswith("parts of this rehearsal:") and "keda-operator keda-operator-v9" in out, out
+    assert "measured overhead of a wake (everything but the queue): 4.0 s" in outs[0]
+    assert "predicted share of cold sessions served: 100.0%" in outs[0], "600 s + 4 s is within 899 s"
+    assert "the measuring wake was not served (rejected: no upstream); no prediction" in out
+    assert "  pod watcher: a look failed" in out and "  admission sidecar: woke the Deployment" in out, (
+        "an unserved wake shows what went wrong: the watcher's errors and the sidecar's last lines"
+    )
+    assert stopped == [tmp_path, tmp_path], "the control plane is stopped each time"
 
 
 # --------------------------------------------------------------------------------------------- processes

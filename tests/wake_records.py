@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -96,3 +98,33 @@ def write_history(path: Path, records: Iterable[dict[str, Any] | bytes]) -> Path
             chunks.append(wake_history.encode_line(record))
     path.write_bytes(b"".join(chunks))
     return path
+
+
+# A writer process: after the go file appears, appends COUNT numbered records of about 9 KiB (past PIPE_BUF, 4 KiB, so
+# no pipe-like atomicity keeps them whole), by ``wake_history.append`` or, not careful, in two writes without a lock.
+WRITER = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from supersonic_interlink.wake import history as wake_history
+path, name, count, go, careful = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
+while not os.path.exists(go):
+    time.sleep(0.001)
+models = [{{"name": "model-%03d" % i, "version": "1", "state": "READY"}} for i in range(180)]
+for seq in range(count):
+    record = {{"kind": "probe", "writer": name, "seq": seq, "models": models}}
+    if careful:
+        wake_history.append(path, record)
+    else:
+        line = wake_history.encode_line(record)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, line[: len(line) // 2])
+        os.write(fd, line[len(line) // 2 :])
+        os.close(fd)
+"""
+
+
+def start_writers(path: Path, count: int, go: Path, *, careful: bool = True) -> list[subprocess.Popen[bytes]]:
+    """Writers ``a`` and ``b``, each to append ``count`` records to ``path`` once ``go`` exists."""
+    script = WRITER.format(root=str(Path(__file__).resolve().parent.parent))
+    argv = [sys.executable, "-c", script, str(path)]
+    return [subprocess.Popen([*argv, name, str(count), str(go), str(int(careful))]) for name in ("a", "b")]

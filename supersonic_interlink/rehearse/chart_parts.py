@@ -1,14 +1,5 @@
-"""The chart's own scale-from-zero parts, run by the rehearsal: its Lua filter in the real Envoy and its admission
-sidecar as a process against the local API server.
-
-``filled_lua``: ``cfg/envoy-filter.lua`` with the placeholders the chart fills in (SuperSONIC 42b2b933,
-``templates/envoy/configmaps.yaml``, in its order) from the stack's values. ``admission_running``:
-``cfg/admission-server.py`` run by this Python with the interface it reads (``cfg/admission-server.py`` at c292baf1
-and db73925, the Envoy Deployment's env at 009ed995 and db73925): its env, the API server at
-``KUBERNETES_SERVICE_HOST``/``PORT``, and the ServiceAccount's ``token``, ``ca.crt`` and ``namespace`` at the fixed
-in-pod path ``ACCOUNT_DIR``, which the copy that runs has replaced by a directory holding a token the API server issued
-for a ServiceAccount bound to the chart's Role, and the API server's CA.
-"""
+"""The chart's own scale-from-zero parts: its Lua filter (filled in as ``templates/envoy/configmaps.yaml`` at 42b2b933
+does) and its admission sidecar, run with the env and ServiceAccount files it reads (c292baf1, db73925, 009ed995)."""
 
 from __future__ import annotations
 
@@ -41,7 +32,7 @@ START_TIMEOUT_SECONDS = 20.0
 
 
 class ChartPartError(ValueError):
-    """The chart has no such file, or one the rehearsal cannot run; the message names the file."""
+    """The chart has no such file."""
 
 
 def chart_file(chart: Path, name: str) -> Path:
@@ -52,12 +43,10 @@ def chart_file(chart: Path, name: str) -> Path:
 
 
 def filled_lua(chart: Path, settings: Settings) -> str:
-    """The chart's Lua filter filled in from the stack's values, as the chart fills it."""
     prometheus = settings.prometheus
     fills = (
         ("SERVER_LOAD_METRIC", json.dumps(settings.serverLoad.metric)),
-        # supersonic.admissionThreshold (_scaling-metric.tpl at 42b2b933): serverAdmissionThreshold, default 3; this
-        # program never sets it (and the rate limiter that reads it is off).
+        # serverAdmissionThreshold's default (_scaling-metric.tpl at 42b2b933): this program never sets it
         ("SERVER_LOAD_THRESHOLD", json.dumps("3")),
         ("PROMETHEUS_SCHEME", prometheus.scheme),
         ("PROMETHEUS_HOST", prometheus.url),
@@ -73,8 +62,7 @@ def filled_lua(chart: Path, settings: Settings) -> str:
 
 
 def admission_rbac(settings: Settings, account: str) -> list[dict]:
-    """The sidecar's ServiceAccount, Role and RoleBinding as the chart renders them (``templates/envoy/admission.yaml``
-    at 42b2b933): scale only the inference Deployment, patch only the release's ScaledObject."""
+    """The sidecar's ServiceAccount, Role and RoleBinding as ``templates/envoy/admission.yaml`` (42b2b933) has them."""
     release, rbac = settings.release.name, "rbac.authorization.k8s.io"
     meta = {"name": account, "namespace": settings.namespace}
     targets = [("apps", "deployments/scale", settings.generation.inference_object_name(release))]
@@ -94,11 +82,9 @@ def admission_rbac(settings: Settings, account: str) -> list[dict]:
 
 @contextlib.contextmanager
 def admission_running(cluster: LocalCluster, settings: Settings, chart: Path, directory: Path) -> Iterator[int]:
-    """The chart's sidecar until the block ends; yields its port. Its log is ``directory / "admission.log"``."""
+    """The chart's sidecar, with a token for its ServiceAccount at ``ACCOUNT_DIR``'s place; yields its port."""
     script = chart_file(chart, ADMISSION_FILE)
     code = script.read_text()
-    if ACCOUNT_DIR not in code:
-        raise ChartPartError(f"{script} does not read the ServiceAccount at {ACCOUNT_DIR}: the rehearsal cannot run it")
     account, namespace = CHART.envoy_object_name(settings.release.name), settings.namespace
     cluster.kubectl(
         "apply", "-f", "-", input_text="\n---\n".join(json.dumps(d) for d in admission_rbac(settings, account))

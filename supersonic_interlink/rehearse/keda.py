@@ -1,13 +1,6 @@
-"""KEDA's real operator (built by ``toolchain`` from the module ``tools/keda`` pins) as a process against the local
-control plane, for one namespace. What it needs, read in ``cmd/operator/main.go`` and ``pkg/util`` at the pinned
-version: ``WATCH_NAMESPACE`` set (``pkg/util/watch.go``: unset is an error, empty means every namespace), so other
-releases' ScaledObjects are left alone; ``KEDA_CLUSTER_OBJECT_NAMESPACE`` (``pkg/util/env_resolver.go``; otherwise read
-from the in-cluster ServiceAccount mount) and ``POD_NAMESPACE``; ``--cert-dir`` with ``ca.crt``, ``tls.crt`` and
-``tls.key``, which its gRPC metrics service loads as it starts (``pkg/metricsservice/utils/tls.go``) or the operator
-exits, though nothing here connects to it (scaling between 0 and 1 is the operator's own loop, not the HPA's): links to
-the API server's serving certificate for 127.0.0.1 (``apiserver.crt`` holds it followed by its CA, all ``ca.crt``
-must add); its three listeners, which default to every interface, on free loopback ports.
-"""
+"""KEDA's real operator (``tools/keda``'s pin) against the local control plane for one namespace: ``WATCH_NAMESPACE``
+(``pkg/util/watch.go``), and ``--cert-dir`` certificates its metrics service loads or exits
+(``pkg/metricsservice/utils/tls.go``): the API server's own."""
 
 from __future__ import annotations
 
@@ -34,21 +27,16 @@ CLUSTER_OBJECT_NAMESPACE = "keda"
 START_TIMEOUT_SECONDS = 60.0
 
 
-def link_certs(cluster: LocalCluster, directory: Path) -> Path:
-    """``directory`` holding the operator's ``ca.crt``, ``tls.crt`` and ``tls.key``: links to the API server's own."""
-    directory.mkdir(parents=True, exist_ok=True)
-    certs = {"ca.crt": cluster.ca_certificate, "tls.crt": cluster.serving_certificate, "tls.key": cluster.serving_key}
-    for name, target in certs.items():
-        (directory / name).unlink(missing_ok=True)
-        (directory / name).symlink_to(target)
-    return directory
-
-
 @contextlib.contextmanager
 def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """The operator (built if not cached: about 25 minutes on two cores) watching ``namespace`` until the end."""
+    """The operator (built if not cached: about 25 minutes on two cores) watching ``namespace``."""
     executable = toolchain.ensure([OPERATOR], log=lambda _line: None)[OPERATOR]
-    certs = link_certs(cluster, directory / "certs")
+    certs = directory / "certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    links = {"ca.crt": cluster.ca_certificate, "tls.crt": cluster.serving_certificate, "tls.key": cluster.serving_key}
+    for name, target in links.items():
+        (certs / name).unlink(missing_ok=True)
+        (certs / name).symlink_to(target)
     cluster.kubectl("create", "namespace", CLUSTER_OBJECT_NAMESPACE, check=False)
     health = f"{LOOPBACK}:{free_port()}"
     env = {
@@ -68,18 +56,11 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
         f"--metrics-service-bind-address={LOOPBACK}:{free_port()}",
         "--zap-log-level=info",
     ]
-    log_path = directory / "keda-operator.log"
-    process = start_process(argv, log_path, env=env)
-    ready = partial(answers, f"http://{health}/readyz")
+    log = directory / "keda-operator.log"
+    process = start_process(argv, log, env=env)
     try:
-        wait_until(
-            ready,
-            START_TIMEOUT_SECONDS,
-            f"{OPERATOR} to report ready",
-            interval=0.2,
-            log_file=log_path,
-            process=process,
-        )
+        ready = partial(answers, f"http://{health}/readyz")
+        wait_until(ready, START_TIMEOUT_SECONDS, f"{OPERATOR} to be ready", interval=0.2, log_file=log, process=process)
         yield process
     finally:
         stop_process(process)

@@ -1,22 +1,18 @@
-"""The real Envoy on loopback with the program's computed configuration, and the DNS stand-in it resolves Triton by;
-shared with the tests (``tests/loopback.py``). Everything binds 127.0.0.1 on a free port and stops what it started.
-
-The DNS stand-in (dnslib's server) answers A queries for the names published and NODATA for the rest, as cluster DNS
-does for a headless Service whose pods are not ready: so ``membership_healthy`` follows Triton as in the cluster.
-"""
+"""The real Envoy on loopback with the program's computed configuration, and the DNS stand-in it resolves Triton by
+(shared with ``tests/loopback.py``)."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
 import json
-import shutil
 import subprocess
 import tempfile
 import threading
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +30,21 @@ STOP_TIMEOUT_SECONDS = 5.0
 
 
 def answers(url: str) -> bool:
-    """Whether ``url`` answers 200 now: a process's health or readiness endpoint, for ``wait_until``."""
     with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as response:
         return bool(response.status == 200)
     return False
 
 
 class DnsStandIn:
-    """``publish(name)`` / ``unpublish(name)``; answers with TTL 0, so Envoy's next refresh sees the change."""
+    """dnslib's server: A records with TTL 0 for the names published, NODATA for the rest, as cluster DNS answers for a
+    headless Service whose pods are not ready."""
 
     def __init__(self) -> None:
         self._records: set[str] = set()
         self._server = DNSServer(self, address=LOOPBACK, port=0, logger=DNSLogger(logf=lambda _line: None))
         self.port: int = self._server.server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.server.serve_forever, kwargs={"poll_interval": 0.05}, name="dns-standin", daemon=True
-        )
+        serve = self._server.server.serve_forever
+        self._thread = threading.Thread(target=serve, kwargs={"poll_interval": 0.05}, name="dns-standin", daemon=True)
         self._thread.start()
 
     def publish(self, name: str) -> None:
@@ -59,7 +54,6 @@ class DnsStandIn:
         self._records.discard(name.rstrip(".").lower())
 
     def resolve(self, request: Any, handler: Any) -> Any:
-        """dnslib's resolver interface: the reply to one query (every published name is at 127.0.0.1)."""
         reply = request.reply()
         if str(request.q.qname).rstrip(".").lower() in self._records and request.q.qtype == QTYPE.A:
             reply.add_answer(RR(request.q.qname, QTYPE.A, rdata=A(LOOPBACK), ttl=0))
@@ -82,27 +76,24 @@ def dns_standin() -> Iterator[DnsStandIn]:
 
 def loopback_config(
     config: Mapping[str, Any],
-    *,
     generation: Generation,
     ports: Mapping[str, int],
     tritons: list[tuple[str, int]],
-    lua_path: str,
-    admin_access_log: str,
+    work: Path,
 ) -> dict[str, Any]:
-    """The deployed configuration with only its surroundings changed: loopback addresses and the free ``ports``
-    (``grpc``, ``admin``, ``admission``, ``dns``), the Triton endpoints (one per ``(hostname, port)``), the DNS
-    cluster's resolver, the Lua path, the admin log. Each rewrite finds its target or raises, so a config whose shape
-    moved fails here instead of testing less."""
+    """The deployed configuration with only its surroundings changed (addresses, ``ports``, Triton endpoints, the DNS
+    resolver, the Lua file and admin log in ``work``); each rewrite finds its target or raises, so a moved shape fails
+    here."""
     rewritten = copy.deepcopy(dict(config))
     admin = rewritten["admin"]
     admin["address"]["socket_address"].update(address=LOOPBACK, port_value=ports["admin"])
     for log in admin["access_log"]:
-        log["typed_config"]["path"] = admin_access_log
+        log["typed_config"]["path"] = str(work / "admin_access.log")
     (listener,) = rewritten["static_resources"]["listeners"]
     listener["address"]["socket_address"].update(address=LOOPBACK, port_value=ports["grpc"])
     (hcm,) = [f["typed_config"] for chain in listener["filter_chains"] for f in chain["filters"]]
     (lua,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.lua"]
-    lua["typed_config"]["default_source_code"]["filename"] = lua_path
+    lua["typed_config"]["default_source_code"]["filename"] = str(work / "envoy-filter.lua")
     clusters = {c["name"]: c for c in rewritten["static_resources"]["clusters"]}
     inference = clusters[generation.inference_cluster]
     endpoints = [{"endpoint": {"address": {"socket_address": {"address": h, "port_value": p}}}} for h, p in tritons]
@@ -137,12 +128,8 @@ class EnvoyProcess:
             return response.read().decode()
 
     def stat(self, name: str) -> int:
-        """One counter or gauge by its full name; 0 when Envoy has not created it yet."""
-        for line in self.admin(f"/stats?filter=^{name.replace('.', '[.]')}$").splitlines():
-            found, _, value = line.partition(": ")
-            if found == name and value.strip().lstrip("-").isdigit():
-                return int(value)
-        return 0
+        """One counter or gauge by its full name."""
+        return int(self.admin(f"/stats?filter=^{name.replace('.', '[.]')}$").partition(": ")[2])
 
 
 @contextlib.contextmanager
@@ -156,31 +143,20 @@ def envoy_running(
     config: Mapping[str, Any] | None = None,
     concurrency: int = 2,
 ) -> Iterator[EnvoyProcess]:
-    """Envoy with ``build_envoy_config(settings)`` (or ``config``) rewritten for loopback, running the Lua filter
-    ``lua``; ``tritons`` are resolved through the DNS stand-in on ``dns_port``."""
-    workdir = Path(tempfile.mkdtemp(prefix="envoy-loopback-"))
-    process: subprocess.Popen[bytes] | None = None
-    try:
-        (workdir / "envoy-filter.lua").write_text(lua)
+    """Envoy with ``build_envoy_config(settings)`` (or ``config``) rewritten for loopback, running ``lua``."""
+    with tempfile.TemporaryDirectory(prefix="envoy-loopback-", ignore_cleanup_errors=True) as name:
+        work = Path(name)
+        (work / "envoy-filter.lua").write_text(lua)
         ports = {"grpc": free_port(), "admin": free_port(), "admission": admission_port, "dns": dns_port}
-        rewritten = loopback_config(
-            build_envoy_config(settings) if config is None else config,
-            generation=settings.generation,
-            ports=ports,
-            tritons=tritons,
-            lua_path=str(workdir / "envoy-filter.lua"),
-            admin_access_log=str(workdir / "admin_access.log"),
-        )
-        (workdir / "envoy.json").write_text(json.dumps(rewritten, indent=1))
-        argv = [envoy_binary(), "-c", str(workdir / "envoy.json"), "--disable-hot-restart", "--log-level", "warn"]
-        log_file = workdir / "envoy.log"
+        deployed = build_envoy_config(settings) if config is None else config
+        rewritten = loopback_config(deployed, settings.generation, ports, tritons, work)
+        (work / "envoy.json").write_text(json.dumps(rewritten, indent=1))
+        argv = [envoy_binary(), "-c", str(work / "envoy.json"), "--disable-hot-restart", "--log-level", "warn"]
+        log_file = work / "envoy.log"
         process = start_process([*argv, "--concurrency", str(concurrency)], log_file)
-        ready = f"http://{LOOPBACK}:{ports['admin']}/ready"  # 200 once LIVE
-        wait_until(
-            lambda: answers(ready), START_TIMEOUT_SECONDS, "Envoy to report LIVE", log_file=log_file, process=process
-        )
-        yield EnvoyProcess(process, ports["grpc"], ports["admin"])
-    finally:
-        if process is not None:
+        try:
+            ready = partial(answers, f"http://{LOOPBACK}:{ports['admin']}/ready")  # 200 once LIVE
+            wait_until(ready, START_TIMEOUT_SECONDS, "Envoy to report LIVE", log_file=log_file, process=process)
+            yield EnvoyProcess(process, ports["grpc"], ports["admin"])
+        finally:
             stop_process(process, STOP_TIMEOUT_SECONDS)
-        shutil.rmtree(workdir, ignore_errors=True)

@@ -1,12 +1,11 @@
 """``./supersonic rehearse``: one cold wake measured on the local control plane, and the share of cold sessions the
-stack's ``readyTimeoutSeconds`` serves predicted from it. The stack, its chart (``--chart DIR``, else the stack's own
-on disk) and its queue delay are checked first; then the toolchain and KEDA are built if missing, the control plane
-started, one wake measured, and what ran, what is modelled and the prediction printed."""
+stack's ``readyTimeoutSeconds`` serves predicted from it. Inputs are checked before anything is built or started."""
 
 from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from supersonic_interlink.config import ConfigError, Settings, generation, load_settings
@@ -21,12 +20,11 @@ from supersonic_interlink.rehearse.stages import rehearsal_stages
 from supersonic_interlink.wake.probe import LUA_CLOCK_SECONDS, READY, describe
 
 REAL, MODELLED, STAND_IN = "real", "modelled", "stand-in"
-CHARTS = "chart's"
-"""The chart's own file, run for real."""
+CHARTS = "chart's"  # the chart's own file, run for real
 
 
 def parts(versions: dict[str, str], lua: Path, admission: Path) -> list[tuple[str, str, str]]:
-    """(kind, part, what) of each part: what ran for real and what was modelled; ``versions`` by tool name."""
+    """(kind, part, what) of each part; ``versions`` by tool name."""
     kube, keda, kwok = versions["kube-apiserver"], versions[OPERATOR], versions["kwok"]
     return [
         (REAL, "control plane", f"etcd, kube-apiserver, controller-manager, scheduler {kube} on loopback"),
@@ -46,9 +44,8 @@ def parts(versions: dict[str, str], lua: Path, admission: Path) -> list[tuple[st
 
 
 def prediction(settings: Settings, delay: QueueDelay, overhead_seconds: float) -> list[str]:
-    """The served share for the stack's timeout, and what a late wake is guaranteed."""
     sfz = settings.scaleFromZero
-    usable = sfz.readyTimeoutSeconds - LUA_CLOCK_SECONDS  # the filter may give up a second early (whole seconds)
+    usable = sfz.readyTimeoutSeconds - LUA_CLOCK_SECONDS
     return [
         f"queue delay: {delay.describe()}",
         f"measured overhead of a wake (everything but the queue): {overhead_seconds:.1f} s",
@@ -64,7 +61,7 @@ def prediction(settings: Settings, delay: QueueDelay, overhead_seconds: float) -
 
 
 class Refusal(ValueError):
-    """The verb cannot run with these inputs; the message says why (exit 2)."""
+    """The verb cannot run with these inputs (exit 2)."""
 
 
 def _inputs(stack: str, queue_delay: str, chart: Path | None) -> tuple[Settings, QueueDelay, Path, list[Path]]:
@@ -110,9 +107,7 @@ def run(stack: str, queue_delay: str, directory: Path | None, chart: Path | None
         print(f"supersonic rehearse: {why}", file=sys.stderr)
         return 2
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
+    log = partial(print, file=sys.stderr, flush=True)
     root = (directory or toolchain.cache_dir() / "rehearse").resolve()
     try:
         toolchain.ensure(

@@ -1,16 +1,5 @@
-"""A whole cold start on the local control plane: a client's RepositoryIndex through the real Envoy wakes Triton
-from zero, the real KEDA operator holds and releases it, and kwok (running ``stages.rehearsal_stages``) plays the
-Slurm queue.
-
-``rehearsal(cluster, settings, delay, ...)`` starts, beside a running ``LocalCluster``: the stack's namespace with the
-Triton Deployment at 0 replicas and its ScaledObject, modelled on the chart contract and the stack's values; the KEDA
-operator, its trigger pointed at the Prometheus stand-in; the chart's admission sidecar and its Lua filter in Envoy
-with the program's computed configuration; the DNS and Triton stand-ins; and a watcher. The watcher gives each new
-Triton pod a queue delay (the next scripted one, else a draw from ``delay``) as the annotation kwok's queue stage waits
-on; publishes Triton's DNS name while a Triton pod is Ready, as a headless Service's records follow its ready pods;
-and notes when the ScaledObject's floor went above the stack's own and back (the sidecar's hold, as the API shows it).
-``Rehearsal.wake()`` is one client session by the project's own probe.
-"""
+"""A whole cold start on the local control plane: a client through the real Envoy wakes Triton from zero, the real
+KEDA operator and the chart's sidecar hold and release it, kwok plays the Slurm queue; a watcher follows the pods."""
 
 from __future__ import annotations
 
@@ -42,8 +31,7 @@ VIRTUAL_NODE_NAME = str(VIRTUAL_NODE["name"])
 
 
 def triton_deployment(settings: Settings) -> dict[str, Any]:
-    """The Triton Deployment as the chart shapes it for scheduling (name, pod labels, placement on the virtual node,
-    the stack's pod annotations), at 0 replicas as scale from zero leaves it."""
+    """The Triton Deployment as the chart shapes it for scheduling, at 0 replicas."""
     release, triton = settings.release.name, settings.triton
     labels = settings.generation.inference_pod_labels(release)
     name, namespace = settings.generation.inference_object_name(release), settings.namespace
@@ -63,7 +51,7 @@ def triton_deployment(settings: Settings) -> dict[str, Any]:
 
 
 def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]:
-    """The ScaledObject with the stack's KEDA values and load trigger, the trigger's server the stand-in."""
+    """The ScaledObject with the stack's KEDA values and load trigger, pointed at the Prometheus stand-in."""
     release, keda = settings.release.name, settings.keda
     trigger = {"serverAddress": prometheus_address, "threshold": str(settings.serverLoad.threshold)}
     behavior = {
@@ -110,24 +98,19 @@ class Rehearsal:
     admission_log_path: Path
     rng: random.Random
     stack: str
-    """The stack's name, as the probe records it."""
     scripted: deque[float] = field(default_factory=deque)
-    """Queue delays to give the next pods, before any draw from ``delay``."""
+    """Queue delays for the next pods, before any draw from ``delay``."""
     scripted_jobs: deque[float] = field(default_factory=deque)
-    """Job times for the next pods: each such pod's Slurm job ends (exit 255) that long after it started running;
-    a pod after them runs until it is deleted."""
+    """Job times for the next pods (then exit 255); a pod after them runs until deleted."""
     pods: dict[str, PodTrack] = field(default_factory=dict)
     floor_raised: list[float] = field(default_factory=list)
-    """Times the ScaledObject's minReplicaCount was seen above the stack's own (a wake's hold began)."""
+    """When the ScaledObject's minReplicaCount went above the stack's own (a hold began), and back (it ended)."""
     floor_lowered: list[float] = field(default_factory=list)
-    """Times it was seen back at the stack's own (the hold ended)."""
     errors: list[str] = field(default_factory=list)
     published: bool = False
 
     def wake(self) -> ProbeResult:
-        """One client session through Envoy, by the project's probe, with the stack's RepositoryIndex deadline."""
-        timeout = self.settings.scaleFromZero.readyTimeoutSeconds
-        deadline = float(probe_deadline_seconds(self.settings))
+        deadline, timeout = probe_deadline_seconds(self.settings), self.settings.scaleFromZero.readyTimeoutSeconds
         return probe_once(self.envoy.target, deadline, stack=self.stack, ready_timeout=timeout)
 
     def admission_log(self) -> str:
@@ -153,9 +136,7 @@ class Rehearsal:
 
     def _look(self) -> None:
         namespace, release = self.settings.namespace, self.settings.release.name
-        done = self.cluster.kubectl("get", "pods,scaledobjects.keda.sh", "-n", namespace, "-o", "json", check=False)
-        if done.returncode != 0:
-            return
+        done = self.cluster.kubectl("get", "pods,scaledobjects.keda.sh", "-n", namespace, "-o", "json")
         now = time.monotonic()
         labels = self.settings.generation.inference_pod_labels(release).items()
         listed = json.loads(done.stdout)["items"]
@@ -208,10 +189,9 @@ def rehearsal(
     chart: Path,
     seed: int | None = None,
 ) -> Iterator[Rehearsal]:
-    """Everything of a rehearsal for ``settings``'s namespace on ``cluster``, with the scale-from-zero parts of the
-    chart directory ``chart``; stops all it started."""
+    """Everything of a rehearsal in ``settings``'s namespace, with ``chart``'s own parts; stops all it started."""
     namespace, release = settings.namespace, settings.release.name
-    lua = filled_lua(chart, settings)  # a chart without the file fails here, before anything starts
+    lua = filled_lua(chart, settings)  # before anything starts
     work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as started:
         prometheus = PrometheusStandIn(0.0)

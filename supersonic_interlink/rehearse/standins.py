@@ -1,7 +1,5 @@
 """The stand-ins a rehearsal runs where this machine has no real part: Prometheus (what KEDA's scaler asks) and
-Triton (reached through Envoy only while a Triton pod is Ready: ``run.py`` publishes its DNS name then).
-``HttpStandIn`` and ``TritonServicer`` are also the skeletons of the tests' stand-ins (``tests/loopback.py``,
-``tests/kube_api_standin.py``)."""
+Triton (reached only while a Triton pod is Ready); also the skeletons of ``tests/loopback.py``'s."""
 
 from __future__ import annotations
 
@@ -22,45 +20,33 @@ from supersonic_interlink.rehearse.loopback import STOP_TIMEOUT_SECONDS
 MODEL = "standin"
 
 
-def reply(request: http.server.BaseHTTPRequestHandler, status: int, content_type: str, body: bytes) -> None:
-    """Answer ``request`` with ``body`` whole (HTTP/1.1, a content-length, the connection kept)."""
-    request.send_response(status)
-    request.send_header("content-type", content_type)
-    request.send_header("content-length", str(len(body)))
-    request.end_headers()
-    request.wfile.write(body)
-
-
 class HttpStandIn:
-    """A threading HTTP/1.1 server on a free loopback port until ``stop``. Each request of ``METHODS`` goes to
-    ``handle``, which answers with ``answer(path)`` (the query dropped) unless a stand-in overrides it."""
-
-    METHODS: tuple[str, ...] = ("GET",)
+    """A threading HTTP/1.1 server on a free loopback port until ``stop``; each GET is answered by ``answer(path)``
+    (the query dropped)."""
 
     def __init__(self, name: str) -> None:
-        owner = self
+        answer = self.answer
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def dispatch(self) -> None:
-                owner.handle(self)
+            def do_GET(self) -> None:
+                status, content_type, body = answer(self.path.partition("?")[0])
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        for method in self.METHODS:
-            setattr(Handler, f"do_{method}", Handler.dispatch)
         self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
-        )
+        serve = {"poll_interval": 0.05}
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs=serve, name=name, daemon=True)
         self._thread.start()
-
-    def handle(self, request: http.server.BaseHTTPRequestHandler) -> None:
-        reply(request, *self.answer(request.path.partition("?")[0]))
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         """(status, content type, body) for a request of ``path``."""
@@ -73,11 +59,10 @@ class HttpStandIn:
 
 
 class PrometheusStandIn(HttpStandIn):
-    """``GET /api/v1/query`` answered with one sample of ``value`` (the release's load), the queries counted."""
+    """Every GET (KEDA asks ``/api/v1/query``) answered with one sample of ``value``, the release's load; counted."""
 
     def __init__(self, value: float = 0.0) -> None:
-        self.value = value
-        self.queries = 0
+        self.value, self.queries = value, 0
         super().__init__("prometheus-standin")
 
     @property
@@ -85,8 +70,6 @@ class PrometheusStandIn(HttpStandIn):
         return f"http://{LOOPBACK}:{self.port}"
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
-        if path != "/api/v1/query":
-            return 404, "text/plain", b"not found\n"
         self.queries += 1
         sample = {"metric": {}, "value": [time.time(), repr(float(self.value))]}
         body = {"status": "success", "data": {"resultType": "vector", "result": [sample]}}
@@ -94,18 +77,13 @@ class PrometheusStandIn(HttpStandIn):
 
 
 class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """A Triton serving the one model ``MODEL``. Every call goes through ``enter(method, context)`` first, which
-    counts it in ``calls``; the tests' stand-in extends it."""
+    """A Triton serving the one model ``MODEL``; every call goes through ``enter(method, context)``, which counts it."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
 
     def enter(self, method: str, context: Any) -> None:
         self.calls[method] += 1
-
-    def ServerLive(self, request: Any, context: Any) -> Any:
-        self.enter("ServerLive", context)
-        return service_pb2.ServerLiveResponse(live=True)
 
     def ServerReady(self, request: Any, context: Any) -> Any:
         self.enter("ServerReady", context)

@@ -1,9 +1,6 @@
-"""The probe's record: its outcomes, appended to the history file (JSON Lines) and read back checked.
+"""The probe's history file (JSON Lines): appended under a lock, read back checked.
 
-Several probes may share one file (a cron job and an operator by hand), so an append never interleaves with another or
-leaves half a line in front of the next record. A line that is damaged anyway, or holds a record that cannot be true (a
-wake longer than its probe, a start before 1970 or in the future), is reported with its line number and skipped; a
-record copied twice (same stack, endpoint and start) counts once, so a pasted file cannot move the recommendation.
+A damaged or untrue line is reported with its number and skipped; a record copied twice counts once.
 """
 
 from __future__ import annotations
@@ -31,37 +28,32 @@ OUTCOMES = (READY, NOT_READY, REJECTED, DEADLINE_EXCEEDED, UNREACHABLE)
 EXIT_CODES = {READY: 0, REJECTED: 3, DEADLINE_EXCEEDED: 4, UNREACHABLE: 5, NOT_READY: 6}
 
 EARLIEST_START = datetime(1970, 1, 1, tzinfo=UTC)
-"""No probe ran before the Unix epoch: its clock gives seconds since then."""
 CLOCK_SKEW = timedelta(days=1)
-"""How far in the future a record's start may lie: the probe's host clock may run ahead of the reader's."""
+"""How far past the reader's clock a record's start may lie (the probe's host clock may run ahead)."""
 MAX_SECONDS = READY_TIMEOUT_MAX_SECONDS + 3600
-"""Longest wake or probe a record may hold: a probe gives up after the longest readyTimeoutSeconds a stack may set
-(and its margin), so a larger number is no measurement, and a recommendation from it could not be deployed."""
+"""Longest wake or probe a record may hold: past the longest readyTimeoutSeconds a stack may set, and its margin."""
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
-"""The Pulumi CLI's stack names (sdk/go/common/tokens/stack_name.go). The report prints the stack on every line: a
-name with escape codes or a newline could forge output."""
+"""The Pulumi CLI's stack names (sdk/go/common/tokens/stack_name.go): no escape codes or newlines to forge output."""
 
 
 def encode_line(record: Mapping[str, Any]) -> bytes:
-    """One record as one line of JSON: no NaN or Infinity (not JSON), no newline inside."""
     return json.dumps(record, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def _open(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
 
 def check_appendable(path: Path) -> None:
     """Raise OSError now if ``path`` cannot be appended to, so a long probe is not measured and then lost."""
-    os.close(os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    os.close(_open(path))
 
 
 def append(path: Path, record: Mapping[str, Any]) -> None:
-    """Append ``record`` as one line, safely beside other processes appending to the same file.
-
-    ``O_APPEND`` alone puts each write at the end, but POSIX promises no atomicity between processes for regular files,
-    a write may come back short (a full disk, a signal), and NFS emulates ``O_APPEND``. Under an exclusive ``flock`` the
-    rest of a short write follows before anyone else writes. If the file does not end in a newline (a writer killed
-    mid-line), this record starts with one, so the torn fragment stays a damaged line of its own.
-    """
+    """Append ``record`` as one line under an exclusive ``flock``: POSIX promises no atomic appends between processes,
+    and a short write's rest must follow before anyone else writes. After a torn last line, start a new one."""
     line = encode_line(record)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = _open(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
@@ -69,7 +61,7 @@ def append(path: Path, record: Mapping[str, Any]) -> None:
         while view:
             view = view[os.write(fd, view) :]
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        os.close(fd)  # releases the lock
 
 
 @dataclass(frozen=True)
@@ -100,8 +92,6 @@ class DamagedLine:
 
 @dataclass
 class History:
-    """What a history file holds: the probes, the lines skipped, and how many other records were passed over."""
-
     wakes: list[Wake] = field(default_factory=list)
     damaged: list[DamagedLine] = field(default_factory=list)
     other_records: int = 0
@@ -130,31 +120,33 @@ def _seconds(value: Any) -> bool:
     return number and math.isfinite(value) and (0 <= value <= MAX_SECONDS)
 
 
-STACK = "a stack name (letters, digits, '-', '_', '.')"
+def _str_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
 SECONDS = f"a number of seconds from 0 to {MAX_SECONDS}"
 # fmt: off
 FIELDS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    ("stack", lambda v: isinstance(v, str) and bool(STACK_NAME.fullmatch(v)), STACK),
+    ("stack", lambda v: isinstance(v, str) and bool(STACK_NAME.fullmatch(v)),
+     "a stack name (letters, digits, '-', '_', '.')"),
     ("started_at", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    ("endpoint", lambda v: v is None or isinstance(v, str), "a string or null"),
+    ("endpoint", _str_or_none, "a string or null"),
     ("outcome", lambda v: v in OUTCOMES, f"one of {', '.join(OUTCOMES)}"),
     ("cold", lambda v: v is None or isinstance(v, bool), "true, false or null"),
-    # The bounds of scaleFromZero.readyTimeoutSeconds: the probe records the stack's own value.
     ("ready_timeout_seconds", lambda v: v is None or (type(v) is int and 1 <= v <= READY_TIMEOUT_MAX_SECONDS),
      f"a whole number from 1 to {READY_TIMEOUT_MAX_SECONDS} or null"),
     ("wake_seconds", lambda v: v is None or _seconds(v), f"{SECONDS} or null"),
     ("elapsed_seconds", _seconds, SECONDS),
-    ("grpc_status", lambda v: v is None or isinstance(v, str), "a string or null"),
+    ("grpc_status", _str_or_none, "a string or null"),
 )
 # fmt: on
 """Each field the report reads: its key, what it may hold, and that in words."""
 MAY_BE_ABSENT = frozenset({"endpoint", "cold", "ready_timeout_seconds"})
-"""Fields a record may leave out (read as null): ``cold`` is missing from records older than the cold check."""
+"""``cold`` is missing from records older than the cold check."""
 
 
 def wake_from_record(line: int, record: Mapping[str, Any], *, now: datetime | None = None) -> Wake:
-    """Check a probe record; DamagedRecord names the first bad field, or the fields that cannot all be true. ``now``:
-    the reader's clock (a start after it, beyond the skew, is refused)."""
+    """Check a probe record; DamagedRecord names the first bad field, or the fields that cannot all be true."""
     for key, allowed, says in FIELDS:
         if not allowed(record.get(key)) or (key not in record and key not in MAY_BE_ABSENT):
             raise DamagedRecord(f"{key} = {json.dumps(record.get(key))}: expected {says}")
@@ -182,10 +174,6 @@ def wake_from_record(line: int, record: Mapping[str, Any], *, now: datetime | No
     return Wake(line=line, **fields)
 
 
-def _reject_constant(name: str) -> Any:
-    raise DamagedRecord(f"{name} is not a JSON number")
-
-
 def _json_object(raw: bytes) -> dict[str, Any]:
     """One history line as a JSON object; DamagedRecord says why it is not one."""
     try:
@@ -193,16 +181,14 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise DamagedRecord("not UTF-8 text") from None
     try:
-        record = json.loads(text, parse_constant=_reject_constant)
+        record = json.loads(text)  # NaN and Infinity, which are not JSON, fail the fields' checks
     except RecursionError:
         raise DamagedRecord("not JSON this reader takes: nested too deep") from None
     except json.JSONDecodeError as error:
         if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
             raise DamagedRecord(f"cut short: the record ends mid-way, after {len(text.rstrip())} characters") from None
         raise DamagedRecord(f"not JSON: {error.msg} at column {error.colno}") from None
-    except DamagedRecord:
-        raise
-    except ValueError:  # Python's limit on integer digits (4,300): no probe writes such a number
+    except ValueError:  # Python's limit on integer digits (4,300)
         raise DamagedRecord("not JSON this reader takes: an integer of more than 4,300 digits") from None
     if not isinstance(record, dict):
         raise DamagedRecord(f"a JSON {type(record).__name__}, not an object")
@@ -234,6 +220,6 @@ def parse_lines(lines: Iterable[bytes], *, now: datetime | None = None) -> Histo
 
 
 def read(path: Path) -> History:
-    """Read a history file; OSError when it cannot be read at all (missing, a directory, no permission)."""
+    """OSError when the file cannot be read at all (missing, a directory, no permission)."""
     with open(path, "rb") as stream:
         return parse_lines(stream)

@@ -1,8 +1,6 @@
-"""Measuring wakes: a client session through Envoy as CMSSW starts one, by tritonclient, and how it went.
+"""``./supersonic probe``: a client session through Envoy as CMSSW starts one (tritonclient), and how it went.
 
-``ServerReady`` (which the chart's Lua filter passes through, waking nothing) tells a cold wake from a warm answer;
-then ``RepositoryIndex``, on which the filter wakes Triton and holds the call until one is healthy or
-``readyTimeoutSeconds`` has passed. ``run_probes`` is ``./supersonic probe``'s work.
+``ServerReady`` (passed through by the chart's Lua filter) tells cold from warm; ``RepositoryIndex`` wakes Triton.
 """
 
 from __future__ import annotations
@@ -41,11 +39,9 @@ from supersonic_interlink.wake.history import (
 
 EXIT_RECORD_FAILED, EXIT_INTERRUPTED = 7, 130
 LUA_CLOCK_SECONDS = 1
-"""The Lua filter counts its wait in whole seconds (``os.time``): it gives up between readyTimeoutSeconds - 1
-and readyTimeoutSeconds after the wake started."""
+"""The Lua filter counts whole seconds (``os.time``): it gives up up to a second before readyTimeoutSeconds."""
 DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROGRESS_EVERY, DEFAULT_INTERVAL = 10.0, 30.0, 60.0
-SERVER_READY_TIMEOUT = 30.0
-"""The ServerReady after an answer goes to a woken Triton: no wake allowance."""
+SERVER_READY_TIMEOUT = 30.0  # the ServerReady after an answer goes to a woken Triton
 # fmt: off
 RECORD_FIELDS = (
     "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "cold", "start_check",
@@ -53,7 +49,6 @@ RECORD_FIELDS = (
     "server_ready", "model_count", "models",
 )
 # fmt: on
-"""The keys of a probe's ``--json`` record, in order: every one always present (docs/probe.md)."""
 NO_HTTP2 = (
     "no gRPC connection within {:g}s: the address accepts no connection or answers without HTTP/2 "
     "(not a gRPC endpoint, or a port-forward whose pod is gone)"
@@ -61,29 +56,25 @@ NO_HTTP2 = (
 
 
 def lua_gave_up(status: str | None, elapsed_seconds: float, ready_timeout_seconds: int | None) -> bool:
-    """Whether a rejected RepositoryIndex is the Lua filter giving up at ``readyTimeoutSeconds``: the status a chart
-    generation answers a timed-out wake with (CANCELLED, or UNAVAILABLE from the ``inferenceServer`` generation on),
-    at or after the timeout. UNAVAILABLE is also Envoy's own answer when it reaches no Triton, so it counts only
-    when the timeout is known and reached; an earlier answer of either is the wake failing, not a timeout."""
+    """Whether a rejected RepositoryIndex is the Lua filter giving up at ``readyTimeoutSeconds`` (CANCELLED, or
+    UNAVAILABLE from the ``inferenceServer`` generation on). Envoy answers UNAVAILABLE too when it reaches no Triton,
+    so that counts only when the timeout is known and reached."""
     if status not in WAKE_TIMEOUT_STATUSES:
         return False
     if ready_timeout_seconds is None:
-        return status == TRITON.wake_timeout_status  # only the older filter's status is unambiguous
+        return status == TRITON.wake_timeout_status
     return elapsed_seconds >= ready_timeout_seconds - LUA_CLOCK_SECONDS
 
 
-probe_deadline_seconds = repository_index_idle_timeout_seconds
-"""The RepositoryIndex deadline is the route's idle_timeout: a shorter one gives up on wakes the release allows; past
-it, Envoy has closed the stream."""
+probe_deadline_seconds = repository_index_idle_timeout_seconds  # past the route's idle_timeout Envoy closes the stream
 
 
 def default_endpoint(settings: Settings) -> str:
-    """Where clients inside the cluster reach Envoy: ``<release>.<namespace>.svc.cluster.local:8001``."""
     return f"{CHART.client_endpoint_host(settings.release.name, settings.namespace)}:{CHART.envoy_grpc_port}"
 
 
 def parse_endpoint(text: str) -> str:
-    """Check ``HOST:PORT`` (``[v6]:PORT`` for IPv6) and return it unchanged; ValueError says what is wrong."""
+    """Check ``HOST:PORT`` (``[v6]:PORT`` for IPv6) and return it unchanged."""
     if "://" in text:
         raise ValueError(f"--endpoint {text!r}: drop the scheme, {text.split('://', 1)[1]!r}: expected HOST:PORT")
     host, sep, port = text.rpartition(":")
@@ -98,9 +89,8 @@ def parse_endpoint(text: str) -> str:
 
 
 def classify_failure(status: str, answered: bool | None) -> str:
-    """The outcome of a call that ended in gRPC status ``status``; ``answered``: whether any response headers or
-    trailers arrived (None: not known). gRPC reports a refused or lost connection as UNAVAILABLE, and Envoy answers
-    UNAVAILABLE when it cannot reach its upstream; only Envoy's carries metadata (``server``, ``date``)."""
+    """``answered``: whether any response metadata arrived. gRPC reports a lost connection as UNAVAILABLE, as Envoy
+    answers when it reaches no upstream; only Envoy's carries metadata (``server``, ``date``)."""
     if status == "DEADLINE_EXCEEDED":
         return DEADLINE_EXCEEDED
     return UNREACHABLE if status == "UNAVAILABLE" and answered is False else REJECTED
@@ -111,15 +101,14 @@ def utc_timestamp(epoch: float) -> str:
 
 
 def clock(seconds: float) -> str:
-    """``4s``, ``2m05s``: short enough for a live line, exact enough for a 15-minute wait."""
     whole = int(seconds)
     return f"{whole}s" if whole < 60 else f"{whole // 60}m{whole % 60:02d}s"
 
 
 @dataclass
 class ProbeResult:
-    """One probe; None where an outcome has no value. ``elapsed_seconds``: RepositoryIndex sent to answered or failed (0
-    when never reached); ``cold``: no Triton answered ServerReady before it (None: never reached)."""
+    """One probe. ``elapsed_seconds``: RepositoryIndex sent to answered or failed; ``cold``: no Triton answered
+    ServerReady before it (None: never reached)."""
 
     stack: str
     endpoint: str
@@ -146,7 +135,6 @@ class ProbeResult:
         return None if self.models is None else len(self.models)
 
     def record(self) -> dict[str, Any]:
-        """The ``--json`` record of this probe (docs/probe.md)."""
         shown = {
             "kind": "probe",
             "started_at": utc_timestamp(self.started),
@@ -158,7 +146,7 @@ class ProbeResult:
 
 
 def summarize(results: list[ProbeResult]) -> dict[str, Any]:
-    """Count, outcomes, and min/median/max wake time over the probes that got an answer (at least one probe)."""
+    """Count, outcomes, and min/median/max wake time over the answered probes (at least one probe)."""
     wakes = [r.wake_seconds for r in results if r.wake_seconds is not None]
     worst = max((r.outcome for r in results), key=OUTCOMES.index)
     spread = (("min", min), ("median", statistics.median), ("max", max))
@@ -179,7 +167,6 @@ def summarize(results: list[ProbeResult]) -> dict[str, Any]:
 
 
 def describe(result: ProbeResult) -> str:
-    """One human line per probe."""
     start = {True: ", cold", False: ", warm", None: ""}[result.cold]
     head = f"{result.outcome}: {result.endpoint} (stack {result.stack}{start})"
     if result.outcome in (READY, NOT_READY):
@@ -221,8 +208,8 @@ def describe_summary(summary: Mapping[str, Any]) -> str:
 
 
 class Progress:
-    """Elapsed time against the deadline on stderr while a call waits, so a 15-minute wake is seen to be alive: on a
-    terminal one line rewritten in place, otherwise (a log, a CI job) a plain line every ``every`` seconds."""
+    """Elapsed time against the deadline while a call waits: on a terminal one line rewritten in place, otherwise (a
+    log, a CI job) a plain line every ``every`` seconds."""
 
     def __init__(
         self, stream: TextIO, deadline: float, every: float = DEFAULT_PROGRESS_EVERY, live: bool | None = None
@@ -252,9 +239,8 @@ class Progress:
 
 
 def connects(endpoint: str, timeout: float) -> bool | None:
-    """Whether a gRPC (HTTP/2) connection to ``endpoint`` comes up (True) or fails (False); None: neither within
-    ``timeout``. The channel is READY only once the server's HTTP/2 settings arrive, so a port that accepts TCP and says
-    nothing (a port-forward to a pod that is gone) does not count as reached, while a refusal fails at once."""
+    """Whether a gRPC connection comes up (True) or fails (False); None: neither within ``timeout``. READY needs the
+    server's HTTP/2 settings, so a port that accepts TCP and says nothing (a dead port-forward) is not reached."""
     channel, states = grpc.insecure_channel(endpoint), queue.SimpleQueue[bool]()
     ends = {grpc.ChannelConnectivity.READY: True, grpc.ChannelConnectivity.TRANSIENT_FAILURE: False}
 
@@ -273,17 +259,17 @@ def connects(endpoint: str, timeout: float) -> bool | None:
 
 
 def _failure(error: Any) -> tuple[str, bool | None]:
-    """A tritonclient error's gRPC status name (``StatusCode.CANCELLED`` -> ``CANCELLED``) and whether the server sent
-    any response metadata: tritonclient re-raises the grpc.RpcError ``from None``, so it is the ``__context__``."""
+    """A tritonclient error's gRPC status name and whether the server sent response metadata (tritonclient re-raises
+    the grpc.RpcError ``from None``: it is the ``__context__``)."""
     call, answered = error.__context__, None
     with contextlib.suppress(Exception):
         answered = bool(tuple(call.initial_metadata() or ()) or tuple(call.trailing_metadata() or ()))
     return (error.status() or "UNKNOWN").rsplit(".", 1)[-1], answered if isinstance(call, grpc.Call) else None
 
 
-def _wait_for(call: Callable[[], Any], progress: Progress | None) -> tuple[Any, BaseException | None, float]:
-    """Run ``call`` in a worker thread, showing progress; (result, error, seconds). The call carries its gRPC deadline
-    (tritonclient's ``client_timeout``), so it ends by then; a daemon thread, so Ctrl-C need not wait for it."""
+def _wait_for(call: Callable[[], Any], progress: Progress | None) -> tuple[Any, Any, float]:
+    """Run ``call`` (which carries its gRPC deadline) in a daemon thread, so Ctrl-C need not wait; (result, error,
+    seconds)."""
     box: dict[str, Any] = {}
 
     def work() -> None:
@@ -314,8 +300,7 @@ def probe_once(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     progress: Progress | None = None,
 ) -> ProbeResult:
-    """Start one client session against ``endpoint`` and report how it went."""
-    # Imported here so `--help` and config errors answer without loading the gRPC client stack.
+    # lazy: `--help` and config errors answer without loading the gRPC client stack
     import tritonclient.grpc as triton_grpc
     from tritonclient.utils import InferenceServerException
 
@@ -329,12 +314,11 @@ def probe_once(
         return result(UNREACHABLE, detail=NO_HTTP2.format(min(connect_timeout, deadline)))
     client = triton_grpc.InferenceServerClient(endpoint)  # as a CMSSW session creates it: default channel options
     try:
-        # Any answer comes from a Triton Envoy already routes to: warm, true or false. No answer (Envoy's `no healthy
-        # upstream`, or the older filter's CANCELLED rewrite of it): no Triton is behind Envoy, the call is a wake.
+        # any answer comes from a Triton Envoy already routes to (warm); none: the call is a wake
         try:
             cold, checked = False, f"ServerReady {str(client.is_server_ready(client_timeout=connect_timeout)).lower()}"
         except InferenceServerException as error:
-            if not reached:  # gRPC's own words for it: refused, name not found, socket closed
+            if not reached:
                 return result(UNREACHABLE, detail=error.message() or "connection failed")
             cold, checked = True, f"{_failure(error)[0]}: {error.message() or ''}".rstrip(": ")
         known = {"cold": cold, "start_check": checked}
@@ -344,8 +328,6 @@ def probe_once(
             lambda: client.get_model_repository_index(client_timeout=deadline), progress
         )
         if failure is not None:
-            if not isinstance(failure, InferenceServerException):
-                raise failure
             status, answered = _failure(failure)
             outcome, detail = classify_failure(status, answered), failure.message() or ""
             detail = f"connection lost before any response: {detail}" if outcome == UNREACHABLE else detail
@@ -365,12 +347,11 @@ def probe_once(
 
 
 def run_probes(args: argparse.Namespace, config: Mapping[str, Any] | None, stdout: TextIO, stderr: TextIO) -> int:
-    """``./supersonic probe <stack>``: probe ``--repeat`` times, print each (and a summary), ``--record`` each."""
     try:
         settings = settings_from_config(load_stack_config(args.stack) if config is None else config)
     except ConfigError as error:
         named = (p if p.startswith(f"stack {args.stack!r}") else f"stack {args.stack}: {p}" for p in error.problems)
-        print(*(f"probe: {problem}" for problem in named), sep="\n", file=stderr)  # one line per problem
+        print(*(f"probe: {problem}" for problem in named), sep="\n", file=stderr)
         return EXIT_USAGE
     try:
         endpoint = default_endpoint(settings) if args.endpoint is None else parse_endpoint(args.endpoint)

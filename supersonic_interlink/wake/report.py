@@ -1,10 +1,6 @@
-"""Reporting wakes: from a history of probes to a recommended ``readyTimeoutSeconds``, with its evidence.
+"""``./supersonic probe report``: a history of probes to a recommended ``readyTimeoutSeconds``, with its evidence.
 
-Per stack: how the cold probes ended, the cold wakes' nearest-rank distribution (a wake the Lua filter or the client's
-deadline cut off stays in it, ranked above every measured wake), the share the current ``readyTimeoutSeconds``
-covered, and the timeout the history supports with the values that move with it, derived by the functions the program
-deploys with. ``build_report`` makes the numbers as one plain record (the ``--json`` object) that ``describe`` writes
-as text and ``figure`` draws. docs/probe.md ("How the numbers are made") says why each rule is what it is.
+docs/probe.md ("How the numbers are made") says why each rule is what it is.
 """
 
 from __future__ import annotations
@@ -31,11 +27,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 MARGIN = 0.20
-"""Headroom over the p99 cold wake. A wake's time is mostly Hammer's Slurm queue, which moves with the cluster's
-load from week to week; a fifth over the tail seen so far absorbs that drift without holding a client (and, since
-the hold must be at least as long, a GPU) for much longer than wakes take. Rounding up to the minute adds 0-59 s."""
+"""Headroom over the p99 cold wake: mostly Hammer's Slurm queue, which drifts with the cluster's load week to week."""
 ROUND_TO_SECONDS = 60
-"""The recommendation is a whole number of minutes: what an operator writes in a stack file and reads in a diff."""
 TAIL_PERCENTILES, PERCENTILE_FOR_TIMEOUT = (90, 99), 99
 SHOWN = (("min", 0), ("median", 50), ("p90", 90), ("p99", 99), ("max", 100))
 DERIVED = (
@@ -45,18 +38,15 @@ DERIVED = (
     ("Helm timeout (derived)", "helm_timeout_seconds", " s"),
 )
 """The wake timeout and what moves with it: the text report's label, the ``--json`` key, the unit shown."""
-DAMAGED_SHOWN = 20
-"""Damaged lines listed one by one on stderr; past this many, only their count."""
 
 
 def min_sample_for(percent: int) -> int:
-    """Fewest cold wakes for which the nearest-rank ``percent``-th percentile is not simply the largest one."""
+    """Fewest values for which the nearest-rank ``percent``-th percentile is not simply the largest."""
     return math.ceil(100 / (100 - percent))
 
 
 def nearest_rank(count: int, percent: int) -> int:
-    """1-based rank of the ``percent``-th percentile among ``count`` sorted values, in exact integer arithmetic
-    (``0.99 * 100`` is 99.00000000000001 in floating point)."""
+    """1-based nearest rank in integer arithmetic (``0.99 * 100`` is 99.00000000000001 in floating point)."""
     return max(1, -(-percent * count // 100))
 
 
@@ -95,7 +85,6 @@ def percentile(times: Sequence[WakeTime], percent: int) -> WakeTime | None:
 
 
 def covered(times: Iterable[WakeTime], timeout: float) -> int:
-    """How many of ``times`` a ``timeout`` would have let finish: the measured ones not above it."""
     return sum(not t.cut_off and t.seconds <= timeout for t in times)
 
 
@@ -104,8 +93,8 @@ def round_up_to_minute(seconds: float) -> int:
 
 
 def timeouts(settings: Settings) -> dict[str, int]:
-    """The wake timeout and everything derived from it, as the program would deploy them (keys of ``DERIVED``)."""
-    # Lazy for start-up time: the component's module loads Pulumi, which `./supersonic probe` never needs otherwise.
+    """The wake timeout and what is derived from it, as the program would deploy them (keys of ``DERIVED``)."""
+    # lazy: the component's module loads Pulumi, which `./supersonic probe` never needs otherwise
     from supersonic_interlink.components.supersonic_release import release_timeout_seconds
 
     return {
@@ -132,16 +121,6 @@ def load_config(stack: str) -> StackConfig:
         return StackConfig(None, "", error.problems[0])
 
 
-def settings_of(config: Mapping[str, str], **scale_from_zero: int) -> Settings:
-    """The stack's settings with the given ``scaleFromZero`` keys replaced, loaded and checked exactly as ``pulumi
-    up`` would load them (ConfigError if the program would refuse)."""
-    if not scale_from_zero:
-        return settings_from_config(config)
-    key = f"{PROJECT}:scaleFromZero"
-    current = json.loads(config[key]) if key in config else {}
-    return settings_from_config({**config, key: json.dumps(deep_merge(current, scale_from_zero))})
-
-
 @dataclass(frozen=True)
 class StackReport:
     """One stack's cold wake times (measured ones ascending, then the cut-off ones) and its ``--json`` record."""
@@ -165,15 +144,19 @@ def _recommend(
     ready = round_up_to_minute(basis.seconds * (1 + MARGIN))
     derived: dict[str, int] = {}
     if config is not None and current is not None:
-        # Keep what the hold gives a client beyond the slowest allowed wake: the hold counts from the wake's start.
+        # The hold counts from the wake's start: keep what it gives beyond the slowest allowed wake.
         hold = ready + max(0, current["hold_min_replicas_seconds"] - current["ready_timeout_seconds"])
-        derived = timeouts(settings_of(config, readyTimeoutSeconds=ready, holdMinReplicasSeconds=hold))
+        key = f"{PROJECT}:scaleFromZero"
+        merged = deep_merge(
+            json.loads(config.get(key, "{}")), {"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": hold}
+        )
+        derived = timeouts(settings_from_config({**config, key: json.dumps(merged)}))
     return {
         "basis": basis_name,
         "basis_seconds": round(basis.seconds, 3),
         "margin": MARGIN,
         "provisional": p99 is None,
-        # For a max basis: the chance that the largest of n wakes lies above the true p99, 1 - 0.99^n.
+        # the chance that the largest of n wakes lies above the true p99, 1 - 0.99^n
         "max_above_p99_probability": None if p99 is not None else 1 - (PERCENTILE_FOR_TIMEOUT / 100) ** len(times),
         "covered": covered(times, ready),
         "ready_timeout_seconds": ready,
@@ -189,13 +172,13 @@ def build_report(stack: str, wakes: Sequence[wake_history.Wake], config: StackCo
     problem = config.problem
     if config.config is not None:
         try:
-            current = timeouts(settings_of(config.config))
+            current = timeouts(settings_from_config(config.config))
         except ConfigError as error:
             problem = error.problems[0]
     newest = max(wakes, key=lambda w: w.started_at)
     ready_timeout = newest.ready_timeout_seconds if current is None else current["ready_timeout_seconds"]
     stats: dict[str, Any] = {"samples": len(times), "cut_off": sum(t.cut_off for t in times)}
-    stats["failed"] = len(cold) - len(times)  # cold probes that measure nothing about wake time (see wake_time)
+    stats["failed"] = len(cold) - len(times)
     stats |= {name: None if (v := percentile(times, percent)) is None else v.record() for name, percent in SHOWN}
     stats |= {f"p{percent}_needs": min_sample_for(percent) for percent in TAIL_PERCENTILES}
     recommended, reason = _recommend(times, current, config.config)
@@ -205,7 +188,7 @@ def build_report(stack: str, wakes: Sequence[wake_history.Wake], config: StackCo
         "probes": len(wakes),
         "cold": len(cold),
         "warm": sum(w.cold is False for w in wakes),
-        # Neither cold nor warm: records from before the probe told them apart, and probes that never reached Envoy.
+        # neither cold nor warm: records from before the probe told them apart, or probes that never reached Envoy
         "untold": sum(w.cold is None and w.outcome != UNREACHABLE for w in wakes),
         "unreached": sum(w.cold is None and w.outcome == UNREACHABLE for w in wakes),
         "first_started_at": min(w.started_at for w in wakes).isoformat(),
@@ -250,7 +233,7 @@ def _recommended_label(rec: Mapping[str, Any]) -> str:
 
 def describe(report: StackReport) -> list[str]:
     """The report for one stack, as lines for a terminal or a pull request."""
-    r, stats, current, rec = report.record, report.record["wake_seconds"], report.record["current"], None
+    r, stats, current = report.record, report.record["wake_seconds"], report.record["current"]
     (first, last), samples = _span(r), stats["samples"]
     lines = [
         f"stack {r['stack']}: {r['probes']} probe(s) from {first:%Y-%m-%d %H:%MZ} to {last:%Y-%m-%d %H:%MZ}: "
@@ -273,10 +256,7 @@ def describe(report: StackReport) -> list[str]:
         ]
         lines.append("    " + ", ".join(shown))
     else:
-        lines.append(
-            "  no cold wake with a wake time"
-            + (f" ({stats['failed']} cold probe(s) failed without one)" if failed else "")
-        )
+        lines.append("  no cold wake with a wake time" + (f" ({failed})" if failed else ""))
     if current["config_problem"]:
         lines.append(f"  no current settings: {current['config_problem']}")
     if current["ready_timeout_seconds"] is not None:
@@ -292,11 +272,10 @@ def describe(report: StackReport) -> list[str]:
         f"{_share(rec['covered'], samples)} cold wakes"
     )
     if rec["provisional"]:
+        p = PERCENTILE_FOR_TIMEOUT
         lines.append(
-            f"    only {samples} cold wake(s): a p{PERCENTILE_FOR_TIMEOUT} needs "
-            f"{min_sample_for(PERCENTILE_FOR_TIMEOUT)}; "
-            f"the largest of {samples} lies above the true p{PERCENTILE_FOR_TIMEOUT} with probability "
-            f"{rec['max_above_p99_probability']:.0%}"
+            f"    only {samples} cold wake(s): a p{p} needs {min_sample_for(p)}; the largest of {samples} lies above "
+            f"the true p{p} with probability {rec['max_above_p99_probability']:.0%}"
         )
     for name, key, unit in DERIVED if "helm_timeout_seconds" in rec and "helm_timeout_seconds" in current else ():
         change = "unchanged" if current[key] == rec[key] else f"-> {rec[key]}{unit}"
@@ -308,42 +287,27 @@ PANEL_HEIGHT_INCHES = 4.5
 
 
 def figure(reports: Sequence[StackReport]) -> Figure:
-    """The cold-wake histogram of each stack, one panel each, the cut-off wakes hatched from their bound, with the p99,
-    the current and the recommended timeouts marked. A bare ``Figure`` on the Agg canvas: no pyplot state, no
-    display; ``savefig`` writes it."""
-    # Lazy for start-up time: matplotlib takes longer to import than the rest of the probe, and only --png needs it.
+    """Each stack's cold-wake histogram, cut-off wakes hatched from their bound, the p99, current and recommended
+    timeouts marked; a bare ``Figure`` on the Agg canvas (no pyplot state)."""
+    # lazy: matplotlib takes longer to import than the rest of the probe, and only --png needs it
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(8, PANEL_HEIGHT_INCHES * max(1, len(reports))), layout="constrained")
+    fig = Figure(figsize=(8, PANEL_HEIGHT_INCHES * len(reports)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(max(1, len(reports)), 1, squeeze=False)[:, 0]
-    if not reports:
-        axes[0].set_title("no probes")
-    for ax, report in zip(axes, reports, strict=False):
+    for ax, report in zip(fig.subplots(len(reports), 1, squeeze=False)[:, 0], reports, strict=True):
         r, samples = report.record, report.record["wake_seconds"]["samples"]
         current, rec = r["current"]["ready_timeout_seconds"], r["recommended"]
         measured = [t.seconds for t in report.times if not t.cut_off]
         cut = [t.seconds for t in report.times if t.cut_off]
         right = max([*measured, *cut, current or 0, rec["ready_timeout_seconds"] if rec else 0, 1.0]) * 1.08
         width = right / 30
-        if measured:
-            ax.hist(
-                measured, bins=30, range=(0, right), color="#4c72b0", label=f"measured cold wakes ({len(measured)})"
-            )
-        if cut:
-            # A cut-off wake is only known to be longer than its bound: its bar starts there, not at a bin's edge.
+        ax.hist(measured, bins=30, range=(0, right), color="#4c72b0", label=f"measured cold wakes ({len(measured)})")
+        if cut:  # only known to be longer than its bound: the bar starts there, not at a bin's edge
             piles = [list(pile) for _, pile in groupby(cut, key=lambda bound: int(bound // width))]
-            ax.bar(
-                [p[0] for p in piles],
-                [len(p) for p in piles],
-                width=width,
-                align="edge",
-                color="#dd8452",
-                hatch="//",
-                label=f"cut off: took longer than this ({len(cut)})",
-            )
+            heights, label = [len(p) for p in piles], f"cut off: took longer than this ({len(cut)})"
+            ax.bar([p[0] for p in piles], heights, width, align="edge", color="#dd8452", hatch="//", label=label)
         if (p99 := percentile(report.times, PERCENTILE_FOR_TIMEOUT)) is not None:
             ax.axvline(p99.seconds, color="black", linestyle=":", label=f"p99 {p99.show()}")
         if current is not None:
@@ -351,16 +315,14 @@ def figure(reports: Sequence[StackReport]) -> Figure:
             ax.axvline(current, color="#c44e52", linestyle="--", linewidth=2, label=label)
         if rec is not None:
             label = f"recommended {_recommended_label(rec)}: {rec['basis']} {rec['basis_seconds']:.1f} s + {MARGIN:.0%}"
-            label += ", to the minute"
-            ax.axvline(rec["ready_timeout_seconds"], color="#55a868", linewidth=2, label=label)
+            ax.axvline(rec["ready_timeout_seconds"], color="#55a868", linewidth=2, label=label + ", to the minute")
         ax.set_xlim(0, right + width)  # room for a cut-off bar that starts at the largest bound
-        ax.set_xlabel("wake time: RepositoryIndex sent to answered (s)")
-        ax.set_ylabel("cold wakes")
+        ax.set(xlabel="wake time: RepositoryIndex sent to answered (s)", ylabel="cold wakes")
         first, last = _span(r)
         title = f"stack {r['stack']}: {samples} cold wakes, {first:%Y-%m-%d} to {last:%Y-%m-%d}"
         ax.set_title(title + ("" if rec else "; no recommendation"))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        # Below the axes: the marks run the full height, so no corner inside is free of them.
+        # below the axes: the marks run the full height, so no corner inside is free of them
         ax.legend(loc="upper left", bbox_to_anchor=(0, -0.2), fontsize="small", frameon=False)
     return fig
 
@@ -377,10 +339,8 @@ def run_report(
     except OSError as error:
         print(f"probe report: cannot read {str(args.file)!r}: {error.strerror}", file=stderr)
         return EXIT_USAGE
-    for damaged in history.damaged[:DAMAGED_SHOWN]:
+    for damaged in history.damaged:
         print(damaged.describe(args.file), file=stderr)
-    if len(history.damaged) > DAMAGED_SHOWN:
-        print(f"{args.file}: {len(history.damaged) - DAMAGED_SHOWN} more line(s) skipped", file=stderr)
     chosen = select(history.wakes, args.stack, args.since)
     if not chosen:
         which = (f" of stack {args.stack}" if args.stack else "") + (
