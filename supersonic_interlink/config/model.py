@@ -483,10 +483,6 @@ class Settings(Section):
         """The chart generation of ``release.chart``, set by ``load_settings``."""
         return self._generation
 
-    @property
-    def secret_keys(self) -> frozenset[str]:
-        return self._secret_keys
-
     def is_secret(self, *keys: str) -> bool:
         return any(key in self._secret_keys for key in keys)
 

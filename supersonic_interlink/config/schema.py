@@ -34,8 +34,6 @@ def type_word(field: dict[str, Any]) -> str:
     inner = _inner(field)
     if "properties" in inner:
         return "object"
-    if "anyOf" in inner:
-        return "string or integer"
     bounds = f" {inner['minimum']}..{inner['maximum']}" if "minimum" in inner and "maximum" in inner else ""
     return _TYPES[inner["type"]] + (bounds if inner["type"] == "integer" else "")
 

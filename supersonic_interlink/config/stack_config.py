@@ -3,7 +3,6 @@ each ``secure:`` value replaced by ``SECRET_PLACEHOLDER`` and ``secret_paths`` s
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import hashlib
 import re
@@ -64,8 +63,7 @@ def _secure_values(stack_values: Mapping[str, Any]) -> Iterator[tuple[str, str]]
                 yield from walk(sub, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
 
     for key, value in stack_values.items():
-        with contextlib.suppress(ConfigError):
-            yield from walk(value, full_key(key))
+        yield from walk(value, full_key(key))
 
 
 def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
@@ -82,13 +80,7 @@ def full_key(key: str) -> str:
     parts = key.split(":")
     if len(parts) == 1:
         return f"{PROJECT}:{key}"
-    if len(parts) == 3 and parts[1] == "config":
-        return f"{parts[0]}:{parts[2]}"
-    if len(parts) == 2 and all(parts):
-        return key
-    raise ConfigError(
-        [f"{key}: could not parse as a configuration key (configuration keys should be of the form <namespace>:<name>)"]
-    )
+    return f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else key
 
 
 def secret_key_of(path: str) -> str:
@@ -114,11 +106,7 @@ def merged_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] |
     problems: list[str] = []
     seen: dict[str, str] = {}
     for key, value in stack_values.items():
-        try:
-            full = full_key(key)
-        except ConfigError as error:
-            problems.extend(error.problems)
-            continue
+        full = full_key(key)
         if full in seen:
             # The CLI keeps one of the two at random (a Go map).
             problems.append(f"{full}: set twice, as {seen[full]!r} and {key!r}; keep one")
@@ -140,8 +128,6 @@ def read_stack_document(path: Path) -> dict[str, Any]:
     """The ``config:`` map of a stack file, after the checks of the file's shape."""
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     document = read_yaml_file(path)
-    if document is None:
-        return {}
     if not isinstance(document, dict):
         raise ConfigError([f"{shown}: expected a mapping with a 'config:' key at the top level, not {_kind(document)}"])
     problems = []
@@ -160,9 +146,8 @@ def read_stack_document(path: Path) -> dict[str, Any]:
 
 
 def _kind(value: Any) -> str:
-    return {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}.get(
-        type(value), type(value).__name__
-    )
+    kinds = {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number", type(None): "nothing"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 @dataclass(frozen=True)
