@@ -94,25 +94,6 @@ def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> Non
     )
 
 
-def test_a_hold_shorter_than_the_wake_is_refused_as_the_chart_would() -> None:
-    found = problems(scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 300})
-    assert len(found) == 1
-    assert found[0].startswith(f"{P}:scaleFromZero.holdMinReplicasSeconds = 300: expected a value >= ")
-    assert "(900)" in found[0]
-
-
-def test_min_replicas_above_max_is_refused() -> None:
-    found = problems(keda={"minReplicaCount": 11, "maxReplicaCount": 10})
-    assert found == [f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)"]
-
-
-def test_zero_replicas_without_scale_from_zero_is_refused() -> None:
-    found = problems(scaleFromZero={"enabled": False}, keda={"minReplicaCount": 0})
-    assert any(
-        p.startswith(f"{P}:keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled") for p in found
-    ), found
-
-
 def test_names_must_be_kubernetes_names() -> None:
     found = problems(namespace="CMS_prod", release={"name": "Supersonic"})
     assert any(p.startswith(f'{P}:namespace = "CMS_prod": expected a Kubernetes name') for p in found), found

@@ -164,15 +164,17 @@ def Limits(low: int, high: int, why: str) -> Group:
     return Group((annotated_types.Ge(low), annotated_types.Le(high), Expect(text), Why(why)))
 
 
+def checked(check: Callable[[Any], bool], text: str) -> Group:
+    return Group((rule(check, text), Expect(text)))
+
+
 def Matches(pattern: str, text: str, max_length: int | None = None) -> Group:
     compiled = re.compile(pattern, re.ASCII)
-    fits = lambda v: compiled.fullmatch(v) is not None and (max_length is None or len(v) <= max_length)  # noqa: E731
-    return Group((rule(fits, text), Expect(text)))
+    return checked(lambda v: compiled.fullmatch(v) is not None and (max_length is None or len(v) <= max_length), text)
 
 
 def OneOf(*choices: str) -> Group:
-    text = "one of " + ", ".join(choices)
-    return Group((rule(lambda value: value in choices, text), Expect(text)))
+    return checked(lambda value: value in choices, "one of " + ", ".join(choices))
 
 
 JSONObject = Annotated[Mapping[str, Any], Frozen, Expect("an object")]
@@ -227,9 +229,6 @@ Host = Annotated[
         max_length=253,
     ),
 ]
-ABSOLUTE_PATH_TEXT = (
-    "an absolute, normalized path (starting with '/', no spaces, no '.', '..' or empty parts, no trailing '/')"
-)
 
 
 def normalized_absolute_path(value: str) -> bool:
@@ -242,7 +241,13 @@ def normalized_absolute_path(value: str) -> bool:
     )
 
 
-AbsolutePath = Annotated[str, rule(normalized_absolute_path, ABSOLUTE_PATH_TEXT), Expect(ABSOLUTE_PATH_TEXT)]
+AbsolutePath = Annotated[
+    str,
+    checked(
+        normalized_absolute_path,
+        "an absolute, normalized path (starting with '/', no spaces, no '.', '..' or empty parts, no trailing '/')",
+    ),
+]
 Port = Annotated[int, Field(ge=1, le=65535), Expect("a port from 1 to 65535")]
 
 # The OCI reference grammar (distribution/reference): [domain[:port]/]path[:tag][@sha256:<64 hex>].
@@ -304,20 +309,15 @@ def valid_cron(value: str) -> bool:
     return True
 
 
-Cron = Annotated[str, rule(valid_cron, CRON_TEXT), Expect(CRON_TEXT)]
+Cron = Annotated[str, checked(valid_cron, CRON_TEXT)]
 
 _QUANTITY = re.compile(r"\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?", re.ASCII)
-QUANTITY_TEXT = "a Kubernetes quantity such as 2, '500m' or '8Gi' (a whole number or quantity text, not negative)"
 Quantity = Annotated[
     int | str,
-    rule(
-        lambda v: (
-            (isinstance(v, int) and 0 <= v <= PULUMI_NUMBER_MAX)
-            or (isinstance(v, str) and bool(_QUANTITY.fullmatch(v)))
-        ),
-        QUANTITY_TEXT,
+    checked(
+        lambda v: 0 <= v <= PULUMI_NUMBER_MAX if isinstance(v, int) else _QUANTITY.fullmatch(v) is not None,
+        "a Kubernetes quantity such as 2, '500m' or '8Gi' (a whole number or quantity text, not negative)",
     ),
-    Expect(QUANTITY_TEXT),
 ]
 
 NO_EMPTY_ARGUMENT_TEXT = "a list of non-empty strings (an empty one reaches the container as an empty argument)"
@@ -327,13 +327,6 @@ NoEmptyArgument = rule(all, NO_EMPTY_ARGUMENT_TEXT)
 
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-QUALIFIED_NAME_TEXT = (
-    "a Kubernetes qualified name: an optional DNS-subdomain prefix (at most 253) and '/', then at most 63 letters, "
-    "digits, '-', '_' or '.', starting and ending alphanumeric"
-)
-LABEL_VALUE_TEXT = (
-    "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
-)
 
 
 def qualified_name(value: str) -> bool:
@@ -349,8 +342,23 @@ def label_value(value: str) -> bool:
     return value == "" or (len(value) <= 63 and re.fullmatch(_LABEL_NAME, value, re.ASCII) is not None)
 
 
-QualifiedName = Annotated[str, rule(qualified_name, QUALIFIED_NAME_TEXT), Expect(QUALIFIED_NAME_TEXT)]
-LabelValue = Annotated[str, rule(label_value, LABEL_VALUE_TEXT), Expect("a string (quote numbers and booleans)")]
+QualifiedName = Annotated[
+    str,
+    checked(
+        qualified_name,
+        "a Kubernetes qualified name: an optional DNS-subdomain prefix (at most 253) and '/', then at most 63 "
+        "letters, digits, '-', '_' or '.', starting and ending alphanumeric",
+    ),
+]
+LabelValue = Annotated[
+    str,
+    rule(
+        label_value,
+        "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.', starting and "
+        "ending alphanumeric",
+    ),
+    Expect("a string (quote numbers and booleans)"),
+]
 LabelMap = Annotated[
     Mapping[QualifiedName, LabelValue],
     Frozen,
@@ -416,9 +424,7 @@ def container_resource_name(value: str) -> bool:
     return qualified_name(value) and (not native or value.rpartition("/")[2] in STANDARD_CONTAINER_RESOURCES)
 
 
-ContainerResource = Annotated[
-    str, rule(container_resource_name, CONTAINER_RESOURCE_TEXT), Expect(CONTAINER_RESOURCE_TEXT)
-]
+ContainerResource = Annotated[str, checked(container_resource_name, CONTAINER_RESOURCE_TEXT)]
 
 
 def overcommit_allowed(resource: str) -> bool:
