@@ -89,15 +89,9 @@ def drift(project_file: Path = PROJECT_FILE) -> list[str]:
     declared, wanted = _declared(project_file), declarations()
     found = [f"config.{key}: declared in Pulumi.yaml, not a setting" for key in sorted(set(declared) - set(wanted))]
     for key, want in wanted.items():
-        have = declared.get(key)
-        if not isinstance(have, dict):
-            found.append(f"config.{key}: missing from Pulumi.yaml")
-            continue
-        found += [
-            f"config.{key}.{part}: differs from the settings models" for part in want if have.get(part) != want[part]
-        ]
-        if "default" in have and "default" not in want:
-            found.append(f"config.{key}.default: differs from the settings models")
+        have = declared.get(key) if isinstance(declared.get(key), dict) else {}
+        differs = [part for part in dict.fromkeys([*want, "default"]) if have.get(part) != want.get(part)]
+        found += [f"config.{key}.{part}: differs from the settings models" for part in differs]
     return found
 
 
