@@ -57,10 +57,5 @@ def _read(values_file: Path, key: str, root: Path) -> Generation:
         documents = load_outside_yaml(values_file.read_bytes())
         return generation_of_values(documents[0] if documents else None)
     except (OSError, UnknownGeneration, ValueError) as error:
-        raise ConfigError(
-            [f"{key}: the chart at {_shown(values_file.parent, root)} is of no supported generation: {error}"]
-        ) from None
-
-
-def _shown(path: Path, root: Path) -> str:
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        chart = values_file.parent.relative_to(root) if values_file.parent.is_relative_to(root) else values_file.parent
+        raise ConfigError([f"{key}: the chart at {chart} is of no supported generation: {error}"]) from None

@@ -89,7 +89,7 @@ def drift(project_file: Path = PROJECT_FILE) -> list[str]:
     declared, wanted = _declared(project_file), declarations()
     found = [f"config.{key}: declared in Pulumi.yaml, not a setting" for key in sorted(set(declared) - set(wanted))]
     for key, want in wanted.items():
-        have = declared.get(key) if isinstance(declared.get(key), dict) else {}
+        have: dict[str, Any] = declared[key] if isinstance(declared.get(key), dict) else {}
         differs = [part for part in dict.fromkeys([*want, "default"]) if have.get(part) != want.get(part)]
         found += [f"config.{key}.{part}: differs from the settings models" for part in differs]
     return found
