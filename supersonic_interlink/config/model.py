@@ -54,6 +54,10 @@ from supersonic_interlink.config.rules import (
 from supersonic_interlink.contract import CHART, NEWEST, Generation
 
 MARGIN = CHART.ready_timeout_margin_seconds
+READY_WHY = (
+    f"the Helm timeout, this + {HELM_UPGRADE_MARGIN_SECONDS} s, is a Go duration, and the RepositoryIndex "
+    f"idle_timeout, this + {MARGIN} s, an Envoy duration"
+)
 
 
 def thaw(value: Any) -> Any:
@@ -337,19 +341,8 @@ class ScaleFromZeroSettings(Section):
 
     enabled: bool = True
     """turn it on; requires keda.enabled"""
-    readyTimeoutSeconds: Annotated[
-        int,
-        Limits(
-            1,
-            READY_TIMEOUT_MAX_SECONDS,
-            f"the Helm timeout, this + {HELM_UPGRADE_MARGIN_SECONDS} s, is a Go duration, and the RepositoryIndex "
-            f"idle_timeout, this + {MARGIN} s, an Envoy duration",
-        ),
-        Field(
-            description="how long a RepositoryIndex is held waiting for a healthy Triton; the RepositoryIndex "
-            f"route's idle_timeout follows at this + {MARGIN} s, derived, never set separately"
-        ),
-    ] = 300
+    readyTimeoutSeconds: Annotated[int, Limits(1, READY_TIMEOUT_MAX_SECONDS, READY_WHY)] = 300
+    """how long a RepositoryIndex is held waiting for a healthy Triton; its idle_timeout is this + the chart's margin"""
     holdMinReplicasSeconds: PulumiExact = 300
     """how long a woken Triton is kept; at least readyTimeoutSeconds"""
     admissionImage: Image | None = None
