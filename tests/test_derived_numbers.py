@@ -65,8 +65,10 @@ def test_the_rendered_envoy_route_carries_the_derived_idle_timeout(apart) -> Non
 def test_hold_equal_to_ready_is_the_shortest_hold_allowed() -> None:
     loads(scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY})
     assert problems(scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY - 1}) == [
-        f"{P}:scaleFromZero.holdMinReplicasSeconds = {READY - 1}: expected a value >= "
-        f"scaleFromZero.readyTimeoutSeconds ({READY}); the chart refuses a shorter hold"
+        (
+            f"{P}:scaleFromZero.holdMinReplicasSeconds = {READY - 1}: expected a value >= "
+            f"scaleFromZero.readyTimeoutSeconds ({READY}); the chart refuses a shorter hold"
+        )
     ]
 
 

@@ -185,8 +185,10 @@ def test_helm_values_under_the_other_generations_block_are_refused_naming_the_ri
     with pytest.raises(ConfigError) as refused:
         settings_from_config(stack_config("hammer", helmValues={"triton": {"affinity": {"x": "y"}}}))
     assert refused.value.problems == [
-        "supersonic-interlink:helmValues.triton: the triton generation's block; expected inferenceServer "
-        "(inferenceServer generation)"
+        (
+            "supersonic-interlink:helmValues.triton: the triton generation's block; expected inferenceServer "
+            "(inferenceServer generation)"
+        )
     ], "the newest chart fails the whole install on a triton: block; say so before anything deploys"
 
 

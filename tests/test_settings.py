@@ -224,8 +224,10 @@ def test_several_problems_are_reported_together() -> None:
 def test_helm_values_may_not_override_a_computed_value() -> None:
     found = problems(helmValues={"scaleFromZero": {"readyTimeoutSeconds": 60}, "envoy": {"replicas": 2}})
     assert found == [
-        f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
-        "change the typed key instead"
+        (
+            f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
+            "change the typed key instead"
+        )
     ]
 
 

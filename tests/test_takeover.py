@@ -114,8 +114,10 @@ def test_adopting_with_an_unpinned_git_chart_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
         settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": chart}))
     assert caught.value.problems == [
-        "supersonic-interlink:release.adopt = true: expected a pinned chart (release.chart.commit) to adopt with "
-        "(docs/takeover.md)"
+        (
+            "supersonic-interlink:release.adopt = true: expected a pinned chart (release.chart.commit) to adopt with "
+            "(docs/takeover.md)"
+        )
     ]
     pinned = {**chart, "commit": "0123456789abcdef0123456789abcdef01234567"}
     assert settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": pinned})).release.adopt
