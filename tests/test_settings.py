@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from supersonic_interlink.config import ConfigError, Settings, load_settings, project_defaults
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
-from supersonic_interlink.config.stack_config import cli_config, stack_names
+from supersonic_interlink.config.stack_config import cli_config, read_stack_document, stack_names
 
 ROOT = Path(__file__).resolve().parent.parent
 P = "supersonic-interlink"
@@ -357,3 +357,10 @@ def test_pod_annotations_past_the_api_servers_256_kib_are_refused_and_up_to_it_a
     assert any(
         line.startswith(f"{P}:triton.podAnnotations = ") and "at most 262144 bytes in all" in line for line in found
     ), found
+
+
+def test_a_stack_file_importing_an_esc_environment_is_refused_offline(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text("environment: [cms-secrets]\nconfig: {}\n")
+    with pytest.raises(ConfigError, match=r"x\.yaml: 'environment' imports Pulumi ESC environments"):
+        read_stack_document(stack)
