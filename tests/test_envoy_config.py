@@ -10,14 +10,14 @@ import yaml
 from conftest import stack_settings
 from loopback import OLDER_GENERATION_CHART, loopback_settings
 
-from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config import ChartSource, ConfigError, generation
 from supersonic_interlink.config.envoy import (
     build_envoy_config,
     duration,
     render_envoy_yaml,
 )
 from supersonic_interlink.config.stack_config import stack_names
-from supersonic_interlink.contract import CHART, NEWEST
+from supersonic_interlink.contract import CHART, NEWEST, TRITON
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +155,22 @@ def test_a_stack_on_a_triton_generation_chart_names_the_clusters_as_that_chart_d
     (service,) = [c for c in config["static_resources"]["clusters"] if c["name"] == "triton_grpc_service"]
     endpoint = service["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
     assert endpoint["address"]["socket_address"]["address"] == "supersonic-interlink-triton.cms.svc.cluster.local."
+
+
+def test_a_repo_chart_is_of_the_triton_generation_only_at_a_published_version() -> None:
+    repo = {"repo": "https://fastmachinelearning.org/SuperSONIC", "name": "supersonic"}
+    assert generation.select(ChartSource(**repo, version="0.3.1")) == TRITON
+    with pytest.raises(
+        ConfigError, match=r"chart\.version = '0\.4\.0': expected a published SuperSONIC version \(0\.1\.0,"
+    ):
+        generation.select(ChartSource(**repo, version="0.4.0"))
+
+
+def test_a_chart_on_disk_of_no_known_generation_is_refused_naming_it(tmp_path) -> None:
+    (tmp_path / "chart").mkdir()
+    (tmp_path / "chart" / "values.yaml").write_text("replicas: 1\n")
+    with pytest.raises(ConfigError, match=r"release\.chart: the chart at chart is of no supported generation"):
+        generation.select(ChartSource(path="chart"), root=tmp_path)
 
 
 def test_the_route_configuration_has_the_charts_name(hammer):

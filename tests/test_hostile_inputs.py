@@ -79,7 +79,7 @@ def test_a_name_the_pulumi_cli_would_refuse_is_one_line_in_every_tool(
     if stack == FORGING:
         assert err.count("\n") == 1 and "holds control characters; none is allowed" in err, err
     else:
-        assert "not a stack name; the Pulumi CLI takes 1 to 100 letters, digits, '-', '_' or '.'" in err, err
+        assert "not a stack name; expected 1 to 100 letters, digits, '-', '_' or '.'" in err, err
 
 
 def test_the_stack_name_rule_is_the_pulumi_clis_at_its_boundary() -> None:

@@ -186,8 +186,8 @@ def test_helm_values_under_the_other_generations_block_are_refused_naming_the_ri
         settings_from_config(stack_config("hammer", helmValues={"triton": {"affinity": {"x": "y"}}}))
     assert refused.value.problems == [
         (
-            "supersonic-interlink:helmValues.triton: the triton generation's block, but the chart is of the "
-            "inferenceServer generation, which names it inferenceServer (and may refuse the old name); move it there"
+            "supersonic-interlink:helmValues.triton: the triton generation's block; expected inferenceServer "
+            "(inferenceServer generation)"
         )
     ], "the newest chart fails the whole install on a triton: block; say so before anything deploys"
 

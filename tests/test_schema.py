@@ -25,7 +25,11 @@ def test_regenerating_restores_the_file_and_keeps_defaults_and_comments(tmp_path
     copy = tmp_path / "Pulumi.yaml"
     shutil.copy(ROOT / "Pulumi.yaml", copy)
     assert schema.write(copy) is False, "the committed file is what the generator writes"
-    copy.write_text(copy.read_text().replace("type: string", "type: integer", 1))
+    copy.write_text(copy.read_text().replace("type: string", "type: integer", 1) + "  stale:\n    type: string\n")
+    assert schema.drift(copy) == [
+        "config.stale: declared in Pulumi.yaml, not a setting",
+        "config.namespace.type: differs from the settings models",
+    ]
     assert schema.write(copy) is True and copy.read_text() == (ROOT / "Pulumi.yaml").read_text()
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from supersonic_interlink.config import ConfigError, Settings, load_settings, project_defaults
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
-from supersonic_interlink.config.stack_config import cli_config, stack_names
+from supersonic_interlink.config.stack_config import cli_config, read_stack_document, stack_names
 
 ROOT = Path(__file__).resolve().parent.parent
 P = "supersonic-interlink"
@@ -92,25 +92,6 @@ def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> Non
         "9223371736 = 9223372036 (the longest Go duration in seconds) - 300, below 9223372035 (the longest duration "
         "envoy --mode validate 1.39.1 accepts) - 120"
     )
-
-
-def test_a_hold_shorter_than_the_wake_is_refused_as_the_chart_would() -> None:
-    found = problems(scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 300})
-    assert len(found) == 1
-    assert found[0].startswith(f"{P}:scaleFromZero.holdMinReplicasSeconds = 300: expected a value >= ")
-    assert "(900)" in found[0]
-
-
-def test_min_replicas_above_max_is_refused() -> None:
-    found = problems(keda={"minReplicaCount": 11, "maxReplicaCount": 10})
-    assert found == [f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)"]
-
-
-def test_zero_replicas_without_scale_from_zero_is_refused() -> None:
-    found = problems(scaleFromZero={"enabled": False}, keda={"minReplicaCount": 0})
-    assert any(
-        p.startswith(f"{P}:keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled") for p in found
-    ), found
 
 
 def test_names_must_be_kubernetes_names() -> None:
@@ -245,7 +226,7 @@ def test_helm_values_may_not_override_a_computed_value() -> None:
     assert found == [
         (
             f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
-            f"change the typed key instead (see Pulumi.yaml) or remove it from helmValues"
+            "change the typed key instead"
         )
     ]
 
@@ -376,3 +357,10 @@ def test_pod_annotations_past_the_api_servers_256_kib_are_refused_and_up_to_it_a
     assert any(
         line.startswith(f"{P}:triton.podAnnotations = ") and "at most 262144 bytes in all" in line for line in found
     ), found
+
+
+def test_a_stack_file_importing_an_esc_environment_is_refused_offline(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text("environment: [cms-secrets]\nconfig: {}\n")
+    with pytest.raises(ConfigError, match=r"x\.yaml: 'environment' imports Pulumi ESC environments"):
+        read_stack_document(stack)

@@ -102,8 +102,8 @@ def test_adopting_with_an_unpinned_git_chart_is_a_config_error() -> None:
         settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": chart}))
     assert caught.value.problems == [
         (
-            "supersonic-interlink:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is "
-            "unset); pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
+            "supersonic-interlink:release.adopt = true: expected a pinned chart (release.chart.commit) to adopt with "
+            "(docs/takeover.md)"
         )
     ]
     pinned = {**chart, "commit": "0123456789abcdef0123456789abcdef01234567"}

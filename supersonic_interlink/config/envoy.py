@@ -1,15 +1,5 @@
-"""The Envoy configuration, a pure function of the stack settings.
-
-It is the configuration the SuperSONIC chart generates with scale from zero (admin, the ``listener_grpc``
-listener, the Lua wake filter, the RepositoryIndex and inference routes, the Triton, admission and admin clusters),
-plus what a Triton behind a Slurm-side wstunnel needs and the chart cannot express: a request buffer, outlier
-ejection, an aggressive retry policy on the inference route and circuit breakers sized for that policy.
-
-``build_envoy_config`` returns plain data in the order a reader wants it; ``render_envoy_yaml`` turns it into the
-text the ConfigMap stores. The text is deterministic (same settings, same bytes, so the content hash in the
-ConfigMap name only moves when the configuration does) and contains no ``$``: the chart's entrypoint runs
-``envsubst`` over it before Envoy starts.
-"""
+"""The Envoy configuration, a pure function of the settings: the chart's own with scale from zero, plus what a Triton
+behind a Slurm-side wstunnel needs (``declared_additions``); deterministic and without ``$`` (the chart envsubsts)."""
 
 from __future__ import annotations
 
@@ -20,27 +10,22 @@ import yaml
 from supersonic_interlink.config.model import Settings
 from supersonic_interlink.contract import CHART
 
-REPOSITORY_INDEX_RETRY_ON = "5xx,connect-failure,refused-stream,unavailable"
-"""The chart's retry conditions on the RepositoryIndex route."""
+REPOSITORY_INDEX_RETRY_ON = "5xx,connect-failure,refused-stream,unavailable"  # the chart's
 INFERENCE_RETRY_ON = (
     "5xx,gateway-error,reset,reset-before-request,connect-failure,refused-stream,retriable-status-codes,"
     "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable"
 )
-"""The change request's retry conditions on the inference route: every transport failure a wstunnel to a Slurm
-node can produce, and the gRPC statuses a restarting or overloaded Triton answers with."""
-INFERENCE_RETRIABLE_STATUS_CODES = (404, 502, 503, 504)
-"""HTTP statuses retried under ``retriable-status-codes``; 404 is what a wstunnel whose far end is gone answers."""
+"""Every transport failure a wstunnel to a Slurm node produces, and a restarting or overloaded Triton's statuses."""
+INFERENCE_RETRIABLE_STATUS_CODES = (404, 502, 503, 504)  # 404: a wstunnel whose far end is gone
 BUFFER_FILTER = "envoy.filters.http.buffer"
 
 
 def declared_additions(inference_cluster: str) -> dict[tuple[str, ...], str]:
-    """What this configuration adds to the one the chart generates, by place (``conformance`` compares the two with
-    these taken out), each with why. Everything else must be what the chart generates."""
+    """What this adds to the chart's configuration, by place, each with why; the rest must be the chart's."""
     return {
         ("http_filters", BUFFER_FILTER): "the 32 MiB request buffer",
         ("clusters", inference_cluster, "outlier_detection"): "outlier ejection",
         ("routes", "prefix /", "route", "retry_policy"): "the aggressive retry policy on the inference route",
-        # Envoy's default of 3 concurrent retries per cluster would refuse that policy's retries in any outage.
         ("clusters", inference_cluster, "circuit_breakers"): "the retry policy's concurrency (docs/envoy.md)",
     }
 
@@ -52,7 +37,7 @@ def duration(milliseconds: int) -> str:
 
 
 def repository_index_idle_timeout_seconds(settings: Settings) -> int:
-    """Idle timeout of the held RepositoryIndex: the wake timeout plus the chart's margin, never set separately."""
+    """Idle timeout of the held RepositoryIndex: the wake timeout plus the chart's margin."""
     return settings.scaleFromZero.readyTimeoutSeconds + CHART.ready_timeout_margin_seconds
 
 
@@ -73,7 +58,6 @@ def _back_off(retry: Any) -> dict[str, str]:
 
 
 def _static_cluster(name: str, address: str, port: int) -> dict[str, Any]:
-    """A loopback helper cluster the Lua filter calls with ``httpCall`` (HTTP/1.1, one fixed endpoint)."""
     return {
         "name": name,
         "type": "STATIC",
@@ -88,8 +72,7 @@ def _routes(settings: Settings) -> list[dict[str, Any]]:
     route_timeout = duration(envoy.grpcRouteTimeoutSeconds * 1000)
     return [
         {
-            # The first call of every client session. The Lua filter holds it while Triton wakes, so its idle
-            # timeout must outlast readyTimeoutSeconds; the chart's margin covers /wake, the wait and these retries.
+            # Held by the Lua filter while Triton wakes; the margin covers /wake, the wait and these retries.
             "match": {"path": CHART.repository_index_path},
             "route": {
                 "cluster": cluster,
@@ -112,7 +95,6 @@ def _routes(settings: Settings) -> list[dict[str, Any]]:
                     "retry_on": INFERENCE_RETRY_ON,
                     "num_retries": inf.numRetries,
                     "retriable_status_codes": list(INFERENCE_RETRIABLE_STATUS_CODES),
-                    # A retry goes to another Triton when there is one.
                     "retry_host_predicate": [
                         _typed(
                             "envoy.retry_host_predicates.previous_hosts",
@@ -129,14 +111,13 @@ def _routes(settings: Settings) -> list[dict[str, Any]]:
 
 def _listener(settings: Settings) -> dict[str, Any]:
     http_filters = [
-        # Lua first: it acts on the request headers, so a wake starts before any body has been buffered.
+        # Lua first: a wake starts on the headers, before any body is buffered.
         _typed(
             "envoy.filters.http.lua",
             "extensions.filters.http.lua.v3.Lua",
             default_source_code={"filename": CHART.lua_filter_path},
         ),
-        # The buffer holds the whole request before the router sees it, which is what lets a retry replay the
-        # body; a larger request is refused with 413 before it reaches Triton.
+        # The whole request buffered is what lets a retry replay the body.
         _typed(
             BUFFER_FILTER,
             "extensions.filters.http.buffer.v3.Buffer",
@@ -169,9 +150,7 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
     od, cb = envoy.outlierDetection, envoy.circuitBreakers
     return {
         "name": name,
-        # As the chart generates it: every address the headless Service returns is a host, and no address (no ready
-        # inference server) means no host, which is what the Lua filter's membership_healthy wait watches. Envoy
-        # 1.39 calls Cluster.dns_refresh_rate deprecated (a warning the chart's own configuration has too).
+        # The chart's: no ready pod, no host, which the Lua filter's membership_healthy wait watches.
         "type": "STRICT_DNS",
         "dns_refresh_rate": duration(envoy.dnsRefreshMs),
         "dns_lookup_family": "V4_ONLY",
@@ -183,8 +162,7 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
                 "explicit_http_config": {"http2_protocol_options": {}},
             },
         },
-        # Envoy's defaults allow 3 concurrent retries per cluster, which would fail every other client at once
-        # when a Triton restarts under load; see docs/envoy.md for the measurement behind these thresholds.
+        # Envoy's default of 3 concurrent retries fails every other client when a Triton restarts (docs/envoy.md).
         "circuit_breakers": {
             "thresholds": [
                 {
@@ -201,8 +179,7 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
             "split_external_local_origin_errors": True,
             "consecutive_5xx": od.consecutive5xx,
             "consecutive_gateway_failure": od.consecutiveGatewayFailure,
-            # Envoy enforces this rule 0 % of the time unless told otherwise, which would make the threshold
-            # decoration: a wstunnel answering 502/503/504 for a dead Slurm job is exactly what it should eject.
+            # Envoy's default is 0 %: a wstunnel answering 502/503/504 for a dead Slurm job must be ejected.
             "enforcing_consecutive_gateway_failure": 100,
             "interval": duration(od.intervalSeconds * 1000),
             "base_ejection_time": duration(od.baseEjectionTimeSeconds * 1000),
@@ -217,7 +194,6 @@ def _inference_cluster(settings: Settings) -> dict[str, Any]:
 
 
 def build_envoy_config(settings: Settings) -> dict[str, Any]:
-    """Plain data of the Envoy bootstrap configuration for one stack."""
     admin_log = _typed(
         "envoy.access_loggers.file", "extensions.access_loggers.file.v3.FileAccessLog", path="/tmp/admin_access.log"
     )
@@ -235,12 +211,11 @@ def build_envoy_config(settings: Settings) -> dict[str, Any]:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style, no anchors: every mapping written out where it stands, so the text reads top to bottom."""
+    """Block style, no anchors."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
 def render_envoy_yaml(config: dict[str, Any]) -> str:
-    """Deterministic YAML text of the configuration, in the order it was built."""
     return yaml.dump(config, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)

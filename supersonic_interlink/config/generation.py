@@ -1,11 +1,5 @@
-"""Which chart generation a stack's chart is (``contract.GENERATIONS``), read from the chart itself.
-
-The chart's own ``values.yaml`` declares its inference-server block (``triton:`` or ``inferenceServer:``), so a path
-source and a fetched git commit are read from disk. A chart repository's version is known only for the versions
-SuperSONIC has published, all of the ``triton`` generation. A git chart not on disk (unpinned, or pinned and not
-fetched: only ever in an offline render) is rendered with the generation SuperSONIC main carries
-(``contract.NEWEST``), and ``render`` says so.
-"""
+"""Which chart generation (``contract.GENERATIONS``) a stack's chart is, read from its own ``values.yaml``; a repo
+version by SuperSONIC's published list; a git chart not on disk (only offline) as ``contract.NEWEST``."""
 
 from __future__ import annotations
 
@@ -18,21 +12,16 @@ from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 from supersonic_interlink.config.rules import PROJECT, ConfigError
 from supersonic_interlink.contract import NEWEST, TRITON, Generation, UnknownGeneration, generation_of_values
 
-CHART_CACHE_DIR = ".charts"
-"""Where a git chart is fetched, ``<commit>/<path>`` under the project directory (listed in .gitignore)."""
+CHART_CACHE_DIR = ".charts"  # <commit>/<path> of each fetched git chart
 
 PUBLISHED_TRITON_VERSIONS = frozenset({"0.1.0", "0.1.1", "0.1.2", "0.2.0", "0.2.1", "0.3.0", "0.3.1"})
-"""SuperSONIC's published chart versions (its chart repository's index.yaml, read 2026-11-30): every one names the
-inference server ``triton``."""
-
-
+"""SuperSONIC's chart repository index.yaml, read 2026-11-30: every one names the inference server ``triton``."""
 CHART_OVERRIDE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("chart_override", default=None)
-"""The chart directory an offline render is told to use instead of the stack's own (``render --chart DIR``): the
-generation is read from it."""
+"""``render --chart DIR``: the chart an offline render uses instead of the stack's own."""
 
 
 def chart_directory(chart: ChartSource, root: Path = ROOT) -> Path | None:
-    """Where the chart is expected on disk (a path source, or a pinned git commit's fetched copy), else None."""
+    """Where the chart is expected on disk (a path, or a pinned git commit's fetched copy), else None."""
     if chart.kind == "path":
         return root / str(chart.path)
     if chart.kind == "git" and chart.commit is not None:
@@ -41,14 +30,12 @@ def chart_directory(chart: ChartSource, root: Path = ROOT) -> Path | None:
 
 
 def values_on_disk(chart: ChartSource, root: Path = ROOT) -> Path | None:
-    """The chart's ``values.yaml`` when the chart is on disk, else None."""
     directory = chart_directory(chart, root)
     values_file = None if directory is None else directory / "values.yaml"
     return values_file if values_file is not None and values_file.is_file() else None
 
 
 def select(chart: ChartSource, root: Path = ROOT) -> Generation:
-    """The generation of the stack's chart; ``ConfigError`` naming ``release.chart`` when it cannot be told."""
     key = f"{PROJECT}:release.chart"
     override = CHART_OVERRIDE.get()
     if override is not None and (override / "values.yaml").is_file():
@@ -56,20 +43,11 @@ def select(chart: ChartSource, root: Path = ROOT) -> Generation:
     if chart.kind == "repo":
         if chart.version in PUBLISHED_TRITON_VERSIONS:
             return TRITON
-        raise ConfigError(
-            [
-                (
-                    f"{key}.version = {chart.version!r}: not a SuperSONIC version this program knows the naming of "
-                    f"(published: {', '.join(sorted(PUBLISHED_TRITON_VERSIONS))}); use a {{path}} or "
-                    f"{{git, commit, path}} source, whose values.yaml tells its generation"
-                )
-            ]
-        )
+        published = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
+        raise ConfigError([f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({published})"])
     values_file = values_on_disk(chart, root)
     if values_file is None:
-        # Not on disk: an unpinned git source, or a pinned one not fetched yet, rendered offline. pulumi preview and up
-        # fetch a pinned chart before this runs, and the conformance check reads the chart again, so neither deploys
-        # or checks on this assumption; `render` says it is one.
+        # Only offline: preview and up fetch a pinned chart first, and `render` says it assumed.
         return NEWEST
     return _read(values_file, key, root)
 
@@ -79,10 +57,5 @@ def _read(values_file: Path, key: str, root: Path) -> Generation:
         documents = load_outside_yaml(values_file.read_bytes())
         return generation_of_values(documents[0] if documents else None)
     except (OSError, UnknownGeneration, ValueError) as error:
-        raise ConfigError(
-            [f"{key}: the chart at {_shown(values_file.parent, root)} is of no supported generation: {error}"]
-        ) from None
-
-
-def _shown(path: Path, root: Path) -> str:
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        chart = values_file.parent.relative_to(root) if values_file.parent.is_relative_to(root) else values_file.parent
+        raise ConfigError([f"{key}: the chart at {chart} is of no supported generation: {error}"]) from None

@@ -1,5 +1,5 @@
-"""Stack config in, ``Settings`` out: the stack's values over the models' defaults, every problem reported at once,
-one line each (``<project>:<full.key> = <value>: expected <what is allowed>``), and no secret value printed."""
+"""Stack config in, ``Settings`` out: every problem at once, one line each (``<project>:<full.key> = <value>:
+expected <what is allowed>``), and no secret value printed."""
 
 from __future__ import annotations
 
@@ -24,27 +24,21 @@ from supersonic_interlink.config.model import (
 )
 from supersonic_interlink.config.rules import CHANGES_UP, KNOWN_NAMESPACES, PROJECT, PROVIDER_KEYS, ConfigError, Model
 
-__all__ = ["cli_text", "deep_merge", "key_of", "load_settings", "project_defaults", "show_value", "thaw"]
+__all__ = ["cli_text", "deep_merge", "load_settings", "project_defaults", "thaw"]
 
 SHOWN_MAX = 200
-"""Longest value an error prints whole; a longer one is cut, with its length."""
 SECRET_SHOWN = "[secret]"
-"""What an error prints in place of any part of a secret key's value."""
 _TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "string_type": "a string"}
 _TYPE_WORDS |= dict.fromkeys(("model_type", "model_attributes_type", "dict_type"), "an object")
 _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
 
 
 def show_value(value: Any, secret: bool) -> str:
-    """A value as a config error prints it: the one place that does, so a secret is never printed (not even
-    escaped: the CLI masks a secret by its exact text, and ``json.dumps`` escapes ``"``, ``\\`` and non-ASCII, which
-    also keeps control characters in other values from reaching the terminal)."""
+    """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its exact
+    text, and ``json.dumps`` escapes)."""
     if secret:
         return SECRET_SHOWN
-    try:
-        shown = json.dumps(value, sort_keys=True, default=str)
-    except (ValueError, RecursionError):  # an integer past 4,300 digits, or nesting past the interpreter's
-        shown = f"<{type(value).__name__} too large to print>"
+    shown = json.dumps(value, sort_keys=True, default=str)
     return shown if len(shown) <= SHOWN_MAX else f"{shown[: SHOWN_MAX // 2]}... ({len(shown)} characters)"
 
 
@@ -53,8 +47,8 @@ def key_of(path: str) -> str:
 
 
 def project_defaults() -> dict[str, Any]:
-    """Every top-level key's default as the Pulumi CLI passes it (``Pulumi.yaml``'s ``default:``, generated from the
-    models): a key required per stack has none; an object with a required field, the fields that have one."""
+    """Every top-level key's default as ``Pulumi.yaml`` declares it: an object with a required field, the fields that
+    have one."""
     defaults: dict[str, Any] = {}
     for name, info in Settings.model_fields.items():
         if not info.is_required():
@@ -69,7 +63,7 @@ def project_defaults() -> dict[str, Any]:
 
 
 def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    """``top`` over ``base``: objects on both sides merge key by key, anything else in ``top`` wins."""
+    """``top`` over ``base``, objects merged key by key."""
     merged = thaw(base)
     for key, value in top.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
@@ -80,14 +74,13 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
 
 
 def cli_text(value: Any) -> str:
-    """How the CLI hands a value to the program: strings as they are, everything else as JSON."""
+    """How the CLI hands a value to the program: strings as they are, the rest as JSON."""
     if isinstance(value, str):
         return value
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:
-    """The field names of the model at ``loc`` (for an unknown key's hint)."""
     model: Any = Settings
     for part in loc:
         if isinstance(part, int):
@@ -105,8 +98,7 @@ def _path(loc: tuple[Any, ...]) -> str:
 
 
 def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str]) -> list[str]:
-    """One line per pydantic error, in the project's words; no part of a secret key's value is shown, and nothing
-    more of a top-level value that could not be read (``unread``: its problem is reported already)."""
+    """One line per pydantic error; none for a top-level value in ``unread`` (reported already)."""
     problems: list[str] = []
     for item in error.errors(include_url=False):
         loc = tuple(p for p in item["loc"] if p != "[key]")
@@ -135,13 +127,13 @@ def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str])
 
 
 def _as_the_program_reads(name: str, value: Any, secret: bool) -> tuple[Any, str | None]:
-    """A top-level value as the program reads it. The CLI passes objects as JSON text and everything else as text;
-    a stack file read without the CLI (``render``) gives the values themselves, taken as the CLI would pass them."""
+    """A top-level value as the program reads it: the CLI's JSON text, or a stack file's value taken as the CLI passes
+    it."""
     if Settings.model_fields[name].annotation is str or name == "namespace":
         return (value if isinstance(value, str) else cli_text(value)), None
     parsed = value
     if isinstance(value, str):
-        with contextlib.suppress(ValueError, RecursionError):  # not JSON; Python's 4,300-digit limit on integers
+        with contextlib.suppress(ValueError, RecursionError):
             parsed = json.loads(value)
     if not isinstance(parsed, dict):
         return None, f"{key_of(name)} = {show_value(value, secret)}: expected an object"
@@ -171,8 +163,8 @@ def _namespace_problems(config: Mapping[str, Any]) -> list[str]:
 
 
 def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, str] | None) -> list[str]:
-    """``kubernetes:`` and ``pulumi:`` keys: known to the provider or the engine, and those that change what
-    ``pulumi up`` does only when listed in ``deliberateProviderConfig`` (None: that list did not parse)."""
+    """``kubernetes:`` and ``pulumi:`` keys: known, and listed in ``deliberate`` if they change ``pulumi up`` (None: it
+    did not parse)."""
     problems = []
     for full_key in sorted(k for k in config if k.partition(":")[0] in ("kubernetes", "pulumi")):
         if full_key not in PROVIDER_KEYS:
@@ -195,14 +187,11 @@ def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, s
 
 
 def _across_parsed_sections(given: Mapping[str, Any], error: ValidationError, secrets: frozenset[str]) -> list[str]:
-    """The cross-key rules, when the whole did not validate but the sections they relate did on their own."""
+    """The cross-key rules, when the sections they relate validate on their own."""
     if any(e["loc"][0] in ("scaleFromZero", "keda") for e in error.errors()):
         return []
-    try:
-        sfz = ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero", {})))
-        keda = KedaSettings.model_validate_json(json.dumps(given.get("keda", {})))
-    except ValidationError:
-        return []
+    sfz = ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero", {})))
+    keda = KedaSettings.model_validate_json(json.dumps(given.get("keda", {})))
     broken = across_keys(sfz, keda)
     return _problems(ValidationError.from_exception_data("Settings", broken), secrets, set()) if broken else []
 
@@ -212,25 +201,16 @@ def load_settings(
     secret_keys: frozenset[str] | set[str] = frozenset(),
     prepare_chart: Callable[[ChartSource], None] | None = None,
 ) -> Settings:
-    """Build ``Settings`` from the config map the Pulumi CLI passes (``"supersonic-interlink:key" -> text``).
+    """``Settings`` from the config map the Pulumi CLI passes, or ``ConfigError`` with every problem.
 
-    ``secret_keys`` are the full keys the CLI listed in ``PULUMI_CONFIG_SECRET_KEYS``. Keys of the Kubernetes
-    provider and the engine (``kubernetes:``, ``pulumi:``) are passed over; any other namespace is an error (a typo
-    in the project prefix would otherwise silently fall back to defaults); a top-level key the config lacks gets its
-    default, as the CLI passes it (``project_defaults``). Raises ``ConfigError`` listing every
-    problem. ``prepare_chart`` puts the chart on disk first (``pulumi preview`` and ``up`` fetch a pinned git chart),
-    so that its generation is read from the chart itself (``config.generation.select``).
-    """
+    ``secret_keys``: the full keys the CLI listed as secret; ``prepare_chart`` puts the chart on disk before its
+    generation is read from it."""
     problems = _namespace_problems(config)
     ours = {k.partition(":")[2]: v for k, v in config.items() if k.partition(":")[0] == PROJECT}
     ours = {**project_defaults(), **ours}
     secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
-    # A secret under a key the config does not have is reported as the unknown key it is, nothing more.
     for key in sorted(secrets & set(Settings.model_fields) - set(SECRET_CAPABLE)):
-        problems.append(
-            f"{key_of(key)}: is a secret; expected a plain value (it names objects and the exported endpoint, so it "
-            f"could not stay secret; only {', '.join(SECRET_CAPABLE)} may be secrets)"
-        )
+        problems.append(f"{key_of(key)}: is a secret; expected a plain value (only {', '.join(SECRET_CAPABLE)})")
     given: dict[str, Any] = {}
     unread: set[str] = set()
     for name, value in ours.items():
@@ -248,7 +228,7 @@ def load_settings(
     except ValidationError as error:
         problems.extend(_problems(error, secrets, unread))
         problems.extend(_across_parsed_sections(given, error, secrets))
-        with contextlib.suppress(ValidationError):  # None: the list did not parse, so nothing is held against it
+        with contextlib.suppress(ValidationError):
             deliberate = _DELIBERATE.validate_json(json.dumps(given.get("deliberateProviderConfig", {})))
     problems.extend(_provider_key_problems(config, deliberate))
     if problems or settings is None:

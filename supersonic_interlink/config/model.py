@@ -1,8 +1,5 @@
-"""The shape of every config key and its one default: the pydantic models of the stack settings (strict, unknown keys
-refused, frozen), the rules within a section as its model validators and the rules across keys as ``Settings``'.
-``Pulumi.yaml``'s ``type``, ``description`` (a field's docstring) and ``default`` of each key are generated from them
-(``schema``). A stack's partial object is merged over the default key by key (``Section``), except ``release.chart``,
-which is replaced whole."""
+"""Every config key's shape and one default as pydantic models (a field's docstring is its ``Pulumi.yaml``
+description); the rules within a section as its validators, those across keys as ``Settings``'."""
 
 from __future__ import annotations
 
@@ -57,11 +54,14 @@ from supersonic_interlink.config.rules import (
 from supersonic_interlink.contract import CHART, NEWEST, Generation
 
 MARGIN = CHART.ready_timeout_margin_seconds
+READY_WHY = (
+    f"the Helm timeout, this + {HELM_UPGRADE_MARGIN_SECONDS} s, is a Go duration, and the RepositoryIndex "
+    f"idle_timeout, this + {MARGIN} s, an Envoy duration"
+)
 
 
 def thaw(value: Any) -> Any:
-    """Plain dicts and lists again, for YAML/JSON output and for Pulumi inputs; an optional field left unset is left
-    out."""
+    """Plain dicts and lists again; an optional field left unset is left out."""
     if isinstance(value, Model):
         fields = [n for n in type(value).model_fields if getattr(value, n) is not None or n in value.model_fields_set]
         return {name: thaw(getattr(value, name)) for name in fields}
@@ -72,25 +72,16 @@ def thaw(value: Any) -> Any:
     return value
 
 
-def first_broken(*rules: tuple[Any, str, Any, str]) -> None:
-    """Raise the first of ``(broken, field, value, text)`` that is broken, at its field."""
-    for broken, field, value, text in rules:
-        if broken:
-            raise fail_at(field, value, text)
-
-
 def empty() -> Any:
-    """An empty object or list as a field's default (validated, and so frozen, like a given one)."""
     return Field(default_factory=dict)
 
 
 def made(cls: type[Model], **values: Any) -> Any:
-    """A nested model as a field's default."""
     return Field(default_factory=lambda: cls(**values))
 
 
 class Section(Model):
-    """A model whose object-valued fields merge a stack's partial object over their default."""
+    """A model whose object-valued fields merge a stack's partial object over their default (but ``replaced_whole``)."""
 
     model_config = ConfigDict(use_attribute_docstrings=True)
     replaced_whole: ClassVar[frozenset[str]] = frozenset()
@@ -120,8 +111,6 @@ Int64Exact = Annotated[
 Quantities = Annotated[Mapping[ContainerResource, Quantity], Frozen, Expect("an object of Kubernetes quantities")]
 Strings = Annotated[list[str], NoEmptyArgument, Frozen]
 
-# ---------------------------------------------------------------------------------------- placement and Triton
-
 
 class Toleration(Model):
     """A Kubernetes toleration, with the API server's rules (validation.go ``ValidateTolerations``)."""
@@ -134,26 +123,12 @@ class Toleration(Model):
 
     @model_validator(mode="after")
     def _as_the_api_server_checks(self) -> Toleration:
-        first_broken(
-            (
-                not self.key and self.operator != "Exists",
-                "operator",
-                self.operator,
-                "Exists when key is empty (the API server: an empty key with Exists matches every taint)",
-            ),
-            (
-                self.operator == "Exists" and self.value,
-                "value",
-                self.value,
-                "no value with operator Exists (the API server refuses one)",
-            ),
-            (
-                self.tolerationSeconds is not None and self.effect != "NoExecute",
-                "effect",
-                self.effect,
-                "NoExecute when tolerationSeconds is set (the API server refuses any other effect)",
-            ),
-        )
+        if not self.key and self.operator != "Exists":
+            raise fail_at("operator", self.operator, "Exists when key is empty (the API server's rule)")
+        if self.operator == "Exists" and self.value:
+            raise fail_at("value", self.value, "no value with operator Exists (the API server refuses one)")
+        if self.tolerationSeconds is not None and self.effect != "NoExecute":
+            raise fail_at("effect", self.effect, "NoExecute when tolerationSeconds is set (the API server's rule)")
         return self
 
 
@@ -168,7 +143,6 @@ class ResourceRequirements(Model):
 
     @model_validator(mode="after")
     def _as_the_api_server_checks(self) -> ResourceRequirements:
-        # validation.go ValidateContainerResourceRequirements and ValidateResourceQuantityValue.
         for name, quantity in {**self.limits, **self.requests}.items():
             where = "requests" if name in self.requests else "limits"
             if not overcommit_allowed(name) and quantity_value(quantity).denominator != 1:
@@ -177,17 +151,12 @@ class ResourceRequirements(Model):
             limit = self.limits.get(name)
             native = overcommit_allowed(name)
             if limit is None and not native:
-                raise fail_at(
-                    f"limits.{name}",
-                    None,
-                    "a limit equal to the request (the API server: Limit must be set for non overcommitable resources)",
-                )
+                raise fail_at(f"limits.{name}", None, "a limit equal to the request (not overcommitable)")
             if limit is not None and not native and quantity_value(request) != quantity_value(limit):
-                text = "the limit ({limit}): the API server requires a request equal to the limit of a resource that "
-                raise fail_at(f"requests.{name}", request, text + "cannot be overcommitted", limit=limit)
-            if limit is not None and quantity_value(request) > quantity_value(limit):
-                text = "at most the limit ({limit}) (the API server: must be less than or equal to the limit)"
+                text = "the limit ({limit}), for a resource that cannot be overcommitted"
                 raise fail_at(f"requests.{name}", request, text, limit=limit)
+            if limit is not None and quantity_value(request) > quantity_value(limit):
+                raise fail_at(f"requests.{name}", request, "at most the limit ({limit})", limit=limit)
         return self
 
 
@@ -214,7 +183,7 @@ class TritonSettings(Section):
     args: Annotated[
         Strings,
         Field(min_length=1),
-        Expect("a non-empty list of strings (Triton's arguments; [] would start the image without a model repository)"),
+        Expect("a non-empty list of strings (Triton's arguments)"),
     ]
     """required per stack"""
     resources: ResourceRequirements = made(
@@ -227,15 +196,10 @@ class TritonSettings(Section):
     service: ServiceMetadata = made(ServiceMetadata)
     modelRepository: ModelRepositorySettings = made(ModelRepositorySettings)
     readinessProbe: JSONObject = empty()
-    """the chart's exec probe, in the form the chart renders it: command (list of strings), initialDelaySeconds,
-    periodSeconds, timeoutSeconds, successThreshold, failureThreshold (the chart renders no grpc or httpGet handler);
-    {} keeps the chart's"""
+    """the chart's exec probe: command, initialDelaySeconds, periodSeconds, timeoutSeconds, successThreshold,
+    failureThreshold; {} keeps the chart's"""
     startupProbe: JSONObject = empty()
-    """the chart's httpGet probe: httpGet {path, port}, initialDelaySeconds, periodSeconds, failureThreshold; {} keeps
-    the chart's"""
-
-
-# ---------------------------------------------------------------------------------------- Envoy
+    """the chart's httpGet probe: httpGet {path, port}, initialDelaySeconds, periodSeconds, failureThreshold"""
 
 
 class OutlierDetectionSettings(Model):
@@ -249,14 +213,13 @@ class OutlierDetectionSettings(Model):
 
 
 class BackOff(Model):
-    """A retry policy's back-off, which Envoy refuses with a base interval above the maximum."""
+    """A retry policy's back-off."""
 
     @model_validator(mode="after")
     def _back_off(self) -> BackOff:
         base, most = vars(self)["backOffBaseMs"], vars(self)["backOffMaxMs"]
         if base > most:
-            text = "a value <= backOffMaxMs ({backOffMaxMs}); Envoy refuses a base interval above the maximum"
-            raise fail_at("backOffBaseMs", base, text, backOffMaxMs=most)
+            raise fail_at("backOffBaseMs", base, "a value <= backOffMaxMs ({most})", most=most)
         return self
 
 
@@ -288,8 +251,7 @@ class CircuitBreakerSettings(Model):
 
 
 class EnvoySettings(Section):
-    """The Envoy proxy in front of Triton and the configuration this program computes for it. Envoy's ports are the
-    chart's (8001, 9901, 8080), not settings: the chart takes no value for them."""
+    """The Envoy proxy in front of Triton and the configuration computed for it (its ports are the chart's)."""
 
     image: Image = "envoyproxy/envoy:v1.39.1"
     nodeSelector: LabelMap = empty()
@@ -298,11 +260,10 @@ class EnvoySettings(Section):
     loadBalancerPolicy: Annotated[str, OneOf("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV")] = (
         "ROUND_ROBIN"
     )
-    """of the Triton cluster in the computed Envoy configuration"""
     grpcRouteTimeoutSeconds: Annotated[int, Limits(0, ENVOY_DURATION_MAX_SECONDS, "seconds of an Envoy duration")] = 0
     """route timeout of both routes; 0 = none"""
     bufferMaxRequestBytes: EnvoyCount = 33554432
-    """largest request body buffered (and so replayable); larger gets 413"""
+    """largest request body buffered (so replayable); larger gets 413"""
     connectTimeoutMs: EnvoyMillis = 2000
     dnsRefreshMs: Annotated[
         int, Limits(2, ENVOY_DURATION_MAX_SECONDS * 1000, "Envoy requires a DNS refresh rate above 1 ms")
@@ -312,21 +273,13 @@ class EnvoySettings(Section):
     inferenceRetry: InferenceRetrySettings = made(InferenceRetrySettings)
     repositoryIndexRetry: RepositoryIndexRetrySettings = made(RepositoryIndexRetrySettings)
     circuitBreakers: CircuitBreakerSettings = made(CircuitBreakerSettings)
-    """with Envoy's default maxRetries (3), when a Triton restarts under load every retry beyond the third concurrent
-    one fails at once; maxRetries equal to maxRequests refuses a retry only when a new request would be refused too
+    """maxRetries equal to maxRequests: Envoy's default 3 fails every further retry when a Triton restarts under load
     (docs/envoy.md)"""
 
 
-# ---------------------------------------------------------------------------------------- the release and KEDA
-
-
 class ChartSource(Model):
-    """Where the SuperSONIC chart comes from.
-
-    One of: a chart repository with an exact version (``repo``, ``name``, ``version``); a local chart directory
-    (``path`` alone); or a git repository (``git`` URL, ``commit`` as a full 40-hex id, ``path`` of the chart
-    inside it). A git source without ``commit`` is unpinned: it renders offline but is never deployed.
-    """
+    """Where the SuperSONIC chart comes from: {repo, name, version}, {path}, or {git, commit, path}; a git source
+    without ``commit`` renders offline but is never deployed."""
 
     repo: ChartRepo | None = None
     name: KubernetesName | None = None
@@ -337,12 +290,10 @@ class ChartSource(Model):
 
     @property
     def kind(self) -> str:
-        """``repo``, ``path`` or ``git``: which of the three sources this is."""
         return "git" if self.git is not None else "path" if self.path is not None else "repo"
 
     @property
     def pinned(self) -> bool:
-        """Whether the source names one exact chart (a git source needs its commit)."""
         return self.kind != "git" or self.commit is not None
 
     @model_validator(mode="after")
@@ -351,13 +302,9 @@ class ChartSource(Model):
         allowed = "{repo, name, version} (version exact), {path} (a chart directory) or {git, commit, path}"
         if self.git is not None:
             if any(v is not None for v in by_repo) or not self.path:
-                raise fail(
-                    f"{allowed}; a git source takes git, commit and path (the chart's directory in the repository) "
-                    f"and nothing else"
-                )
+                raise fail(f"{allowed}; a git source takes git, commit and path and nothing else")
             if self.path.startswith("/") or ".." in self.path.split("/"):
-                text = "the chart's directory inside the git repository, relative and without '..' (for example "
-                raise fail_at("path", self.path, text + "helm/supersonic)")
+                raise fail_at("path", self.path, "the chart's directory in the repository, relative, without '..'")
         elif self.commit is not None:
             raise fail(f"{allowed}; commit goes with git")
         elif self.path is not None and any(v is not None for v in by_repo):
@@ -373,24 +320,20 @@ class ReleaseSettings(Section):
     replaced_whole = frozenset({"chart"})
 
     name: ReleaseName
-    """required per stack. Helm release name and the chart's instance name: it names the Triton Deployment/Service
-    (<name>-triton), the Envoy Service clients use (<name>) and the cleanup objects. Changing it (or namespace)
-    replaces the release: refused unless release.removable (docs/engine.md: Removing or renaming a release)"""
+    """required per stack. Helm release and instance name (<name>-triton, the Envoy Service <name>, the cleanup
+    objects); a change replaces the release, refused unless release.removable (docs/engine.md)"""
     chart: ChartSource = made(
         ChartSource, git="https://github.com/fastmachinelearning/SuperSONIC", path="helm/supersonic"
     )
-    """{repo, name, version} with an exact version, {path} to a chart directory, or {git, commit, path}: an https git
-    URL, a full 40-hex commit and the chart's directory in it (without commit it renders offline, but preview and up
-    refuse it; `./supersonic render <stack> --pin-chart [REF]` writes the commit). Replaced whole, not merged"""
+    """{repo, name, version}, {path}, or {git, commit, path} with a full 40-hex commit (without it, preview and up
+    refuse; `./supersonic render <stack> --pin-chart [REF]` writes one). Replaced whole, not merged"""
     maxHistory: PositiveInt32 = 10
     """Helm revisions kept for `helm rollback`"""
     adopt: bool = False
-    """take over a Helm release of this name that already runs in the namespace instead of installing one
-    (docs/takeover.md)"""
+    """take over a running Helm release of this name instead of installing one (docs/takeover.md)"""
     removable: bool = False
-    """false protects the release: pulumi destroy, a rename of release.name or namespace, and removing it from the
-    program are refused, and the pull-request preview fails on them. Set true in a reviewed change to uninstall or
-    rename on purpose (docs/engine.md: Removing or renaming a release)"""
+    """false refuses pulumi destroy, a rename of release.name or namespace and the release's removal; set true in a
+    reviewed change to do so on purpose (docs/engine.md)"""
 
 
 class ScaleFromZeroSettings(Section):
@@ -398,23 +341,12 @@ class ScaleFromZeroSettings(Section):
 
     enabled: bool = True
     """turn it on; requires keda.enabled"""
-    readyTimeoutSeconds: Annotated[
-        int,
-        Limits(
-            1,
-            READY_TIMEOUT_MAX_SECONDS,
-            f"the Helm timeout, this + {HELM_UPGRADE_MARGIN_SECONDS} s, is a Go duration, and the RepositoryIndex "
-            f"idle_timeout, this + {MARGIN} s, an Envoy duration",
-        ),
-        Field(
-            description="how long a RepositoryIndex is held waiting for a healthy Triton; the RepositoryIndex "
-            f"route's idle_timeout follows at this + {MARGIN} s, derived, never set separately"
-        ),
-    ] = 300
+    readyTimeoutSeconds: Annotated[int, Limits(1, READY_TIMEOUT_MAX_SECONDS, READY_WHY)] = 300
+    """how long a RepositoryIndex is held waiting for a healthy Triton; its idle_timeout is this + the chart's margin"""
     holdMinReplicasSeconds: PulumiExact = 300
     """how long a woken Triton is kept; at least readyTimeoutSeconds"""
     admissionImage: Image | None = None
-    """image of the chart's admission sidecar (scaleFromZero.admissionImage); unset: the chart's own default"""
+    """image of the chart's admission sidecar; unset: the chart's default"""
 
 
 class ScalingPolicy(Model):
@@ -435,16 +367,12 @@ class KedaSettings(Section):
     maxReplicaCount: PositiveInt32 = 10
     scaleUp: ScalingPolicy = made(ScalingPolicy, stabilizationWindowSeconds=120, periodSeconds=120, stepsize=1)
     scaleDown: ScalingPolicy = made(ScalingPolicy, stabilizationWindowSeconds=120, periodSeconds=30, stepsize=1)
-    # The live release's: the chart's template once hard-coded Value, and a later values.yaml defaults to
-    # AverageValue, which would divide the load by the replica count.
     metricType: Annotated[str, OneOf("Value", "AverageValue")] = "Value"
-    """how KEDA compares serverLoad with its threshold: Value (the whole release's load) or AverageValue (per replica);
-    always passed, since the chart's default moved from Value to AverageValue"""
+    """Value (the whole release's load) or AverageValue (per replica); always passed: the chart's default moved"""
     pollingInterval: PositiveInt32 | None = None
-    """seconds between KEDA's queries of the load metric; unset: the chart's own default"""
+    """seconds between KEDA's queries; unset: the chart's default"""
     cooldownPeriod: Int32 | None = None
-    """seconds KEDA waits after the last active load before scaling to minReplicaCount; unset: the chart's own
-    default"""
+    """seconds after the last load before scaling to minReplicaCount; unset: the chart's default"""
 
     @model_validator(mode="after")
     def _min_within_max(self) -> KedaSettings:
@@ -488,50 +416,30 @@ class CleanupSettings(Section):
 
 
 def across_keys(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[InitErrorDetails]:
-    """The rules that span top-level keys, each at the field it names. ``load_settings`` runs them whenever their
-    sections parsed, so an error in another section does not hide them."""
-    shorter = (
-        "a value >= scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a hold shorter than the wake it "
-        "protects"
-    )
-    rules = (
-        (
-            sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds,
-            ("scaleFromZero", "holdMinReplicasSeconds", sfz.holdMinReplicasSeconds),
-            shorter,
-        ),
-        (
-            sfz.enabled and not keda.enabled,
-            ("keda", "enabled", False),
-            "true while scaleFromZero.enabled is true (KEDA is what scales Triton back down)",
-        ),
-        (
-            keda.minReplicaCount == 0 and not sfz.enabled,
-            ("keda", "minReplicaCount", 0),
-            ">= 1 unless scaleFromZero.enabled is true (nothing would wake Triton from zero)",
-        ),
-    )
+    """The rules that span top-level keys, each at the field it names."""
+    broken = []
+    if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
+        text = "a value >= scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a shorter hold"
+        broken.append(("scaleFromZero", "holdMinReplicasSeconds", sfz.holdMinReplicasSeconds, text))
+    if sfz.enabled and not keda.enabled:
+        broken.append(("keda", "enabled", False, "true while scaleFromZero.enabled is true (KEDA scales it down)"))
+    if keda.minReplicaCount == 0 and not sfz.enabled:
+        broken.append(("keda", "minReplicaCount", 0, ">= 1 unless scaleFromZero.enabled is true"))
     return [
         InitErrorDetails(type=fail_at(field, value, text, ready=sfz.readyTimeoutSeconds), loc=(key,), input=value)
-        for broken, (key, field, value), text in rules
-        if broken
+        for key, field, value, text in broken
     ]
 
 
 def _keeps_chart_names(values: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in CHART.name_override_values:
         if key in values:
-            raise fail_at(
-                key,
-                values[key],
-                "no value: it renames the chart's objects, and Envoy's route to Triton, the cleanup's selector and "
-                "the exported endpoint are computed from release.name alone (rename with release.name)",
-            )
+            raise fail_at(key, values[key], "no value: it renames the chart's objects (rename with release.name)")
     return values
 
 
 class Settings(Section):
-    """Everything one stack deploys. Top-level fields are the project's config keys."""
+    """Everything one stack deploys; its fields are the project's config keys."""
 
     namespace: KubernetesName
     """Namespace of the Helm release, the Envoy ConfigMap and the cleanup CronJob. Required per stack."""
@@ -544,16 +452,14 @@ class Settings(Section):
     envoy: EnvoySettings = made(EnvoySettings)
     cleanup: CleanupSettings = made(CleanupSettings)
     helmValues: Annotated[Mapping[str, Any], Frozen, AfterValidator(_keeps_chart_names), Expect("an object")] = empty()
-    """Extra chart values for what the keys above do not model, deep-merged underneath the computed values. A key
-    here that the program computes is an error, never a silent override."""
+    """Extra chart values deep-merged underneath the computed ones; overriding a computed one is an error."""
     deliberateProviderConfig: Annotated[
         Mapping[Annotated[str, OneOf(*CHANGES_UP)], Annotated[str, Field(min_length=1), Expect("the reason, as text")]],
         Frozen,
         Expect("an object: provider or engine key -> why this stack sets it"),
     ] = empty()
-    """kubernetes: and pulumi: keys this stack sets on purpose although they change what pulumi up does
-    (kubernetes:renderYamlToDirectory deploys nothing, kubernetes:deleteUnreachable drops resources from the state,
-    ...), each with the reason; such a key set but not listed here is refused, and one listed but not set too"""
+    """kubernetes: and pulumi: keys set on purpose although they change what pulumi up does, each with the reason;
+    such a key set but not listed is refused, and one listed but not set too"""
 
     _secret_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
     _generation: Generation = PrivateAttr(default=NEWEST)
@@ -567,20 +473,12 @@ class Settings(Section):
 
     @property
     def generation(self) -> Generation:
-        """The chart generation of ``release.chart`` (``config.generation.select``): the names the chart gives the
-        inference server. ``load_settings`` always sets it from the chart."""
+        """The chart generation of ``release.chart``, set by ``load_settings``."""
         return self._generation
 
-    @property
-    def secret_keys(self) -> frozenset[str]:
-        """Top-level keys whose value the CLI passed as a secret (``pulumi config set --secret``)."""
-        return self._secret_keys
-
     def is_secret(self, *keys: str) -> bool:
-        """Whether any of these top-level keys came from a secret."""
         return any(key in self._secret_keys for key in keys)
 
 
 SECRET_CAPABLE = ("helmValues", "triton", "envoy", "cleanup", "serverLoad", "prometheus", "keda", "scaleFromZero")
-"""Top-level keys that may be secrets. ``namespace`` and ``release`` name objects, URNs' neighbours and the exported
-endpoint: a secret there could not stay secret, so it is refused."""
+"""``namespace`` and ``release`` name objects and the exported endpoint: a secret there could not stay secret."""

@@ -1,5 +1,5 @@
-"""The stack's settings from the config the Pulumi CLI passes (or a stack file, for render and the tools): loaded,
-checked across keys and against the values the program computes, before any resource exists."""
+"""A stack's settings from the config the Pulumi CLI passes (or a stack file): loaded and checked against the values
+the program computes, before any resource exists."""
 
 from __future__ import annotations
 
@@ -22,32 +22,25 @@ def settings_from_config(
     secret_keys: Collection[str] = (),
     prepare_chart: Callable[[ChartSource], None] | None = None,
 ) -> Settings:
-    """Load and check a stack's settings completely, before any resource exists.
-
-    ``secret_keys`` are the config keys the CLI passed as secrets; ``prepare_chart`` puts the chart on disk before
-    its generation is read (``load_settings``). Raises ``ConfigError`` with every problem, including ``helmValues``
-    keys that would override computed values.
-    """
+    """``load_settings``, then the checks against the computed values; ``ConfigError`` with every problem."""
     settings = load_settings(config, secret_keys=frozenset(secret_keys), prepare_chart=prepare_chart)
     collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     problems = [
-        f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead "
-        f"(see Pulumi.yaml) or remove it from helmValues"
+        f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead"
         for path in collisions
     ]
     for other in GENERATIONS:
         if other != settings.generation and other.inference_values_key in settings.helmValues:
             problems.append(
-                f"{PROJECT}:helmValues.{other.inference_values_key}: the {other.name} generation's block, but the "
-                f"chart is of the {settings.generation.name} generation, which names it "
-                f"{settings.generation.inference_values_key} (and may refuse the old name); move it there"
+                f"{PROJECT}:helmValues.{other.inference_values_key}: the {other.name} generation's block; expected "
+                f"{settings.generation.inference_values_key} ({settings.generation.name} generation)"
             )
     chart = settings.release.chart
     if settings.release.adopt and not chart.pinned:
         # Adopting upgrades the live release at once: with a moving chart that upgrade could be any commit.
         problems.append(
-            f"{PROJECT}:release.adopt = true: expected a pinned chart to adopt with (release.chart.commit is unset); "
-            f"pin the commit the live release runs (docs/takeover.md, steps 1 and 2)"
+            f"{PROJECT}:release.adopt = true: expected a pinned chart (release.chart.commit) to adopt with "
+            "(docs/takeover.md)"
         )
     problems += borrowed_selectors(
         settings.serverLoad.metric,
@@ -61,8 +54,7 @@ def settings_from_config(
 
 
 def _environment_json(name: str, shape: type[dict[str, Any]] | type[list[Any]], expected: str) -> Any:
-    """``$name`` read as JSON of ``shape`` (the SDK's own ``json.loads`` of it would raise a traceback); absent:
-    an empty one. ConfigError names the variable and what it must hold."""
+    """``$name`` as JSON of ``shape`` (absent: empty), where the SDK's own ``json.loads`` would raise a traceback."""
     text = os.environ.get(name)
     if text is None:
         return shape()
@@ -76,10 +68,8 @@ def _environment_json(name: str, shape: type[dict[str, Any]] | type[list[Any]], 
 
 
 def current_config() -> dict[str, Any]:
-    """The config map the Pulumi CLI handed this process (project and provider keys alike). Raises ConfigError when
-    ``PULUMI_CONFIG`` is no JSON object."""
-    # Deliberately lazy, here and below: the Pulumi SDK (grpc) takes longer to import than the rest of the settings,
-    # and only the program under the engine reads its config this way; render and the tools never do.
+    """The config map the Pulumi CLI handed this process."""
+    # lazy, here and below: the Pulumi SDK (grpc) is slow to import, and only the program under the engine needs it
     from pulumi.runtime import config as runtime_config
 
     merged = dict(_environment_json("PULUMI_CONFIG", dict, "a JSON object of config keys to values"))
@@ -88,9 +78,7 @@ def current_config() -> dict[str, Any]:
 
 
 def current_secret_keys(config: Mapping[str, Any]) -> frozenset[str]:
-    """The config keys the CLI passed as secrets: ``PULUMI_CONFIG_SECRET_KEYS`` (how the Python language host hands
-    them over) and any the runtime was told about (``set_all_config``, as under the mock engine). Raises
-    ConfigError when ``PULUMI_CONFIG_SECRET_KEYS`` is no JSON list of strings."""
+    """``PULUMI_CONFIG_SECRET_KEYS`` (from the language host) and those the runtime was told (the mock engine)."""
     from pulumi.runtime import config as runtime_config
 
     listed = set(_environment_json("PULUMI_CONFIG_SECRET_KEYS", list, "a JSON list of config keys"))

@@ -1,18 +1,5 @@
-"""Read a stack file or ``Pulumi.yaml`` in the form every YAML reader reads alike, or refuse it in one line.
-
-The Pulumi CLI reads these files with Go's yaml.v3 (YAML 1.2's resolver with some of 1.1: merge keys, octal
-``0600``, timestamps); people and most tools read them as YAML 1.1 (PyYAML: ``yes`` a boolean, ``0o17`` text). This
-reader does not imitate either: it takes only what both read the same way, null, true/false, decimal integers and
-floats, text, mappings with text keys and sequences, and refuses the rest, naming the line and the key path, what
-it found and what to write instead: tags, anchors and aliases, merge keys, directives, a second document,
-timestamps, numbers with a leading zero, a base prefix, ``_`` or ``:``, numbers past 64 bits or not finite,
-``yes``/``no``/``on``/``off``/``y``/``n``, keys that are not text, and a key written twice. A float with an
-integral value below 1e21 is an ``int``, as Go's JSON hands it to the program. ``tests/e2e/test_config_agreement.py``
-compares the result with the real CLI's ``pulumi config --json``.
-
-The text goes through libyaml's parser (PyYAML's event stream: linear in the file's size); nothing is constructed
-from a tag.
-"""
+"""Stack files and ``Pulumi.yaml`` read in the YAML the Pulumi CLI (yaml.v3) and YAML 1.1 read alike, the rest refused
+in one line (docs/config.md); and the readers of YAML the program, Helm or kubectl wrote."""
 
 from __future__ import annotations
 
@@ -32,15 +19,12 @@ from supersonic_interlink.config.rules import printable
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "YAMLInputError", "decode_text", "read_pulumi_yaml"]
 
 MAX_BYTES = 1024 * 1024
-"""Largest file read: a stack file is a few kilobytes; 1 MiB reads in well under a second."""
-MAX_DEPTH = 100
-"""Deepest nesting of mappings and sequences (a Kubernetes object in ``helmValues`` nests a dozen levels)."""
-MAX_VALUES = 1_000_000
-"""Most values a file of outside YAML (``load_outside_yaml``) may expand to through its aliases."""
+MAX_DEPTH = 100  # a Kubernetes object in helmValues nests a dozen levels
+MAX_VALUES = 1_000_000  # values of an outside file with its aliases expanded
 
 
 class YAMLInputError(ValueError):
-    """A file the readers would refuse or read differently; one line without the file name (``printable``)."""
+    """A file the readers would refuse or read differently; one printable line without the file name."""
 
     def __init__(self, message: str) -> None:
         super().__init__(printable(message))
@@ -72,16 +56,13 @@ def _short(text: str) -> str:
 
 
 def _plain(text: str) -> Any:
-    """The value of a plain scalar, or ``ValueError`` saying why the readers disagree and what to write."""
     if text in _NULL:
         return None
     if text in _BOOL:
         return _BOOL[text]
     if _INT.fullmatch(text):
         if len(text) > 21 or not _RANGE[0] <= int(text) <= _RANGE[1]:
-            raise ValueError(
-                f"{_short(text)} is past 64 bits (signed), which the Pulumi CLI rounds to a float; quote it for text"
-            )
+            raise ValueError(f"{_short(text)} is past 64 bits (signed), which the Pulumi CLI rounds; quote it for text")
         return int(text)
     if _FLOAT.fullmatch(text):
         number = float(text)
@@ -98,10 +79,7 @@ def _plain(text: str) -> Any:
     if _NOT_FINITE.fullmatch(text):
         raise ValueError(f"{text} is not a finite number; the Pulumi CLI cannot pass it to the program")
     if _LEADING_ZERO.fullmatch(text):
-        raise ValueError(
-            f"{shown} has a leading zero, which YAML 1.1 and the Pulumi CLI read as octal where the digits allow "
-            f"(0600 is 384); write it without the zero, or quote it for text"
-        )
+        raise ValueError(f"{shown} has a leading zero (octal to YAML 1.1 and the Pulumi CLI); drop it, or quote it")
     yaml11 = _YAML11.resolve(yaml.ScalarNode, text, (True, False)).rsplit(":", 1)[-1]
     cli = _GO_NUMBER.fullmatch(text.replace("_", "")) is not None
     if yaml11 != "str" or cli:
@@ -123,18 +101,14 @@ class _Reader:
         if isinstance(start, ev.StreamEndEvent):
             return None
         if start.version or start.tags:
-            raise YAMLInputError(
-                f"line {start.start_mark.line + 1}: a %YAML or %TAG directive: readers take it differently (the "
-                f"Pulumi CLI refuses %YAML 1.2); remove it"
-            )
+            line = start.start_mark.line + 1
+            raise YAMLInputError(f"line {line}: a %YAML or %TAG directive: readers take it differently; remove it")
         root = self.node(next(self.events), [], 0)
         next(self.events)  # DocumentEnd
         after = next(self.events)
         if not isinstance(after, ev.StreamEndEvent):
-            raise YAMLInputError(
-                f"line {after.start_mark.line + 1}: a second YAML document: the Pulumi CLI reads only the first; "
-                f"keep one document"
-            )
+            line = after.start_mark.line + 1
+            raise YAMLInputError(f"line {line}: a second YAML document: the Pulumi CLI reads only the first; keep one")
         return root
 
     def refuse(self, event: Any, path: list[Any], what: str) -> YAMLInputError:
@@ -149,12 +123,7 @@ class _Reader:
             raise self.refuse(event, path, f"anchor &{event.anchor}: {aliases}, without the anchor")
         if event.tag is not None:
             tag = event.tag.replace("tag:yaml.org,2002:", "!!")
-            raise self.refuse(
-                event,
-                path,
-                f"tag {tag}: readers resolve tags differently (the Pulumi CLI drops ones it does not know); remove the "
-                "tag, and quote the value for text",
-            )
+            raise self.refuse(event, path, f"tag {tag}: readers resolve tags differently; remove it, quote for text")
         if isinstance(event, ev.ScalarEvent):
             if event.style:  # quoted or block: text
                 return event.value
@@ -163,9 +132,7 @@ class _Reader:
             except ValueError as error:
                 raise self.refuse(event, path, str(error)) from None
         if depth >= MAX_DEPTH:
-            raise self.refuse(
-                event, path, f"nested more than {MAX_DEPTH} mappings or sequences deep; this reader stops there"
-            )
+            raise self.refuse(event, path, f"nested more than {MAX_DEPTH} mappings or sequences deep")
         if isinstance(event, ev.SequenceStartEvent):
             items: list[Any] = []
             while not isinstance(item := next(self.events), ev.SequenceEndEvent):
@@ -177,12 +144,7 @@ class _Reader:
             key = self.key(key_event, path)
             line = key_event.start_mark.line + 1
             if key in lines:
-                raise self.refuse(
-                    key_event,
-                    path,
-                    f'mapping key "{key}" already defined at line {lines[key]} (the '
-                    "Pulumi CLI refuses the file); write it once",
-                )
+                raise self.refuse(key_event, path, f'mapping key "{key}" already defined at line {lines[key]}')
             lines[key] = line
             mapping[key] = self.node(next(self.events), [*path, key], depth + 1)
         return mapping
@@ -191,21 +153,11 @@ class _Reader:
         if not isinstance(event, ev.ScalarEvent):
             raise self.refuse(event, path, "a mapping or sequence as a key: the Pulumi CLI accepts only text keys")
         if event.value == "<<" and not event.style and event.tag is None:
-            raise self.refuse(
-                event,
-                path,
-                "merge key <<: YAML 1.2 has none, YAML 1.1 and the Pulumi CLI merge; "
-                "write the keys out (or quote '<<' for a key of that name)",
-            )
+            raise self.refuse(event, path, "merge key <<: YAML 1.2 has none; write the keys out (or quote '<<')")
         key = self.node(event, path, 0)
         if not isinstance(key, str):
             kind = "null" if key is None else "a boolean" if isinstance(key, bool) else "a number"
-            raise self.refuse(
-                event,
-                path,
-                f"key {event.value!r} is read as {kind}, not text: readers turn it into different text (the Pulumi "
-                "CLI makes 1.0 '1' and null '<nil>'); quote it",
-            )
+            raise self.refuse(event, path, f"key {event.value!r} is read as {kind}, not text; quote it")
         return key
 
 
@@ -244,8 +196,7 @@ def _check_size(data: bytes | str) -> None:
 
 
 def read_pulumi_yaml(data: bytes | str) -> Any:
-    """The content of a stack file or ``Pulumi.yaml`` as plain data (None for an empty file); ``YAMLInputError`` in
-    one line, without the file name, for anything the readers would refuse or read differently."""
+    """A stack file or ``Pulumi.yaml`` as plain data (None when empty), or ``YAMLInputError``."""
     _check_size(data)
     try:
         return _Reader(decode_text(data)).document()
@@ -253,22 +204,15 @@ def read_pulumi_yaml(data: bytes | str) -> Any:
         raise YAMLInputError(_one_line(error)) from None
 
 
-# ---------------------------------------------------------------------------------------- YAML others wrote
-
-
 def load_yaml(text: str) -> Any:
-    """YAML this program wrote itself (rendered manifests, the Envoy configuration, Helm value files), through
-    libyaml when PyYAML has it. Files people write (stack files, ``Pulumi.yaml``) go through ``read_pulumi_yaml``."""
+    """YAML this program wrote itself (never a file people write)."""
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def load_outside_yaml(data: bytes | str) -> list[Any]:
-    """Every document of a YAML file this program did not write and Helm or kubectl did (``helm get values``,
-    ``kubectl get -o yaml``), read as PyYAML reads it (YAML 1.1, like the Go ``yaml.v2`` behind ``sigs.k8s.io/yaml``),
-    within the stack file's limits: at most ``MAX_BYTES``, nested ``MAX_DEPTH`` deep and ``MAX_VALUES`` values with
-    aliases expanded. The limits are checked on the event stream before anything is built: libyaml's composer
-    recurses in C (a file nested 50,000 deep crashes the interpreter), and a 300-byte alias bomb that PyYAML builds
-    cheaply (aliases share one object) costs gigabytes in whatever walks it. ``YAMLInputError`` in one line."""
+    """Every document of YAML Helm or kubectl wrote, as YAML 1.1 (like ``sigs.k8s.io/yaml``), within the limits,
+    checked on the event stream first: libyaml's composer recurses in C (50,000 deep crashes the interpreter), and a
+    300-byte alias bomb costs gigabytes in whatever walks it."""
     _check_size(data)
     text = decode_text(data)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -1,14 +1,12 @@
-"""The rules a stack value must meet, each from the value's consumer (Envoy, Kubernetes, Helm, busybox, cron), the
-value types built from them, and the API server's own rules for what the program writes into pod specs (label and
-annotation keys and values, quantities compared as numbers). The models in ``model`` are made of these."""
+"""The rules a stack value must meet, each from its consumer (Envoy, Kubernetes, Helm, busybox, cron), and the value
+types built from them, of which ``model`` is made."""
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from fractions import Fraction
 from types import MappingProxyType
@@ -26,22 +24,17 @@ PROJECT = "supersonic-interlink"
 PROJECT_FILE = ROOT / "Pulumi.yaml"
 
 KNOWN_NAMESPACES = (PROJECT, "kubernetes", "pulumi")
-"""Config namespaces the program reads or passes on: its own, the Kubernetes provider's and the engine's."""
 
-_KUBERNETES_KEYS = (  # pulumi/pulumi-kubernetes v4.25.0 (commit f47bc2d6f199), provider/cmd/pulumi-resource-
-    # kubernetes/schema.json: config.variables, then the two object inputs of provider.inputProperties the default
-    # provider also takes.
+_KUBERNETES_KEYS = (  # pulumi-kubernetes v4.25.0 (f47bc2d6f199) schema.json: config.variables, helm/kubeClientSettings
     "cluster clusterIdentifier context deleteUnreachable enableConfigMapMutable enableReplaceCRD enableSecretMutable "
     "enableServerSideApply kubeconfig namespace renderYamlToDirectory skipUpdateUnreachable strictMode "
     "suppressDeprecationWarnings suppressHelmHookWarnings helmReleaseSettings kubeClientSettings"
 )
-# pulumi/pulumi v3.274.1: the engine's own keys (resource/deploy/default_providers.go, cmd/pulumi/autonaming,
-# workspace/project.go PulumiTagsConfigKey, project/newcmd templateKey).
+# pulumi/pulumi v3.274.1: default_providers.go, autonaming, project.go PulumiTagsConfigKey, newcmd templateKey.
 _ENGINE_KEYS = "autonaming disable-default-providers tags template"
 PROVIDER_KEYS = tuple(
     [f"kubernetes:{key}" for key in _KUBERNETES_KEYS.split()] + [f"pulumi:{key}" for key in _ENGINE_KEYS.split()]
 )
-"""Every key of the Kubernetes provider's and the engine's namespaces that they read; any other is a typo."""
 
 CHANGES_UP: Mapping[str, str] = MappingProxyType(
     {
@@ -58,51 +51,32 @@ CHANGES_UP: Mapping[str, str] = MappingProxyType(
         "pulumi:disable-default-providers": "the default provider this program deploys with is refused",
     }
 )
-"""Provider and engine keys that change what ``pulumi up`` does, each with how: set only when the stack lists the key
-in ``deliberateProviderConfig``, so a review sees it was meant."""
-
-# ---------------------------------------------------------------------------------------- consumers' limits
+"""Keys that change what ``pulumi up`` does: allowed only when listed in ``deliberateProviderConfig``."""
 
 INT32_MAX = 2**31 - 1
-"""Kubernetes' int32 fields (replica counts, HPA policy values)."""
 UINT32_MAX = 2**32 - 1
-"""Envoy's ``google.protobuf.UInt32Value`` fields (retry counts, circuit breakers, buffer size)."""
 INT64_MAX = 2**63 - 1
-"""Envoy's int64 fields, and busybox ``sh`` arithmetic (64-bit)."""
 CLEANUP_KEEP_MAX = 20
-"""The cleanup script's own bound on KEEP (its KEEP_MAX): every kept pod adds a ``metadata.name!=`` term to the
-one deletecollection request, so the request URI stays short."""
+"""The cleanup script's KEEP_MAX: each kept pod adds a ``metadata.name!=`` term to one deletecollection URI."""
 PULUMI_NUMBER_MAX = 2**53
-"""Largest integer that stays exact through Pulumi: resource inputs travel as protobuf ``Struct`` numbers
-(doubles), so a larger whole number reaches Helm changed."""
+"""Largest integer exact through Pulumi's protobuf ``Struct`` numbers (doubles)."""
 ENVOY_DURATION_MAX_SECONDS = 9_223_372_035
-"""Longest duration Envoy 1.39.1 accepts: ``envoy --mode validate`` refuses 9223372036 s with "Duration
-out-of-range" (it converts durations to int64 nanoseconds), measured on route, cluster and retry durations."""
-GO_DURATION_MAX_SECONDS = 9_223_372_036
+"""Measured: Envoy 1.39.1's ``--mode validate`` refuses 9223372036 s ("Duration out-of-range")."""
 HELM_UPGRADE_MARGIN_SECONDS = 300
-"""What the Helm release timeout adds to readyTimeoutSeconds: a Triton pod replaced during an upgrade queues in
-Slurm like a wake does, and the five minutes cover the Envoy rollout and image pulls."""
+"""Helm timeout beyond readyTimeoutSeconds: a replaced Triton queues in Slurm, plus Envoy rollout and pulls."""
 READY_TIMEOUT_MAX_SECONDS = min(
     ENVOY_DURATION_MAX_SECONDS - CHART.ready_timeout_margin_seconds,
-    GO_DURATION_MAX_SECONDS - HELM_UPGRADE_MARGIN_SECONDS,
+    9_223_372_036 - HELM_UPGRADE_MARGIN_SECONDS,  # the longest whole-second Go time.Duration: the Helm timeout
 )
-"""Longest whole-second Go ``time.Duration`` (int64 nanoseconds): the Helm release timeout is one."""
-HPA_MAX_PERIOD_SECONDS = 1800
+HPA_MAX_PERIOD_SECONDS = 1800  # pkg/apis/autoscaling/validation
 HPA_MAX_STABILIZATION_WINDOW_SECONDS = 3600
-"""Kubernetes' HPA behavior limits (``pkg/apis/autoscaling/validation``), where KEDA's scaling policies land."""
-
 RELEASE_NAME_MAX = 33
-"""Longest release name: the program names objects ``<release>-failed-pod-cleanup`` and a CronJob name may have at
-most 52 characters."""
-
-CRON_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-"""The descriptors Kubernetes' CronJob validation (robfig/cron ``ParseStandard``) accepts besides five fields;
-``@every`` is left out: it is no cron syntax, and ``*/N`` says the same."""
+"""``<release>-failed-pod-cleanup`` must fit a CronJob name's 52 characters."""
+CRON_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")  # robfig, no @every
 
 
 def printable(text: str) -> str:
-    """``text`` with every control or format character (escape codes, newlines, bidi overrides) written as its
-    escape, so a key or value echoed in a message can neither forge output lines nor drive the terminal."""
+    """``text`` with control and format characters escaped, so an echoed value cannot forge lines or drive a tty."""
     return "".join(
         (repr(c)[1:-1] if c.isascii() or ord(c) <= 0xFF else f"\\u{ord(c):04x}")
         if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")
@@ -112,8 +86,7 @@ def printable(text: str) -> str:
 
 
 class ConfigError(Exception):
-    """Raised with every problem found in a stack's config; ``problems`` holds one line each, made printable: the
-    one place every config error passes, whatever it echoes."""
+    """Every problem found in a stack's config, one printable line each in ``problems``."""
 
     def __init__(self, problems: list[str]):
         self.problems = [printable(problem) for problem in problems]
@@ -121,8 +94,7 @@ class ConfigError(Exception):
 
 
 class Expect:
-    """What a value allows, in the words of the error message (``expected <text>``): any error pydantic itself raises
-    for the value (a wrong type, a bound) is reported with this text; the rules' own texts pass through."""
+    """What a value allows (``expected <text>``), in place of any error pydantic itself raises for it."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -143,7 +115,7 @@ class Expect:
 
 
 class Why:
-    """Why a field has its limits, for ``Pulumi.yaml``'s description (the type line already shows the range)."""
+    """Why a field has its limits, for ``Pulumi.yaml``'s description."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -157,10 +129,7 @@ def fail(text: str) -> PydanticCustomError:
 
 
 def fail_at(field: str, value: Any, text: str, **others: Any) -> PydanticCustomError:
-    """A model rule's failure reported at one of its fields (``<key>.<field> = <value>: expected <text>``).
-
-    ``text`` names other fields' values as ``{name}`` with the value in ``others``: the loader prints every value,
-    and prints none of a secret key's."""
+    """A model rule's failure at one of its fields; ``{name}`` in ``text`` is shown from ``others``."""
     return PydanticCustomError(
         "at_field", "{expected}", {"expected": text, "field": field, "value": value, "others": others}
     )
@@ -186,58 +155,34 @@ def _freeze(value: Any) -> Any:
 Frozen = AfterValidator(_freeze)
 
 
-@dataclasses.dataclass(frozen=True)
-class Limits(annotated_types.GroupedMetadata):
-    """A whole number from ``low`` to ``high``; ``why`` names the consumer whose limits they are."""
-
-    low: int
-    high: int
-    why: str
-
-    def __iter__(self) -> Iterator[Any]:
-        yield annotated_types.Ge(self.low)
-        yield annotated_types.Le(self.high)
-        yield Expect(f"a whole number from {self.low} to {self.high} ({self.why})")
-        yield Why(self.why)
+class Group(tuple[Any, ...], annotated_types.GroupedMetadata):
+    """Several constraints as one ``Annotated`` item."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Matches(annotated_types.GroupedMetadata):
-    """A string matched whole (``fullmatch``: no trailing newline slips through), ASCII only."""
-
-    pattern: str
-    text: str
-    max_length: int | None = None
-
-    def __iter__(self) -> Iterator[Any]:
-        compiled, limit = re.compile(self.pattern, re.ASCII), self.max_length
-        yield rule(lambda v: compiled.fullmatch(v) is not None and (limit is None or len(v) <= limit), self.text)
-        yield Expect(self.text)
+def Limits(low: int, high: int, why: str) -> Group:
+    text = f"a whole number from {low} to {high} ({why})"
+    return Group((annotated_types.Ge(low), annotated_types.Le(high), Expect(text), Why(why)))
 
 
-class OneOf(annotated_types.GroupedMetadata):
-    """One of a few strings."""
+def checked(check: Callable[[Any], bool], text: str) -> Group:
+    return Group((rule(check, text), Expect(text)))
 
-    def __init__(self, *choices: str) -> None:
-        self.choices = choices
 
-    def __iter__(self) -> Iterator[Any]:
-        text, choices = "one of " + ", ".join(self.choices), self.choices
-        yield rule(lambda value: value in choices, text)
-        yield Expect(text)
+def Matches(pattern: str, text: str, max_length: int | None = None) -> Group:
+    compiled = re.compile(pattern, re.ASCII)
+    return checked(lambda v: compiled.fullmatch(v) is not None and (max_length is None or len(v) <= max_length), text)
+
+
+def OneOf(*choices: str) -> Group:
+    return checked(lambda value: value in choices, "one of " + ", ".join(choices))
 
 
 JSONObject = Annotated[Mapping[str, Any], Frozen, Expect("an object")]
-"""A free-form object passed through as given (probes, extra Helm values)."""
 
 
 class Model(BaseModel):
-    """Strict (no conversions), unknown keys refused, immutable; defaults pass the same rules as stack values."""
-
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=True)
 
-
-# ---------------------------------------------------------------------------------------- value types
 
 KubernetesName = Annotated[
     str,
@@ -284,16 +229,10 @@ Host = Annotated[
         max_length=253,
     ),
 ]
-ABSOLUTE_PATH_TEXT = (
-    "an absolute, normalized path (starting with '/', no spaces, no '.', '..' or empty parts, no trailing '/')"
-)
-"""The chart mounts the path as written: /cvmfs/../etc would mount CVMFS over /etc."""
 
 
 def normalized_absolute_path(value: str) -> bool:
-    """A path that means what it says: ``posixpath.normpath`` leaves it as it is (no ``.``, ``..``, ``//`` or
-    trailing ``/``), and it starts at the root (``normpath`` keeps a leading ``//``, POSIX's implementation-defined
-    root, so that is refused apart)."""
+    """The chart mounts it as written (/cvmfs/../etc is /etc); ``normpath`` keeps POSIX's leading ``//``."""
     return (
         value.startswith("/")
         and not value.startswith("//")
@@ -302,7 +241,13 @@ def normalized_absolute_path(value: str) -> bool:
     )
 
 
-AbsolutePath = Annotated[str, rule(normalized_absolute_path, ABSOLUTE_PATH_TEXT), Expect(ABSOLUTE_PATH_TEXT)]
+AbsolutePath = Annotated[
+    str,
+    checked(
+        normalized_absolute_path,
+        "an absolute, normalized path (starting with '/', no spaces, no '.', '..' or empty parts, no trailing '/')",
+    ),
+]
 Port = Annotated[int, Field(ge=1, le=65535), Expect("a port from 1 to 65535")]
 
 # The OCI reference grammar (distribution/reference): [domain[:port]/]path[:tag][@sha256:<64 hex>].
@@ -348,12 +293,8 @@ CRON_TEXT = (
 
 
 def valid_cron(value: str) -> bool:
-    """Kubernetes' schedule syntax (robfig/cron's standard parser, without TZ= and @every), checked by cronsim.
-
-    robfig accepts per field ``*``, ``?``, numbers and three-letter names, ``a-b`` ranges and ``/step``; cronsim (a
-    maintained parser) then refuses what is out of range, a zero step or a backward range. cronsim alone would also
-    take ``L``, ``#``, a seconds field and day-of-week 7, which Kubernetes refuses.
-    """
+    """robfig/cron's standard syntax (Kubernetes'), ranges checked by cronsim, which alone would also take ``L``,
+    ``#``, a seconds field and day-of-week 7."""
     if value in CRON_MACROS:
         return True
     fields = value.split(" ")
@@ -368,47 +309,24 @@ def valid_cron(value: str) -> bool:
     return True
 
 
-Cron = Annotated[str, rule(valid_cron, CRON_TEXT), Expect(CRON_TEXT)]
+Cron = Annotated[str, checked(valid_cron, CRON_TEXT)]
 
 _QUANTITY = re.compile(r"\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?", re.ASCII)
-QUANTITY_TEXT = "a Kubernetes quantity such as 2, '500m' or '8Gi' (a whole number or quantity text, not negative)"
 Quantity = Annotated[
     int | str,
-    rule(
-        lambda v: (
-            (isinstance(v, int) and 0 <= v <= PULUMI_NUMBER_MAX)
-            or (isinstance(v, str) and bool(_QUANTITY.fullmatch(v)))
-        ),
-        QUANTITY_TEXT,
+    checked(
+        lambda v: 0 <= v <= PULUMI_NUMBER_MAX if isinstance(v, int) else _QUANTITY.fullmatch(v) is not None,
+        "a Kubernetes quantity such as 2, '500m' or '8Gi' (a whole number or quantity text, not negative)",
     ),
-    Expect(QUANTITY_TEXT),
 ]
 
 NO_EMPTY_ARGUMENT_TEXT = "a list of non-empty strings (an empty one reaches the container as an empty argument)"
 NoEmptyArgument = rule(all, NO_EMPTY_ARGUMENT_TEXT)
-"""A container's command or args: the chart copies them into the pod spec unread, so "" would be passed on."""
 
-StringMap = Annotated[
-    Mapping[str, Annotated[str, Expect("a string (quote numbers and booleans)")]],
-    Frozen,
-    Expect("an object whose values are strings"),
-]
-
-# ---------------------------------------------------------------------------------------- the API server's rules
-# kubernetes/kubernetes pkg/apis/core/validation/validation.go (ValidateTolerations,
-# ValidateContainerResourceRequirements, ValidateResourceQuantityValue) and
-# staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go (IsQualifiedName, IsValidLabelValue): what the API
-# server refuses at `pulumi up`, refused here before anything is registered.
+# The API server's rules: pkg/apis/core/validation/validation.go and apimachinery pkg/util/validation/validation.go.
 
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-QUALIFIED_NAME_TEXT = (
-    "a Kubernetes qualified name: an optional DNS-subdomain prefix (at most 253) and '/', then at most 63 letters, "
-    "digits, '-', '_' or '.', starting and ending alphanumeric"
-)
-LABEL_VALUE_TEXT = (
-    "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric"
-)
 
 
 def qualified_name(value: str) -> bool:
@@ -424,16 +342,29 @@ def label_value(value: str) -> bool:
     return value == "" or (len(value) <= 63 and re.fullmatch(_LABEL_NAME, value, re.ASCII) is not None)
 
 
-QualifiedName = Annotated[str, rule(qualified_name, QUALIFIED_NAME_TEXT), Expect(QUALIFIED_NAME_TEXT)]
-LabelValue = Annotated[str, rule(label_value, LABEL_VALUE_TEXT), Expect("a string (quote numbers and booleans)")]
+QualifiedName = Annotated[
+    str,
+    checked(
+        qualified_name,
+        "a Kubernetes qualified name: an optional DNS-subdomain prefix (at most 253) and '/', then at most 63 "
+        "letters, digits, '-', '_' or '.', starting and ending alphanumeric",
+    ),
+]
+LabelValue = Annotated[
+    str,
+    rule(
+        label_value,
+        "a Kubernetes label value: empty, or at most 63 letters, digits, '-', '_' or '.', starting and "
+        "ending alphanumeric",
+    ),
+    Expect("a string (quote numbers and booleans)"),
+]
 LabelMap = Annotated[
     Mapping[QualifiedName, LabelValue],
     Frozen,
     Expect("an object of Kubernetes labels (qualified names to label values)"),
 ]
-"""Labels and node selectors, as the API server checks them."""
-ANNOTATIONS_MAX_BYTES = 256 * 1024
-"""apimachinery ``TotalAnnotationSizeLimitB``: an object's annotations, keys and values together, in bytes."""
+ANNOTATIONS_MAX_BYTES = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB
 ANNOTATIONS_TEXT = (
     f"annotations of at most {ANNOTATIONS_MAX_BYTES} bytes in all, keys and values (the API server's limit)"
 )
@@ -460,7 +391,7 @@ _SUFFIX = {
 
 
 def quantity_value(value: int | str) -> Fraction:
-    """A Kubernetes quantity (``resource.ParseQuantity``) as an exact number, for comparing requests with limits."""
+    """A Kubernetes quantity (``resource.ParseQuantity``) as an exact number."""
     if isinstance(value, int):
         return Fraction(value)
     match = re.fullmatch(r"\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)", value)
@@ -469,7 +400,7 @@ def quantity_value(value: int | str) -> Fraction:
     number, suffix = Fraction(match[1]), match[2]
     if suffix[:1] in ("e", "E"):
         exponent = int(suffix[1:])
-        if abs(exponent) > 100:  # the API server caps quantities far below this; no 10**huge here
+        if abs(exponent) > 100:  # far past the API server's cap; no 10**huge
             raise ValueError(value)
         return number * Fraction(10) ** exponent
     return number * _SUFFIX[suffix]
@@ -483,8 +414,7 @@ CONTAINER_RESOURCE_TEXT = (
 
 
 def container_resource_name(value: str) -> bool:
-    """core validation ``validateContainerResourceName``: without a domain, only the standard container resources
-    (``memroy`` and ``CPU`` are refused); with one, a qualified name outside kubernetes.io unless native."""
+    """core validation ``validateContainerResourceName``."""
     if "/" not in value:
         return value in STANDARD_CONTAINER_RESOURCES or (
             value.startswith("hugepages-") and _QUANTITY.fullmatch(value.removeprefix("hugepages-")) is not None
@@ -494,13 +424,11 @@ def container_resource_name(value: str) -> bool:
     return qualified_name(value) and (not native or value.rpartition("/")[2] in STANDARD_CONTAINER_RESOURCES)
 
 
-ContainerResource = Annotated[
-    str, rule(container_resource_name, CONTAINER_RESOURCE_TEXT), Expect(CONTAINER_RESOURCE_TEXT)
-]
+ContainerResource = Annotated[str, checked(container_resource_name, CONTAINER_RESOURCE_TEXT)]
 
 
 def overcommit_allowed(resource: str) -> bool:
-    """core/helper ``IsOvercommitAllowed``: native resources (no domain, or kubernetes.io) other than hugepages."""
+    """core/helper ``IsOvercommitAllowed``."""
     domain, slash, _ = resource.rpartition("/")
     native = not slash or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
     return native and not resource.startswith("hugepages-")

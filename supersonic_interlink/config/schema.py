@@ -1,13 +1,5 @@
-"""``Pulumi.yaml``'s ``config:`` block, generated from the settings models' JSON schema (``model_json_schema``).
-
-The models in ``config/model.py`` are the one declaration of every key and its default; ``Pulumi.yaml`` carries what
-the Pulumi CLI needs (each key's ``type`` and ``default``) and what ``pulumi config`` shows (its ``description``).
-``tests/test_schema.py`` fails when the file and the models drift apart;
-
-    .venv/bin/python -m supersonic_interlink.config.schema --write
-
-rewrites them in place (comments are kept; run it after changing a model).
-"""
+"""``Pulumi.yaml``'s ``config:`` types, descriptions and defaults, from the models' ``model_json_schema()``:
+``python -m supersonic_interlink.config.schema --write`` rewrites them, comments kept."""
 
 from __future__ import annotations
 
@@ -26,14 +18,12 @@ from supersonic_interlink.config.model import Settings
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
 from supersonic_interlink.config.rules import PROJECT_FILE, ConfigError
 
-WIDTH = 112
-"""Description lines are wrapped to fit Pulumi.yaml's 120 columns at their indentation."""
+WIDTH = 112  # Pulumi.yaml's 120 columns at the descriptions' indentation
 SCHEMA = Settings.model_json_schema()
 _TYPES = {"boolean": "boolean", "integer": "integer", "string": "string", "array": "list", "object": "map"}
 
 
 def _inner(field: dict[str, Any]) -> dict[str, Any]:
-    """The schema of an optional field's value, or of a reference's model."""
     kinds = [s for s in field.get("anyOf", [field]) if s.get("type") != "null"]
     if len(kinds) == 1:
         field = {**{k: v for k, v in field.items() if k != "anyOf"}, **kinds[0]}
@@ -41,12 +31,9 @@ def _inner(field: dict[str, Any]) -> dict[str, Any]:
 
 
 def type_word(field: dict[str, Any]) -> str:
-    """The Pulumi config type of a field, with its bounds for integers."""
     inner = _inner(field)
     if "properties" in inner:
         return "object"
-    if "anyOf" in inner:
-        return "string or integer"
     bounds = f" {inner['minimum']}..{inner['maximum']}" if "minimum" in inner and "maximum" in inner else ""
     return _TYPES[inner["type"]] + (bounds if inner["type"] == "integer" else "")
 
@@ -71,7 +58,6 @@ def _field_lines(model: dict[str, Any], indent: str) -> list[str]:
 
 
 def declarations() -> dict[str, dict[str, Any]]:
-    """``{key: {type, description[, default]}}`` for every top-level config key."""
     result: dict[str, dict[str, Any]] = {}
     defaults = project_defaults()
     for name, field in SCHEMA["properties"].items():
@@ -100,24 +86,17 @@ def _declared(project_file: Path) -> dict[str, Any]:
 
 
 def drift(project_file: Path = PROJECT_FILE) -> list[str]:
-    """Where ``Pulumi.yaml`` differs from the models: one line per key and field."""
     declared, wanted = _declared(project_file), declarations()
     found = [f"config.{key}: declared in Pulumi.yaml, not a setting" for key in sorted(set(declared) - set(wanted))]
     for key, want in wanted.items():
-        have = declared.get(key)
-        if not isinstance(have, dict):
-            found.append(f"config.{key}: missing from Pulumi.yaml")
-            continue
-        found += [
-            f"config.{key}.{part}: differs from the settings models" for part in want if have.get(part) != want[part]
-        ]
-        if "default" in have and "default" not in want:
-            found.append(f"config.{key}.default: differs from the settings models")
+        have: dict[str, Any] = declared[key] if isinstance(declared.get(key), dict) else {}
+        differs = [part for part in dict.fromkeys([*want, "default"]) if have.get(part) != want.get(part)]
+        found += [f"config.{key}.{part}: differs from the settings models" for part in differs]
     return found
 
 
 def write(project_file: Path = PROJECT_FILE) -> bool:
-    """Rewrite the types, descriptions and defaults in ``Pulumi.yaml``; True when the file changed."""
+    """Rewrite ``Pulumi.yaml``'s types, descriptions and defaults; True when the file changed."""
     yaml = YAML(typ="rt")
     yaml.width = 120
     yaml.indent(mapping=2, sequence=4, offset=2)

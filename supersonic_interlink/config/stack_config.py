@@ -1,21 +1,8 @@
-"""The config map the Pulumi CLI would pass the program for a stack, built without the CLI.
-
-The CLI reads ``stacks/Pulumi.<stack>.yaml`` with Go's yaml.v3 (``read_pulumi_yaml`` takes only what yaml.v3 and
-YAML 1.1 read alike), prefixes keys without a namespace with the project name, merges each key declared in
-``Pulumi.yaml`` that the stack file does not set from its ``default`` (a stack value replaces the default whole), and
-hands the program every value as text: strings as they are, everything else as JSON (``sdk/go/common/resource/config``
-in pulumi/pulumi). ``./supersonic render`` and the tests use this so they evaluate the program exactly as
-``pulumi up`` would.
-
-Offline there is no secrets provider: a ``secure:`` value anywhere in the file is replaced by ``SECRET_PLACEHOLDER``
-(the ciphertext is never read further, so neither it nor the secret can reach any output), and
-``secret_paths`` says where those values sit, so the program can be evaluated with them marked secret, as the CLI
-marks them.
-"""
+"""The config map the Pulumi CLI would pass for a stack, built without the CLI (sdk/go/common/resource/config), with
+each ``secure:`` value replaced by ``SECRET_PLACEHOLDER`` and ``secret_paths`` saying where they sat."""
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import hashlib
 import re
@@ -32,31 +19,18 @@ ROOT = PROJECT_FILE.parent
 STACKS_DIR = ROOT / "stacks"
 
 STACK_FILE_KEYS = ("config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider")
-"""The top-level keys of a stack file (``workspace.ProjectStack``); the CLI ignores others, so a typo such as
-``confg:`` would silently drop every setting: refused here."""
-
-
+"""``workspace.ProjectStack``'s keys: the CLI ignores others, so ``confg:`` would drop every setting unseen."""
 SECRET_PLACEHOLDER = "[secret]"
-"""What an offline render puts where a ``secure:`` value sits: text, as every decrypted secret reaches the program,
-and what ``pulumi preview --diff`` shows for a secret."""
-
-
+"""Text, as a decrypted secret reaches the program, and what ``pulumi preview --diff`` shows for one."""
 _STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
 
 
 def check_stack_name(stack: str) -> str:
-    """``stack`` if the Pulumi CLI takes it as a stack name (sdk/go/common/tokens/stack_name.go ``ParseStackName``:
-    1 to 100 letters, digits, '-', '_' or '.'), else ``ConfigError`` in one line, the name shown escaped."""
+    """``stack`` if the Pulumi CLI takes it as a stack name (tokens/stack_name.go ``ParseStackName``)."""
     if _STACK_NAME.fullmatch(stack) is None or stack in (".", ".."):
         shown = stack if len(stack) <= 120 else f"{stack[:100]}... ({len(stack)} characters)"
-        raise ConfigError(
-            [
-                (
-                    f"stack {shown!r}: not a stack name; the Pulumi CLI takes 1 to 100 letters, digits, '-', '_' or "
-                    f"'.' (stacks: {', '.join(stack_names()) or 'none'})"
-                )
-            ]
-        )
+        allowed = f"1 to 100 letters, digits, '-', '_' or '.' (stacks: {', '.join(stack_names()) or 'none'})"
+        raise ConfigError([f"stack {shown!r}: not a stack name; expected {allowed}"])
     return stack
 
 
@@ -65,12 +39,11 @@ def stack_file(stack: str) -> Path:
 
 
 def stack_names() -> list[str]:
-    """Every stack with a file in ``stacks/``, sorted."""
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 
 def read_yaml_file(path: Path) -> Any:
-    """A stack file or ``Pulumi.yaml`` as the CLI reads it; ``ConfigError`` naming the file on any problem."""
+    """A stack file or ``Pulumi.yaml`` as the CLI reads it; ``ConfigError`` naming the file."""
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     try:
         return read_pulumi_yaml(path.read_bytes())
@@ -79,9 +52,7 @@ def read_yaml_file(path: Path) -> Any:
 
 
 def _secure_values(stack_values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(full key with its path, ciphertext) of each ``{secure: <ciphertext>}`` in a stack's ``config:`` map
-    (config/object.go ``isSecureValue``), in file order; keys that cannot be parsed are left out (``cli_config``
-    reports them)."""
+    """(full key with its path, ciphertext) of each ``{secure: ...}`` (config/object.go ``isSecureValue``), in order."""
 
     def walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
         if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("secure"), str):
@@ -92,39 +63,27 @@ def _secure_values(stack_values: Mapping[str, Any]) -> Iterator[tuple[str, str]]
                 yield from walk(sub, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
 
     for key, value in stack_values.items():
-        with contextlib.suppress(ConfigError):
-            yield from walk(value, full_key(key))
+        yield from walk(value, full_key(key))
 
 
 def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
-    """Path -> SHA-256 of its ciphertext, for each ``secure:`` value: enough to tell that a secret was set again
-    (a new ciphertext, whatever the value), never what it is."""
+    """Path -> SHA-256 of its ciphertext: tells that a secret was set again, never what it is."""
     return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in _secure_values(stack_values)}
 
 
 def secret_paths(stack_values: Mapping[str, Any]) -> list[str]:
-    """Where a stack's ``config:`` map holds ``secure:`` values: full keys with their path
-    (``supersonic-interlink:helmValues.auth.token``), in file order."""
     return [path for path, _ in _secure_values(stack_values)]
 
 
 def full_key(key: str) -> str:
-    """config/key.go ``ParseKey``: ``namespace:name`` (or the old ``namespace:config:name``); a bare name gets the
-    project's namespace (loaders.go ``stackConfigNamespacedWithProject``)."""
+    """config/key.go ``ParseKey``; a bare name gets the project's namespace (``stackConfigNamespacedWithProject``)."""
     parts = key.split(":")
     if len(parts) == 1:
         return f"{PROJECT}:{key}"
-    if len(parts) == 3 and parts[1] == "config":
-        return f"{parts[0]}:{parts[2]}"
-    if len(parts) == 2 and all(parts):
-        return key
-    raise ConfigError(
-        [f"{key}: could not parse as a configuration key (configuration keys should be of the form <namespace>:<name>)"]
-    )
+    return f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else key
 
 
 def secret_key_of(path: str) -> str:
-    """The top-level config key a secret path sits under (the key the CLI lists as secret)."""
     namespace, _, rest = path.partition(":")
     name = rest.split(".", 1)[0].split("[", 1)[0]
     return f"{namespace}:{name}"
@@ -141,21 +100,15 @@ def _with_placeholders(value: Any) -> Any:
 
 
 def merged_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Merge ``Pulumi.yaml`` defaults under a stack's ``config:`` map the way the CLI does, values as read
-    (``load_settings`` takes them as they are); each ``secure:`` value is ``SECRET_PLACEHOLDER`` (``secret_paths``
-    lists where)."""
+    """``Pulumi.yaml``'s defaults under a stack's ``config:`` map as the CLI merges them, values as read."""
     defaults = project_defaults() if defaults is None else defaults
     merged: dict[str, Any] = {f"{PROJECT}:{key}": value for key, value in defaults.items()}
     problems: list[str] = []
     seen: dict[str, str] = {}
     for key, value in stack_values.items():
-        try:
-            full = full_key(key)
-        except ConfigError as error:
-            problems.extend(error.problems)
-            continue
+        full = full_key(key)
         if full in seen:
-            # The CLI keeps one of the two at random (a Go map); neither is what the file means.
+            # The CLI keeps one of the two at random (a Go map).
             problems.append(f"{full}: set twice, as {seen[full]!r} and {key!r}; keep one")
             continue
         seen[full] = key
@@ -167,31 +120,24 @@ def merged_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] |
 
 
 def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """``merged_config`` as the CLI hands it to the program: every value as text (``cli_text``)."""
+    """``merged_config`` as the CLI hands it to the program, every value as text."""
     return {key: cli_text(value) for key, value in merged_config(stack_values, defaults).items()}
 
 
 def read_stack_document(path: Path) -> dict[str, Any]:
-    """The ``config:`` map of a stack file, after the checks the CLI makes on the file's shape (and a few more)."""
+    """The ``config:`` map of a stack file, after the checks of the file's shape."""
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     document = read_yaml_file(path)
-    if document is None:
-        return {}
     if not isinstance(document, dict):
         raise ConfigError([f"{shown}: expected a mapping with a 'config:' key at the top level, not {_kind(document)}"])
     problems = []
     for key in sorted(set(document) - set(STACK_FILE_KEYS)):
         near = difflib.get_close_matches(key, STACK_FILE_KEYS, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        problems.append(
-            f"{shown}: unknown top-level key {key!r} (a stack file has {', '.join(STACK_FILE_KEYS)}; the Pulumi CLI "
-            f"ignores it){hint}"
-        )
+        problems.append(f"{shown}: unknown top-level key {key!r} (expected {', '.join(STACK_FILE_KEYS)}){hint}")
     if document.get("environment") is not None:
         problems.append(f"{shown}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read")
-    values = document.get("config")
-    if values is None:
-        values = {}
+    values = {} if document.get("config") is None else document["config"]
     if not isinstance(values, dict):
         problems.append(f"{shown}: 'config' must be a map of keys to values, not {_kind(values)}")
     if problems:
@@ -200,41 +146,32 @@ def read_stack_document(path: Path) -> dict[str, Any]:
 
 
 def _kind(value: Any) -> str:
-    return {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def _existing_stack_file(stack: str) -> Path:
-    path = stack_file(stack)
-    if not path.is_file():
-        known = ", ".join(stack_names()) or "none"
-        raise ConfigError([f"stack {stack!r}: no file {path.relative_to(ROOT)} (stacks: {known})"])
-    return path
+    kinds = {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number", type(None): "nothing"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 @dataclass(frozen=True)
 class StackConfig:
-    """A stack file read once: its config merged over the project's defaults, and where its secrets sit."""
+    """A stack file read once: ``merged_config`` and ``secret_paths``."""
 
     config: dict[str, Any]
-    """``merged_config``: full key -> value (secrets as ``SECRET_PLACEHOLDER``)."""
     secrets: list[str]
-    """``secret_paths``."""
 
     @property
     def secret_keys(self) -> list[str]:
-        """The top-level keys the CLI would list as secret."""
         return sorted({secret_key_of(path) for path in self.secrets})
 
 
 def load_stack(stack: str) -> StackConfig:
     """``stacks/Pulumi.<stack>.yaml``, read and checked once."""
-    values = read_stack_document(_existing_stack_file(stack))
+    path = stack_file(stack)
+    if not path.is_file():
+        known = ", ".join(stack_names()) or "none"
+        raise ConfigError([f"stack {stack!r}: no file {path.relative_to(ROOT)} (stacks: {known})"])
+    values = read_stack_document(path)
     return StackConfig(merged_config(values), secret_paths(values))
 
 
 def load_stack_config(stack: str) -> dict[str, str]:
-    """The config map the CLI would pass for ``stacks/Pulumi.<stack>.yaml``, as text (secrets as
-    ``SECRET_PLACEHOLDER``)."""
+    """The config map the CLI would pass for ``stacks/Pulumi.<stack>.yaml``, as text."""
     return {key: cli_text(value) for key, value in load_stack(stack).config.items()}

@@ -1,5 +1,5 @@
-"""The chart values the program computes from the settings (``helmValues`` is merged underneath them), and the
-check that ``helmValues`` does not override one of them."""
+"""The chart values computed from the settings, and the check that ``helmValues`` (merged underneath) overrides
+none of them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
 
 
 def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: str) -> dict[str, Any]:
-    """The chart values this program computes (before ``helmValues`` is merged underneath)."""
     sfz, keda, triton, envoy = settings.scaleFromZero, settings.keda, settings.triton, settings.envoy
     inference: dict[str, Any] = {
         "image": triton.image,
@@ -57,8 +56,7 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
             "image": envoy.image,
             "nodeSelector": thaw(envoy.nodeSelector),
             "tolerations": thaw(envoy.tolerations),
-            # No loadBalancerPolicy or grpc_route_timeout: with an external configuration the chart reads them
-            # only for the configuration it would generate itself. They are in the computed envoy.yaml instead.
+            # loadBalancerPolicy and grpc_route_timeout are in the computed envoy.yaml: the chart ignores them here.
             "service": {"type": envoy.serviceType},
             "ingress": {"enabled": False},
             # Envoy reads its configuration only at start: a changed checksum rolls the pods.
@@ -76,7 +74,6 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
 
 
 def _set(**optional: Any) -> dict[str, Any]:
-    """The optional keys the stack set; an unset one is left out, so the chart's own default applies."""
     return {key: value for key, value in optional.items() if value is not None}
 
 
@@ -95,12 +92,8 @@ def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any]
 
 
 def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Separate the explicit nulls ("delete this chart default") from the other values.
-
-    Returns (values without nulls, the nulls alone in the same nesting). Only a null that reaches Helm deletes a
-    chart default, and the provider documents ``valueYamlFiles`` as the path that keeps nulls from every SDK
-    language, so the nulls travel there.
-    """
+    """(values without nulls, the nulls alone): only ``valueYamlFiles`` carries a null (deleting a chart default) to
+    Helm from every SDK language, as the provider documents."""
     kept: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
     for key, value in values.items():
