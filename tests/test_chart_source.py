@@ -177,9 +177,6 @@ def test_the_release_is_given_the_cached_chart_by_a_path_relative_to_the_project
     )
 
 
-# --------------------------------------------------------------------------------------------- under pulumi
-
-
 def test_preview_and_up_stop_before_registering_anything_while_the_chart_is_unpinned() -> None:
     with pytest.raises(pulumi.RunError) as stopped:
         evaluate(unpinned_config("hammer"), "hammer", offline=False)
@@ -235,8 +232,6 @@ def test_a_fetch_failure_stops_preview_in_one_line(tmp_path: Path, monkeypatch: 
 def test_git_itself_is_the_one_here() -> None:
     assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
 
-
-# --------------------------------------------------------------------------------------------- the guard
 
 GUARDED = "098d4a6c1411d22a748e7a7de4ff30eea10bf32d"
 

@@ -55,9 +55,6 @@ def triton(warm):
     warm.triton.reset_counts()
 
 
-# --------------------------------------------------------------------------------------------- wake
-
-
 def test_a_repository_index_sent_while_triton_is_down_is_held_and_answered_once_it_comes_up():
     with loopback_stack(fast_settings(), ready=False, wake_delay_seconds=0.8) as stack:
         client = triton_client(stack.envoy.target)
@@ -109,9 +106,6 @@ def test_inference_calls_do_not_wake_triton_or_wait(triton, warm):
     wakes = warm.admission.wakes
     assert infer(triton_client(warm.envoy.target), 16) == 16
     assert warm.admission.wakes == wakes, "only RepositoryIndex starts a wake; inference goes straight through"
-
-
-# --------------------------------------------------------------------------------------------- retries
 
 
 @pytest.mark.parametrize(
@@ -214,9 +208,6 @@ def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_
             assert overflow > 0 and survived < clients, (
                 "Envoy's default of 3 concurrent retries must show here as overflowing retries and failed clients"
             )
-
-
-# --------------------------------------------------------------------------------------------- the file itself
 
 
 @pytest.mark.parametrize("stack", stack_names())

@@ -40,8 +40,6 @@ def config_map(name: str, **data: str) -> dict:
 ENVOY = {"name": "envoy", "image": "envoyproxy/envoy:v1.39.1", "ports": [{"name": "grpc", "containerPort": 8001}]}
 CONTAINERS = ("spec", "template", "spec", "containers")
 
-# --------------------------------------------------------------------------------------------- trees
-
 
 def test_a_missing_key_an_explicit_null_and_true_against_1_are_all_differences() -> None:
     before = {"a": 1, "b": None, "c": {"d": True}, "e": [True], "f": {"g": 1, "h": {"i": 2}}}
@@ -89,9 +87,6 @@ def test_overlay_and_put_address_named_list_items_by_name() -> None:
     }
 
 
-# --------------------------------------------------------------------------------------------- the text format
-
-
 def test_paths_and_values_are_written_one_way() -> None:
     path = ("spec", "template", "spec", "containers", Named("envoy"), "image")
     assert format_path(path) == "spec.template.spec.containers[name=envoy].image"
@@ -115,9 +110,6 @@ def test_a_text_diff_is_the_changed_lines_with_two_lines_of_context_and_no_heade
     hunks = text_diff(before, before.replace("line 10\n", "line ten\n"))
     assert hunks == ["@@ -9,5 +9,5 @@", " line 8", " line 9", "-line 10", "+line ten", " line 11", " line 12"]
     assert text_diff(ABSENT, "a\n") == ["@@ -0,0 +1 @@", "+a"], "a side that is not text reads as empty"
-
-
-# --------------------------------------------------------------------------------------------- manifests
 
 
 def test_objects_only_the_old_side_has_are_removed_and_only_the_new_one_has_are_added() -> None:

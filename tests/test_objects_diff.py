@@ -100,9 +100,6 @@ def changed_fields(comparison, object_key: ObjectKey) -> dict:
     return {c.path: (c.before, c.after) for c in found.changes}
 
 
-# --------------------------------------------------------------------------------------------- with real Helm
-
-
 def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_live_objects_are_served(
     hammer, renders
 ) -> None:
@@ -173,9 +170,6 @@ def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(renders) -> Non
     assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
     report = markdown(comparison, "hammer", ["n"])
     assert "- `PodDisruptionBudget.policy/cms/supersonic-interlink-triton`: `helm.sh/resource-policy: keep`" in report
-
-
-# --------------------------------------------------------------------------------------------- the command
 
 
 def objects_command(*args: str) -> list[str]:
@@ -276,9 +270,6 @@ def test_a_cluster_that_cannot_be_read_is_one_line_naming_the_command(tmp_path, 
     ), err
 
 
-# --------------------------------------------------------------------------------------------- pure parts
-
-
 def test_live_objects_are_read_from_a_kubectl_list_or_documents_and_take_the_release_namespace() -> None:
     listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [LIVE_SCALED_OBJECT]})
     gitops = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old}\ndata: {envoy.yaml: x}\n---\n"
@@ -335,9 +326,6 @@ def test_objects_needs_the_live_values_from_a_file_or_the_cluster(capsys) -> Non
         takeover.main(["objects", "hammer"])
     assert exit_.value.code == 2
     assert "one of the arguments --live --from-cluster is required" in capsys.readouterr().err
-
-
-# --------------------------------------------------------------------------------------------- a move of the generation
 
 
 def _stored_manifest(tmp_path: Path) -> Path:

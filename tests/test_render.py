@@ -190,10 +190,6 @@ def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
     assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
 
 
-# --------------------------------------------------------------------------------------------- the chart source
-# Pinning and fetching a chart in a copy of the project, with git and Helm: tests/e2e/test_render_chart_pinning.py.
-
-
 def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command(unpinned_stacks: Path) -> None:
     result = run_render("hammer", "--fetch-chart")
     assert result.returncode == 1
