@@ -1,10 +1,5 @@
-"""The generated Envoy configuration, run by the real Envoy on loopback, does what the release relies on.
-
-Envoy runs the configuration ``build_envoy_config`` computes, with only its surroundings moved onto loopback
-(``tests/loopback.py``): stand-ins for Triton, the admission sidecar and the headless Service's DNS, and a Lua
-filter following the chart's wake protocol. Timeouts and back-offs are shrunk through the stack settings so the
-file runs in seconds; the behaviour under test is the same.
-"""
+"""The computed Envoy configuration, run by the real Envoy on loopback with shrunk timeouts, does what the release
+relies on: holding a wake, retrying, buffering, ejecting a failing Triton."""
 
 from __future__ import annotations
 
@@ -43,7 +38,6 @@ def fast_settings(ready_timeout_seconds: int = 5, chart=None, **envoy):
 
 @pytest.fixture(scope="module")
 def warm():
-    """One Envoy in front of one ready stand-in Triton, shared by the tests that script it call by call."""
     with loopback_stack(fast_settings(), front=True) as stack:
         yield stack
 
@@ -124,16 +118,14 @@ def test_an_inference_call_survives_http_503_from_in_front_of_triton(triton, war
     assert triton.calls["ModelInfer"] == 1
 
 
-def test_a_31_mib_request_passes_and_is_replayed_whole_on_retry(triton, warm):
+def test_a_31_mib_request_is_replayed_whole_on_retry_and_a_33_mib_one_stops_at_envoy(triton, warm):
     size = 31 * MIB
     triton.fail_next(1, grpc.StatusCode.UNAVAILABLE)
     assert infer(triton_client(warm.envoy.target), size, timeout=30) == size
     assert triton.infer_sizes == [size, size], (
         "the buffer holds the whole body, so the retry sends all of it again, not an empty or cut request"
     )
-
-
-def test_a_33_mib_request_is_refused_without_reaching_triton(triton, warm):
+    triton.reset_counts()
     too_large = warm.envoy.stat("http.ingress_grpc.downstream_rq_too_large")
     with pytest.raises(InferenceServerException, match="Payload Too Large"):
         infer(triton_client(warm.envoy.target), 33 * MIB, timeout=30)

@@ -1,5 +1,4 @@
-"""The generic diff takeover, diff and drift share: two trees compared field by field, two manifest sets object by
-object as Helm matches them, and the one way a path and a value are written."""
+"""The shared diff: trees field by field, manifests object by object as Helm matches them, one way to write both."""
 
 from __future__ import annotations
 
@@ -137,7 +136,7 @@ def test_a_changed_object_lists_each_changed_field() -> None:
     assert str(changed.key) == "Deployment.apps/rel-envoy"
 
 
-def test_a_new_api_version_of_the_same_kind_is_the_same_object_as_helm_sees_it() -> None:
+def test_a_new_api_version_or_an_unset_namespace_is_the_same_object_as_helm_sees_it() -> None:
     before = [{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "rel-keda-so"}}]
     after = [{"apiVersion": "keda.sh/v1beta1", "kind": "ScaledObject", "metadata": {"name": "rel-keda-so"}}]
     diff = compare_objects(before, after)
@@ -146,9 +145,6 @@ def test_a_new_api_version_of_the_same_kind_is_the_same_object_as_helm_sees_it()
     other_group = [deployment("rel-envoy", ENVOY, api="extensions/v1beta1")]
     moved = compare_objects(other_group, [deployment("rel-envoy", ENVOY)])
     assert len(moved.added) == len(moved.removed) == 1, "another API group is another object"
-
-
-def test_a_manifest_without_namespace_lives_in_the_release_namespace() -> None:
     after = [{**config_map("c"), "metadata": {"name": "c", "namespace": "cms"}}]
     diff = compare_objects([config_map("c")], after, "cms")
     assert not diff.added and not diff.removed, "the same object"

@@ -1,5 +1,4 @@
-"""The live release's values against the hammer stack's: every difference declared with its reason, the table the
-operator pastes into the pull request, and the findings when a difference is not declared or no longer real."""
+"""The live release's values against the hammer stack's: every difference declared with its reason, or a finding."""
 
 from __future__ import annotations
 
@@ -41,7 +40,6 @@ def test_the_hammer_stack_differs_from_the_live_release_only_where_declared(live
     comparison = compare_values(live, project)
     assert comparison.undeclared == () and comparison.stale == (), markdown(comparison, "hammer")
     assert [(".".join(map(str, change.path)), change.before) for change, _ in comparison.deliberate] == [
-        # The live release is of the triton generation; the unpinned stack renders for the newest chart.
         ("triton", "(this block)"),
         ("envoy.annotations.checksum/envoy-config", ABSENT),
         ("envoy.external_config.configmap_name", "supersonic-interlink-envoy-config-custom"),
@@ -90,7 +88,7 @@ def test_a_declared_difference_that_is_no_longer_one_is_reported(live, project) 
     assert comparison.undeclared == () and comparison.has_findings
 
 
-def test_the_most_specific_declaration_gives_the_reason() -> None:
+def test_the_most_specific_declaration_gives_the_reason_and_every_one_has_a_reason() -> None:
     declared: dict[ValuePath, str] = {("a",): "block", ("a", "b"): "leaf"}
     comparison = compare_values({"a": {"b": 1, "c": 1}}, {"a": {"b": 2, "c": 2}}, declared)
     assert [(change.path, why) for change, why in comparison.deliberate] == [
@@ -98,9 +96,6 @@ def test_the_most_specific_declaration_gives_the_reason() -> None:
         (("a", "c"), "block"),
     ]
     assert comparison.stale == ()
-
-
-def test_every_declaration_has_a_reason() -> None:
     assert all(len(why) > 40 for why in DELIBERATE.values()), "the why column is what the reviewer reads"
 
 
@@ -170,14 +165,13 @@ def _takeover(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli("takeover", "values", "hammer", *args, cwd=ROOT)
 
 
-def test_the_values_command_prints_the_table_and_exits_0_when_every_difference_is_declared(live, project) -> None:
+def test_the_values_command_exits_0_when_every_difference_is_declared_1_on_a_finding_2_on_a_bad_file(
+    live, project, tmp_path
+) -> None:
     done = _takeover("--live", str(FIXTURE))
     assert done.returncode == 0, done.stderr
     assert done.stdout == markdown(compare_values(live, project), "hammer")
     assert "| `keda.minReplicaCount` | *(not set)* | `0` |" in done.stdout
-
-
-def test_the_values_command_exits_1_on_a_finding_and_2_on_a_bad_file(tmp_path) -> None:
     changed = tmp_path / "live.yaml"
     changed.write_text(FIXTURE.read_text().replace("tritonserver:24.11-py3", "tritonserver:26.04-py3"))
     done = _takeover("--live", str(changed))
