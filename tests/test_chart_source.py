@@ -40,13 +40,17 @@ def fetched(upstream: Path, tmp_path: Path) -> tuple[str, Path]:
     return commit, fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
 
 
-def test_a_commit_is_fetched_into_the_cache_and_verified(tmp_path: Path, fetched: tuple[str, Path]) -> None:
+def test_a_commit_is_fetched_into_the_cache_verified_and_then_used_without_the_network(
+    tmp_path: Path, fetched: tuple[str, Path]
+) -> None:
     assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
     commit, chart = fetched
     assert chart == tmp_path / "cache" / commit / CHART_PATH
     assert (chart / "Chart.yaml").is_file() and (chart / "templates" / "keda.yaml").is_file()
     assert git("rev-parse", "HEAD", cwd=tmp_path / "cache" / commit) == commit
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name != commit], "no partial fetch left behind"
+    gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
+    assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
 
 
 def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(own_upstream: Path, tmp_path: Path) -> None:
@@ -54,12 +58,6 @@ def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(own_upstream: Pat
     commit_chart(own_upstream, "default-one", "a later commit on main")
     chart = fetch(own_upstream.as_uri(), first, CHART_PATH, cache=tmp_path / "cache")
     assert "| int" in (chart / "templates" / "keda.yaml").read_text(), "the pinned commit's chart, not main's"
-
-
-def test_a_cached_commit_is_used_without_the_network(tmp_path: Path, fetched: tuple[str, Path]) -> None:
-    commit, _ = fetched
-    gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
-    assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
 
 
 def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tuple[str, Path]) -> None:

@@ -96,12 +96,6 @@ def test_the_test_charts_own_filter_holds_a_wake_and_answers_a_timed_out_one_wit
         assert "no healthy upstream" in failure.value.message(), failure.value.message()
 
 
-def test_inference_calls_do_not_wake_triton_or_wait(triton, warm):
-    wakes = warm.admission.wakes
-    assert infer(triton_client(warm.envoy.target), 16) == 16
-    assert warm.admission.wakes == wakes, "only RepositoryIndex starts a wake; inference goes straight through"
-
-
 @pytest.mark.parametrize(
     "status", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.RESOURCE_EXHAUSTED]
 )
@@ -111,11 +105,14 @@ def test_an_inference_call_survives_triton_failing_with(status, triton, warm):
     assert triton.calls["ModelInfer"] == 4, "three failed attempts and the one that succeeded"
 
 
-def test_an_inference_call_survives_http_503_from_in_front_of_triton(triton, warm):
+def test_an_inference_call_survives_http_503_from_in_front_of_triton_and_wakes_nothing(triton, warm):
     triton.fail_next(2, http_status=503)
     assert infer(triton_client(warm.envoy.target), 64) == 64, "a 503 (wstunnel, ingress) must be retried"
     assert triton.http_errors_served == 2, "both 503s were actually sent to Envoy"
     assert triton.calls["ModelInfer"] == 1
+    wakes = warm.admission.wakes
+    assert infer(triton_client(warm.envoy.target), 16) == 16
+    assert warm.admission.wakes == wakes, "only RepositoryIndex starts a wake; inference goes straight through"
 
 
 def test_a_31_mib_request_is_replayed_whole_on_retry_and_a_33_mib_one_stops_at_envoy(triton, warm):

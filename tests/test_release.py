@@ -159,15 +159,12 @@ def test_second_stack_runs_triton_on_cluster_gpus_with_the_default_wake_and_send
     assert triton["resources"]["limits"]["nvidia.com/gpu"] == 1
 
 
-def test_helm_values_fill_in_what_settings_do_not_model(run_stack) -> None:
+def test_helm_values_fill_in_what_settings_do_not_model_but_not_under_the_other_generations_block(run_stack) -> None:
     key = NEWEST.inference_values_key
     values = values_of(run_stack(helmValues={"envoy": {"replicas": 2}, key: {"affinity": {"x": "y"}}}))
     assert values["envoy"]["replicas"] == 2
     assert values[key]["affinity"] == {"x": "y"}
     assert values["envoy"]["service"] == {"type": "LoadBalancer"}, "merging underneath keeps computed values"
-
-
-def test_helm_values_under_the_other_generations_block_are_refused_naming_the_right_one() -> None:
     with pytest.raises(ConfigError) as refused:
         settings_from_config(stack_config("hammer", helmValues={"triton": {"affinity": {"x": "y"}}}))
     assert refused.value.problems == [

@@ -139,7 +139,7 @@ def test_a_secret_is_rendered_as_the_value_the_provider_is_handed_not_as_its_wir
     assert SECRET_SIGNATURE[0] not in json.dumps(rendered["release"]), "no secret wrapper left for Helm to read"
 
 
-def test_without_out_it_prints_a_short_summary() -> None:
+def test_without_out_it_prints_a_short_summary_and_names_an_unknown_stack_with_the_known_ones() -> None:
     result = run_render("hammer")
     assert result.returncode == 0, result.stderr
     assert "stack hammer: release supersonic-interlink in namespace cms" in result.stdout
@@ -148,6 +148,9 @@ def test_without_out_it_prints_a_short_summary() -> None:
         "chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at "
         "42b2b9334db34ebd51ac97f18a0301922cbe90cb"
     ) in result.stdout
+    result = run_render("nope")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
 
 
 def test_an_unpinned_stacks_summary_says_preview_and_up_refuse_it(unpinned_stacks: Path) -> None:
@@ -178,12 +181,6 @@ def test_invalid_config_exits_2_with_every_problem_and_no_traceback(
     assert "Traceback" not in result.stderr
     assert "supersonic-interlink:scaleFromZero.holdMinReplicasSeconds = 300: expected a value >= " in result.stderr
     assert "supersonic-interlink:prometheus.port = 99999: expected a port from 1 to 65535" in result.stderr
-
-
-def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
-    result = run_render("nope")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
 
 
 def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command(unpinned_stacks: Path) -> None:

@@ -56,7 +56,7 @@ def _ancestry(evaluation: Evaluation, resource: Registered) -> list[Registered]:
         chain.insert(0, parent)
 
 
-def test_the_release_urn_names_the_types_and_names_the_program_registers(both_modes) -> None:
+def test_the_urns_and_object_names_the_steps_print_are_the_ones_the_program_registers(both_modes) -> None:
     evaluation = both_modes[False]
     release = evaluation.one(HELM_RELEASE_TYPE)
     chain = _ancestry(evaluation, release)
@@ -66,6 +66,17 @@ def test_the_release_urn_names_the_types_and_names_the_program_registers(both_mo
         "the URN the steps print must be the one the engine gives what the program registers, or `pulumi state "
         "delete` in the undo step names nothing"
     )
+    given = names("hammer", stack_settings("hammer"))
+    assert given["release_urn"] == RELEASE_URN
+    assert given["component_urn"] == COMPONENT_URN
+    assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
+    registered = {
+        r.inputs["kind"]: r.inputs["metadata"]["name"]
+        for r in both_modes[True].resources
+        if r.custom and r.type != HELM_RELEASE_TYPE
+    }
+    assert given["new_envoy_config_map"] == registered["ConfigMap"]
+    assert given["cleanup_cronjob"] == registered["CronJob"]
 
 
 def test_with_adopt_only_the_release_is_imported_and_nothing_it_is_upgraded_to_changes(both_modes) -> None:
@@ -170,29 +181,6 @@ def test_every_engine_run_goes_through_the_gate_after_the_stack_exists(hammer_st
     assert login == init == 0 < first_engine, "the stack exists in the logged-in backend before any preview"
 
 
-def test_docs_takeover_holds_the_steps_the_code_makes() -> None:
-    assert DOCS.read_text() == docs_text(DOCS.read_text()), (
-        "docs/takeover.md and `takeover steps` must say the same; run .venv/bin/python -m "
-        "supersonic_interlink.takeover.steps"
-    )
-    section = DOCS.read_text().split(DOCS_BEGIN)[1]
-    assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
-
-
-def test_steps_name_the_urns_and_objects_the_program_creates(both_modes) -> None:
-    given = names("hammer", stack_settings("hammer"))
-    assert given["release_urn"] == RELEASE_URN
-    assert given["component_urn"] == COMPONENT_URN
-    assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
-    registered = {
-        r.inputs["kind"]: r.inputs["metadata"]["name"]
-        for r in both_modes[True].resources
-        if r.custom and r.type != HELM_RELEASE_TYPE
-    }
-    assert given["new_envoy_config_map"] == registered["ConfigMap"]
-    assert given["cleanup_cronjob"] == registered["CronJob"]
-
-
 def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
     """Run a printed command with a kubectl that answers ``suspended`` and records every call."""
     calls = tmp_path / "calls"
@@ -217,7 +205,7 @@ def test_the_printed_helmrelease_delete_runs_only_once_it_is_suspended(hammer_st
     ), "deleting a HelmRelease that is not suspended makes helm-controller uninstall the release"
 
 
-def test_the_steps_command_prints_the_urns_and_what_is_still_to_do_and_names_an_unknown_stack() -> None:
+def test_the_steps_command_and_docs_print_the_steps_and_what_is_still_to_do_and_name_an_unknown_stack() -> None:
     done = run_cli("takeover", "steps", "hammer", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert f"release URN:   {RELEASE_URN}\n" in done.stdout
@@ -226,6 +214,12 @@ def test_the_steps_command_prints_the_urns_and_what_is_still_to_do_and_names_an_
     unknown = run_cli("takeover", "steps", "nosuch", cwd=ROOT)
     assert unknown.returncode == 2
     assert "Traceback" not in unknown.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in unknown.stderr
+    assert DOCS.read_text() == docs_text(DOCS.read_text()), (
+        "docs/takeover.md and `takeover steps` must say the same; run .venv/bin/python -m "
+        "supersonic_interlink.takeover.steps"
+    )
+    section = DOCS.read_text().split(DOCS_BEGIN)[1]
+    assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
 
 
 def test_steps_live_prints_the_steps_only_once_the_live_release_passes(monkeypatch, capsys) -> None:

@@ -57,14 +57,18 @@ def test_zizmor_does_catch_what_the_workflows_avoid(tmp_path):
     )
 
 
-def test_every_action_is_pinned_to_a_commit_with_its_version_named():
+def test_every_action_is_pinned_to_a_commit_and_no_expression_is_expanded_inside_a_shell_script():
     assert "pull-request.yml" in [p.name for p in workflow_files()], "the tests below read it"
     for path in workflow_files():
-        text = path.read_text()
-        uses = re.findall(r"uses: (.+)$", text, re.MULTILINE)
+        uses = re.findall(r"uses: (.+)$", path.read_text(), re.MULTILINE)
         assert uses, f"{path.name} uses no actions?"
         for ref in uses:
             assert PINNED.match(ref.strip()), f"{path.name}: {ref!r} is not pinned to a full SHA with '# vX.Y.Z'"
+        for name, job in load(path)["jobs"].items():
+            for item in job.get("steps", []):
+                assert "${{" not in item.get("run", ""), (
+                    f"{path.name} {name}: pass values through env:, a `run:` expansion is a script injection"
+                )
 
 
 def test_permissions_are_empty_by_default_and_granted_per_job_and_a_newer_push_cancels_the_older_run():
@@ -77,15 +81,6 @@ def test_permissions_are_empty_by_default_and_granted_per_job_and_a_newer_push_c
     concurrency = workflow["concurrency"]
     assert concurrency["cancel-in-progress"] is True
     assert "github.event.pull_request.number" in concurrency["group"], "one group per pull request"
-
-
-def test_no_expression_is_expanded_inside_a_shell_script():
-    for path in workflow_files():
-        for name, job in load(path)["jobs"].items():
-            for item in job.get("steps", []):
-                assert "${{" not in item.get("run", ""), (
-                    f"{path.name} {name}: pass values through env:, a `run:` expansion is a script injection"
-                )
 
 
 def test_preview_runs_per_stack_with_the_operators_command_and_comments():
@@ -243,7 +238,7 @@ def drift_step(name: str) -> dict:
     return next(s for s in drift_workflow()["jobs"]["drift"]["steps"] if s.get("id") == name or s.get("name") == name)
 
 
-def test_drift_runs_per_stack_every_few_hours_with_least_privilege() -> None:
+def test_drift_runs_the_operators_command_per_stack_every_few_hours_with_least_privilege() -> None:
     workflow = drift_workflow()
     (schedule,) = workflow["on"]["schedule"]
     minute, hour, *rest = schedule["cron"].split()
@@ -255,6 +250,14 @@ def test_drift_runs_per_stack_every_few_hours_with_least_privilege() -> None:
     assert jobs["drift"]["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
     assert jobs["drift"]["strategy"]["fail-fast"] is False, "one cluster unreachable must not hide another's drift"
     assert workflow["concurrency"]["cancel-in-progress"] is False, "a run is never cut off halfway through an issue"
+    check = drift_step("check")
+    assert './supersonic drift "$STACK" --markdown' in check["run"]
+    assert "--correct" not in json.dumps(drift_workflow()), "the scheduled check corrects nothing"
+    preview = next(
+        s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", "")
+    )
+    secrets = {k: v for k, v in check["env"].items() if "secrets." in v}
+    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same state backend"
 
 
 def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: Path) -> None:
@@ -272,17 +275,6 @@ def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: P
     assert "::notice title=Stack geddes-gpu not checked::its chart is not pinned" in result.stdout
     committed = run_step(listing["run"], ROOT, GITHUB_OUTPUT=str(tmp_path / "committed"))
     assert committed.returncode == 0 and (tmp_path / "committed").read_text() == 'stacks=["geddes-gpu","hammer"]\n'
-
-
-def test_drift_checks_with_the_operators_command_and_the_previews_backend_credentials() -> None:
-    check = drift_step("check")
-    assert './supersonic drift "$STACK" --markdown' in check["run"]
-    assert "--correct" not in json.dumps(drift_workflow()), "the scheduled check corrects nothing"
-    preview = next(
-        s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", "")
-    )
-    secrets = {k: v for k, v in check["env"].items() if "secrets." in v}
-    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same state backend"
 
 
 def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_only_one(tmp_path: Path) -> None:
