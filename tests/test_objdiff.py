@@ -86,7 +86,7 @@ def test_overlay_and_put_address_named_list_items_by_name() -> None:
     }
 
 
-def test_paths_and_values_are_written_one_way() -> None:
+def test_paths_values_and_text_diffs_are_written_one_way() -> None:
     path = ("spec", "template", "spec", "containers", Named("envoy"), "image")
     assert format_path(path) == "spec.template.spec.containers[name=envoy].image"
     assert format_path(("metadata", "labels", "helm.toolkit.fluxcd.io/name")) == (
@@ -102,9 +102,6 @@ def test_paths_and_values_are_written_one_way() -> None:
     assert markdown_cell("a | b\nc") == "`a \\| b c`", "a pipe or a line break must not split the row"
     assert markdown_cell("a`b") == "`` a`b ``"
     assert markdown_value("x" * 10, width=5) == "`xxxx…`" and markdown_value("x" * 5, width=5) == "`xxxxx`"
-
-
-def test_a_text_diff_is_the_changed_lines_with_two_lines_of_context_and_no_header() -> None:
     before = "".join(f"line {i}\n" for i in range(20))
     hunks = text_diff(before, before.replace("line 10\n", "line ten\n"))
     assert hunks == ["@@ -9,5 +9,5 @@", " line 8", " line 9", "-line 10", "+line ten", " line 11", " line 12"]

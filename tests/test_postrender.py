@@ -81,9 +81,12 @@ def documents(stream: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(stream) if d]
 
 
-def test_the_release_names_an_executable_that_exists_relative_to_the_project() -> None:
+def test_the_release_names_an_executable_relative_to_the_project_that_parses_with_libyaml() -> None:
     assert not Path(POSTRENDER).is_absolute(), "an absolute path would differ per machine and show in every preview"
     assert EXECUTABLE.is_file() and EXECUTABLE.stat().st_mode & 0o111, "Helm needs an executable file"
+    assert postrender.LOADER is yaml.CSafeLoader and postrender.DUMPER is yaml.CSafeDumper, (
+        "the pure-Python parser took minutes on a large release (benchmarks/postrender_throughput.py)"
+    )
 
 
 def test_first_trigger_of_the_scaled_object_gets_the_timeout() -> None:
@@ -267,9 +270,3 @@ def test_a_stream_that_cannot_be_read_is_one_line(stream: bytes, message: str) -
     result = post_render_bytes(stream)
     text = subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
     assert_one_line_error(text, message)
-
-
-def test_the_post_renderer_parses_with_libyaml() -> None:
-    assert postrender.LOADER is yaml.CSafeLoader and postrender.DUMPER is yaml.CSafeDumper, (
-        "the pure-Python parser took minutes on a large release (benchmarks/postrender_throughput.py)"
-    )
