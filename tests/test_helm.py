@@ -87,7 +87,6 @@ def test_without_an_external_config_the_test_chart_generates_one_envoy_accepts(c
 
 
 def test_an_upgrade_keeps_the_live_scaled_objects_replica_floor(hammer, tmp_path) -> None:
-    """What a takeover needs: the same chart rendered against live objects, as `helm upgrade` would."""
     live = {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -103,12 +102,20 @@ def test_an_upgrade_keeps_the_live_scaled_objects_replica_floor(hammer, tmp_path
     assert find(asleep, "ScaledObject", name)["spec"]["minReplicaCount"] == 0
 
 
-def test_helm_only_reads_the_api_and_only_what_lookup_needs(hammer, tmp_path) -> None:
+def test_helm_only_reads_what_lookup_needs_and_the_post_renderer_runs_through_helm_and_in_process_alike(
+    hammer, tmp_path
+) -> None:
     with ChartRenderer(
-        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served
+        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER
     ) as renderer:
-        renderer.render(hammer.values)
+        through_helm = renderer.render(hammer.values)
+        in_process = renderer.render(hammer.values, post_render=patch)
+        without = renderer.render(hammer.values, post_render=lambda text: text)
         requests = list(renderer.api.requests)
+    scaled = find(through_helm, "ScaledObject", CHART.scaled_object_name(hammer.release_name))
+    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran"
+    assert in_process == through_helm
+    assert without != through_helm, "the comparison can tell a post-rendered render from one that is not"
     paths = [path.split("?")[0] for method, path in requests]
     assert {method for method, _ in requests} == {"GET"}, "helm template --dry-run=server writes nothing"
     assert "/api/v1" in paths and "/apis/keda.sh/v1alpha1" in paths, "discovery of the looked-up kinds"
@@ -116,19 +123,6 @@ def test_helm_only_reads_the_api_and_only_what_lookup_needs(hammer, tmp_path) ->
     assert not [p for p in paths if "secrets" in p or "openapi" in p], (
         "no release Secret is listed and no OpenAPI schema read: template runs client-only apart from lookup"
     )
-
-
-def test_the_post_renderer_runs_through_helm_and_in_process_alike(hammer, tmp_path) -> None:
-    with ChartRenderer(
-        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER
-    ) as renderer:
-        through_helm = renderer.render(hammer.values)
-        in_process = renderer.render(hammer.values, post_render=patch)
-        without = renderer.render(hammer.values, post_render=lambda text: text)
-    scaled = find(through_helm, "ScaledObject", CHART.scaled_object_name(hammer.release_name))
-    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran"
-    assert in_process == through_helm
-    assert without != through_helm, "the comparison can tell a post-rendered render from one that is not"
 
 
 def test_a_missing_dependency_is_stood_in_for_without_touching_the_chart(hammer, tmp_path) -> None:
@@ -145,12 +139,11 @@ def test_a_missing_dependency_is_stood_in_for_without_touching_the_chart(hammer,
 def test_an_enabled_dependency_that_is_not_on_disk_stops_the_render_naming_it(hammer, tmp_path) -> None:
     values = copy.deepcopy(hammer.values)
     values["grafana"]["enabled"] = True
+    chart = fixture_chart("conforming", tmp_path)
     with pytest.raises(
         ChartRenderError, match=re.escape("dependency grafana 1.0.0 is not on disk and the values enable it")
     ):
-        render_chart(
-            fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, values, hammer.served
-        )
+        render_chart(chart, hammer.release_name, hammer.namespace, values, hammer.served)
 
 
 def test_a_directory_without_chart_yaml_is_refused_and_helms_error_drops_its_framing(tmp_path) -> None:
