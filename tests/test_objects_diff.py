@@ -150,7 +150,7 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
     assert any("No live ScaledObject" in note for note in given.notes)
 
 
-def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_declared(renders) -> None:
+def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_declared_or_kept(renders) -> None:
     comparison = upgrade(renders, "deletes-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
@@ -159,9 +159,6 @@ def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_
     declared = upgrade(renders, "deletes-on-upgrade", PDB_DELETION)
     assert declared.unexplained == () and declared.stale == () and not declared.has_findings
     assert declared.deleted == ((TRITON_PDB, NO_BUDGET),)
-
-
-def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(renders) -> None:
     comparison = upgrade(renders, "kept-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,)
     assert [k for k, _ in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
