@@ -119,7 +119,7 @@ def test_hammer_envoy_stays_on_the_af_nodes_and_loads_the_external_config(hammer
     )
 
 
-def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_failure(hammer) -> None:
+def test_release_takes_its_chart_from_the_git_cache_rolls_back_on_failure_and_is_parented_and_exported(hammer) -> None:
     release = hammer.one(HELM_RELEASE_TYPE).inputs
     assert release["name"] == "supersonic-interlink"
     assert release["namespace"] == "cms"
@@ -134,9 +134,6 @@ def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_f
     )
     assert release["timeout"] == 1200, "readyTimeoutSeconds 900 + 300: a Triton replaced mid-upgrade waits in Slurm"
     assert release["postrender"] == POSTRENDER
-
-
-def test_children_are_parented_to_their_components_and_exports_name_the_release_and_endpoint(hammer) -> None:
     by_name = {r.name: r for r in hammer.resources}
     assert by_name["supersonic-helm"].parent.endswith("supersonic-interlink:index:SupersonicRelease::supersonic")
     assert by_name["envoy-configmap"].parent.endswith("supersonic-interlink:index:EnvoyConfig::envoy")

@@ -205,7 +205,7 @@ def test_actionlint_and_shellcheck_find_nothing_in_the_workflows_and_do_report_a
     assert "nonsense" in broken_result.stdout
 
 
-def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_or_grepping() -> None:
+def test_the_chart_is_checked_by_the_conformance_code_and_lint_is_the_same_as_contributors_and_ci() -> None:
     steps = pull_request_workflow()["jobs"]["render-check"]["steps"]
     commands = [line for item in steps for line in item.get("run", "").splitlines() if not line.strip().startswith("#")]
     scripts = "\n".join(commands)
@@ -219,9 +219,6 @@ def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_
     assert check["if"] == "${{ !cancelled() }}", "the offline checks report even when a chart could not be fetched"
     fetch_index = steps.index(step("render-check", "fetch"))
     assert steps.index(check) == fetch_index + 1, "the chart is on disk before --check looks for it"
-
-
-def test_pull_requests_run_the_same_lint_as_contributors_and_ci() -> None:
     runs = [step.get("run", "") for step in pull_request_workflow()["jobs"]["lint"]["steps"]]
     assert "./supersonic lint" in runs, "a formatting slip or a type error must fail the pull request's checks"
     ci = (ROOT / ".ci" / "run").read_text()
