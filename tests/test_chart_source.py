@@ -1,5 +1,4 @@
-"""The git chart source: fetched at exactly its commit into the project's cache, pinned by resolving a ref, and
-refused by `pulumi preview`/`up` while unpinned. Every repository here is a local one the test makes (no network)."""
+"""The git chart source: fetched at its commit into the cache, pinned by resolving a ref, refused while unpinned."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from supersonic_interlink.render.evaluate import evaluate, run_entry_point
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository the cases fetch from and only read; a case that commits or tags takes ``own_upstream``."""
     return chart_repository(tmp_path_factory.mktemp("remote"))
 
 
@@ -30,19 +28,29 @@ def own_upstream(tmp_path: Path) -> Path:
     return chart_repository(tmp_path / "remote")
 
 
+def pinned(commit: str, name: str = "supersonic-interlink") -> dict:
+    return stack_config(
+        "hammer", release={"name": name, "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": commit}}
+    )
+
+
 @pytest.fixture
 def fetched(upstream: Path, tmp_path: Path) -> tuple[str, Path]:
-    """The upstream's HEAD commit and its chart, fetched into this case's cache."""
     commit = git("rev-parse", "HEAD", cwd=upstream)
     return commit, fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
 
 
-def test_a_commit_is_fetched_into_the_cache_and_verified(tmp_path: Path, fetched: tuple[str, Path]) -> None:
+def test_a_commit_is_fetched_into_the_cache_verified_and_then_used_without_the_network(
+    tmp_path: Path, fetched: tuple[str, Path]
+) -> None:
+    assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
     commit, chart = fetched
     assert chart == tmp_path / "cache" / commit / CHART_PATH
     assert (chart / "Chart.yaml").is_file() and (chart / "templates" / "keda.yaml").is_file()
     assert git("rev-parse", "HEAD", cwd=tmp_path / "cache" / commit) == commit
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name != commit], "no partial fetch left behind"
+    gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
+    assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
 
 
 def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(own_upstream: Path, tmp_path: Path) -> None:
@@ -50,12 +58,6 @@ def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(own_upstream: Pat
     commit_chart(own_upstream, "default-one", "a later commit on main")
     chart = fetch(own_upstream.as_uri(), first, CHART_PATH, cache=tmp_path / "cache")
     assert "| int" in (chart / "templates" / "keda.yaml").read_text(), "the pinned commit's chart, not main's"
-
-
-def test_a_cached_commit_is_used_without_the_network(tmp_path: Path, fetched: tuple[str, Path]) -> None:
-    commit, _ = fetched
-    gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
-    assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
 
 
 def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tuple[str, Path]) -> None:
@@ -112,8 +114,7 @@ def test_anything_else_under_the_charts_directory_is_refused(
         (chart / name).write_text(text)
     problem = verify(chart.parent.parent, commit, CHART_PATH)
     assert problem is not None and f"{CHART_PATH}/{next(iter(planted))}" in problem and "differs" in problem, problem
-    release = {"name": "x", "chart": {"git": UPSTREAM, "commit": commit, "path": CHART_PATH}}
-    chart_source_setting = load_settings(stack_config("hammer", release=release)).release.chart
+    chart_source_setting = load_settings(pinned(commit, "x")).release.chart
     assert chart_source.chart_on_disk(chart_source_setting, cache=tmp_path / "cache") is None, (
         "a tampered checkout is never handed to Helm or the conformance check"
     )
@@ -136,12 +137,9 @@ def test_a_version_the_lock_file_locks_is_the_one_allowed(fetched: tuple[str, Pa
     assert verify(chart.parent.parent, commit, CHART_PATH) is None, "dependencyUpdate writes the lock it resolved"
 
 
-def test_a_commit_the_repository_does_not_have_is_named(upstream: Path, tmp_path: Path) -> None:
+def test_a_commit_the_repository_does_not_have_or_without_the_chart_is_refused(upstream: Path, tmp_path: Path) -> None:
     with pytest.raises(ChartSourceError, match=f"has no commit {'0' * 40}"):
         fetch(upstream.as_uri(), "0" * 40, CHART_PATH, cache=tmp_path / "cache")
-
-
-def test_a_commit_without_the_chart_at_the_path_is_refused(upstream: Path, tmp_path: Path) -> None:
     commit = git("rev-parse", "HEAD", cwd=upstream)
     with pytest.raises(ChartSourceError, match=f"commit {commit} has no chart at charts/other"):
         fetch(upstream.as_uri(), commit, "charts/other", cache=tmp_path / "cache")
@@ -167,29 +165,19 @@ def test_a_branch_or_tag_resolves_to_its_commit(own_upstream: Path) -> None:
 
 
 def test_the_release_is_given_the_cached_chart_by_a_path_relative_to_the_project() -> None:
-    chart = load_settings(
-        stack_config(
-            "hammer", release={"name": "x", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": "a" * 40}}
-        )
-    ).release.chart
+    chart = load_settings(pinned("a" * 40, "x")).release.chart
     assert chart_source.release_chart(chart) == f".charts/{'a' * 40}/helm/supersonic", (
         "the same Release input on every machine; a new commit is a changed input, so preview shows the upgrade"
     )
 
 
-# --------------------------------------------------------------------------------------------- under pulumi
-
-
 def test_preview_and_up_stop_before_registering_anything_while_the_chart_is_unpinned() -> None:
-    with pytest.raises(pulumi.RunError) as stopped:
+    with pytest.raises(pulumi.RunError) as refused:
         evaluate(unpinned_config("hammer"), "hammer", offline=False)
-    assert str(stopped.value) == (
+    assert str(refused.value) == (
         "supersonic-interlink:release.chart is a git source without a commit, so it names no exact chart: "
         "run `./supersonic render hammer --pin-chart` and commit the stack file"
     )
-
-
-def test_an_unpinned_stack_registers_nothing() -> None:
     stopped: list[str] = []
 
     def program() -> None:
@@ -208,14 +196,9 @@ def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
 ) -> None:
     commit = git("rev-parse", "HEAD", cwd=upstream)
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
-    # The stack names the real https URL; git reads it from the local repository instead.
     for key, value in redirect_upstream(upstream).items():
         monkeypatch.setenv(key, value)
-    config = stack_config(
-        "hammer",
-        release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": commit}},
-    )
-    evaluation = evaluate(config, "hammer", offline=False)
+    evaluation = evaluate(pinned(commit), "hammer", offline=False)
     assert evaluation.one(HELM_RELEASE_TYPE).inputs["chart"] == f".charts/{commit}/{CHART_PATH}"
     assert (tmp_path / "cache" / commit / CHART_PATH / "Chart.yaml").is_file(), "fetched before registering"
 
@@ -223,20 +206,10 @@ def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
 def test_a_fetch_failure_stops_preview_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
     _unreachable_github(monkeypatch)
-    config = stack_config(
-        "hammer",
-        release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": "b" * 40}},
-    )
     with pytest.raises(pulumi.RunError) as stopped:
-        evaluate(config, "hammer", offline=False)
+        evaluate(pinned("b" * 40), "hammer", offline=False)
     assert "\n" not in str(stopped.value) and "needs network access" in str(stopped.value)
 
-
-def test_git_itself_is_the_one_here() -> None:
-    assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
-
-
-# --------------------------------------------------------------------------------------------- the guard
 
 GUARDED = "098d4a6c1411d22a748e7a7de4ff30eea10bf32d"
 
@@ -252,12 +225,8 @@ def test_a_commit_known_to_carry_the_guard_is_refused_before_anything_is_fetched
 ) -> None:
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
     _unreachable_github(monkeypatch)
-    config = stack_config(
-        "hammer",
-        release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": GUARDED}},
-    )
     with pytest.raises(pulumi.RunError) as stopped:
-        evaluate(config, "hammer", offline=False)
+        evaluate(pinned(GUARDED), "hammer", offline=False)
     assert str(stopped.value) == (
         f"commit {GUARDED} still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap "
         "(templates/envoy/admission.yaml:9), so it cannot load this program's Envoy configuration: pin a commit "
@@ -274,12 +243,7 @@ def test_a_fetched_commit_whose_templates_carry_the_guard_is_refused_naming_the_
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
     for key, value in redirect_upstream(guarded).items():
         monkeypatch.setenv(key, value)
-    chart = load_settings(
-        stack_config(
-            "hammer",
-            release={"name": "supersonic-interlink", "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": commit}},
-        )
-    ).release.chart
+    chart = load_settings(pinned(commit)).release.chart
     with pytest.raises(ChartSourceError, match=rf"^commit {commit} still refuses .* \(templates/scale-from-zero-guard"):
         chart_source.prepare(chart, "hammer")
 

@@ -1,10 +1,5 @@
-"""The generated Envoy configuration, run by the real Envoy on loopback, does what the release relies on.
-
-Envoy runs the configuration ``build_envoy_config`` computes, with only its surroundings moved onto loopback
-(``tests/loopback.py``): stand-ins for Triton, the admission sidecar and the headless Service's DNS, and a Lua
-filter following the chart's wake protocol. Timeouts and back-offs are shrunk through the stack settings so the
-file runs in seconds; the behaviour under test is the same.
-"""
+"""The computed Envoy configuration, run by the real Envoy on loopback with shrunk timeouts, does what the release
+relies on: holding a wake, retrying, buffering, ejecting a failing Triton."""
 
 from __future__ import annotations
 
@@ -43,7 +38,6 @@ def fast_settings(ready_timeout_seconds: int = 5, chart=None, **envoy):
 
 @pytest.fixture(scope="module")
 def warm():
-    """One Envoy in front of one ready stand-in Triton, shared by the tests that script it call by call."""
     with loopback_stack(fast_settings(), front=True) as stack:
         yield stack
 
@@ -53,9 +47,6 @@ def triton(warm):
     warm.triton.reset_counts()
     yield warm.triton
     warm.triton.reset_counts()
-
-
-# --------------------------------------------------------------------------------------------- wake
 
 
 def test_a_repository_index_sent_while_triton_is_down_is_held_and_answered_once_it_comes_up():
@@ -105,15 +96,6 @@ def test_the_test_charts_own_filter_holds_a_wake_and_answers_a_timed_out_one_wit
         assert "no healthy upstream" in failure.value.message(), failure.value.message()
 
 
-def test_inference_calls_do_not_wake_triton_or_wait(triton, warm):
-    wakes = warm.admission.wakes
-    assert infer(triton_client(warm.envoy.target), 16) == 16
-    assert warm.admission.wakes == wakes, "only RepositoryIndex starts a wake; inference goes straight through"
-
-
-# --------------------------------------------------------------------------------------------- retries
-
-
 @pytest.mark.parametrize(
     "status", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.RESOURCE_EXHAUSTED]
 )
@@ -123,23 +105,24 @@ def test_an_inference_call_survives_triton_failing_with(status, triton, warm):
     assert triton.calls["ModelInfer"] == 4, "three failed attempts and the one that succeeded"
 
 
-def test_an_inference_call_survives_http_503_from_in_front_of_triton(triton, warm):
+def test_an_inference_call_survives_http_503_from_in_front_of_triton_and_wakes_nothing(triton, warm):
     triton.fail_next(2, http_status=503)
     assert infer(triton_client(warm.envoy.target), 64) == 64, "a 503 (wstunnel, ingress) must be retried"
     assert triton.http_errors_served == 2, "both 503s were actually sent to Envoy"
     assert triton.calls["ModelInfer"] == 1
+    wakes = warm.admission.wakes
+    assert infer(triton_client(warm.envoy.target), 16) == 16
+    assert warm.admission.wakes == wakes, "only RepositoryIndex starts a wake; inference goes straight through"
 
 
-def test_a_31_mib_request_passes_and_is_replayed_whole_on_retry(triton, warm):
+def test_a_31_mib_request_is_replayed_whole_on_retry_and_a_33_mib_one_stops_at_envoy(triton, warm):
     size = 31 * MIB
     triton.fail_next(1, grpc.StatusCode.UNAVAILABLE)
     assert infer(triton_client(warm.envoy.target), size, timeout=30) == size
     assert triton.infer_sizes == [size, size], (
         "the buffer holds the whole body, so the retry sends all of it again, not an empty or cut request"
     )
-
-
-def test_a_33_mib_request_is_refused_without_reaching_triton(triton, warm):
+    triton.reset_counts()
     too_large = warm.envoy.stat("http.ingress_grpc.downstream_rq_too_large")
     with pytest.raises(InferenceServerException, match="Payload Too Large"):
         infer(triton_client(warm.envoy.target), 33 * MIB, timeout=30)
@@ -214,9 +197,6 @@ def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_
             assert overflow > 0 and survived < clients, (
                 "Envoy's default of 3 concurrent retries must show here as overflowing retries and failed clients"
             )
-
-
-# --------------------------------------------------------------------------------------------- the file itself
 
 
 @pytest.mark.parametrize("stack", stack_names())

@@ -1,5 +1,4 @@
-"""The computed Envoy configuration against the one chart commit 42b2b933 generates (templates/envoy/configmaps.yaml
-read at that commit; docs/chart.md): the same, but for the declared additions; and the comparison names what differs."""
+"""The computed Envoy configuration against what chart commit 42b2b933 generates: equal but for declared additions."""
 
 from __future__ import annotations
 

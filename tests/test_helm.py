@@ -1,4 +1,4 @@
-"""The one Helm render: the real Helm v3 with `--dry-run=server` against the stand-in API, with the post-renderer."""
+"""The one Helm render: the real Helm v3, `--dry-run=server` against the stand-in API, with the post-renderer."""
 
 from __future__ import annotations
 
@@ -48,14 +48,21 @@ def tree_digest(directory: Path) -> str:
     return digest.hexdigest()
 
 
-def test_the_charts_lookup_copies_the_served_config_map(hammer, tmp_path) -> None:
-    objects = render_chart(
-        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.values, hammer.served
-    )
+def test_the_charts_lookup_copies_the_served_config_map_and_fails_without_it_as_an_install_would(
+    hammer, tmp_path
+) -> None:
+    chart = fixture_chart("conforming", tmp_path)
+    objects = render_chart(chart, hammer.release_name, hammer.namespace, hammer.values, hammer.served)
     copied = find(objects, "ConfigMap", CHART.envoy_config_map_name(hammer.release_name))
     assert copied["data"][CHART.envoy_config_key] == hammer.envoy_yaml, (
         "lookup answered from the stand-in API exactly as on the cluster"
     )
+    with pytest.raises(ChartRenderError) as refused:
+        render_chart(chart, hammer.release_name, hammer.namespace, hammer.values)
+    name = hammer.values["envoy"]["external_config"]["configmap_name"]
+    assert str(refused.value) == (
+        f"execution error at (supersonic/templates/envoy-config.yaml:12:6): ConfigMap cms/{name} not found"
+    ), "the chart's own message, verbatim, without Helm's prefix and --debug hint"
 
 
 @pytest.mark.parametrize(("chart", "generation"), [("conforming", TRITON), ("inference-server", INFERENCE_SERVER)])
@@ -79,17 +86,7 @@ def test_without_an_external_config_the_test_chart_generates_one_envoy_accepts(c
     assert rest["route"] == {"cluster": generation.inference_cluster, "timeout": "0s"}
 
 
-def test_without_the_config_map_the_render_fails_as_an_install_would(hammer, tmp_path) -> None:
-    with pytest.raises(ChartRenderError) as refused:
-        render_chart(fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.values)
-    name = hammer.values["envoy"]["external_config"]["configmap_name"]
-    assert str(refused.value) == (
-        f"execution error at (supersonic/templates/envoy-config.yaml:12:6): ConfigMap cms/{name} not found"
-    ), "the chart's own message, verbatim, without Helm's prefix and --debug hint"
-
-
 def test_an_upgrade_keeps_the_live_scaled_objects_replica_floor(hammer, tmp_path) -> None:
-    """What a takeover needs: the same chart rendered against live objects, as `helm upgrade` would."""
     live = {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -105,12 +102,20 @@ def test_an_upgrade_keeps_the_live_scaled_objects_replica_floor(hammer, tmp_path
     assert find(asleep, "ScaledObject", name)["spec"]["minReplicaCount"] == 0
 
 
-def test_helm_only_reads_the_api_and_only_what_lookup_needs(hammer, tmp_path) -> None:
+def test_helm_only_reads_what_lookup_needs_and_the_post_renderer_runs_through_helm_and_in_process_alike(
+    hammer, tmp_path
+) -> None:
     with ChartRenderer(
-        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served
+        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER
     ) as renderer:
-        renderer.render(hammer.values)
+        through_helm = renderer.render(hammer.values)
+        in_process = renderer.render(hammer.values, post_render=patch)
+        without = renderer.render(hammer.values, post_render=lambda text: text)
         requests = list(renderer.api.requests)
+    scaled = find(through_helm, "ScaledObject", CHART.scaled_object_name(hammer.release_name))
+    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran"
+    assert in_process == through_helm
+    assert without != through_helm, "the comparison can tell a post-rendered render from one that is not"
     paths = [path.split("?")[0] for method, path in requests]
     assert {method for method, _ in requests} == {"GET"}, "helm template --dry-run=server writes nothing"
     assert "/api/v1" in paths and "/apis/keda.sh/v1alpha1" in paths, "discovery of the looked-up kinds"
@@ -120,51 +125,30 @@ def test_helm_only_reads_the_api_and_only_what_lookup_needs(hammer, tmp_path) ->
     )
 
 
-def test_the_post_renderer_runs_through_helm_and_in_process_alike(hammer, tmp_path) -> None:
-    with ChartRenderer(
-        fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER
-    ) as renderer:
-        through_helm = renderer.render(hammer.values)
-        in_process = renderer.render(hammer.values, post_render=patch)
-        without = renderer.render(hammer.values, post_render=lambda text: text)
-    scaled = find(through_helm, "ScaledObject", CHART.scaled_object_name(hammer.release_name))
-    assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000", "the post-renderer ran"
-    assert in_process == through_helm
-    assert without != through_helm, "the comparison can tell a post-rendered render from one that is not"
-
-
 def test_a_missing_dependency_is_stood_in_for_without_touching_the_chart(hammer, tmp_path) -> None:
     chart = fixture_chart("conforming", tmp_path)
     assert missing_dependencies(chart) == [("grafana", "1.0.0")]
     before = tree_digest(chart)
     render_chart(chart, hammer.release_name, hammer.namespace, hammer.values, hammer.served)
     assert tree_digest(chart) == before, "a fetched chart's checkout must stay exactly its commit"
+    (chart / "charts").mkdir()
+    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"")
+    assert missing_dependencies(chart) == [], "a dependency on disk is not stood in for"
 
 
 def test_an_enabled_dependency_that_is_not_on_disk_stops_the_render_naming_it(hammer, tmp_path) -> None:
     values = copy.deepcopy(hammer.values)
     values["grafana"]["enabled"] = True
+    chart = fixture_chart("conforming", tmp_path)
     with pytest.raises(
         ChartRenderError, match=re.escape("dependency grafana 1.0.0 is not on disk and the values enable it")
     ):
-        render_chart(
-            fixture_chart("conforming", tmp_path), hammer.release_name, hammer.namespace, values, hammer.served
-        )
+        render_chart(chart, hammer.release_name, hammer.namespace, values, hammer.served)
 
 
-def test_a_dependency_on_disk_is_not_stood_in_for(tmp_path) -> None:
-    chart = fixture_chart("conforming", tmp_path)
-    (chart / "charts").mkdir()
-    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"")
-    assert missing_dependencies(chart) == []
-
-
-def test_a_directory_without_chart_yaml_is_refused(tmp_path) -> None:
+def test_a_directory_without_chart_yaml_is_refused_and_helms_error_drops_its_framing(tmp_path) -> None:
     with pytest.raises(ChartRenderError, match="not a chart directory"):
         ChartRenderer(tmp_path, "r", "ns")
-
-
-def test_helms_error_keeps_the_message_and_drops_its_framing() -> None:
     stderr = (
         "WARNING: Kubernetes configuration file is group-readable.\n"
         "Error: execution error at (c/templates/x.yaml:1:2): refused\n\nUse --debug flag to render out invalid YAML\n"

@@ -1,5 +1,4 @@
-"""The generic diff takeover, diff and drift share: two trees compared field by field, two manifest sets object by
-object as Helm matches them, and the one way a path and a value are written."""
+"""The shared diff: trees field by field, manifests object by object as Helm matches them, one way to write both."""
 
 from __future__ import annotations
 
@@ -39,8 +38,6 @@ def config_map(name: str, **data: str) -> dict:
 
 ENVOY = {"name": "envoy", "image": "envoyproxy/envoy:v1.39.1", "ports": [{"name": "grpc", "containerPort": 8001}]}
 CONTAINERS = ("spec", "template", "spec", "containers")
-
-# --------------------------------------------------------------------------------------------- trees
 
 
 def test_a_missing_key_an_explicit_null_and_true_against_1_are_all_differences() -> None:
@@ -89,10 +86,7 @@ def test_overlay_and_put_address_named_list_items_by_name() -> None:
     }
 
 
-# --------------------------------------------------------------------------------------------- the text format
-
-
-def test_paths_and_values_are_written_one_way() -> None:
+def test_paths_values_and_text_diffs_are_written_one_way() -> None:
     path = ("spec", "template", "spec", "containers", Named("envoy"), "image")
     assert format_path(path) == "spec.template.spec.containers[name=envoy].image"
     assert format_path(("metadata", "labels", "helm.toolkit.fluxcd.io/name")) == (
@@ -108,16 +102,10 @@ def test_paths_and_values_are_written_one_way() -> None:
     assert markdown_cell("a | b\nc") == "`a \\| b c`", "a pipe or a line break must not split the row"
     assert markdown_cell("a`b") == "`` a`b ``"
     assert markdown_value("x" * 10, width=5) == "`xxxx…`" and markdown_value("x" * 5, width=5) == "`xxxxx`"
-
-
-def test_a_text_diff_is_the_changed_lines_with_two_lines_of_context_and_no_header() -> None:
     before = "".join(f"line {i}\n" for i in range(20))
     hunks = text_diff(before, before.replace("line 10\n", "line ten\n"))
     assert hunks == ["@@ -9,5 +9,5 @@", " line 8", " line 9", "-line 10", "+line ten", " line 11", " line 12"]
     assert text_diff(ABSENT, "a\n") == ["@@ -0,0 +1 @@", "+a"], "a side that is not text reads as empty"
-
-
-# --------------------------------------------------------------------------------------------- manifests
 
 
 def test_objects_only_the_old_side_has_are_removed_and_only_the_new_one_has_are_added() -> None:
@@ -145,7 +133,7 @@ def test_a_changed_object_lists_each_changed_field() -> None:
     assert str(changed.key) == "Deployment.apps/rel-envoy"
 
 
-def test_a_new_api_version_of_the_same_kind_is_the_same_object_as_helm_sees_it() -> None:
+def test_a_new_api_version_or_an_unset_namespace_is_the_same_object_as_helm_sees_it() -> None:
     before = [{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "rel-keda-so"}}]
     after = [{"apiVersion": "keda.sh/v1beta1", "kind": "ScaledObject", "metadata": {"name": "rel-keda-so"}}]
     diff = compare_objects(before, after)
@@ -154,9 +142,6 @@ def test_a_new_api_version_of_the_same_kind_is_the_same_object_as_helm_sees_it()
     other_group = [deployment("rel-envoy", ENVOY, api="extensions/v1beta1")]
     moved = compare_objects(other_group, [deployment("rel-envoy", ENVOY)])
     assert len(moved.added) == len(moved.removed) == 1, "another API group is another object"
-
-
-def test_a_manifest_without_namespace_lives_in_the_release_namespace() -> None:
     after = [{**config_map("c"), "metadata": {"name": "c", "namespace": "cms"}}]
     diff = compare_objects([config_map("c")], after, "cms")
     assert not diff.added and not diff.removed, "the same object"

@@ -1,5 +1,4 @@
-"""What the takeover upgrade does, object by object: the test charts rendered by the real Helm v3 with the live
-values and with the hammer stack's, and every deletion explained or reported."""
+"""What the takeover upgrade does, object by object, rendered by the real Helm; every deletion explained or reported."""
 
 from __future__ import annotations
 
@@ -11,7 +10,9 @@ from chart_fixtures import CHARTS, CONFORMING, fixture_chart
 from cli_runner import run_cli
 from conftest import ROOT
 
+from supersonic_interlink.chart.helm import render_chart
 from supersonic_interlink.cli.verbs import TAKEOVER as takeover
+from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.objdiff import ABSENT, Change, Named, ObjectKey, object_key
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected
@@ -58,7 +59,6 @@ SCALE_FROM_ZERO_OBJECTS = (
     key("RoleBinding", "supersonic-interlink-envoy", "rbac.authorization.k8s.io"),
     key("ServiceAccount", "supersonic-interlink-envoy"),
 )
-"""What scale from zero adds to a release that had none: the Lua filter, the admission sidecar's code and identity."""
 ENVOY = key("Deployment", "supersonic-interlink-envoy", "apps")
 TRITON = key("Deployment", "supersonic-interlink-triton", "apps")
 SCALED_OBJECT = key("ScaledObject", "supersonic-interlink-keda-so", "keda.sh")
@@ -69,7 +69,6 @@ PDB_DELETION = {TRITON_PDB: NO_BUDGET}
 
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    # Rendered for the tests' chart, as `takeover objects --chart DIR` does: its generation (triton) is read there.
     return Expected.from_rendered(rendering.render("hammer", chart_dir=CHARTS / CONFORMING))
 
 
@@ -84,7 +83,6 @@ def served(*manifests: dict) -> list[LiveObject]:
 
 @pytest.fixture(scope="module")
 def renders(hammer, live, tmp_path_factory) -> dict:
-    """Each test chart rendered as the upgrade, from the live values to hammer's, the live objects served."""
     given = sides(hammer, live, served(OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT))
     charts = ("conforming", "deletes-on-upgrade", "kept-on-upgrade")
     return {chart: render_sides(fixture_chart(chart, tmp_path_factory.mktemp(chart)), given) for chart in charts}
@@ -98,9 +96,6 @@ def upgrade(renders: dict, chart: str, declared: dict | None = None):
 def changed_fields(comparison, object_key: ObjectKey) -> dict:
     (found,) = [c for c in comparison.diff.changed if c.key == object_key]
     return {c.path: (c.before, c.after) for c in found.changes}
-
-
-# --------------------------------------------------------------------------------------------- with real Helm
 
 
 def test_the_takeover_creates_the_lua_filter_and_changes_only_envoy_when_the_live_objects_are_served(
@@ -155,7 +150,7 @@ def test_without_the_live_objects_the_project_envoy_config_stands_in_and_the_rep
     assert any("No live ScaledObject" in note for note in given.notes)
 
 
-def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_declared(renders) -> None:
+def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_declared_or_kept(renders) -> None:
     comparison = upgrade(renders, "deletes-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.unexplained == (TRITON_PDB,) and comparison.has_findings
@@ -164,18 +159,12 @@ def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_
     declared = upgrade(renders, "deletes-on-upgrade", PDB_DELETION)
     assert declared.unexplained == () and declared.stale == () and not declared.has_findings
     assert declared.deleted == ((TRITON_PDB, NO_BUDGET),)
-
-
-def test_an_object_helm_keeps_is_left_on_the_cluster_not_deleted(renders) -> None:
     comparison = upgrade(renders, "kept-on-upgrade")
     assert comparison.diff.removed == (TRITON_PDB,)
     assert [k for k, _ in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
     assert comparison.deleted == () and comparison.unexplained == () and not comparison.has_findings
     report = markdown(comparison, "hammer", ["n"])
     assert "- `PodDisruptionBudget.policy/cms/supersonic-interlink-triton`: `helm.sh/resource-policy: keep`" in report
-
-
-# --------------------------------------------------------------------------------------------- the command
 
 
 def objects_command(*args: str) -> list[str]:
@@ -223,10 +212,17 @@ def test_the_objects_command_exits_1_on_an_unexplained_deletion_and_0_once_it_is
 
 
 def test_a_chart_that_refuses_the_stacks_values_is_a_finding_with_its_message(tmp_path, capsys) -> None:
-    chart = fixture_chart("refuses-external-config", tmp_path)
+    chart = fixture_chart("refuses-external-config", tmp_path / "refuses")
     assert takeover.main(objects_command("--chart", str(chart))) == 1
     err = capsys.readouterr().err
     assert f"stack hammer: chart {chart} refuses this stack's values: execution error at" in err
+    moved = fixture_chart("inference-server", tmp_path / "moved")
+    assert takeover.main(objects_command("--chart", str(moved))) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"stack hammer: the live values are of the triton chart generation, chart {moved} of the inferenceServer "
+        "one: give the stored manifest, --live-manifest FILE (`helm get manifest supersonic-interlink -n cms > FILE`) "
+        "or --from-cluster"
+    ), "a move of the chart generation without the stored manifest says how to give it"
 
 
 def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(unpinned_stacks) -> None:
@@ -260,14 +256,7 @@ def test_a_live_object_file_that_cannot_be_served_is_one_line_and_exit_2(tmp_pat
     assert err.startswith(f"--live-object {bad}: ") and message in err and err.count("\n") == 1
 
 
-def test_a_missing_live_file_or_chart_is_one_line_and_exit_2(tmp_path, capsys) -> None:
-    assert takeover.main(["objects", "hammer", "--live", str(tmp_path / "nope.yaml")]) == 2
-    assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
-    assert takeover.main(objects_command("--chart", str(tmp_path))) == 2
-    assert capsys.readouterr().err == f"stack hammer: --chart {tmp_path}: not a chart directory (no Chart.yaml in it)\n"
-
-
-def test_a_cluster_that_cannot_be_read_is_one_line_naming_the_command(tmp_path, capsys, monkeypatch) -> None:
+def test_a_cluster_that_cannot_be_read_or_is_mid_operation_is_one_line(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
     assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
     err = capsys.readouterr().err
@@ -275,8 +264,12 @@ def test_a_cluster_that_cannot_be_read_is_one_line_naming_the_command(tmp_path, 
         err.count("\n") == 1
     ), err
 
+    def pending(release: str, namespace: str) -> run.LiveRelease:
+        return run.LiveRelease({}, [], 7, "pending-upgrade", [])
 
-# --------------------------------------------------------------------------------------------- pure parts
+    monkeypatch.setattr(run, "read_live_release", pending)
+    assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
+    assert "release supersonic-interlink is pending-upgrade (revision 7), not deployed" in capsys.readouterr().err
 
 
 def test_live_objects_are_read_from_a_kubectl_list_or_documents_and_take_the_release_namespace() -> None:
@@ -321,31 +314,19 @@ def test_the_report_shows_text_as_a_diff_and_findings_as_rows() -> None:
     assert Change(("data", "n"), "1", ABSENT) in compare(before, after, NAMESPACE, {}).diff.changed[0].changes
 
 
-def test_from_the_cluster_a_release_with_a_helm_operation_in_flight_is_not_compared(monkeypatch, capsys) -> None:
-    def pending(release: str, namespace: str) -> run.LiveRelease:
-        return run.LiveRelease({}, [], 7, "pending-upgrade", [])
-
-    monkeypatch.setattr(run, "read_live_release", pending)
-    assert takeover.main(["objects", "hammer", "--from-cluster"]) == 2
-    assert "release supersonic-interlink is pending-upgrade (revision 7), not deployed" in capsys.readouterr().err
-
-
-def test_objects_needs_the_live_values_from_a_file_or_the_cluster(capsys) -> None:
+def test_objects_needs_the_live_values_from_a_file_or_the_cluster(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
         takeover.main(["objects", "hammer"])
     assert exit_.value.code == 2
     assert "one of the arguments --live --from-cluster is required" in capsys.readouterr().err
-
-
-# --------------------------------------------------------------------------------------------- a move of the generation
+    assert takeover.main(["objects", "hammer", "--live", str(tmp_path / "nope.yaml")]) == 2
+    assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
+    assert takeover.main(objects_command("--chart", str(tmp_path))) == 2
+    assert capsys.readouterr().err == f"stack hammer: --chart {tmp_path}: not a chart directory (no Chart.yaml in it)\n"
 
 
 def _stored_manifest(tmp_path: Path) -> Path:
     """What `helm get manifest` of a live release on the triton generation holds: its chart with the live values."""
-    from supersonic_interlink.chart.helm import render_chart
-    from supersonic_interlink.components.supersonic_release import POSTRENDER
-    from supersonic_interlink.takeover.values_diff import load_live_values
-
     live_chart = fixture_chart(CONFORMING, tmp_path / "live-chart")
     values = load_live_values(LIVE_VALUES.read_bytes(), str(LIVE_VALUES))
     served = [OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT]
@@ -373,13 +354,3 @@ def test_a_move_of_the_chart_generation_replaces_the_triton_deployment_by_the_in
             f"the old {kind} is deleted by the upgrade, and the report says why"
         )
         assert f"- `{kind}/cms/supersonic-interlink-inference-server`\n" in out, f"the new {kind} is created"
-
-
-def test_a_move_of_the_chart_generation_without_the_stored_manifest_says_how_to_give_it(tmp_path, capsys) -> None:
-    chart = fixture_chart("inference-server", tmp_path)
-    assert takeover.main(objects_command("--chart", str(chart))) == 2
-    assert capsys.readouterr().err.strip() == (
-        f"stack hammer: the live values are of the triton chart generation, chart {chart} of the inferenceServer "
-        "one: give the stored manifest, --live-manifest FILE (`helm get manifest supersonic-interlink -n cms > FILE`) "
-        "or --from-cluster"
-    )

@@ -19,8 +19,6 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
 @pytest.fixture(scope="module")
 def hammer():
-    from conftest import stack_config
-
     return evaluate(stack_config("hammer"), "hammer")
 
 
@@ -28,7 +26,7 @@ def values_of(evaluation) -> dict:
     return evaluation.one(HELM_RELEASE_TYPE).inputs["values"]
 
 
-def test_hammer_release_scales_from_zero_with_a_900_second_wake(hammer) -> None:
+def test_hammer_release_scales_from_zero_with_a_900_second_wake_on_the_live_metric(hammer) -> None:
     values = values_of(hammer)
     assert values["scaleFromZero"] == {"enabled": True, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900}, (
         "waking on Hammer queues a Slurm job: 900 s, and the hold may not be shorter (the chart refuses)"
@@ -38,9 +36,19 @@ def test_hammer_release_scales_from_zero_with_a_900_second_wake(hammer) -> None:
     assert values["keda"]["maxReplicaCount"] == 10
     assert values["keda"]["scaleUp"] == {"stabilizationWindowSeconds": 120, "periodSeconds": 120, "stepsize": 1}
     assert values["keda"]["scaleDown"] == {"stabilizationWindowSeconds": 120, "periodSeconds": 30, "stepsize": 1}
+    assert values["prometheus"] == {
+        "external": {"enabled": True, "url": "prometheus-server.cms.svc.cluster.local", "port": 9090, "scheme": "http"}
+    }
+    assert values["grafana"] == {"enabled": False}
+    assert values["serverLoadThreshold"] == 20
+    assert values["serverLoadMetric"] == (
+        'sum (rate(nv_inference_queue_duration_us{app=~"supersonic", release=~"supersonic-interlink", '
+        'namespace=~"cms"}[30s])) / sum ((rate(nv_inference_exec_count{app=~"supersonic", '
+        'release=~"supersonic-interlink", namespace=~"cms"}[30s]) * 1000))'
+    ), "the live release's metric exactly: KEDA's threshold of 20 is in its units"
 
 
-def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
+def test_hammer_triton_runs_on_the_interlink_virtual_node_as_the_running_release_does(hammer) -> None:
     triton = values_of(hammer)[NEWEST.inference_values_key]
     assert triton["nodeSelector"] == {"kubernetes.io/hostname": "interlink-hammer"}
     assert triton["tolerations"] == [{"key": "virtual-node.interlink/no-schedule", "operator": "Exists"}], (
@@ -53,19 +61,12 @@ def test_hammer_triton_is_placed_on_the_interlink_virtual_node(hammer) -> None:
         "the chart's values schema types cpu as an integer"
     )
 
-
-def test_hammer_triton_pods_carry_the_slurm_and_wstunnel_annotations(hammer) -> None:
-    annotations = values_of(hammer)[NEWEST.inference_values_key]["annotations"]
-    assert annotations == {
+    assert triton["annotations"] == {
         "slurm-job.vk.io/singularity-options": "--unsquash --bind /cvmfs --no-home --compat",
         "slurm-job.vk.io/flags": "--uid=616617 -A cms --gres=gpu:1 --time=0-04:00:00",
         "interlink.virtual-kubelet.io/wstunnel-timeout": "5m",
         "interlink.eu/wstunnel-extra-ports": "8000:http:TCP,8001:grpc:TCP,8002:metrics:TCP",
     }
-
-
-def test_hammer_triton_service_probes_and_model_repository_match_the_running_release(hammer) -> None:
-    triton = values_of(hammer)[NEWEST.inference_values_key]
     assert triton["service"] == {
         "labels": {"scrape_metrics": "true"},
         "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"},
@@ -118,21 +119,7 @@ def test_hammer_envoy_stays_on_the_af_nodes_and_loads_the_external_config(hammer
     )
 
 
-def test_hammer_prometheus_grafana_and_load_metric(hammer) -> None:
-    values = values_of(hammer)
-    assert values["prometheus"] == {
-        "external": {"enabled": True, "url": "prometheus-server.cms.svc.cluster.local", "port": 9090, "scheme": "http"}
-    }
-    assert values["grafana"] == {"enabled": False}
-    assert values["serverLoadThreshold"] == 20
-    assert values["serverLoadMetric"] == (
-        'sum (rate(nv_inference_queue_duration_us{app=~"supersonic", release=~"supersonic-interlink", '
-        'namespace=~"cms"}[30s])) / sum ((rate(nv_inference_exec_count{app=~"supersonic", '
-        'release=~"supersonic-interlink", namespace=~"cms"}[30s]) * 1000))'
-    ), "the live release's metric exactly: KEDA's threshold of 20 is in its units"
-
-
-def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_failure(hammer) -> None:
+def test_release_takes_its_chart_from_the_git_cache_rolls_back_on_failure_and_is_parented_and_exported(hammer) -> None:
     release = hammer.one(HELM_RELEASE_TYPE).inputs
     assert release["name"] == "supersonic-interlink"
     assert release["namespace"] == "cms"
@@ -147,16 +134,10 @@ def test_release_is_named_takes_its_chart_from_the_git_cache_and_rolls_back_on_f
     )
     assert release["timeout"] == 1200, "readyTimeoutSeconds 900 + 300: a Triton replaced mid-upgrade waits in Slurm"
     assert release["postrender"] == POSTRENDER
-
-
-def test_children_are_parented_to_their_components(hammer) -> None:
     by_name = {r.name: r for r in hammer.resources}
     assert by_name["supersonic-helm"].parent.endswith("supersonic-interlink:index:SupersonicRelease::supersonic")
     assert by_name["envoy-configmap"].parent.endswith("supersonic-interlink:index:EnvoyConfig::envoy")
     assert not by_name["supersonic"].custom and not by_name["envoy"].custom
-
-
-def test_exports_name_the_release_its_config_map_and_the_client_endpoint(hammer) -> None:
     outputs = hammer.outputs
     assert outputs["releaseName"] == "supersonic-interlink"
     assert outputs["namespace"] == "cms"
@@ -164,8 +145,10 @@ def test_exports_name_the_release_its_config_map_and_the_client_endpoint(hammer)
     assert outputs["clientEndpoint"] == "supersonic-interlink.cms.svc.cluster.local:8001"
 
 
-def test_second_stack_runs_triton_on_cluster_gpus_with_the_default_wake(run_stack) -> None:
-    values = values_of(run_stack("geddes-gpu"))
+def test_second_stack_runs_triton_on_cluster_gpus_with_the_default_wake_and_sends_no_value_files(run_stack) -> None:
+    evaluation = run_stack("geddes-gpu")
+    assert "valueYamlFiles" not in evaluation.one(HELM_RELEASE_TYPE).inputs, "no nulls: no value files"
+    values = values_of(evaluation)
     triton = values[NEWEST.inference_values_key]
     assert values["scaleFromZero"]["readyTimeoutSeconds"] == 300
     assert triton["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
@@ -173,15 +156,12 @@ def test_second_stack_runs_triton_on_cluster_gpus_with_the_default_wake(run_stac
     assert triton["resources"]["limits"]["nvidia.com/gpu"] == 1
 
 
-def test_helm_values_fill_in_what_settings_do_not_model(run_stack) -> None:
+def test_helm_values_fill_in_what_settings_do_not_model_but_not_under_the_other_generations_block(run_stack) -> None:
     key = NEWEST.inference_values_key
     values = values_of(run_stack(helmValues={"envoy": {"replicas": 2}, key: {"affinity": {"x": "y"}}}))
     assert values["envoy"]["replicas"] == 2
     assert values[key]["affinity"] == {"x": "y"}
     assert values["envoy"]["service"] == {"type": "LoadBalancer"}, "merging underneath keeps computed values"
-
-
-def test_helm_values_under_the_other_generations_block_are_refused_naming_the_right_one() -> None:
     with pytest.raises(ConfigError) as refused:
         settings_from_config(stack_config("hammer", helmValues={"triton": {"affinity": {"x": "y"}}}))
     assert refused.value.problems == [
@@ -192,15 +172,17 @@ def test_helm_values_under_the_other_generations_block_are_refused_naming_the_ri
     ], "the newest chart fails the whole install on a triton: block; say so before anything deploys"
 
 
-def test_helm_values_collisions_are_found_at_every_depth() -> None:
+def test_helm_values_collisions_are_found_at_every_depth_and_nulls_split_out_with_their_nesting() -> None:
     computed = {"a": {"b": 1, "c": {"d": 2}}, "e": 3}
     assert helm_values_collisions(computed, {"a": {"c": {"d": 9}}, "e": 4, "f": 5}) == ["a.c.d", "e"]
     assert helm_values_collisions(computed, {"a": {"x": 1}}) == []
     assert deep_merge({"a": {"x": 1}}, computed) == {"a": {"b": 1, "c": {"d": 2}, "x": 1}, "e": 3}
+    kept, nulls = split_nulls({"a": {"b": None, "c": 1}, "d": None, "e": {"f": {"g": None}}, "h": 2})
+    assert kept == {"a": {"c": 1}, "e": {"f": {}}, "h": 2}
+    assert nulls == {"a": {"b": None}, "d": None, "e": {"f": {"g": None}}}
 
 
 def test_outputs_checked_inside_apply_really_ran() -> None:
-    """The same program under the engine's own apply machinery: the check counts its runs."""
     settings = stack_settings("hammer")
     ran: list[str] = []
 
@@ -217,17 +199,5 @@ def test_outputs_checked_inside_apply_really_ran() -> None:
 
         pulumi.Output.all(outputs["releaseName"], outputs["clientEndpoint"]).apply(check)
 
-    from conftest import stack_config
-
     evaluate(stack_config("hammer"), "hammer", program=program)
     assert ran == ["checked"], "an apply callback that never runs would pass silently"
-
-
-def test_nulls_are_split_out_with_their_nesting() -> None:
-    kept, nulls = split_nulls({"a": {"b": None, "c": 1}, "d": None, "e": {"f": {"g": None}}, "h": 2})
-    assert kept == {"a": {"c": 1}, "e": {"f": {}}, "h": 2}
-    assert nulls == {"a": {"b": None}, "d": None, "e": {"f": {"g": None}}}
-
-
-def test_a_stack_without_nulls_sends_no_value_files(run_stack) -> None:
-    assert "valueYamlFiles" not in run_stack("geddes-gpu").one(HELM_RELEASE_TYPE).inputs

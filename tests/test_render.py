@@ -15,24 +15,22 @@ from cli_runner import run_cli
 from supersonic_interlink.config import stack_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, stack_names
 from supersonic_interlink.render import stack as rendering
+from supersonic_interlink.render.conformance import Expected, check
 from supersonic_interlink.render.evaluate import SECRET_SIGNATURE
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_render(*args: str) -> subprocess.CompletedProcess:
-    """``render`` from the project root, in this process (tests/cli_runner.py)."""
     return run_cli("render", *args, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
 def hammer() -> dict[str, Any]:
-    """hammer rendered once for the cases that only read the render (the determinism case renders its own two)."""
     return rendering.render("hammer")
 
 
 STRICT_STACK = "hammer"
-"""The stack also rendered with --strict: the same checks, and a skipped one fails the run."""
 
 
 @pytest.mark.parametrize("stack", stack_names())
@@ -91,11 +89,9 @@ def test_with_the_chart_on_disk_the_tree_holds_each_chart_object_as_deployed(tmp
 
 
 def test_secret_data_is_masked_in_the_tree_yet_a_change_shows() -> None:
-    from supersonic_interlink.render.stack import mask
-
     secret: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
     secret["data"] = {"token": "aHVudGVyMg=="}
-    masked = mask([secret, {**secret, "data": {"token": "aHVudGVyMw=="}}])
+    masked = rendering.mask([secret, {**secret, "data": {"token": "aHVudGVyMw=="}}])
     assert "aHVudGVyMg==" not in str(masked) and masked[0]["data"]["token"].startswith("(masked: 12 bytes, sha256 ")
     assert masked[0] != masked[1], "two different values must still read as different"
     assert secret["data"]["token"] == "aHVudGVyMg==", "the objects given are not changed"
@@ -143,7 +139,7 @@ def test_a_secret_is_rendered_as_the_value_the_provider_is_handed_not_as_its_wir
     assert SECRET_SIGNATURE[0] not in json.dumps(rendered["release"]), "no secret wrapper left for Helm to read"
 
 
-def test_without_out_it_prints_a_short_summary() -> None:
+def test_without_out_it_prints_a_short_summary_and_names_an_unknown_stack_with_the_known_ones() -> None:
     result = run_render("hammer")
     assert result.returncode == 0, result.stderr
     assert "stack hammer: release supersonic-interlink in namespace cms" in result.stdout
@@ -152,6 +148,9 @@ def test_without_out_it_prints_a_short_summary() -> None:
         "chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at "
         "42b2b9334db34ebd51ac97f18a0301922cbe90cb"
     ) in result.stdout
+    result = run_render("nope")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
 
 
 def test_an_unpinned_stacks_summary_says_preview_and_up_refuse_it(unpinned_stacks: Path) -> None:
@@ -184,16 +183,6 @@ def test_invalid_config_exits_2_with_every_problem_and_no_traceback(
     assert "supersonic-interlink:prometheus.port = 99999: expected a port from 1 to 65535" in result.stderr
 
 
-def test_an_unknown_stack_is_named_with_the_known_ones() -> None:
-    result = run_render("nope")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
-
-
-# --------------------------------------------------------------------------------------------- the chart source
-# Pinning and fetching a chart in a copy of the project, with git and Helm: tests/e2e/test_render_chart_pinning.py.
-
-
 def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command(unpinned_stacks: Path) -> None:
     result = run_render("hammer", "--fetch-chart")
     assert result.returncode == 1
@@ -201,21 +190,11 @@ def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command(unpinned_
 
 
 @pytest.mark.parametrize(
-    "args, complaint",
+    "args, message",
     [
         (["--chart", "tests/charts/conforming"], "give --check or --out too"),
         (["--strict"], "--strict fails a check that could not run: give --check too"),
         (["--check", "--chart", "no/such/chart"], "not a chart directory"),
-    ],
-)
-def test_a_bad_chart_option_exits_2_naming_it(args: list[str], complaint: str) -> None:
-    result = run_render("hammer", *args)
-    assert result.returncode == 2 and complaint in result.stderr and "Traceback" not in result.stderr
-
-
-@pytest.mark.parametrize(
-    "args, message",
-    [
         (["--out", "/dev/null/rendered"], "render: --out /dev/null/rendered: cannot write: Not a directory"),
         (["--pin-chart", ""], "argument --pin-chart: is empty: expected a branch, a tag or a commit"),
         (
@@ -244,18 +223,14 @@ def broken_chart(directory: Path, chart_yaml: str) -> Path:
     return directory
 
 
-def test_a_broken_chart_yaml_is_a_finding_of_render_check_not_a_traceback(tmp_path: Path) -> None:
-    chart_yaml, complaint = BROKEN_CHART_YAML[0]
-    result = run_render("hammer", "--check", "--chart", str(broken_chart(tmp_path, chart_yaml)))
-    assert result.returncode == 1, result.stderr
-    assert "the chart cannot be rendered" in result.stderr and complaint in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr
-
-
-def test_out_with_a_chart_that_cannot_render_writes_the_programs_files_and_exits_1(tmp_path: Path) -> None:
+def test_a_broken_chart_yaml_is_a_finding_of_check_and_out_still_writes_the_programs_files(tmp_path: Path) -> None:
     chart_yaml, complaint = BROKEN_CHART_YAML[0]
     (tmp_path / "chart").mkdir()
     chart = broken_chart(tmp_path / "chart", chart_yaml)
+    result = run_render("hammer", "--check", "--chart", str(chart))
+    assert result.returncode == 1, result.stderr
+    assert "the chart cannot be rendered" in result.stderr and complaint in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
     result = run_render("hammer", "--out", str(tmp_path / "out"), "--chart", str(chart))
     assert result.returncode == 1, result.stderr
     assert "the chart's objects cannot be rendered" in result.stderr and complaint in result.stderr, result.stderr
@@ -266,9 +241,6 @@ def test_out_with_a_chart_that_cannot_render_writes_the_programs_files_and_exits
 def test_each_way_a_chart_yaml_breaks_is_named_in_the_chart_finding(
     hammer: dict[str, Any], tmp_path: Path, chart_yaml: str, complaint: str
 ) -> None:
-    """The finding ``render --check`` prints (above) comes from the chart check; each kind of break, named there."""
-    from supersonic_interlink.render.conformance import Expected, check
-
     expected = Expected.from_rendered(hammer)
     (finding,) = check(broken_chart(tmp_path, chart_yaml), expected)
     assert finding.startswith(f"the chart cannot be rendered: {tmp_path / 'Chart.yaml'}: {complaint}"), finding

@@ -1,5 +1,4 @@
-"""Adopting the live release: what the program registers with release.adopt on and off, the URNs the steps print,
-and the order of the steps (never an uninstall)."""
+"""Adopting the live release: what release.adopt registers, the URNs the steps print, and the steps' order."""
 
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ from supersonic_interlink.takeover import run
 from supersonic_interlink.takeover.flux_check import Finding
 from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, docs_text, format_steps, names
 
-# Adopting needs a pinned chart; the commit is a stand-in (nothing is fetched in an offline evaluation).
 PINNED_CHART = {
     "git": "https://github.com/fastmachinelearning/SuperSONIC",
     "path": "helm/supersonic",
@@ -48,10 +46,8 @@ def both_modes() -> dict[bool, Evaluation]:
 
 
 def _ancestry(evaluation: Evaluation, resource: Registered) -> list[Registered]:
-    """The chain of registrations from the outermost component down to ``resource``, by the parents recorded."""
     chain = [resource]
     while True:
-        # The mock engine's parent URN ends in ::<parent type>::<parent name> (its own URN format otherwise differs).
         *_, qualified_type, name = chain[0].parent.split("::")
         parent_type = qualified_type.split("$")[-1]
         if parent_type == "pulumi:pulumi:Stack":
@@ -60,7 +56,7 @@ def _ancestry(evaluation: Evaluation, resource: Registered) -> list[Registered]:
         chain.insert(0, parent)
 
 
-def test_the_release_urn_names_the_types_and_names_the_program_registers(both_modes) -> None:
+def test_the_urns_and_object_names_the_steps_print_are_the_ones_the_program_registers(both_modes) -> None:
     evaluation = both_modes[False]
     release = evaluation.one(HELM_RELEASE_TYPE)
     chain = _ancestry(evaluation, release)
@@ -70,24 +66,28 @@ def test_the_release_urn_names_the_types_and_names_the_program_registers(both_mo
         "the URN the steps print must be the one the engine gives what the program registers, or `pulumi state "
         "delete` in the undo step names nothing"
     )
+    given = names("hammer", stack_settings("hammer"))
+    assert given["release_urn"] == RELEASE_URN
+    assert given["component_urn"] == COMPONENT_URN
+    assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
+    registered = {
+        r.inputs["kind"]: r.inputs["metadata"]["name"]
+        for r in both_modes[True].resources
+        if r.custom and r.type != HELM_RELEASE_TYPE
+    }
+    assert given["new_envoy_config_map"] == registered["ConfigMap"]
+    assert given["cleanup_cronjob"] == registered["CronJob"]
 
 
-def test_without_adopt_the_release_is_registered_for_install(both_modes) -> None:
+def test_with_adopt_only_the_release_is_imported_and_nothing_it_is_upgraded_to_changes(both_modes) -> None:
     registrations = both_modes[False].resources
     assert [r.import_id for r in registrations] == [""] * len(registrations), (
         "a stack that does not adopt must not ask the engine to read anything"
     )
-
-
-def test_with_adopt_only_the_release_is_imported_by_namespace_and_name(both_modes) -> None:
-    adopting = both_modes[True]
-    imported = {(r.type, r.name): r.import_id for r in adopting.resources if r.import_id}
+    imported = {(r.type, r.name): r.import_id for r in both_modes[True].resources if r.import_id}
     assert imported == {(HELM_RELEASE_TYPE, "supersonic-helm"): "cms/supersonic-interlink"}, (
         "the live release is read into the state; the Envoy ConfigMap and the cleanup objects are created"
     )
-
-
-def test_adopting_changes_nothing_the_release_is_upgraded_to(both_modes) -> None:
     assert both_modes[True].one(HELM_RELEASE_TYPE).inputs == both_modes[False].one(HELM_RELEASE_TYPE).inputs, (
         "adoption only decides install versus import; the upgrade must be the same release either way"
     )
@@ -113,7 +113,6 @@ def test_adopting_with_an_unpinned_git_chart_is_a_config_error() -> None:
 @dataclass(frozen=True)
 class Step:
     actions: list[str]
-    """The lines of its command block: shell commands, and edits as ``#`` comments."""
     undo: list[str]
 
 
@@ -129,29 +128,28 @@ def hammer_steps() -> list[Step]:
     ]
 
 
-def _index(plan_steps, needle: str) -> int:
-    found = [i for i, s in enumerate(plan_steps) if any(needle in a for a in s.actions)]
+def _index(hammer_steps, needle: str) -> int:
+    found = [i for i, s in enumerate(hammer_steps) if any(needle in a for a in s.actions)]
     assert len(found) == 1, f"{needle!r} should be done in exactly one step, found {found}"
     return found[0]
 
 
 def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_after(hammer_steps) -> None:
-    plan_steps = hammer_steps
-    suspend = _index(plan_steps, "spec.suspend: true")
-    upgrade = _index(plan_steps, "./supersonic pulumi up hammer --yes")
-    delete = _index(plan_steps, "delete helmrelease supersonic-interlink")
-    compare = _index(plan_steps, "./supersonic takeover objects hammer")
+    suspend = _index(hammer_steps, "spec.suspend: true")
+    upgrade = _index(hammer_steps, "./supersonic pulumi up hammer --yes")
+    delete = _index(hammer_steps, "delete helmrelease supersonic-interlink")
+    compare = _index(hammer_steps, "./supersonic takeover objects hammer")
     assert compare < suspend < upgrade < delete, (
         "compare first; Flux must stop before Pulumi upgrades (or it upgrades back), and the HelmRelease may go only "
         "once it is suspended and the release is Pulumi's"
     )
-    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in plan_steps[suspend].actions[0], (
+    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in hammer_steps[suspend].actions[0], (
         "removing the HelmRelease from git must not let kustomize-controller delete it"
     )
-    old_pruner = _index(plan_steps, "RoleBinding supersonic-interlink-pod-pruner")
-    ran = _index(plan_steps, "get cronjob supersonic-interlink-failed-pod-cleanup")
+    old_pruner = _index(hammer_steps, "RoleBinding supersonic-interlink-pod-pruner")
+    ran = _index(hammer_steps, "get cronjob supersonic-interlink-failed-pod-cleanup")
     assert ran == old_pruner > upgrade, "the old pruner goes in the step that first checks the new CronJob ran"
-    acceptance = plan_steps[-1].actions
+    acceptance = hammer_steps[-1].actions
     assert acceptance[-1].startswith("./supersonic probe hammer "), "the acceptance test ends the takeover"
     assert '{"spec":{"minReplicaCount":0}}' in acceptance[0], (
         "the chart keeps the live ScaledObject's minReplicaCount, so the probe would find Triton awake, not cold"
@@ -159,10 +157,9 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
 
 
 def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(hammer_steps) -> None:
-    plan_steps = hammer_steps
-    actions = [a for s in plan_steps for a in s.actions]
+    actions = [a for s in hammer_steps for a in s.actions]
     assert not [a for a in actions if "uninstall" in a or "pulumi destroy" in a or "helm delete" in a]
-    (upgrade_undo,) = [s.undo for s in plan_steps if any("pulumi up" in a for a in s.actions)]
+    (upgrade_undo,) = [s.undo for s in hammer_steps if any("pulumi up" in a for a in s.actions)]
     forget = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi state delete"))
     destroy = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi destroy"))
     assert forget < destroy, "with the release still in the state, destroy would run helm uninstall"
@@ -175,37 +172,13 @@ def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(
 
 
 def test_every_engine_run_goes_through_the_gate_after_the_stack_exists(hammer_steps) -> None:
-    plan_steps = hammer_steps
-    shell = [(i, a) for i, s in enumerate(plan_steps) for a in s.actions if not a.startswith("# ")]
+    shell = [(i, a) for i, s in enumerate(hammer_steps) for a in s.actions if not a.startswith("# ")]
     bare = [text for _, text in shell if re.match(r"pulumi (up|preview|destroy|refresh)\b", text)]
     assert bare == [], "a bare pulumi up or preview skips the project's gate"
     login = next(i for i, text in shell if text.startswith("pulumi login "))
     init = next(i for i, text in shell if text.startswith("pulumi stack init hammer "))
     first_engine = next(i for i, text in shell if text.startswith("./supersonic pulumi "))
     assert login == init == 0 < first_engine, "the stack exists in the logged-in backend before any preview"
-
-
-def test_docs_takeover_holds_the_steps_the_code_makes() -> None:
-    assert DOCS.read_text() == docs_text(DOCS.read_text()), (
-        "docs/takeover.md and `takeover steps` must say the same; run .venv/bin/python -m "
-        "supersonic_interlink.takeover.steps"
-    )
-    section = DOCS.read_text().split(DOCS_BEGIN)[1]
-    assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
-
-
-def test_steps_name_the_urns_and_objects_the_program_creates(both_modes) -> None:
-    given = names("hammer", stack_settings("hammer"))
-    assert given["release_urn"] == RELEASE_URN
-    assert given["component_urn"] == COMPONENT_URN
-    assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
-    registered = {
-        r.inputs["kind"]: r.inputs["metadata"]["name"]
-        for r in both_modes[True].resources
-        if r.custom and r.type != HELM_RELEASE_TYPE
-    }
-    assert given["new_envoy_config_map"] == registered["ConfigMap"]
-    assert given["cleanup_cronjob"] == registered["CronJob"]
 
 
 def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
@@ -225,20 +198,28 @@ def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
 
 @pytest.mark.parametrize(("suspended", "deletes"), [("false", False), ("", False), ("true", True)])
 def test_the_printed_helmrelease_delete_runs_only_once_it_is_suspended(hammer_steps, tmp_path, suspended, deletes):
-    plan_steps = hammer_steps
-    (command,) = [a for s in plan_steps for a in s.actions if "delete helmrelease" in a]
+    (command,) = [a for s in hammer_steps for a in s.actions if "delete helmrelease" in a]
     calls = _run_printed(command, tmp_path, suspended)
     assert calls and [c for c in calls if c.startswith("-n cms delete")] == (
         ["-n cms delete helmrelease supersonic-interlink"] if deletes else []
     ), "deleting a HelmRelease that is not suspended makes helm-controller uninstall the release"
 
 
-def test_the_steps_command_prints_the_urns_and_says_what_is_still_to_do() -> None:
+def test_the_steps_command_and_docs_print_the_steps_and_what_is_still_to_do_and_name_an_unknown_stack() -> None:
     done = run_cli("takeover", "steps", "hammer", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert f"release URN:   {RELEASE_URN}\n" in done.stdout
     assert "release.adopt is off (step 2 turns it on)" in done.stdout
     assert done.stdout == format_steps("hammer", stack_settings("hammer"))
+    unknown = run_cli("takeover", "steps", "nosuch", cwd=ROOT)
+    assert unknown.returncode == 2
+    assert "Traceback" not in unknown.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in unknown.stderr
+    assert DOCS.read_text() == docs_text(DOCS.read_text()), (
+        "docs/takeover.md and `takeover steps` must say the same; run .venv/bin/python -m "
+        "supersonic_interlink.takeover.steps"
+    )
+    section = DOCS.read_text().split(DOCS_BEGIN)[1]
+    assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
 
 
 def test_steps_live_prints_the_steps_only_once_the_live_release_passes(monkeypatch, capsys) -> None:
@@ -253,28 +234,21 @@ def test_steps_live_prints_the_steps_only_once_the_live_release_passes(monkeypat
     assert capsys.readouterr().out == format_steps("hammer", stack_settings("hammer"))
 
 
-def test_an_unknown_stack_is_one_line_and_exit_2() -> None:
-    done = run_cli("takeover", "steps", "nosuch", cwd=ROOT)
-    assert done.returncode == 2
-    assert "Traceback" not in done.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in done.stderr
-
-
 def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgrade(hammer_steps) -> None:
-    plan_steps = hammer_steps
-    saved = [a for a in plan_steps[1].actions if a.endswith("> live-objects.yaml")]
+    saved = [a for a in hammer_steps[1].actions if a.endswith("> live-objects.yaml")]
     assert saved == [
         (
             "kubectl -n cms get configmap/supersonic-interlink-envoy-config-custom "
             "scaledobject/supersonic-interlink-keda-so -o yaml > live-objects.yaml"
         )
     ], "the chart's lookup reads the old Envoy ConfigMap and the live ScaledObject; the comparison needs both"
-    manifest = [a for a in plan_steps[1].actions if a.endswith("> live-manifest.yaml")]
+    manifest = [a for a in hammer_steps[1].actions if a.endswith("> live-manifest.yaml")]
     assert manifest == ["helm -n cms get manifest supersonic-interlink > live-manifest.yaml"], (
         "what the upgrade compares against; the new generation's chart cannot render the live values"
     )
-    objects = _index(plan_steps, "./supersonic takeover objects hammer")
-    (command,) = [a for a in plan_steps[objects].actions if "takeover objects" in a]
+    objects = _index(hammer_steps, "./supersonic takeover objects hammer")
+    (command,) = [a for a in hammer_steps[objects].actions if "takeover objects" in a]
     assert "--live live-values.yaml --live-object live-objects.yaml --live-manifest live-manifest.yaml" in command
-    assert objects < _index(plan_steps, "./supersonic pulumi up hammer"), (
+    assert objects < _index(hammer_steps, "./supersonic pulumi up hammer"), (
         "the comparison renders the pinned chart, and the operator reads it before the upgrade"
     )

