@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    """A verb run in this process; the two tests above the help tests start the real interpreter."""
     return run_cli(*args, cwd=ROOT)
 
 
@@ -78,7 +77,7 @@ def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_sta
     script.write_text(made.stdout)
 
     def complete(*words: str) -> list[str]:
-        """What real bash offers for ``./supersonic <words>`` through the function the script binds to supersonic."""
+        """What real bash offers for ``./supersonic <words>``."""
         line = " ".join(f'"{w}"' for w in words)
         shell = f"source {script}; spec=$(complete -p supersonic); function=${{spec##*-F }}; "
         shell += f'COMP_WORDS=(./supersonic {line}); COMP_CWORD={len(words)}; "${{function%% *}}"; '
@@ -105,8 +104,7 @@ def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_sta
 def test_the_zsh_completion_script_is_made_from_the_same_parsers() -> None:
     made = cli("completion", "zsh")
     assert made.returncode == 0 and made.stdout.startswith("#compdef supersonic"), made.stdout[:200]
-    for verb in VERBS:
-        assert f"\n    {verb}:" in made.stdout, f"zsh offers the verb {verb}"
+    assert all(f"\n    {verb}:" in made.stdout for verb in VERBS), "zsh offers every verb"
     assert '"--version-id[' in made.stdout and "_supersonic_stacks" in made.stdout
 
 
@@ -118,11 +116,8 @@ def test_a_usage_error_is_one_line_with_exit_code_2_in_every_verb() -> None:
             done = cli(verb, *([sub] if sub else []), "--no-such-option")
             assert done.returncode == 2 and done.stdout == "", (verb, sub, done.stdout)
             assert len(done.stderr.splitlines()) == 1, (verb, sub, done.stderr)
-            assert re.fullmatch(rf"{verb}( {sub})?: .* \(see `./supersonic {verb}( {sub})? --help`\)\n", done.stderr), (
-                verb,
-                sub,
-                done.stderr,
-            )
+            said = re.fullmatch(rf"{verb}( {sub})?: .* \(see `./supersonic {verb}( {sub})? --help`\)\n", done.stderr)
+            assert said, (verb, sub, done.stderr)
 
 
 def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument() -> None:
@@ -130,10 +125,7 @@ def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument() -> None:
         (("probe", "report", ""), "argument FILE: is empty"),
         (("probe", "report", "examples/wakes.jsonl", "--stack", ""), "argument --stack: is empty"),
         (("takeover", "values", "hammer", "--live", ""), "argument --live: is empty"),
-        (
-            ("takeover", "objects", "hammer", "--live", "x.yaml", "--live-object", ""),
-            "argument --live-object: is empty",
-        ),
+        (("takeover", "objects", "hammer", "--live", "x", "--live-object", ""), "argument --live-object: is empty"),
         (("diff", "hammer", "--chart", ""), "argument --chart: is empty"),
         (("cluster", "status", "--dir", ""), "argument --dir: is empty"),
     ]:
@@ -155,7 +147,7 @@ def test_the_printed_completion_installs_work_on_a_fresh_home(tmp_path: Path) ->
     zsh = lines[3].removeprefix("zsh:").strip()
     installs = {bash: ".local/share/bash-completion/completions/supersonic", zsh: ".zfunc/_supersonic"}
     for command, installed in installs.items():
-        # `echo` stands in for the front door: what fails on a fresh HOME is the redirect into a missing directory.
+        # What fails on a fresh HOME is the redirect into a missing directory, not the front door.
         shell = command.replace("./supersonic", "echo")
         done = subprocess.run(["/bin/sh", "-c", shell], env={**os.environ, "HOME": str(tmp_path)}, capture_output=True)
         assert done.returncode == 0, f"{command}: {done.stderr!r}"
