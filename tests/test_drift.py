@@ -180,12 +180,6 @@ def test_a_program_change_the_preview_plans_is_reported_by_the_fields_the_engine
     ]
 
 
-def test_every_rule_has_a_reason() -> None:
-    assert len({r.name for r in RULES}) == len(RULES)
-    for rule in RULES:
-        assert len(rule.reason) > 40 and rule.paths, rule.name
-
-
 def test_the_table_names_object_field_expected_and_live() -> None:
     report = compare(recorded("drifted"))
     printed = text(report)
@@ -205,6 +199,8 @@ def test_json_carries_whole_values_and_says_when_a_side_is_not_set() -> None:
     config = next(r for r in document["rows"] if r["field"] == 'data["envoy.yaml"]')
     assert config["live"] == "edited\n" and len(config["expected"]) > 1000
     assert {r["name"] for r in document["rules"]} == {r.name for r in RULES}
+    assert len({r.name for r in RULES}) == len(RULES)
+    assert all(len(rule.reason) > 40 and rule.paths for rule in RULES), "every rule has a reason and paths"
 
 
 def test_markdown_is_one_table_row_per_field_with_every_rule_and_the_correction_command() -> None:
@@ -586,20 +582,11 @@ def scaled_object(annotations: dict) -> dict:
 
 
 def hold_observation(code: str) -> release_part.ReleaseObservation:
-    manifest = scaled_object({})
-    live = scaled_object({"example.org/hold-until": "1796000000"})
-    return release_part.ReleaseObservation(
-        RELEASE,
-        "cms",
-        1,
-        "deployed",
-        [
-            release_part.ObjectObservation(manifest, live, manifest),
-            release_part.ObjectObservation(
-                sidecar_config_map(code), sidecar_config_map(code), sidecar_config_map(code)
-            ),
-        ],
-    )
+    manifest, live = scaled_object({}), scaled_object({"example.org/hold-until": "1796000000"})
+    config = sidecar_config_map
+    objects = [release_part.ObjectObservation(manifest, live, manifest)]
+    objects.append(release_part.ObjectObservation(config(code), config(code), config(code)))
+    return release_part.ReleaseObservation(RELEASE, "cms", 1, "deployed", objects)
 
 
 def test_the_hold_annotation_is_read_from_the_sidecar_code_the_release_deployed() -> None:
