@@ -107,8 +107,7 @@ def test_the_admission_sidecars_patch_is_ignored_by_its_declared_rule_and_counte
 
 
 def scaled(observed: Observed, deployment: str) -> Observed:
-    """The recording with ``deployment`` at 4 replicas where applying the manifest would set 1 (a chart that renders
-    ``replicas``, as SuperSONIC does without scale from zero)."""
+    """``deployment`` at 4 replicas where the manifest sets 1, as SuperSONIC renders it without scale from zero."""
     changed = copy.deepcopy(observed)
     item = release_object(changed, f"Deployment/{deployment}")
     assert item.dry_run is not None
@@ -191,7 +190,7 @@ def test_the_table_names_object_field_expected_and_live() -> None:
     assert text(compare(recorded("clean"))).splitlines()[0].endswith(": no drift")
 
 
-def test_json_carries_whole_values_and_says_when_a_side_is_not_set() -> None:
+def test_json_carries_whole_values_says_when_a_side_is_not_set_and_every_rule_with_a_reason() -> None:
     document = json.loads(json.dumps(compare(recorded("drifted")).as_json()))
     assert document["drift"] is True
     deleted = next(r for r in document["rows"] if r["object"].startswith("CronJob/"))
@@ -353,8 +352,7 @@ def test_a_correction_never_applies_a_change_of_the_program(monkeypatch: pytest.
 def stand_in_cluster(
     monkeypatch: pytest.MonkeyPatch, observed: Observed, status: str = "deployed", refusal: str = ""
 ) -> list[tuple[str, ...]]:
-    """Helm and kubectl answering from a recording: ``refusal`` is kubectl's message for the Envoy Service's
-    dry-run apply. Returns the calls."""
+    """Helm and kubectl answering from a recording, ``refusal`` for the Envoy Service's dry-run apply; the calls."""
     calls: list[tuple[str, ...]] = []
     objects = observed.release.objects
 
@@ -412,9 +410,8 @@ def test_a_refused_dry_run_apply_is_asked_object_by_object_and_its_server_defaul
 
 
 def service_without_protocol(live_protocol: str) -> Observed:
-    """The drifted recording with the Envoy Service's manifest rendering ``protocol:`` empty (null), as the published
-    chart does with its default values, and the server-defaulted manifest a dry-run create returns (TCP filled, other
-    node ports allocated); the live admin port's protocol is ``live_protocol``."""
+    """The Envoy Service rendering ``protocol:`` null as the published chart does, defaulted to TCP by a dry-run
+    create (other node ports allocated), and the live admin port's protocol ``live_protocol``."""
     observed = recorded("drifted")
     item = release_object(observed, f"Service/{CHART.envoy_service_name(RELEASE)}")
     assert item.refused and item.live is not None

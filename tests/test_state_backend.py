@@ -11,7 +11,6 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import boto3
 import botocore.config
@@ -31,7 +30,6 @@ from werkzeug.serving import make_server
 from supersonic_interlink.cli import state as state_cli
 from supersonic_interlink.state import backend as sb
 
-ROOT = Path(__file__).resolve().parent.parent
 BUCKET = "sonic-pulumi-state"
 PROJECT = "supersonic-interlink"
 STATE_KEY = f".pulumi/stacks/{PROJECT}/hammer.json"
@@ -197,8 +195,7 @@ def cold(days: int, storage_class: str) -> dict:
             {"ID": "glacier", "Transitions": [{"Days": 30, "StorageClass": "GLACIER"}]},
         )}, {}, [("lifecycle rule 'short'", False), ("lifecycle rule 'glacier'", False)],
          "3 days undercuts the promised retention, and Pulumi cannot read state from Glacier"),
-        # An archived version needs a restore request (hours, up to two days for DEEP_ARCHIVE) before `state restore`
-        # can read it; within the 90 days the bucket promises, every version must be readable at once.
+        # An archived version takes hours (DEEP_ARCHIVE: two days) to restore; within 90 days each must read at once.
         ({"lifecycle_rules": lifecycle(cold(1, "DEEP_ARCHIVE"))}, {}, [("lifecycle rule 'cold'", False)], "archived"),
         ({"lifecycle_rules": lifecycle(cold(89, "GLACIER"))}, {}, [("lifecycle rule 'cold'", False)], "archived"),
         ({"lifecycle_rules": lifecycle(cold(90, "GLACIER"))}, {}, [], "archived after the kept window"),
