@@ -146,8 +146,8 @@ def test_policy_and_lifecycle_merges_keep_the_operators_entries_and_replace_thei
     merged = sb.merged_policy({"Version": "2012-10-17", "Statement": [reader, stale]}, statement)
     assert merged["Statement"] == [reader, statement], "an operator's statements survive bootstrap"
     logs = {"ID": "expire-logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"}, "Expiration": {"Days": 7}}
-    merged = sb.merged_lifecycle([logs, sb.state_lifecycle_rule(10)], sb.state_lifecycle_rule(90))
-    assert merged == [logs, sb.state_lifecycle_rule(90)], "other rules stay; ours is replaced, not duplicated"
+    rules = sb.merged_lifecycle([logs, sb.state_lifecycle_rule(10)], sb.state_lifecycle_rule(90))
+    assert rules == [logs, sb.state_lifecycle_rule(90)], "other rules stay; ours is replaced, not duplicated"
 
 
 def settings(**changes) -> dict:
