@@ -90,18 +90,15 @@ def test_a_cli_outside_the_range_is_refused_in_one_line_saying_what_to_install(
     assert nothing_built == [], "a refused CLI is not passed over for a build, nor for the next on PATH"
 
 
-def test_a_named_cli_that_does_not_run_is_refused_naming_it(tmp_path: Path, nothing_built: list) -> None:
+def test_a_named_cli_that_does_not_run_is_refused_naming_it_and_drift_takes_the_same_flag(
+    tmp_path: Path, nothing_built: list, capsys: pytest.CaptureFixture
+) -> None:
     missing = tmp_path / "no-such-pulumi"
     with pytest.raises(
         installed.Unusable, match=rf"pulumi CLI {re.escape(str(missing))} \(--pulumi\) reports no version"
     ):
         installed.find_cli(str(missing), {})
     assert nothing_built == [], "a CLI named on purpose is never replaced by a build"
-
-
-def test_drift_takes_the_same_cli_flag_and_refuses_the_same_way(
-    tmp_path: Path, nothing_built: list, capsys: pytest.CaptureFixture
-) -> None:
     old = fake_cli(tmp_path / "bin", "v3.100.0")
     assert drift_cli.main(["hammer", "--pulumi", str(old)]) == 2
     assert f"pulumi CLI {old} (--pulumi) reports version 'v3.100.0', outside" in capsys.readouterr().err
