@@ -12,6 +12,7 @@ from cli_runner import run_cli
 from supersonic_interlink.cli.verbs import PULUMI as pulumi_cli
 from supersonic_interlink.engine import run
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
+from supersonic_interlink.engine.gate import stack_removable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,9 +47,7 @@ def test_usage_mistakes_exit_2_with_one_line(argv: list[str], says: str) -> None
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr
 
 
-def test_destroy_of_a_protected_release_is_refused_naming_the_deliberate_path(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_destroy_of_a_protected_release_is_refused_naming_the_deliberate_path(capsys: pytest.CaptureFixture) -> None:
     assert pulumi_cli.main(["destroy", "hammer", "--yes"]) == 2
     err = capsys.readouterr().err
     assert "destroy of hammer refused: the Helm release is protected (release.removable is false)" in err
@@ -72,8 +71,6 @@ def test_the_scratch_project_copies_the_stacks_and_keeps_what_the_cli_added(tmp_
 
 
 def test_a_stack_holding_a_secret_is_read_without_its_passphrase(tmp_path: Path) -> None:
-    from supersonic_interlink.engine.gate import stack_removable
-
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "Pulumi.s.yaml").write_text(
         "config:\n  supersonic-interlink:serverLoad:\n    metric:\n      secure: v1:abc\n"
@@ -84,22 +81,15 @@ def test_a_stack_holding_a_secret_is_read_without_its_passphrase(tmp_path: Path)
     assert stack_removable("s", root=tmp_path) is False, "a secret cannot say removable: the default holds"
 
 
-PREVIEWS = ROOT / "tests" / "fixtures" / "previews"
-
-
-def test_pulumi_gate_runs_the_gate_on_any_clis_json_preview_without_an_engine(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # The autouse fixture fails the test if an engine starts: the gate only reads the file.
-    assert pulumi_cli.main(["gate", "hammer", str(PREVIEWS / "update.json")]) == 0
+def test_pulumi_gate_runs_the_gate_on_any_clis_json_preview_without_an_engine(capsys: pytest.CaptureFixture) -> None:
+    assert pulumi_cli.main(["gate", "hammer", str(ROOT / "tests/fixtures/previews/update.json")]) == 0
     assert "gate: stack hammer:" in capsys.readouterr().out
-    assert pulumi_cli.main(["gate", "hammer", str(PREVIEWS / "rename-component.json")]) == 1
+    assert pulumi_cli.main(["gate", "hammer", str(ROOT / "tests/fixtures/previews/rename-component.json")]) == 1
     assert "gate: stack hammer: delete of Helm release supersonic-helm" in capsys.readouterr().err
 
 
 def test_a_relative_path_chart_means_the_same_directory_in_the_scratch_project(tmp_path: Path) -> None:
-    # The provider resolves release.chart.path from the project directory; in the scratch copy the local cluster
-    # runs in, the same relative path must reach the same chart ("repo charts not found" otherwise).
+    # The provider resolves release.chart.path from the project directory ("repo charts not found" otherwise).
     root = tmp_path / "project"
     (root / "stacks").mkdir(parents=True)
     (root / "charts" / "x").mkdir(parents=True)
@@ -111,7 +101,7 @@ def test_a_relative_path_chart_means_the_same_directory_in_the_scratch_project(t
     scratch = run.scratch_project(tmp_path / "scratch", root=root)
     assert (scratch / "charts" / "x" / "Chart.yaml").read_text() == "name: x\n"
     assert (scratch / "charts" / "x").resolve() == (root / "charts" / "x").resolve()
-    run.scratch_project(scratch, root=root)  # every run refreshes the copy; the link stays
+    run.scratch_project(scratch, root=root)
     chart["path"] = "../elsewhere"
     (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
     with pytest.raises(run.EngineError, match=r"release\.chart\.path '\.\./elsewhere' leaves the project directory"):

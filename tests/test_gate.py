@@ -1,10 +1,6 @@
-"""The pull-request gate on previews recorded from the real engine (tests/fixtures/previews/).
-
-The recordings are ``pulumi preview --json`` of the Pulumi CLI 3.274.1 with the Kubernetes provider 4.25.0 on the
-local control plane, written by ``SUPERSONIC_RECORD_PREVIEWS=tests/fixtures/previews ./supersonic e2e -k
-production_safety``: a stack edit (update), a release rename, a component rename, and everything removed from the
-program. The last three were recorded with ``release.removable`` set, which is why the engine let them be planned.
-"""
+"""The pull-request gate on ``pulumi preview --json`` recorded from the real engine (tests/fixtures/previews/, by
+``SUPERSONIC_RECORD_PREVIEWS=tests/fixtures/previews ./supersonic e2e -k production_safety``, all but the update with
+``release.removable`` set so the engine would plan them)."""
 
 from __future__ import annotations
 
@@ -45,19 +41,14 @@ def test_a_stack_edit_that_replaces_the_envoy_config_map_and_updates_the_release
 
 
 @pytest.mark.parametrize("name", ["rename-release", "rename-component", "remove-everything"])
-def test_a_plan_that_uninstalls_or_replaces_the_release_fails_naming_it(name: str) -> None:
+def test_a_plan_that_uninstalls_or_replaces_the_release_fails_naming_it_unless_removable(name: str) -> None:
     problems = blocked(recorded(name), removable=False)
     assert problems, f"{name}: the release goes, so the gate must fail"
     assert all("supersonic-helm" in line and "release.removable: true" in line for line in problems), problems
-
-
-@pytest.mark.parametrize("name", ["rename-release", "rename-component", "remove-everything"])
-def test_release_removable_is_the_deliberate_way_through(name: str) -> None:
-    assert blocked(recorded(name), removable=True) == []
+    assert blocked(recorded(name), removable=True) == [], "release.removable is the deliberate way through"
 
 
 def test_deleting_the_envoy_config_map_without_a_successor_fails_even_when_removable() -> None:
-    # Derived from the recorded update: its ConfigMap replacement turned into a plain delete, the Release kept.
     steps = [Step("delete", s.urn) if s.name == "envoy-configmap" else s for s in recorded("update")]
     for removable in (False, True):
         problems = blocked(steps, removable=removable)
@@ -81,37 +72,28 @@ def test_a_file_that_is_not_a_preview_is_a_usage_error(tmp_path: Path, capsys: p
 
 RELEASE_URN = recorded("update")[2].urn
 ENVOY_MAP_URN = recorded("update")[1].urn
+UNREADABLE = {
+    "unknown-op": ({"op": "obliterate", "urn": RELEASE_URN}, 'op "obliterate" is none the engine plans'),
+    "no-op": ({"urn": RELEASE_URN}, "its op is null, not a string"),
+    "op-list": ({"op": ["delete"], "urn": RELEASE_URN}, 'its op is ["delete"], not a string'),
+    "op-case": ({"op": "Delete", "urn": RELEASE_URN}, 'op "Delete" is none the engine plans'),
+    "urn-no-colons": (
+        {"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")},
+        "is not urn:pulumi:<stack>::<project>::",
+    ),
+    "urn-no-name": ({"op": "delete", "urn": RELEASE_URN.rsplit("::", 1)[0]}, "is not urn:pulumi:<stack>::<project>::"),
+    "urn-other-scheme": (
+        {"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "urn:x:")},
+        "is not urn:pulumi:<stack>::",
+    ),
+    "urn-number": ({"op": "delete", "urn": 7}, "its urn is 7, not a string"),
+    "no-urn": ({"op": "delete"}, "its urn is null, not a string"),
+    "string": ("delete", 'the step is "delete", not an object with an op and a urn'),
+    "number": (3, "the step is 3, not an object with an op and a urn"),
+}
 
 
-@pytest.mark.parametrize(
-    ("step", "why"),
-    [
-        ({"op": "obliterate", "urn": RELEASE_URN}, 'op "obliterate" is none the engine plans'),
-        ({"urn": RELEASE_URN}, "its op is null, not a string"),
-        ({"op": ["delete"], "urn": RELEASE_URN}, 'its op is ["delete"], not a string'),
-        ({"op": "Delete", "urn": RELEASE_URN}, 'op "Delete" is none the engine plans'),
-        ({"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")}, "is not urn:pulumi:<stack>::<project>::"),
-        ({"op": "delete", "urn": RELEASE_URN.rsplit("::", 1)[0]}, "is not urn:pulumi:<stack>::<project>::"),
-        ({"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "urn:other:")}, "is not urn:pulumi:<stack>::"),
-        ({"op": "delete", "urn": 7}, "its urn is 7, not a string"),
-        ({"op": "delete"}, "its urn is null, not a string"),
-        ("delete", 'the step is "delete", not an object with an op and a urn'),
-        (3, "the step is 3, not an object with an op and a urn"),
-    ],
-    ids=[
-        "unknown-op",
-        "no-op",
-        "op-list",
-        "op-case",
-        "urn-no-colons",
-        "urn-no-name",
-        "urn-other-scheme",
-        "urn-number",
-        "no-urn",
-        "string",
-        "number",
-    ],
-)
+@pytest.mark.parametrize(("step", "why"), UNREADABLE.values(), ids=UNREADABLE)
 def test_a_step_the_gate_cannot_classify_refuses_the_plan_naming_it(
     tmp_path: Path, step: object, why: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,7 +111,6 @@ def test_a_step_the_gate_cannot_classify_refuses_the_plan_naming_it(
     assert why in lines[0] and lines[0].endswith("the gate cannot tell what it does, so it refuses the plan"), err
 
 
-# A step as a plan may hold it: a readable one, half-readable or not a step at all.
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
 JSON_VALUES = st.recursive(
     JSON_SCALARS,

@@ -53,11 +53,16 @@ def nothing_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[
     return asked
 
 
-def test_the_pulumi_on_path_is_run_when_its_version_is_supported(tmp_path: Path, nothing_built: list) -> None:
+def test_the_pulumi_on_path_is_run_when_its_version_is_supported_and_built_when_none_is(
+    tmp_path: Path, nothing_built: list
+) -> None:
     cli = fake_cli(tmp_path / "bin", "v3.274.1")
     found, build = installed.find_cli(None, {"PATH": str(tmp_path / "bin")})
     assert (found.path, found.version, found.origin, build) == (cli, "v3.274.1", "on PATH", False)
     assert nothing_built == [], "an installed CLI is never built"
+    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "empty")})
+    assert build and found.path == toolchain.path("pulumi")
+    assert found.origin == "none on PATH, PULUMI_CLI or --pulumi: building it from Go modules"
 
 
 def test_the_named_cli_comes_before_pulumi_cli_and_path(tmp_path: Path, nothing_built: list) -> None:
@@ -85,39 +90,26 @@ def test_a_cli_outside_the_range_is_refused_in_one_line_saying_what_to_install(
     assert nothing_built == [], "a refused CLI is not passed over for a build, nor for the next on PATH"
 
 
-def test_a_named_cli_that_does_not_run_is_refused_naming_it(tmp_path: Path, nothing_built: list) -> None:
+def test_a_named_cli_that_does_not_run_is_refused_naming_it_and_drift_takes_the_same_flag(
+    tmp_path: Path, nothing_built: list, capsys: pytest.CaptureFixture
+) -> None:
     missing = tmp_path / "no-such-pulumi"
     with pytest.raises(
         installed.Unusable, match=rf"pulumi CLI {re.escape(str(missing))} \(--pulumi\) reports no version"
     ):
         installed.find_cli(str(missing), {})
     assert nothing_built == [], "a CLI named on purpose is never replaced by a build"
-
-
-def test_drift_takes_the_same_cli_flag_and_refuses_the_same_way(
-    tmp_path: Path, nothing_built: list, capsys: pytest.CaptureFixture
-) -> None:
     old = fake_cli(tmp_path / "bin", "v3.100.0")
     assert drift_cli.main(["hammer", "--pulumi", str(old)]) == 2
     assert f"pulumi CLI {old} (--pulumi) reports version 'v3.100.0', outside" in capsys.readouterr().err
 
 
-def test_with_no_cli_anywhere_it_is_built_and_the_run_says_so(tmp_path: Path, nothing_built: list) -> None:
-    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "empty")})
-    assert build and found.path == toolchain.path("pulumi")
-    assert found.origin == "none on PATH, PULUMI_CLI or --pulumi: building it from Go modules"
-
-
-def test_the_provider_is_the_plugin_pulumi_plugin_install_put_in_pulumi_home(
+def test_the_provider_is_the_plugin_pulumi_plugin_install_put_in_pulumi_home_unless_half_installed(
     tmp_path: Path, nothing_built: list
 ) -> None:
     directory = install_plugin(tmp_path / "home", PROVIDER_VERSION)
     found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
     assert (found.path, found.origin, source) == (directory / "pulumi-resource-kubernetes", "installed plugin", None)
-
-
-def test_a_half_installed_plugin_does_not_count(tmp_path: Path, nothing_built: list) -> None:
-    directory = install_plugin(tmp_path / "home", PROVIDER_VERSION)
     Path(f"{directory}.partial").touch()
     found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
     assert source == toolchain.path("pulumi-resource-kubernetes"), "built and installed again, as the CLI would"
@@ -181,8 +173,7 @@ def test_the_supported_top_is_the_cli_the_toolchain_builds_and_the_workflows_ins
 
 
 def test_pulumi_yaml_needs_object_defaults_which_is_what_sets_the_lowest_version() -> None:
-    # SUPPORTED[0] is 3.187.0 because Pulumi.yaml declares object keys with object defaults: if it stopped doing
-    # so, the floor could go down, and this says to look again.
+    # Object keys with object defaults set the floor: if Pulumi.yaml stopped declaring them, look again.
     config = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
     assert any(v.get("type") == "object" and isinstance(v.get("default"), dict) for v in config.values())
     assert installed.SUPPORTED[0] == (3, 187, 0)

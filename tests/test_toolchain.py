@@ -13,18 +13,12 @@ from supersonic_interlink.engine import cluster, toolchain
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_provider_is_built_at_the_version_the_python_sdk_is_pinned_to() -> None:
-    # The engine asks for the provider plugin at exactly the SDK's version; a binary labelled otherwise would be
-    # a different provider pretending.
+def test_the_provider_is_built_at_the_sdks_pinned_version_from_the_commit_of_its_release_tag() -> None:
     pinned = re.search(r"^pulumi-kubernetes==(\S+)$", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
     assert pinned, "requirements.txt pins pulumi-kubernetes"
     build = toolchain.build_for("pulumi-resource-kubernetes")
-    assert toolchain.version(build) == f"v{pinned.group(1)}"
-
-
-def test_the_provider_pseudo_version_is_the_commit_of_its_release_tag() -> None:
-    # v4.25.0 is commit f47bc2d6f199 (tag of pulumi/pulumi-kubernetes): the module version names that commit.
-    build = toolchain.build_for("pulumi-resource-kubernetes")
+    assert toolchain.version(build) == f"v{pinned.group(1)}", "the engine asks for exactly the SDK's version"
+    # v4.25.0 is commit f47bc2d6f199, the tag of pulumi/pulumi-kubernetes.
     assert toolchain.module_version(build).endswith("-f47bc2d6f199")
 
 
@@ -66,6 +60,8 @@ def test_toolchain_path_prints_where_the_binary_is_built_or_not() -> None:
 def test_building_an_unknown_binary_is_a_usage_error() -> None:
     done = run_cli("toolchain", "build", "kubelet")
     assert done.returncode == 2 and "argument NAME: unknown binary 'kubelet'; known: " in done.stderr, done.stderr
+    with pytest.raises(toolchain.ToolchainError, match="unknown binary 'kubelet'; known: pulumi"):
+        toolchain.path("kubelet")
 
 
 def test_without_go_a_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -82,11 +78,6 @@ def test_the_version_ldflags_stamp_what_each_binary_reports() -> None:
     assert f"k8s.io/component-base/version.gitVersion={version}" in flags
     assert f"k8s.io/client-go/pkg/version.gitMinor={minor}" in flags
     assert "version.Version=v3." in toolchain._ldflags(toolchain.build_for("pulumi"))
-
-
-def test_an_unknown_binary_is_a_clear_error() -> None:
-    with pytest.raises(toolchain.ToolchainError, match="unknown binary 'kubelet'; known: pulumi"):
-        toolchain.path("kubelet")
 
 
 def test_kwokctl_runs_the_local_binaries_on_loopback_without_leader_election_and_with_the_stages_given() -> None:

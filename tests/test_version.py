@@ -20,7 +20,6 @@ COMMIT = "42b2b9334db34ebd51ac97f18a0301922cbe90cb"
 def test_version_prints_the_project_version_each_stacks_chart_and_the_pinned_tools(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # hammer as it stands with no commit, and pinned to COMMIT, whether or not its file pins one today.
     hammer = re.sub(r"(?m)^ +commit: .*\n", "", (ROOT / "stacks" / "Pulumi.hammer.yaml").read_text())
     pinned = hammer.replace(
         "      path: helm/supersonic\n", f"      path: helm/supersonic\n      commit: {COMMIT}\n", 1
@@ -56,13 +55,13 @@ def test_version_prints_the_project_version_each_stacks_chart_and_the_pinned_too
     ]
 
 
-def test_outside_a_git_checkout_the_version_stands_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outside_a_git_checkout_or_without_git_on_path_the_version_stands_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nversion = "9.9.9"\n')
     monkeypatch.setattr(verbs, "ROOT", tmp_path)
     assert run_cli("--version").stdout.splitlines()[0] == "supersonic-interlink 9.9.9", "no commit to add, no traceback"
-
-
-def test_without_git_on_path_the_version_stands_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()
     monkeypatch.setenv("PATH", "/nonexistent")
     result = run_cli("--version")
     first = result.stdout.splitlines()[0]
