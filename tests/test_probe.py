@@ -1,9 +1,4 @@
-"""probe: the cold-start probe, from its pure parts to the real command against real endpoints.
-
-The first tests need no Envoy: they check the deadline, the outcome rules, the summary and the JSON record,
-and run the probe against a closed port, a silent port and a direct stand-in Triton. The last ones run it
-through the real Envoy with the generated configuration in front of stand-ins that wake on demand.
-"""
+"""probe: the cold-start probe, from its pure parts to the real command through the real Envoy (tests/loopback.py)."""
 
 from __future__ import annotations
 
@@ -60,7 +55,6 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.abort = abort
         self.models = ("particlenet_AK4_PT", "deepmet")
         self.released = threading.Event()
-        """Set at teardown, so a handler still sleeping does not hold the test process open."""
 
     def RepositoryIndex(self, request, context):
         if self.abort:
@@ -122,18 +116,12 @@ def run_main(*args: str, **overrides) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-# --------------------------------------------------------------------------------------------- pure parts
-
-
-def test_deadline_is_ready_timeout_plus_the_route_margin() -> None:
+def test_deadline_is_ready_timeout_plus_the_route_margin_and_the_endpoint_the_in_cluster_envoy() -> None:
     assert wake_probe.probe_deadline_seconds(stack_settings("hammer")) == 900 + 120, (
         "Hammer's clients may wait readyTimeoutSeconds plus the route margin: the RepositoryIndex idle_timeout"
     )
     short = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": 3, "holdMinReplicasSeconds": 3})
     assert wake_probe.probe_deadline_seconds(short) == 123, "the deadline must follow the stack's readyTimeoutSeconds"
-
-
-def test_default_endpoint_is_the_stacks_in_cluster_envoy_service() -> None:
     assert wake_probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", (
         "without --endpoint the probe must reach Envoy where CMSSW clients in the cluster do"
     )
@@ -144,18 +132,19 @@ def test_well_formed_endpoints_are_accepted(text: str) -> None:
     assert wake_probe.parse_endpoint(text) == text
 
 
-@pytest.mark.parametrize("text", ["localhost", ":8001", "host:0", "host:http", "::1:8001", "host:70000"])
-def test_malformed_endpoints_are_refused_with_the_expected_form(text: str) -> None:
-    with pytest.raises(ValueError, match="--endpoint"):
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        *[(text, "--endpoint") for text in ["localhost", ":8001", "host:0", "host:http", "::1:8001", "host:70000"]],
+        (
+            "http://127.0.0.1:8001",
+            "^--endpoint 'http://127.0.0.1:8001': drop the scheme, '127.0.0.1:8001': expected HOST:PORT$",
+        ),
+    ],
+)
+def test_malformed_endpoints_are_refused_with_the_expected_form(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
         wake_probe.parse_endpoint(text)
-
-
-def test_an_endpoint_with_a_scheme_is_told_to_drop_it() -> None:
-    with pytest.raises(ValueError) as caught:
-        wake_probe.parse_endpoint("http://127.0.0.1:8001")
-    assert (
-        str(caught.value) == "--endpoint 'http://127.0.0.1:8001': drop the scheme, '127.0.0.1:8001': expected HOST:PORT"
-    )
 
 
 def test_an_unreachable_in_cluster_name_says_how_to_port_forward_and_point_endpoint_at_it() -> None:
@@ -292,9 +281,6 @@ def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
     assert "\n" not in text, "the live display must stay on one line"
     assert text.count("waiting") == 3, "one update per elapsed second, not per tick"
     assert "waiting 2s of 2m03s" in text and text.endswith("\r\033[K"), "the line is cleared before the result"
-
-
-# --------------------------------------------------------------------------------------------- no Envoy
 
 
 @pytest.mark.timeout(60)  # a hang guard: without the connection check this would wait out the 1020 s deadline
@@ -512,11 +498,7 @@ def test_a_missing_stack_argument_is_a_one_line_usage_error() -> None:
     assert err.getvalue() == "probe: the following arguments are required: stack (see `./supersonic probe --help`)\n"
 
 
-# --------------------------------------------------------------------------------------------- through Envoy
-
-# The real Envoy with the generated configuration in front of a stand-in Triton, a stand-in admission sidecar
-# and the test Lua filter (tests/loopback.py). DNS refreshes every 50 ms instead of 1 s, so a Triton that comes
-# up is seen within the Lua filter's next round rather than a second later.
+# DNS refreshes every 50 ms instead of 1 s, so a Triton that comes up is seen within the Lua filter's next round.
 FAST_DNS = {"dnsRefreshMs": 50}
 
 
@@ -553,18 +535,8 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
     settings = loopback_settings("hammer", envoy=FAST_DNS)
     with loopback_stack(settings, ready=False, wake_delay_seconds=1.0) as stack:
         clock = WakeClock(stack)
-        command = [
-            sys.executable,
-            "-m",
-            "supersonic_interlink",
-            "probe",
-            "hammer",
-            "--endpoint",
-            stack.envoy.target,
-            "--json",
-            "--progress-every",
-            "0.5",
-        ]
+        args = ("probe", "hammer", "--endpoint", stack.envoy.target, "--json", "--progress-every", "0.5")
+        command = [sys.executable, "-m", "supersonic_interlink", *args]
         finished = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
         truth = clock.seconds
     assert finished.returncode == 0, f"a wake inside readyTimeoutSeconds is ready:\n{finished.stdout}{finished.stderr}"

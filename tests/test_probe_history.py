@@ -1,9 +1,4 @@
-"""The wake history: appending records from several processes at once, and reading back what a file holds.
-
-Two real processes append to one file at the same time with lines longer than a pipe buffer; a third party
-holding the lock must block an append; a line a killed writer left unfinished must stay a damaged line of its
-own; every kind of damage is reported with its line number and skipped, never fatal for the rest.
-"""
+"""The wake history: appends from several processes at once, and reading back what a file holds, damage and all."""
 
 from __future__ import annotations
 
@@ -143,9 +138,6 @@ def test_a_record_from_before_cold_and_warm_were_told_apart_reads_as_not_known(t
 )
 def test_times_are_read_as_utc(text: str, iso: str) -> None:
     assert wake_history.parse_time(text).isoformat() == iso, "a date alone is midnight UTC; offsets convert to UTC"
-
-
-# ------------------------------------------------------------------------------ records that cannot be true
 
 
 @pytest.mark.parametrize(

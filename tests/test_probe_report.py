@@ -1,10 +1,6 @@
-"""probe report: from a history made here to the numbers, the recommendation and the picture.
+"""probe report: histories of known wake times, every expected number written out by nearest rank (k = ceil(q * n)).
 
-The histories are built from the probe's own records with known wake times, so every expected number is
-written out below from the wake times themselves (nearest rank: the k-th smallest with k = ceil(q * n)), not
-computed by the module under test. The current settings are the real stack files': hammer 900 s
-(idle_timeout 1020 s, Helm timeout 1200 s, as `./supersonic render hammer` shows), geddes-gpu the 300 s default.
-"""
+The current settings are the stack files': hammer 900 s (idle_timeout 1020 s, Helm 1200 s), geddes-gpu 300 s."""
 
 from __future__ import annotations
 
@@ -29,7 +25,6 @@ from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake import report as wake_report
 
 StackConfigs = Mapping[str, Mapping[str, str]]
-"""Stack config maps by stack name, in place of the stack files (``probe.main``'s ``stack_configs``)."""
 
 
 def run_report(*args: str | Path, stack_configs: StackConfigs | None = None) -> tuple[int, str, str]:
@@ -56,9 +51,6 @@ def hundred_wakes(tmp_path: Path) -> Path:
     records = shuffled(records)
     records.insert(40, b'{"kind": "probe", "stack": "hammer", "outc\n')
     return write_history(tmp_path / "wakes.jsonl", records)
-
-
-# --------------------------------------------------------------------------------------------- the numbers
 
 
 def test_nearest_rank_uses_exact_arithmetic_and_the_minimum_samples_follow_from_it() -> None:
@@ -259,9 +251,6 @@ def test_warm_answers_alone_recommend_nothing_and_a_stack_the_program_refuses_sa
     assert "no cold wake with a wake time" in run_report(history)[1]
 
 
-# --------------------------------------------------------------------------------------------- bad input
-
-
 def test_a_report_on_a_missing_or_unreadable_file_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
     for target, why in ((tmp_path / "none.jsonl", "No such file or directory"), (tmp_path, "Is a directory")):
         code, out, err = run_report(target)
@@ -292,14 +281,10 @@ def test_a_png_that_cannot_be_written_is_one_line_with_exit_code_2(tmp_path: Pat
 def test_a_history_without_probes_of_the_stack_asked_for_has_nothing_to_report(tmp_path: Path) -> None:
     history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
     code, out, err = run_report(history, "--stack", "geddes-gpu")
-    assert (
-        code == 1
-        and out == ""
-        and err.strip() == f"probe report: no probe records of stack geddes-gpu in {str(history)!r}"
-    )
-
-
-# --------------------------------------------------------------------------------------------- the picture
+    assert (code, out) == (
+        1,
+        "",
+    ) and err.strip() == f"probe report: no probe records of stack geddes-gpu in {str(history)!r}"
 
 
 def png_size(data: bytes) -> tuple[int, int]:
