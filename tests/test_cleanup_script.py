@@ -10,10 +10,10 @@ import re
 import shutil
 import subprocess
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 from busybox_harness import MISSING_IN_IMAGE, Cluster, Run, kubectl_path, make_bin
@@ -108,15 +108,7 @@ def bystanders() -> list[JSONObject]:
     ]
 
 
-class MakeCluster(Protocol):
-    def __call__(
-        self,
-        pods: list[JSONObject],
-        *,
-        inject: Sequence[JSONObject] = ...,
-        order: str = ...,
-        rules: Any = ...,
-    ) -> Cluster: ...
+MakeCluster = Callable[..., Cluster]
 
 
 @pytest.fixture(scope="session")

@@ -170,16 +170,12 @@ def test_keep_and_dry_run_come_from_the_stack(run_stack) -> None:
     )
 
 
-def test_the_cleaner_runs_on_the_af_nodes_on_hammer(hammer: Evaluation) -> None:
+def test_the_cleaner_pod_runs_on_the_af_nodes_on_hammer_and_is_hardened(hammer: Evaluation) -> None:
     spec = pod_spec(hammer)
     assert spec["nodeSelector"] == {"cms-af-prod": "true"}, "beside Envoy, never on the interLink virtual node"
     assert spec["tolerations"] == [
         {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}
     ]
-
-
-def test_the_cleaner_pod_is_hardened(hammer: Evaluation) -> None:
-    spec = pod_spec(hammer)
     pod_security = spec["securityContext"]
     assert pod_security["runAsNonRoot"] is True
     assert isinstance(pod_security["runAsUser"], int) and pod_security["runAsUser"] > 0, "a numeric non-root UID"

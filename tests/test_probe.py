@@ -34,6 +34,15 @@ PROBE_RECORD_FIELDS = {
 # fmt: on
 
 
+R, N, X, D, U = (
+    wake_probe.REJECTED,
+    wake_probe.NOT_READY,
+    wake_probe.READY,
+    wake_probe.DEADLINE_EXCEEDED,
+    wake_probe.UNREACHABLE,
+)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -165,15 +174,14 @@ def test_an_unreachable_in_cluster_name_says_how_to_port_forward_and_point_endpo
 @pytest.mark.parametrize(
     ("status", "answered", "outcome"),
     [
-        ("CANCELLED", True, wake_probe.REJECTED),
-        ("CANCELLED", None, wake_probe.REJECTED),
-        ("DEADLINE_EXCEEDED", False, wake_probe.DEADLINE_EXCEEDED),
-        ("DEADLINE_EXCEEDED", True, wake_probe.DEADLINE_EXCEEDED),
-        ("UNAVAILABLE", False, wake_probe.UNREACHABLE),
-        ("UNAVAILABLE", True, wake_probe.REJECTED),
-        ("UNAVAILABLE", None, wake_probe.REJECTED),
-        ("UNIMPLEMENTED", True, wake_probe.REJECTED),
-        ("RESOURCE_EXHAUSTED", True, wake_probe.REJECTED),
+        *[
+            ("CANCELLED", True, R),
+            ("CANCELLED", None, R),
+            ("DEADLINE_EXCEEDED", False, D),
+            ("DEADLINE_EXCEEDED", True, D),
+        ],
+        *[("UNAVAILABLE", False, U), ("UNAVAILABLE", True, R), ("UNAVAILABLE", None, R), ("UNIMPLEMENTED", True, R)],
+        ("RESOURCE_EXHAUSTED", True, R),
     ],
 )
 def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answered(
@@ -207,15 +215,6 @@ def _result(outcome: str, wake: float | None, **fields) -> wake_probe.ProbeResul
         wake_seconds=wake,
         **fields,
     )
-
-
-R, N, X, D, U = (
-    wake_probe.REJECTED,
-    wake_probe.NOT_READY,
-    wake_probe.READY,
-    wake_probe.DEADLINE_EXCEEDED,
-    wake_probe.UNREACHABLE,
-)
 
 
 @pytest.mark.parametrize(
@@ -255,7 +254,7 @@ def test_the_json_record_has_every_field_whatever_the_outcome(outcome: str) -> N
     assert record["model_count"] == (1 if answered else None)
 
 
-def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
+def test_progress_prints_a_plain_line_every_interval_on_a_log_and_rewrites_one_line_on_a_terminal() -> None:
     stream = io.StringIO()
     progress = wake_probe.Progress(stream, deadline=1020, every=30, live=False)
     progress.start("probe hammer")
@@ -268,9 +267,6 @@ def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
         "probe hammer: still waiting, 1m00s of 17m00s",
         "probe hammer: still waiting, 1m35s of 17m00s",
     ], "a log must show the wait is alive without a line per second and without carriage returns"
-
-
-def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
     stream = io.StringIO()
     progress = wake_probe.Progress(stream, deadline=123, every=30, live=True)
     progress.start("probe hammer")
@@ -283,16 +279,12 @@ def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
     assert "waiting 2s of 2m03s" in text and text.endswith("\r\033[K"), "the line is cleared before the result"
 
 
-@pytest.mark.timeout(60)  # a hang guard: without the connection check this would wait out the 1020 s deadline
-def test_a_closed_port_is_unreachable_at_once() -> None:
+@pytest.mark.timeout(60)  # a hang guard: the connection check is bounded by --connect-timeout, not the 1020 s deadline
+def test_a_closed_port_is_unreachable_at_once_and_a_silent_one_after_the_connect_timeout(silent_port: int) -> None:
     code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{free_port()}", "--json")
     record = json.loads(out)
     assert code == 5 and record["outcome"] == wake_probe.UNREACHABLE, f"nothing listens there: {record}"
     assert "refused" in record["detail"].lower(), "the operator must see why: the connection was refused"
-
-
-@pytest.mark.timeout(60)  # a hang guard: the connection check is bounded by --connect-timeout, not the deadline
-def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_connect_timeout(silent_port: int) -> None:
     code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{silent_port}", "--json", "--connect-timeout", "0.5")
     record = json.loads(out)
     assert code == 5 and record["outcome"] == wake_probe.UNREACHABLE, (
@@ -391,15 +383,12 @@ def test_a_connection_lost_while_waiting_is_unreachable() -> None:
     )
 
 
-def test_an_unknown_stack_is_a_config_error_with_exit_code_2() -> None:
+def test_an_unknown_stack_or_an_invalid_setting_is_a_one_line_config_error_with_exit_code_2() -> None:
     code, out, err = run_main("no-such-stack")
     assert code == 2 and out == "", "config problems exit 2 like render and print no result"
     assert err == (
         "probe: stack 'no-such-stack': no file stacks/Pulumi.no-such-stack.yaml (stacks: geddes-gpu, hammer)\n"
     ), f"one line naming the stack and the ones there are: {err!r}"
-
-
-def test_an_invalid_stack_setting_is_reported_per_problem_with_exit_code_2() -> None:
     code, _, err = run_main("hammer", scaleFromZero={"readyTimeoutSeconds": 0})
     assert code == 2, "a stack the program would refuse gives no deadline to probe with"
     assert "scaleFromZero.readyTimeoutSeconds" in err, f"the problem must name the key: {err}"

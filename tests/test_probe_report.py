@@ -251,10 +251,13 @@ def test_warm_answers_alone_recommend_nothing_and_a_stack_the_program_refuses_sa
     assert "no cold wake with a wake time" in run_report(history)[1]
 
 
-def test_a_report_on_a_missing_or_unreadable_file_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
+def test_a_missing_or_unreadable_history_or_an_unwritable_png_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
     for target, why in ((tmp_path / "none.jsonl", "No such file or directory"), (tmp_path, "Is a directory")):
         code, out, err = run_report(target)
         assert code == 2 and out == "" and err == f"probe report: cannot read {str(target)!r}: {why}\n", err
+    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
+    code, _, err = run_report(history, "--png", tmp_path)
+    assert code == 2 and err == f"probe report: --png {str(tmp_path)!r}: cannot write: Is a directory\n", err
 
 
 @pytest.mark.parametrize(
@@ -270,12 +273,6 @@ def test_bad_report_options_are_one_line_errors_with_exit_code_2(tmp_path: Path,
     code, out, err = run_report(history, *args)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and says in err, err
     assert "Traceback" not in err
-
-
-def test_a_png_that_cannot_be_written_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
-    code, _, err = run_report(history, "--png", tmp_path)
-    assert code == 2 and err == f"probe report: --png {str(tmp_path)!r}: cannot write: Is a directory\n", err
 
 
 def test_a_history_without_probes_of_the_stack_asked_for_has_nothing_to_report(tmp_path: Path) -> None:
