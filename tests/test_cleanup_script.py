@@ -21,7 +21,6 @@ from conftest import stack_settings
 from kube_api_standin import JSONObject, kube_api_standin, pod
 
 from supersonic_interlink.components.failed_pod_cleanup import (
-    COMPONENT,
     ROLE_RULES,
     SCRIPT_PATH,
     inference_pod_selector,
@@ -161,38 +160,37 @@ def log_lines(run: Run, action: str) -> list[str]:
     return [line for line in run.stdout.splitlines() if line.startswith(f"{action} pod/")]
 
 
-def test_the_22_failed_pods_of_the_change_request_leave_only_the_newest(cluster) -> None:
+def test_the_22_failed_pods_of_the_change_request_leave_only_the_newest_and_a_second_run_deletes_nothing(
+    cluster,
+) -> None:
     pods = failed_triton(22)
     assert max(names(pods)) != newest_first(pods)[0], (
         "fixture: name order must not find the newest, only creation-time order does"
     )
-    run = cluster(pods).run(environment())
+    fake = cluster(pods)
+    run, second = fake.run(environment()), fake.run(environment())
     assert_ok(run)
     assert_requests(run, "list", "deletecollection")
     assert run.deleted == names(pods) - {newest_first(pods)[0]}, "21 deleted, the newest kept for diagnosis"
     assert run.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 21, kept 1"
+    assert_ok(second)
+    assert_requests(second, "list")
+    assert second.deleted == set(), "the cleanup is idempotent: a clean namespace gets no delete request"
 
 
-def test_the_delete_request_is_confined_to_the_releases_failed_pods_except_the_kept(cluster) -> None:
+@pytest.mark.parametrize("keep", [2, 0])
+def test_the_delete_request_is_confined_to_the_releases_failed_pods_except_the_kept(cluster, keep: int) -> None:
     pods = failed_triton(5)
-    run = cluster(pods).run(environment(keep=2))
-    assert_ok(run)
-    labels, fields = delete_request(run)
-    assert labels == SELECTOR, "the API server deletes only pods with the release's inference-server labels"
-    kept = newest_first(pods)[:2]
-    assert fields.split(",") == ["status.phase=Failed"] + [f"metadata.name!={name}" for name in reversed(kept)], (
-        "only Failed pods, and never a kept one: the server enforces the selection, whatever the listing said"
-    )
-    assert run.deleted == names(pods) - set(kept)
-
-
-def test_keep_zero_deletes_every_failed_pod_with_a_phase_only_field_selector(cluster) -> None:
-    pods = failed_triton(5)
-    run = cluster(pods).run(environment(keep=0))
+    run = cluster(pods).run(environment(keep=keep))
     assert_ok(run)
     assert_requests(run, "list", "deletecollection")
-    assert delete_request(run) == (SELECTOR, "status.phase=Failed")
-    assert run.deleted == names(pods), "keep: 0 leaves no Failed pod"
+    labels, fields = delete_request(run)
+    assert labels == SELECTOR, "the API server deletes only pods with the release's inference-server labels"
+    kept = newest_first(pods)[:keep]
+    assert fields.split(",") == ["status.phase=Failed"] + [f"metadata.name!={name}" for name in reversed(kept)], (
+        "only Failed pods, and never a kept one (keep: 0, the phase alone): the server enforces the selection"
+    )
+    assert run.deleted == names(pods) - set(kept), "keep: 0 leaves no Failed pod"
 
 
 def test_running_pending_succeeded_and_other_owners_pods_are_never_deleted(cluster) -> None:
@@ -223,15 +221,6 @@ def test_no_more_failed_pods_than_keep_deletes_none(cluster, pods: list[JSONObje
     assert_requests(run, "list")
     assert run.deleted == set(), "the newest keep Failed pods are kept"
     assert run.stdout.rstrip().splitlines()[-1].endswith(summary)
-
-
-def test_a_second_run_finds_only_the_kept_pod_and_deletes_nothing(cluster) -> None:
-    fake = cluster(failed_triton(22))
-    first, second = fake.run(environment()), fake.run(environment())
-    assert_ok(first)
-    assert_ok(second)
-    assert_requests(second, "list")
-    assert second.deleted == set(), "the cleanup is idempotent: a clean namespace gets no delete request"
 
 
 def test_a_backlog_of_more_than_kubectls_chunks_clears_in_one_run_of_two_requests_on_pods(cluster) -> None:
@@ -561,8 +550,3 @@ def test_the_harness_path_holds_only_busybox_applets_and_the_real_kubectl(bin_di
     assert targets.pop("kubectl") == kubectl_path().resolve(), "the real kubectl 1.34.5, not a stand-in"
     assert {t.name for t in targets.values()} == {"busybox"}, "every other tool the script finds is busybox's"
     assert not (bin_dir / "tac").exists(), "the image's missing applets are missing here too"
-
-
-def test_the_cleaners_own_labels_are_not_the_inference_servers() -> None:
-    assert object_labels(RELEASE)[CHART.component_label] == COMPONENT
-    assert object_labels(RELEASE)[CHART.component_label] != TRITON[CHART.component_label]

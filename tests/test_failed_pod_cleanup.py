@@ -156,7 +156,7 @@ def test_the_cleaners_own_pods_do_not_match_the_selector_they_clean(hammer: Eval
     labels = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
     wanted = contract.NEWEST.inference_pod_labels(RELEASE)
     assert any(labels.get(key) != value for key, value in wanted.items()), "the cleaner never selects itself"
-    assert labels[CHART.component_label] == COMPONENT
+    assert labels[CHART.component_label] == COMPONENT != wanted[CHART.component_label]
 
 
 def test_keep_and_dry_run_come_from_the_stack(run_stack) -> None:

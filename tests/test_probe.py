@@ -292,7 +292,7 @@ def test_a_closed_port_is_unreachable_at_once_and_a_silent_one_after_the_connect
     )
 
 
-def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
+def test_a_direct_triton_answers_ready_with_its_models_or_not_ready_as_it_says(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=0.3))
     result = wake_probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
     assert result.outcome == wake_probe.READY and result.server_ready is True, result
@@ -306,9 +306,6 @@ def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
     assert result.cold is False and result.start_check == "ServerReady true", (
         "a Triton that answered ServerReady before the call was already serving: a warm answer, not a wake"
     )
-
-
-def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(ready=False))
     result = wake_probe.probe_once(endpoint, 10, stack="hammer")
     assert result.outcome == wake_probe.NOT_READY and result.exit_code == 6, (
@@ -395,9 +392,15 @@ def test_an_unknown_stack_or_an_invalid_setting_is_a_one_line_config_error_with_
     assert err.startswith("probe: stack hammer: ") and len(err.splitlines()) == 1, err
 
 
-def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_triton) -> None:
+def test_repeat_prints_each_probe_and_a_summary_and_record_appends_every_attempt_as_printed(
+    direct_triton, tmp_path
+) -> None:
     endpoint = direct_triton(DirectTriton())
-    code, out, _ = run_main("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0")
+    history = tmp_path / "history" / "wakes.jsonl"
+    history.parent.mkdir()
+    history.write_text(json.dumps({"kind": "probe", "earlier": True}) + "\n")
+    args = ("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0", "--record", str(history))
+    code, out, _ = run_main(*args)
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["kind"] for r in records] == ["probe", "probe", "probe", "summary"], (
         "--json with --repeat is JSON Lines: one record per probe, then the summary"
@@ -406,20 +409,10 @@ def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_
     assert summary["count"] == 3 and summary["outcomes"][wake_probe.READY] == 3 and code == 0
     assert summary["wake_seconds"]["min"] <= summary["wake_seconds"]["median"] <= summary["wake_seconds"]["max"]
     assert (summary["cold"], summary["warm"]) == (0, 3), "the summary counts cold wakes and warm answers apart"
-
-
-def test_record_appends_every_attempt_of_a_repeat_as_the_json_lines_it_prints(direct_triton, tmp_path) -> None:
-    endpoint = direct_triton(DirectTriton())
-    history = tmp_path / "history" / "wakes.jsonl"
-    history.parent.mkdir()
-    history.write_text(json.dumps({"kind": "probe", "earlier": True}) + "\n")
-    args = ("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0", "--record", str(history))
-    code, out, _ = run_main(*args)
-    printed = [json.loads(line) for line in out.splitlines()][:-1]
     kept = [json.loads(line) for line in history.read_text().splitlines()]
-    assert code == 0 and kept[0] == {"kind": "probe", "earlier": True}, "--record appends; it never truncates"
-    assert kept[1:] == printed and len(printed) == 3, (
-        "every attempt of a repeat is recorded, exactly as --json prints it, and the summary is not"
+    assert kept[0] == {"kind": "probe", "earlier": True}, "--record appends; it never truncates"
+    assert kept[1:] == records[:-1], (
+        "every attempt of a repeat is recorded, exactly as --json prints it, not the summary"
     )
 
 
