@@ -1,10 +1,6 @@
-"""The cleanup script, run as the CronJob runs it: busybox sh, busybox applets only, the real kubectl 1.34.5, and a
-stand-in API server on loopback that selects and deletes as the API server does.
+"""The cleanup script run as the CronJob runs it (busybox sh, the real kubectl 1.34.5) against a stand-in API server.
 
-Every test states the exact set of pods deleted (so that nothing else was) and the API requests the run made: with
-an empty discovery cache, as in the Job, kubectl's discovery (GET /api, GET /apis) and then at most two requests on
-pods, one LIST and one DELETE of the collection.
-"""
+Each test states the exact pods deleted and the requests made: kubectl's discovery, then one LIST and one DELETE."""
 
 from __future__ import annotations
 
@@ -14,10 +10,10 @@ import re
 import shutil
 import subprocess
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 from busybox_harness import MISSING_IN_IMAGE, Cluster, Run, kubectl_path, make_bin
@@ -25,7 +21,6 @@ from conftest import stack_settings
 from kube_api_standin import JSONObject, kube_api_standin, pod
 
 from supersonic_interlink.components.failed_pod_cleanup import (
-    COMPONENT,
     ROLE_RULES,
     SCRIPT_PATH,
     inference_pod_selector,
@@ -112,15 +107,7 @@ def bystanders() -> list[JSONObject]:
     ]
 
 
-class MakeCluster(Protocol):
-    def __call__(
-        self,
-        pods: list[JSONObject],
-        *,
-        inject: Sequence[JSONObject] = ...,
-        order: str = ...,
-        rules: Any = ...,
-    ) -> Cluster: ...
+MakeCluster = Callable[..., Cluster]
 
 
 @pytest.fixture(scope="session")
@@ -173,57 +160,37 @@ def log_lines(run: Run, action: str) -> list[str]:
     return [line for line in run.stdout.splitlines() if line.startswith(f"{action} pod/")]
 
 
-# ------------------------------------------------------------------------------------------------ what goes
-
-
-def test_the_22_failed_pods_of_the_change_request_leave_only_the_newest(cluster) -> None:
+def test_the_22_failed_pods_of_the_change_request_leave_only_the_newest_and_a_second_run_deletes_nothing(
+    cluster,
+) -> None:
     pods = failed_triton(22)
     assert max(names(pods)) != newest_first(pods)[0], (
         "fixture: name order must not find the newest, only creation-time order does"
     )
-    run = cluster(pods).run(environment())
+    fake = cluster(pods)
+    run, second = fake.run(environment()), fake.run(environment())
     assert_ok(run)
     assert_requests(run, "list", "deletecollection")
     assert run.deleted == names(pods) - {newest_first(pods)[0]}, "21 deleted, the newest kept for diagnosis"
     assert run.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 21, kept 1"
+    assert_ok(second)
+    assert_requests(second, "list")
+    assert second.deleted == set(), "the cleanup is idempotent: a clean namespace gets no delete request"
 
 
-def test_the_delete_request_is_confined_to_the_releases_failed_pods_except_the_kept(cluster) -> None:
+@pytest.mark.parametrize("keep", [2, 0])
+def test_the_delete_request_is_confined_to_the_releases_failed_pods_except_the_kept(cluster, keep: int) -> None:
     pods = failed_triton(5)
-    run = cluster(pods).run(environment(keep=2))
-    assert_ok(run)
-    labels, fields = delete_request(run)
-    assert labels == SELECTOR, "the API server deletes only pods with the release's inference-server labels"
-    kept = newest_first(pods)[:2]
-    assert fields.split(",") == ["status.phase=Failed"] + [f"metadata.name!={name}" for name in reversed(kept)], (
-        "only Failed pods, and never a kept one: the server enforces the selection, whatever the listing said"
-    )
-    assert run.deleted == names(pods) - set(kept)
-
-
-def test_keep_zero_deletes_every_failed_pod_with_a_phase_only_field_selector(cluster) -> None:
-    pods = failed_triton(5)
-    run = cluster(pods).run(environment(keep=0))
+    run = cluster(pods).run(environment(keep=keep))
     assert_ok(run)
     assert_requests(run, "list", "deletecollection")
-    assert delete_request(run) == (SELECTOR, "status.phase=Failed")
-    assert run.deleted == names(pods), "keep: 0 leaves no Failed pod"
-
-
-def test_fewer_failed_pods_than_keep_deletes_none_and_sends_no_delete(cluster) -> None:
-    pods = failed_triton(3)
-    run = cluster(pods).run(environment(keep=5))
-    assert_ok(run)
-    assert_requests(run, "list")
-    assert run.deleted == set()
-    assert run.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 0, kept 3"
-
-
-def test_exactly_keep_failed_pods_deletes_none(cluster) -> None:
-    run = cluster(failed_triton(1)).run(environment())
-    assert_ok(run)
-    assert_requests(run, "list")
-    assert run.deleted == set(), "the single Failed pod is the newest and is kept"
+    labels, fields = delete_request(run)
+    assert labels == SELECTOR, "the API server deletes only pods with the release's inference-server labels"
+    kept = newest_first(pods)[:keep]
+    assert fields.split(",") == ["status.phase=Failed"] + [f"metadata.name!={name}" for name in reversed(kept)], (
+        "only Failed pods, and never a kept one (keep: 0, the phase alone): the server enforces the selection"
+    )
+    assert run.deleted == names(pods) - set(kept), "keep: 0 leaves no Failed pod"
 
 
 def test_running_pending_succeeded_and_other_owners_pods_are_never_deleted(cluster) -> None:
@@ -239,21 +206,21 @@ def test_running_pending_succeeded_and_other_owners_pods_are_never_deleted(clust
     assert names(others) <= run.after
 
 
-def test_an_empty_list_makes_no_delete_request_and_exits_zero(cluster) -> None:
-    run = cluster(bystanders()).run(environment())
+@pytest.mark.parametrize(
+    ("pods", "keep", "summary"),
+    [
+        (failed_triton(3), 5, "cleanup: deleted 0, kept 3"),
+        (failed_triton(1), 1, "cleanup: deleted 0, kept 1"),
+        (bystanders(), 1, "deleted 0, kept 0"),
+    ],
+    ids=["fewer-than-keep", "exactly-keep", "none-failed"],
+)
+def test_no_more_failed_pods_than_keep_deletes_none(cluster, pods: list[JSONObject], keep: int, summary: str) -> None:
+    run = cluster(pods).run(environment(keep=keep))
     assert_ok(run)
     assert_requests(run, "list")
-    assert run.deleted == set()
-    assert "deleted 0, kept 0" in run.stdout
-
-
-def test_a_second_run_finds_only_the_kept_pod_and_deletes_nothing(cluster) -> None:
-    fake = cluster(failed_triton(22))
-    first, second = fake.run(environment()), fake.run(environment())
-    assert_ok(first)
-    assert_ok(second)
-    assert_requests(second, "list")
-    assert second.deleted == set(), "the cleanup is idempotent: a clean namespace gets no delete request"
+    assert run.deleted == set(), "the newest keep Failed pods are kept"
+    assert run.stdout.rstrip().splitlines()[-1].endswith(summary)
 
 
 def test_a_backlog_of_more_than_kubectls_chunks_clears_in_one_run_of_two_requests_on_pods(cluster) -> None:
@@ -268,9 +235,6 @@ def test_a_backlog_of_more_than_kubectls_chunks_clears_in_one_run_of_two_request
     assert run.deleted == names(failed) - {newest_first(failed)[0]}, "the whole backlog but the newest, in one run"
     assert len(log_lines(run, "delete")) == 1000 and len(log_lines(run, "keep")) == 1
     assert run.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 1000, kept 1"
-
-
-# ------------------------------------------------------------------------------------------------ whatever the API says
 
 
 HOSTILE_REASON = 'OOMKilled\ntriton-running\t"quoted" $(touch {marker}) `touch {marker}`'
@@ -412,28 +376,28 @@ def test_a_pod_that_turns_failed_between_the_list_and_the_delete_is_deleted_and_
     assert "other-release-late" in run.after, "another release's pod stays whenever it failed"
 
 
-# ------------------------------------------------------------------------------------------------ API failures
-
-
-def test_a_failing_list_fails_the_job_and_deletes_nothing(cluster) -> None:
+@pytest.mark.parametrize(
+    ("failure", "says"),
+    [
+        (
+            {"code": 500},
+            [
+                "cleanup: kubectl: Error from server (InternalError)",
+                "cleanup: listing Failed pods in cms failed; nothing deleted",
+            ],
+        ),
+        ({"truncate": True}, ["nothing deleted"]),
+    ],
+    ids=["error", "cut-off"],
+)
+def test_a_failing_or_cut_off_list_fails_the_job_and_deletes_nothing(cluster, failure: dict, says: list[str]) -> None:
     fake = cluster(failed_triton(22))
-    fake.server.fail("list", code=500)
+    fake.server.fail("list", **failure)
     run = fake.run(environment())
-    assert run.returncode == 1, "a list that failed must fail the Job, so the failure shows in its history"
+    assert run.returncode == 1, "a list that failed, or a partial one, must fail the Job, not pass for a short one"
     assert_requests(run, "list")
     assert run.deleted == set()
-    assert "cleanup: kubectl: Error from server (InternalError)" in run.stderr
-    assert "cleanup: listing Failed pods in cms failed; nothing deleted" in run.stderr
-
-
-def test_a_list_cut_off_mid_answer_fails_the_job_and_deletes_nothing(cluster) -> None:
-    fake = cluster(failed_triton(22))
-    fake.server.fail("list", truncate=True)
-    run = fake.run(environment())
-    assert run.returncode == 1, "a partial list must not pass for a short one"
-    assert run.verbs().count("deletecollection") == 0
-    assert run.deleted == set()
-    assert "nothing deleted" in run.stderr
+    assert all(line in run.stderr for line in says), run.stderr
 
 
 def test_a_failing_delete_fails_the_job_without_claiming_a_count(cluster) -> None:
@@ -464,9 +428,6 @@ def test_the_role_grants_exactly_the_verbs_the_runs_use(cluster) -> None:
     fake = cluster(failed_triton(4))
     used = {r.verb for run in (fake.run(environment(dryRun=True)), fake.run(environment())) for r in run.pod_requests()}
     assert used == set(ROLE_RULES[0]["verbs"]), "every granted verb is used, and nothing else is asked for"
-
-
-# ------------------------------------------------------------------------------------------------ dry run, record
 
 
 def test_the_dry_run_lists_deletes_nothing_and_prints_the_exact_request(cluster) -> None:
@@ -511,41 +472,18 @@ def test_each_pod_is_logged_with_creation_time_reason_and_exit_code_before_the_d
     assert lines[0] == f"cleanup: 4 Failed pods in cms match {SELECTOR}; keeping the newest 1"
 
 
-# ------------------------------------------------------------------------------------------------ parameters
-
-
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("KEEP", "-1"),
-        ("KEEP", "one"),
-        ("KEEP", "1.5"),
-        ("KEEP", "21"),
-        ("KEEP", "007"),
-        ("KEEP", "99999999999999999999"),
-        ("KEEP", "1\n2"),
-        ("NAMESPACE", "CMS"),
-        ("NAMESPACE", "-cms"),
-        ("NAMESPACE", "c" * 64),
-        ("NAMESPACE", "cms\nkube-system"),
-        ("NAMESPACE", "cms/../kube-system"),
-        ("SELECTOR", "app in (a,b)"),
-        ("SELECTOR", "app!=triton"),
-        ("SELECTOR", "!app"),
-        ("SELECTOR", "app"),
-        ("SELECTOR", "app=triton,,x=y"),
-        ("SELECTOR", "app="),
-        ("SELECTOR", "=triton"),
-        ("SELECTOR", "app==triton"),
-        ("SELECTOR", "app=tri ton"),
-        ("SELECTOR", "app=triton\nx=y"),
-        ("SELECTOR", "a/b/c=d"),
-        ("SELECTOR", "app=$(id)"),
-        ("SELECTOR", "app=" + "v" * 64),
-        ("DRY_RUN", "yes"),
-        ("DRY_RUN", "True"),
+BAD_PARAMETERS = {
+    "KEEP": ["-1", "one", "1.5", "21", "007", "99999999999999999999", "1\n2"],
+    "NAMESPACE": ["CMS", "-cms", "c" * 64, "cms\nkube-system", "cms/../kube-system"],
+    "SELECTOR": [
+        *["app in (a,b)", "app!=triton", "!app", "app", "app=triton,,x=y", "app=", "=triton", "app==triton"],
+        *["app=tri ton", "app=triton\nx=y", "a/b/c=d", "app=$(id)", "app=" + "v" * 64],
     ],
-)
+    "DRY_RUN": ["yes", "True"],
+}
+
+
+@pytest.mark.parametrize(("name", "value"), [(name, value) for name, bad in BAD_PARAMETERS.items() for value in bad])
 def test_a_parameter_out_of_its_range_stops_the_run_before_any_request(cluster, name: str, value: str) -> None:
     run = cluster(failed_triton(3)).run({**environment(), name: value})
     assert run.returncode == 2, "a bad parameter is a configuration error, reported as such"
@@ -573,38 +511,16 @@ def test_a_missing_parameter_stops_the_run_before_any_request(cluster, missing: 
     assert missing in run.stderr, "the message names the missing parameter"
 
 
-# ------------------------------------------------------------------------------------------------ the text
-
-
 def kubelet_expand(text: str, defined: dict[str, str]) -> str:
     """The kubelet's ``$(VAR)`` expansion of a container's command (``$$`` escapes, unknown names stay)."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "$" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "$":
-                out.append("$")
-                i += 2
-                continue
-            if nxt == "(":
-                close = text.find(")", i + 2)
-                if close >= 0:
-                    name = text[i + 2 : close]
-                    out.append(defined.get(name, f"$({name})"))
-                    i = close + 1
-                    continue
-            out.append("$" + nxt)
-            i += 2
-            continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
+    return re.sub(r"\$(\$|\(([^)]*)\))", lambda m: "$" if m[1] == "$" else defined.get(m[2], m[0]), text)
 
 
 def test_the_script_text_survives_the_kubelets_variable_expansion() -> None:
     names = dict.fromkeys([*environment(), "NAMESPACE"], "<expanded>")
-    assert kubelet_expand("a $(KEEP) $$(KEEP) $$", names) == "a <expanded> $(KEEP) $", "fixture: the expansion"
+    assert kubelet_expand("a $(KEEP) $$(KEEP) $$ $(X $", names) == "a <expanded> $(KEEP) $ $(X $", (
+        "fixture: the expansion"
+    )
     assert kubelet_expand(script_text(), names) == script_text(), (
         "the kubelet rewrites $(NAME) and $$ in a container command; the script must contain neither"
     )
@@ -634,8 +550,3 @@ def test_the_harness_path_holds_only_busybox_applets_and_the_real_kubectl(bin_di
     assert targets.pop("kubectl") == kubectl_path().resolve(), "the real kubectl 1.34.5, not a stand-in"
     assert {t.name for t in targets.values()} == {"busybox"}, "every other tool the script finds is busybox's"
     assert not (bin_dir / "tac").exists(), "the image's missing applets are missing here too"
-
-
-def test_the_cleaners_own_labels_are_not_the_inference_servers() -> None:
-    assert object_labels(RELEASE)[CHART.component_label] == COMPONENT
-    assert object_labels(RELEASE)[CHART.component_label] != TRITON[CHART.component_label]

@@ -54,9 +54,6 @@ def hammer() -> Evaluation:
     return evaluate(stack_config("hammer"), "hammer")
 
 
-# ------------------------------------------------------------------------------------------------ objects
-
-
 def test_the_component_owns_a_service_account_role_binding_and_cronjob(hammer: Evaluation) -> None:
     assert hammer.one(TYPE).name == "cleanup"
     children = cleanup_children(hammer)
@@ -68,24 +65,18 @@ def test_the_component_owns_a_service_account_role_binding_and_cronjob(hammer: E
     )
 
 
-def test_every_cleanup_object_is_named_after_the_release_in_its_namespace(hammer: Evaluation) -> None:
+def test_every_cleanup_object_and_the_export_are_named_after_the_release_in_its_namespace(hammer: Evaluation) -> None:
     for registered in cleanup_children(hammer):
         metadata = registered.inputs["metadata"]
         assert metadata["name"] == f"{RELEASE}-failed-pod-cleanup", f"{registered.type} is named from the release"
         assert metadata["namespace"] == "cms", f"{registered.type} lives in the release namespace"
         assert metadata["labels"] == object_labels(RELEASE)
+    assert hammer.outputs["cleanupCronJob"] == f"{RELEASE}-failed-pod-cleanup", "the export names the CronJob"
 
 
 def test_the_longest_release_name_keeps_the_cronjob_name_within_52_characters() -> None:
     longest = "r" * RELEASE_NAME_MAX
     assert len(object_name(longest)) <= 52, "the API server rejects a CronJob name over 52 characters"
-
-
-def test_the_export_names_the_cronjob(hammer: Evaluation) -> None:
-    assert hammer.outputs["cleanupCronJob"] == f"{RELEASE}-failed-pod-cleanup"
-
-
-# ------------------------------------------------------------------------------------------------ RBAC
 
 
 def test_the_role_grants_list_and_deletecollection_on_pods_and_nothing_else(hammer: Evaluation) -> None:
@@ -103,33 +94,26 @@ def test_no_cluster_wide_grant_and_no_wildcard_anywhere(hammer: Evaluation) -> N
         assert "*" not in repr(registered.inputs), f"{registered.type}: no wildcard in any rule or reference"
 
 
-def test_the_binding_ties_the_role_to_the_cleanup_service_account(hammer: Evaluation) -> None:
+def test_the_binding_ties_the_role_to_the_service_account_whose_token_only_the_cleaner_mounts(
+    hammer: Evaluation,
+) -> None:
     binding = hammer.one(ROLE_BINDING).inputs
     name = f"{RELEASE}-failed-pod-cleanup"
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "cms"}]
     assert pod_spec(hammer)["serviceAccountName"] == name, "the Job pods run as the bound account"
-
-
-def test_only_the_cleaner_pods_mount_the_account_token(hammer: Evaluation) -> None:
     assert hammer.one(SERVICE_ACCOUNT).inputs["automountServiceAccountToken"] is False
     assert pod_spec(hammer)["automountServiceAccountToken"] is True, "kubectl needs the token in its own pod"
 
 
-# ------------------------------------------------------------------------------------------------ CronJob
-
-
-def test_the_cronjob_runs_on_the_configured_schedule_one_at_a_time(hammer: Evaluation) -> None:
+def test_the_cronjob_runs_on_the_configured_schedule_one_bounded_job_at_a_time(hammer: Evaluation) -> None:
     spec = hammer.one(CRONJOB).inputs["spec"]
     assert spec["schedule"] == "*/5 * * * *", "the default cadence from Pulumi.yaml"
     assert spec["concurrencyPolicy"] == "Forbid", "two cleaners at once would race over the same pods"
     assert spec["startingDeadlineSeconds"] == 120, "a run missed by more than two minutes is skipped"
     assert spec["successfulJobsHistoryLimit"] == 1
     assert spec["failedJobsHistoryLimit"] == 3, "a few failed runs stay for diagnosis, never a pile"
-
-
-def test_the_jobs_are_bounded_so_the_cleaner_never_piles_up(hammer: Evaluation) -> None:
-    job = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]
+    job = spec["jobTemplate"]["spec"]
     assert job["backoffLimit"] == 0, "the next scheduled run is the retry"
     assert job["activeDeadlineSeconds"] == 240, "a hung run ends before the next is due (every 5 min)"
     assert job["ttlSecondsAfterFinished"] == 86400, "finished Jobs are removed a day later"
@@ -172,7 +156,7 @@ def test_the_cleaners_own_pods_do_not_match_the_selector_they_clean(hammer: Eval
     labels = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
     wanted = contract.NEWEST.inference_pod_labels(RELEASE)
     assert any(labels.get(key) != value for key, value in wanted.items()), "the cleaner never selects itself"
-    assert labels[CHART.component_label] == COMPONENT
+    assert labels[CHART.component_label] == COMPONENT != wanted[CHART.component_label]
 
 
 def test_keep_and_dry_run_come_from_the_stack(run_stack) -> None:
@@ -186,16 +170,12 @@ def test_keep_and_dry_run_come_from_the_stack(run_stack) -> None:
     )
 
 
-def test_the_cleaner_runs_on_the_af_nodes_on_hammer(hammer: Evaluation) -> None:
+def test_the_cleaner_pod_runs_on_the_af_nodes_on_hammer_and_is_hardened(hammer: Evaluation) -> None:
     spec = pod_spec(hammer)
     assert spec["nodeSelector"] == {"cms-af-prod": "true"}, "beside Envoy, never on the interLink virtual node"
     assert spec["tolerations"] == [
         {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}
     ]
-
-
-def test_the_cleaner_pod_is_hardened(hammer: Evaluation) -> None:
-    spec = pod_spec(hammer)
     pod_security = spec["securityContext"]
     assert pod_security["runAsNonRoot"] is True
     assert isinstance(pod_security["runAsUser"], int) and pod_security["runAsUser"] > 0, "a numeric non-root UID"
@@ -223,9 +203,6 @@ def test_the_cleaner_asks_for_little_and_is_capped(hammer: Evaluation) -> None:
     )
 
 
-# ------------------------------------------------------------------------------------------------ disabled
-
-
 def test_a_disabled_stack_creates_no_cleanup_objects(run_stack) -> None:
     evaluation = run_stack(cleanup={"enabled": False})
     assert cleanup_children(evaluation) == [], "cleanup.enabled: false creates nothing"
@@ -234,15 +211,8 @@ def test_a_disabled_stack_creates_no_cleanup_objects(run_stack) -> None:
     assert evaluation.one(TYPE).name == "cleanup", "the component itself is still registered (attributes assigned)"
 
 
-# ------------------------------------------------------------------------------------------------ validation
-
-
-def cleanup_manifests(evaluation: Evaluation) -> list[dict[str, Any]]:
-    return [r.inputs for r in cleanup_children(evaluation)]
-
-
 def test_every_cleanup_manifest_passes_strict_validation_for_kubernetes_1_30_to_1_34(hammer: Evaluation) -> None:
-    manifests = cleanup_manifests(hammer)
+    manifests = [r.inputs for r in cleanup_children(hammer)]
     assert len(manifests) == 4
     assert [v.rsplit(".", 1)[0] for v in KUBERNETES_VERSIONS] == ["1.30", "1.31", "1.32", "1.33", "1.34"]
     assert kubernetes_findings(manifests) == [], "every cleanup object is valid on every supported Kubernetes"

@@ -1,9 +1,4 @@
-"""probe: the cold-start probe, from its pure parts to the real command against real endpoints.
-
-The first tests need no Envoy: they check the deadline, the outcome rules, the summary and the JSON record,
-and run the probe against a closed port, a silent port and a direct stand-in Triton. The last ones run it
-through the real Envoy with the generated configuration in front of stand-ins that wake on demand.
-"""
+"""probe: the cold-start probe, from its pure parts to the real command through the real Envoy (tests/loopback.py)."""
 
 from __future__ import annotations
 
@@ -39,6 +34,15 @@ PROBE_RECORD_FIELDS = {
 # fmt: on
 
 
+R, N, X, D, U = (
+    wake_probe.REJECTED,
+    wake_probe.NOT_READY,
+    wake_probe.READY,
+    wake_probe.DEADLINE_EXCEEDED,
+    wake_probe.UNREACHABLE,
+)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -60,7 +64,6 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.abort = abort
         self.models = ("particlenet_AK4_PT", "deepmet")
         self.released = threading.Event()
-        """Set at teardown, so a handler still sleeping does not hold the test process open."""
 
     def RepositoryIndex(self, request, context):
         if self.abort:
@@ -122,18 +125,12 @@ def run_main(*args: str, **overrides) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-# --------------------------------------------------------------------------------------------- pure parts
-
-
-def test_deadline_is_ready_timeout_plus_the_route_margin() -> None:
+def test_deadline_is_ready_timeout_plus_the_route_margin_and_the_endpoint_the_in_cluster_envoy() -> None:
     assert wake_probe.probe_deadline_seconds(stack_settings("hammer")) == 900 + 120, (
         "Hammer's clients may wait readyTimeoutSeconds plus the route margin: the RepositoryIndex idle_timeout"
     )
     short = stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": 3, "holdMinReplicasSeconds": 3})
     assert wake_probe.probe_deadline_seconds(short) == 123, "the deadline must follow the stack's readyTimeoutSeconds"
-
-
-def test_default_endpoint_is_the_stacks_in_cluster_envoy_service() -> None:
     assert wake_probe.default_endpoint(stack_settings("hammer")) == "supersonic-interlink.cms.svc.cluster.local:8001", (
         "without --endpoint the probe must reach Envoy where CMSSW clients in the cluster do"
     )
@@ -144,18 +141,19 @@ def test_well_formed_endpoints_are_accepted(text: str) -> None:
     assert wake_probe.parse_endpoint(text) == text
 
 
-@pytest.mark.parametrize("text", ["localhost", ":8001", "host:0", "host:http", "::1:8001", "host:70000"])
-def test_malformed_endpoints_are_refused_with_the_expected_form(text: str) -> None:
-    with pytest.raises(ValueError, match="--endpoint"):
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        *[(text, "--endpoint") for text in ["localhost", ":8001", "host:0", "host:http", "::1:8001", "host:70000"]],
+        (
+            "http://127.0.0.1:8001",
+            "^--endpoint 'http://127.0.0.1:8001': drop the scheme, '127.0.0.1:8001': expected HOST:PORT$",
+        ),
+    ],
+)
+def test_malformed_endpoints_are_refused_with_the_expected_form(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
         wake_probe.parse_endpoint(text)
-
-
-def test_an_endpoint_with_a_scheme_is_told_to_drop_it() -> None:
-    with pytest.raises(ValueError) as caught:
-        wake_probe.parse_endpoint("http://127.0.0.1:8001")
-    assert (
-        str(caught.value) == "--endpoint 'http://127.0.0.1:8001': drop the scheme, '127.0.0.1:8001': expected HOST:PORT"
-    )
 
 
 def test_an_unreachable_in_cluster_name_says_how_to_port_forward_and_point_endpoint_at_it() -> None:
@@ -176,15 +174,14 @@ def test_an_unreachable_in_cluster_name_says_how_to_port_forward_and_point_endpo
 @pytest.mark.parametrize(
     ("status", "answered", "outcome"),
     [
-        ("CANCELLED", True, wake_probe.REJECTED),
-        ("CANCELLED", None, wake_probe.REJECTED),
-        ("DEADLINE_EXCEEDED", False, wake_probe.DEADLINE_EXCEEDED),
-        ("DEADLINE_EXCEEDED", True, wake_probe.DEADLINE_EXCEEDED),
-        ("UNAVAILABLE", False, wake_probe.UNREACHABLE),
-        ("UNAVAILABLE", True, wake_probe.REJECTED),
-        ("UNAVAILABLE", None, wake_probe.REJECTED),
-        ("UNIMPLEMENTED", True, wake_probe.REJECTED),
-        ("RESOURCE_EXHAUSTED", True, wake_probe.REJECTED),
+        *[
+            ("CANCELLED", True, R),
+            ("CANCELLED", None, R),
+            ("DEADLINE_EXCEEDED", False, D),
+            ("DEADLINE_EXCEEDED", True, D),
+        ],
+        *[("UNAVAILABLE", False, U), ("UNAVAILABLE", True, R), ("UNAVAILABLE", None, R), ("UNIMPLEMENTED", True, R)],
+        ("RESOURCE_EXHAUSTED", True, R),
     ],
 )
 def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answered(
@@ -218,15 +215,6 @@ def _result(outcome: str, wake: float | None, **fields) -> wake_probe.ProbeResul
         wake_seconds=wake,
         **fields,
     )
-
-
-R, N, X, D, U = (
-    wake_probe.REJECTED,
-    wake_probe.NOT_READY,
-    wake_probe.READY,
-    wake_probe.DEADLINE_EXCEEDED,
-    wake_probe.UNREACHABLE,
-)
 
 
 @pytest.mark.parametrize(
@@ -266,7 +254,7 @@ def test_the_json_record_has_every_field_whatever_the_outcome(outcome: str) -> N
     assert record["model_count"] == (1 if answered else None)
 
 
-def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
+def test_progress_prints_a_plain_line_every_interval_on_a_log_and_rewrites_one_line_on_a_terminal() -> None:
     stream = io.StringIO()
     progress = wake_probe.Progress(stream, deadline=1020, every=30, live=False)
     progress.start("probe hammer")
@@ -279,9 +267,6 @@ def test_progress_on_a_log_prints_a_plain_line_every_interval() -> None:
         "probe hammer: still waiting, 1m00s of 17m00s",
         "probe hammer: still waiting, 1m35s of 17m00s",
     ], "a log must show the wait is alive without a line per second and without carriage returns"
-
-
-def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
     stream = io.StringIO()
     progress = wake_probe.Progress(stream, deadline=123, every=30, live=True)
     progress.start("probe hammer")
@@ -294,19 +279,12 @@ def test_progress_on_a_terminal_rewrites_one_line_and_clears_it() -> None:
     assert "waiting 2s of 2m03s" in text and text.endswith("\r\033[K"), "the line is cleared before the result"
 
 
-# --------------------------------------------------------------------------------------------- no Envoy
-
-
-@pytest.mark.timeout(60)  # a hang guard: without the connection check this would wait out the 1020 s deadline
-def test_a_closed_port_is_unreachable_at_once() -> None:
+@pytest.mark.timeout(60)  # a hang guard: the connection check is bounded by --connect-timeout, not the 1020 s deadline
+def test_a_closed_port_is_unreachable_at_once_and_a_silent_one_after_the_connect_timeout(silent_port: int) -> None:
     code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{free_port()}", "--json")
     record = json.loads(out)
     assert code == 5 and record["outcome"] == wake_probe.UNREACHABLE, f"nothing listens there: {record}"
     assert "refused" in record["detail"].lower(), "the operator must see why: the connection was refused"
-
-
-@pytest.mark.timeout(60)  # a hang guard: the connection check is bounded by --connect-timeout, not the deadline
-def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_connect_timeout(silent_port: int) -> None:
     code, out, _ = run_main("hammer", "--endpoint", f"127.0.0.1:{silent_port}", "--json", "--connect-timeout", "0.5")
     record = json.loads(out)
     assert code == 5 and record["outcome"] == wake_probe.UNREACHABLE, (
@@ -314,7 +292,7 @@ def test_a_port_that_accepts_but_never_speaks_grpc_is_unreachable_after_the_conn
     )
 
 
-def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
+def test_a_direct_triton_answers_ready_with_its_models_or_not_ready_as_it_says(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=0.3))
     result = wake_probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
     assert result.outcome == wake_probe.READY and result.server_ready is True, result
@@ -328,9 +306,6 @@ def test_a_direct_triton_answers_ready_with_its_models(direct_triton) -> None:
     assert result.cold is False and result.start_check == "ServerReady true", (
         "a Triton that answered ServerReady before the call was already serving: a warm answer, not a wake"
     )
-
-
-def test_a_triton_that_answers_but_is_not_ready_is_reported_as_not_ready(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(ready=False))
     result = wake_probe.probe_once(endpoint, 10, stack="hammer")
     assert result.outcome == wake_probe.NOT_READY and result.exit_code == 6, (
@@ -405,24 +380,27 @@ def test_a_connection_lost_while_waiting_is_unreachable() -> None:
     )
 
 
-def test_an_unknown_stack_is_a_config_error_with_exit_code_2() -> None:
+def test_an_unknown_stack_or_an_invalid_setting_is_a_one_line_config_error_with_exit_code_2() -> None:
     code, out, err = run_main("no-such-stack")
     assert code == 2 and out == "", "config problems exit 2 like render and print no result"
     assert err == (
         "probe: stack 'no-such-stack': no file stacks/Pulumi.no-such-stack.yaml (stacks: geddes-gpu, hammer)\n"
     ), f"one line naming the stack and the ones there are: {err!r}"
-
-
-def test_an_invalid_stack_setting_is_reported_per_problem_with_exit_code_2() -> None:
     code, _, err = run_main("hammer", scaleFromZero={"readyTimeoutSeconds": 0})
     assert code == 2, "a stack the program would refuse gives no deadline to probe with"
     assert "scaleFromZero.readyTimeoutSeconds" in err, f"the problem must name the key: {err}"
     assert err.startswith("probe: stack hammer: ") and len(err.splitlines()) == 1, err
 
 
-def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_triton) -> None:
+def test_repeat_prints_each_probe_and_a_summary_and_record_appends_every_attempt_as_printed(
+    direct_triton, tmp_path
+) -> None:
     endpoint = direct_triton(DirectTriton())
-    code, out, _ = run_main("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0")
+    history = tmp_path / "history" / "wakes.jsonl"
+    history.parent.mkdir()
+    history.write_text(json.dumps({"kind": "probe", "earlier": True}) + "\n")
+    args = ("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0", "--record", str(history))
+    code, out, _ = run_main(*args)
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["kind"] for r in records] == ["probe", "probe", "probe", "summary"], (
         "--json with --repeat is JSON Lines: one record per probe, then the summary"
@@ -431,20 +409,10 @@ def test_repeat_prints_each_probe_and_a_summary_and_exits_with_the_worst(direct_
     assert summary["count"] == 3 and summary["outcomes"][wake_probe.READY] == 3 and code == 0
     assert summary["wake_seconds"]["min"] <= summary["wake_seconds"]["median"] <= summary["wake_seconds"]["max"]
     assert (summary["cold"], summary["warm"]) == (0, 3), "the summary counts cold wakes and warm answers apart"
-
-
-def test_record_appends_every_attempt_of_a_repeat_as_the_json_lines_it_prints(direct_triton, tmp_path) -> None:
-    endpoint = direct_triton(DirectTriton())
-    history = tmp_path / "history" / "wakes.jsonl"
-    history.parent.mkdir()
-    history.write_text(json.dumps({"kind": "probe", "earlier": True}) + "\n")
-    args = ("hammer", "--endpoint", endpoint, "--json", "--repeat", "3", "--interval", "0", "--record", str(history))
-    code, out, _ = run_main(*args)
-    printed = [json.loads(line) for line in out.splitlines()][:-1]
     kept = [json.loads(line) for line in history.read_text().splitlines()]
-    assert code == 0 and kept[0] == {"kind": "probe", "earlier": True}, "--record appends; it never truncates"
-    assert kept[1:] == printed and len(printed) == 3, (
-        "every attempt of a repeat is recorded, exactly as --json prints it, and the summary is not"
+    assert kept[0] == {"kind": "probe", "earlier": True}, "--record appends; it never truncates"
+    assert kept[1:] == records[:-1], (
+        "every attempt of a repeat is recorded, exactly as --json prints it, not the summary"
     )
 
 
@@ -512,11 +480,7 @@ def test_a_missing_stack_argument_is_a_one_line_usage_error() -> None:
     assert err.getvalue() == "probe: the following arguments are required: stack (see `./supersonic probe --help`)\n"
 
 
-# --------------------------------------------------------------------------------------------- through Envoy
-
-# The real Envoy with the generated configuration in front of a stand-in Triton, a stand-in admission sidecar
-# and the test Lua filter (tests/loopback.py). DNS refreshes every 50 ms instead of 1 s, so a Triton that comes
-# up is seen within the Lua filter's next round rather than a second later.
+# DNS refreshes every 50 ms instead of 1 s, so a Triton that comes up is seen within the Lua filter's next round.
 FAST_DNS = {"dnsRefreshMs": 50}
 
 
@@ -553,18 +517,8 @@ def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_t
     settings = loopback_settings("hammer", envoy=FAST_DNS)
     with loopback_stack(settings, ready=False, wake_delay_seconds=1.0) as stack:
         clock = WakeClock(stack)
-        command = [
-            sys.executable,
-            "-m",
-            "supersonic_interlink",
-            "probe",
-            "hammer",
-            "--endpoint",
-            stack.envoy.target,
-            "--json",
-            "--progress-every",
-            "0.5",
-        ]
+        args = ("probe", "hammer", "--endpoint", stack.envoy.target, "--json", "--progress-every", "0.5")
+        command = [sys.executable, "-m", "supersonic_interlink", *args]
         finished = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
         truth = clock.seconds
     assert finished.returncode == 0, f"a wake inside readyTimeoutSeconds is ready:\n{finished.stdout}{finished.stderr}"

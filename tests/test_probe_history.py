@@ -1,9 +1,4 @@
-"""The wake history: appending records from several processes at once, and reading back what a file holds.
-
-Two real processes append to one file at the same time with lines longer than a pipe buffer; a third party
-holding the lock must block an append; a line a killed writer left unfinished must stay a damaged line of its
-own; every kind of damage is reported with its line number and skipped, never fatal for the rest.
-"""
+"""The wake history: appends from several processes at once, and reading back what a file holds, damage and all."""
 
 from __future__ import annotations
 
@@ -82,12 +77,20 @@ def test_a_line_left_unfinished_by_a_killed_writer_does_not_spoil_the_next_recor
     ], "the torn fragment is reported as line 2, cut short"
 
 
-def test_the_record_file_holds_exactly_what_json_prints(tmp_path: Path) -> None:
+def test_the_record_file_holds_exactly_what_json_prints_and_an_older_record_reads_as_not_known_cold(
+    tmp_path: Path,
+) -> None:
     history = tmp_path / "wakes.jsonl"
     record = probe_record()
     wake_history.append(history, record)
     assert json.loads(history.read_text()) == record, "--record keeps the --json object, every field"
     assert history.read_text().count("\n") == 1
+    old = probe_record()
+    del old["cold"], old["start_check"]
+    history = tmp_path / "older.jsonl"
+    wake_history.append(history, old)
+    (wake,) = wake_history.read(history).wakes
+    assert wake.cold is None, "an older record must neither count as a cold wake nor be thrown away as damage"
 
 
 def test_each_kind_of_damage_is_reported_with_its_line_number_and_the_rest_still_reads(tmp_path: Path) -> None:
@@ -124,15 +127,6 @@ def test_each_kind_of_damage_is_reported_with_its_line_number_and_the_rest_still
     )
 
 
-def test_a_record_from_before_cold_and_warm_were_told_apart_reads_as_not_known(tmp_path: Path) -> None:
-    old = probe_record()
-    del old["cold"], old["start_check"]
-    history = tmp_path / "wakes.jsonl"
-    wake_history.append(history, old)
-    (wake,) = wake_history.read(history).wakes
-    assert wake.cold is None, "an older record must neither count as a cold wake nor be thrown away as damage"
-
-
 @pytest.mark.parametrize(
     ("text", "iso"),
     [
@@ -143,9 +137,6 @@ def test_a_record_from_before_cold_and_warm_were_told_apart_reads_as_not_known(t
 )
 def test_times_are_read_as_utc(text: str, iso: str) -> None:
     assert wake_history.parse_time(text).isoformat() == iso, "a date alone is midnight UTC; offsets convert to UTC"
-
-
-# ------------------------------------------------------------------------------ records that cannot be true
 
 
 @pytest.mark.parametrize(

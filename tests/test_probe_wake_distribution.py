@@ -1,12 +1,5 @@
-"""End to end: wakes of a known distribution through the real Envoy, recorded by the probe, recovered by the report.
-
-The real Envoy runs the generated configuration in front of the stand-ins of tests/loopback.py. The stand-in Triton
-comes up after a delay drawn from a seeded uniform distribution (Hammer's minutes scaled down to tenths of a second, and
-readyTimeoutSeconds down to 2 s with them), and goes back to zero once the probe has recorded its answer, so every probe
-of `./supersonic probe hammer --repeat N --record FILE` is a cold wake. `./supersonic probe report FILE` must then give
-back the drawn delays' order statistics within TOLERANCE, say that ten wakes are too few for a p99, and recommend from
-the largest wake, with everything derived from it.
-"""
+"""Wakes of a seeded uniform distribution through the real Envoy, recorded by `probe --repeat --record`, recovered
+by `probe report` within TOLERANCE; ten wakes are too few for a p99, so it recommends from the largest."""
 
 from __future__ import annotations
 
@@ -29,13 +22,10 @@ DELAY_SECONDS = (0.05, 0.35)
 READY_TIMEOUT = 2
 """The Lua filter gives up between 1 and 2 s after the wake (it counts whole seconds): above every drawn delay."""
 INTERVAL = 0.1
-"""Between probes: with the next probe's gRPC connection check (about 0.2 s), time enough for the stand-in to leave
-DNS and for Envoy's 50 ms refresh to drop it, so the next probe finds Triton at zero."""
+"""With the next probe's connection check (about 0.2 s), time for Envoy's 50 ms DNS refresh to drop the stand-in."""
 TOLERANCE = 0.4
-"""A recorded wake is the RepositoryIndex round trip: it starts before /wake and ends after Envoy's next DNS
-refresh (50 ms here) and the Lua filter's next look (50 ms /sleep), so it is never shorter than the drawn delay
-and, on loopback, 0.06-0.13 s longer (docs/probe.md); 0.4 s leaves room for a loaded machine. Any statistic of
-values each within [0, TOLERANCE] of the truth is itself within [0, TOLERANCE] of the truth's statistic."""
+"""A recorded wake ends after Envoy's next DNS refresh and the Lua filter's next look: 0.06-0.13 s over the delay on
+loopback (docs/probe.md). A statistic of values each within [0, TOLERANCE] of the truth is as close to its own."""
 
 
 def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real_envoy(tmp_path: Path) -> None:
@@ -65,22 +55,8 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
         stack.admission.on_wake = wake
         out, err = io.StringIO(), io.StringIO()
         try:
-            code = probe.main(
-                [
-                    "hammer",
-                    "--endpoint",
-                    stack.envoy.target,
-                    "--repeat",
-                    str(WAKES),
-                    "--interval",
-                    str(INTERVAL),
-                    "--record",
-                    str(history),
-                ],
-                config=config,
-                stdout=out,
-                stderr=err,
-            )
+            args = ["--endpoint", stack.envoy.target, "--repeat", str(WAKES), "--interval", str(INTERVAL)]
+            code = probe.main(["hammer", *args, "--record", str(history)], config=config, stdout=out, stderr=err)
         finally:
             stopping.set()
         woken = stack.admission.wakes
@@ -97,12 +73,8 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
         )
 
     report_out, report_err = io.StringIO(), io.StringIO()
-    code = probe.main(
-        ["report", str(history), "--json"],
-        stack_configs={"hammer": config},
-        stdout=report_out,
-        stderr=report_err,
-    )
+    args = ["report", str(history), "--json"]
+    code = probe.main(args, stack_configs={"hammer": config}, stdout=report_out, stderr=report_err)
     assert code == 0, report_err.getvalue()
     (report,) = map(json.loads, report_out.getvalue().splitlines())
     truth = sorted(delays)

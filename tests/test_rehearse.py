@@ -1,11 +1,10 @@
-"""The rehearsal's pure parts: the queue-delay forms and the prediction, kwok's Stages, the modelled objects, the
-verb's refusals, and how the processes it runs beside the control plane are started, waited for and stopped. The
-rehearsal itself runs in tests/e2e/test_cold_start_rehearsal.py."""
+"""The rehearsal's pure parts: delays, prediction, modelled objects, the verb's refusals, process start and stop.
+
+The rehearsal runs in tests/e2e/test_cold_start_rehearsal.py, kwok's Stages in tests/e2e/test_rehearse_stages.py."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import random
 from collections import deque
@@ -27,8 +26,6 @@ from supersonic_interlink.rehearse.chart_parts import ACCOUNT_DIR, ADMISSION_FIL
 from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
 from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
 from supersonic_interlink.wake.probe import DEADLINE_EXCEEDED, READY, REJECTED, ProbeResult
-
-# --------------------------------------------------------------------------------------------- delays
 
 
 def test_a_fixed_delay_is_always_drawn_and_served_only_within_the_timeout() -> None:
@@ -64,37 +61,21 @@ def test_a_history_gives_its_cold_wakes_of_the_stack_and_a_cut_off_one_is_never_
     assert served_share(delay, 10_000, 0) == pytest.approx(2 / 3), "a wake given up on stays unserved"
     assert served_share(delay, 200, 50) == pytest.approx(1 / 3)
     assert "3 cold wakes" in delay.describe() and "1 cut off" in delay.describe()
+    with pytest.raises(DelaySpecError, match="no cold wake of stack 'geddes-gpu'"):
+        parse(f"history:{history}", stack="geddes-gpu")
 
 
 @pytest.mark.parametrize(
     "spec, says",
     [
-        ("", "expected fixed:S"),
-        ("normal:3", "expected fixed:S"),
-        ("fixed:", "not a number"),
-        ("fixed:-1", ">= 0"),
-        ("fixed:nan", "finite"),
-        ("uniform:5", "uniform:A:B"),
-        ("uniform:9:3", "below"),
+        *[("", "expected fixed:S"), ("normal:3", "expected fixed:S"), ("fixed:", "not a number"), ("fixed:-1", ">= 0")],
+        *[("fixed:nan", "finite"), ("uniform:5", "uniform:A:B"), ("uniform:9:3", "below")],
         ("history:/nonexistent/wakes.jsonl", "no file"),
     ],
 )
 def test_a_bad_queue_delay_is_refused_saying_what_is_wrong(spec: str, says: str) -> None:
     with pytest.raises(DelaySpecError, match=says):
         parse(spec)
-
-
-def test_a_history_without_a_cold_wake_of_the_stack_is_refused(tmp_path: Path) -> None:
-    history = tmp_path / "wakes.jsonl"
-    history.write_text(json.dumps(cold_wake(5.0, stack="other")) + "\n")
-    with pytest.raises(DelaySpecError, match="no cold wake of stack 'hammer'"):
-        parse(f"history:{history}", stack="hammer")
-
-
-# kwok's Stages are read from kwok's module source (Go and the module proxy): tests/e2e/test_rehearse_stages.py.
-
-
-# --------------------------------------------------------------------------------------------- objects and report
 
 
 def test_the_modelled_objects_carry_the_chart_contracts_names_and_the_stacks_values() -> None:
@@ -150,9 +131,6 @@ def test_the_chart_lua_is_filled_in_as_the_chart_fills_it_and_the_sidecar_reads_
     (chart / LUA_FILE).unlink()
     with pytest.raises(ChartPartError, match=r"has no cfg/envoy-filter\.lua, which its scale from zero runs"):
         filled_lua(chart, settings)
-
-
-# --------------------------------------------------------------------------------------------- the verb
 
 
 @pytest.mark.parametrize(
@@ -269,9 +247,6 @@ def test_the_verb_prints_what_ran_and_predicts_from_its_measuring_wake_or_says_i
         "an unserved wake shows what went wrong: the watcher's errors and the sidecar's last lines"
     )
     assert stopped == [tmp_path, tmp_path], "the control plane is stopped each time"
-
-
-# --------------------------------------------------------------------------------------------- processes
 
 
 def test_a_process_that_exits_before_it_is_ready_fails_the_wait_at_once_with_its_log(tmp_path: Path) -> None:
