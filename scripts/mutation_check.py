@@ -93,6 +93,13 @@ def parse(text: str, root: Path = ROOT, *, cover: bool = True) -> tuple[list[Mut
         if absent:
             problems.append(f"line {start}: no test file {', '.join(absent)}")
             return
+        # pytest answers a node id it cannot find with an error exit, which would count as a kill.
+        unknown = [
+            t for t in tests if "::" in t and t.split("::")[-1].split("[")[0] not in defined(root / t.split("::")[0])
+        ]
+        if unknown:
+            problems.append(f"line {start}: no such test {', '.join(unknown)}")
+            return
         mutations.append(Mutation(block["file"], block["find"], block["into"], tests, block["why"], start))
 
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -111,6 +118,12 @@ def parse(text: str, root: Path = ROOT, *, cover: bool = True) -> tuple[list[Mut
         block[key] = value
     close()
     return mutations, problems + (coverage(mutations, norules, root) if cover else [])
+
+
+def defined(path: Path) -> set[str]:
+    """The names of the functions and classes a test file defines."""
+    tree = ast.parse(path.read_text())
+    return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
 
 
 def coverage(mutations: list[Mutation], norules: dict[str, int], root: Path) -> list[str]:
@@ -159,7 +172,8 @@ def killed(mutation: Mutation, copy: Path) -> tuple[bool, float]:
             timeout=TEST_TIMEOUT_SECONDS,
             check=False,
         )
-        failed = result.returncode != 0
+        # 4: a usage error (a test not found), 5: no test collected; neither is a test that noticed.
+        failed = result.returncode not in (0, 4, 5)
     except subprocess.TimeoutExpired:
         failed = True  # a hang is noticed too
     finally:
