@@ -1,10 +1,5 @@
-"""The chart conformance check, run with the real Helm v3 against the tests' own charts (tests/charts/).
-
-The charts stand in for the generations that matter (the real chart cannot be fetched here): ``conforming`` for a
-chart with scale from zero that reads every value the stack sets, ``no-scale-from-zero`` for the published 0.3.1,
-``refuses-external-config`` for the scale-from-zero generation that refused an external Envoy configuration, and
-one chart per other failure class.
-"""
+"""The chart conformance check, run with the real Helm v3 against the tests' own charts (tests/charts/): one
+chart per generation that matters and one per failure class."""
 
 from __future__ import annotations
 
@@ -84,11 +79,6 @@ def findings_of(chart: Path, expected: Expected, ignored_under: str | None = Non
     return found
 
 
-# --------------------------------------------------------------------------------------------- the done criteria
-# `render --check` against the tests' charts of both generations, the published 0.3.1 and a commit refusing an external
-# Envoy configuration, each a full scan in a fresh interpreter: tests/e2e/test_conformance_done_criteria.py.
-
-
 def test_a_chart_of_the_other_generation_is_named_as_such_and_nothing_else(hammer_newest, tmp_path) -> None:
     found = check(fixture_chart(CONFORMING, tmp_path), hammer_newest)
     assert found == [
@@ -129,43 +119,43 @@ def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart
     )
 
 
-# --------------------------------------------------------------------------------------------- failure classes
-
-
-def test_a_default_1_turns_hammers_zero_replicas_into_one(hammer, tmp_path) -> None:
-    # keda.m*: minReplicaCount and two keys the same template reads (maxReplicaCount, metricType); the other keda.
-    # leaves are read by the same template too and only cost renders.
-    found = findings_of(fixture_chart("default-one", tmp_path), hammer, ignored_under="keda.m")
-    assert found == [
-        "ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)",
-    ], "0 through `default 1` is 1: a Slurm GPU job held forever (the admission sidecar still reads the 0)"
-
-
-def test_a_value_the_chart_never_reads_is_reported_by_its_values_path(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("unread-value", tmp_path), hammer, ignored_under="triton.service")
-    assert found == ['triton.service.annotations["metallb.universe.tf/address-pool"]: ignored'], (
-        "the Service's labels are read, its annotations are not: only the unread one is named"
-    )
-
-
-def test_a_lua_filter_that_envoy_does_not_mount_is_a_finding(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("no-lua-mount", tmp_path), hammer)
-    assert found == [LUA_NOT_MOUNTED], "Envoy 1.39 refuses a Lua filename that does not exist and crash-loops"
-
-
-def test_a_lua_filter_mounted_from_a_config_map_the_chart_does_not_render_is_a_finding(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("lua-config-map-skipped", tmp_path), hammer)
-    assert found == [
+@pytest.mark.parametrize(
+    ("chart_name", "ignored_under", "expected"),
+    [
+        # keda.m*: minReplicaCount and two keys the same template reads; the other keda leaves only cost renders.
         (
-            "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is mounted "
-            "from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
-        )
-    ], "the Envoy pod would never start: its volume's ConfigMap does not exist"
+            "default-one",
+            "keda.m",
+            ["ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)"],
+        ),
+        ("unread-value", "triton.service", ['triton.service.annotations["metallb.universe.tf/address-pool"]: ignored']),
+        ("no-lua-mount", None, [LUA_NOT_MOUNTED]),
+        (
+            "lua-config-map-skipped",
+            None,
+            [
+                "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is mounted "
+                "from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
+            ],
+        ),
+        (
+            "wrong-configmap-key",
+            "envoy.external_config",
+            [
+                "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not this "
+                "stack's envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')",
+                "envoy.external_config.configmap_key: ignored",
+            ],
+        ),
+    ],
+)
+def test_each_failure_class_chart_is_exactly_its_findings(hammer, tmp_path, chart_name, ignored_under, expected):
+    """A 0 through `default 1` holds a Slurm GPU job forever; an unmounted Lua filter crash-loops Envoy 1.39."""
+    assert findings_of(fixture_chart(chart_name, tmp_path), hammer, ignored_under=ignored_under) == expected
 
 
 def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_path) -> None:
     chart = fixture_chart(CONFORMING, tmp_path)
-    # The triton generation's chart with the other generation's Lua filter, which calls the renamed clusters.
     shutil.copytree(CHARTS / NEWEST_CHART / "cfg", chart / "cfg", dirs_exist_ok=True)
     found = findings_of(chart, hammer)
     assert found == [
@@ -177,19 +167,7 @@ def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_
     ], "a wake would call a cluster this configuration does not have (the inferenceServer rename)"
 
 
-def test_a_chart_copying_another_key_of_the_external_config_map_is_caught(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("wrong-configmap-key", tmp_path), hammer, ignored_under="envoy.external_config")
-    assert found == [
-        (
-            "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not this stack's "
-            "envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')"
-        ),
-        "envoy.external_config.configmap_key: ignored",
-    ]
-
-
 def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer, tmp_path) -> None:
-    """Without the stand-in API serving the stack's ConfigMap the chart's lookup finds nothing, as on a cluster."""
     assert [m["kind"] for m in hammer.served] == ["ConfigMap"]
     unserved = Expected(hammer.release_name, hammer.namespace, hammer.values, hammer.envoy_yaml, [], hammer.generation)
     found = check(fixture_chart("conforming", tmp_path), unserved)
@@ -287,9 +265,6 @@ def test_each_broken_contract_is_one_finding_naming_the_object_and_field(hammer,
     assert found.startswith(finding), found
 
 
-# --------------------------------------------------------------------------------------------- the pieces
-
-
 def test_leaves_name_every_values_path_as_a_reader_writes_it() -> None:
     values = {"a": {"b.c": [1, {"d": {}}], "e": []}, "f": None, "g": {"kubernetes.io/hostname": "x"}}
     assert [(leaf.name, leaf.value) for leaf in leaves(values)] == [
@@ -347,11 +322,8 @@ def test_a_mounted_file_is_traced_to_its_config_map_key() -> None:
     assert mounted_key(sub, "admission", "/etc/envoy/envoy.yaml") is None, "another container's mount does not count"
 
 
-# --------------------------------------------------------------------------------------------- the scan's budget
-
-
 class _CountingRenderer:
-    """Stands in for ``ChartRenderer``: each render takes one second of a fake clock and renders the baseline."""
+    """Each render takes one second of a fake clock and renders the baseline."""
 
     def __init__(self) -> None:
         self.now = 0.0

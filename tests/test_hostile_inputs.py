@@ -1,9 +1,5 @@
-"""Hostile and careless inputs to every tool: one line naming the input and what is allowed, exit 2, never a
-traceback; nothing echoed that could forge an output line or drive the terminal; sizes that stay cheap.
-
-The YAML reader's own cases are in test_pulumi_yaml.py, the stack-file corpus in tests/fixtures/config/, secrets in
-test_secrets.py, the API server's rules in test_settings.py; this file covers the tools around them.
-"""
+"""Hostile and careless inputs to every tool: one line naming the input and what is allowed, exit 2, no traceback;
+nothing echoed that could forge an output line or drive the terminal; sizes that stay cheap."""
 
 from __future__ import annotations
 
@@ -43,9 +39,6 @@ def no_traceback(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-# --------------------------------------------------------------------------------------------- stack names
-
-
 NAMES = {"300": LONG, "forging": FORGING, "empty": "", "dots": "..", "space": "has space", "non-ascii": "ümlaut"}
 VERBS = {
     "render": ["render"],
@@ -55,9 +48,7 @@ VERBS = {
     "takeover-objects--live": ["takeover", "objects", "--live", "/dev/null"],
     "diff": ["diff"],
 }
-# diff checks the name where render does (stack_config.stack_file), after a git archive of its base that costs a
-# quarter second a name: one name the rule refuses and the forging one (refused before any verb runs) show that it
-# does; the rule itself, name by name, is proven through render and takeover above and at its boundary below.
+# diff checks the name where render does, after a git archive costing a quarter second a name: two names suffice.
 ONCE_FOR_DIFF = ("300", "forging")
 
 
@@ -91,9 +82,6 @@ def test_the_stack_name_rule_is_the_pulumi_clis_at_its_boundary() -> None:
             check_stack_name(bad)
 
 
-# --------------------------------------------------------------------------------------------- echoed text
-
-
 def test_a_key_with_escape_codes_and_a_newline_is_echoed_escaped(tmp_path: Path) -> None:
     config = stack_config("hammer")
     config[f"{P}:ev\x1b[2Jil\nstack hammer: checks passed"] = "x"
@@ -119,7 +107,8 @@ def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
     assert quoted == "'x$(id>&2)'", "what the steps print for it if the name ever passed"
 
 
-# --------------------------------------------------------------------------------------------- history lines
+def wake_line(**fields: object) -> bytes:
+    return json.dumps({**cold_wake(400.0), **fields}).encode() + b"\n"
 
 
 @pytest.mark.parametrize(
@@ -127,19 +116,10 @@ def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
     [
         (b'{"kind":"probe","wake_seconds":' + b"1" * 5000 + b"}\n", "an integer of more than 4,300 digits"),
         (b'{"kind":"probe","a":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "nested too deep"),
-        (json.dumps({**cold_wake(400.0), "stack": "ham\x1b[31mmer\nFAKE"}).encode() + b"\n", "expected a stack name"),
-        (
-            json.dumps({**cold_wake(400.0), "wake_seconds": 1e308}).encode() + b"\n",
-            "expected a number of seconds from 0 to",
-        ),
-        (
-            json.dumps({**cold_wake(400.0), "elapsed_seconds": -1}).encode() + b"\n",
-            "expected a number of seconds from 0 to",
-        ),
-        (
-            json.dumps({**cold_wake(400.0), "elapsed_seconds": 10**30}).encode() + b"\n",
-            "expected a number of seconds from 0 to",
-        ),
+        (wake_line(stack="ham\x1b[31mmer\nFAKE"), "expected a stack name"),
+        (wake_line(wake_seconds=1e308), "expected a number of seconds from 0 to"),
+        (wake_line(elapsed_seconds=-1), "expected a number of seconds from 0 to"),
+        (wake_line(elapsed_seconds=10**30), "expected a number of seconds from 0 to"),
     ],
     ids=["5000-digits", "nested-100000", "escape-in-stack", "wake-1e308", "negative", "10e30"],
 )
@@ -159,9 +139,6 @@ def test_the_longest_wake_a_record_may_hold_is_accepted_and_one_more_second_is_n
     assert wake_history.wake_from_record(1, cold_wake(float(longest))).wake_seconds == longest
     with pytest.raises(wake_history.DamagedRecord):
         wake_history.wake_from_record(1, cold_wake(float(longest + 1)))
-
-
-# --------------------------------------------------------------------------------------------- endpoints, files
 
 
 @pytest.mark.parametrize("port", ["\u0668\u0660\u0660\u0661", "\uff18\uff10\uff10\uff11", "0", "65536", "+80", " 80"])
@@ -206,7 +183,6 @@ def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:
 
 
 def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_there() -> None:
-    """The list `scripts/mutation_check.py` applies; a refactor that moves a line must move its mutation too."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -247,28 +223,21 @@ def test_takeover_out_that_is_a_link_is_refused(tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "elsewhere.md").exists()
 
 
-def test_an_integer_of_5000_digits_is_one_line_in_a_stack_file_and_in_pulumi_config() -> None:
-    from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
-
-    with pytest.raises(YAMLInputError, match=r"\(5000 characters\) is past 64 bits"):
-        read_pulumi_yaml("v: " + "1" * 5000 + "\n")
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("keda", '{"minReplicaCount": ' + "1" * 5000 + "}"),
+        ("helmValues", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ],
+    ids=["5000-digits", "nested-100000"],
+)
+def test_a_huge_or_deep_json_value_in_pulumi_config_is_one_short_line(key: str, value: str) -> None:
     config = stack_config("hammer")
-    config[f"{P}:keda"] = '{"minReplicaCount": ' + "1" * 5000 + "}"
+    config[f"{P}:{key}"] = value
     with pytest.raises(ConfigError) as caught:
         settings_from_config(config)
-    assert [p for p in caught.value.problems if p.startswith(f"{P}:keda = ")], caught.value.problems
+    assert [p for p in caught.value.problems if p.startswith(f"{P}:{key} = ")], caught.value.problems
     assert all(len(p) < 400 and "\n" not in p for p in caught.value.problems), "a long value is cut"
-
-
-def test_json_nested_100000_deep_in_pulumi_config_is_one_line() -> None:
-    config = stack_config("hammer")
-    config[f"{P}:helmValues"] = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    with pytest.raises(ConfigError) as caught:
-        settings_from_config(config)
-    assert [p for p in caught.value.problems if p.startswith(f"{P}:helmValues = ")], caught.value.problems
-
-
-# --------------------------------------------------------------------------------------------- the engine's environment
 
 
 @pytest.mark.parametrize(
@@ -307,8 +276,6 @@ def test_an_empty_live_values_file_is_refused_not_read_as_no_values(
     assert "empty; expected" not in no_traceback(capsys), "a release without values is still read as one"
 
 
-# --------------------------------------------------------------------------------------------- the chart's objects
-
 CONFORMING = ROOT / "tests" / "charts" / "conforming"
 
 
@@ -322,8 +289,7 @@ def hammer_with_triton(helm_values: object = None, **fields: object) -> dict[str
 
 @pytest.fixture(scope="module")
 def hostile_chart_findings() -> list[str]:
-    """The chart's objects for values the settings let through and the API server refuses, checked as
-    ``render --check`` checks them (the conformance check, a minute of re-renders, left out)."""
+    """The chart's objects for values the settings let through and the API server refuses."""
     triton = json.loads(stack_config("hammer")[f"{P}:triton"])
     config = hammer_with_triton(
         readinessProbe={**triton["readinessProbe"], "periodSeconds": 1.5, "failureThreshold": -1},
