@@ -3,6 +3,7 @@ nothing echoed that could forge an output line or drive the terminal; sizes that
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 import sys
@@ -13,8 +14,9 @@ import pytest
 from conftest import ROOT, stack_config, stack_settings
 from wake_records import cold_wake, write_history
 
+from supersonic_interlink.chart.pin import with_commit
 from supersonic_interlink.cli import main as front_door
-from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.rules import printable
 from supersonic_interlink.config.schema import drift
@@ -23,10 +25,12 @@ from supersonic_interlink.render import stack as render_stack_module
 from supersonic_interlink.render.checks import object_findings
 from supersonic_interlink.render.evaluate import evaluate
 from supersonic_interlink.render.stack import render as render_stack
+from supersonic_interlink.takeover.steps import format_steps
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.probe import parse_endpoint
 
 P = "supersonic-interlink"
+LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
 LONG = "a" * 300
 FORGING = "x$(id>&2)\x1b[31m\nstack hammer: checks passed"
 """A stack name that would run a command if pasted unquoted, colour the terminal and forge an output line."""
@@ -98,8 +102,6 @@ def test_printable_escapes_control_format_and_line_separator_characters_only() -
 
 
 def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
-    from supersonic_interlink.takeover.steps import format_steps
-
     assert "pulumi up hammer --yes" in format_steps("hammer", stack_settings("hammer"))
     with pytest.raises(ConfigError):
         format_steps("x$(id>&2)", stack_settings("hammer"))  # the stack file path is built from a checked name first
@@ -171,9 +173,6 @@ def test_a_project_file_that_is_not_a_mapping_is_one_line(tmp_path: Path) -> Non
 
 
 def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:
-    from supersonic_interlink.chart.pin import with_commit
-    from supersonic_interlink.config import ChartSource
-
     chart = ChartSource(git="https://github.com/fastmachinelearning/SuperSONIC", path="helm/supersonic")
     for key in ("release", f"{P}:release", f"{P}:config:release"):
         text = with_commit(f"config:\n  {key}:\n    name: x\n", chart, "a" * 40)
@@ -183,8 +182,6 @@ def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:
 
 
 def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_there() -> None:
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location(
         "mutation_check", Path(__file__).parent.parent / "scripts" / "mutation_check.py"
     )
@@ -197,7 +194,7 @@ def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_the
     assert {m.find != m.into for m in mutations} == {True}
 
 
-def test_render_out_never_writes_through_a_planted_link_or_into_the_current_directory(
+def test_render_and_takeover_out_never_write_through_a_planted_link(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     victim = tmp_path / "victim"
@@ -211,14 +208,10 @@ def test_render_out_never_writes_through_a_planted_link_or_into_the_current_dire
     with pytest.raises(SystemExit) as stopped:
         front_door.main(["render", "hammer", "--out", ""])
     assert stopped.value.code == 2 and "'' is empty; expected a path to write to" in capsys.readouterr().err
-
-
-def test_takeover_out_that_is_a_link_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     link = tmp_path / "table.md"
     link.symlink_to(tmp_path / "elsewhere.md")
-    live = Path(__file__).parent / "fixtures" / "live-values-hammer.yaml"
     with pytest.raises(SystemExit) as stopped:
-        front_door.main(["takeover", "values", "hammer", "--live", str(live), "--out", str(link)])
+        front_door.main(["takeover", "values", "hammer", "--live", str(LIVE_VALUES), "--out", str(link)])
     assert stopped.value.code == 2 and "is a symbolic link" in capsys.readouterr().err
     assert not (tmp_path / "elsewhere.md").exists()
 
@@ -334,33 +327,24 @@ def test_a_refused_port_name_is_traced_to_its_key_and_each_refused_value_is_name
     assert len(hostile_chart_findings) == 4, hostile_chart_findings
 
 
+def container(**fields: object) -> dict:
+    return {"spec": {"template": {"spec": {"containers": [{"name": "c", **fields}]}}}}
+
+
 @pytest.mark.parametrize(
     ("manifest", "expected"),
     [
+        ({"metadata": {"name": "x", "annotations": {"a": "x" * 300 * 1024}}}, "metadata.annotations.a = "),
         (
-            {"metadata": {"name": "x", "annotations": {"a": "x" * 300 * 1024}}},
-            "metadata.annotations.a = ",
-        ),
-        (
-            {
-                "spec": {
-                    "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"memroy": "8G"}}}]}}
-                }
-            },
+            container(resources={"limits": {"memroy": "8G"}}),
             'spec.template.spec.containers[0].resources.limits.memroy = "8G": expected a container resource name',
         ),
         (
-            {"spec": {"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 0}]}]}}}},
+            container(ports=[{"containerPort": 0}]),
             "spec.template.spec.containers[0].ports[0].containerPort = 0: expected a port from 1 to 65535",
         ),
         (
-            {
-                "spec": {
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "name": "Http_Port"}]}]}
-                    }
-                }
-            },
+            container(ports=[{"containerPort": 80, "name": "Http_Port"}]),
             'containers[0].ports[0].name = "Http_Port": expected a port number from 1 to 65535 or a port name',
         ),
     ],
