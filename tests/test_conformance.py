@@ -41,11 +41,9 @@ LUA_NOT_MOUNTED = (
 
 
 NEWEST_CHART = "inference-server"
-"""The overlay that renames what SuperSONIC's newest generation renames; ``conforming`` is of the triton one."""
 
 
 def rendered_on(stack: str, chart: Path) -> dict:
-    """The stack rendered with ``release.chart`` set to the chart directory ``chart``: its generation read from it."""
     config = load_stack_config(stack)
     release = f"{PROJECT}:release"
     config[release] = json.dumps({**json.loads(config[release]), "chart": {"path": str(chart)}})
@@ -54,13 +52,12 @@ def rendered_on(stack: str, chart: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    """Hammer on a chart of the triton generation, the one the failure classes below are overlays of."""
     return Expected.from_rendered(rendered_on("hammer", CHARTS / CONFORMING))
 
 
 @pytest.fixture(scope="module")
 def hammer_newest() -> Expected:
-    """Hammer as its stack file has it: unpinned, so rendered for the generation SuperSONIC main carries."""
+    """Hammer unpinned, so rendered for the generation SuperSONIC main carries."""
     return Expected.from_rendered(rendering.render("hammer"))
 
 

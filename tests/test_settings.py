@@ -96,13 +96,10 @@ def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> Non
     )
 
 
-def test_names_must_be_kubernetes_names() -> None:
+def test_names_must_be_kubernetes_names_and_the_release_short_enough_for_the_cleanup_cronjob() -> None:
     found = problems(namespace="CMS_prod", release={"name": "Supersonic"})
     assert any(p.startswith(f'{P}:namespace = "CMS_prod": expected a Kubernetes name') for p in found), found
     assert any(p.startswith(f'{P}:release.name = "Supersonic": expected a release name') for p in found), found
-
-
-def test_a_release_name_too_long_for_the_cleanup_cronjob_is_refused() -> None:
     found = problems(release={"name": "a" * 34})
     assert len(found) == 1 and "at most 33 characters" in found[0]
 
@@ -149,18 +146,15 @@ def test_a_local_path_or_a_git_source_with_a_commit_is_pinned_and_a_git_branch_i
     assert pinned.kind == "git" and pinned.pinned and pinned.commit == "a" * 40
 
 
-def test_a_typo_is_an_unknown_key_not_a_silent_default() -> None:
+def test_a_typo_or_an_unknown_top_level_key_is_an_unknown_key_not_a_silent_default() -> None:
     found = problems(scaleFromZero={"readyTimeoutSecond": 900})
     assert found[0].startswith(
         f"{P}:scaleFromZero.readyTimeoutSecond: unknown key (allowed under "
         f"{P}:scaleFromZero: admissionImage, enabled, holdMinReplicasSeconds, readyTimeoutSeconds)"
     )
-
-
-def test_an_unknown_top_level_key_is_reported() -> None:
     config = stack_config("hammer")
     config[f"{P}:scaleFromZro"] = json.dumps({"enabled": True})
-    config["kubernetes:context"] = "geddes"  # another namespace: the provider's, not ours
+    config["kubernetes:context"] = "geddes"  # the provider's namespace, not ours
     with pytest.raises(ConfigError) as caught:
         load_settings(config)
     assert len(caught.value.problems) == 1 and f"{P}:scaleFromZro: unknown key" in caught.value.problems[0]
@@ -245,23 +239,21 @@ def test_a_type_error_in_one_section_does_not_hide_a_conflict_in_another() -> No
     assert f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)" in found
 
 
-def test_a_provider_key_that_changes_up_is_accepted_when_listed_with_its_reason() -> None:
+@pytest.mark.parametrize(
+    "key", ["kubernetes:context", "kubernetes:kubeconfig", "kubernetes:suppressHelmHookWarnings", "pulumi:tags"]
+)
+def test_a_provider_key_that_changes_up_needs_listing_with_its_reason_and_one_that_only_says_where_does_not(
+    key: str,
+) -> None:
     config = stack_config("hammer")
+    config[key] = "x"
+    assert settings_from_config(config).deliberateProviderConfig == {}
     config["kubernetes:renderYamlToDirectory"] = "rendered"
     with pytest.raises(ConfigError, match="kubernetes:renderYamlToDirectory: changes what pulumi up does"):
         settings_from_config(config)
     config[f"{P}:deliberateProviderConfig"] = json.dumps({"kubernetes:renderYamlToDirectory": "offline render job"})
     settings = settings_from_config(config)
     assert dict(settings.deliberateProviderConfig) == {"kubernetes:renderYamlToDirectory": "offline render job"}
-
-
-@pytest.mark.parametrize(
-    "key", ["kubernetes:context", "kubernetes:kubeconfig", "kubernetes:suppressHelmHookWarnings", "pulumi:tags"]
-)
-def test_provider_keys_that_only_say_where_or_what_to_print_need_no_listing(key: str) -> None:
-    config = stack_config("hammer")
-    config[key] = "x"
-    assert settings_from_config(config).deliberateProviderConfig == {}
 
 
 @pytest.mark.parametrize(
