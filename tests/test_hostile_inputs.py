@@ -272,59 +272,36 @@ def test_an_empty_live_values_file_is_refused_not_read_as_no_values(
 CONFORMING = ROOT / "tests" / "charts" / "conforming"
 
 
-def hammer_with_triton(helm_values: object = None, **fields: object) -> dict[str, str]:
-    """Hammer's config with some keys of ``triton`` replaced (the rest of the block kept), and ``helmValues``."""
-    config = stack_config("hammer", **({} if helm_values is None else {"helmValues": helm_values}))
+def test_chart_objects_the_api_server_refuses_are_findings_naming_the_stack_key_each_value_once() -> None:
+    """Values the settings let through and the API server refuses, checked in the chart's objects."""
+    config = stack_config("hammer")
     triton = json.loads(config[f"{P}:triton"])
-    config[f"{P}:triton"] = json.dumps({**triton, **fields})
-    return config
-
-
-@pytest.fixture(scope="module")
-def hostile_chart_findings() -> list[str]:
-    """The chart's objects for values the settings let through and the API server refuses."""
-    triton = json.loads(stack_config("hammer")[f"{P}:triton"])
-    config = hammer_with_triton(
-        readinessProbe={**triton["readinessProbe"], "periodSeconds": 1.5, "failureThreshold": -1},
-        startupProbe={**triton["startupProbe"], "periodSeconds": -5, "httpGet": {"path": "/v2", "port": "Http_Port"}},
-    )
-    rendered = render_stack("hammer", config, chart_dir=CONFORMING)
-    return render_stack_module.chart_findings(CONFORMING, rendered)
-
-
-@pytest.mark.parametrize(
-    ("key", "expected"),
-    [
-        ("triton.readinessProbe.periodSeconds = 1.5", "expected a whole number from 0 (an int32)"),
-        ("triton.readinessProbe.failureThreshold = -1", "expected a whole number from 0 (an int32)"),
-        ("triton.startupProbe.periodSeconds = -5", "expected a whole number from 0 (an int32)"),
-    ],
-    ids=["fraction", "negative-threshold", "negative-period"],
-)
-def test_a_chart_object_the_api_server_refuses_is_a_finding_naming_the_stack_key(
-    hostile_chart_findings: list[str], key: str, expected: str
-) -> None:
-    line = next((f for f in hostile_chart_findings if f.startswith(f"{P}:{key}: ")), None)
-    assert line is not None, f"no finding names {key}: {hostile_chart_findings}"
-    assert expected in line and "(the chart renders it as Deployment/supersonic-interlink-triton spec." in line, line
-
-
-def test_a_refused_port_name_is_traced_to_its_key_and_each_refused_value_is_named_once(
-    hostile_chart_findings: list[str],
-) -> None:
-    ports = [f for f in hostile_chart_findings if "startupProbe.httpGet.port" in f]
-    assert ports == [
+    triton["readinessProbe"] = {**triton["readinessProbe"], "periodSeconds": 1.5, "failureThreshold": -1}
+    triton["startupProbe"] = {
+        **triton["startupProbe"],
+        "periodSeconds": -5,
+        "httpGet": {"path": "/v2", "port": "Http_Port"},
+    }
+    config[f"{P}:triton"] = json.dumps(triton)
+    found = render_stack_module.chart_findings(CONFORMING, render_stack("hammer", config, chart_dir=CONFORMING))
+    for key in (
+        "readinessProbe.periodSeconds = 1.5",
+        "readinessProbe.failureThreshold = -1",
+        "startupProbe.periodSeconds = -5",
+    ):
+        line = next((f for f in found if f.startswith(f"{P}:triton.{key}: ")), None)
+        assert line is not None, f"no finding names {key}: {found}"
+        assert "expected a whole number from 0 (an int32)" in line, line
+        assert "(the chart renders it as Deployment/supersonic-interlink-triton spec." in line, line
+    assert [f for f in found if "startupProbe.httpGet.port" in f] == [
         (
             f'{P}:triton.startupProbe.httpGet.port = "Http_Port": expected a port number from 1 to 65535 or a port '
             "name (at most 15 lowercase letters, digits and '-', one letter) (the chart renders it as "
             "Deployment/supersonic-interlink-triton spec.template.spec.containers[0].startupProbe.httpGet.port)"
         )
-    ], ports
-    paths = [f.split(" (the chart renders it as ")[-1] for f in hostile_chart_findings]
-    assert len(paths) == len(set(paths)), (
-        f"a refused value is named once, by its clearest rule: {hostile_chart_findings}"
-    )
-    assert len(hostile_chart_findings) == 4, hostile_chart_findings
+    ], found
+    paths = [f.split(" (the chart renders it as ")[-1] for f in found]
+    assert len(paths) == len(set(paths)) == 4, f"a refused value is named once, by its clearest rule: {found}"
 
 
 def container(**fields: object) -> dict:
