@@ -131,16 +131,20 @@ def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart
             "lua-config-map-skipped",
             None,
             [
-                "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is mounted "
-                "from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
+                (
+                    "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is "
+                    "mounted from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
+                )
             ],
         ),
         (
             "wrong-configmap-key",
             "envoy.external_config",
             [
-                "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not this "
-                "stack's envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')",
+                (
+                    "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not "
+                    "this stack's envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')"
+                ),
                 "envoy.external_config.configmap_key: ignored",
             ],
         ),
@@ -174,16 +178,6 @@ def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer,
             f"ConfigMap cms/{hammer.values['envoy']['external_config']['configmap_name']} not found"
         )
     ]
-
-
-def test_a_chart_that_renders_differently_each_time_is_reported_not_scanned(hammer, tmp_path) -> None:
-    found = check(fixture_chart("random-output", tmp_path), hammer)
-    assert found == [
-        (
-            "the chart renders the same values differently each time (random or time-based output), so the values "
-            "it ignores cannot be told from those it reads"
-        )
-    ], "otherwise every value would look read, and an ignored one would pass unnoticed"
 
 
 def _in(objects: list, kind: str, name: str, *path: str) -> dict:
@@ -371,11 +365,6 @@ def test_a_scan_within_its_budget_tries_every_value_and_names_the_unread_ones() 
     assert fake.renders == 2 and found == ["a", "b[0]"], "the stand-in renders the same for every value"
 
 
-def test_check_reports_a_spent_budget_as_a_finding_not_as_conforming(hammer, tmp_path) -> None:
-    found = check(fixture_chart("conforming", tmp_path), hammer, budget_seconds=0)
-    assert len(found) == 1 and found[0].startswith("the ignored-values scan stopped at its budget of 0 s after "), found
-
-
 def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_in_the_objects_it_feeds_is_no_finding(
     hammer,
 ) -> None:
@@ -393,14 +382,19 @@ def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_in_the_obje
     assert rendered_anyway([scaled, service], replace(hammer, values=values)) == {
         "keda.metricType",
         "prometheus.type",
-    }, (
-        "metricType: Value on a chart that hard-codes Value asks for what the chart does anyway; not another value, "
-        "only under its own key; the Envoy Service's type is no evidence about a keda value, but is for a section "
-        "no object is labelled with"
-    )
+    }, "only the value the chart hard-codes, under its own key or a section no object is labelled with"
 
 
-def test_a_chart_whose_generation_cannot_be_told_is_one_finding_naming_its_values_file(hammer, tmp_path) -> None:
+def test_a_chart_that_cannot_be_scanned_is_one_finding_saying_why_not_conforming(hammer, tmp_path) -> None:
+    found = check(fixture_chart("random-output", tmp_path / "random"), hammer)
+    assert found == [
+        (
+            "the chart renders the same values differently each time (random or time-based output), so the values "
+            "it ignores cannot be told from those it reads"
+        )
+    ], "otherwise every value would look read, and an ignored one would pass unnoticed"
+    found = check(fixture_chart("conforming", tmp_path / "spent"), hammer, budget_seconds=0)
+    assert len(found) == 1 and found[0].startswith("the ignored-values scan stopped at its budget of 0 s after "), found
     (tmp_path / "values.yaml").write_text("foo: 1\n")
     found = check(tmp_path, hammer)
     assert len(found) == 1 and found[0].startswith(
