@@ -83,18 +83,9 @@ def test_schedules_kubernetes_accepts_are_accepted(schedule: str) -> None:
 
 def test_the_largest_counts_the_consumers_take_are_accepted() -> None:
     """The upper bounds are the consumers' own: one past each is in the corpus, the bound itself passes."""
-    settings = load_settings(
-        stack_config(
-            "hammer",
-            envoy={
-                "bufferMaxRequestBytes": 4294967295,
-                "dnsRefreshMs": 2,
-                "circuitBreakers": {"maxRetries": 4294967295},
-            },
-            cleanup={"keep": 20},
-            keda={"maxReplicaCount": 2147483647, "scaleUp": {"periodSeconds": 1800}},
-        )
-    )
+    envoy = {"bufferMaxRequestBytes": 4294967295, "dnsRefreshMs": 2, "circuitBreakers": {"maxRetries": 4294967295}}
+    keda = {"maxReplicaCount": 2147483647, "scaleUp": {"periodSeconds": 1800}}
+    settings = load_settings(stack_config("hammer", envoy=envoy, cleanup={"keep": 20}, keda=keda))
     assert settings.envoy.bufferMaxRequestBytes == 4294967295 and settings.cleanup.keep == 20
 
 

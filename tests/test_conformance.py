@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -328,21 +329,24 @@ class _CountingRenderer:
         self.now += 1.0
         return []
 
+    def scan(self, values: dict, workers: int, budget: float, progress: Callable[[str], None]) -> list[str]:
+        return ignored_values(
+            self,  # type: ignore[arg-type]
+            values,
+            canonical([]),
+            workers,
+            budget_seconds=budget,
+            progress=progress,
+            clock=self.clock,
+        )
+
 
 def test_the_scan_stops_at_its_budget_says_how_far_it_got_and_reports_progress() -> None:
     fake = _CountingRenderer()
     values = {f"v{i}": i for i in range(30)}
     said: list[str] = []
     with pytest.raises(ScanStopped) as stopped:
-        ignored_values(
-            fake,  # type: ignore[arg-type]
-            values,
-            canonical([]),
-            1,
-            budget_seconds=12,
-            progress=said.append,
-            clock=fake.clock,
-        )
+        fake.scan(values, 1, 12, said.append)
     assert fake.renders == 13, "no render starts once the budget is spent (one worker: the 13th crosses 12 s)"
     assert str(stopped.value) == (
         "the ignored-values scan stopped at its budget of 12 s after re-rendering 13 of 30 values (each render of "
@@ -353,15 +357,7 @@ def test_the_scan_stops_at_its_budget_says_how_far_it_got_and_reports_progress()
 
 def test_a_scan_within_its_budget_tries_every_value_and_names_the_unread_ones() -> None:
     fake = _CountingRenderer()
-    found = ignored_values(
-        fake,  # type: ignore[arg-type]
-        {"a": 1, "b": [2]},
-        canonical([]),
-        4,
-        budget_seconds=60,
-        progress=lambda text: None,
-        clock=fake.clock,
-    )
+    found = fake.scan({"a": 1, "b": [2]}, 4, 60, lambda text: None)
     assert fake.renders == 2 and found == ["a", "b[0]"], "the stand-in renders the same for every value"
 
 

@@ -142,24 +142,13 @@ def _bad_secret_configs() -> list[tuple[str, str, Any]]:
     """(id, top-level key, bad value) for every secret-capable key: a bad leaf, a bad object, a rule across fields."""
     base = {key: json.loads(value) for key, value in stack_config("hammer").items() if value.startswith("{")}
     envoy, sfz, keda, triton = (base[f"{P}:{k}"] for k in ("envoy", "scaleFromZero", "keda", "triton"))
+    retry = {"numRetries": 1, "hostSelectionRetryMaxAttempts": 1, "backOffBaseMs": 987654, "backOffMaxMs": 876543}
     return [
         ("envoy-leaf", "envoy", {**envoy, "serviceType": SECRET_TEXT}),
         ("envoy-image", "envoy", {**envoy, "image": SECRET_TEXT}),
         ("envoy-whole-string", "envoy", SECRET_TEXT),
         ("envoy-not-json", "envoy", "{" + SECRET_TEXT),
-        (
-            "envoy-back-off",
-            "envoy",
-            {
-                **envoy,
-                "inferenceRetry": {
-                    "numRetries": 1,
-                    "hostSelectionRetryMaxAttempts": 1,
-                    "backOffBaseMs": 987654,
-                    "backOffMaxMs": 876543,
-                },
-            },
-        ),
+        ("envoy-back-off", "envoy", {**envoy, "inferenceRetry": retry}),
         ("triton-object-field", "triton", {**triton, "image": SECRET_TEXT}),
         ("triton-annotation", "triton", {**triton, "podAnnotations": {"a": 987654}}),
         ("prometheus-url", "prometheus", {"url": SECRET_TEXT, "port": 9090, "scheme": "http"}),
