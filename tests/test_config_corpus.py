@@ -1,9 +1,5 @@
-"""A corpus of stack files, each with the one-line errors it must produce (``# expect:`` lines at its top).
-
-Every rule of the schema, the YAML reader and the cross-key checks has a file here that fails without it. The
-files are read exactly as ``./supersonic render`` and ``pulumi up`` read them: the YAML reader, the CLI's merge with
-``Pulumi.yaml``'s defaults, then the program's settings check.
-"""
+"""A corpus of stack files, each with the one-line errors it must produce (``# expect:`` lines at its top),
+read as ``./supersonic render`` and ``pulumi up`` read them: YAML reader, the CLI's merge, the settings check."""
 
 from __future__ import annotations
 
@@ -54,8 +50,7 @@ def test_each_stack_file_in_the_corpus_gets_exactly_its_one_line_errors(path: Pa
 def test_render_exits_2_with_the_same_lines_and_no_traceback(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The render verb over a stacks/ directory holding only the corpus file (one per kind of problem: bytes, the
-    document's shape, the YAML reader, a timestamp, the settings)."""
+    """One corpus file per kind of problem: bytes, the document's shape, the YAML reader, a timestamp, settings."""
     stack = tmp_path / "Pulumi.corpus.yaml"
     stack.write_bytes((CORPUS / f"{name}.yaml").read_bytes())
     monkeypatch.setattr(stack_config_module, "STACKS_DIR", tmp_path)
@@ -88,18 +83,9 @@ def test_schedules_kubernetes_accepts_are_accepted(schedule: str) -> None:
 
 def test_the_largest_counts_the_consumers_take_are_accepted() -> None:
     """The upper bounds are the consumers' own: one past each is in the corpus, the bound itself passes."""
-    settings = load_settings(
-        stack_config(
-            "hammer",
-            envoy={
-                "bufferMaxRequestBytes": 4294967295,
-                "dnsRefreshMs": 2,
-                "circuitBreakers": {"maxRetries": 4294967295},
-            },
-            cleanup={"keep": 20},
-            keda={"maxReplicaCount": 2147483647, "scaleUp": {"periodSeconds": 1800}},
-        )
-    )
+    envoy = {"bufferMaxRequestBytes": 4294967295, "dnsRefreshMs": 2, "circuitBreakers": {"maxRetries": 4294967295}}
+    keda = {"maxReplicaCount": 2147483647, "scaleUp": {"periodSeconds": 1800}}
+    settings = load_settings(stack_config("hammer", envoy=envoy, cleanup={"keep": 20}, keda=keda))
     assert settings.envoy.bufferMaxRequestBytes == 4294967295 and settings.cleanup.keep == 20
 
 

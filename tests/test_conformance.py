@@ -1,16 +1,12 @@
-"""The chart conformance check, run with the real Helm v3 against the tests' own charts (tests/charts/).
-
-The charts stand in for the generations that matter (the real chart cannot be fetched here): ``conforming`` for a
-chart with scale from zero that reads every value the stack sets, ``no-scale-from-zero`` for the published 0.3.1,
-``refuses-external-config`` for the scale-from-zero generation that refused an external Envoy configuration, and
-one chart per other failure class.
-"""
+"""The chart conformance check, run with the real Helm v3 against the tests' own charts (tests/charts/): one
+chart per generation that matters and one per failure class."""
 
 from __future__ import annotations
 
 import copy
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,11 +42,9 @@ LUA_NOT_MOUNTED = (
 
 
 NEWEST_CHART = "inference-server"
-"""The overlay that renames what SuperSONIC's newest generation renames; ``conforming`` is of the triton one."""
 
 
 def rendered_on(stack: str, chart: Path) -> dict:
-    """The stack rendered with ``release.chart`` set to the chart directory ``chart``: its generation read from it."""
     config = load_stack_config(stack)
     release = f"{PROJECT}:release"
     config[release] = json.dumps({**json.loads(config[release]), "chart": {"path": str(chart)}})
@@ -59,13 +53,12 @@ def rendered_on(stack: str, chart: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    """Hammer on a chart of the triton generation, the one the failure classes below are overlays of."""
     return Expected.from_rendered(rendered_on("hammer", CHARTS / CONFORMING))
 
 
 @pytest.fixture(scope="module")
 def hammer_newest() -> Expected:
-    """Hammer as its stack file has it: unpinned, so rendered for the generation SuperSONIC main carries."""
+    """Hammer unpinned, so rendered for the generation SuperSONIC main carries."""
     return Expected.from_rendered(rendering.render("hammer"))
 
 
@@ -82,11 +75,6 @@ def findings_of(chart: Path, expected: Expected, ignored_under: str | None = Non
                 for path in ignored_values(r, expected.values, canonical(objects), 2, selected=selected)
             ]
     return found
-
-
-# --------------------------------------------------------------------------------------------- the done criteria
-# `render --check` against the tests' charts of both generations, the published 0.3.1 and a commit refusing an external
-# Envoy configuration, each a full scan in a fresh interpreter: tests/e2e/test_conformance_done_criteria.py.
 
 
 def test_a_chart_of_the_other_generation_is_named_as_such_and_nothing_else(hammer_newest, tmp_path) -> None:
@@ -129,43 +117,47 @@ def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart
     )
 
 
-# --------------------------------------------------------------------------------------------- failure classes
-
-
-def test_a_default_1_turns_hammers_zero_replicas_into_one(hammer, tmp_path) -> None:
-    # keda.m*: minReplicaCount and two keys the same template reads (maxReplicaCount, metricType); the other keda.
-    # leaves are read by the same template too and only cost renders.
-    found = findings_of(fixture_chart("default-one", tmp_path), hammer, ignored_under="keda.m")
-    assert found == [
-        "ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)",
-    ], "0 through `default 1` is 1: a Slurm GPU job held forever (the admission sidecar still reads the 0)"
-
-
-def test_a_value_the_chart_never_reads_is_reported_by_its_values_path(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("unread-value", tmp_path), hammer, ignored_under="triton.service")
-    assert found == ['triton.service.annotations["metallb.universe.tf/address-pool"]: ignored'], (
-        "the Service's labels are read, its annotations are not: only the unread one is named"
-    )
-
-
-def test_a_lua_filter_that_envoy_does_not_mount_is_a_finding(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("no-lua-mount", tmp_path), hammer)
-    assert found == [LUA_NOT_MOUNTED], "Envoy 1.39 refuses a Lua filename that does not exist and crash-loops"
-
-
-def test_a_lua_filter_mounted_from_a_config_map_the_chart_does_not_render_is_a_finding(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("lua-config-map-skipped", tmp_path), hammer)
-    assert found == [
+@pytest.mark.parametrize(
+    ("chart_name", "ignored_under", "expected"),
+    [
+        # keda.m*: minReplicaCount and two keys the same template reads; the other keda leaves only cost renders.
         (
-            "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is mounted "
-            "from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
-        )
-    ], "the Envoy pod would never start: its volume's ConfigMap does not exist"
+            "default-one",
+            "keda.m",
+            ["ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)"],
+        ),
+        ("unread-value", "triton.service", ['triton.service.annotations["metallb.universe.tf/address-pool"]: ignored']),
+        ("no-lua-mount", None, [LUA_NOT_MOUNTED]),
+        (
+            "lua-config-map-skipped",
+            None,
+            [
+                (
+                    "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in supersonic-interlink-envoy is "
+                    "mounted from ConfigMap supersonic-interlink-lua-config, which the chart does not render"
+                )
+            ],
+        ),
+        (
+            "wrong-configmap-key",
+            "envoy.external_config",
+            [
+                (
+                    "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not "
+                    "this stack's envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')"
+                ),
+                "envoy.external_config.configmap_key: ignored",
+            ],
+        ),
+    ],
+)
+def test_each_failure_class_chart_is_exactly_its_findings(hammer, tmp_path, chart_name, ignored_under, expected):
+    """A 0 through `default 1` holds a Slurm GPU job forever; an unmounted Lua filter crash-loops Envoy 1.39."""
+    assert findings_of(fixture_chart(chart_name, tmp_path), hammer, ignored_under=ignored_under) == expected
 
 
 def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_path) -> None:
     chart = fixture_chart(CONFORMING, tmp_path)
-    # The triton generation's chart with the other generation's Lua filter, which calls the renamed clusters.
     shutil.copytree(CHARTS / NEWEST_CHART / "cfg", chart / "cfg", dirs_exist_ok=True)
     found = findings_of(chart, hammer)
     assert found == [
@@ -177,19 +169,7 @@ def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_
     ], "a wake would call a cluster this configuration does not have (the inferenceServer rename)"
 
 
-def test_a_chart_copying_another_key_of_the_external_config_map_is_caught(hammer, tmp_path) -> None:
-    found = findings_of(fixture_chart("wrong-configmap-key", tmp_path), hammer, ignored_under="envoy.external_config")
-    assert found == [
-        (
-            "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not this stack's "
-            "envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')"
-        ),
-        "envoy.external_config.configmap_key: ignored",
-    ]
-
-
 def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer, tmp_path) -> None:
-    """Without the stand-in API serving the stack's ConfigMap the chart's lookup finds nothing, as on a cluster."""
     assert [m["kind"] for m in hammer.served] == ["ConfigMap"]
     unserved = Expected(hammer.release_name, hammer.namespace, hammer.values, hammer.envoy_yaml, [], hammer.generation)
     found = check(fixture_chart("conforming", tmp_path), unserved)
@@ -199,16 +179,6 @@ def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer,
             f"ConfigMap cms/{hammer.values['envoy']['external_config']['configmap_name']} not found"
         )
     ]
-
-
-def test_a_chart_that_renders_differently_each_time_is_reported_not_scanned(hammer, tmp_path) -> None:
-    found = check(fixture_chart("random-output", tmp_path), hammer)
-    assert found == [
-        (
-            "the chart renders the same values differently each time (random or time-based output), so the values "
-            "it ignores cannot be told from those it reads"
-        )
-    ], "otherwise every value would look read, and an ignored one would pass unnoticed"
 
 
 def _in(objects: list, kind: str, name: str, *path: str) -> dict:
@@ -287,9 +257,6 @@ def test_each_broken_contract_is_one_finding_naming_the_object_and_field(hammer,
     assert found.startswith(finding), found
 
 
-# --------------------------------------------------------------------------------------------- the pieces
-
-
 def test_leaves_name_every_values_path_as_a_reader_writes_it() -> None:
     values = {"a": {"b.c": [1, {"d": {}}], "e": []}, "f": None, "g": {"kubernetes.io/hostname": "x"}}
     assert [(leaf.name, leaf.value) for leaf in leaves(values)] == [
@@ -347,11 +314,8 @@ def test_a_mounted_file_is_traced_to_its_config_map_key() -> None:
     assert mounted_key(sub, "admission", "/etc/envoy/envoy.yaml") is None, "another container's mount does not count"
 
 
-# --------------------------------------------------------------------------------------------- the scan's budget
-
-
 class _CountingRenderer:
-    """Stands in for ``ChartRenderer``: each render takes one second of a fake clock and renders the baseline."""
+    """Each render takes one second of a fake clock and renders the baseline."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -365,21 +329,24 @@ class _CountingRenderer:
         self.now += 1.0
         return []
 
+    def scan(self, values: dict, workers: int, budget: float, progress: Callable[[str], None]) -> list[str]:
+        return ignored_values(
+            self,  # type: ignore[arg-type]
+            values,
+            canonical([]),
+            workers,
+            budget_seconds=budget,
+            progress=progress,
+            clock=self.clock,
+        )
+
 
 def test_the_scan_stops_at_its_budget_says_how_far_it_got_and_reports_progress() -> None:
     fake = _CountingRenderer()
     values = {f"v{i}": i for i in range(30)}
     said: list[str] = []
     with pytest.raises(ScanStopped) as stopped:
-        ignored_values(
-            fake,  # type: ignore[arg-type]
-            values,
-            canonical([]),
-            1,
-            budget_seconds=12,
-            progress=said.append,
-            clock=fake.clock,
-        )
+        fake.scan(values, 1, 12, said.append)
     assert fake.renders == 13, "no render starts once the budget is spent (one worker: the 13th crosses 12 s)"
     assert str(stopped.value) == (
         "the ignored-values scan stopped at its budget of 12 s after re-rendering 13 of 30 values (each render of "
@@ -390,21 +357,8 @@ def test_the_scan_stops_at_its_budget_says_how_far_it_got_and_reports_progress()
 
 def test_a_scan_within_its_budget_tries_every_value_and_names_the_unread_ones() -> None:
     fake = _CountingRenderer()
-    found = ignored_values(
-        fake,  # type: ignore[arg-type]
-        {"a": 1, "b": [2]},
-        canonical([]),
-        4,
-        budget_seconds=60,
-        progress=lambda text: None,
-        clock=fake.clock,
-    )
+    found = fake.scan({"a": 1, "b": [2]}, 4, 60, lambda text: None)
     assert fake.renders == 2 and found == ["a", "b[0]"], "the stand-in renders the same for every value"
-
-
-def test_check_reports_a_spent_budget_as_a_finding_not_as_conforming(hammer, tmp_path) -> None:
-    found = check(fixture_chart("conforming", tmp_path), hammer, budget_seconds=0)
-    assert len(found) == 1 and found[0].startswith("the ignored-values scan stopped at its budget of 0 s after "), found
 
 
 def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_in_the_objects_it_feeds_is_no_finding(
@@ -424,14 +378,19 @@ def test_an_ignored_value_the_chart_renders_anyway_under_its_own_key_in_the_obje
     assert rendered_anyway([scaled, service], replace(hammer, values=values)) == {
         "keda.metricType",
         "prometheus.type",
-    }, (
-        "metricType: Value on a chart that hard-codes Value asks for what the chart does anyway; not another value, "
-        "only under its own key; the Envoy Service's type is no evidence about a keda value, but is for a section "
-        "no object is labelled with"
-    )
+    }, "only the value the chart hard-codes, under its own key or a section no object is labelled with"
 
 
-def test_a_chart_whose_generation_cannot_be_told_is_one_finding_naming_its_values_file(hammer, tmp_path) -> None:
+def test_a_chart_that_cannot_be_scanned_is_one_finding_saying_why_not_conforming(hammer, tmp_path) -> None:
+    found = check(fixture_chart("random-output", tmp_path / "random"), hammer)
+    assert found == [
+        (
+            "the chart renders the same values differently each time (random or time-based output), so the values "
+            "it ignores cannot be told from those it reads"
+        )
+    ], "otherwise every value would look read, and an ignored one would pass unnoticed"
+    found = check(fixture_chart("conforming", tmp_path / "spent"), hammer, budget_seconds=0)
+    assert len(found) == 1 and found[0].startswith("the ignored-values scan stopped at its budget of 0 s after "), found
     (tmp_path / "values.yaml").write_text("foo: 1\n")
     found = check(tmp_path, hammer)
     assert len(found) == 1 and found[0].startswith(

@@ -1,9 +1,5 @@
-"""Every rule at its boundary, and every derived number from inputs that tell its sources apart.
-
-The hammer stack sets readyTimeoutSeconds and holdMinReplicasSeconds both to 900, so a number derived from the wrong
-one of the two still came out right; here they differ (600 and 1800), and every rule is tried at the value it
-allows and the first one it refuses. `scripts/mutation_check.py` runs these against one-line changes of the code.
-"""
+"""Every rule at its boundary, and every derived number from inputs that tell its sources apart: hammer sets
+readyTimeoutSeconds and holdMinReplicasSeconds both to 900, so here they differ (600 and 1800)."""
 
 from __future__ import annotations
 
@@ -42,34 +38,44 @@ def apart():
     return stack_settings("hammer", scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": HOLD})
 
 
-# --------------------------------------------------------------------------------------------- derived numbers
-
-
-def test_the_repository_index_idle_timeout_follows_ready_timeout_not_the_hold(apart) -> None:
+def test_the_idle_timeout_and_the_helm_timeout_follow_ready_timeout_not_the_hold(apart) -> None:
     assert repository_index_idle_timeout_seconds(apart) == READY + CHART.ready_timeout_margin_seconds == 720
-
-
-def test_the_helm_timeout_follows_ready_timeout_not_the_hold(apart) -> None:
     assert release_timeout_seconds(apart) == READY + HELM_UPGRADE_MARGIN_SECONDS == 900
-
-
-def test_the_rendered_envoy_route_carries_the_derived_idle_timeout(apart) -> None:
     text = json.dumps(build_envoy_config(apart))
     assert '"idle_timeout": "720s"' in text, "the RepositoryIndex route waits readyTimeoutSeconds + the margin"
     assert '"idle_timeout": "1920s"' not in text
 
 
-# --------------------------------------------------------------------------------------------- rules at their edge
-
-
-def test_hold_equal_to_ready_is_the_shortest_hold_allowed() -> None:
-    loads(scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY})
-    assert problems(scaleFromZero={"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY - 1}) == [
+@pytest.mark.parametrize(
+    ("allowed", "refused", "problem"),
+    [
         (
-            f"{P}:scaleFromZero.holdMinReplicasSeconds = {READY - 1}: expected a value >= "
-            f"scaleFromZero.readyTimeoutSeconds ({READY}); the chart refuses a shorter hold"
-        )
-    ]
+            {"scaleFromZero": {"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY}},
+            {"scaleFromZero": {"readyTimeoutSeconds": READY, "holdMinReplicasSeconds": READY - 1}},
+            (
+                f"scaleFromZero.holdMinReplicasSeconds = {READY - 1}: expected a value >= "
+                f"scaleFromZero.readyTimeoutSeconds ({READY}); the chart refuses a shorter hold"
+            ),
+        ),
+        (
+            {"keda": {"minReplicaCount": 3, "maxReplicaCount": 3}},
+            {"keda": {"minReplicaCount": 4, "maxReplicaCount": 3}},
+            "keda.minReplicaCount = 4: expected a value <= keda.maxReplicaCount (3)",
+        ),
+        (
+            {"keda": {"minReplicaCount": 0, "maxReplicaCount": 3}},  # hammer has scale from zero on
+            {
+                "scaleFromZero": {"enabled": False, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900},
+                "keda": {"minReplicaCount": 0, "maxReplicaCount": 3},
+            },
+            "keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled is true",
+        ),
+    ],
+    ids=["hold-equal-to-ready", "min-equal-to-max", "zero-needs-scale-from-zero"],
+)
+def test_a_cross_key_rule_allows_its_edge_and_refuses_one_past_it(allowed, refused, problem) -> None:
+    loads(**allowed)
+    assert problems(**refused) == [f"{P}:{problem}"]
 
 
 def test_a_hold_shorter_than_ready_is_allowed_when_scale_from_zero_is_off() -> None:
@@ -77,22 +83,6 @@ def test_a_hold_shorter_than_ready_is_allowed_when_scale_from_zero_is_off() -> N
         scaleFromZero={"enabled": False, "readyTimeoutSeconds": READY, "holdMinReplicasSeconds": 1},
         keda={"minReplicaCount": 1, "maxReplicaCount": 10},
     )
-
-
-def test_min_replicas_equal_to_max_is_allowed_and_one_more_is_not() -> None:
-    loads(keda={"minReplicaCount": 3, "maxReplicaCount": 3})
-    assert problems(keda={"minReplicaCount": 4, "maxReplicaCount": 3}) == [
-        f"{P}:keda.minReplicaCount = 4: expected a value <= keda.maxReplicaCount (3)"
-    ]
-
-
-def test_zero_replicas_needs_scale_from_zero() -> None:
-    loads(keda={"minReplicaCount": 0, "maxReplicaCount": 3})  # hammer has scale from zero on
-    found = problems(
-        scaleFromZero={"enabled": False, "readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 900},
-        keda={"minReplicaCount": 0, "maxReplicaCount": 3},
-    )
-    assert found == [f"{P}:keda.minReplicaCount = 0: expected >= 1 unless scaleFromZero.enabled is true"]
 
 
 @pytest.mark.parametrize("retry", ["inferenceRetry", "repositoryIndexRetry"])
@@ -119,18 +109,11 @@ def test_a_relative_git_chart_path_is_accepted() -> None:
     loads(release={"name": "supersonic-interlink", "chart": chart})
 
 
-# --------------------------------------------------------------------------------------------- the wake report
-
-
 def test_cut_off_wakes_sort_after_every_measured_one_whatever_their_seconds() -> None:
-    """A cut-off wake took longer than it shows (a lower bound): it ranks above every measured wake."""
     records = [cut_off_wake(300.0, ready_timeout=300), cold_wake(500.0), cold_wake(100.0)]
     wakes = [wake_from_record(i, r) for i, r in enumerate(records, start=1)]
     report = build_report("hammer", wakes, StackConfig(None, "", None))
     assert report.times == (WakeTime(100.0), WakeTime(500.0), WakeTime(300.0, cut_off=True))
-
-
-# --------------------------------------------------------------------------------------------- what a secret marks
 
 
 def _secret_paths(value: object, inside: bool = False, path: str = "") -> dict[str, bool]:

@@ -1,14 +1,10 @@
-"""Hostile and careless inputs to every tool: one line naming the input and what is allowed, exit 2, never a
-traceback; nothing echoed that could forge an output line or drive the terminal; sizes that stay cheap.
-
-The YAML reader's own cases are in test_pulumi_yaml.py, the stack-file corpus in tests/fixtures/config/, secrets in
-test_secrets.py, the API server's rules in test_settings.py; this file covers the tools around them.
-"""
+"""Hostile and careless inputs to every tool: one line naming the input and what is allowed, exit 2, no traceback;
+nothing echoed that could forge an output line or drive the terminal; sizes that stay cheap."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -17,8 +13,9 @@ import pytest
 from conftest import ROOT, stack_config, stack_settings
 from wake_records import cold_wake, write_history
 
+from supersonic_interlink.chart.pin import with_commit
 from supersonic_interlink.cli import main as front_door
-from supersonic_interlink.config import ConfigError
+from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.rules import printable
 from supersonic_interlink.config.schema import drift
@@ -27,10 +24,12 @@ from supersonic_interlink.render import stack as render_stack_module
 from supersonic_interlink.render.checks import object_findings
 from supersonic_interlink.render.evaluate import evaluate
 from supersonic_interlink.render.stack import render as render_stack
+from supersonic_interlink.takeover.steps import format_steps
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake.probe import parse_endpoint
 
 P = "supersonic-interlink"
+LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
 LONG = "a" * 300
 FORGING = "x$(id>&2)\x1b[31m\nstack hammer: checks passed"
 """A stack name that would run a command if pasted unquoted, colour the terminal and forge an output line."""
@@ -43,9 +42,6 @@ def no_traceback(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-# --------------------------------------------------------------------------------------------- stack names
-
-
 NAMES = {"300": LONG, "forging": FORGING, "empty": "", "dots": "..", "space": "has space", "non-ascii": "ümlaut"}
 VERBS = {
     "render": ["render"],
@@ -55,9 +51,7 @@ VERBS = {
     "takeover-objects--live": ["takeover", "objects", "--live", "/dev/null"],
     "diff": ["diff"],
 }
-# diff checks the name where render does (stack_config.stack_file), after a git archive of its base that costs a
-# quarter second a name: one name the rule refuses and the forging one (refused before any verb runs) show that it
-# does; the rule itself, name by name, is proven through render and takeover above and at its boundary below.
+# diff checks the name where render does, after a git archive costing a quarter second a name: two names suffice.
 ONCE_FOR_DIFF = ("300", "forging")
 
 
@@ -91,9 +85,6 @@ def test_the_stack_name_rule_is_the_pulumi_clis_at_its_boundary() -> None:
             check_stack_name(bad)
 
 
-# --------------------------------------------------------------------------------------------- echoed text
-
-
 def test_a_key_with_escape_codes_and_a_newline_is_echoed_escaped(tmp_path: Path) -> None:
     config = stack_config("hammer")
     config[f"{P}:ev\x1b[2Jil\nstack hammer: checks passed"] = "x"
@@ -109,17 +100,14 @@ def test_printable_escapes_control_format_and_line_separator_characters_only() -
     assert printable("\x1b\n\r\t\x00\x7f\x85\u202e\u2028\u200b") == "\\x1b\\n\\r\\t\\x00\\x7f\\x85\\u202e\\u2028\\u200b"
 
 
-def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
-    from supersonic_interlink.takeover.steps import format_steps
-
+def test_takeover_steps_refuse_a_stack_name_the_shell_would_run() -> None:
     assert "pulumi up hammer --yes" in format_steps("hammer", stack_settings("hammer"))
     with pytest.raises(ConfigError):
         format_steps("x$(id>&2)", stack_settings("hammer"))  # the stack file path is built from a checked name first
-    quoted = shlex.quote("x$(id>&2)")
-    assert quoted == "'x$(id>&2)'", "what the steps print for it if the name ever passed"
 
 
-# --------------------------------------------------------------------------------------------- history lines
+def wake_line(**fields: object) -> bytes:
+    return json.dumps({**cold_wake(400.0), **fields}).encode() + b"\n"
 
 
 @pytest.mark.parametrize(
@@ -127,19 +115,10 @@ def test_takeover_prints_every_stack_name_quoted_for_the_shell() -> None:
     [
         (b'{"kind":"probe","wake_seconds":' + b"1" * 5000 + b"}\n", "an integer of more than 4,300 digits"),
         (b'{"kind":"probe","a":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "nested too deep"),
-        (json.dumps({**cold_wake(400.0), "stack": "ham\x1b[31mmer\nFAKE"}).encode() + b"\n", "expected a stack name"),
-        (
-            json.dumps({**cold_wake(400.0), "wake_seconds": 1e308}).encode() + b"\n",
-            "expected a number of seconds from 0 to",
-        ),
-        (
-            json.dumps({**cold_wake(400.0), "elapsed_seconds": -1}).encode() + b"\n",
-            "expected a number of seconds from 0 to",
-        ),
-        (
-            json.dumps({**cold_wake(400.0), "elapsed_seconds": 10**30}).encode() + b"\n",
-            "expected a number of seconds from 0 to",
-        ),
+        (wake_line(stack="ham\x1b[31mmer\nFAKE"), "expected a stack name"),
+        (wake_line(wake_seconds=1e308), "expected a number of seconds from 0 to"),
+        (wake_line(elapsed_seconds=-1), "expected a number of seconds from 0 to"),
+        (wake_line(elapsed_seconds=10**30), "expected a number of seconds from 0 to"),
     ],
     ids=["5000-digits", "nested-100000", "escape-in-stack", "wake-1e308", "negative", "10e30"],
 )
@@ -159,9 +138,6 @@ def test_the_longest_wake_a_record_may_hold_is_accepted_and_one_more_second_is_n
     assert wake_history.wake_from_record(1, cold_wake(float(longest))).wake_seconds == longest
     with pytest.raises(wake_history.DamagedRecord):
         wake_history.wake_from_record(1, cold_wake(float(longest + 1)))
-
-
-# --------------------------------------------------------------------------------------------- endpoints, files
 
 
 @pytest.mark.parametrize("port", ["\u0668\u0660\u0660\u0661", "\uff18\uff10\uff10\uff11", "0", "65536", "+80", " 80"])
@@ -194,9 +170,6 @@ def test_a_project_file_that_is_not_a_mapping_is_one_line(tmp_path: Path) -> Non
 
 
 def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:
-    from supersonic_interlink.chart.pin import with_commit
-    from supersonic_interlink.config import ChartSource
-
     chart = ChartSource(git="https://github.com/fastmachinelearning/SuperSONIC", path="helm/supersonic")
     for key in ("release", f"{P}:release", f"{P}:config:release"):
         text = with_commit(f"config:\n  {key}:\n    name: x\n", chart, "a" * 40)
@@ -206,9 +179,6 @@ def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:
 
 
 def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_there() -> None:
-    """The list `scripts/mutation_check.py` applies; a refactor that moves a line must move its mutation too."""
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location(
         "mutation_check", Path(__file__).parent.parent / "scripts" / "mutation_check.py"
     )
@@ -221,7 +191,7 @@ def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_the
     assert {m.find != m.into for m in mutations} == {True}
 
 
-def test_render_out_never_writes_through_a_planted_link_or_into_the_current_directory(
+def test_render_and_takeover_out_never_write_through_a_planted_link(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     victim = tmp_path / "victim"
@@ -235,40 +205,29 @@ def test_render_out_never_writes_through_a_planted_link_or_into_the_current_dire
     with pytest.raises(SystemExit) as stopped:
         front_door.main(["render", "hammer", "--out", ""])
     assert stopped.value.code == 2 and "'' is empty; expected a path to write to" in capsys.readouterr().err
-
-
-def test_takeover_out_that_is_a_link_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     link = tmp_path / "table.md"
     link.symlink_to(tmp_path / "elsewhere.md")
-    live = Path(__file__).parent / "fixtures" / "live-values-hammer.yaml"
     with pytest.raises(SystemExit) as stopped:
-        front_door.main(["takeover", "values", "hammer", "--live", str(live), "--out", str(link)])
+        front_door.main(["takeover", "values", "hammer", "--live", str(LIVE_VALUES), "--out", str(link)])
     assert stopped.value.code == 2 and "is a symbolic link" in capsys.readouterr().err
     assert not (tmp_path / "elsewhere.md").exists()
 
 
-def test_an_integer_of_5000_digits_is_one_line_in_a_stack_file_and_in_pulumi_config() -> None:
-    from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
-
-    with pytest.raises(YAMLInputError, match=r"\(5000 characters\) is past 64 bits"):
-        read_pulumi_yaml("v: " + "1" * 5000 + "\n")
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("keda", '{"minReplicaCount": ' + "1" * 5000 + "}"),
+        ("helmValues", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ],
+    ids=["5000-digits", "nested-100000"],
+)
+def test_a_huge_or_deep_json_value_in_pulumi_config_is_one_short_line(key: str, value: str) -> None:
     config = stack_config("hammer")
-    config[f"{P}:keda"] = '{"minReplicaCount": ' + "1" * 5000 + "}"
+    config[f"{P}:{key}"] = value
     with pytest.raises(ConfigError) as caught:
         settings_from_config(config)
-    assert [p for p in caught.value.problems if p.startswith(f"{P}:keda = ")], caught.value.problems
+    assert [p for p in caught.value.problems if p.startswith(f"{P}:{key} = ")], caught.value.problems
     assert all(len(p) < 400 and "\n" not in p for p in caught.value.problems), "a long value is cut"
-
-
-def test_json_nested_100000_deep_in_pulumi_config_is_one_line() -> None:
-    config = stack_config("hammer")
-    config[f"{P}:helmValues"] = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    with pytest.raises(ConfigError) as caught:
-        settings_from_config(config)
-    assert [p for p in caught.value.problems if p.startswith(f"{P}:helmValues = ")], caught.value.problems
-
-
-# --------------------------------------------------------------------------------------------- the engine's environment
 
 
 @pytest.mark.parametrize(
@@ -307,94 +266,59 @@ def test_an_empty_live_values_file_is_refused_not_read_as_no_values(
     assert "empty; expected" not in no_traceback(capsys), "a release without values is still read as one"
 
 
-# --------------------------------------------------------------------------------------------- the chart's objects
-
 CONFORMING = ROOT / "tests" / "charts" / "conforming"
 
 
-def hammer_with_triton(helm_values: object = None, **fields: object) -> dict[str, str]:
-    """Hammer's config with some keys of ``triton`` replaced (the rest of the block kept), and ``helmValues``."""
-    config = stack_config("hammer", **({} if helm_values is None else {"helmValues": helm_values}))
+def test_chart_objects_the_api_server_refuses_are_findings_naming_the_stack_key_each_value_once() -> None:
+    """Values the settings let through and the API server refuses, checked in the chart's objects."""
+    config = stack_config("hammer")
     triton = json.loads(config[f"{P}:triton"])
-    config[f"{P}:triton"] = json.dumps({**triton, **fields})
-    return config
-
-
-@pytest.fixture(scope="module")
-def hostile_chart_findings() -> list[str]:
-    """The chart's objects for values the settings let through and the API server refuses, checked as
-    ``render --check`` checks them (the conformance check, a minute of re-renders, left out)."""
-    triton = json.loads(stack_config("hammer")[f"{P}:triton"])
-    config = hammer_with_triton(
-        readinessProbe={**triton["readinessProbe"], "periodSeconds": 1.5, "failureThreshold": -1},
-        startupProbe={**triton["startupProbe"], "periodSeconds": -5, "httpGet": {"path": "/v2", "port": "Http_Port"}},
-    )
-    rendered = render_stack("hammer", config, chart_dir=CONFORMING)
-    return render_stack_module.chart_findings(CONFORMING, rendered)
-
-
-@pytest.mark.parametrize(
-    ("key", "expected"),
-    [
-        ("triton.readinessProbe.periodSeconds = 1.5", "expected a whole number from 0 (an int32)"),
-        ("triton.readinessProbe.failureThreshold = -1", "expected a whole number from 0 (an int32)"),
-        ("triton.startupProbe.periodSeconds = -5", "expected a whole number from 0 (an int32)"),
-    ],
-    ids=["fraction", "negative-threshold", "negative-period"],
-)
-def test_a_chart_object_the_api_server_refuses_is_a_finding_naming_the_stack_key(
-    hostile_chart_findings: list[str], key: str, expected: str
-) -> None:
-    line = next((f for f in hostile_chart_findings if f.startswith(f"{P}:{key}: ")), None)
-    assert line is not None, f"no finding names {key}: {hostile_chart_findings}"
-    assert expected in line and "(the chart renders it as Deployment/supersonic-interlink-triton spec." in line, line
-
-
-def test_a_refused_port_name_is_traced_to_its_key_and_each_refused_value_is_named_once(
-    hostile_chart_findings: list[str],
-) -> None:
-    ports = [f for f in hostile_chart_findings if "startupProbe.httpGet.port" in f]
-    assert ports == [
+    triton["readinessProbe"] = {**triton["readinessProbe"], "periodSeconds": 1.5, "failureThreshold": -1}
+    triton["startupProbe"] = {
+        **triton["startupProbe"],
+        "periodSeconds": -5,
+        "httpGet": {"path": "/v2", "port": "Http_Port"},
+    }
+    config[f"{P}:triton"] = json.dumps(triton)
+    found = render_stack_module.chart_findings(CONFORMING, render_stack("hammer", config, chart_dir=CONFORMING))
+    for key in (
+        "readinessProbe.periodSeconds = 1.5",
+        "readinessProbe.failureThreshold = -1",
+        "startupProbe.periodSeconds = -5",
+    ):
+        line = next((f for f in found if f.startswith(f"{P}:triton.{key}: ")), None)
+        assert line is not None, f"no finding names {key}: {found}"
+        assert "expected a whole number from 0 (an int32)" in line, line
+        assert "(the chart renders it as Deployment/supersonic-interlink-triton spec." in line, line
+    assert [f for f in found if "startupProbe.httpGet.port" in f] == [
         (
             f'{P}:triton.startupProbe.httpGet.port = "Http_Port": expected a port number from 1 to 65535 or a port '
             "name (at most 15 lowercase letters, digits and '-', one letter) (the chart renders it as "
             "Deployment/supersonic-interlink-triton spec.template.spec.containers[0].startupProbe.httpGet.port)"
         )
-    ], ports
-    paths = [f.split(" (the chart renders it as ")[-1] for f in hostile_chart_findings]
-    assert len(paths) == len(set(paths)), (
-        f"a refused value is named once, by its clearest rule: {hostile_chart_findings}"
-    )
-    assert len(hostile_chart_findings) == 4, hostile_chart_findings
+    ], found
+    paths = [f.split(" (the chart renders it as ")[-1] for f in found]
+    assert len(paths) == len(set(paths)) == 4, f"a refused value is named once, by its clearest rule: {found}"
+
+
+def container(**fields: object) -> dict:
+    return {"spec": {"template": {"spec": {"containers": [{"name": "c", **fields}]}}}}
 
 
 @pytest.mark.parametrize(
     ("manifest", "expected"),
     [
+        ({"metadata": {"name": "x", "annotations": {"a": "x" * 300 * 1024}}}, "metadata.annotations.a = "),
         (
-            {"metadata": {"name": "x", "annotations": {"a": "x" * 300 * 1024}}},
-            "metadata.annotations.a = ",
-        ),
-        (
-            {
-                "spec": {
-                    "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"memroy": "8G"}}}]}}
-                }
-            },
+            container(resources={"limits": {"memroy": "8G"}}),
             'spec.template.spec.containers[0].resources.limits.memroy = "8G": expected a container resource name',
         ),
         (
-            {"spec": {"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 0}]}]}}}},
+            container(ports=[{"containerPort": 0}]),
             "spec.template.spec.containers[0].ports[0].containerPort = 0: expected a port from 1 to 65535",
         ),
         (
-            {
-                "spec": {
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "name": "Http_Port"}]}]}
-                    }
-                }
-            },
+            container(ports=[{"containerPort": 80, "name": "Http_Port"}]),
             'containers[0].ports[0].name = "Http_Port": expected a port number from 1 to 65535 or a port name',
         ),
     ],

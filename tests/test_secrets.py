@@ -1,10 +1,5 @@
 """Values set with `pulumi config set --secret` reach every resource as Pulumi secrets; offline they are refused.
-
-The CLI lists the keys that were secrets in PULUMI_CONFIG_SECRET_KEYS (one entry per top-level key, also when only
-a nested path under it is secret) and passes their values decrypted. The program marks what it computes from them
-as secret, so state and `preview --diff` show `[secret]`. These tests run the real program under the mock engine
-(preview=False) and read what the engine received.
-"""
+The real program runs under the mock engine (preview=False); the tests read what the engine received."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ from supersonic_interlink.config import ConfigError, load_settings
 from supersonic_interlink.config import stack_config as stack_config_module
 from supersonic_interlink.config.pulumi_config import current_secret_keys, settings_from_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_config, secret_paths
-from supersonic_interlink.contract import NEWEST
 from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 P = "supersonic-interlink"
@@ -49,35 +43,23 @@ def test_a_credential_nested_under_helm_values_reaches_the_release_only_as_a_sec
     found = occurrences(evaluation.one(HELM_RELEASE_TYPE).inputs, CREDENTIAL)
     assert found, "the credential must reach the Release at all, or this test proves nothing"
     assert all(secret for _, secret in found), f"in clear in state and in preview --diff at {found}"
+    plain = run([], helmValues={"extraEnv": {"auth": {"token": CREDENTIAL}}})
+    found = occurrences(plain.one(HELM_RELEASE_TYPE).inputs, CREDENTIAL)
+    assert found and not any(secret for _, secret in found), "without the secret key it is plain: the check can fail"
 
 
-def test_without_the_secret_key_the_same_value_is_plain_so_the_check_above_can_fail() -> None:
-    evaluation = run([], helmValues={"extraEnv": {"auth": {"token": CREDENTIAL}}})
-    found = occurrences(evaluation.one(HELM_RELEASE_TYPE).inputs, CREDENTIAL)
-    assert found and not any(secret for _, secret in found), found
-
-
-def test_a_secret_triton_annotation_makes_the_release_values_secret() -> None:
-    triton = json.loads(stack_config("hammer")[f"{P}:triton"])
-    triton["podAnnotations"] = {**triton["podAnnotations"], "example.org/token": CREDENTIAL}
-    evaluation = run([f"{P}:triton"], triton=triton)
-    found = occurrences(evaluation.one(HELM_RELEASE_TYPE).inputs, CREDENTIAL)
-    assert found and all(secret for _, secret in found), found
-
-
-def test_a_secret_envoy_setting_makes_the_envoy_configmap_data_secret() -> None:
-    evaluation = run([f"{P}:envoy"])
-    config_maps = list(evaluation.of_type("kubernetes:core/v1:ConfigMap"))
-    assert len(config_maps) == 1
-    found = occurrences(config_maps[0].inputs, NEWEST.inference_cluster)
-    assert found and all(secret for _, secret in found), "the Envoy configuration is computed from envoy.*"
-
-
-def test_a_secret_cleanup_setting_reaches_the_cronjob_only_as_secrets() -> None:
-    cleanup = json.loads(stack_config("hammer")[f"{P}:cleanup"])
-    cleanup["image"] = f"registry.example.org/{CREDENTIAL}/kubectl:1.34.1"
-    evaluation = run([f"{P}:cleanup"], cleanup=cleanup)
-    found = occurrences(evaluation.one("kubernetes:batch/v1:CronJob").inputs, CREDENTIAL)
+@pytest.mark.parametrize(
+    ("key", "field", "value", "resource"),
+    [
+        ("triton", "podAnnotations", {"example.org/token": CREDENTIAL}, HELM_RELEASE_TYPE),
+        ("cleanup", "image", f"registry.example.org/{CREDENTIAL}/kubectl:1.34.1", "kubernetes:batch/v1:CronJob"),
+    ],
+)
+def test_a_secret_triton_or_cleanup_setting_reaches_its_resource_only_as_secrets(key, field, value, resource) -> None:
+    block = json.loads(stack_config("hammer")[f"{P}:{key}"])
+    block[field] = {**block[field], **value} if isinstance(value, dict) else value
+    evaluation = run([f"{P}:{key}"], **{key: block})
+    found = occurrences(evaluation.one(resource).inputs, CREDENTIAL)
     assert found and all(secret for _, secret in found), found
 
 
@@ -139,11 +121,8 @@ def test_a_secret_where_the_placeholder_is_not_allowed_says_pulumi_preview_check
     assert "Traceback" not in result.stderr
 
 
-# --------------------------------------------------------------------------------------------- errors never show one
-
 SECRET_TEXT = 'pässwörd"\\x\u202e\x1b[31m'
-"""Non-ASCII, a quote, a backslash, a bidi override and an escape code: every way ``json.dumps`` or a terminal
-would change it, so a check for the exact text alone would miss an escaped copy."""
+"""Every way ``json.dumps`` or a terminal would change it, so a check for the exact text alone would miss a copy."""
 
 
 def _fragments(text: str) -> set[str]:
@@ -162,33 +141,16 @@ def _fragments(text: str) -> set[str]:
 def _bad_secret_configs() -> list[tuple[str, str, Any]]:
     """(id, top-level key, bad value) for every secret-capable key: a bad leaf, a bad object, a rule across fields."""
     base = {key: json.loads(value) for key, value in stack_config("hammer").items() if value.startswith("{")}
-    envoy = base[f"{P}:envoy"]
-    sfz = base[f"{P}:scaleFromZero"]
-    keda = base[f"{P}:keda"]
+    envoy, sfz, keda, triton = (base[f"{P}:{k}"] for k in ("envoy", "scaleFromZero", "keda", "triton"))
+    retry = {"numRetries": 1, "hostSelectionRetryMaxAttempts": 1, "backOffBaseMs": 987654, "backOffMaxMs": 876543}
     return [
         ("envoy-leaf", "envoy", {**envoy, "serviceType": SECRET_TEXT}),
         ("envoy-image", "envoy", {**envoy, "image": SECRET_TEXT}),
         ("envoy-whole-string", "envoy", SECRET_TEXT),
         ("envoy-not-json", "envoy", "{" + SECRET_TEXT),
-        (
-            "envoy-back-off",
-            "envoy",
-            {
-                **envoy,
-                "inferenceRetry": {
-                    "numRetries": 1,
-                    "hostSelectionRetryMaxAttempts": 1,
-                    "backOffBaseMs": 987654,
-                    "backOffMaxMs": 876543,
-                },
-            },
-        ),
-        ("triton-object-field", "triton", {**json.loads(stack_config("hammer")[f"{P}:triton"]), "image": SECRET_TEXT}),
-        (
-            "triton-annotation",
-            "triton",
-            {**json.loads(stack_config("hammer")[f"{P}:triton"]), "podAnnotations": {"a": 987654}},
-        ),
+        ("envoy-back-off", "envoy", {**envoy, "inferenceRetry": retry}),
+        ("triton-object-field", "triton", {**triton, "image": SECRET_TEXT}),
+        ("triton-annotation", "triton", {**triton, "podAnnotations": {"a": 987654}}),
         ("prometheus-url", "prometheus", {"url": SECRET_TEXT, "port": 9090, "scheme": "http"}),
         ("prometheus-port", "prometheus", {"url": "p.example", "port": 987654, "scheme": "http"}),
         ("server-load", "serverLoad", {"metric": 987654, "threshold": 20}),
@@ -218,7 +180,6 @@ def test_an_error_about_a_secret_key_names_the_key_and_shows_no_part_of_its_valu
     leaked = sorted(part for part in secret_parts for problem in problems if part in problem)
     assert not leaked, f"{problems} show {leaked}"
     assert any("[secret]" in problem or "expected" in problem for problem in problems)
-    # The same value without the secret flag is shown, so the test above can fail.
     with pytest.raises(ConfigError) as plain:
         settings_from_config(config)
     shown = " ".join(plain.value.problems)
