@@ -178,7 +178,7 @@ def test_pin_chart_finds_the_release_key_however_the_stack_writes_it() -> None:
         with_commit(f"config:\n  release: {{name: x}}\n  {P}:release: {{name: y}}\n", chart, "a" * 40)
 
 
-def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_there() -> None:
+def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_there() -> None:
     spec = importlib.util.spec_from_file_location(
         "mutation_check", Path(__file__).parent.parent / "scripts" / "mutation_check.py"
     )
@@ -189,6 +189,9 @@ def test_the_mutation_list_fits_the_code_every_find_once_and_every_test_file_the
     mutations, problems = module.parse(module.LIST.read_text())
     assert problems == [] and len(mutations) >= 30, problems
     assert {m.find != m.into for m in mutations} == {True}
+    first = mutations[0]
+    stale = f"file: {first.file}\nfind: {first.find}\ninto: x\ntests: tests/test_hostile_inputs.py::gone\nwhy: w\n"
+    assert module.parse(stale, cover=False)[1] == ["line 1: no such test tests/test_hostile_inputs.py::gone"]
 
 
 def test_render_and_takeover_out_never_write_through_a_planted_link(
