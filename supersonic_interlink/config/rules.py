@@ -181,7 +181,9 @@ JSONObject = Annotated[Mapping[str, Any], Frozen, Expect("an object")]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(
+        strict=True, extra="forbid", frozen=True, validate_default=True, use_attribute_docstrings=True
+    )
 
 
 KubernetesName = Annotated[
