@@ -22,12 +22,19 @@ from supersonic_interlink.config.model import (
     across_keys,
     thaw,
 )
-from supersonic_interlink.config.rules import CHANGES_UP, KNOWN_NAMESPACES, PROJECT, PROVIDER_KEYS, ConfigError, Model
+from supersonic_interlink.config.rules import (
+    CHANGES_UP,
+    KNOWN_NAMESPACES,
+    PROJECT,
+    PROVIDER_KEYS,
+    SECRET_PLACEHOLDER,
+    ConfigError,
+    Model,
+)
 
 __all__ = ["cli_text", "deep_merge", "load_settings", "project_defaults", "thaw"]
 
 SHOWN_MAX = 200
-SECRET_SHOWN = "[secret]"
 _TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "string_type": "a string"}
 _TYPE_WORDS |= dict.fromkeys(("model_type", "model_attributes_type", "dict_type"), "an object")
 _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
@@ -37,7 +44,7 @@ def show_value(value: Any, secret: bool) -> str:
     """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its exact
     text, and ``json.dumps`` escapes)."""
     if secret:
-        return SECRET_SHOWN
+        return SECRET_PLACEHOLDER
     shown = json.dumps(value, sort_keys=True, default=str)
     return shown if len(shown) <= SHOWN_MAX else f"{shown[: SHOWN_MAX // 2]}... ({len(shown)} characters)"
 

@@ -24,6 +24,9 @@ PROJECT = "supersonic-interlink"
 PROJECT_FILE = ROOT / "Pulumi.yaml"
 
 KNOWN_NAMESPACES = (PROJECT, "kubernetes", "pulumi")
+SECRET_PLACEHOLDER = "[secret]"
+"""Text, as a decrypted secret reaches the program, what ``pulumi preview --diff`` shows for one, and what an error
+prints in place of a secret's value."""
 
 _KUBERNETES_KEYS = (  # pulumi-kubernetes v4.25.0 (f47bc2d6f199) schema.json: config.variables, helm/kubeClientSettings
     "cluster clusterIdentifier context deleteUnreachable enableConfigMapMutable enableReplaceCRD enableSecretMutable "
