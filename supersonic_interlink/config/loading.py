@@ -136,7 +136,7 @@ def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str])
 def _as_the_program_reads(name: str, value: Any, secret: bool) -> tuple[Any, str | None]:
     """A top-level value as the program reads it: the CLI's JSON text, or a stack file's value taken as the CLI passes
     it."""
-    if Settings.model_fields[name].annotation is str or name == "namespace":
+    if name == "namespace":  # the one text-valued key
         return (value if isinstance(value, str) else cli_text(value)), None
     parsed = value
     if isinstance(value, str):
