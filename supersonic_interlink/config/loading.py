@@ -151,32 +151,24 @@ _INFO = Settings.model_fields["deliberateProviderConfig"]
 _DELIBERATE: TypeAdapter[Any] = TypeAdapter(typing.Annotated[(_INFO.annotation, *_INFO.metadata)])  # type: ignore[arg-type]
 
 
-def _namespace_problems(config: Mapping[str, Any]) -> list[str]:
+def _other_namespace_problems(config: Mapping[str, Any], deliberate: Mapping[str, str] | None) -> list[str]:
+    """Keys outside the project's namespace: only ``kubernetes:`` and ``pulumi:`` keys that are read, and listed in
+    ``deliberate`` if they change ``pulumi up`` (None: it did not parse)."""
     problems = []
-    for full_key in sorted(config):
+    for full_key in sorted(k for k in config if k.partition(":")[0] != PROJECT):
         namespace, _, name = full_key.partition(":")
-        if namespace in KNOWN_NAMESPACES:
-            continue
-        near = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
-        if near and near[0] == PROJECT:
-            guess = difflib.get_close_matches(name, list(Settings.model_fields), n=1) or [name]
-            hint = f"did you mean {key_of(guess[0])}?"
-        elif near:
-            hint = f"did you mean {near[0]}:{name}?"
-        else:
-            hint = f"this program reads only the namespaces {', '.join(KNOWN_NAMESPACES)}"
-        problems.append(f"{full_key}: unknown config namespace {namespace!r}; {hint}")
-    return problems
-
-
-def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, str] | None) -> list[str]:
-    """``kubernetes:`` and ``pulumi:`` keys: known, and listed in ``deliberate`` if they change ``pulumi up`` (None: it
-    did not parse)."""
-    problems = []
-    for full_key in sorted(k for k in config if k.partition(":")[0] in ("kubernetes", "pulumi")):
-        if full_key not in PROVIDER_KEYS:
-            namespace, _, name = full_key.partition(":")
-            known = [k.partition(":")[2] for k in PROVIDER_KEYS if k.startswith(f"{namespace}:")]
+        known = [k.partition(":")[2] for k in PROVIDER_KEYS if k.startswith(f"{namespace}:")]
+        if namespace not in KNOWN_NAMESPACES:
+            near = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
+            if near and near[0] == PROJECT:
+                guess = difflib.get_close_matches(name, list(Settings.model_fields), n=1) or [name]
+                hint = f"did you mean {key_of(guess[0])}?"
+            elif near:
+                hint = f"did you mean {near[0]}:{name}?"
+            else:
+                hint = f"this program reads only the namespaces {', '.join(KNOWN_NAMESPACES)}"
+            problems.append(f"{full_key}: unknown config namespace {namespace!r}; {hint}")
+        elif full_key not in PROVIDER_KEYS:
             near = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean {namespace}:{near[0]}?" if near else f"{namespace}: takes only {', '.join(known)}"
             problems.append(f"{full_key}: unknown key; {hint}")
@@ -212,7 +204,7 @@ def load_settings(
 
     ``secret_keys``: the full keys the CLI listed as secret; ``prepare_chart`` puts the chart on disk before its
     generation is read from it."""
-    problems = _namespace_problems(config)
+    problems = []
     ours = {k.partition(":")[2]: v for k, v in config.items() if k.partition(":")[0] == PROJECT}
     ours = {**project_defaults(), **ours}
     secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
@@ -237,7 +229,7 @@ def load_settings(
         problems.extend(_across_parsed_sections(given, error, secrets))
         with contextlib.suppress(ValidationError):
             deliberate = _DELIBERATE.validate_json(json.dumps(given.get("deliberateProviderConfig", {})))
-    problems.extend(_provider_key_problems(config, deliberate))
+    problems.extend(_other_namespace_problems(config, deliberate))
     if problems or settings is None:
         raise ConfigError(problems)
     settings._secret_keys = secrets

@@ -110,13 +110,14 @@ class Toleration(Model):
 
 
 Tolerations = Annotated[list[Toleration], Frozen, Expect("a list of tolerations")]
+TRITON_QUANTITIES: Mapping[str, int | str] = {"cpu": 2, "memory": "8G"}
 
 
 class ResourceRequirements(Model):
     """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...); Triton's defaults."""
 
-    requests: Quantities = Field(default_factory=lambda: {"cpu": 2, "memory": "8G"})
-    limits: Quantities = Field(default_factory=lambda: {"cpu": 2, "memory": "8G"})
+    requests: Quantities = Field(default_factory=lambda: TRITON_QUANTITIES)
+    limits: Quantities = Field(default_factory=lambda: TRITON_QUANTITIES)
 
     @model_validator(mode="after")
     def _as_the_api_server_checks(self) -> ResourceRequirements:
