@@ -10,8 +10,9 @@ import yaml
 from conftest import stack_settings
 from loopback import OLDER_GENERATION_CHART, loopback_settings
 
-from supersonic_interlink.config import ChartSource, ConfigError, generation
+from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.envoy import build_envoy_config, duration, render_envoy_yaml
+from supersonic_interlink.config.loading import select_generation
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import NEWEST, TRITON
 
@@ -102,18 +103,18 @@ def test_a_stack_on_a_triton_generation_chart_names_the_clusters_as_that_chart_d
 
 def test_a_repo_chart_is_of_the_triton_generation_only_at_a_published_version() -> None:
     repo = {"repo": "https://fastmachinelearning.org/SuperSONIC", "name": "supersonic"}
-    assert generation.select(ChartSource(**repo, version="0.3.1")) == TRITON
+    assert select_generation(ChartSource(**repo, version="0.3.1")) == TRITON
     with pytest.raises(
         ConfigError, match=r"chart\.version = '0\.4\.0': expected a published SuperSONIC version \(0\.1\.0,"
     ):
-        generation.select(ChartSource(**repo, version="0.4.0"))
+        select_generation(ChartSource(**repo, version="0.4.0"))
 
 
 def test_a_chart_on_disk_of_no_known_generation_is_refused_naming_it(tmp_path) -> None:
     (tmp_path / "chart").mkdir()
     (tmp_path / "chart" / "values.yaml").write_text("replicas: 1\n")
     with pytest.raises(ConfigError, match=r"release\.chart: the chart at chart is of no supported generation"):
-        generation.select(ChartSource(path="chart"), root=tmp_path)
+        select_generation(ChartSource(path="chart"), root=tmp_path)
 
 
 def test_the_triton_cluster_ejects_failing_hosts_and_lets_every_request_retry_at_once(hammer):
