@@ -44,17 +44,6 @@ def endpoint_of(cluster):
     return endpoint["endpoint"]["address"]["socket_address"]
 
 
-def test_the_idle_timeout_is_derived_from_the_ready_timeout_not_a_second_setting():
-    for ready in (30, 300, 900):
-        settings = stack_settings(
-            "hammer", scaleFromZero={"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": ready}
-        )
-        (first, _) = routes_of(build_envoy_config(settings))
-        assert first["route"]["idle_timeout"] == f"{ready + 120}s", (
-            "the two numbers must move together, which the change request could only do by hand"
-        )
-
-
 def test_the_inference_route_carries_the_change_requests_aggressive_retry_policy(hammer):
     (_, inference) = routes_of(hammer)
     policy = inference["route"]["retry_policy"]
@@ -194,18 +183,3 @@ def test_the_text_is_deterministic_readable_yaml_without_dollar_signs(stack):
     assert "&id" not in text and "*id" not in text, "no YAML anchors: a reviewer reads every block where it stands"
     assert text.startswith("admin:\n") and "\nstatic_resources:\n" in text, "written in build order, not sorted"
     assert "{" not in text.replace("{}", ""), "block style only, so a one-number change is a one-line diff"
-
-
-@pytest.mark.parametrize(
-    ("envoy", "match"),
-    [
-        (
-            {"repositoryIndexRetry": {"backOffBaseMs": 2000, "backOffMaxMs": 1000}},
-            r"repositoryIndexRetry\.backOffBaseMs = 2000",
-        ),
-        ({"circuitBreakers": {"maxRetry": 5}}, r"envoy\.circuitBreakers\.maxRetry: unknown key"),
-    ],
-)
-def test_a_back_off_longer_than_its_maximum_or_an_unknown_key_is_a_config_error(envoy, match):
-    with pytest.raises(ConfigError, match=match):
-        stack_settings("hammer", envoy=envoy)
