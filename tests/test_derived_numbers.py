@@ -104,11 +104,6 @@ def test_a_git_chart_path_must_stay_inside_the_repository(path: str) -> None:
     ]
 
 
-def test_a_relative_git_chart_path_is_accepted() -> None:
-    chart = {"git": "https://github.com/fastmachinelearning/SuperSONIC", "commit": "a" * 40, "path": "helm/supersonic"}
-    loads(release={"name": "supersonic-interlink", "chart": chart})
-
-
 def test_cut_off_wakes_sort_after_every_measured_one_whatever_their_seconds() -> None:
     records = [cut_off_wake(300.0, ready_timeout=300), cold_wake(500.0), cold_wake(100.0)]
     wakes = [wake_from_record(i, r) for i, r in enumerate(records, start=1)]

@@ -10,8 +10,9 @@ import yaml
 from conftest import stack_settings
 from loopback import OLDER_GENERATION_CHART, loopback_settings
 
-from supersonic_interlink.config import ChartSource, ConfigError, generation
+from supersonic_interlink.config import ChartSource, ConfigError
 from supersonic_interlink.config.envoy import build_envoy_config, duration, render_envoy_yaml
+from supersonic_interlink.config.loading import select_generation
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import NEWEST, TRITON
 
@@ -41,17 +42,6 @@ def endpoint_of(cluster):
     (group,) = cluster["load_assignment"]["endpoints"]
     (endpoint,) = group["lb_endpoints"]
     return endpoint["endpoint"]["address"]["socket_address"]
-
-
-def test_the_idle_timeout_is_derived_from_the_ready_timeout_not_a_second_setting():
-    for ready in (30, 300, 900):
-        settings = stack_settings(
-            "hammer", scaleFromZero={"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": ready}
-        )
-        (first, _) = routes_of(build_envoy_config(settings))
-        assert first["route"]["idle_timeout"] == f"{ready + 120}s", (
-            "the two numbers must move together, which the change request could only do by hand"
-        )
 
 
 def test_the_inference_route_carries_the_change_requests_aggressive_retry_policy(hammer):
@@ -102,18 +92,18 @@ def test_a_stack_on_a_triton_generation_chart_names_the_clusters_as_that_chart_d
 
 def test_a_repo_chart_is_of_the_triton_generation_only_at_a_published_version() -> None:
     repo = {"repo": "https://fastmachinelearning.org/SuperSONIC", "name": "supersonic"}
-    assert generation.select(ChartSource(**repo, version="0.3.1")) == TRITON
+    assert select_generation(ChartSource(**repo, version="0.3.1")) == TRITON
     with pytest.raises(
         ConfigError, match=r"chart\.version = '0\.4\.0': expected a published SuperSONIC version \(0\.1\.0,"
     ):
-        generation.select(ChartSource(**repo, version="0.4.0"))
+        select_generation(ChartSource(**repo, version="0.4.0"))
 
 
 def test_a_chart_on_disk_of_no_known_generation_is_refused_naming_it(tmp_path) -> None:
     (tmp_path / "chart").mkdir()
     (tmp_path / "chart" / "values.yaml").write_text("replicas: 1\n")
     with pytest.raises(ConfigError, match=r"release\.chart: the chart at chart is of no supported generation"):
-        generation.select(ChartSource(path="chart"), root=tmp_path)
+        select_generation(ChartSource(path="chart"), root=tmp_path)
 
 
 def test_the_triton_cluster_ejects_failing_hosts_and_lets_every_request_retry_at_once(hammer):
@@ -193,18 +183,3 @@ def test_the_text_is_deterministic_readable_yaml_without_dollar_signs(stack):
     assert "&id" not in text and "*id" not in text, "no YAML anchors: a reviewer reads every block where it stands"
     assert text.startswith("admin:\n") and "\nstatic_resources:\n" in text, "written in build order, not sorted"
     assert "{" not in text.replace("{}", ""), "block style only, so a one-number change is a one-line diff"
-
-
-@pytest.mark.parametrize(
-    ("envoy", "match"),
-    [
-        (
-            {"repositoryIndexRetry": {"backOffBaseMs": 2000, "backOffMaxMs": 1000}},
-            r"repositoryIndexRetry\.backOffBaseMs = 2000",
-        ),
-        ({"circuitBreakers": {"maxRetry": 5}}, r"envoy\.circuitBreakers\.maxRetry: unknown key"),
-    ],
-)
-def test_a_back_off_longer_than_its_maximum_or_an_unknown_key_is_a_config_error(envoy, match):
-    with pytest.raises(ConfigError, match=match):
-        stack_settings("hammer", envoy=envoy)

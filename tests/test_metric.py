@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from supersonic_interlink.config.metric import borrowed_selectors
+from supersonic_interlink.config.pulumi_config import borrowed_selectors
 
 RELEASE, NAMESPACE = "supersonic-interlink", "cms"
 OWN = 'sum(nv_inference_queue_duration_us{release=~"supersonic-interlink", namespace=~"cms"})'

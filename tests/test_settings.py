@@ -82,20 +82,6 @@ def test_the_cli_merge_replaces_a_whole_default_object_like_the_pulumi_cli() -> 
     assert merged[f"{P}:x"] == "y", "strings pass as they are"
 
 
-def test_a_negative_timeout_names_the_key_the_value_and_what_is_allowed() -> None:
-    found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
-    assert found == [
-        (
-            f"{P}:scaleFromZero.readyTimeoutSeconds = -5: expected a whole number from 1 to 9223371736 "
-            f"(the Helm timeout, this + 300 s, is a Go duration, and the RepositoryIndex idle_timeout, this + 120 s, "
-            f"an Envoy duration)"
-        )
-    ], (
-        "9223371736 = 9223372036 (the longest Go duration in seconds) - 300, below 9223372035 (the longest duration "
-        "envoy --mode validate 1.39.1 accepts) - 120"
-    )
-
-
 def test_names_must_be_kubernetes_names_and_the_release_short_enough_for_the_cleanup_cronjob() -> None:
     found = problems(namespace="CMS_prod", release={"name": "Supersonic"})
     assert any(p.startswith(f'{P}:namespace = "CMS_prod": expected a Kubernetes name') for p in found), found
@@ -117,7 +103,6 @@ def test_names_must_be_kubernetes_names_and_the_release_short_enough_for_the_cle
         ({"repo": "example.org", "name": "supersonic", "version": "0.4.0"}, "https://"),
         ({"git": "https://github.com/fastmachinelearning/SuperSONIC"}, "{git, commit, path}"),
         ({"git": "git@github.com:fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}, "https://"),
-        ({"git": "https://github.com/fastmachinelearning/SuperSONIC", "path": "../x"}, "without '..'"),
         ({"git": "https://github.com/f/S", "commit": "main", "path": "helm/supersonic"}, "40 lowercase hexadecimal"),
         ({"git": "https://github.com/f/S", "commit": "e578801", "path": "helm/supersonic"}, "40 lowercase hexadecimal"),
         ({"commit": "0" * 40, "path": "./chart"}, "commit goes with git"),
@@ -163,18 +148,22 @@ def test_an_unpinned_image_and_wrong_types_are_named() -> None:
     assert f"{P}:triton.nodeSelector.gpu = true: expected a string (quote numbers and booleans)" in found, found
 
 
-def test_numbers_and_booleans_written_as_text_are_refused_as_the_cli_types_them() -> None:
+def test_a_bad_or_text_typed_timeout_names_the_key_the_value_and_what_is_allowed() -> None:
     """`pulumi config set --path scaleFromZero.readyTimeoutSeconds 900` stores the number 900 (config/map.go Set
-    coerces "900" and "true"); only a quoted "900" in a stack file is text, and text is not a number."""
+    coerces "900" and "true"); only a quoted "900" in a stack file is text, and text is not a number. The bound:
+    9223371736 = 9223372036 (the longest Go duration in seconds) - 300, below 9223372035 (the longest duration
+    envoy --mode validate 1.39.1 accepts) - 120."""
+    allowed = (
+        "expected a whole number from 1 to 9223371736 (the Helm timeout, this + 300 s, is a Go duration, and the "
+        "RepositoryIndex idle_timeout, this + 120 s, an Envoy duration)"
+    )
     found = problems(scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": 900, "enabled": "true"})
     assert found == [
         f'{P}:scaleFromZero.enabled = "true": expected true or false',
-        (
-            f'{P}:scaleFromZero.readyTimeoutSeconds = "900": expected a whole number from 1 to 9223371736 '
-            f"(the Helm timeout, this + 300 s, is a Go duration, and the RepositoryIndex idle_timeout, this + 120 s, "
-            f"an Envoy duration)"
-        ),
+        f'{P}:scaleFromZero.readyTimeoutSeconds = "900": {allowed}',
     ]
+    found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
+    assert found == [f"{P}:scaleFromZero.readyTimeoutSeconds = -5: {allowed}"]
 
 
 def test_several_problems_are_reported_together() -> None:

@@ -9,7 +9,7 @@ import pytest
 from cli_runner import run_cli
 
 from supersonic_interlink.config import stack_config
-from supersonic_interlink.config.metric import matchers
+from supersonic_interlink.config.pulumi_config import matchers
 from supersonic_interlink.config.stack_config import read_stack_document
 
 ROOT = Path(__file__).resolve().parent.parent

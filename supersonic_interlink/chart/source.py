@@ -15,7 +15,7 @@ from pathlib import Path
 from supersonic_interlink import ROOT
 from supersonic_interlink.chart.helm import VERSION, ChartRenderError, declared_dependencies
 from supersonic_interlink.config import PROJECT, ChartSource
-from supersonic_interlink.config.generation import CHART_CACHE_DIR
+from supersonic_interlink.config.loading import CHART_CACHE_DIR
 from supersonic_interlink.contract import CHART
 
 CACHE_DIR = CHART_CACHE_DIR

@@ -1,18 +1,22 @@
 """Stack config in, ``Settings`` out: every problem at once, one line each (``<project>:<full.key> = <value>:
-expected <what is allowed>``), and no secret value printed."""
+expected <what is allowed>``), and no secret value printed; and which chart generation (``contract.GENERATIONS``) the
+stack's chart is, read from its own ``values.yaml``, a repo version by SuperSONIC's published list, a git chart not on
+disk (only offline) as ``contract.NEWEST``."""
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import difflib
 import json
 import typing
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from supersonic_interlink.config import generation
+from supersonic_interlink import ROOT
 from supersonic_interlink.config.model import (
     SECRET_CAPABLE,
     ChartSource,
@@ -22,12 +26,21 @@ from supersonic_interlink.config.model import (
     across_keys,
     thaw,
 )
-from supersonic_interlink.config.rules import CHANGES_UP, KNOWN_NAMESPACES, PROJECT, PROVIDER_KEYS, ConfigError, Model
+from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
+from supersonic_interlink.config.rules import (
+    CHANGES_UP,
+    KNOWN_NAMESPACES,
+    PROJECT,
+    PROVIDER_KEYS,
+    SECRET_PLACEHOLDER,
+    ConfigError,
+    Model,
+)
+from supersonic_interlink.contract import NEWEST, TRITON, Generation, UnknownGeneration, generation_of_values
 
 __all__ = ["cli_text", "deep_merge", "load_settings", "project_defaults", "thaw"]
 
 SHOWN_MAX = 200
-SECRET_SHOWN = "[secret]"
 _TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "string_type": "a string"}
 _TYPE_WORDS |= dict.fromkeys(("model_type", "model_attributes_type", "dict_type"), "an object")
 _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
@@ -37,7 +50,7 @@ def show_value(value: Any, secret: bool) -> str:
     """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its exact
     text, and ``json.dumps`` escapes)."""
     if secret:
-        return SECRET_SHOWN
+        return SECRET_PLACEHOLDER
     shown = json.dumps(value, sort_keys=True, default=str)
     return shown if len(shown) <= SHOWN_MAX else f"{shown[: SHOWN_MAX // 2]}... ({len(shown)} characters)"
 
@@ -129,7 +142,7 @@ def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str])
 def _as_the_program_reads(name: str, value: Any, secret: bool) -> tuple[Any, str | None]:
     """A top-level value as the program reads it: the CLI's JSON text, or a stack file's value taken as the CLI passes
     it."""
-    if Settings.model_fields[name].annotation is str or name == "namespace":
+    if name == "namespace":  # the one text-valued key
         return (value if isinstance(value, str) else cli_text(value)), None
     parsed = value
     if isinstance(value, str):
@@ -144,32 +157,24 @@ _INFO = Settings.model_fields["deliberateProviderConfig"]
 _DELIBERATE: TypeAdapter[Any] = TypeAdapter(typing.Annotated[(_INFO.annotation, *_INFO.metadata)])  # type: ignore[arg-type]
 
 
-def _namespace_problems(config: Mapping[str, Any]) -> list[str]:
+def _other_namespace_problems(config: Mapping[str, Any], deliberate: Mapping[str, str] | None) -> list[str]:
+    """Keys outside the project's namespace: only ``kubernetes:`` and ``pulumi:`` keys that are read, and listed in
+    ``deliberate`` if they change ``pulumi up`` (None: it did not parse)."""
     problems = []
-    for full_key in sorted(config):
+    for full_key in sorted(k for k in config if k.partition(":")[0] != PROJECT):
         namespace, _, name = full_key.partition(":")
-        if namespace in KNOWN_NAMESPACES:
-            continue
-        near = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
-        if near and near[0] == PROJECT:
-            guess = difflib.get_close_matches(name, list(Settings.model_fields), n=1) or [name]
-            hint = f"did you mean {key_of(guess[0])}?"
-        elif near:
-            hint = f"did you mean {near[0]}:{name}?"
-        else:
-            hint = f"this program reads only the namespaces {', '.join(KNOWN_NAMESPACES)}"
-        problems.append(f"{full_key}: unknown config namespace {namespace!r}; {hint}")
-    return problems
-
-
-def _provider_key_problems(config: Mapping[str, Any], deliberate: Mapping[str, str] | None) -> list[str]:
-    """``kubernetes:`` and ``pulumi:`` keys: known, and listed in ``deliberate`` if they change ``pulumi up`` (None: it
-    did not parse)."""
-    problems = []
-    for full_key in sorted(k for k in config if k.partition(":")[0] in ("kubernetes", "pulumi")):
-        if full_key not in PROVIDER_KEYS:
-            namespace, _, name = full_key.partition(":")
-            known = [k.partition(":")[2] for k in PROVIDER_KEYS if k.startswith(f"{namespace}:")]
+        known = [k.partition(":")[2] for k in PROVIDER_KEYS if k.startswith(f"{namespace}:")]
+        if namespace not in KNOWN_NAMESPACES:
+            near = difflib.get_close_matches(namespace, KNOWN_NAMESPACES, n=1, cutoff=0.6)
+            if near and near[0] == PROJECT:
+                guess = difflib.get_close_matches(name, list(Settings.model_fields), n=1) or [name]
+                hint = f"did you mean {key_of(guess[0])}?"
+            elif near:
+                hint = f"did you mean {near[0]}:{name}?"
+            else:
+                hint = f"this program reads only the namespaces {', '.join(KNOWN_NAMESPACES)}"
+            problems.append(f"{full_key}: unknown config namespace {namespace!r}; {hint}")
+        elif full_key not in PROVIDER_KEYS:
             near = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean {namespace}:{near[0]}?" if near else f"{namespace}: takes only {', '.join(known)}"
             problems.append(f"{full_key}: unknown key; {hint}")
@@ -196,6 +201,55 @@ def _across_parsed_sections(given: Mapping[str, Any], error: ValidationError, se
     return _problems(ValidationError.from_exception_data("Settings", broken), secrets, set()) if broken else []
 
 
+CHART_CACHE_DIR = ".charts"  # <commit>/<path> of each fetched git chart
+
+PUBLISHED_TRITON_VERSIONS = frozenset({"0.1.0", "0.1.1", "0.1.2", "0.2.0", "0.2.1", "0.3.0", "0.3.1"})
+"""SuperSONIC's chart repository index.yaml, read 2026-11-30: every one names the inference server ``triton``."""
+CHART_OVERRIDE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("chart_override", default=None)
+"""``render --chart DIR``: the chart an offline render uses instead of the stack's own."""
+
+
+def chart_directory(chart: ChartSource, root: Path = ROOT) -> Path | None:
+    """Where the chart is expected on disk (a path, or a pinned git commit's fetched copy), else None."""
+    if chart.kind == "path":
+        return root / str(chart.path)
+    if chart.kind == "git" and chart.commit is not None:
+        return root / CHART_CACHE_DIR / chart.commit / str(chart.path)
+    return None
+
+
+def values_on_disk(chart: ChartSource, root: Path = ROOT) -> Path | None:
+    directory = chart_directory(chart, root)
+    values_file = None if directory is None else directory / "values.yaml"
+    return values_file if values_file is not None and values_file.is_file() else None
+
+
+def select_generation(chart: ChartSource, root: Path = ROOT) -> Generation:
+    key = f"{PROJECT}:release.chart"
+    override = CHART_OVERRIDE.get()
+    if override is not None and (override / "values.yaml").is_file():
+        return _read(override / "values.yaml", key, root)  # without one, Helm and the checks say what is wrong
+    if chart.kind == "repo":
+        if chart.version in PUBLISHED_TRITON_VERSIONS:
+            return TRITON
+        published = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
+        raise ConfigError([f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({published})"])
+    values_file = values_on_disk(chart, root)
+    if values_file is None:
+        # Only offline: preview and up fetch a pinned chart first, and `render` says it assumed.
+        return NEWEST
+    return _read(values_file, key, root)
+
+
+def _read(values_file: Path, key: str, root: Path) -> Generation:
+    try:
+        documents = load_outside_yaml(values_file.read_bytes())
+        return generation_of_values(documents[0] if documents else None)
+    except (OSError, UnknownGeneration, ValueError) as error:
+        chart = values_file.parent.relative_to(root) if values_file.parent.is_relative_to(root) else values_file.parent
+        raise ConfigError([f"{key}: the chart at {chart} is of no supported generation: {error}"]) from None
+
+
 def load_settings(
     config: Mapping[str, Any],
     secret_keys: frozenset[str] | set[str] = frozenset(),
@@ -205,7 +259,7 @@ def load_settings(
 
     ``secret_keys``: the full keys the CLI listed as secret; ``prepare_chart`` puts the chart on disk before its
     generation is read from it."""
-    problems = _namespace_problems(config)
+    problems = []
     ours = {k.partition(":")[2]: v for k, v in config.items() if k.partition(":")[0] == PROJECT}
     ours = {**project_defaults(), **ours}
     secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
@@ -230,11 +284,11 @@ def load_settings(
         problems.extend(_across_parsed_sections(given, error, secrets))
         with contextlib.suppress(ValidationError):
             deliberate = _DELIBERATE.validate_json(json.dumps(given.get("deliberateProviderConfig", {})))
-    problems.extend(_provider_key_problems(config, deliberate))
+    problems.extend(_other_namespace_problems(config, deliberate))
     if problems or settings is None:
         raise ConfigError(problems)
     settings._secret_keys = secrets
     if prepare_chart is not None:
         prepare_chart(settings.release.chart)
-    settings._generation = generation.select(settings.release.chart)
+    settings._generation = select_generation(settings.release.chart)
     return settings

@@ -4,9 +4,9 @@ description); the rules within a section as its validators, those across keys as
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails
 
 from supersonic_interlink.config.rules import (
@@ -76,29 +76,6 @@ def empty() -> Any:
     return Field(default_factory=dict)
 
 
-def made(cls: type[Model], **values: Any) -> Any:
-    return Field(default_factory=lambda: cls(**values))
-
-
-class Section(Model):
-    """A model whose object-valued fields merge a stack's partial object over their default (but ``replaced_whole``)."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True)
-    replaced_whole: ClassVar[frozenset[str]] = frozenset()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _under_defaults(cls, given: Any) -> Any:
-        if not isinstance(given, dict):
-            return given
-        merged = dict(given)
-        for name, info in cls.model_fields.items():
-            default = info.get_default(call_default_factory=True)
-            if isinstance(default, Model) and isinstance(merged.get(name), dict) and name not in cls.replaced_whole:
-                merged[name] = {**thaw(default), **merged[name]}
-        return merged
-
-
 Int32 = Annotated[int, Limits(0, INT32_MAX, "a Kubernetes int32")]
 PositiveInt32 = Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")]
 PulumiExact = Annotated[int, Limits(1, PULUMI_NUMBER_MAX, "exact through Pulumi")]
@@ -133,13 +110,14 @@ class Toleration(Model):
 
 
 Tolerations = Annotated[list[Toleration], Frozen, Expect("a list of tolerations")]
+TRITON_QUANTITIES: Mapping[str, int | str] = {"cpu": 2, "memory": "8G"}
 
 
 class ResourceRequirements(Model):
-    """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...)."""
+    """A container's resources: quantities by resource name (cpu, memory, nvidia.com/gpu, ...); Triton's defaults."""
 
-    requests: Quantities = empty()
-    limits: Quantities = empty()
+    requests: Quantities = Field(default_factory=lambda: TRITON_QUANTITIES)
+    limits: Quantities = Field(default_factory=lambda: TRITON_QUANTITIES)
 
     @model_validator(mode="after")
     def _as_the_api_server_checks(self) -> ResourceRequirements:
@@ -175,7 +153,7 @@ class ModelRepositorySettings(Model):
     mountPath: AbsolutePath = "/cvmfs"
 
 
-class TritonSettings(Section):
+class TritonSettings(Model):
     """The Triton inference server pods."""
 
     image: Image = "nvcr.io/nvidia/tritonserver:26.04-py3"
@@ -186,15 +164,13 @@ class TritonSettings(Section):
         Expect("a non-empty list of strings (Triton's arguments)"),
     ]
     """required per stack"""
-    resources: ResourceRequirements = made(
-        ResourceRequirements, requests={"cpu": 2, "memory": "8G"}, limits={"cpu": 2, "memory": "8G"}
-    )
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     nodeSelector: LabelMap = empty()
     tolerations: Tolerations = Field(default_factory=list)
     podAnnotations: AnnotationMap = empty()
     """interLink's slurm-job.vk.io/* annotations go here"""
-    service: ServiceMetadata = made(ServiceMetadata)
-    modelRepository: ModelRepositorySettings = made(ModelRepositorySettings)
+    service: ServiceMetadata = Field(default_factory=ServiceMetadata)
+    modelRepository: ModelRepositorySettings = Field(default_factory=ModelRepositorySettings)
     readinessProbe: JSONObject = empty()
     """the chart's exec probe: command, initialDelaySeconds, periodSeconds, timeoutSeconds, successThreshold,
     failureThreshold; {} keeps the chart's"""
@@ -250,7 +226,7 @@ class CircuitBreakerSettings(Model):
     maxRetries: EnvoyCount = 1024
 
 
-class EnvoySettings(Section):
+class EnvoySettings(Model):
     """The Envoy proxy in front of Triton and the configuration computed for it (its ports are the chart's)."""
 
     image: Image = "envoyproxy/envoy:v1.39.1"
@@ -269,10 +245,10 @@ class EnvoySettings(Section):
         int, Limits(2, ENVOY_DURATION_MAX_SECONDS * 1000, "Envoy requires a DNS refresh rate above 1 ms")
     ] = 1000
     """DNS refresh period of the Triton cluster"""
-    outlierDetection: OutlierDetectionSettings = made(OutlierDetectionSettings)
-    inferenceRetry: InferenceRetrySettings = made(InferenceRetrySettings)
-    repositoryIndexRetry: RepositoryIndexRetrySettings = made(RepositoryIndexRetrySettings)
-    circuitBreakers: CircuitBreakerSettings = made(CircuitBreakerSettings)
+    outlierDetection: OutlierDetectionSettings = Field(default_factory=OutlierDetectionSettings)
+    inferenceRetry: InferenceRetrySettings = Field(default_factory=InferenceRetrySettings)
+    repositoryIndexRetry: RepositoryIndexRetrySettings = Field(default_factory=RepositoryIndexRetrySettings)
+    circuitBreakers: CircuitBreakerSettings = Field(default_factory=CircuitBreakerSettings)
     """maxRetries equal to maxRequests: Envoy's default 3 fails every further retry when a Triton restarts under load
     (docs/envoy.md)"""
 
@@ -314,16 +290,16 @@ class ChartSource(Model):
         return self
 
 
-class ReleaseSettings(Section):
+class ReleaseSettings(Model):
     """The SuperSONIC Helm release."""
-
-    replaced_whole = frozenset({"chart"})
 
     name: ReleaseName
     """required per stack. Helm release and instance name (<name>-triton, the Envoy Service <name>, the cleanup
     objects); a change replaces the release, refused unless release.removable (docs/engine.md)"""
-    chart: ChartSource = made(
-        ChartSource, git="https://github.com/fastmachinelearning/SuperSONIC", path="helm/supersonic"
+    chart: ChartSource = Field(
+        default_factory=lambda: ChartSource(
+            git="https://github.com/fastmachinelearning/SuperSONIC", path="helm/supersonic"
+        )
     )
     """{repo, name, version}, {path}, or {git, commit, path} with a full 40-hex commit (without it, preview and up
     refuse; `./supersonic render <stack> --pin-chart [REF]` writes one). Replaced whole, not merged"""
@@ -336,7 +312,7 @@ class ReleaseSettings(Section):
     reviewed change to do so on purpose (docs/engine.md)"""
 
 
-class ScaleFromZeroSettings(Section):
+class ScaleFromZeroSettings(Model):
     """Scale from zero (SuperSONIC #90): Envoy's Lua filter wakes Triton on a client's first RepositoryIndex."""
 
     enabled: bool = True
@@ -350,14 +326,20 @@ class ScaleFromZeroSettings(Section):
 
 
 class ScalingPolicy(Model):
-    """One direction of KEDA's scaling behaviour (a Kubernetes HPA policy)."""
+    """One direction of KEDA's scaling behaviour (a Kubernetes HPA policy); scaling up's defaults."""
 
-    stabilizationWindowSeconds: Annotated[int, Limits(0, HPA_MAX_STABILIZATION_WINDOW_SECONDS, "Kubernetes' HPA limit")]
-    periodSeconds: Annotated[int, Limits(1, HPA_MAX_PERIOD_SECONDS, "Kubernetes' HPA limit")]
-    stepsize: PositiveInt32
+    stabilizationWindowSeconds: Annotated[
+        int, Limits(0, HPA_MAX_STABILIZATION_WINDOW_SECONDS, "Kubernetes' HPA limit")
+    ] = 120
+    periodSeconds: Annotated[int, Limits(1, HPA_MAX_PERIOD_SECONDS, "Kubernetes' HPA limit")] = 120
+    stepsize: PositiveInt32 = 1
 
 
-class KedaSettings(Section):
+class ScaleDownPolicy(ScalingPolicy):
+    periodSeconds: Annotated[int, Limits(1, HPA_MAX_PERIOD_SECONDS, "Kubernetes' HPA limit")] = 30
+
+
+class KedaSettings(Model):
     """KEDA autoscaling of the Triton Deployment."""
 
     enabled: bool = True
@@ -365,8 +347,8 @@ class KedaSettings(Section):
     minReplicaCount: Int32 = 0
     """0 only with scale from zero"""
     maxReplicaCount: PositiveInt32 = 10
-    scaleUp: ScalingPolicy = made(ScalingPolicy, stabilizationWindowSeconds=120, periodSeconds=120, stepsize=1)
-    scaleDown: ScalingPolicy = made(ScalingPolicy, stabilizationWindowSeconds=120, periodSeconds=30, stepsize=1)
+    scaleUp: ScalingPolicy = Field(default_factory=ScalingPolicy)
+    scaleDown: ScaleDownPolicy = Field(default_factory=ScaleDownPolicy)
     metricType: Annotated[str, OneOf("Value", "AverageValue")] = "Value"
     """Value (the whole release's load) or AverageValue (per replica); always passed: the chart's default moved"""
     pollingInterval: PositiveInt32 | None = None
@@ -382,7 +364,7 @@ class KedaSettings(Section):
         return self
 
 
-class ServerLoadSettings(Section):
+class ServerLoadSettings(Model):
     """The load signal KEDA scales on."""
 
     metric: str = ""
@@ -391,7 +373,7 @@ class ServerLoadSettings(Section):
     """serverLoadThreshold"""
 
 
-class PrometheusSettings(Section):
+class PrometheusSettings(Model):
     """The cluster's Prometheus that KEDA queries (the chart's prometheus.external)."""
 
     url: Host
@@ -400,7 +382,7 @@ class PrometheusSettings(Section):
     scheme: Annotated[str, OneOf("http", "https")] = "http"
 
 
-class CleanupSettings(Section):
+class CleanupSettings(Model):
     """The CronJob that deletes this release's Failed Triton pods, keeping the newest for diagnosis."""
 
     enabled: bool = True
@@ -438,19 +420,19 @@ def _keeps_chart_names(values: Mapping[str, Any]) -> Mapping[str, Any]:
     return values
 
 
-class Settings(Section):
+class Settings(Model):
     """Everything one stack deploys; its fields are the project's config keys."""
 
     namespace: KubernetesName
     """Namespace of the Helm release, the Envoy ConfigMap and the cleanup CronJob. Required per stack."""
     release: ReleaseSettings
-    scaleFromZero: ScaleFromZeroSettings = made(ScaleFromZeroSettings)
-    keda: KedaSettings = made(KedaSettings)
-    serverLoad: ServerLoadSettings = made(ServerLoadSettings)
+    scaleFromZero: ScaleFromZeroSettings = Field(default_factory=ScaleFromZeroSettings)
+    keda: KedaSettings = Field(default_factory=KedaSettings)
+    serverLoad: ServerLoadSettings = Field(default_factory=ServerLoadSettings)
     prometheus: PrometheusSettings
     triton: TritonSettings
-    envoy: EnvoySettings = made(EnvoySettings)
-    cleanup: CleanupSettings = made(CleanupSettings)
+    envoy: EnvoySettings = Field(default_factory=EnvoySettings)
+    cleanup: CleanupSettings = Field(default_factory=CleanupSettings)
     helmValues: Annotated[Mapping[str, Any], Frozen, AfterValidator(_keeps_chart_names), Expect("an object")] = empty()
     """Extra chart values deep-merged underneath the computed ones; overriding a computed one is an error."""
     deliberateProviderConfig: Annotated[

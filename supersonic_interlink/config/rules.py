@@ -24,6 +24,9 @@ PROJECT = "supersonic-interlink"
 PROJECT_FILE = ROOT / "Pulumi.yaml"
 
 KNOWN_NAMESPACES = (PROJECT, "kubernetes", "pulumi")
+SECRET_PLACEHOLDER = "[secret]"
+"""Text, as a decrypted secret reaches the program, what ``pulumi preview --diff`` shows for one, and what an error
+prints in place of a secret's value."""
 
 _KUBERNETES_KEYS = (  # pulumi-kubernetes v4.25.0 (f47bc2d6f199) schema.json: config.variables, helm/kubeClientSettings
     "cluster clusterIdentifier context deleteUnreachable enableConfigMapMutable enableReplaceCRD enableSecretMutable "
@@ -94,16 +97,17 @@ class ConfigError(Exception):
 
 
 class Expect:
-    """What a value allows (``expected <text>``), in place of any error pydantic itself raises for it."""
+    """What a value allows (``expected <text>``), in place of any error pydantic itself raises for it; ``why`` it has
+    its limits goes to ``Pulumi.yaml``'s description."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, text: str, why: str | None = None) -> None:
+        self.text, self.why = text, why
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         return core_schema.no_info_wrap_validator_function(self._validate, handler(source))
 
     def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> Any:
-        return {**handler(schema), "x-expected": self.text}
+        return {**handler(schema), "x-expected": self.text, **({"x-why": self.why} if self.why else {})}
 
     def _validate(self, value: Any, handler: Callable[[Any], Any]) -> Any:
         try:
@@ -112,16 +116,6 @@ class Expect:
             if any(e["loc"] or e["type"] in ("expected", "at_field") for e in error.errors()):
                 raise
             raise fail(self.text) from None
-
-
-class Why:
-    """Why a field has its limits, for ``Pulumi.yaml``'s description."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> Any:
-        return {**handler(schema), "x-why": self.text}
 
 
 def fail(text: str) -> PydanticCustomError:
@@ -161,7 +155,7 @@ class Group(tuple[Any, ...], annotated_types.GroupedMetadata):
 
 def Limits(low: int, high: int, why: str) -> Group:
     text = f"a whole number from {low} to {high} ({why})"
-    return Group((annotated_types.Ge(low), annotated_types.Le(high), Expect(text), Why(why)))
+    return Group((annotated_types.Ge(low), annotated_types.Le(high), Expect(text, why)))
 
 
 def checked(check: Callable[[Any], bool], text: str) -> Group:
@@ -181,7 +175,9 @@ JSONObject = Annotated[Mapping[str, Any], Frozen, Expect("an object")]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(
+        strict=True, extra="forbid", frozen=True, validate_default=True, use_attribute_docstrings=True
+    )
 
 
 KubernetesName = Annotated[

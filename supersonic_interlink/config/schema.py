@@ -15,8 +15,8 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 
 from supersonic_interlink.config.loading import project_defaults
 from supersonic_interlink.config.model import Settings
-from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
 from supersonic_interlink.config.rules import PROJECT_FILE, ConfigError
+from supersonic_interlink.config.stack_config import read_yaml_file
 
 WIDTH = 112  # Pulumi.yaml's 120 columns at the descriptions' indentation
 SCHEMA = Settings.model_json_schema()
@@ -76,10 +76,7 @@ def declarations() -> dict[str, dict[str, Any]]:
 
 
 def _declared(project_file: Path) -> dict[str, Any]:
-    try:
-        document = read_pulumi_yaml(project_file.read_bytes())
-    except YAMLInputError as error:
-        raise ConfigError([f"{project_file.name}: {error}"]) from None
+    document = read_yaml_file(project_file)
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
         raise ConfigError([f"{project_file.name}: expected a mapping with a 'config:' mapping of the project's keys"])
     return document["config"]

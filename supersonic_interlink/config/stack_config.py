@@ -11,17 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from supersonic_interlink.config import PROJECT, PROJECT_FILE, ConfigError, project_defaults
-from supersonic_interlink.config.loading import cli_text
+from supersonic_interlink.config.loading import cli_text, project_defaults
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
+from supersonic_interlink.config.rules import PROJECT, PROJECT_FILE, SECRET_PLACEHOLDER, ConfigError
 
 ROOT = PROJECT_FILE.parent
 STACKS_DIR = ROOT / "stacks"
 
 STACK_FILE_KEYS = ("config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider")
 """``workspace.ProjectStack``'s keys: the CLI ignores others, so ``confg:`` would drop every setting unseen."""
-SECRET_PLACEHOLDER = "[secret]"
-"""Text, as a decrypted secret reaches the program, and what ``pulumi preview --diff`` shows for one."""
 _STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
 
 

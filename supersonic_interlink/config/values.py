@@ -13,39 +13,16 @@ CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
 
 
 def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: str) -> dict[str, Any]:
-    sfz, keda, triton, envoy = settings.scaleFromZero, settings.keda, settings.triton, settings.envoy
-    inference: dict[str, Any] = {
-        "image": triton.image,
-        "command": list(triton.command),
-        "args": list(triton.args),
-        "resources": thaw(triton.resources),
-        "nodeSelector": thaw(triton.nodeSelector),
-        "tolerations": thaw(triton.tolerations),
-        "annotations": thaw(triton.podAnnotations),
-        "service": thaw(triton.service),
-        "modelRepository": thaw(triton.modelRepository),
-    }
-    if triton.readinessProbe:
-        inference["readinessProbe"] = thaw(triton.readinessProbe)
-    if triton.startupProbe:
-        inference["startupProbe"] = thaw(triton.startupProbe)
+    triton, envoy = settings.triton, settings.envoy
+    inference = _given(triton)  # the chart's own keys, but podAnnotations and the probes {} leaves to the chart
+    inference["annotations"] = inference.pop("podAnnotations")
+    for probe in ("readinessProbe", "startupProbe"):
+        if not inference[probe]:
+            del inference[probe]
     values: dict[str, Any] = {
         "serverLoadThreshold": settings.serverLoad.threshold,
-        "scaleFromZero": {
-            "enabled": sfz.enabled,
-            "readyTimeoutSeconds": sfz.readyTimeoutSeconds,
-            "holdMinReplicasSeconds": sfz.holdMinReplicasSeconds,
-            **_set(admissionImage=sfz.admissionImage),
-        },
-        "keda": {
-            "enabled": keda.enabled,
-            "minReplicaCount": keda.minReplicaCount,
-            "maxReplicaCount": keda.maxReplicaCount,
-            "scaleUp": thaw(keda.scaleUp),
-            "scaleDown": thaw(keda.scaleDown),
-            "metricType": keda.metricType,
-            **_set(pollingInterval=keda.pollingInterval, cooldownPeriod=keda.cooldownPeriod),
-        },
+        "scaleFromZero": _given(settings.scaleFromZero),
+        "keda": _given(settings.keda),
         "prometheus": {
             "external": {"enabled": True, **thaw(settings.prometheus)},
         },
@@ -73,8 +50,9 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
     return values
 
 
-def _set(**optional: Any) -> dict[str, Any]:
-    return {key: value for key, value in optional.items() if value is not None}
+def _given(section: Any) -> dict[str, Any]:
+    """A section's fields as the chart's values of the same names; one unset leaves the chart's default."""
+    return {key: value for key, value in thaw(section).items() if value is not None}
 
 
 def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any], path: str = "") -> list[str]:

@@ -8,7 +8,8 @@ import time
 from functools import partial
 from pathlib import Path
 
-from supersonic_interlink.config import ConfigError, Settings, generation, load_settings
+from supersonic_interlink.config import ConfigError, Settings, load_settings
+from supersonic_interlink.config.loading import CHART_OVERRIDE, chart_directory
 from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import ClusterError, LocalCluster
@@ -70,18 +71,18 @@ def _inputs(stack: str, queue_delay: str, chart: Path | None) -> tuple[Settings,
         config = load_stack(stack).config
         if chart is not None and not chart.is_dir():
             raise Refusal(f"--chart {chart}: not a directory; give a chart directory")
-        chart = chart or generation.chart_directory(load_settings(config).release.chart)
+        chart = chart or chart_directory(load_settings(config).release.chart)
         if chart is None or not chart.is_dir():
             raise Refusal(
                 f"{stack}: the stack's chart is not on disk ({chart or 'unpinned'}), and the rehearsal runs the "
                 f"chart's own Lua filter and admission sidecar: pass --chart DIR, or fetch the pinned chart with "
                 f"`./supersonic render {stack} --fetch-chart`"
             )
-        token = generation.CHART_OVERRIDE.set(chart.resolve())
+        token = CHART_OVERRIDE.set(chart.resolve())
         try:
             settings = load_settings(config)  # the generation read from the chart that runs
         finally:
-            generation.CHART_OVERRIDE.reset(token)
+            CHART_OVERRIDE.reset(token)
         files = [chart_file(chart, LUA_FILE), chart_file(chart, ADMISSION_FILE)]
     except ChartPartError as error:
         raise Refusal(f"{stack}: {error}") from None

@@ -19,7 +19,8 @@ from pulumi.runtime.mocks import MockMonitor
 
 from supersonic_interlink import ROOT
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.config import PROJECT, generation
+from supersonic_interlink.config import PROJECT
+from supersonic_interlink.config.loading import CHART_OVERRIDE
 
 SECRET_SIGNATURE = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
 """How a secret value travels to the engine: an object with this special key and value, the secret under
@@ -128,7 +129,7 @@ def evaluate(
 
     def in_own_context() -> None:
         chart_source.OFFLINE.set(offline)
-        generation.CHART_OVERRIDE.set(chart_dir)
+        CHART_OVERRIDE.set(chart_dir)
         # The loop is in place before set_mocks, which already creates the root stack's futures on it.
         with _own_event_loops():
             pulumi.runtime.set_all_config(dict(config), list(secret_keys))

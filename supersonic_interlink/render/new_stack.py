@@ -12,8 +12,7 @@ import yaml
 
 from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.config import PROJECT, ConfigError
-from supersonic_interlink.config.metric import matchers
-from supersonic_interlink.config.pulumi_config import settings_from_config
+from supersonic_interlink.config.pulumi_config import matchers, settings_from_config
 from supersonic_interlink.config.stack_config import (
     check_stack_name,
     full_key,

@@ -22,8 +22,8 @@ from supersonic_interlink.chart.binaries import BinaryError
 from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
 from supersonic_interlink.chart.pin import pin_chart
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
-from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, generation, load_yaml
-from supersonic_interlink.config.generation import values_on_disk
+from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, load_yaml
+from supersonic_interlink.config.loading import CHART_OVERRIDE, values_on_disk
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, load_stack, secret_key_of
 from supersonic_interlink.contract import CHART
@@ -46,7 +46,7 @@ def render(
     if config is None:
         loaded = load_stack(stack)
         config, secrets = loaded.config, loaded.secrets
-    override = generation.CHART_OVERRIDE.set(chart_dir)
+    override = CHART_OVERRIDE.set(chart_dir)
     try:  # every config problem, before anything is evaluated
         settings = settings_from_config(config, sorted({secret_key_of(path) for path in secrets}))
     except ConfigError as error:
@@ -55,7 +55,7 @@ def render(
             [p + (f"{note} checks the real value)" if SECRET_PLACEHOLDER in p else "") for p in error.problems]
         ) from None
     finally:
-        generation.CHART_OVERRIDE.reset(override)
+        CHART_OVERRIDE.reset(override)
     evaluation = evaluate({}, stack, program=lambda: build(settings), chart_dir=chart_dir)
     # What the provider is handed: secrets unwrapped (offline they are placeholders).
     kept = [r for r in evaluation.resources if r.custom and r.type.startswith("kubernetes:")]
