@@ -85,17 +85,12 @@ def cut_off_wake(
 
 def write_history(path: Path, records: Iterable[dict[str, Any] | bytes]) -> Path:
     """Write records (dicts as probe lines, bytes as they are) in order, one hour apart unless ``at`` is given."""
-    chunks = []
+    chunks, at = list[bytes](), wake_probe.utc_timestamp
     for index, record in enumerate(records):
-        if isinstance(record, bytes):
-            chunks.append(record)
-            continue
-        if record["started_at"] == wake_probe.utc_timestamp(T0):
-            chunks.append(
-                wake_history.encode_line({**record, "started_at": wake_probe.utc_timestamp(T0 + index * HOUR)})
-            )
+        if isinstance(record, dict) and record["started_at"] == at(T0):
+            chunks.append(wake_history.encode_line(record | {"started_at": at(T0 + index * HOUR)}))
         else:
-            chunks.append(wake_history.encode_line(record))
+            chunks.append(record if isinstance(record, bytes) else wake_history.encode_line(record))
     path.write_bytes(b"".join(chunks))
     return path
 

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS, printable
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
+
+from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS, Expect, Matches, Model, OneOf, fail, printable
 
 READY = "ready"
 NOT_READY = "not ready"
@@ -32,8 +32,6 @@ CLOCK_SKEW = timedelta(days=1)
 """How far past the reader's clock a record's start may lie (the probe's host clock may run ahead)."""
 MAX_SECONDS = READY_TIMEOUT_MAX_SECONDS + 3600
 """Longest wake or probe a record may hold: past the longest readyTimeoutSeconds a stack may set, and its margin."""
-STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
-"""The Pulumi CLI's stack names (sdk/go/common/tokens/stack_name.go): no escape codes or newlines to forge output."""
 
 
 def encode_line(record: Mapping[str, Any]) -> bytes:
@@ -62,23 +60,6 @@ def append(path: Path, record: Mapping[str, Any]) -> None:
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)  # releases the lock
-
-
-@dataclass(frozen=True)
-class Wake:
-    """One probe read back from the history: the fields the report needs, checked."""
-
-    line: int
-    stack: str
-    endpoint: str | None
-    started_at: datetime
-    outcome: str
-    cold: bool | None
-    """None for a record written before the probe told cold wakes from warm answers."""
-    wake_seconds: float | None
-    elapsed_seconds: float
-    ready_timeout_seconds: int | None
-    grpc_status: str | None
 
 
 @dataclass(frozen=True)
@@ -115,63 +96,64 @@ def parse_time(text: str) -> datetime:
         raise OutOfRange(text) from None
 
 
-def _seconds(value: Any) -> bool:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and math.isfinite(value) and (0 <= value <= MAX_SECONDS)
-
-
-def _str_or_none(value: Any) -> bool:
-    return value is None or isinstance(value, str)
+def _utc(value: Any) -> datetime:
+    try:
+        return parse_time(value)
+    except OutOfRange:
+        raise fail("a time within the years 1 to 9999 in UTC") from None
+    except (TypeError, ValueError):
+        raise fail("an ISO 8601 time") from None
 
 
 SECONDS = f"a number of seconds from 0 to {MAX_SECONDS}"
-# fmt: off
-FIELDS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    ("stack", lambda v: isinstance(v, str) and bool(STACK_NAME.fullmatch(v)),
-     "a stack name (letters, digits, '-', '_', '.')"),
-    ("started_at", lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    ("endpoint", _str_or_none, "a string or null"),
-    ("outcome", lambda v: v in OUTCOMES, f"one of {', '.join(OUTCOMES)}"),
-    ("cold", lambda v: v is None or isinstance(v, bool), "true, false or null"),
-    ("ready_timeout_seconds", lambda v: v is None or (type(v) is int and 1 <= v <= READY_TIMEOUT_MAX_SECONDS),
-     f"a whole number from 1 to {READY_TIMEOUT_MAX_SECONDS} or null"),
-    ("wake_seconds", lambda v: v is None or _seconds(v), f"{SECONDS} or null"),
-    ("elapsed_seconds", _seconds, SECONDS),
-    ("grpc_status", _str_or_none, "a string or null"),
-)
-# fmt: on
-"""Each field the report reads: its key, what it may hold, and that in words."""
-MAY_BE_ABSENT = frozenset({"endpoint", "cold", "ready_timeout_seconds"})
-"""``cold`` is missing from records older than the cold check."""
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS), Expect(SECONDS)]
+Text = Annotated[str | None, Expect("a string or null")]
+
+
+class Wake(Model):
+    """One probe read back from the history: the fields the report needs, checked, in the order they are checked."""
+
+    model_config = ConfigDict(extra="ignore")
+    line: int
+    stack: Annotated[str, Matches(r"[A-Za-z0-9_.-]{1,100}", "a stack name (letters, digits, '-', '_', '.')")]
+    """The Pulumi CLI's stack names (sdk/go/common/tokens/stack_name.go): no escape codes or newlines."""
+    started_at: Annotated[datetime, BeforeValidator(_utc)]
+    endpoint: Text = None
+    outcome: Annotated[str, OneOf(*OUTCOMES)]
+    cold: Annotated[bool | None, Expect("true, false or null")] = None
+    """None for a record written before the probe told cold wakes from warm answers."""
+    ready_timeout_seconds: Annotated[
+        int | None,
+        Field(ge=1, le=READY_TIMEOUT_MAX_SECONDS),
+        Expect(f"a whole number from 1 to {READY_TIMEOUT_MAX_SECONDS} or null"),
+    ] = None
+    wake_seconds: Seconds | None
+    elapsed_seconds: Seconds
+    grpc_status: Text
 
 
 def wake_from_record(line: int, record: Mapping[str, Any], *, now: datetime | None = None) -> Wake:
     """Check a probe record; DamagedRecord names the first bad field, or the fields that cannot all be true."""
-    for key, allowed, says in FIELDS:
-        if not allowed(record.get(key)) or (key not in record and key not in MAY_BE_ABSENT):
-            raise DamagedRecord(f"{key} = {json.dumps(record.get(key))}: expected {says}")
-    fields: dict[str, Any] = {key: record.get(key) for key, _, _ in FIELDS}
-    started = json.dumps(fields["started_at"])
     try:
-        fields["started_at"] = parse_time(fields["started_at"])
-    except OutOfRange:
-        raise DamagedRecord(f"started_at = {started}: outside the years 1 to 9999 in UTC") from None
-    except ValueError:
-        raise DamagedRecord(f"started_at = {started}: expected an ISO 8601 time") from None
+        wake = Wake.model_validate({**record, "line": line})
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = str(first["loc"][0])
+        if first["type"] == "missing":
+            raise DamagedRecord(f"{key}: missing") from None
+        raise DamagedRecord(f"{key} = {json.dumps(record[key])}: expected {first['msg']}") from None
     latest = (now or datetime.now(UTC)) + CLOCK_SKEW
-    if not EARLIEST_START <= fields["started_at"] <= latest:
+    if not EARLIEST_START <= wake.started_at <= latest:
         raise DamagedRecord(
-            f"started_at = {started}: expected a time from {EARLIEST_START:%Y-%m-%d} to {latest:%Y-%m-%dT%H:%M:%SZ} "
-            "(a day past the reader's clock)"
+            f"started_at = {json.dumps(record['started_at'])}: expected a time from {EARLIEST_START:%Y-%m-%d} to "
+            f"{latest:%Y-%m-%dT%H:%M:%SZ} (a day past the reader's clock)"
         )
-    if fields["wake_seconds"] is not None and fields["wake_seconds"] > fields["elapsed_seconds"]:
+    if wake.wake_seconds is not None and wake.wake_seconds > wake.elapsed_seconds:
         raise DamagedRecord(
-            f"wake_seconds = {json.dumps(fields['wake_seconds'])} is more than elapsed_seconds = "
-            f"{json.dumps(fields['elapsed_seconds'])}: a wake is part of its probe"
+            f"wake_seconds = {json.dumps(record['wake_seconds'])} is more than elapsed_seconds = "
+            f"{json.dumps(record['elapsed_seconds'])}: a wake is part of its probe"
         )
-    for key in ("wake_seconds", "elapsed_seconds"):
-        fields[key] = None if fields[key] is None else float(fields[key])
-    return Wake(line=line, **fields)
+    return wake
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:

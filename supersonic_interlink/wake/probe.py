@@ -14,7 +14,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -42,13 +42,6 @@ LUA_CLOCK_SECONDS = 1
 """The Lua filter counts whole seconds (``os.time``): it gives up up to a second before readyTimeoutSeconds."""
 DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROGRESS_EVERY, DEFAULT_INTERVAL = 10.0, 30.0, 60.0
 SERVER_READY_TIMEOUT = 30.0  # the ServerReady after an answer goes to a woken Triton
-# fmt: off
-RECORD_FIELDS = (
-    "kind", "stack", "endpoint", "outcome", "exit_code", "started_at", "finished_at", "cold", "start_check",
-    "wake_seconds", "elapsed_seconds", "deadline_seconds", "ready_timeout_seconds", "grpc_status", "detail",
-    "server_ready", "model_count", "models",
-)
-# fmt: on
 NO_HTTP2 = (
     "no gRPC connection within {:g}s: the address accepts no connection or answers without HTTP/2 "
     "(not a gRPC endpoint, or a port-forward whose pod is gone)"
@@ -135,14 +128,14 @@ class ProbeResult:
         return None if self.models is None else len(self.models)
 
     def record(self) -> dict[str, Any]:
-        shown = {
-            "kind": "probe",
-            "started_at": utc_timestamp(self.started),
-            "finished_at": utc_timestamp(self.finished),
-            "wake_seconds": None if self.wake_seconds is None else round(self.wake_seconds, 3),
-            "elapsed_seconds": round(self.elapsed_seconds, 3),
-        }
-        return {key: shown[key] if key in shown else getattr(self, key) for key in RECORD_FIELDS}
+        """The ``--json`` object: every field, ``null`` where the outcome has no value."""
+        fields = {"kind": "probe"} | asdict(self) | {"exit_code": self.exit_code, "model_count": self.model_count}
+        fields["started_at"], fields["finished_at"] = map(
+            utc_timestamp, (fields.pop("started"), fields.pop("finished"))
+        )
+        fields["wake_seconds"] = None if self.wake_seconds is None else round(self.wake_seconds, 3)
+        fields["elapsed_seconds"] = round(self.elapsed_seconds, 3)
+        return fields
 
 
 def summarize(results: list[ProbeResult]) -> dict[str, Any]:
@@ -222,20 +215,18 @@ class Progress:
     def start(self, label: str) -> None:
         self.label, self._next, self._last_shown = label, self.every, -1
 
-    def _write(self, text: str) -> None:
-        print(text, end="", file=self.stream, flush=True)
-
     def tick(self, elapsed: float) -> None:
+        waited = f"{clock(elapsed)} of {clock(self.deadline)}"
         if self.live and int(elapsed) != self._last_shown:
             self._last_shown = int(elapsed)
-            self._write(f"\r\033[K{self.label}: waiting {clock(elapsed)} of {clock(self.deadline)}")
+            print(f"\r\033[K{self.label}: waiting {waited}", end="", file=self.stream, flush=True)
         elif not self.live and elapsed >= self._next:
             self._next += self.every
-            self._write(f"{self.label}: still waiting, {clock(elapsed)} of {clock(self.deadline)}\n")
+            print(f"{self.label}: still waiting, {waited}", file=self.stream, flush=True)
 
     def done(self) -> None:
         if self.live and self._last_shown >= 0:
-            self._write("\r\033[K")
+            print("\r\033[K", end="", file=self.stream, flush=True)
 
 
 def connects(endpoint: str, timeout: float) -> bool | None:

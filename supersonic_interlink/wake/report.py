@@ -283,9 +283,6 @@ def describe(report: StackReport) -> list[str]:
     return lines
 
 
-PANEL_HEIGHT_INCHES = 4.5
-
-
 def figure(reports: Sequence[StackReport]) -> Figure:
     """Each stack's cold-wake histogram, cut-off wakes hatched from their bound, the p99, current and recommended
     timeouts marked; a bare ``Figure`` on the Agg canvas (no pyplot state)."""
@@ -294,7 +291,7 @@ def figure(reports: Sequence[StackReport]) -> Figure:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(8, PANEL_HEIGHT_INCHES * len(reports)), layout="constrained")
+    fig = Figure(figsize=(8, 4.5 * len(reports)), layout="constrained")
     FigureCanvasAgg(fig)
     for ax, report in zip(fig.subplots(len(reports), 1, squeeze=False)[:, 0], reports, strict=True):
         r, samples = report.record, report.record["wake_seconds"]["samples"]
@@ -348,15 +345,10 @@ def run_report(
         )
         print(f"probe report: no probe records{which} in {str(args.file)!r}", file=stderr)
         return EXIT_FINDING
-    configs = stack_configs or {}
-    reports = [
-        build_report(
-            stack,
-            wakes,
-            StackConfig(configs[stack], f"the given config of {stack}") if stack in configs else load_config(stack),
-        )
-        for stack, wakes in chosen.items()
-    ]
+    given = {
+        stack: StackConfig(config, f"the given config of {stack}") for stack, config in (stack_configs or {}).items()
+    }
+    reports = [build_report(stack, wakes, given.get(stack) or load_config(stack)) for stack, wakes in chosen.items()]
     texts = [json.dumps(report.record) if args.json else "\n".join(describe(report)) for report in reports]
     print(("\n" if args.json else "\n\n").join(texts), file=stdout)
     if history.damaged and not args.json:
