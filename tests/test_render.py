@@ -145,8 +145,8 @@ def test_without_out_it_prints_a_short_summary_and_names_an_unknown_stack_with_t
     assert "stack hammer: release supersonic-interlink in namespace cms" in result.stdout
     assert "readyTimeoutSeconds 900 (RepositoryIndex idle_timeout 1020s)" in result.stdout
     assert (
-        "chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at "
-        "42b2b9334db34ebd51ac97f18a0301922cbe90cb"
+        "chart: git https://github.com/fastmachinelearning/SuperSONIC commit 42b2b9334db34ebd51ac97f18a0301922cbe90cb "
+        "path helm/supersonic"
     ) in result.stdout
     result = run_render("nope")
     assert result.returncode == 2 and "Traceback" not in result.stderr
