@@ -76,38 +76,47 @@ def _undeclared_addition(config: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "finding"),
+    ("change", "count", "finding"),
     [
         (
             _changed_field,
+            1,
             (
-                "the Envoy configuration changes the chart's clusters[name=inference_server_grpc_service]: "
+                "the Envoy configuration changes the chart's clusters[name=inference_server_grpc_service]."
                 "connect_timeout (chart: 2s, this stack: 0.25s)"
             ),
         ),
         (
             _no_retry_policy,
+            5,
             (
                 "the Envoy configuration changes the chart's routes[name=path /inference.GRPCInferenceService/"
-                "RepositoryIndex]: route.retry_policy.num_retries (chart: 15, this stack: (not set)); "
+                "RepositoryIndex].route.retry_policy.num_retries (chart: 15, this stack: (not set))"
             ),
         ),
-        (_no_admin_cluster, "the Envoy configuration lacks the chart's clusters[name=envoy_admin]"),
+        (_no_admin_cluster, 1, "the Envoy configuration lacks the chart's clusters[name=envoy_admin]"),
         (
             _filters_reordered,
-            "HTTP filters in another order than the chart's (envoy.filters.http.lua, envoy.filters.http.router)",
+            1,
+            (
+                "HTTP filters in another order than the chart's (envoy.filters.http.lua, envoy.filters.http.router), "
+                "the declared additions aside"
+            ),
         ),
         (
             # Outlier ejection is declared on the inference cluster only.
             _undeclared_addition,
+            1,
             (
-                "the Envoy configuration changes the chart's clusters[name=envoy_admin]: "
-                "outlier_detection.consecutive_5xx (chart: (not set), this stack: 1)"
+                "the Envoy configuration changes the chart's clusters[name=envoy_admin].outlier_detection."
+                "consecutive_5xx (chart: (not set), this stack: 1)"
             ),
         ),
     ],
 )
-def test_each_difference_from_the_chart_is_one_finding_naming_its_element(generated, computed, change, finding):
+def test_each_difference_from_the_chart_is_a_finding_naming_its_element_and_field(
+    generated, computed, change, count, finding
+):
     change(computed)
-    (found,) = generated_config_findings(generated, computed, INFERENCE_SERVER)
-    assert found.startswith(finding), found
+    found = generated_config_findings(generated, computed, INFERENCE_SERVER)
+    assert len(found) == count and found[0] == finding, found

@@ -24,7 +24,7 @@ from supersonic_interlink.config.envoy import declared_additions
 from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
-from supersonic_interlink.objdiff import ABSENT, Change, Named, changes, format_path, format_value, is_under
+from supersonic_interlink.objdiff import ABSENT, Named, changes, format_path, format_value, is_under
 from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS, patch
 
 UNSTABLE_RENDER = (
@@ -292,7 +292,7 @@ def _declared(path: tuple[Any, ...], additions: Iterable[tuple[str, ...]]) -> bo
 
 def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
     """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
-    aside: one line per named element (and ``admin``), naming each field."""
+    aside: one line per element one side lacks and per field changed."""
     additions = list(declared_additions(generation.inference_cluster))
     order = [[str(f.get("name")) for f in HTTP_FILTERS.search(config) or []] for config in (generated, computed)]
     found = []
@@ -300,24 +300,16 @@ def generated_config_findings(generated: Any, computed: Any, generation: Generat
         found.append(
             f"HTTP filters in another order than the chart's ({', '.join(order[0])}), the declared additions aside"
         )
-    groups: dict[tuple[Any, ...], list[Change]] = {}
-    for change in changes(_by_name(generated), _by_name(computed)):
-        if not _declared(change.path, additions):
-            named = [i for i, segment in enumerate(change.path) if isinstance(segment, Named)]
-            groups.setdefault(change.path[: named[-1] + 1 if named else 1], []).append(change)
-    for at, group in groups.items():
-        place, (first, *_) = format_path(at[-2:]), group
-        if first.path == at and first.before is ABSENT:
+    for change in (c for c in changes(_by_name(generated), _by_name(computed)) if not _declared(c.path, additions)):
+        named = [i for i, segment in enumerate(change.path) if isinstance(segment, Named)]
+        place = format_path(change.path[named[-1] - 1 :] if named else change.path)  # from the element's list on
+        if isinstance(change.path[-1], Named) and change.before is ABSENT:  # an element one side lacks, whole
             found.append(f"the Envoy configuration has {place}, which the chart does not generate")
-        elif first.path == at and first.after is ABSENT:
+        elif isinstance(change.path[-1], Named):
             found.append(f"the Envoy configuration lacks the chart's {place}")
         else:
-            fields = [
-                f"{format_path(c.path[len(at) :])} (chart: {format_value(c.before)}, this stack: "
-                f"{format_value(c.after)})"
-                for c in group
-            ]
-            found.append(f"the Envoy configuration changes the chart's {place}: {'; '.join(fields)}")
+            before, after = format_value(change.before), format_value(change.after)
+            found.append(f"the Envoy configuration changes the chart's {place} (chart: {before}, this stack: {after})")
     return found
 
 

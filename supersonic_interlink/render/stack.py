@@ -96,15 +96,6 @@ def render(
     }
 
 
-def chart_pinned(stack: str) -> bool:
-    """Whether the stack's chart source names one exact chart (False when its config does not load)."""
-    try:
-        loaded = load_stack(stack)
-        return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
-    except ConfigError:
-        return False
-
-
 # --------------------------------------------------------------------------------------------- the chart's objects
 
 

@@ -51,13 +51,17 @@ def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scal
         ),
         "the Envoy configuration has http_filters[name=envoy.filters.http.lua], which the chart does not generate",
         (
-            "the Envoy configuration changes the chart's clusters[name=triton_grpc_service]: connect_timeout (chart: "
-            "0.25s, this stack: 2s); dns_refresh_rate (chart: (not set), this stack: 1s)"
+            "the Envoy configuration changes the chart's clusters[name=triton_grpc_service].connect_timeout (chart: "
+            "0.25s, this stack: 2s)"
+        ),
+        (
+            "the Envoy configuration changes the chart's clusters[name=triton_grpc_service].dns_refresh_rate (chart: "
+            "(not set), this stack: 1s)"
         ),
         "the Envoy configuration has clusters[name=triton_admission], which the chart does not generate",
         "the Envoy configuration has clusters[name=envoy_admin], which the chart does not generate",
     }, "Hammer would hold a Slurm GPU job forever (1 replica) and Envoy would crash-loop on the missing Lua file"
-    assert "stack hammer: 13 finding(s)" in result.stderr
+    assert "stack hammer: 14 finding(s)" in result.stderr
     assert "keda.metricType" not in result.stderr, (
         "0.3.1 hard-codes metricType: Value, which is what the stack asks for: nothing an operator could fix"
     )
