@@ -4,7 +4,6 @@ what 42b2b933 generates: tests/charts/README.md): equal but for the declared add
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,6 @@ from supersonic_interlink.chart.helm import ChartRenderer
 from supersonic_interlink.contract import INFERENCE_SERVER
 from supersonic_interlink.render import stack as rendering
 from supersonic_interlink.render.conformance import Expected, generated_config, generated_config_findings
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
