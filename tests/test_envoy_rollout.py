@@ -17,6 +17,7 @@ from conftest import stack_config
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART
+from supersonic_interlink.objdiff import changes, format_path
 from supersonic_interlink.render.evaluate import evaluate
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -39,45 +40,22 @@ def config_map(evaluation) -> dict[str, Any]:
     return evaluation.one(CONFIG_MAP).inputs
 
 
-def differences(a: Any, b: Any, path: str = "") -> list[str]:
-    """Dotted paths where two JSON-like values differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        found: list[str] = []
-        for key in sorted(set(a) | set(b)):
-            found += differences(a.get(key), b.get(key), f"{path}.{key}" if path else key)
-        return found
-    return [] if a == b else [path]
-
-
 @pytest.fixture(scope="module")
 def pair():
     """Hammer as it is, and hammer with one number of the Envoy configuration changed (the buffer limit)."""
-    from conftest import stack_config as config_of
-
-    from supersonic_interlink.render.evaluate import evaluate
-
-    before = evaluate(config_of("hammer", envoy=hammer_envoy()), "hammer")
-    after = evaluate(config_of("hammer", envoy=hammer_envoy(bufferMaxRequestBytes=33554433)), "hammer")
+    before = evaluate(stack_config("hammer", envoy=hammer_envoy()), "hammer")
+    after = evaluate(stack_config("hammer", envoy=hammer_envoy(bufferMaxRequestBytes=33554433)), "hammer")
     return before, after
 
 
-def test_one_changed_number_changes_the_release_values_so_helm_upgrades(pair):
+def test_one_changed_number_changes_the_release_values_so_helm_upgrades_and_the_envoy_pods_roll(pair):
+    """Identical values mean no Helm upgrade, and the chart would keep its copy of the old configuration; Envoy reads
+    its file only at start, so an unchanged pod annotation leaves the old configuration running."""
     before, after = pair
-    assert release_values(before) != release_values(after), (
-        "identical values mean no Helm upgrade, and the chart would keep its copy of the old configuration"
-    )
-    assert differences(release_values(before), release_values(after)) == [
-        f"envoy.annotations.{CONFIG_CHECKSUM_ANNOTATION}",
+    assert [format_path(c.path) for c in changes(release_values(before), release_values(after))] == [
+        f'envoy.annotations["{CONFIG_CHECKSUM_ANNOTATION}"]',
         "envoy.external_config.configmap_name",
-    ], "the configuration reaches the release only through the ConfigMap name and the checksum annotation"
-
-
-def test_one_changed_number_changes_the_envoy_pod_annotations_so_the_pods_roll(pair):
-    before, after = pair
-    assert (
-        envoy_pod_annotations(before)[CONFIG_CHECKSUM_ANNOTATION]
-        != envoy_pod_annotations(after)[CONFIG_CHECKSUM_ANNOTATION]
-    ), "Envoy reads its file only at start; an unchanged pod template leaves the old configuration running"
+    ], "the configuration reaches the release only through the ConfigMap name and the pods' checksum annotation"
 
 
 def test_one_changed_number_gives_a_config_map_of_a_new_name(pair):

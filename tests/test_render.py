@@ -15,7 +15,7 @@ from cli_runner import run_cli
 from supersonic_interlink.config import stack_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, stack_names
 from supersonic_interlink.render import stack as rendering
-from supersonic_interlink.render.conformance import Expected, check
+from supersonic_interlink.render.conformance import Expected, check, leaves
 from supersonic_interlink.render.evaluate import SECRET_SIGNATURE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,7 +109,7 @@ def test_the_tree_is_deterministic_sorted_plain_kubernetes_the_release_as_helm_g
     keys = [(d["kind"], d["metadata"]["name"]) for d in documents]
     assert keys == sorted(keys), "sorted output keeps PR diffs stable"
     assert all("apiVersion" in d and "kind" in d for d in documents)
-    floats = [leaf for leaf in _leaves(documents) if isinstance(leaf, float)]
+    floats = [leaf for leaf in leaves(documents) if isinstance(leaf.value, float)]
     assert floats == [], "integers must come out as integers, as Kubernetes spells them"
     release = yaml.safe_load((first / "release.yaml").read_text())
     assert release["name"] == "supersonic-interlink" and release["namespace"] == "cms"
@@ -123,12 +123,6 @@ def test_the_tree_is_deterministic_sorted_plain_kubernetes_the_release_as_helm_g
     name = hammer["release"]["values"]["envoy"]["external_config"]["configmap_name"]
     stored = [m["data"]["envoy.yaml"] for m in hammer["manifests"] if m["metadata"]["name"] == name]
     assert stored == [(first / "envoy.yaml").read_text()], "envoy.yaml is the text stored in the ConfigMap"
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _leaves(v)]
-    return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, list) else [value]
 
 
 def test_a_secret_is_rendered_as_the_value_the_provider_is_handed_not_as_its_wire_wrapper() -> None:
@@ -145,8 +139,8 @@ def test_without_out_it_prints_a_short_summary_and_names_an_unknown_stack_with_t
     assert "stack hammer: release supersonic-interlink in namespace cms" in result.stdout
     assert "readyTimeoutSeconds 900 (RepositoryIndex idle_timeout 1020s)" in result.stdout
     assert (
-        "chart: git https://github.com/fastmachinelearning/SuperSONIC helm/supersonic at "
-        "42b2b9334db34ebd51ac97f18a0301922cbe90cb"
+        "chart: git https://github.com/fastmachinelearning/SuperSONIC commit 42b2b9334db34ebd51ac97f18a0301922cbe90cb "
+        "path helm/supersonic"
     ) in result.stdout
     result = run_render("nope")
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -40,25 +40,25 @@ def test_the_new_stack_has_its_own_names_none_of_the_sources_and_checks_at_once(
     assert '#   review supersonic-interlink:triton.args[0]: it holds "cms", a name of hammer\'s' in comments, comments
 
 
-def test_an_existing_stack_file_is_never_overwritten(stacks: Path) -> None:
-    before = (stacks / "Pulumi.hammer.yaml").read_text()
-    done = run_cli("stack", "new", "hammer", *NEW)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "stack new hammer: stacks/Pulumi.hammer.yaml exists; it is never overwritten\n"
-    assert (stacks / "Pulumi.hammer.yaml").read_text() == before
-
-
-def test_a_source_stack_without_a_file_is_named_and_nothing_written(stacks: Path) -> None:
-    done = run_cli("stack", "new", "anvil", *NEW, "--from", "nosuch")
-    assert (done.returncode, done.stderr) == (
-        2,
-        "stack new anvil: --from nosuch: no file Pulumi.nosuch.yaml in stacks/\n",
-    )
-    assert not (stacks / "Pulumi.anvil.yaml").exists()
-
-
-def test_a_bad_name_writes_nothing_and_says_which_key(stacks: Path) -> None:
-    done = run_cli("stack", "new", "anvil", "--namespace", "Not_A_Namespace", "--release", "r", "--node", "n")
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith('stack new anvil: supersonic-interlink:namespace = "Not_A_Namespace": expected')
-    assert not (stacks / "Pulumi.anvil.yaml").exists()
+@pytest.mark.parametrize(
+    ("name", "args", "said"),
+    [
+        ("hammer", NEW, "stack new hammer: stacks/Pulumi.hammer.yaml exists; it is never overwritten\n"),
+        (
+            "anvil",
+            (*NEW, "--from", "nosuch"),
+            "stack new anvil: --from nosuch: no file Pulumi.nosuch.yaml in stacks/\n",
+        ),
+        (
+            "anvil",
+            ("--namespace", "Not_A_Namespace", "--release", "r", "--node", "n"),
+            'stack new anvil: supersonic-interlink:namespace = "Not_A_Namespace": expected',
+        ),
+    ],
+    ids=["existing file", "no source", "bad name"],
+)
+def test_a_refused_stack_new_writes_nothing_and_says_why(stacks: Path, name: str, args: tuple, said: str) -> None:
+    before = sorted((p.name, p.read_text()) for p in stacks.iterdir())
+    done = run_cli("stack", "new", name, *args)
+    assert (done.returncode, done.stdout) == (2, "") and done.stderr.startswith(said), done.stderr
+    assert sorted((p.name, p.read_text()) for p in stacks.iterdir()) == before, "nothing is written or overwritten"

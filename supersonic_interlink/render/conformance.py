@@ -7,14 +7,14 @@ import json
 import os
 import posixpath
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jmespath
 import yaml
 
 from supersonic_interlink import ROOT
@@ -24,7 +24,7 @@ from supersonic_interlink.config.envoy import declared_additions
 from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
 from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
-from supersonic_interlink.objdiff import ABSENT, Change, changes, format_path, format_value, is_under
+from supersonic_interlink.objdiff import ABSENT, Named, changes, format_path, format_value, is_under
 from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS, patch
 
 UNSTABLE_RENDER = (
@@ -256,75 +256,76 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
 
 # --------------------------------------------------------------------------------------------- generated Envoy config
 
-PART_NOUNS = {"http_filters": "HTTP filter", "clusters": "cluster", "routes": "route"}
-"""``declared_additions``' parts, as a finding names one element of each."""
+_MANAGERS = "static_resources.listeners[].filter_chains[].filters[].typed_config"
+HTTP_FILTERS = jmespath.compile(f"{_MANAGERS}.http_filters[]")
+ROUTES = jmespath.compile(f"{_MANAGERS}.route_config.virtual_hosts[].routes[]")
 
 
-def envoy_parts(config: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """An Envoy bootstrap as parts a reader compares, each element by name (a route by its match; each listener
-    without its routes and filters), and the HTTP filters' order."""
-    static = _get(config, "static_resources")
-    parts: dict[str, dict[str, Any]] = {"admin": {"": config.get("admin", ABSENT)}, "listener": {}, "route": {}}
-    parts["HTTP filter"], order = {}, []
-    for written in static.get("listeners") or []:
-        listener = dict(written)
-        chains = listener.pop("filter_chains", None) or []
-        manager = next(
-            (dict(f["typed_config"]) for c in chains for f in c.get("filters") or [] if "typed_config" in f), {}
-        )
-        route_config, filters = manager.pop("route_config", None) or {}, manager.pop("http_filters", None) or []
-        hosts = route_config.get("virtual_hosts") or []
-        manager["route_config"] = {**route_config, "virtual_hosts": [{**h, "routes": ABSENT} for h in hosts]}
-        parts["listener"][str(listener.get("name"))] = {**listener, "http_connection_manager": manager}
-        for route in (r for h in hosts for r in h.get("routes") or []):
-            match = route.get("match") or {}
-            parts["route"][" ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"] = route
-        parts["HTTP filter"].update({str(f.get("name")): f for f in filters})
-        order += [str(f.get("name")) for f in filters]
-    parts["cluster"] = {str(c.get("name")): c for c in static.get("clusters") or []}
-    return parts, order
+def route_name(route: Mapping[str, Any]) -> str:
+    """A route by its match, as ``declared_additions`` names one: ``prefix /``."""
+    match = route.get("match") or {}
+    return " ".join(f"{kind} {match[kind]}" for kind in sorted(match)) or "no match"
+
+
+def _by_name(tree: Any) -> Any:
+    """A copy in which each list item without a ``name`` takes its route match or its index as one, so that objdiff
+    pairs every listener, filter chain, route, filter and cluster by name."""
+    if isinstance(tree, Mapping):
+        return {key: _by_name(value) for key, value in tree.items()}
+    if not isinstance(tree, list) or not all(isinstance(item, Mapping) for item in tree):
+        return tree
+    named = [
+        item if "name" in item else {"name": route_name(item) if "match" in item else str(i), **item}
+        for i, item in enumerate(tree)
+    ]
+    return [_by_name(item) for item in named]
+
+
+def _declared(path: tuple[Any, ...], additions: Iterable[tuple[str, ...]]) -> bool:
+    """Whether ``path`` lies in a declared addition (its list, the item's name, then its fields)."""
+    return any(
+        path[i] == part and path[i + 1] == Named(name) and is_under(path[i + 2 :], tuple(rest))
+        for part, name, *rest in additions
+        for i in range(len(path) - 1)
+    )
 
 
 def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
     """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
-    aside: one line per listener, route, cluster or filter, naming each field."""
-    additions = [(PART_NOUNS[part], *rest) for part, *rest in declared_additions(generation.inference_cluster)]
-    (theirs, their_order), (ours, our_order) = envoy_parts(generated), envoy_parts(computed)
+    aside: one line per element one side lacks and per field changed."""
+    additions = list(declared_additions(generation.inference_cluster))
+    order = [[str(f.get("name")) for f in HTTP_FILTERS.search(config) or []] for config in (generated, computed)]
     found = []
-    if [f for f in our_order if ("HTTP filter", f) not in additions] != their_order:
-        order = ", ".join(their_order)
-        found.append(f"HTTP filters in another order than the chart's ({order}), the declared additions aside")
-    groups: dict[tuple[Any, ...], list[Change]] = {}
-    for change in changes(theirs, ours):
-        if not any(is_under(change.path, declared) for declared in additions):
-            groups.setdefault(change.path[:2], []).append(change)
-    for (part, name), group in groups.items():
-        place = f"{part} {name}".strip()
-        if theirs[part].get(name, ABSENT) is ABSENT:
+    if [name for name in order[1] if ("http_filters", name) not in additions] != order[0]:
+        found.append(
+            f"HTTP filters in another order than the chart's ({', '.join(order[0])}), the declared additions aside"
+        )
+    for change in (c for c in changes(_by_name(generated), _by_name(computed)) if not _declared(c.path, additions)):
+        named = [i for i, segment in enumerate(change.path) if isinstance(segment, Named)]
+        place = format_path(change.path[named[-1] - 1 :] if named else change.path)  # from the element's list on
+        if isinstance(change.path[-1], Named) and change.before is ABSENT:  # an element one side lacks, whole
             found.append(f"the Envoy configuration has {place}, which the chart does not generate")
-        elif ours[part].get(name, ABSENT) is ABSENT:
+        elif isinstance(change.path[-1], Named):
             found.append(f"the Envoy configuration lacks the chart's {place}")
         else:
-            fields = [
-                f"{format_path(c.path[2:])} (chart: {format_value(c.before)}, this stack: {format_value(c.after)})"
-                for c in group
-            ]
-            found.append(f"the Envoy configuration changes the chart's {place}: {'; '.join(fields)}")
+            before, after = format_value(change.before), format_value(change.after)
+            found.append(f"the Envoy configuration changes the chart's {place} (chart: {before}, this stack: {after})")
     return found
 
 
-def generated_config_check(renderer: ChartRenderer, expected: Expected) -> list[str]:
+def generated_config(renderer: ChartRenderer, expected: Expected) -> Any:
     """The chart's own Envoy configuration (``load_from_configmap: false``, and this stack's route timeout and
-    load-balancing policy, the two values only it reads) against this stack's."""
+    load-balancing policy, the two values only it reads)."""
     computed = yaml.safe_load(expected.envoy_yaml)
-    parts, own = envoy_parts(computed)[0], CHART.envoy_config_map_name(expected.release_name)
+    routes = {route_name(route): route for route in ROUTES.search(computed) or []}
+    clusters = {c.get("name"): c for c in _get(computed, "static_resources").get("clusters") or []}
     envoy = dict(expected.values[CHART.envoy_values_key])
     envoy["external_config"] = {**envoy["external_config"], "load_from_configmap": False}
-    envoy["grpc_route_timeout"] = _get(parts["route"].get("prefix /"), "route").get("timeout", "0s")
-    envoy["loadBalancerPolicy"] = _get(parts["cluster"], expected.generation.inference_cluster).get("lb_policy")
+    envoy["grpc_route_timeout"] = _get(routes.get("prefix /"), "route").get("timeout", "0s")
+    envoy["loadBalancerPolicy"] = _get(clusters, expected.generation.inference_cluster).get("lb_policy")
+    own = CHART.envoy_config_map_name(expected.release_name)
     objects = renderer.render({**expected.values, CHART.envoy_values_key: envoy})
-    generated = yaml.safe_load(_get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key) or "{}")
-    return generated_config_findings(generated, computed, expected.generation)
+    return yaml.safe_load(_get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key) or "{}")
 
 
 # --------------------------------------------------------------------------------------------- ignored values
@@ -344,40 +345,37 @@ def ignored_values(
     selected: Iterable[Leaf] | None = None,
     budget_seconds: float = SCAN_BUDGET_SECONDS,
     progress: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
-    clock: Callable[[], float] = time.monotonic,
 ) -> list[str]:
     """Values paths (of ``selected``, default every leaf) whose change leaves the render identical to ``baseline``.
     Past ``budget_seconds`` no render starts and ``ScanStopped`` says how far it got; progress every 10 s."""
 
-    every = list(leaves(values) if selected is None else selected)
-    started = said = clock()
-    tried, lock = 0, threading.Lock()
-
-    def attempt(leaf: Leaf) -> bool | None:
-        nonlocal said, tried
-        if clock() - started > budget_seconds:
-            return None  # past the budget no render starts
+    def ignored(leaf: Leaf) -> bool:
         try:
             variant = with_leaf(values, leaf.path, changed(leaf.value))
-            ignored = canonical(renderer.render(variant, post_render=post_render)) == baseline
+            return canonical(renderer.render(variant, post_render=post_render)) == baseline
         except ChartRenderError:
-            ignored = False  # the chart refuses the changed value: it read it
-        with lock:
-            tried, now = tried + 1, clock()
-            if now - said >= PROGRESS_EVERY_SECONDS:
-                said = now
-                progress(f"chart conformance: {tried} of {len(every)} values re-rendered in {now - started:.0f} s")
-        return ignored
+            return False  # the chart refuses the changed value: it read it
 
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, SCAN_WORKERS_MAX))) as pool:
-        results = list(pool.map(attempt, every))
-    if None in results:
+    every = list(leaves(values) if selected is None else selected)
+    found, started = set(), time.monotonic()
+    said = started
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, SCAN_WORKERS_MAX)))
+    futures = {pool.submit(ignored, leaf): i for i, leaf in enumerate(every)}
+    try:
+        for tried, future in enumerate(as_completed(futures, timeout=budget_seconds), 1):
+            found |= {futures[future]} if future.result() else set()
+            if time.monotonic() - said >= PROGRESS_EVERY_SECONDS:
+                said = time.monotonic()
+                progress(f"chart conformance: {tried} of {len(every)} values re-rendered in {said - started:.0f} s")
+    except TimeoutError:
+        done = sum(future.done() and not future.cancelled() for future in futures)
         raise ScanStopped(
-            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {tried} of "
-            f"{len(every)} values (each render of this chart takes about {(clock() - started) / max(1, tried):.1f} "
-            "s); the values not tried may be ignored by the chart"
-        )
-    return [leaf.name for leaf, ignored in zip(every, results, strict=True) if ignored]
+            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {done} of "
+            f"{len(every)} values; the values not tried may be ignored by the chart"
+        ) from None
+    finally:
+        pool.shutdown(cancel_futures=True)
+    return [leaf.name for i, leaf in enumerate(every) if i in found]
 
 
 def rendered_anyway(objects: list[dict[str, Any]], expected: Expected) -> set[str]:
@@ -454,7 +452,8 @@ def _check(renderer: ChartRenderer, expected: Expected, workers: int, budget: fl
         return [f"the chart refuses this stack's values: {error}"]
     findings = contract_findings(objects, expected)
     if _get(expected.values, "scaleFromZero").get("enabled"):
-        findings += generated_config_check(renderer, expected)
+        computed = yaml.safe_load(expected.envoy_yaml)
+        findings += generated_config_findings(generated_config(renderer, expected), computed, expected.generation)
     baseline = canonical(objects)
     if canonical(again) != baseline:
         return [*findings, UNSTABLE_RENDER]

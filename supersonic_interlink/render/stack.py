@@ -23,6 +23,7 @@ from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
 from supersonic_interlink.chart.pin import pin_chart
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, load_yaml
+from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
 from supersonic_interlink.config.loading import CHART_OVERRIDE, values_on_disk
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, load_stack, secret_key_of
@@ -93,15 +94,6 @@ def render(
         "secrets": list(secrets),
         "settings": settings,
     }
-
-
-def chart_pinned(stack: str) -> bool:
-    """Whether the stack's chart source names one exact chart (False when its config does not load)."""
-    try:
-        loaded = load_stack(stack)
-        return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
-    except ConfigError:
-        return False
 
 
 # --------------------------------------------------------------------------------------------- the chart's objects
@@ -276,35 +268,25 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
 
 
 def summary(stack: str, rendered: dict[str, Any]) -> str:
-    release, chart, row = rendered["release"], rendered["chart_source"], rendered["generation"]
-    values, chart_dir = release["values"], rendered["generation_chart"]
-    sfz, keda = values["scaleFromZero"], values["keda"]
-    where = f"git {chart.git} {chart.path}" if chart.kind == "git" else str(chart.path)
-    if chart.kind == "git":
-        pin = chart_source.pin_command(stack)
-        where += f" at {chart.commit}" if chart.commit else f", NOT PINNED: pulumi preview/up refuse it; run `{pin}`"
-    elif chart.kind == "repo":
-        where = f"{chart.repo} {chart.name} {chart.version}"
+    """What the render holds, a line each; a chart not pinned and a generation assumed are said."""
+    release, chart, chart_dir = rendered["release"], rendered["chart_source"], rendered["generation_chart"]
+    sfz, keda = release["values"]["scaleFromZero"], release["values"]["keda"]
+    where = " ".join(f"{name} {value}" for name, value in release["chart"].items() if value is not None)
+    if chart.kind == "git" and not chart.commit:
+        where += f", NOT PINNED: pulumi preview/up refuse it; run `{chart_source.pin_command(stack)}`"
     if chart_dir is not None:
         read = f"read from {chart_dir}/values.yaml (--chart)"
-    elif values_on_disk(chart) is not None:
-        read = "read from the chart's values.yaml"
     else:
-        read = "assumed: the chart is not on disk to read it from"
-    routes = conformance.envoy_parts(load_yaml(rendered["envoy"]))[0]["route"]
-    idle = (routes.get(f"path {CHART.repository_index_path}") or {}).get("route", {}).get("idle_timeout", "missing")
+        on_disk = values_on_disk(chart) is not None
+        read = "read from the chart's values.yaml" if on_disk else "assumed: the chart is not on disk to read it from"
+    idle = repository_index_idle_timeout_seconds(rendered["settings"])
+    waking = f"on, readyTimeoutSeconds {sfz['readyTimeoutSeconds']} (RepositoryIndex idle_timeout {idle}s)"
     lines = [
         f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
         f"  chart: {where}",
-        (
-            f"  chart generation: {row.name} ({row.inference_values_key}: values, <release>-{row.inference_component},"
-            f" Envoy clusters {row.inference_cluster} and {row.admission_cluster}), {read}"
-        ),
-        (
-            f"  scale from zero: {'on' if sfz['enabled'] else 'off'}, readyTimeoutSeconds {sfz['readyTimeoutSeconds']}"
-            f" (RepositoryIndex idle_timeout {idle}), KEDA {keda['minReplicaCount']}..{keda['maxReplicaCount']}"
-            " replicas"
-        ),
+        f"  chart generation: {rendered['generation'].name}, {read}",
+        f"  scale from zero: {waking if sfz['enabled'] else 'off'}",
+        f"  KEDA: {keda['minReplicaCount']}..{keda['maxReplicaCount']} replicas",
         "  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
         f"  client endpoint: {rendered['outputs'].get('clientEndpoint')}",
     ]

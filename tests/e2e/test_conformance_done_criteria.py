@@ -26,7 +26,7 @@ def test_a_chart_that_reads_every_value_passes_for_hammer_in_either_generation(c
     result = run_supersonic("render", "hammer", "--check", "--chart", str(chart))
     assert result.returncode == 0, f"nothing to report for a chart that does what the stack asks:\n{result.stderr}"
     assert f"stack hammer: chart {chart} conforms" in result.stdout and "stack hammer: checks passed" in result.stdout
-    assert f"chart generation: {generation} (" in result.stdout, "--chart DIR: the generation is read from DIR"
+    assert f"chart generation: {generation}, read from" in result.stdout, "--chart DIR: the generation is read from DIR"
 
 
 def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scale_from_zero_wiring(tmp_path) -> None:
@@ -46,18 +46,22 @@ def test_the_published_0_3_1_fails_naming_min_replica_count_and_the_ignored_scal
         # The chart's own configuration without scale from zero: no wake route, Lua filter or loopback clusters.
         "HTTP filters in another order than the chart's (envoy.filters.http.router), the declared additions aside",
         (
-            "the Envoy configuration has route path /inference.GRPCInferenceService/RepositoryIndex, which the chart "
-            "does not generate"
+            "the Envoy configuration has routes[name=path /inference.GRPCInferenceService/RepositoryIndex], which "
+            "the chart does not generate"
         ),
-        "the Envoy configuration has HTTP filter envoy.filters.http.lua, which the chart does not generate",
+        "the Envoy configuration has http_filters[name=envoy.filters.http.lua], which the chart does not generate",
         (
-            "the Envoy configuration changes the chart's cluster triton_grpc_service: connect_timeout (chart: 0.25s, "
-            "this stack: 2s); dns_refresh_rate (chart: (not set), this stack: 1s)"
+            "the Envoy configuration changes the chart's clusters[name=triton_grpc_service].connect_timeout (chart: "
+            "0.25s, this stack: 2s)"
         ),
-        "the Envoy configuration has cluster triton_admission, which the chart does not generate",
-        "the Envoy configuration has cluster envoy_admin, which the chart does not generate",
+        (
+            "the Envoy configuration changes the chart's clusters[name=triton_grpc_service].dns_refresh_rate (chart: "
+            "(not set), this stack: 1s)"
+        ),
+        "the Envoy configuration has clusters[name=triton_admission], which the chart does not generate",
+        "the Envoy configuration has clusters[name=envoy_admin], which the chart does not generate",
     }, "Hammer would hold a Slurm GPU job forever (1 replica) and Envoy would crash-loop on the missing Lua file"
-    assert "stack hammer: 13 finding(s)" in result.stderr
+    assert "stack hammer: 14 finding(s)" in result.stderr
     assert "keda.metricType" not in result.stderr, (
         "0.3.1 hard-codes metricType: Value, which is what the stack asks for: nothing an operator could fix"
     )
