@@ -258,7 +258,7 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) 
         if not conforms:
             print(f"stack {stack}: chart {found} conforms")
     if any(path.startswith(f"{PROJECT}:serverLoad") for path in rendered["secrets"]):
-        # config/metric.py checks the metric's release and namespace selectors; offline a secret has no text.
+        # config/pulumi_config.py checks the metric's release and namespace selectors; offline a secret has no text.
         why = "serverLoad is a secret, whose text is not here offline; pulumi preview checks it"
         outcome.deferred.append(("load metric selectors", why))
     return outcome
