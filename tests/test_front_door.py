@@ -63,7 +63,7 @@ def test_an_unknown_verb_or_one_only_the_front_door_runs_is_one_line_with_exit_c
 def test_every_verb_and_sub_verb_answers_help_with_its_own_usage_and_a_usage_error_in_one_line_exit_2() -> None:
     pairs = [(verb, sub) for verb, entries in verb_words().items() if verb in VERBS for sub in entries]
     assert {verb for verb, _ in pairs} == set(VERBS)
-    assert {("takeover", "objects"), ("state", "restore"), ("toolchain", "build"), ("probe", "report")} <= set(pairs)
+    assert {("takeover", "objects"), ("state", "check"), ("toolchain", "build"), ("probe", "report")} <= set(pairs)
     for verb, sub in pairs:
         helped = cli(verb, *([sub] if sub else []), "--help")
         assert helped.returncode == 0 and "usage" in helped.stdout.lower(), f"{verb} {sub}: {helped.stderr}"
@@ -95,7 +95,7 @@ def test_the_bash_completion_script_completes_every_verb_sub_verb_option_and_sta
     assert set(complete("")) == {*VERBS, *FRONT_DOOR_ONLY}, "every verb of the table, and only those"
     assert complete("takeover", "") == ["steps", "values", "objects"]
     assert sorted(complete("takeover", "steps", "")) == ["geddes-gpu", "hammer"], "the stacks under stacks/"
-    assert complete("state", "restore", "hammer", "--ver") == ["--version-id"]
+    assert complete("state", "check", "--noncurrent") == ["--noncurrent-days"]
     assert complete("pulumi", "preview", "hammer", "--d") == ["--diff"]
     assert complete("pulumi", "") == ["preview", "up", "refresh", "destroy", "gate"]
     assert complete("probe", "report", "--s") == ["--stack", "--since"], "probe's report form, read before its parser"
@@ -110,7 +110,7 @@ def test_the_zsh_completion_script_is_made_from_the_same_parsers() -> None:
     made = cli("completion", "zsh")
     assert made.returncode == 0 and made.stdout.startswith("#compdef supersonic"), made.stdout[:200]
     assert all(f"\n    {verb}:" in made.stdout for verb in VERBS), "zsh offers every verb"
-    assert '"--version-id[' in made.stdout and "_supersonic_stacks" in made.stdout
+    assert '"--noncurrent-days[' in made.stdout and "_supersonic_stacks" in made.stdout
 
 
 def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument() -> None:

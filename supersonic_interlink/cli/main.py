@@ -19,7 +19,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "stack": ("verbs:STACK", "write a new cluster's stack file from an existing one, and check it"),
     "takeover": ("verbs:TAKEOVER", "take a live release over from Flux (docs/takeover.md)"),
     "probe": ("probe", "measure a cold start through Envoy; wake history and report"),
-    "state": ("state", "the S3 state bucket: bootstrap, check, history, restore"),
+    "state": ("state", "the S3 state bucket: bootstrap, check"),
     "cluster": ("verbs:CLUSTER", "local control plane on 127.0.0.1: start|stop|env|status"),
     "pulumi": ("verbs:PULUMI", "the real engine for a stack: preview|up|refresh|destroy|gate"),
     "drift": ("verbs:DRIFT", "what changed on the cluster outside Pulumi; --correct brings it back"),

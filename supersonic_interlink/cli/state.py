@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from supersonic_interlink.cli.args import Parser, Verb, add_stack
+from supersonic_interlink.cli.args import Parser, Verb
 from supersonic_interlink.state import backend
 from supersonic_interlink.state import verbs as state_verbs
 
@@ -19,23 +19,16 @@ def _arguments(parser: Parser) -> None:
     common.add_argument("--bucket", required=True, type=state_verbs.bucket_name, help="the bucket that holds the state")
     common.add_argument("--endpoint-url", type=state_verbs.endpoint_url, help="an S3-compatible endpoint (https://)")
     common.add_argument("--allow-plain-http", action="store_true", help="accept an http:// endpoint (tests, loopback)")
-    settings = Parser(add_help=False)
-    settings.add_argument(
+    common.add_argument(
         "--noncurrent-days",
         type=state_verbs.positive_days,
         default=backend.DEFAULT_NONCURRENT_DAYS,
         help="keep replaced state versions this many days before they expire (default %(default)s)",
     )
-    settings.add_argument("--kms-key-id", type=state_verbs.kms_key_id, help="require SSE-KMS with this key")
-    stack = Parser(add_help=False)
-    add_stack(stack, "the stack name, as in stacks/Pulumi.<stack>.yaml", type=state_verbs.state_name)
-    stack.add_argument("--project", type=state_verbs.state_name, help="the Pulumi project (default: Pulumi.yaml's)")
+    common.add_argument("--kms-key-id", type=state_verbs.kms_key_id, help="require SSE-KMS with this key")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("bootstrap", parents=[common, settings], help="create or fix the bucket")
-    commands.add_parser("check", parents=[common, settings], help="report settings that differ; exit 1 if any")
-    commands.add_parser("history", parents=[common, stack], help="list the versions of a stack's state")
-    restore = commands.add_parser("restore", parents=[common, stack], help="make an earlier state version current")
-    restore.add_argument("--version-id", required=True, help="a version ID from `history`")
+    commands.add_parser("bootstrap", parents=[common], help="create or fix the bucket")
+    commands.add_parser("check", parents=[common], help="report settings that differ; exit 1 if any")
 
 
 def _problem(args: argparse.Namespace) -> str | None:

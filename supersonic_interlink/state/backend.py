@@ -1,5 +1,5 @@
 """The state bucket (docs/state-backend.md): the settings that keep Pulumi's state from being lost, archived away or
-made public, and ``bootstrap`` and ``check``, which read and fix them with boto3."""
+made public, read and fixed with boto3 by ``bootstrap`` (``check`` only reads)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,11 +14,10 @@ import boto3
 import botocore.config
 import botocore.exceptions
 import jmespath
-import yaml
 
-from supersonic_interlink import EXIT_FINDING, EXIT_USAGE, ROOT
+from supersonic_interlink import EXIT_FINDING, EXIT_USAGE
 
-DEFAULT_PROJECT, STATE_PREFIX, DEFAULT_NONCURRENT_DAYS = "supersonic-interlink", ".pulumi/", 90
+STATE_PREFIX, DEFAULT_NONCURRENT_DAYS = ".pulumi/", 90
 LIFECYCLE_RULE_ID, POLICY_SID = "pulumi-state-keep-noncurrent-versions", "DenyInsecureTransport"
 ARCHIVE_STORAGE_CLASSES = frozenset({"GLACIER", "DEEP_ARCHIVE"})
 """Reading these needs a restore request first (hours; up to two days for DEEP_ARCHIVE): Pulumi could not read."""
@@ -55,10 +53,6 @@ CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_BACKOFF_ALLOW
 
 def give_up_after_seconds() -> float:
     return MAX_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + RETRY_BACKOFF_ALLOWANCE_SECONDS
-
-
-class StateBackendError(Exception):
-    """A failure the operator can act on; its message says what went wrong and what to do."""
 
 
 @dataclass(frozen=True)
@@ -117,15 +111,6 @@ def state_lifecycle_rule(noncurrent_days: int) -> dict:
     }
 
 
-def _is_everyone(principal: Any) -> bool:
-    return principal == "*" or (isinstance(principal, dict) and "*" in as_list(principal.get("AWS")))
-
-
-def denies_insecure_transport(statement: dict, bucket: str, partition: str) -> bool:
-    """The required statement under any Sid (an equivalent spelling counts as missing, and bootstrap adds ours)."""
-    return {**statement, "Sid": POLICY_SID} == deny_insecure_transport_statement(bucket, partition)
-
-
 def rule_prefix(rule: dict) -> str | None:
     """The key prefix a lifecycle rule applies to; None for one that matches only tagged objects (Pulumi tags none)."""
     if (rule_filter := rule.get("Filter")) is None:
@@ -136,31 +121,24 @@ def rule_prefix(rule: dict) -> str | None:
 
 def lifecycle_hazards(rules: list[dict], days: int) -> list[Drift]:
     """Other rules that would expire state under .pulumi/, or archive a version within the kept window. Never fixed."""
-    hazards = []
-    for rule in rules:
-        prefix = rule_prefix(rule)
-        if rule.get("ID") == LIFECYCLE_RULE_ID or prefix is None or rule.get("Status") != "Enabled":
-            continue
-        if not (STATE_PREFIX.startswith(prefix) or prefix.startswith(STATE_PREFIX)):
-            continue
-        expiration = rule.get("Expiration", {})
-        noncurrent = rule.get("NoncurrentVersionExpiration", {}).get("NoncurrentDays", days)
-        found = {
-            "Expiration": expiration if {"Days", "Date"} & set(expiration) else None,
-            "NoncurrentDays": noncurrent if noncurrent < days else None,
-            "Transitions": [t for t in rule.get("Transitions", []) if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES],
-            "NoncurrentVersionTransitions": [
-                t
+    expected = f"no expiry of current versions under .pulumi/, and every version there readable for {days} days"
+    return [
+        Drift(f"lifecycle rule {rule.get('ID', '(no ID)')!r}", rule, expected, False)
+        for rule in rules
+        if rule.get("ID") != LIFECYCLE_RULE_ID
+        and rule.get("Status") == "Enabled"
+        and (prefix := rule_prefix(rule)) is not None
+        and (STATE_PREFIX.startswith(prefix) or prefix.startswith(STATE_PREFIX))
+        and (
+            {"Days", "Date"} & set(rule.get("Expiration", {}))
+            or rule.get("NoncurrentVersionExpiration", {}).get("NoncurrentDays", days) < days
+            or any(t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES for t in rule.get("Transitions", []))
+            or any(
+                t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES and t.get("NoncurrentDays", days) < days
                 for t in rule.get("NoncurrentVersionTransitions", [])
-                if t.get("StorageClass") in ARCHIVE_STORAGE_CLASSES and t.get("NoncurrentDays", days) < days
-            ],
-        }
-        expected = f"no expiry of current versions under .pulumi/, and every version there readable for {days} days"
-        name = f"lifecycle rule {rule.get('ID', '(no ID)')!r}"
-        hazards += [
-            Drift(name, {key: value}, expected, False) for key, value in found.items() if value not in (None, [])
-        ]
-    return hazards
+            )
+        )
+    ]
 
 
 def normalized_rule(rule: dict | None) -> dict | None:
@@ -191,8 +169,9 @@ def find_drift(found: dict[str, Any], req: Requirements) -> list[Drift]:
     else:
         encrypted = encryption.get("SSEAlgorithm") in {"AES256", "aws:kms", "aws:kms:dsse"}
         expected = "AES256 or aws:kms"
+    # The required statement under any Sid; an equivalent spelling counts as missing, and bootstrap adds ours.
     statements = as_list((found[POLICY] or {}).get("Statement"))
-    tls = any(denies_insecure_transport(s, req.bucket, req.partition) for s in statements)
+    tls = any({**s, "Sid": POLICY_SID} == wanted[POLICY] for s in statements)
     checks = [
         (VERSIONING, found[VERSIONING] == "Enabled", found[VERSIONING], "Enabled"),
         (ENCRYPTION, encrypted, found[ENCRYPTION], expected),
@@ -211,19 +190,12 @@ def find_drift(found: dict[str, Any], req: Requirements) -> list[Drift]:
     return drift + [
         Drift(POLICY, s, public, False)
         for s in statements
-        if s.get("Effect") == "Allow" and _is_everyone(s.get("Principal")) and not s.get("Condition")
+        if s.get("Effect") == "Allow" and not s.get("Condition") and is_everyone(s.get("Principal"))
     ]
 
 
-def merged_policy(existing: dict | None, statement: dict) -> dict:
-    """The existing policy with `statement` added, replacing any earlier statement with the same Sid."""
-    policy = existing or {"Version": "2012-10-17"}
-    kept = [s for s in as_list(policy.get("Statement")) if s.get("Sid") != statement["Sid"]]
-    return {**policy, "Statement": [*kept, statement]}
-
-
-def merged_lifecycle(existing: list[dict], rule: dict) -> list[dict]:
-    return [*(r for r in existing if r.get("ID") != rule["ID"]), rule]
+def is_everyone(principal: Any) -> bool:
+    return principal == "*" or (isinstance(principal, dict) and "*" in as_list(principal.get("AWS")))
 
 
 def is_plain_http(endpoint_url: str | None) -> bool:
@@ -236,12 +208,6 @@ def login_url(bucket: str, endpoint_url: str | None, region: str | None) -> str:
         return f"s3://{bucket}?region={region}" if region else f"s3://{bucket}"
     query = f"endpoint={urlsplit(endpoint_url).netloc}&s3ForcePathStyle=true&region={region or 'us-east-1'}"
     return f"s3://{bucket}?{query}" + ("&disableSSL=true" if is_plain_http(endpoint_url) else "")
-
-
-def project_name(pulumi_yaml: Path = ROOT / "Pulumi.yaml") -> str:
-    """The project's `name:` from Pulumi.yaml, which names the state folder."""
-    document = yaml.safe_load(pulumi_yaml.read_text()) if pulumi_yaml.exists() else None
-    return str((document or {}).get("name", DEFAULT_PROJECT))
 
 
 def make_client(endpoint_url: str | None):
@@ -258,23 +224,21 @@ def error_code(error: botocore.exceptions.ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def read_setting(client, bucket: str, setting: str) -> Any:
-    """The setting as plain data: None when the bucket has none configured, UNSUPPORTED for a missing API."""
-    method, where = READS[setting]
-    try:
-        found = jmespath.search(where, getattr(client, method)(Bucket=bucket))
-    except botocore.exceptions.ClientError as error:
-        if error_code(error) not in NONE_CONFIGURED | NOT_IMPLEMENTED:
-            raise
-        return UNSUPPORTED if error_code(error) in NOT_IMPLEMENTED and setting == ACCESS_BLOCK else None
-    return json.loads(found) if setting == POLICY else found
-
-
 def read_settings(client, bucket: str) -> dict[str, Any]:
-    return {setting: read_setting(client, bucket, setting) for setting in READS}
+    """Each setting as plain data: None when the bucket has none configured, UNSUPPORTED for a missing API."""
+    found: dict[str, Any] = {}
+    for setting, (method, where) in READS.items():
+        try:
+            found[setting] = jmespath.search(where, getattr(client, method)(Bucket=bucket))
+        except botocore.exceptions.ClientError as error:
+            if error_code(error) not in NONE_CONFIGURED | NOT_IMPLEMENTED:
+                raise
+            found[setting] = UNSUPPORTED if error_code(error) in NOT_IMPLEMENTED and setting == ACCESS_BLOCK else None
+    return found | {POLICY: json.loads(found[POLICY]) if found[POLICY] else None}
 
 
 def apply_fix(client, setting: str, found: dict[str, Any], req: Requirements) -> None:
+    """Set one setting; an operator's other lifecycle rules and policy statements stay, ours replaces our own."""
     bucket, wanted = req.bucket, required_settings(req)
     if setting == VERSIONING:
         client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
@@ -284,10 +248,12 @@ def apply_fix(client, setting: str, found: dict[str, Any], req: Requirements) ->
     elif setting == ACCESS_BLOCK:
         client.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=PUBLIC_ACCESS_BLOCK)
     elif setting == LIFECYCLE:
-        rules = merged_lifecycle(found[LIFECYCLE] or [], wanted[LIFECYCLE])
+        rules = [*(r for r in found[LIFECYCLE] or [] if r.get("ID") != LIFECYCLE_RULE_ID), wanted[LIFECYCLE]]
         client.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
     else:
-        client.put_bucket_policy(Bucket=bucket, Policy=json.dumps(merged_policy(found[POLICY], wanted[POLICY])))
+        policy = found[POLICY] or {"Version": "2012-10-17"}
+        kept = [s for s in as_list(policy.get("Statement")) if s.get("Sid") != POLICY_SID]
+        client.put_bucket_policy(Bucket=bucket, Policy=json.dumps({**policy, "Statement": [*kept, wanted[POLICY]]}))
 
 
 def _created(client, bucket: str, endpoint_url: str | None) -> bool:
@@ -339,7 +305,3 @@ def bootstrap(client, args, *, fix: bool = True) -> int:
             region = client.get_bucket_location(Bucket=req.bucket).get("LocationConstraint") or "us-east-1"
     print(f"log in with: pulumi login '{login_url(req.bucket, args.endpoint_url, region)}'")
     return 0
-
-
-def check(client, args) -> int:
-    return bootstrap(client, args, fix=False)

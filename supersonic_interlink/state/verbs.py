@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import botocore.exceptions
 from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
 
-from supersonic_interlink.state import backend, versions
-from supersonic_interlink.state.backend import ACCESS_DENIED, EXIT_ERROR, NO_SUCH_BUCKET, StateBackendError
+from supersonic_interlink.state import backend
+from supersonic_interlink.state.backend import ACCESS_DENIED, EXIT_ERROR, NO_SUCH_BUCKET
 
 
 def positive_days(text: str) -> int:
@@ -68,17 +68,6 @@ def bucket_name(text: str) -> str:
     return text
 
 
-def state_name(text: str) -> str:
-    """A stack or project name as the Pulumi CLI allows it, never ``.`` or ``..``, which would name another folder
-    of the bucket in the state object's key (``.pulumi/stacks/<project>/<stack>.json``)."""
-    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", text, re.ASCII) or text in (".", ".."):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a Pulumi stack or project name: expected 1 to 100 letters, digits, '-', '_' or '.', not "
-            "'.' or '..'"
-        )
-    return text
-
-
 def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elapsed_seconds: float = 0.0) -> str:
     """One line for the operator: botocore's own message, what to do where it does not say."""
     where = endpoint_url or "AWS S3"
@@ -102,14 +91,6 @@ def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elap
     return f"bucket {bucket!r} at {where}: {error}{hint}"
 
 
-VERBS = {
-    "bootstrap": backend.bootstrap,
-    "check": backend.check,
-    "history": versions.history,
-    "restore": versions.restore,
-}
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the verb ``args`` names; an S3 or bucket error is one line, exit 2."""
     if args.allow_plain_http:
@@ -119,9 +100,7 @@ def run(args: argparse.Namespace) -> int:
         )
     start = time.monotonic()
     try:
-        return VERBS[args.command](backend.make_client(args.endpoint_url), args)
-    except StateBackendError as error:
-        print(f"error: {error}", file=sys.stderr)
+        return backend.bootstrap(backend.make_client(args.endpoint_url), args, fix=args.command == "bootstrap")
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
         elapsed = time.monotonic() - start
         print(f"error: {describe_error(error, args.bucket, args.endpoint_url, elapsed)}", file=sys.stderr)
