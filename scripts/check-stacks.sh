@@ -26,12 +26,18 @@ if [ "$all" = true ]; then
     stacks="$stacks ${name%.yaml}"
   done
 fi
+# Exit 0 pinned, 3 not pinned; anything else (the check itself failing) fails lint rather than counting as unpinned.
 pinned() {
-  .venv/bin/python -c 'import sys; from supersonic_interlink.render.stack import chart_pinned as p; sys.exit(not p(sys.argv[1]))' "$1"
+  .venv/bin/python -c 'import sys; from supersonic_interlink.render.stack import chart_pinned as p; sys.exit(0 if p(sys.argv[1]) else 3)' "$1"
 }
 status=0
 for stack in $stacks; do
-  if pinned "$stack"; then
+  rc=0
+  pinned "$stack" || rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
+    echo "check-stacks: stack $stack failed: whether its chart is pinned could not be read (exit $rc)" >&2
+    status=1
+  elif [ "$rc" -eq 0 ]; then
     # The chart it deploys is exact: fetched (as pulumi preview fetches it), and every check must run (--strict).
     # Without network access to the chart's repository the chart checks cannot run here: said, and the rest checked;
     # the pull-request workflow, which has the network, runs them with --strict.

@@ -96,6 +96,15 @@ def render(
     }
 
 
+def chart_pinned(stack: str) -> bool:
+    """Whether the stack's chart source names one exact chart (False when its config does not load): lint's check."""
+    try:
+        loaded = load_stack(stack)
+        return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
+    except ConfigError:
+        return False
+
+
 # --------------------------------------------------------------------------------------------- the chart's objects
 
 

@@ -170,6 +170,19 @@ def test_lint_checks_an_unpinned_stack_without_strict_and_says_its_chart_check_i
     ) in result.stdout
 
 
+def test_lint_fails_a_stack_whose_pin_it_cannot_read_rather_than_check_it_as_unpinned(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    edit(
+        root / "supersonic_interlink" / "render" / "stack.py",
+        "def chart_pinned(stack: str) -> bool:\n",
+        "def chart_pinned(stack: str) -> bool:\n    raise RuntimeError('broken')\n",
+    )
+    result = check_stacks(root, "stacks/Pulumi.hammer.yaml")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "check-stacks: stack hammer failed: whether its chart is pinned could not be read (exit 1)" in result.stderr
+    assert "chart not pinned" not in result.stdout
+
+
 def test_lint_checks_a_pinned_stack_it_cannot_fetch_without_network_and_says_so(tmp_path: Path) -> None:
     root = git_project(tmp_path)
     offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
