@@ -146,7 +146,7 @@ def test_the_first_line_names_the_cli_and_provider_with_versions_and_origins(
     lines: list[str] = []
     env = {"PATH": str(tmp_path / "bin"), "PULUMI_HOME": str(tmp_path / "home")}
     engine = Engine("hammer", env=env, log=lines.append)
-    command = engine._pulumi_command(engine._environment())
+    command = engine._pulumi_command(env)
     assert lines == [
         (
             f"engine: pulumi CLI v3.274.1 (on PATH: {cli}); kubernetes provider {PROVIDER_VERSION} "

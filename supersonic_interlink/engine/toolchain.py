@@ -26,18 +26,18 @@ class ToolchainError(Exception):
 
 @dataclass(frozen=True)
 class Build:
-    """``go build`` of main packages (binary name -> package) from the wrapper module ``group``."""
+    """``go build`` of main packages (binary name -> package) from the wrapper module ``group``; ``label``: the
+    binaries' version where the module's is a pseudo-version of a tag; ``generated``: files the main package embeds
+    that its module zip leaves out -> how to make them from ``main_dir``."""
 
     group: str
     module: str
     packages: dict[str, str]
     label: str = ""
-    """The binaries' version when the module's is a pseudo-version of a tag."""
     tags: str = ""
     ldflags: tuple[str, ...] = ()
     main_dir: str = ""
     generated: dict[str, Callable[[Path, str], bytes]] = field(default_factory=dict)
-    """Files the main package embeds that its module zip leaves out -> how to make them from ``main_dir``."""
 
 
 def _minified(name: str, versioned: bool = False) -> Callable[[Path, str], bytes]:
@@ -226,8 +226,7 @@ def _locked(lock_file: Path, name: str, log: Callable[[str], None]) -> Iterator[
             holder = handle.read().strip() or "a process that did not say who it is"
             log(f"toolchain: waiting for another build of {name}: {lock_file} is held by {holder}")
             fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.seek(0)
-        handle.truncate()
+        handle.truncate(0)  # "a+" writes at the end, so at 0
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
         handle.flush()
