@@ -71,15 +71,9 @@ UNREADABLE = {
     "no-op": ({"urn": RELEASE_URN}, "its op is null, not a string"),
     "op-list": ({"op": ["delete"], "urn": RELEASE_URN}, 'its op is ["delete"], not a string'),
     "op-case": ({"op": "Delete", "urn": RELEASE_URN}, 'op "Delete" is none the engine plans'),
-    "urn-no-colons": (
-        {"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")},
-        "is not urn:pulumi:<stack>::<project>::",
-    ),
+    "urn-no-colons": ({"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")}, "is not urn:pulumi:<stack>::"),
     "urn-no-name": ({"op": "delete", "urn": RELEASE_URN.rsplit("::", 1)[0]}, "is not urn:pulumi:<stack>::<project>::"),
-    "urn-other-scheme": (
-        {"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "urn:x:")},
-        "is not urn:pulumi:<stack>::",
-    ),
+    "urn-other-scheme": ({"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "x:")}, "is not urn:pulumi:"),
     "urn-number": ({"op": "delete", "urn": 7}, "its urn is 7, not a string"),
     "no-urn": ({"op": "delete"}, "its urn is null, not a string"),
     "string": ("delete", 'the step is "delete", not an object with an op and a urn'),

@@ -113,8 +113,10 @@ BUILDS: tuple[Build, ...] = (
 
 
 def module_source(group: str) -> Path:
-    """The unpacked source, verified by go.sum, of the module a build group pins."""
-    return _module_dir(next(build for build in BUILDS if build.group == group))
+    """The unpacked source, verified by go.sum, of the module a build group pins; downloaded first if need be."""
+    build = next(build for build in BUILDS if build.group == group)
+    spec = f"{build.module}@{module_version(build)}"
+    return Path(json.loads(_go(["mod", "download", "-json", spec], TOOLS / group, f"go mod download {spec}"))["Dir"])
 
 
 def cache_dir() -> Path:
@@ -135,22 +137,13 @@ def version(build: Build) -> str:
 
 
 def build_for(name: str) -> Build:
-    for build in BUILDS:
-        if name in build.packages:
-            return build
+    if build := next((build for build in BUILDS if name in build.packages), None):
+        return build
     raise ToolchainError(f"unknown binary {name!r}; known: {', '.join(n for b in BUILDS for n in b.packages)}")
 
 
 def path(name: str) -> Path:
     return cache_dir() / "bin" / f"{name}-{version(build_for(name))}" / name
-
-
-def _module_dir(build: Build) -> Path:
-    """The module's directory in Go's module cache, downloaded first if it is not there."""
-    spec = f"{build.module}@{module_version(build)}"
-    return Path(
-        json.loads(_go(["mod", "download", "-json", spec], TOOLS / build.group, f"go mod download {spec}"))["Dir"]
-    )
 
 
 def _ldflags(build: Build) -> str:
@@ -247,7 +240,7 @@ def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
     cwd, package = TOOLS / build.group, build.packages[name]
     if build.generated:
         # Go refuses overlays of files in the module cache: the main package is copied beside its generated files.
-        cwd, package, main_dir = work / "main", ".", _module_dir(build) / build.main_dir
+        cwd, package, main_dir = work / "main", ".", module_source(build.group) / build.main_dir
         cwd.mkdir(exist_ok=True)
         for module_file in ("go.mod", "go.sum"):
             (cwd / module_file).write_bytes((TOOLS / build.group / module_file).read_bytes())
