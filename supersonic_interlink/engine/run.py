@@ -84,9 +84,7 @@ class Engine:
 
         env = {**OFFLINE_ENV, **os.environ, **self.env}
         self._command = self._command or self._pulumi_command(env)
-        options = auto.LocalWorkspaceOptions(
-            work_dir=str(self.work_dir), pulumi_home=env.get("PULUMI_HOME"), env_vars=env, pulumi_command=self._command
-        )
+        options = auto.LocalWorkspaceOptions(work_dir=str(self.work_dir), env_vars=env, pulumi_command=self._command)
         select = auto.create_or_select_stack if self.create else auto.select_stack
         try:
             return select(self.stack, project_name=PROJECT, program=program, opts=options)
