@@ -9,6 +9,7 @@ scenarios do not share state.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -94,8 +95,7 @@ class Project:
     def write_stack(self, stack: str, config: Mapping[str, Any]) -> None:
         """Write the stack's config, keeping what the CLI added to the file (its encryption salt)."""
         path = self.stack_file(stack)
-        document = yaml.safe_load(path.read_text()) if path.exists() else {}
-        document = document or {}
+        document = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
         kept_secure = {k: v for k, v in (document.get("config") or {}).items() if isinstance(v, dict) and "secure" in v}
         document["config"] = {**dict(config), **{k: v for k, v in kept_secure.items() if k not in config}}
         path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -153,13 +153,9 @@ def providers(pulumi_home: Path) -> list[int]:
     """Running provider processes started from this session's plugin directory."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.readlink(entry / "exe").startswith(str(pulumi_home)):
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and os.readlink(entry / "exe").startswith(str(pulumi_home)):
                 found.append(int(entry.name))
-        except OSError:
-            continue
     return found
 
 

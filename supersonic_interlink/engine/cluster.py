@@ -185,33 +185,14 @@ class LocalCluster:
     """kwok pod Stages instead of its default ones: the rehearsal's Slurm queue."""
     _reaper: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
-    @property
-    def kubeconfig(self) -> Path:
-        return self.directory / "kubeconfig"
-
-    @property
-    def workdir(self) -> Path:
-        return self.directory / "clusters" / NAME
-
-    @property
-    def ca_certificate(self) -> Path:
-        return self.workdir / "pki" / "ca.crt"
-
-    @property
-    def serving_certificate(self) -> Path:
-        return self.workdir / "pki" / "admin.crt"
-
-    @property
-    def serving_key(self) -> Path:
-        return self.workdir / "pki" / "admin.key"
-
-    @property
-    def pulumi_home(self) -> Path:
-        return self.directory / "pulumi-home"
-
-    @property
-    def backend_dir(self) -> Path:
-        return self.directory / "backend"
+    def __post_init__(self) -> None:
+        self.kubeconfig = self.directory / "kubeconfig"
+        self.workdir = self.directory / "clusters" / NAME
+        pki = self.workdir / "pki"
+        self.ca_certificate, self.serving_certificate, self.serving_key = (
+            pki / f for f in ("ca.crt", "admin.crt", "admin.key")
+        )
+        self.pulumi_home, self.backend_dir = self.directory / "pulumi-home", self.directory / "backend"
 
     def env(self) -> dict[str, str]:
         """What a shell needs to run kubectl, helm and the Pulumi CLI (a built one, if any) on this cluster."""
@@ -360,12 +341,10 @@ def _volume(name: str, storage_class: str) -> dict[str, Any]:
         "capacity": {"storage": "100Gi"},
         "persistentVolumeReclaimPolicy": "Retain",
         "storageClassName": storage_class,
-    }
-    access = {
         "accessModes": ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"],
         "hostPath": {"path": f"/nonexistent/{name}"},
     }
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec | access}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
 
 
 def _die_with_parent() -> None:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pulumi.automation import OpType
+
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import PROJECT, ConfigError
 from supersonic_interlink.config.rules import printable
@@ -18,14 +20,8 @@ from supersonic_interlink.config.stack_config import read_stack_document, stack_
 CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 ENVOY_CONFIG_TYPE = "supersonic-interlink:index:EnvoyConfig"
 
-ENGINE_OPS = frozenset(
-    {
-        *("same", "create", "update", "delete", "replace", "create-replacement", "delete-replaced", "read"),
-        *("read-replacement", "refresh", "discard", "discard-replaced", "remove-pending-replace", "import"),
-        "import-replacement",
-    }
-)
-"""Every op the engine plans (pulumi/pulumi ``pkg/resource/deploy/step.go``, ``StepOps``, v3.274.1)."""
+ENGINE_OPS = frozenset(op.value for op in OpType)
+"""Every op the engine plans: the Automation API's own list (pulumi/pulumi ``StepOps``)."""
 REMOVING_OPS = frozenset(
     {"delete", "delete-replaced", "replace", "create-replacement", "import-replacement", "discard", "discard-replaced"}
 )
@@ -59,16 +55,13 @@ class Step:
         return None
 
     @property
-    def type(self) -> str:
-        return self._types[-1]
-
-    @property
-    def parent_types(self) -> list[str]:
-        return self._types[:-1]
-
-    @property
-    def _types(self) -> list[str]:
+    def types(self) -> list[str]:
+        """Its parents' types, then its own."""
         return str(self.urn).split("::", 3)[2].split("$")
+
+    @property
+    def type(self) -> str:
+        return self.types[-1]
 
     @property
     def name(self) -> str:
@@ -112,7 +105,7 @@ def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
         "If that is the intent, set release.removable: true in the stack file in a reviewed change"
         for step in ([] if removable else release_goes)
     ]
-    envoy_maps = [s for s in steps if s.type == CONFIG_MAP_TYPE and ENVOY_CONFIG_TYPE in s.parent_types]
+    envoy_maps = [s for s in steps if s.type == CONFIG_MAP_TYPE and ENVOY_CONFIG_TYPE in s.types[:-1]]
     if not release_goes and not any(s.op in CREATING_OPS for s in envoy_maps):
         problems += [
             f"{step.op} of Envoy ConfigMap {step.name}: the running release reads it (the chart copies it at "

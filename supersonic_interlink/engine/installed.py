@@ -22,8 +22,12 @@ is what the end-to-end tier runs and the workflows install."""
 CLI_ENV = "PULUMI_CLI"
 
 
-class Unusable(Exception):
-    """A CLI or provider plugin found cannot be used; the message says what to install."""
+class EngineError(Exception):
+    """The engine could not start or refused the operation; the message is the CLI's own."""
+
+
+class Unusable(EngineError):
+    """The CLI or provider found cannot be used, so nothing ran; the message says what to install."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ def _checked(path: Path, origin: str, env: dict[str, str]) -> Found:
     except (OSError, subprocess.TimeoutExpired):
         reported = ""
     match = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", reported)
-    version = (int(match[1]), int(match[2]), int(match[3])) if match else None
+    version = tuple(map(int, match.groups())) if match else None
     if version is None or not SUPPORTED[0] <= version <= SUPPORTED[1]:
         said = f"reports version {reported!r}" if reported else "reports no version"
         raise Unusable(

@@ -16,6 +16,7 @@ from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.stack_config import read_yaml_file
 from supersonic_interlink.engine import installed, toolchain
+from supersonic_interlink.engine.installed import EngineError, Unusable
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "supersonic-interlink"
@@ -28,14 +29,6 @@ OFFLINE_ENV = {
     "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
 }
 """No plugin download, no update check, and no ``pulumi-resource-kubernetes`` of another version from PATH."""
-
-
-class EngineError(Exception):
-    """The engine could not start or refused the operation; the message is the CLI's own."""
-
-
-class Unusable(EngineError):
-    """The CLI or provider found cannot be used: nothing ran."""
 
 
 class Refused(EngineError):
@@ -65,20 +58,14 @@ class Engine:
     """``--pulumi``."""
     _command: Any = field(default=None, init=False, repr=False)
 
-    def _environment(self) -> dict[str, str]:
-        return {**OFFLINE_ENV, **os.environ, **self.env}
-
     def _pulumi_command(self, env: dict[str, str]) -> Any:
         """The CLI and provider found (or built), named in one line."""
         # Deliberately lazy, here and below: the Automation API's import costs every verb's start-up.
         from pulumi import automation as auto
         from semver import VersionInfo
 
-        try:
-            cli, build_cli = installed.find_cli(self.cli, env)
-            provider, source = installed.find_provider(env)
-        except installed.Unusable as error:
-            raise Unusable(str(error)) from None
+        cli, build_cli = installed.find_cli(self.cli, env)
+        provider, source = installed.find_provider(env)
         self.log(f"engine: {cli.describe('pulumi CLI')}; {provider.describe(f'{installed.PROVIDER} provider')}")
         if build_cli:
             toolchain.ensure(["pulumi"], log=self.log)
@@ -95,11 +82,9 @@ class Engine:
     def workspace_stack(self) -> Any:
         from pulumi import automation as auto
 
-        env = self._environment()
+        env = {**OFFLINE_ENV, **os.environ, **self.env}
         self._command = self._command or self._pulumi_command(env)
-        options = auto.LocalWorkspaceOptions(
-            work_dir=str(self.work_dir), pulumi_home=env.get("PULUMI_HOME"), env_vars=env, pulumi_command=self._command
-        )
+        options = auto.LocalWorkspaceOptions(work_dir=str(self.work_dir), env_vars=env, pulumi_command=self._command)
         select = auto.create_or_select_stack if self.create else auto.select_stack
         try:
             return select(self.stack, project_name=PROJECT, program=program, opts=options)
@@ -110,9 +95,8 @@ class Engine:
         from pulumi import automation as auto
 
         stack = self.workspace_stack()
-        kwargs.setdefault("on_output", self.log)
         try:
-            return getattr(stack, action)(**kwargs)
+            return getattr(stack, action)(**{"on_output": self.log, **kwargs})
         except auto.CommandError as error:
             raise EngineError(_command_error_text(error)) from None
 

@@ -26,18 +26,18 @@ class ToolchainError(Exception):
 
 @dataclass(frozen=True)
 class Build:
-    """``go build`` of main packages (binary name -> package) from the wrapper module ``group``."""
+    """``go build`` of main packages (binary name -> package) from the wrapper module ``group``; ``label``: the
+    binaries' version where the module's is a pseudo-version of a tag; ``generated``: files the main package embeds
+    that its module zip leaves out -> how to make them from ``main_dir``."""
 
     group: str
     module: str
     packages: dict[str, str]
     label: str = ""
-    """The binaries' version when the module's is a pseudo-version of a tag."""
     tags: str = ""
     ldflags: tuple[str, ...] = ()
     main_dir: str = ""
     generated: dict[str, Callable[[Path, str], bytes]] = field(default_factory=dict)
-    """Files the main package embeds that its module zip leaves out -> how to make them from ``main_dir``."""
 
 
 def _minified(name: str, versioned: bool = False) -> Callable[[Path, str], bytes]:
@@ -113,8 +113,10 @@ BUILDS: tuple[Build, ...] = (
 
 
 def module_source(group: str) -> Path:
-    """The unpacked source, verified by go.sum, of the module a build group pins."""
-    return _module_dir(next(build for build in BUILDS if build.group == group))
+    """The unpacked source, verified by go.sum, of the module a build group pins; downloaded first if need be."""
+    build = next(build for build in BUILDS if build.group == group)
+    spec = f"{build.module}@{module_version(build)}"
+    return Path(json.loads(_go(["mod", "download", "-json", spec], TOOLS / group, f"go mod download {spec}"))["Dir"])
 
 
 def cache_dir() -> Path:
@@ -135,22 +137,13 @@ def version(build: Build) -> str:
 
 
 def build_for(name: str) -> Build:
-    for build in BUILDS:
-        if name in build.packages:
-            return build
+    if build := next((build for build in BUILDS if name in build.packages), None):
+        return build
     raise ToolchainError(f"unknown binary {name!r}; known: {', '.join(n for b in BUILDS for n in b.packages)}")
 
 
 def path(name: str) -> Path:
     return cache_dir() / "bin" / f"{name}-{version(build_for(name))}" / name
-
-
-def _module_dir(build: Build) -> Path:
-    """The module's directory in Go's module cache, downloaded first if it is not there."""
-    spec = f"{build.module}@{module_version(build)}"
-    return Path(
-        json.loads(_go(["mod", "download", "-json", spec], TOOLS / build.group, f"go mod download {spec}"))["Dir"]
-    )
 
 
 def _ldflags(build: Build) -> str:
@@ -226,8 +219,7 @@ def _locked(lock_file: Path, name: str, log: Callable[[str], None]) -> Iterator[
             holder = handle.read().strip() or "a process that did not say who it is"
             log(f"toolchain: waiting for another build of {name}: {lock_file} is held by {holder}")
             fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.seek(0)
-        handle.truncate()
+        handle.truncate(0)  # "a+" writes at the end, so at 0
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
         handle.flush()
@@ -248,7 +240,7 @@ def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
     cwd, package = TOOLS / build.group, build.packages[name]
     if build.generated:
         # Go refuses overlays of files in the module cache: the main package is copied beside its generated files.
-        cwd, package, main_dir = work / "main", ".", _module_dir(build) / build.main_dir
+        cwd, package, main_dir = work / "main", ".", module_source(build.group) / build.main_dir
         cwd.mkdir(exist_ok=True)
         for module_file in ("go.mod", "go.sum"):
             (cwd / module_file).write_bytes((TOOLS / build.group / module_file).read_bytes())
