@@ -17,7 +17,7 @@ from typing import Any
 from supersonic_interlink.config import Settings
 from supersonic_interlink.config.loading import thaw
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.engine.cluster import VIRTUAL_NODE, LocalCluster
+from supersonic_interlink.engine.cluster import LOOPBACK, VIRTUAL_NODE, LocalCluster
 from supersonic_interlink.rehearse import stages
 from supersonic_interlink.rehearse.chart_parts import admission_running, filled_lua
 from supersonic_interlink.rehearse.delays import QueueDelay
@@ -50,17 +50,11 @@ def triton_deployment(settings: Settings) -> dict[str, Any]:
     }
 
 
-def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]:
-    """The ScaledObject with the stack's KEDA values and load trigger, pointed at the Prometheus stand-in."""
+def scaled_object(settings: Settings, prometheus_port: int) -> dict[str, Any]:
+    """The ScaledObject with the stack's floor, ceiling and load trigger, pointed at the Prometheus stand-in (the HPA's
+    behaviour is left out: it acts only above one replica, which a rehearsal without load never reaches)."""
     release, keda = settings.release.name, settings.keda
-    trigger = {"serverAddress": prometheus_address, "threshold": str(settings.serverLoad.threshold)}
-    behavior = {
-        direction: {
-            "stabilizationWindowSeconds": p.stabilizationWindowSeconds,
-            "policies": [{"type": "Pods", "value": p.stepsize, "periodSeconds": p.periodSeconds}],
-        }
-        for direction, p in (("scaleUp", keda.scaleUp), ("scaleDown", keda.scaleDown))
-    }
+    trigger = {"serverAddress": f"http://{LOOPBACK}:{prometheus_port}", "threshold": str(settings.serverLoad.threshold)}
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -69,7 +63,6 @@ def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]
             "scaleTargetRef": {"kind": "Deployment", "name": settings.generation.inference_object_name(release)},
             "minReplicaCount": keda.minReplicaCount,
             "maxReplicaCount": keda.maxReplicaCount,
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior}},
             "triggers": [{"type": "prometheus", "metadata": {**trigger, "query": settings.serverLoad.metric}}],
         },
     }
@@ -197,7 +190,7 @@ def rehearsal(
         prometheus = PrometheusStandIn(0.0)
         started.callback(prometheus.stop)
         cluster.kubectl("create", "namespace", namespace, check=False)
-        documents = [triton_deployment(settings), scaled_object(settings, prometheus.address)]
+        documents = [triton_deployment(settings), scaled_object(settings, prometheus.port)]
         cluster.kubectl("apply", "--server-side", "-f", "-", input_text="\n---\n".join(map(json.dumps, documents)))
         started.enter_context(keda_running(cluster, namespace, work_dir))
         dns = started.enter_context(dns_standin())
