@@ -1,5 +1,5 @@
-"""The stand-ins a rehearsal runs where this machine has no real part: Prometheus (what KEDA's scaler asks) and
-Triton (reached only while a Triton pod is Ready); also the skeletons of ``tests/loopback.py``'s."""
+"""Stand-ins where this machine has no real part: Prometheus (what KEDA's scaler asks) and Triton (reached only
+while a Triton pod is Ready); ``tests/loopback.py`` extends both skeletons."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ MODEL = "standin"
 
 
 class HttpStandIn:
-    """A threading HTTP/1.1 server on a free loopback port until ``stop``; each GET is answered by ``answer(path)``
-    (the query dropped)."""
+    """A threading HTTP/1.1 server on a free loopback port until ``stop``; ``answer(path)`` answers each GET."""
 
     def __init__(self, name: str) -> None:
         answer = self.answer
@@ -45,17 +44,14 @@ class HttpStandIn:
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
         serve = {"poll_interval": 0.05}
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs=serve, name=name, daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._server.serve_forever, kwargs=serve, name=name, daemon=True).start()
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
-        """(status, content type, body) for a request of ``path``."""
         raise NotImplementedError
 
     def stop(self) -> None:
-        self._server.shutdown()
+        self._server.shutdown()  # returns once serve_forever has
         self._server.server_close()
-        self._thread.join(STOP_TIMEOUT_SECONDS)
 
 
 class PrometheusStandIn(HttpStandIn):
@@ -64,10 +60,6 @@ class PrometheusStandIn(HttpStandIn):
     def __init__(self, value: float = 0.0) -> None:
         self.value, self.queries = value, 0
         super().__init__("prometheus-standin")
-
-    @property
-    def address(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         self.queries += 1
@@ -96,12 +88,16 @@ class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
 
 
 class TritonStandIn:
-    def __init__(self) -> None:
-        servicer = TritonServicer()
-        self.calls = servicer.calls
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, self._server)
-        self.port: int = self._server.add_insecure_port(f"{LOOPBACK}:0")
+    """``servicer`` served by gRPC on loopback at ``port`` (0: a free one) until ``stop``."""
+
+    def __init__(self, servicer: TritonServicer | None = None, port: int = 0, options: list[Any] | None = None) -> None:
+        self.servicer = servicer or TritonServicer()
+        self.calls = self.servicer.calls
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=options)
+        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(self.servicer, self._server)
+        self.port: int = self._server.add_insecure_port(f"{LOOPBACK}:{port}")
+        if port and self.port != port:
+            raise OSError(f"stand-in Triton could not bind {LOOPBACK}:{port}")
         self._server.start()
 
     def stop(self) -> None:
