@@ -32,9 +32,17 @@ from supersonic_interlink.config import PROJECT, Settings, deep_merge, load_sett
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import LOOPBACK, free_port, start_process, stop_process, wait_until
-from supersonic_interlink.rehearse import standins
-from supersonic_interlink.rehearse.loopback import DnsStandIn, EnvoyProcess, answers, dns_standin, envoy_running
-from supersonic_interlink.rehearse.standins import MODEL, HttpStandIn, TritonServicer
+from supersonic_interlink.rehearse.loopback import (
+    MODEL,
+    DnsStandIn,
+    EnvoyProcess,
+    HttpStandIn,
+    TritonServicer,
+    answers,
+    dns_standin,
+    envoy_running,
+)
+from supersonic_interlink.rehearse.loopback import TritonStandIn as TritonServer
 from supersonic_interlink.render.checks import envoy_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,7 +176,7 @@ class TritonStandIn:
         self._lock = threading.Lock()
         self._servicer = _Servicer(self)
         self.calls = self._servicer.calls
-        self._server: standins.TritonStandIn | None = None
+        self._server: TritonServer | None = None
         self._front = contextlib.ExitStack()
         self.grpc_port: int = free_port() if front else self.port
         """Where the gRPC server itself listens (behind the front when there is one)."""
@@ -176,7 +184,7 @@ class TritonStandIn:
     def come_up(self) -> None:
         """Start serving, then publish the DNS record (a pod becomes ready after its server is listening)."""
         if self._server is None:
-            self._server = standins.TritonStandIn(self._servicer, self.grpc_port, options=MESSAGE_LIMITS)
+            self._server = TritonServer(self._servicer, self.grpc_port, options=MESSAGE_LIMITS)
             if self.front:
                 self._front.enter_context(_error_front(self))
         self.dns.publish(self.hostname)

@@ -14,8 +14,7 @@ from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import ClusterError, LocalCluster
 from supersonic_interlink.rehearse.chart_parts import ADMISSION_FILE, LUA_FILE, ChartPartError, chart_file
 from supersonic_interlink.rehearse.delays import DelaySpecError, QueueDelay, parse, served_share
-from supersonic_interlink.rehearse.keda import OPERATOR
-from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME, rehearsal
+from supersonic_interlink.rehearse.run import OPERATOR, VIRTUAL_NODE_NAME, rehearsal
 from supersonic_interlink.rehearse.stages import rehearsal_stages
 from supersonic_interlink.wake.probe import LUA_CLOCK_SECONDS, READY, describe
 

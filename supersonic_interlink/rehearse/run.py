@@ -5,29 +5,95 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
+import subprocess
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.config import Settings
 from supersonic_interlink.config.loading import thaw
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.engine.cluster import LOOPBACK, VIRTUAL_NODE, LocalCluster
+from supersonic_interlink.engine import toolchain
+from supersonic_interlink.engine.cluster import (
+    LOOPBACK,
+    VIRTUAL_NODE,
+    LocalCluster,
+    free_port,
+    start_process,
+    stop_process,
+    wait_until,
+)
 from supersonic_interlink.rehearse import stages
 from supersonic_interlink.rehearse.chart_parts import admission_running, filled_lua
 from supersonic_interlink.rehearse.delays import QueueDelay
-from supersonic_interlink.rehearse.keda import keda_running
-from supersonic_interlink.rehearse.loopback import DnsStandIn, EnvoyProcess, dns_standin, envoy_running
-from supersonic_interlink.rehearse.standins import PrometheusStandIn, TritonStandIn
+from supersonic_interlink.rehearse.loopback import (
+    DnsStandIn,
+    EnvoyProcess,
+    PrometheusStandIn,
+    TritonStandIn,
+    answers,
+    dns_standin,
+    envoy_running,
+)
 from supersonic_interlink.wake.probe import ProbeResult, probe_deadline_seconds, probe_once
 
 WATCH_SECONDS = 0.2
 VIRTUAL_NODE_NAME = str(VIRTUAL_NODE["name"])
+
+
+OPERATOR = "keda-operator"
+CLUSTER_OBJECT_NAMESPACE = "keda"
+KEDA_START_TIMEOUT_SECONDS = 60.0
+
+
+@contextlib.contextmanager
+def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """KEDA's real operator (``tools/keda``'s pin; built if not cached: about 25 minutes on two cores) watching
+    ``namespace`` (``WATCH_NAMESPACE``, ``pkg/util/watch.go``), with the API server's own certificates in the
+    ``--cert-dir`` its metrics service loads or exits (``pkg/metricsservice/utils/tls.go``)."""
+    executable = toolchain.ensure([OPERATOR], log=lambda _line: None)[OPERATOR]
+    certs = directory / "certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    links = {"ca.crt": cluster.ca_certificate, "tls.crt": cluster.serving_certificate, "tls.key": cluster.serving_key}
+    for name, target in links.items():
+        (certs / name).unlink(missing_ok=True)
+        (certs / name).symlink_to(target)
+    cluster.kubectl("create", "namespace", CLUSTER_OBJECT_NAMESPACE, check=False)
+    health = f"{LOOPBACK}:{free_port()}"
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "WATCH_NAMESPACE": namespace,
+        "KEDA_CLUSTER_OBJECT_NAMESPACE": CLUSTER_OBJECT_NAMESPACE,
+        "POD_NAMESPACE": CLUSTER_OBJECT_NAMESPACE,
+    }
+    argv = [
+        str(executable),
+        "--leader-elect=false",
+        f"--cert-dir={certs}",
+        f"--ca-dir={certs}",
+        f"--metrics-bind-address={LOOPBACK}:{free_port()}",
+        f"--health-probe-bind-address={health}",
+        f"--metrics-service-bind-address={LOOPBACK}:{free_port()}",
+        "--zap-log-level=info",
+    ]
+    log = directory / "keda-operator.log"
+    process = start_process(argv, log, env=env)
+    try:
+        ready = partial(answers, f"http://{health}/readyz")
+        wait_until(
+            ready, KEDA_START_TIMEOUT_SECONDS, f"{OPERATOR} to be ready", interval=0.2, log_file=log, process=process
+        )
+        yield process
+    finally:
+        stop_process(process)
 
 
 def triton_deployment(settings: Settings) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from project_copies import project_with
 
 from supersonic_interlink.contract import CHART, INFERENCE_SERVER
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
-from supersonic_interlink.rehearse.keda import keda_running
-from supersonic_interlink.rehearse.standins import PrometheusStandIn
+from supersonic_interlink.rehearse.loopback import PrometheusStandIn
+from supersonic_interlink.rehearse.run import keda_running
 
 pytestmark = pytest.mark.timeout(900)
 
