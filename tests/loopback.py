@@ -128,11 +128,10 @@ class _Servicer(TritonServicer):
     def enter(self, method: str, context) -> None:
         with self.owner._lock:
             self.owner.calls[method] += 1
-            failure = next((f for f in self.owner._failures if method in f[1]), None)
-            if failure is not None:
-                self.owner._failures.remove(failure)
+            failures = self.owner._failures if method == "ModelInfer" else []
+            failure = failures.pop(0) if failures else None
         if failure is not None:
-            context.abort(failure[0], f"stand-in Triton scripted failure ({failure[0].name})")
+            context.abort(failure, f"stand-in Triton scripted failure ({failure.name})")
 
     def ServerMetadata(self, request, context):
         self.enter("ServerMetadata", context)
@@ -163,7 +162,7 @@ class _Servicer(TritonServicer):
 
 class TritonStandIn:
     """A scriptable stand-in Triton on ``port``, in ``dns`` under ``hostname`` while it is up; with ``front``, an
-    Envoy of its own before it (``_ErrorFront``) answers scripted HTTP/2 503s, as a wstunnel or ingress does."""
+    Envoy of its own before it (``_error_front``) answers scripted HTTP/2 503s, as a wstunnel or ingress does."""
 
     def __init__(self, *, dns: DnsStandIn, hostname: str, front: bool = False):
         self.port: int = free_port()
@@ -172,7 +171,7 @@ class TritonStandIn:
         self.infer_sizes: list[int] = []
         self.http_errors = 0
         self.http_errors_served = 0
-        self._failures: list[tuple[grpc.StatusCode, tuple[str, ...]]] = []
+        self._failures: list[grpc.StatusCode] = []
         self._lock = threading.Lock()
         self._servicer = _Servicer(self)
         self.calls = self._servicer.calls
@@ -210,7 +209,7 @@ class TritonStandIn:
             if http_status is not None:
                 self.http_errors += count
             elif status is not None:
-                self._failures.extend([(status, ("ModelInfer",))] * count)
+                self._failures.extend([status] * count)
             else:
                 raise ValueError("give a gRPC status or an http_status")
 
