@@ -30,18 +30,9 @@ from supersonic_interlink.engine.cluster import (
     stop_process,
     wait_until,
 )
-from supersonic_interlink.rehearse import stages
+from supersonic_interlink.rehearse import loopback, stages
 from supersonic_interlink.rehearse.chart_parts import admission_running, filled_lua
 from supersonic_interlink.rehearse.delays import QueueDelay
-from supersonic_interlink.rehearse.loopback import (
-    DnsStandIn,
-    EnvoyProcess,
-    PrometheusStandIn,
-    TritonStandIn,
-    answers,
-    dns_standin,
-    envoy_running,
-)
 from supersonic_interlink.wake.probe import ProbeResult, probe_deadline_seconds, probe_once
 
 WATCH_SECONDS = 0.2
@@ -87,7 +78,7 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
     log = directory / "keda-operator.log"
     process = start_process(argv, log, env=env)
     try:
-        ready = partial(answers, f"http://{health}/readyz")
+        ready = partial(loopback.answers, f"http://{health}/readyz")
         wait_until(
             ready, KEDA_START_TIMEOUT_SECONDS, f"{OPERATOR} to be ready", interval=0.2, log_file=log, process=process
         )
@@ -150,10 +141,10 @@ class Rehearsal:
     cluster: LocalCluster
     settings: Settings
     delay: QueueDelay
-    envoy: EnvoyProcess
-    dns: DnsStandIn
-    prometheus: PrometheusStandIn
-    triton: TritonStandIn
+    envoy: loopback.EnvoyProcess
+    dns: loopback.DnsStandIn
+    prometheus: loopback.PrometheusStandIn
+    triton: loopback.TritonStandIn
     admission_log_path: Path
     rng: random.Random
     stack: str
@@ -253,18 +244,18 @@ def rehearsal(
     lua = filled_lua(chart, settings)  # before anything starts
     work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as started:
-        prometheus = PrometheusStandIn(0.0)
+        prometheus = loopback.PrometheusStandIn(0.0)
         started.callback(prometheus.stop)
         cluster.kubectl("create", "namespace", namespace, check=False)
         documents = [triton_deployment(settings), scaled_object(settings, prometheus.port)]
         cluster.kubectl("apply", "--server-side", "-f", "-", input_text="\n---\n".join(map(json.dumps, documents)))
         started.enter_context(keda_running(cluster, namespace, work_dir))
-        dns = started.enter_context(dns_standin())
-        triton = TritonStandIn()
+        dns = started.enter_context(loopback.dns_standin())
+        triton = loopback.TritonStandIn()
         started.callback(triton.stop)
         admission_port = started.enter_context(admission_running(cluster, settings, chart, work_dir / "admission"))
         envoy = started.enter_context(
-            envoy_running(
+            loopback.envoy_running(
                 settings,
                 tritons=[(settings.generation.inference_service_fqdn(release, namespace), triton.port)],
                 admission_port=admission_port,
