@@ -109,6 +109,7 @@ def test_an_inference_call_survives_http_503_from_in_front_of_triton_and_wakes_n
     triton.fail_next(2, http_status=503)
     assert infer(triton_client(warm.envoy.target), 64) == 64, "a 503 (wstunnel, ingress) must be retried"
     assert triton.http_errors_served == 2, "both 503s were actually sent to Envoy"
+    assert warm.envoy.stat(f"{CLUSTER}.retry.upstream_rq_503") == 2, "as HTTP 503s (no other test sends any), not gRPC"
     assert triton.calls["ModelInfer"] == 1
     wakes = warm.admission.wakes
     assert infer(triton_client(warm.envoy.target), 16) == 16

@@ -86,7 +86,7 @@ def test_the_modelled_objects_carry_the_chart_contracts_names_and_the_stacks_val
     assert deployment["spec"]["template"]["metadata"]["labels"] == settings.generation.inference_pod_labels(release)
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == dict(settings.triton.nodeSelector)
     assert deployment["spec"]["replicas"] == 0
-    so = scaled_object(settings, "http://127.0.0.1:9")
+    so = scaled_object(settings, 9)
     assert so["metadata"]["name"] == CHART.scaled_object_name(release)
     assert so["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
     assert so["spec"]["minReplicaCount"] == settings.keda.minReplicaCount == 0

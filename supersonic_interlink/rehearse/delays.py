@@ -45,26 +45,19 @@ class QueueDelay:
         return f"fixed {self.low:g} s" if self.low == self.high else f"uniform {self.low:g}..{self.high:g} s"
 
 
-def _seconds(text: str, spec: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise DelaySpecError(f"--queue-delay {spec!r}: {text!r} is not a number of seconds; expected {FORMS}") from None
-    if not math.isfinite(value) or value < 0:
-        raise DelaySpecError(f"--queue-delay {spec!r}: {text!r} must be a finite number of seconds >= 0")
-    return value
-
-
 def parse(spec: str, *, stack: str | None = None) -> QueueDelay:
     """One of ``FORMS``; a history gives the cold wakes of ``stack`` (of every stack when None)."""
     kind, _, rest = spec.partition(":")
-    if kind == "fixed":
-        return QueueDelay(low=_seconds(rest, spec), high=_seconds(rest, spec))
-    if kind == "uniform":
-        low_text, sep, high_text = rest.partition(":")
-        if not sep:
+    if kind in ("fixed", "uniform"):
+        texts = [rest] * 2 if kind == "fixed" else rest.split(":")
+        if len(texts) != 2:
             raise DelaySpecError(f"--queue-delay {spec!r}: expected uniform:A:B, e.g. uniform:60:300")
-        low, high = _seconds(low_text, spec), _seconds(high_text, spec)
+        try:
+            low, high = map(float, texts)
+        except ValueError:
+            raise DelaySpecError(f"--queue-delay {spec!r}: not a number of seconds; expected {FORMS}") from None
+        if not (math.isfinite(low) and math.isfinite(high) and low >= 0):
+            raise DelaySpecError(f"--queue-delay {spec!r}: must be a finite number of seconds >= 0")
         if high < low:
             raise DelaySpecError(f"--queue-delay {spec!r}: B ({high:g}) is below A ({low:g})")
         return QueueDelay(low=low, high=high)

@@ -12,11 +12,10 @@ from supersonic_interlink.config import ConfigError, Settings, load_settings
 from supersonic_interlink.config.loading import CHART_OVERRIDE, chart_directory
 from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.engine import toolchain
-from supersonic_interlink.engine.cluster import ClusterError, LocalCluster
+from supersonic_interlink.engine.cluster import COMPONENTS, ClusterError, LocalCluster
 from supersonic_interlink.rehearse.chart_parts import ADMISSION_FILE, LUA_FILE, ChartPartError, chart_file
 from supersonic_interlink.rehearse.delays import DelaySpecError, QueueDelay, parse, served_share
-from supersonic_interlink.rehearse.keda import OPERATOR
-from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME, rehearsal
+from supersonic_interlink.rehearse.run import OPERATOR, VIRTUAL_NODE_NAME, rehearsal
 from supersonic_interlink.rehearse.stages import rehearsal_stages
 from supersonic_interlink.wake.probe import LUA_CLOCK_SECONDS, READY, describe
 
@@ -111,9 +110,7 @@ def run(stack: str, queue_delay: str, directory: Path | None, chart: Path | None
     log = partial(print, file=sys.stderr, flush=True)
     root = (directory or toolchain.cache_dir() / "rehearse").resolve()
     try:
-        toolchain.ensure(
-            ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", OPERATOR], log=log
-        )
+        toolchain.ensure([*COMPONENTS.values(), OPERATOR], log=log)
         versions = {name: toolchain.version(toolchain.build_for(name)) for name in (OPERATOR, "kwok", "kube-apiserver")}
         cluster = LocalCluster(root, tied=True, pod_stages=rehearsal_stages(settings.namespace, VIRTUAL_NODE_NAME))
         cluster.start(log=log)

@@ -5,29 +5,86 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
+import subprocess
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from supersonic_interlink.config import Settings
 from supersonic_interlink.config.loading import thaw
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.engine.cluster import VIRTUAL_NODE, LocalCluster
-from supersonic_interlink.rehearse import stages
+from supersonic_interlink.engine import toolchain
+from supersonic_interlink.engine.cluster import (
+    LOOPBACK,
+    VIRTUAL_NODE,
+    LocalCluster,
+    free_port,
+    start_process,
+    stop_process,
+    wait_until,
+)
+from supersonic_interlink.rehearse import loopback, stages
 from supersonic_interlink.rehearse.chart_parts import admission_running, filled_lua
 from supersonic_interlink.rehearse.delays import QueueDelay
-from supersonic_interlink.rehearse.keda import keda_running
-from supersonic_interlink.rehearse.loopback import DnsStandIn, EnvoyProcess, dns_standin, envoy_running
-from supersonic_interlink.rehearse.standins import PrometheusStandIn, TritonStandIn
 from supersonic_interlink.wake.probe import ProbeResult, probe_deadline_seconds, probe_once
 
 WATCH_SECONDS = 0.2
 VIRTUAL_NODE_NAME = str(VIRTUAL_NODE["name"])
+
+
+OPERATOR = "keda-operator"
+CLUSTER_OBJECT_NAMESPACE = "keda"
+KEDA_START_TIMEOUT_SECONDS = 60.0
+
+
+@contextlib.contextmanager
+def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """KEDA's real operator (``tools/keda``'s pin; built if not cached: about 25 minutes on two cores) watching
+    ``namespace`` (``WATCH_NAMESPACE``, ``pkg/util/watch.go``), with the API server's own certificates in the
+    ``--cert-dir`` its metrics service loads or exits (``pkg/metricsservice/utils/tls.go``)."""
+    executable = toolchain.ensure([OPERATOR], log=lambda _line: None)[OPERATOR]
+    certs = directory / "certs"
+    certs.mkdir(parents=True, exist_ok=True)
+    links = {"ca.crt": cluster.ca_certificate, "tls.crt": cluster.serving_certificate, "tls.key": cluster.serving_key}
+    for name, target in links.items():
+        (certs / name).unlink(missing_ok=True)
+        (certs / name).symlink_to(target)
+    cluster.kubectl("create", "namespace", CLUSTER_OBJECT_NAMESPACE, check=False)
+    health = f"{LOOPBACK}:{free_port()}"
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "WATCH_NAMESPACE": namespace,
+        "KEDA_CLUSTER_OBJECT_NAMESPACE": CLUSTER_OBJECT_NAMESPACE,
+        "POD_NAMESPACE": CLUSTER_OBJECT_NAMESPACE,
+    }
+    argv = [
+        str(executable),
+        "--leader-elect=false",
+        f"--cert-dir={certs}",
+        f"--ca-dir={certs}",
+        f"--metrics-bind-address={LOOPBACK}:{free_port()}",
+        f"--health-probe-bind-address={health}",
+        f"--metrics-service-bind-address={LOOPBACK}:{free_port()}",
+        "--zap-log-level=info",
+    ]
+    log = directory / "keda-operator.log"
+    process = start_process(argv, log, env=env)
+    try:
+        ready = partial(loopback.answers, f"http://{health}/readyz")
+        wait_until(
+            ready, KEDA_START_TIMEOUT_SECONDS, f"{OPERATOR} to be ready", interval=0.2, log_file=log, process=process
+        )
+        yield process
+    finally:
+        stop_process(process)
 
 
 def triton_deployment(settings: Settings) -> dict[str, Any]:
@@ -50,17 +107,11 @@ def triton_deployment(settings: Settings) -> dict[str, Any]:
     }
 
 
-def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]:
-    """The ScaledObject with the stack's KEDA values and load trigger, pointed at the Prometheus stand-in."""
+def scaled_object(settings: Settings, prometheus_port: int) -> dict[str, Any]:
+    """The ScaledObject with the stack's floor, ceiling and load trigger, pointed at the Prometheus stand-in (the HPA's
+    behaviour is left out: it acts only above one replica, which a rehearsal without load never reaches)."""
     release, keda = settings.release.name, settings.keda
-    trigger = {"serverAddress": prometheus_address, "threshold": str(settings.serverLoad.threshold)}
-    behavior = {
-        direction: {
-            "stabilizationWindowSeconds": p.stabilizationWindowSeconds,
-            "policies": [{"type": "Pods", "value": p.stepsize, "periodSeconds": p.periodSeconds}],
-        }
-        for direction, p in (("scaleUp", keda.scaleUp), ("scaleDown", keda.scaleDown))
-    }
+    trigger = {"serverAddress": f"http://{LOOPBACK}:{prometheus_port}", "threshold": str(settings.serverLoad.threshold)}
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -69,7 +120,6 @@ def scaled_object(settings: Settings, prometheus_address: str) -> dict[str, Any]
             "scaleTargetRef": {"kind": "Deployment", "name": settings.generation.inference_object_name(release)},
             "minReplicaCount": keda.minReplicaCount,
             "maxReplicaCount": keda.maxReplicaCount,
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior}},
             "triggers": [{"type": "prometheus", "metadata": {**trigger, "query": settings.serverLoad.metric}}],
         },
     }
@@ -91,10 +141,10 @@ class Rehearsal:
     cluster: LocalCluster
     settings: Settings
     delay: QueueDelay
-    envoy: EnvoyProcess
-    dns: DnsStandIn
-    prometheus: PrometheusStandIn
-    triton: TritonStandIn
+    envoy: loopback.EnvoyProcess
+    dns: loopback.DnsStandIn
+    prometheus: loopback.PrometheusStandIn
+    triton: loopback.TritonStandIn
     admission_log_path: Path
     rng: random.Random
     stack: str
@@ -194,18 +244,18 @@ def rehearsal(
     lua = filled_lua(chart, settings)  # before anything starts
     work_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as started:
-        prometheus = PrometheusStandIn(0.0)
+        prometheus = loopback.PrometheusStandIn(0.0)
         started.callback(prometheus.stop)
         cluster.kubectl("create", "namespace", namespace, check=False)
-        documents = [triton_deployment(settings), scaled_object(settings, prometheus.address)]
+        documents = [triton_deployment(settings), scaled_object(settings, prometheus.port)]
         cluster.kubectl("apply", "--server-side", "-f", "-", input_text="\n---\n".join(map(json.dumps, documents)))
         started.enter_context(keda_running(cluster, namespace, work_dir))
-        dns = started.enter_context(dns_standin())
-        triton = TritonStandIn()
+        dns = started.enter_context(loopback.dns_standin())
+        triton = loopback.TritonStandIn()
         started.callback(triton.stop)
         admission_port = started.enter_context(admission_running(cluster, settings, chart, work_dir / "admission"))
         envoy = started.enter_context(
-            envoy_running(
+            loopback.envoy_running(
                 settings,
                 tritons=[(settings.generation.inference_service_fqdn(release, namespace), triton.port)],
                 admission_port=admission_port,

@@ -34,7 +34,7 @@ from e2e_harness import REHEARSAL_NAMESPACE
 from supersonic_interlink.components.failed_pod_cleanup import container_command, script_environment, script_text
 from supersonic_interlink.config import PROJECT, Settings, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
-from supersonic_interlink.engine.cluster import LocalCluster
+from supersonic_interlink.engine.cluster import LocalCluster, wait_until
 from supersonic_interlink.rehearse.delays import parse
 from supersonic_interlink.rehearse.run import Rehearsal, rehearsal
 from supersonic_interlink.rehearse.stages import JOB_EXIT_CODE
@@ -63,13 +63,8 @@ def rehearsal_settings() -> Settings:
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> float:
-    """Poll until ``condition`` holds; the monotonic time it was first seen to."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return time.monotonic()
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout:g} s: {what}")
+    """The monotonic time ``condition`` was first seen to hold."""
+    return float(wait_until(lambda: condition() and time.monotonic(), timeout, what, interval=0.2))
 
 
 def failed_pods(cluster: LocalCluster, namespace: str) -> list[str]:

@@ -25,9 +25,9 @@ from e2e_harness import Project, e2e_chart, hammer_like, helm_history, kubectl_j
 from project_copies import project_with
 
 from supersonic_interlink.contract import CHART, INFERENCE_SERVER
-from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
-from supersonic_interlink.rehearse.keda import keda_running
-from supersonic_interlink.rehearse.standins import PrometheusStandIn
+from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV, wait_until
+from supersonic_interlink.rehearse.loopback import PrometheusStandIn
+from supersonic_interlink.rehearse.run import keda_running
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -39,13 +39,10 @@ ZERO_WAIT_SECONDS = 120.0
 
 
 def wait_for(condition, timeout: float, what: str) -> float:
-    """Poll until ``condition()`` holds; the seconds it took."""
+    """The seconds until ``condition()`` held."""
     started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if condition():
-            return time.monotonic() - started
-        time.sleep(0.5)
-    raise AssertionError(f"not within {timeout:g} s: {what}")
+    wait_until(condition, timeout, what, interval=0.5)
+    return time.monotonic() - started
 
 
 def test_the_inference_server_generation_installs_with_scale_from_zero(project: Project, tmp_path: Path) -> None:
