@@ -67,11 +67,11 @@ def main() -> None:
     expected = Expected.from_rendered(rendered)
     objects = live_objects(expected.release_name, expected.namespace)
     live = load_live_values(LIVE_VALUES.read_text(), str(LIVE_VALUES))
-    given = sides(expected, live, [LiveObject(o, "benchmark") for o in objects])
+    given, _ = sides(expected, live, [LiveObject(o, "benchmark") for o in objects])
     renders = []
     for _ in range(args.runs):
         start = time.perf_counter()
-        render_sides(args.chart, given)
+        render_sides(args.chart, expected, given)
         renders.append(time.perf_counter() - start)
 
     with tempfile.TemporaryDirectory() as work:

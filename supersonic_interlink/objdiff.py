@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,10 +143,18 @@ def markdown_value(value: Any, width: int | None = None) -> str:
     return markdown_cell(format_value(value) if width is None else cut(format_value(value), width))
 
 
-def markdown_row(change: Change, *more: str) -> str:
-    """``| path | before | after |`` and any ``more`` cells."""
-    cells = [markdown_cell(format_path(change.path)), markdown_value(change.before), markdown_value(change.after)]
-    return "| " + " | ".join([*cells, *more]) + " |"
+def markdown_table(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> list[str]:
+    """``| path | before | after | more |`` for rows of (change, *more cells), ``columns`` their headings; a multi-line
+    text is too long for a cell, so its row points to its unified diff below the table, with the sides' headings."""
+    texts = [c for c, *_ in rows if any(isinstance(v, str) and "\n" in v for v in (c.before, c.after))]
+    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    for c, *more in rows:
+        sides = ["*(text: see below)*"] * 2 if c in texts else [markdown_value(c.before), markdown_value(c.after)]
+        lines.append("| " + " | ".join([markdown_cell(format_path(c.path)), *sides, *more]) + " |")
+    for c in texts:
+        head = [f"--- {columns[1]}", f"+++ {columns[2]}"]
+        lines += ["", f"`{format_path(c.path)}`:", "", "```diff", *head, *text_diff(c.before, c.after), "```"]
+    return lines
 
 
 def text_diff(before: Any, after: Any) -> list[str]:
@@ -244,17 +252,13 @@ def compare_objects(before: Manifests, after: Manifests, namespace: str = "", *,
     old, new = index(before, namespace, "before"), index(after, namespace, "after")
     found = {key: tuple(changes(old[key], new[key])) for key in sorted(old.keys() & new.keys())}
     added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
-    stems: dict[Any, tuple[list[ObjectKey], list[ObjectKey]]] = {}
-    for side, keys in ((0, removed), (1, added)) if renames else ():
-        for key in keys:
-            if _HASH_SUFFIX.search(key.name):
-                stem = (key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name))
-                stems.setdefault(stem, ([], []))[side].append(key)
-    replaced = [
-        ObjectChange(came[0], tuple(changes(old[gone[0]], new[came[0]])), gone[0])
-        for gone, came in stems.values()
-        if len(gone) == len(came) == 1
-    ]
+    stems: dict[Any, list[ObjectKey]] = {}
+    for key in (*removed, *added) if renames else ():
+        if _HASH_SUFFIX.search(key.name):
+            stems.setdefault((key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name)), []).append(key)
+    # One removed and one added object of a stem: removed keys come first, and a removed key is not in ``new``.
+    pairs = [keys for keys in stems.values() if len(keys) == 2 and keys[0] not in new and keys[1] not in old]
+    replaced = [ObjectChange(came, tuple(changes(old[gone], new[came])), gone) for gone, came in pairs]
     paired = {r.old for r in replaced} | {r.key for r in replaced}
     return ObjectsDiff(
         added=tuple(k for k in added if k not in paired),

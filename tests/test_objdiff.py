@@ -175,7 +175,11 @@ def test_a_content_addressed_rename_is_one_replaced_object_with_its_fields() -> 
 
 @pytest.mark.parametrize(
     "before, after",
-    [(["r-a"], ["r-b"]), (["r-0123456789", "q-0123456789"], ["r-abcdef0123", "r-fedcba9876"])],
+    [
+        (["r-a"], ["r-b"]),
+        (["r-0123456789", "q-0123456789"], ["r-abcdef0123", "r-fedcba9876"]),
+        ([], ["r-abcdef0123", "r-fedcba9876"]),
+    ],
 )
 def test_names_that_are_not_one_hash_apart_stay_a_removal_and_an_addition(before: list, after: list) -> None:
     found = compare_objects([config_map(n) for n in before], [config_map(n) for n in after], renames=True)

@@ -41,8 +41,6 @@ class StackDiff:
     @property
     def chart_note(self) -> str:
         """Why the chart's objects are not compared ("" when they are)."""
-        if self.chart_compared:
-            return ""
         missing = [s for s in (self.base, self.head) if s.exists and s.chart is None]
         if len(missing) == 2 and missing[0].chart_note == missing[1].chart_note:
             return f"on both sides, {missing[0].chart_note}"
@@ -73,6 +71,9 @@ def field_lines(change: Change) -> list[str]:
     return [*lines, f"-       {format_value(before)}", f"+       {format_value(after)}"]
 
 
+REPLACED = "replaced: a content-addressed name; the new one is created before the upgrade, the old one deleted after it"
+
+
 def text(diff: StackDiff) -> str:
     lines = [f"stack {diff.stack}: {diff.title}"]
     if not diff.base.exists:
@@ -87,11 +88,8 @@ def text(diff: StackDiff) -> str:
     lines.append("no change" if objects.empty and not diff.secrets else objects.counts())
     lines += diff.secrets
     lines += [f"- {key} (removed)" for key in objects.removed] + [f"+ {key} (added)" for key in objects.added]
-    replaced = (
-        "replaced: a content-addressed name; the new one is created before the upgrade, the old one deleted after it"
-    )
     for one in (*objects.replaced, *objects.changed):
-        lines.append(f"± {one.old} -> {one.key.name} ({replaced})" if one.old else f"~ {one.key}")
+        lines.append(f"± {one.old} -> {one.key.name} ({REPLACED})" if one.old else f"~ {one.key}")
         lines += [line for change in one.changes for line in field_lines(change)]
     return "\n".join(lines) + "\n"
 
@@ -100,13 +98,10 @@ def pull_request_text(diff: StackDiff) -> str:
     """The same text as a pull request comment's collapsible section."""
     if diff.objects.empty and diff.chart_compared and not diff.secrets:
         return f"- **{diff.stack}**: no change\n"
-    fence = "````"
     summary = "no change" if diff.objects.empty else diff.objects.counts()
     summary += f"; {len(diff.secrets)} secret(s) changed" if diff.secrets else ""
     summary += "" if diff.chart_compared else "; chart objects not compared"
-    return (
-        f"<details><summary><b>{diff.stack}</b>: {summary}</summary>\n\n{fence}diff\n{text(diff)}{fence}\n</details>\n"
-    )
+    return f"<details><summary><b>{diff.stack}</b>: {summary}</summary>\n\n````diff\n{text(diff)}````\n</details>\n"
 
 
 def diff_stack(stack: str, base_ref: str | None = None, chart_dir: Path | None = None) -> StackDiff:

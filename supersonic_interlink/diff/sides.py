@@ -3,8 +3,6 @@ tree untouched), rendered there by its own code with the project's ``.venv``, to
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 import subprocess
@@ -19,13 +17,14 @@ import yaml
 
 from supersonic_interlink import EXIT_USAGE, ROOT, progress
 from supersonic_interlink.chart import source as chart_source
-from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, load_yaml
-from supersonic_interlink.config.stack_config import check_stack_name, full_key, read_stack_document, secret_digests
+from supersonic_interlink.config import load_yaml
+from supersonic_interlink.config.stack_config import check_stack_name, read_stack_document, secret_digests
 from supersonic_interlink.contract import generation_of_values
 from supersonic_interlink.render.stack import CHART_DIR
 
 SHARED = (".venv", ".tools", chart_source.CACHE_DIR)
-RENDER_TIMEOUT_SECONDS = 600
+TIMEOUT = 600
+"""Seconds a side's render may take."""
 NOT_RENDERED = re.compile(r"the chart's objects (?:are not|cannot be) rendered: (.*)")
 """What ``render --out`` prints when it writes no ``chart/``."""
 
@@ -54,15 +53,15 @@ class Side:
     generation: str = ""
 
 
-def git(*args: str, refused: SideError | None = None, binary: bool = False) -> Any:
+def git(*args: str, refused: SideError | None = None) -> str:
     """git's output; ``refused`` (or what git said) raised when it fails."""
     try:
-        result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=not binary, check=False)
+        result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
     except FileNotFoundError:
         raise SideError("git is not installed: diff reads the base from git (apt-get install git)") from None
     if result.returncode != 0:
-        error = result.stderr.decode(errors="replace") if binary else result.stderr
-        raise refused or SideError(f"git {' '.join(args)}: {' '.join(error.split()) or f'exit {result.returncode}'}")
+        said = " ".join(result.stderr.split()) or f"exit {result.returncode}"
+        raise refused or SideError(f"git {' '.join(args)}: {said}")
     return result.stdout
 
 
@@ -74,29 +73,7 @@ def default_base() -> tuple[str, str]:
 
 def resolve(ref: str) -> str:
     refused = UsageError(f"--base {ref!r}: not a commit in this repository")
-    return str(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", refused=refused)).strip()
-
-
-def _unshared(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-    """tarfile's ``data`` filter, leaving out what is linked in from the project instead."""
-    return None if member.name.split("/", 1)[0] in SHARED else tarfile.data_filter(member, path)
-
-
-def fetch_pinned(stack_path: Path) -> None:
-    """Fetch the pinned git chart a stack file names into the cache, as ``pulumi preview`` would (the render reads
-    the chart's generation from it); where it cannot be, the render's note says the chart is not on disk."""
-    try:
-        config = read_stack_document(stack_path)
-        release = next(v for k, v in config.items() if full_key(k) == f"{PROJECT}:release")
-        chart = ChartSource.model_validate(release["chart"])
-    except (ConfigError, OSError, StopIteration, KeyError, TypeError, ValueError):
-        return  # the render names what is wrong
-    if chart.kind == "git" and chart.commit is not None and not (chart_source.CACHE_ROOT / chart.commit).exists():
-        with (
-            contextlib.suppress(chart_source.ChartSourceError),
-            progress.step(f"fetching chart {chart.commit} from {chart.git}"),
-        ):
-            chart_source.fetch(str(chart.git), chart.commit, str(chart.path))
+    return git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", refused=refused).strip()
 
 
 def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
@@ -106,9 +83,10 @@ def working_tree(stack: str, out: Path, chart_dir: Path | None = None) -> Side:
 def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None = None) -> Side:
     """The side of ``commit``: its tree in a temporary directory, the shared tools linked in."""
     with tempfile.TemporaryDirectory(prefix="supersonic-diff-") as temporary:
-        tree = Path(temporary)
-        with tarfile.open(fileobj=io.BytesIO(git("archive", "--format=tar", commit, binary=True))) as tar:
-            tar.extractall(tree, filter=_unshared)
+        tree, archive = Path(temporary) / "tree", Path(temporary) / "tree.tar"
+        git("archive", "--format=tar", f"--output={archive}", commit)
+        with tarfile.open(archive) as tar:
+            tar.extractall(tree, filter="data")  # the shared directories are ignored by git, never in its archive
         for name in SHARED:
             if (ROOT / name).exists():
                 (tree / name).symlink_to(ROOT / name)
@@ -116,22 +94,27 @@ def base(stack: str, commit: str, label: str, out: Path, chart_dir: Path | None 
 
 
 def render_side(root: Path, stack: str, label: str, out: Path, chart_dir: Path | None) -> Side:
-    """The stack rendered by the code in ``root``, ``render --out``, for ``chart_dir``'s generation if given."""
+    """The stack rendered by the code in ``root``, ``render --out``, for ``chart_dir``'s generation if given; a pinned
+    chart not in the cache yet is fetched by its ``render --fetch-chart``, as ``pulumi preview`` would."""
     path = root / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.is_file():
         return Side(label, exists=False)
-    if chart_dir is None:
-        fetch_pinned(path)
-    command = [sys.executable, "-m", "supersonic_interlink", "render", stack, "--out", str(out)]
+
+    def render(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "supersonic_interlink", "render", stack, *args]
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        try:
+            with progress.step(f"{label}: rendering"):
+                return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise SideError(f"{label}: render did not finish within {TIMEOUT} s") from None
+
+    command = ["--out", str(out)]
     command += ["--chart", str(chart_dir.resolve())] if chart_dir else []
-    try:
-        with progress.step(f"{label}: rendering"):
-            env = {**os.environ, "PYTHONPATH": str(root)}
-            done = subprocess.run(
-                command, cwd=root, capture_output=True, text=True, timeout=RENDER_TIMEOUT_SECONDS, check=False, env=env
-            )
-    except subprocess.TimeoutExpired:
-        raise SideError(f"{label}: render did not finish within {RENDER_TIMEOUT_SECONDS} s") from None
+    done = render(*command)
+    if chart_dir is None and "--fetch-chart`" in done.stdout + done.stderr:  # where it cannot be, the note says why
+        render("--fetch-chart")
+        done = render(*command)
     printed = done.stdout + done.stderr if root == ROOT else (done.stdout + done.stderr).replace(str(root), "<base>")
     if not (out / "release.yaml").is_file():
         lines = " / ".join([line.strip() for line in printed.splitlines() if line.strip()][-4:]) or "no output"

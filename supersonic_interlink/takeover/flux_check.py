@@ -35,9 +35,13 @@ def check(
     rel, ns, chart = settings.release.name, settings.namespace, settings.release.chart
     managing = [hr for hr in helm_releases if release_of(hr) == (rel, ns)]
     findings: list[Finding] = []
+
+    def fail(check: str, problem: str) -> None:
+        findings.append(Finding(check, problem))
+
     if len(managing) != 1:
         names = ", ".join(f"{hr['metadata']['namespace']}/{hr['metadata']['name']}" for hr in managing) or "none"
-        findings.append(Finding("HelmRelease", f"expected exactly one HelmRelease managing {ns}/{rel}, found {names}"))
+        fail("HelmRelease", f"expected exactly one HelmRelease managing {ns}/{rel}, found {names}")
     else:
         meta, spec = managing[0]["metadata"], managing[0].get("spec") or {}
         where = f"HelmRelease {meta['namespace']}/{meta['name']}"
@@ -50,31 +54,25 @@ def check(
         )
         url = (repo or {}).get("spec", {}).get("url")
         urls = {str(u).rstrip("/").removesuffix(".git").lower() for u in (url, chart.git)}  # the same repository
-        checks = {
-            f"{where} is not suspended (spec.suspend: {spec.get('suspend')!r}); step 3 first": (
-                "suspend",
-                spec.get("suspend") is True,
-            ),
-            f"{where}: spec.chart.spec.reconcileStrategy is {strategy!r}, not 'Revision': no commit to pin": (
+        if spec.get("suspend") is not True:
+            fail("suspend", f"{where} is not suspended (spec.suspend: {spec.get('suspend')!r}); step 3 first")
+        if strategy != "Revision":
+            fail(
                 "reconcileStrategy",
-                strategy == "Revision",
-            ),
-            f"{where}: chart {live.get('chart')!r}, the stack's is {str(chart.path)!r}": (
-                "chart",
-                str(live.get("chart")).strip("./") == str(chart.path).strip("./"),
-            ),
-            f"{where}: the chart comes from a {kind}, not a GitRepository": ("source", kind == "GitRepository"),
-            f"{where}: GitRepository {repo_ns}/{name} not found": ("source", kind != "GitRepository" or repo),
-            f"GitRepository {repo_ns}/{name}: url {url!r}, the stack's chart is {chart.git!r}": (
-                "source",
-                not repo or len(urls) == 1,
-            ),
-        }
-        findings += [Finding(check, problem) for problem, (check, passed) in checks.items() if not passed]
+                f"{where}: spec.chart.spec.reconcileStrategy is {strategy!r}, not 'Revision': no commit to pin",
+            )
+        if str(live.get("chart")).strip("./") != str(chart.path).strip("./"):
+            fail("chart", f"{where}: chart {live.get('chart')!r}, the stack's is {str(chart.path)!r}")
+        if kind != "GitRepository":
+            fail("source", f"{where}: the chart comes from a {kind}, not a GitRepository")
+        elif not repo:
+            fail("source", f"{where}: GitRepository {repo_ns}/{name} not found")
+        elif len(urls) != 1:
+            fail("source", f"GitRepository {repo_ns}/{name}: url {url!r}, the stack's chart is {chart.git!r}")
     if (status := str(helm_status["info"]["status"])) != "deployed":
         why = "not deployed"
         if status.startswith("pending-"):
             why = 'a Helm operation is in flight or was interrupted (docs/takeover.md, "An interrupted up")'
         revision = helm_status.get("version")
-        findings.append(Finding("helm status", f"release {ns}/{rel} is {status} (revision {revision}): {why}"))
+        fail("helm status", f"release {ns}/{rel} is {status} (revision {revision}): {why}")
     return findings

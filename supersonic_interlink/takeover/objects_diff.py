@@ -14,23 +14,13 @@ from supersonic_interlink.chart.lookup_api import LookupApi, LookupApiError
 from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
 from supersonic_interlink.contract import CHART, Generation
-from supersonic_interlink.objdiff import (
-    ObjectKey,
-    ObjectsDiff,
-    compare_objects,
-    format_path,
-    index,
-    markdown_cell,
-    markdown_row,
-    object_key,
-    text_diff,
-)
+from supersonic_interlink.objdiff import ObjectKey, ObjectsDiff, compare_objects, index, markdown_table, object_key
 from supersonic_interlink.render.conformance import ROOT, Expected
 from supersonic_interlink.takeover.values_diff import LiveInputError
 
 EXPECTED_DELETIONS: dict[tuple[str, str, str], str] = {}
-"""(kind, API group, name with ``{instance}``) of what the upgrade deletes on purpose, and why. None: the takeover
-changes values, not objects."""
+"""(kind, API group, name with ``{instance}``) the upgrade deletes on purpose, and why: none, it changes values."""
+MOVED = (("Deployment", "apps"), ("Service", ""))
 
 
 def declared_deletions(release: str, namespace: str, live: Generation, new: Generation) -> dict[ObjectKey, str]:
@@ -41,9 +31,6 @@ def declared_deletions(release: str, namespace: str, live: Generation, new: Gene
         declared |= {(kind, group, f"{{instance}}-{live.inference_component}"): why for kind, group in MOVED}
     instance = CHART.instance_name(release)
     return {ObjectKey(k, name.format(instance=instance), g, namespace): why for (k, g, name), why in declared.items()}
-
-
-MOVED = (("Deployment", "apps"), ("Service", ""))
 
 
 @dataclass(frozen=True)
@@ -82,13 +69,8 @@ STOOD_IN = "this stack's envoy.yaml was served under its name, so the Envoy conf
 NO_FLOOR = "the lookup found none, so where the chart keeps the live minReplicaCount this shows the value set."
 
 
-@dataclass(frozen=True)
-class Sides:
-    release_name: str
-    namespace: str
-    given: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]
-    """``LIVE`` and ``PROJECT``: the values of that render and the objects its stand-in API serves."""
-    notes: tuple[str, ...]
+Sides = dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]
+"""``LIVE`` and ``PROJECT``: the values of that render and the objects its stand-in API serves."""
 
 
 def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -99,8 +81,11 @@ def live_envoy_config_map(live_values: Mapping[str, Any]) -> tuple[str, str] | N
     return str(external["configmap_name"]), str(external.get("configmap_key") or CHART.envoy_config_key)
 
 
-def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequence[LiveObject]) -> Sides:
-    """The two renders' inputs; at the upgrade the stack's own ConfigMap exists too (``pulumi up`` creates it first)."""
+def sides(
+    expected: Expected, live_values: dict[str, Any], live_objects: Sequence[LiveObject]
+) -> tuple[Sides, list[str]]:
+    """The two renders' inputs, and notes on them; at the upgrade the stack's own ConfigMap exists too (``pulumi up``
+    creates it first)."""
     namespace, served = expected.namespace, [o.manifest for o in live_objects]
     by_key = {object_key(o.manifest): o for o in live_objects}
     scaled = ObjectKey("ScaledObject", CHART.scaled_object_name(expected.release_name), "keda.sh", namespace)
@@ -123,21 +108,20 @@ def sides(expected: Expected, live_values: dict[str, Any], live_objects: Sequenc
         )
     else:
         notes.append(f"No live ScaledObject `{scaled.name}` was given (`--live-object`): {NO_FLOOR}")
-    given = {LIVE: (live_values, live_served), PROJECT: (expected.values, served + expected.served)}
-    return Sides(expected.release_name, namespace, given, tuple(notes))
+    return {LIVE: (live_values, live_served), PROJECT: (expected.values, served + expected.served)}, notes
 
 
 class SideRefused(Exception):
     """Helm refused to render one side: which, then Helm's message."""
 
 
-def render_sides(chart_dir: Path, given: Sides, sides: Sequence[str] = (LIVE, PROJECT)) -> list[list[dict[str, Any]]]:
+def render_sides(
+    chart_dir: Path, expected: Expected, given: Sides, sides: Sequence[str] = (LIVE, PROJECT)
+) -> list[list[dict[str, Any]]]:
     """Each side rendered as an upgrade (Flux upgrades on every change), at the same time."""
 
-    name, namespace = given.release_name, given.namespace
-
     def render(side: str) -> list[dict[str, Any]]:
-        values, served = given.given[side]
+        name, namespace, (values, served) = expected.release_name, expected.namespace, given[side]
         try:
             return render_chart(
                 chart_dir, name, namespace, values, served, post_renderer=ROOT / POSTRENDER, is_upgrade=True
@@ -205,38 +189,22 @@ def as_json(comparison: ObjectsComparison) -> dict[str, Any]:
 
 
 HERE = "`supersonic_interlink/takeover/objects_diff.py`"
-DELETED = "**Deleted by the upgrade:**"
 
 
 def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str]) -> str:
-    """The report for the pull request; a multi-line text (the Envoy configuration) as a diff under its table."""
+    """The report for the pull request."""
     diff, c = comparison.diff, comparison
-    lines = [f"#### Objects: the live release → stack `{stack}`", "", *(f"- {n}" for n in notes), "", DELETED, ""]
-    if c.deleted or c.unexplained:
-        lines += ["| object | why |", "|---|---|", *(f"| `{key}` | {why} |" for key, why in c.deleted)]
-        lines += [f"| `{key}` | **not explained** (a finding: declare it in {HERE}) |" for key in c.unexplained]
-    else:
-        lines.append("*(none)*")
+    lines = [f"#### Objects: the live release → stack `{stack}`", "", *(f"- {n}" for n in notes), ""]
+    deleted = [*c.deleted, *((key, f"**not explained** (a finding: declare it in {HERE})") for key in c.unexplained)]
+    lines += ["**Deleted by the upgrade:**", "", *(["| object | why |", "|---|---|"] if deleted else ["*(none)*"])]
+    lines += [f"| `{key}` | {why} |" for key, why in deleted]
     if c.left:
-        lines += [
-            "",
-            "**No longer rendered, left on the cluster by Helm** (Helm deletes neither hooks nor kept objects):",
-        ]
-        lines += ["", *(f"- `{k}`: {why}" for k, why in c.left)]
+        left = "**No longer rendered, left on the cluster by Helm** (Helm deletes neither hooks nor kept objects):"
+        lines += ["", left, "", *(f"- `{k}`: {why}" for k, why in c.left)]
     lines += ["", "**Created:**", "", *([f"- `{key}`" for key in diff.added] or ["*(none)*"]), ""]
     for change in diff.changed:
-        texts = [x for x in change.changes if any(isinstance(v, str) and "\n" in v for v in (x.before, x.after))]
-        lines += [f"**Changed `{change.key}`:**", "", "| field | live | this stack |", "|---|---|---|"]
-        lines += [
-            f"| {markdown_cell(format_path(x.path))} | *(text: see below)* | *(text: see below)* |"
-            if x in texts
-            else markdown_row(x)
-            for x in change.changes
-        ]
-        lines.append("")
-        for x in texts:
-            diff_lines = text_diff(x.before, x.after)
-            lines += [f"`{format_path(x.path)}`:", "", "```diff", "--- live", "+++ this stack", *diff_lines, "```", ""]
+        table = markdown_table(["field", "live", "this stack"], [(x,) for x in change.changes])
+        lines += [f"**Changed `{change.key}`:**", "", *table, ""]
     if c.stale:
         lines += [f"**Declared deletions the upgrade no longer makes** (findings: remove them from {HERE}):", ""]
         lines += [f"- `{key}`: {why}" for key, why in c.stale] + [""]
@@ -244,7 +212,7 @@ def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str]) ->
         "Not shown: every object of the live release also carries helm-controller's labels "
         "`helm.toolkit.fluxcd.io/name` and `helm.toolkit.fluxcd.io/namespace`; the upgrade removes them from each "
         "object's `metadata.labels` (no selector, no pod template).\n\n"
-        f"{len(c.deleted) + len(c.unexplained)} deleted ({len(c.unexplained)} unexplained), {len(diff.added)} created, "
+        f"{len(deleted)} deleted ({len(c.unexplained)} unexplained), {len(diff.added)} created, "
         f"{len(diff.changed)} changed, {len(diff.unchanged)} unchanged, {len(c.left)} left by Helm, {len(c.stale)} "
         "stale."
     )

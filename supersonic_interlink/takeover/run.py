@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,7 +25,7 @@ from supersonic_interlink.objdiff import compare_objects
 from supersonic_interlink.render.conformance import Expected
 from supersonic_interlink.render.stack import locate_chart, render
 from supersonic_interlink.takeover import flux_check, objects_diff, values_diff
-from supersonic_interlink.takeover.objects_diff import PROJECT, LiveObject, load_live_objects
+from supersonic_interlink.takeover.objects_diff import LIVE, PROJECT, LiveObject, load_live_objects
 from supersonic_interlink.takeover.steps import format_steps
 from supersonic_interlink.takeover.values_diff import LiveInputError, load_live_values
 
@@ -123,23 +122,16 @@ def run_objects(
     stored: list[dict[str, Any]] | None = None
     where = f"`{live_manifest}`"
     if from_cluster:
-        cluster = read_live_release(release, namespace)
-        if cluster.status != "deployed":
-            raise Stop(
-                f"stack {stack}: release {release} is {cluster.status} (revision {cluster.revision}), not deployed"
-            )
-        live_values, objects, stored = cluster.values, cluster.objects, cluster.manifest
-        where = f"revision {cluster.revision}"
+        live_values, stored, objects, where = read_live_release(stack, release, namespace)
     else:
         assert live is not None, "the parser requires --live or --from-cluster"
         live_values = _load("--live", live, load_live_values)
         if live_manifest is not None:
             stored = [o.manifest for o in _load("--live-manifest", live_manifest, read_objects)]
-    for path in live_objects:
-        objects += _load("--live-object", path, read_objects)
+    objects += [found for path in live_objects for found in _load("--live-object", path, read_objects)]
     chart_dir = chart_directory(stack, settings.release.chart, chart)
     expected = Expected.from_rendered(rendered())
-    given = objects_diff.sides(expected, live_values, objects)
+    given, notes = objects_diff.sides(expected, live_values, objects)
     # Neither generation's block: the chart says what is wrong when it renders them.
     live_generation = next((g for g in GENERATIONS if g.inference_values_key in live_values), expected.generation)
     moves = live_generation != expected.generation
@@ -151,13 +143,13 @@ def run_objects(
         )
     try:
         with progress.step(f"stack {stack}: rendering {chart_dir} with Helm, the live values and the stack's"):
-            if moves:
-                before, (after,) = list(stored or []), objects_diff.render_sides(chart_dir, given, [PROJECT])
-            else:
-                before, after = objects_diff.render_sides(chart_dir, given)
+            *live_render, after = objects_diff.render_sides(
+                chart_dir, expected, given, [PROJECT] if moves else [LIVE, PROJECT]
+            )
     except objects_diff.SideRefused as refused:
         raise Stop(f"stack {stack}: chart {chart_dir} refuses {refused}", EXIT_FINDING) from None
     first = f"Chart `{chart_dir}` rendered by Helm as an upgrade with the live values (`{live}`) and with this stack's."
+    before = stored if stored is not None else live_render[0]
     if stored is not None:
         if moves:
             verdict = (
@@ -165,7 +157,7 @@ def run_objects(
                 f"upgrade replaces `{live_generation.inference_object_name(release)}` by "
                 f"`{expected.generation.inference_object_name(release)}`."
             )
-        elif compare_objects(stored, before, namespace).empty:
+        elif compare_objects(stored, live_render[0], namespace).empty:
             verdict = "The pinned chart renders the live values exactly as stored: it is the live chart."
         else:  # the two agree only if the pinned commit is the live chart
             verdict = "**The pinned chart renders the live values differently from the stored manifest** (step 1)."
@@ -173,12 +165,11 @@ def run_objects(
             f"Before: the live release's stored manifest (`helm get manifest`, {where}), what the upgrade compares "
             f"against. After: chart `{chart_dir}` rendered by Helm with this stack's values as an upgrade. {verdict}"
         )
-        before = stored
     declared = objects_diff.declared_deletions(release, namespace, live_generation, expected.generation)
     found = objects_diff.compare(before, after, namespace, declared)
     findings = f"{len(found.unexplained)} unexplained and {len(found.stale)} stale deletion(s); see the report"
-    notes = (first, *given.notes)
-    document = {"notes": list(notes), **objects_diff.as_json(found)} if json else None
+    notes.insert(0, first)
+    document = {"notes": notes, **objects_diff.as_json(found)} if json else None
     report = objects_diff.markdown(found, stack, notes)
     return _report(stack, report, out, findings if found.has_findings else "", document)
 
@@ -218,25 +209,19 @@ def live_findings(settings: Settings) -> list[flux_check.Finding]:
     return flux_check.check(helm_releases, repositories, status, settings)
 
 
-@dataclass(frozen=True)
-class LiveRelease:
-    """What the cluster says of the live release: Helm's record and the objects the chart looks up."""
-
-    values: dict[str, Any]
-    manifest: list[dict[str, Any]]
-    revision: int
-    status: str
-    objects: list[LiveObject]
-
-
-def read_live_release(release: str, namespace: str) -> LiveRelease:
-    """Read the release from the cluster ``KUBECONFIG`` names, with the pinned Helm v3 and kubectl."""
-    status = json.loads(_read("helm", "status", release, "-n", namespace, "-o", "json"))
-    values = load_live_values(_read("helm", "get", "values", release, "-n", namespace, "-o", "yaml"), "helm get values")
-    manifest = [d for d in yaml.safe_load_all(_read("helm", "get", "manifest", release, "-n", namespace)) if d]
+def read_live_release(
+    stack: str, release: str, namespace: str
+) -> tuple[dict[str, Any], list[Any], list[LiveObject], str]:
+    """(values, stored manifest, the objects the chart looks up, which revision) from the cluster: Helm's record of the
+    release, whose ``config`` is what ``helm get values`` prints and ``manifest`` what ``helm get manifest`` does
+    (helm/helm ``pkg/release`` ``Release``); refused unless the release is deployed."""
+    record = json.loads(_read("helm", "status", release, "-n", namespace, "-o", "json"))
+    if (status := record["info"]["status"]) != "deployed":
+        raise Stop(f"stack {stack}: release {release} is {status} (revision {record['version']}), not deployed")
+    values, manifest = record.get("config") or {}, [d for d in yaml.safe_load_all(record.get("manifest", "")) if d]
     names = [f"scaledobject.keda.sh/{CHART.scaled_object_name(CHART.instance_name(release))}"]
     envoy = objects_diff.live_envoy_config_map(values)
     names += [f"configmap/{envoy[0]}"] if envoy is not None else []
     found = _read("kubectl", "get", *names, "-n", namespace, "--ignore-not-found", "-o", "yaml")
     objects = load_live_objects(found, f"kubectl get {' '.join(names)}", namespace)
-    return LiveRelease(values, manifest, int(status["version"]), str(status["info"]["status"]), objects)
+    return values, manifest, objects, f"revision {record['version']}"

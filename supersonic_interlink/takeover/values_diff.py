@@ -19,7 +19,7 @@ from supersonic_interlink.objdiff import (
     format_path,
     is_under,
     markdown_cell,
-    markdown_row,
+    markdown_table,
 )
 
 DELIBERATE: dict[Path, str] = {
@@ -99,31 +99,23 @@ class LiveInputError(ValueError):
     """A live values or objects file cannot be read, or served to the chart's lookup; the message names the file."""
 
 
-def load_live_values(text: bytes | str, source: str, *, in_config_map: bool = False) -> dict[str, Any]:
-    """Chart values from ``helm get values`` (with or without ``-o yaml``) or the Flux values ConfigMap."""
+def load_live_values(text: bytes | str, source: str) -> dict[str, Any]:
+    """Chart values as ``helm get values -o yaml`` prints them."""
     try:
         documents = load_outside_yaml(text)
     except YAMLInputError as error:
         raise LiveInputError(f"{source}: {error}") from None
-    if len(documents) > 1:
-        raise LiveInputError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
-    if not documents and not in_config_map:  # an empty file is a command that failed, or a redirect cut short
+    if not documents:  # an empty file is a command that failed, or a redirect cut short
         raise LiveInputError(
             f"{source}: empty; expected `helm get values -o yaml` output (a release without values prints null)"
         )
-    document = documents[0] if documents else None
-    if not isinstance(document, dict | None):
-        raise LiveInputError(f"{source}: expected a mapping of chart values, found {type(document).__name__}")
-    if document and document.get("kind") == "ConfigMap":
-        data = document.get("data")
-        if not isinstance(data, dict) or not isinstance(data.get("values.yaml"), str):
-            keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
-            raise LiveInputError(f"{source}: a ConfigMap without the text key values.yaml (data: {keys})")
-        return load_live_values(data["values.yaml"], f"{source} data.values.yaml", in_config_map=True)
-    document = document or {}
-    if "USER-SUPPLIED VALUES" in document and document["USER-SUPPLIED VALUES"] is None:
-        del document["USER-SUPPLIED VALUES"]  # the heading `helm get values` without -o yaml prints first
-    return document
+    if len(documents) > 1:
+        raise LiveInputError(f"{source}: {len(documents)} YAML documents; expected one mapping of chart values")
+    if not isinstance(documents[0], dict | None):
+        raise LiveInputError(f"{source}: expected a mapping of chart values, found {type(documents[0]).__name__}")
+    if documents[0] and "kind" in documents[0] and "apiVersion" in documents[0]:
+        raise LiveInputError(f"{source}: a Kubernetes object, not chart values: give `helm get values -o yaml` output")
+    return documents[0] or {}
 
 
 def as_json(comparison: ValuesComparison) -> dict[str, Any]:
@@ -141,13 +133,11 @@ UNDECLARED = f"**Undeclared differences** (findings: fix the stack, or declare e
 
 def markdown(comparison: ValuesComparison, stack: str) -> str:
     """The difference table for the pull request, then any findings."""
-    c = comparison
-    lines = [f"#### Values: the live release → stack `{stack}`", "", "| value | live | this project | why |"]
-    lines += ["|---|---|---|---|", *(markdown_row(change, why) for change, why in c.deliberate)]
+    c, columns = comparison, ["value", "live", "this stack"]
+    lines = [f"#### Values: the live release → stack `{stack}`", "", *markdown_table([*columns, "why"], c.deliberate)]
     lines += ([] if c.deliberate else ["| *(none)* | | | |"]) + [""]
     if c.undeclared:
-        lines += [UNDECLARED, "", "| value | live | this project |", "|---|---|---|"]
-        lines += [*map(markdown_row, c.undeclared), ""]
+        lines += [UNDECLARED, "", *markdown_table(columns, [(change,) for change in c.undeclared]), ""]
     if c.stale:
         lines += [f"**Declared differences that no longer differ** (findings: remove them from {HERE}):", ""]
         lines += [f"- {markdown_cell(format_path(path))}: {why}" for path, why in c.stale] + [""]
