@@ -152,9 +152,7 @@ class ChartRenderer:
             raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
         try:
             text = result.stdout if post_render is None else post_render(result.stdout)
-        except (
-            Exception
-        ) as error:  # a refusal of the post-renderer, as Helm reports one: a scanned variant may cause it
+        except Exception as error:  # the post-renderer's refusal, as Helm reports one: a scanned variant may cause it
             raise ChartRenderError(f"error while running post render on files: {error}") from None
         documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return [document for document in documents if isinstance(document, dict)]
