@@ -72,13 +72,6 @@ def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tup
     assert f", not {commit}" in str(verify(chart.parent.parent, commit, CHART_PATH)), "HEAD must be the pinned commit"
 
 
-def test_what_the_providers_dependency_update_writes_is_allowed(fetched: tuple[str, Path]) -> None:
-    commit, chart = fetched
-    (chart / "charts").mkdir()
-    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")
-    assert verify(chart.parent.parent, commit, CHART_PATH) is None
-
-
 PLANTED_BINDING = """apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: planted}
@@ -103,12 +96,13 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
     ],
     ids=["subchart-directory", "dependency-unpacked", "undeclared-archive", "other-version", "nested", "hidden"],
 )
-def test_anything_else_under_the_charts_directory_is_refused(
+def test_only_the_archives_the_providers_dependency_update_writes_are_allowed_under_charts(
     tmp_path: Path, fetched: tuple[str, Path], planted: dict[str, str]
 ) -> None:
     commit, chart = fetched
     (chart / "charts").mkdir()
-    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")  # allowed beside it, so the refusal is the plant
+    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")  # the declared dependency's archive
+    assert verify(chart.parent.parent, commit, CHART_PATH) is None, "so the refusal below is the plant's"
     for name, text in planted.items():
         (chart / name).parent.mkdir(parents=True, exist_ok=True)
         (chart / name).write_text(text)
