@@ -379,38 +379,28 @@ def test_a_pod_that_turns_failed_between_the_list_and_the_delete_is_deleted_and_
     assert "other-release-late" in run.after, "another release's pod stays whenever it failed"
 
 
+LISTING_FAILED = "cleanup: listing Failed pods in cms failed; nothing deleted"
+
+
 @pytest.mark.parametrize(
-    ("failure", "says"),
+    ("verb", "failure", "says"),
     [
-        (
-            {"code": 500},
-            [
-                "cleanup: kubectl: Error from server (InternalError)",
-                "cleanup: listing Failed pods in cms failed; nothing deleted",
-            ],
-        ),
-        ({"truncate": True}, ["nothing deleted"]),
+        ("list", {"code": 500}, ["cleanup: kubectl: Error from server (InternalError)", LISTING_FAILED]),
+        ("list", {"truncate": True}, ["nothing deleted"]),
+        ("deletecollection", {"code": 500}, ["cleanup: the delete request failed"]),
     ],
-    ids=["error", "cut-off"],
+    ids=["list-error", "list-cut-off", "delete-error"],
 )
-def test_a_failing_or_cut_off_list_fails_the_job_and_deletes_nothing(cluster, failure: dict, says: list[str]) -> None:
+def test_a_failing_or_cut_off_request_fails_the_job_and_claims_no_deletion(
+    cluster, verb: str, failure: dict, says: list[str]
+) -> None:
     fake = cluster(failed_triton(22))
-    fake.server.fail("list", **failure)
+    fake.server.fail(verb, **failure)
     run = fake.run(environment())
-    assert run.returncode == 1, "a list that failed, or a partial one, must fail the Job, not pass for a short one"
-    assert_requests(run, "list")
+    assert run.returncode == 1, "a request that failed, or a partial list, must fail the Job, not pass for a short one"
+    assert_requests(run, *dict.fromkeys(["list", verb]))
     assert run.deleted == set()
     assert all(line in run.stderr for line in says), run.stderr
-
-
-def test_a_failing_delete_fails_the_job_without_claiming_a_count(cluster) -> None:
-    fake = cluster(failed_triton(4))
-    fake.server.fail("deletecollection", code=500)
-    run = fake.run(environment())
-    assert run.returncode == 1, "a delete that failed must fail the Job"
-    assert_requests(run, "list", "deletecollection")
-    assert run.deleted == set()
-    assert "cleanup: the delete request failed" in run.stderr
     assert "cleanup: deleted" not in run.stdout, "the summary reports deletions only once they happened"
 
 
