@@ -99,8 +99,6 @@ class ChartRenderer:
         namespace: str,
         served_objects: Iterable[Mapping[str, Any]] = (),
         post_renderer: Path | None = None,
-        *,
-        helm: Path | None = None,
     ):
         if not (chart_dir / "Chart.yaml").is_file():
             raise ChartRenderError(f"{chart_dir}: not a chart directory (no Chart.yaml)")
@@ -108,7 +106,7 @@ class ChartRenderer:
         self.release_name = release_name
         self.namespace = namespace
         self.post_renderer = post_renderer
-        self.helm = helm if helm is not None else binaries.ensure("helm")
+        self.helm = binaries.ensure("helm")
         self.api = LookupApi(served_objects)
 
     def __enter__(self) -> Self:
