@@ -33,7 +33,7 @@ def plurals(group_version: str) -> dict[str, str]:
     return {kind.lower() + ("es" if kind.endswith("s") else "s"): kind for kind in KINDS.get(group_version, "").split()}
 
 
-def write_loopback_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:
+def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
     """A kubeconfig (JSON is YAML) whose one context is ``url``, private to its owner: Helm warns otherwise."""
     context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
     config = {

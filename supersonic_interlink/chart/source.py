@@ -49,10 +49,10 @@ def release_chart(chart: ChartSource) -> str:
     return str(chart.name)
 
 
-def chart_on_disk(chart: ChartSource, root: Path = ROOT, cache: Path | None = None) -> Path | None:
+def chart_on_disk(chart: ChartSource, cache: Path | None = None) -> Path | None:
     """The chart directory if it is on disk and verified (a path source, or a fetched pinned commit), else None."""
     if chart.kind == "path":
-        return root / str(chart.path) if (root / str(chart.path) / "Chart.yaml").is_file() else None
+        return ROOT / str(chart.path) if (ROOT / str(chart.path) / "Chart.yaml").is_file() else None
     return fetched_copy(chart.commit, str(chart.path), cache)[0] if chart.kind == "git" and chart.commit else None
 
 
