@@ -162,6 +162,14 @@ def _drift(parser: Parser) -> None:
     parser.set_defaults(output="text")
 
 
+def _binary(text: str) -> str:
+    try:
+        toolchain.build_for(text)
+    except toolchain.ToolchainError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def _toolchain(parser: Parser) -> None:
     """The Pulumi CLI, provider and local control plane, built from the Go modules under tools/.
 
@@ -169,7 +177,7 @@ def _toolchain(parser: Parser) -> None:
     names = [name for build in toolchain.BUILDS for name in build.packages]
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="build what is missing from the cache (all without NAME), a line each")
-    build.add_argument("names", nargs="*", choices=names, metavar="NAME", help=f"binaries: {', '.join(names)}")
+    build.add_argument("names", nargs="*", type=_binary, metavar="NAME", help=f"binaries: {', '.join(names)}")
     where = commands.add_parser("path", help="where NAME's binary is (built or not)")
     where.add_argument("name", metavar="NAME", choices=names, help=f"one of: {', '.join(names)}")
 
