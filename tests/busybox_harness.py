@@ -1,12 +1,6 @@
-"""Runs the cleanup script as the CronJob's container does: a real busybox, the real kubectl 1.34, an API server.
-
-The container is alpine/kubectl: busybox ash and applets, plus kubectl. Here the shell is Debian's busybox and
-PATH holds only links to its applets and to the real kubectl 1.34.5 the project installs (Debian's busybox prefers
-GNU tools it finds on PATH, so nothing else may be there). Applets the change request found missing in the image
-are left out too. kubectl talks to the stand-in API server of ``kube_api_standin`` on loopback through a kubeconfig,
-with a fresh HOME and discovery cache each run, as the Job's emptyDir gives it. The tests and
-``benchmarks/cleanup_5000.py`` share this.
-"""
+"""Runs the cleanup script as the CronJob's container does (docs/cleanup.md): busybox sh with only its applets and
+the real kubectl 1.34 on PATH (Debian's busybox prefers GNU tools it finds there), a fresh HOME, the stand-in API
+server. The tests and ``benchmarks/cleanup_5000.py`` share this."""
 
 from __future__ import annotations
 

@@ -1,25 +1,7 @@
 """A stand-in Kubernetes API server on loopback, for running the real kubectl 1.34 against pods without a cluster.
 
-It serves plain HTTP on 127.0.0.1 (a free port) and does what the API server does for the requests the cleanup
-script's kubectl makes, and no more:
-
-- discovery: ``GET /api`` and ``GET /apis``, answered as aggregated discovery (``apidiscovery.k8s.io/v2``), which
-  kubectl 1.34 asks for first;
-- ``GET /api/v1/namespaces/NS/pods``: list, with ``labelSelector`` and ``fieldSelector`` (``metadata.name``,
-  ``metadata.namespace``, ``status.phase``) equality terms (``=``, ``==``, ``!=``) and ``limit``/``continue``
-  chunking, items in key (name) order;
-- ``DELETE /api/v1/namespaces/NS/pods``: deletecollection with the same selectors, answering the deleted pods as a
-  ``PodList`` (every pod here is terminal or unscheduled, which the API server deletes at once);
-- ``GET``/``DELETE .../pods/NAME`` (``benchmarks/cleanup_5000.py``'s earlier script deletes pod by pod).
-
-A selector term it does not model (set-based, escaped) is a 400, never a guess; anything else is a ``Status``
-404. That the real API server selects as this one does is ``tests/e2e/test_cleanup_api_server.py``'s subject.
-Given a Role's ``rules``, every request but discovery needs its verb on pods, or it is 403 Forbidden.
-
-Every request is recorded (method, path, query, the verb it was authorized as, the status answered). ``inject``
-stores a pod the API server would refuse (a name that is not a DNS subdomain); ``fail`` makes the next request of
-a verb fail; ``after`` runs an action between an answer and the client reading it.
-"""
+docs/cleanup.md says what it answers, authorizes, records and fakes (faults, a name the API server would refuse, a
+phase change between two requests); ``tests/e2e/test_cleanup_api_server.py`` holds it to the real API server."""
 
 from __future__ import annotations
 

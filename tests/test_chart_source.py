@@ -72,13 +72,6 @@ def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tup
     assert f", not {commit}" in str(verify(chart.parent.parent, commit, CHART_PATH)), "HEAD must be the pinned commit"
 
 
-def test_what_the_providers_dependency_update_writes_is_allowed(fetched: tuple[str, Path]) -> None:
-    commit, chart = fetched
-    (chart / "charts").mkdir()
-    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")
-    assert verify(chart.parent.parent, commit, CHART_PATH) is None
-
-
 PLANTED_BINDING = """apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: planted}
@@ -103,12 +96,13 @@ subjects: [{kind: ServiceAccount, name: default, namespace: default}]
     ],
     ids=["subchart-directory", "dependency-unpacked", "undeclared-archive", "other-version", "nested", "hidden"],
 )
-def test_anything_else_under_the_charts_directory_is_refused(
+def test_only_the_archives_the_providers_dependency_update_writes_are_allowed_under_charts(
     tmp_path: Path, fetched: tuple[str, Path], planted: dict[str, str]
 ) -> None:
     commit, chart = fetched
     (chart / "charts").mkdir()
-    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")  # allowed beside it, so the refusal is the plant
+    (chart / "charts" / "grafana-1.0.0.tgz").write_bytes(b"archive")  # the declared dependency's archive
+    assert verify(chart.parent.parent, commit, CHART_PATH) is None, "so the refusal below is the plant's"
     for name, text in planted.items():
         (chart / name).parent.mkdir(parents=True, exist_ok=True)
         (chart / name).write_text(text)
@@ -244,15 +238,10 @@ def test_a_fetched_commit_whose_templates_carry_the_guard_is_refused_naming_the_
     for key, value in redirect_upstream(guarded).items():
         monkeypatch.setenv(key, value)
     chart = load_settings(pinned(commit)).release.chart
-    with pytest.raises(ChartSourceError, match=rf"^commit {commit} still refuses .* \(templates/scale-from-zero-guard"):
+    guard = r"\(templates/scale-from-zero-guard.yaml:4\)"
+    with pytest.raises(ChartSourceError, match=rf"^commit {commit} still refuses .* {guard}"):
         chart_source.prepare(chart, "hammer")
-
-
-def test_the_conforming_chart_carries_no_guard(tmp_path: Path) -> None:
-    assert chart_source.guard_line(fixture_chart("conforming", tmp_path / "a")) is None
-    assert chart_source.guard_line(fixture_chart("refuses-external-config", tmp_path / "b")) == (
-        "templates/scale-from-zero-guard.yaml:4"
-    )
+    # The conforming chart carries no guard: test_a_pinned_stack_is_fetched_and_deployed_from_the_cache prepares it.
 
 
 def test_a_chart_without_scale_from_zero_is_refused_for_a_stack_that_enables_it(tmp_path: Path) -> None:

@@ -297,44 +297,47 @@ def test_an_exit_code_that_is_not_a_number_is_logged_quoted(cluster) -> None:
     ), "an exit code is printed bare only when it is a number; anything else is quoted and escaped"
 
 
-@pytest.mark.parametrize(
-    "bad_name",
-    [
-        "Triton-Upper",
-        "triton running",
-        "triton\nrunning",
-        "triton_underscore",
-        "-triton",
-        "triton..double-dot",
-        "a" * 254,
-        "",
-    ],
-)
-def test_a_listed_name_that_is_not_a_dns_subdomain_stops_the_run_before_any_delete(cluster, bad_name: str) -> None:
-    failed = failed_triton(3)
-    bad = pod(bad_name, created=stamp(1), phase="Failed", labels=TRITON, exit_code=1)
-    run = cluster(failed + bystanders(), inject=[bad]).run(environment(keep=0))
-    assert run.returncode == 1, "a listing the script cannot trust fails the Job"
-    assert_requests(run, "list")
-    assert run.deleted == set(), "nothing is deleted on the strength of a listing with a name the API never returns"
-    assert re.search(
-        r"^cleanup: line \d+ of the listing has no pod name .*; nothing deleted$", run.stderr, re.MULTILINE
-    ), run.stderr
-    assert len(run.stderr.splitlines()) == 1 and re.fullmatch(r"[ -~]*", run.stderr.rstrip("\n")), (
-        "the message is one printable line, whatever the name holds"
-    )
-
-
-@pytest.mark.parametrize("created", ["yesterday", "2025-06-01 08:00:00", "2025-06-01T08:00:00+02:00", None])
-def test_a_listed_pod_without_an_api_creation_time_stops_the_run(cluster, created: str | None) -> None:
+def timeless(created: str | None) -> JSONObject:
     bad = pod("triton-timeless", created=created or "", phase="Failed", labels=TRITON)
     if created is None:
         del bad["metadata"]["creationTimestamp"]
-    run = cluster(failed_triton(3), inject=[bad]).run(environment(keep=0))
-    assert run.returncode == 1
+    return bad
+
+
+NO_NAME = "has no pod name"
+NO_TIME = "does not start with a creation time"
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        *(
+            (pod(name, created=stamp(1), phase="Failed", labels=TRITON, exit_code=1), NO_NAME)
+            for name in [
+                "Triton-Upper",
+                "triton running",
+                "triton\nrunning",
+                "triton_",
+                "-triton",
+                "a..b",
+                "a" * 254,
+                "",
+            ]
+        ),
+        *((timeless(c), NO_TIME) for c in ["yesterday", "2025-06-01 08:00:00", "2025-06-01T08:00:00+02:00", None]),
+    ],
+)
+def test_a_listing_the_script_cannot_trust_stops_the_run_before_any_delete(cluster, bad: JSONObject, why: str) -> None:
+    run = cluster(failed_triton(3) + bystanders(), inject=[bad]).run(environment(keep=0))
+    assert run.returncode == 1, "a listing with a name the API never returns, or without a creation time, fails"
     assert_requests(run, "list")
-    assert run.deleted == set(), "the newest cannot be chosen without every creation time"
-    assert "does not start with a creation time" in run.stderr
+    assert run.deleted == set(), "nothing is deleted on the strength of a listing the script cannot trust"
+    assert re.search(rf"^cleanup: line \d+ of the listing {why}.*; nothing deleted$", run.stderr, re.MULTILINE), (
+        run.stderr
+    )
+    assert len(run.stderr.splitlines()) == 1 and re.fullmatch(r"[ -~]*", run.stderr.rstrip("\n")), (
+        "the message is one printable line, whatever the name holds"
+    )
 
 
 @pytest.mark.parametrize("order", ["key", "reverse"])
@@ -376,38 +379,28 @@ def test_a_pod_that_turns_failed_between_the_list_and_the_delete_is_deleted_and_
     assert "other-release-late" in run.after, "another release's pod stays whenever it failed"
 
 
+LISTING_FAILED = "cleanup: listing Failed pods in cms failed; nothing deleted"
+
+
 @pytest.mark.parametrize(
-    ("failure", "says"),
+    ("verb", "failure", "says"),
     [
-        (
-            {"code": 500},
-            [
-                "cleanup: kubectl: Error from server (InternalError)",
-                "cleanup: listing Failed pods in cms failed; nothing deleted",
-            ],
-        ),
-        ({"truncate": True}, ["nothing deleted"]),
+        ("list", {"code": 500}, ["cleanup: kubectl: Error from server (InternalError)", LISTING_FAILED]),
+        ("list", {"truncate": True}, ["nothing deleted"]),
+        ("deletecollection", {"code": 500}, ["cleanup: the delete request failed"]),
     ],
-    ids=["error", "cut-off"],
+    ids=["list-error", "list-cut-off", "delete-error"],
 )
-def test_a_failing_or_cut_off_list_fails_the_job_and_deletes_nothing(cluster, failure: dict, says: list[str]) -> None:
+def test_a_failing_or_cut_off_request_fails_the_job_and_claims_no_deletion(
+    cluster, verb: str, failure: dict, says: list[str]
+) -> None:
     fake = cluster(failed_triton(22))
-    fake.server.fail("list", **failure)
+    fake.server.fail(verb, **failure)
     run = fake.run(environment())
-    assert run.returncode == 1, "a list that failed, or a partial one, must fail the Job, not pass for a short one"
-    assert_requests(run, "list")
+    assert run.returncode == 1, "a request that failed, or a partial list, must fail the Job, not pass for a short one"
+    assert_requests(run, *dict.fromkeys(["list", verb]))
     assert run.deleted == set()
     assert all(line in run.stderr for line in says), run.stderr
-
-
-def test_a_failing_delete_fails_the_job_without_claiming_a_count(cluster) -> None:
-    fake = cluster(failed_triton(4))
-    fake.server.fail("deletecollection", code=500)
-    run = fake.run(environment())
-    assert run.returncode == 1, "a delete that failed must fail the Job"
-    assert_requests(run, "list", "deletecollection")
-    assert run.deleted == set()
-    assert "cleanup: the delete request failed" in run.stderr
     assert "cleanup: deleted" not in run.stdout, "the summary reports deletions only once they happened"
 
 

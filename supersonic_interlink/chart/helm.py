@@ -99,8 +99,6 @@ class ChartRenderer:
         namespace: str,
         served_objects: Iterable[Mapping[str, Any]] = (),
         post_renderer: Path | None = None,
-        *,
-        helm: Path | None = None,
     ):
         if not (chart_dir / "Chart.yaml").is_file():
             raise ChartRenderError(f"{chart_dir}: not a chart directory (no Chart.yaml)")
@@ -108,7 +106,7 @@ class ChartRenderer:
         self.release_name = release_name
         self.namespace = namespace
         self.post_renderer = post_renderer
-        self.helm = helm if helm is not None else binaries.ensure("helm")
+        self.helm = binaries.ensure("helm")
         self.api = LookupApi(served_objects)
 
     def __enter__(self) -> Self:
@@ -152,9 +150,7 @@ class ChartRenderer:
             raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
         try:
             text = result.stdout if post_render is None else post_render(result.stdout)
-        except (
-            Exception
-        ) as error:  # a refusal of the post-renderer, as Helm reports one: a scanned variant may cause it
+        except Exception as error:  # the post-renderer's refusal, as Helm reports one: a scanned variant may cause it
             raise ChartRenderError(f"error while running post render on files: {error}") from None
         documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return [document for document in documents if isinstance(document, dict)]

@@ -10,37 +10,30 @@ import threading
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, NamedTuple, Self
+from typing import Any, Self
 
-
-class ApiResource(NamedTuple):
-    group_version: str
-    kind: str
-    plural: str
-    namespaced: bool = True
-
-
-RESOURCES: tuple[ApiResource, ...] = tuple(
-    ApiResource(gv, kind, f"{kind.lower()}s" if kind != "Ingress" else "ingresses", kind != "Namespace")
-    for gv, kinds in (
-        ("v1", "ConfigMap Secret Service ServiceAccount Pod PersistentVolumeClaim Namespace"),
-        ("apps/v1", "Deployment"),
-        ("batch/v1", "CronJob"),
-        ("networking.k8s.io/v1", "Ingress"),
-        ("rbac.authorization.k8s.io/v1", "Role RoleBinding"),
-        ("keda.sh/v1alpha1", "ScaledObject"),
-        ("monitoring.coreos.com/v1", "ServiceMonitor"),
-    )
-    for kind in kinds.split()
-)
-"""What the readable chart generations look up or render, and what this program deploys."""
+KINDS = {
+    "v1": "ConfigMap Secret Service ServiceAccount Pod PersistentVolumeClaim Namespace",
+    "apps/v1": "Deployment",
+    "batch/v1": "CronJob",
+    "networking.k8s.io/v1": "Ingress",
+    "rbac.authorization.k8s.io/v1": "Role RoleBinding",
+    "keda.sh/v1alpha1": "ScaledObject",
+    "monitoring.coreos.com/v1": "ServiceMonitor",
+}
+"""By group-version, what the readable chart generations look up or render, and what this program deploys."""
 
 _PATH = re.compile(
     r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+)(?=/))?(?P<rest>/.*)?"
 )
 
 
-def write_loopback_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:
+def plurals(group_version: str) -> dict[str, str]:
+    """plural -> kind of what ``group_version`` serves (every kind here but Namespace is namespaced)."""
+    return {kind.lower() + ("es" if kind.endswith("s") else "s"): kind for kind in KINDS.get(group_version, "").split()}
+
+
+def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
     """A kubeconfig (JSON is YAML) whose one context is ``url``, private to its owner: Helm warns otherwise."""
     context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
     config = {
@@ -62,15 +55,8 @@ class LookupApiError(ValueError):
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
     """A Kubernetes API ``Status`` failure body."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
+    meta = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    return {**meta, "message": message, "reason": reason, "code": code}
 
 
 def reply(request: BaseHTTPRequestHandler, code: int, body: Any, content_type: str = "application/json") -> None:
@@ -96,19 +82,19 @@ class LookupApi:
             self.add(obj)
 
     def add(self, obj: Mapping[str, Any]) -> None:
-        api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        name, namespace = (obj.get("metadata") or {}).get("name"), (obj.get("metadata") or {}).get("namespace")
+        api_version, kind, metadata = str(obj.get("apiVersion")), obj.get("kind"), obj.get("metadata") or {}
+        name, namespace = metadata.get("name"), metadata.get("namespace")
         ident = f"{api_version} {kind} {namespace}/{name}"
-        resource = next((r for r in RESOURCES if (r.group_version, r.kind) == (api_version, kind)), None)
-        if resource is None:
-            known = ", ".join(f"{r.group_version} {r.kind}" for r in RESOURCES)
+        plural = next((p for p, k in plurals(api_version).items() if k == kind), None)
+        if plural is None:
+            known = "; ".join(f"{gv} {kinds}" for gv, kinds in KINDS.items())
             raise LookupApiError(f"{ident}: no discovery for this kind in the stand-in API (serves {known})")
         if not name:
             raise LookupApiError(f"{ident}: an object to serve needs metadata.name")
-        if resource.namespaced and not namespace:
+        namespaced = kind != "Namespace"
+        if namespaced and not namespace:
             raise LookupApiError(f"{ident}: a namespaced object to serve needs metadata.namespace")
-        key = (resource.group_version, resource.plural, str(namespace) if resource.namespaced else "", str(name))
-        self.objects[key] = copy.deepcopy(dict(obj))
+        self.objects[(api_version, plural, str(namespace) if namespaced else "", str(name))] = copy.deepcopy(dict(obj))
 
     @property
     def url(self) -> str:
@@ -162,19 +148,20 @@ class LookupApi:
         """The status code and JSON body for a GET of ``path``."""
         match = _PATH.fullmatch(path)
         group_version = "/".join(filter(None, (match["group"], match["version"]))) if match else ""
-        served = [r for r in RESOURCES if r.group_version == group_version]
+        served = plurals(group_version)
         if match is None or not served:
             return 404, status_object(404, "NotFound", f"the stand-in API does not serve {path}")
-        if not match["ns"] and (match["rest"] or "/") == "/":
+        namespace, parts = match["ns"] or "", (match["rest"] or "/").strip("/").split("/")
+        if not namespace and parts == [""]:
             resources = [
                 {
-                    "name": r.plural,
-                    "singularName": r.kind.lower(),
-                    "namespaced": r.namespaced,
-                    "kind": r.kind,
+                    "name": p,
+                    "singularName": k.lower(),
+                    "namespaced": k != "Namespace",
+                    "kind": k,
                     "verbs": ["get", "list"],
                 }
-                for r in served
+                for p, k in served.items()
             ]
             return 200, {
                 "kind": "APIResourceList",
@@ -182,21 +169,20 @@ class LookupApi:
                 "groupVersion": group_version,
                 "resources": resources,
             }
-        namespace, parts = match["ns"] or "", match["rest"].strip("/").split("/")
-        resource = next((r for r in served if r.plural == parts[0]), None)
-        if resource is None or len(parts) > 2 or (namespace and not resource.namespaced):
+        kind = served.get(parts[0])
+        if kind is None or len(parts) > 2 or (namespace and kind == "Namespace"):
             return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({path})")
         if len(parts) == 2:
-            obj = self.objects.get((group_version, resource.plural, namespace, parts[1]))
+            obj = self.objects.get((group_version, parts[0], namespace, parts[1]))
             if obj is None:
                 group = group_version.rpartition("/")[0]
-                qualified = f"{resource.plural}.{group}" if group else resource.plural
+                qualified = f"{parts[0]}.{group}" if group else parts[0]
                 return 404, status_object(404, "NotFound", f'{qualified} "{parts[1]}" not found')
             return 200, copy.deepcopy(obj)
         items = [
             copy.deepcopy(obj)
             for (gv, plural, ns, _), obj in sorted(self.objects.items())
-            if (gv, plural) == (group_version, resource.plural) and (not namespace or ns == namespace)
+            if (gv, plural) == (group_version, parts[0]) and (not namespace or ns == namespace)
         ]
         metadata = {"resourceVersion": "1"}
-        return 200, {"kind": f"{resource.kind}List", "apiVersion": group_version, "metadata": metadata, "items": items}
+        return 200, {"kind": f"{kind}List", "apiVersion": group_version, "metadata": metadata, "items": items}

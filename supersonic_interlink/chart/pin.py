@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
 
 from ruamel.yaml import YAML
@@ -60,20 +59,5 @@ def pin_chart(stack: str, ref: str = "main") -> tuple[str, Path]:
     if settings.scaleFromZero.enabled:
         chart_source.refuse_without_scale_from_zero(commit, fetched)
     path = stack_file(stack)
-    path.write_text(pinned_comment(with_commit(path.read_text(), chart, commit), stack, ref, commit))
+    path.write_text(with_commit(path.read_text(), chart, commit))
     return commit, path
-
-
-_NOT_PINNED = re.compile(r"(?P<lead>[ \t]*#[^\n]*?)\s*Not pinned yet\b[^\n]*(?:\n[ \t]*#[^\n]*)*")
-
-
-def pinned_comment(text: str, stack: str, ref: str, commit: str) -> str:
-    """The stack file with its "Not pinned yet ..." comment block saying what is pinned now and how to move it."""
-
-    def now_pinned(match: re.Match[str]) -> str:
-        lead = match.group("lead")
-        indent = lead[: len(lead) - len(lead.lstrip())]
-        said = f"Pinned to {ref} at {commit[:12]}: `./supersonic render {stack} --pin-chart [REF]` moves the pin."
-        return f"{lead}\n{indent}# {said}" if lead.strip() != "#" else f"{indent}# {said}"
-
-    return _NOT_PINNED.sub(now_pinned, text, count=1)

@@ -49,10 +49,10 @@ def release_chart(chart: ChartSource) -> str:
     return str(chart.name)
 
 
-def chart_on_disk(chart: ChartSource, root: Path = ROOT, cache: Path | None = None) -> Path | None:
+def chart_on_disk(chart: ChartSource, cache: Path | None = None) -> Path | None:
     """The chart directory if it is on disk and verified (a path source, or a fetched pinned commit), else None."""
     if chart.kind == "path":
-        return root / str(chart.path) if (root / str(chart.path) / "Chart.yaml").is_file() else None
+        return ROOT / str(chart.path) if (ROOT / str(chart.path) / "Chart.yaml").is_file() else None
     return fetched_copy(chart.commit, str(chart.path), cache)[0] if chart.kind == "git" and chart.commit else None
 
 
@@ -81,8 +81,7 @@ def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 
 
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
+    return ([line.strip() for line in text.splitlines() if line.strip()] or ["no output"])[-1]
 
 
 def _unreachable(url: str, result: subprocess.CompletedProcess[str]) -> ChartSourceError:
@@ -125,12 +124,11 @@ def _dependency_archives(chart_dir: Path) -> Callable[[str], bool]:
 def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
     """The chart directory of ``commit`` from ``url``, fetched into the cache unless it is there and verified."""
     cache = CACHE_ROOT if cache is None else cache
-    checkout = cache / commit
-    if checkout.is_dir():
-        problem = verify(checkout, commit, path)
-        if problem is not None:
-            raise ChartSourceError(f"the cached chart is not the pinned commit: {problem}; delete {checkout}")
-        return checkout / path
+    found, problem = fetched_copy(commit, path, cache)
+    if problem is not None:
+        raise ChartSourceError(f"the cached chart is not the pinned commit: {problem}; delete {cache / commit}")
+    if found is not None:
+        return found
     cache.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{commit}.", dir=cache))
     fetch_commit = ("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit)
@@ -146,11 +144,11 @@ def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
         problem = verify(partial, commit, path)
         if problem is not None:
             raise ChartSourceError(problem.replace(str(partial), url))
-        partial.rename(checkout)
+        partial.rename(cache / commit)
     finally:
         if partial.exists():
             shutil.rmtree(partial, ignore_errors=True)
-    return checkout / path
+    return cache / commit / path
 
 
 def resolve(url: str, ref: str) -> str:
