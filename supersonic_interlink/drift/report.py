@@ -3,9 +3,11 @@ and what a check found: one row per drifted field, as a table, JSON and the issu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +114,8 @@ RELEASE_PART, PULUMI_PART = "helm release", "pulumi"
 CELL, MARKDOWN_CELL = 60, 300
 """Widest value the table prints, and the issue's (a GitHub issue body holds at most 65,536 characters)."""
 SECRET_SHOWN = "[secret]"
+SECRET_MIN_LENGTH = 4
+"""Shorter secret values are not masked (every "1" would be)."""
 
 
 @dataclass(frozen=True)
@@ -185,12 +189,17 @@ def leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
-def masked(report: Report, secrets: Collection[str]) -> Report:
-    """Every value of a Secret object, and every value containing one of ``secrets`` (the stack's secret config
-    values), shown as ``[secret]``."""
+def masked(report: Report, secrets: Iterable[str]) -> Report:
+    """Every value of a Secret object, and every value holding a text a stack secret holds (a JSON one's leaves too,
+    none shorter than ``SECRET_MIN_LENGTH``), shown as ``[secret]``."""
+    texts = set(secrets)
+    for secret in list(texts):
+        with contextlib.suppress(ValueError):
+            texts.update(str(leaf) for leaf in leaves(json.loads(secret)) if leaf is not None)
+    hidden = [t for t in texts if len(t) >= SECRET_MIN_LENGTH]
 
     def mask(row: Row, value: Any) -> Any:
-        hides = any(isinstance(leaf, str) and any(secret in leaf for secret in secrets) for leaf in leaves(value))
+        hides = any(isinstance(leaf, str) and any(secret in leaf for secret in hidden) for leaf in leaves(value))
         return SECRET_SHOWN if value is not ABSENT and (row.object.startswith("Secret/") or hides) else value
 
     rows = [dataclasses.replace(row, expected=mask(row, row.expected), live=mask(row, row.live)) for row in report.rows]
