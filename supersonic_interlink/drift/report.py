@@ -25,9 +25,8 @@ class IgnoreRule:
     paths: tuple[Path, ...]
     """A difference at or under one of these is ignored, unless at or under one of ``keep``."""
     keep: tuple[Path, ...] = ()
-    kind: str = ""
-    names: Callable[[str], set[str]] | None = None
-    """The object names of the release's name it applies to (any when None)."""
+    objects: Callable[[str], set[str]] | None = None
+    """The ``Kind/name`` of each object it applies to, from the release's name (any when None)."""
     resource: bool = False
     """Any Pulumi resource's outputs, not only Kubernetes objects."""
 
@@ -35,8 +34,10 @@ class IgnoreRule:
         paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
         return (
             (is_object or self.resource)
-            and (not self.kind or resource.get("kind") == self.kind)
-            and (self.names is None or (resource.get("metadata") or {}).get("name") in self.names(release))
+            and (
+                self.objects is None
+                or f"{resource.get('kind')}/{resource['metadata'].get('name')}" in self.objects(release)
+            )
             and any(path[: len(prefix)] == prefix for prefix in paths)
             and not any(path[: len(kept)] == kept for kept in self.keep)
         )
@@ -59,24 +60,21 @@ RULES: tuple[IgnoreRule, ...] = (
         "triton-replicas",
         "KEDA's HorizontalPodAutoscaler sets the Triton replica count, and the admission sidecar raises it on a wake",
         paths=(("spec", "replicas"),),
-        kind="Deployment",
-        names=lambda release: {g.inference_object_name(release) for g in GENERATIONS},
+        objects=lambda release: {f"Deployment/{g.inference_object_name(release)}" for g in GENERATIONS},
     ),
     IgnoreRule(
         "admission-min-replicas",
         "the chart's admission sidecar merge-patches it while it holds a wake (cfg/admission-server.py), and the "
         "chart keeps the live value across upgrades (templates/keda/so.yaml)",
         paths=(("spec", "minReplicaCount"),),
-        kind="ScaledObject",
-        names=lambda release: {CHART.scaled_object_name(release)},
+        objects=lambda release: {f"ScaledObject/{CHART.scaled_object_name(release)}"},
     ),
     IgnoreRule(
         "admission-hold-deadline",
         "the chart's admission sidecar keeps a wake's hold deadline in the annotation its deployed code names "
         "(cfg/admission-server.py at db73925); none when that code names none",
         paths=(HOLD,),
-        kind="ScaledObject",
-        names=lambda release: {CHART.scaled_object_name(release)},
+        objects=lambda release: {f"ScaledObject/{CHART.scaled_object_name(release)}"},
     ),
     IgnoreRule(
         "provider-bookkeeping",
