@@ -569,7 +569,7 @@ def hold_observation(code: str) -> release_part.ReleaseObservation:
     config = sidecar_config_map
     objects = [release_part.ObjectObservation(manifest, live, manifest)]
     objects.append(release_part.ObjectObservation(config(code), config(code), config(code)))
-    return release_part.ReleaseObservation(RELEASE, "cms", 1, "deployed", objects)
+    return release_part.ReleaseObservation(RELEASE, "cms", 1, objects)
 
 
 @pytest.mark.parametrize(
