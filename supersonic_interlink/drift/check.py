@@ -3,7 +3,6 @@ the release's part (``release``), the correction, the report printed; exit 0 no 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -24,9 +23,6 @@ from supersonic_interlink.engine.run import ROOT, Engine, EngineError, scratch_p
 from supersonic_interlink.engine.toolchain import ToolchainError
 from supersonic_interlink.objdiff import ABSENT, changes
 
-SECRET_MIN_LENGTH = 4
-"""Shorter secret values are not masked (every "1" would be)."""
-
 QUIET_TYPES = ("pulumi:pulumi:Stack", "pulumi:providers:", "supersonic-interlink:")
 """No cluster state of their own."""
 
@@ -37,7 +33,6 @@ class ResourceObservation:
     type: str
     step: str
     """The op the preview plans after the refresh."""
-    refreshed: bool
     state: dict[str, Any] | None
     """The outputs before the refresh, and after it (``None``: gone)."""
     live: dict[str, Any] | None
@@ -69,7 +64,7 @@ def observations(events: Iterable[Any]) -> list[ResourceObservation]:
         if source is None or (not refresh and _op(source.metadata) == "refresh"):
             continue
         m = source.metadata
-        item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", refresh, None, None, []))
+        item = found.setdefault(m.urn, ResourceObservation(m.urn, m.type, "same", None, None, []))
         if refresh:
             item.state = dict(m.old.outputs or {}) if m.old is not None else None
             item.live = dict(m.new.outputs or {}) if m.new is not None and m.new.outputs is not None else None
@@ -82,9 +77,9 @@ def compare_resources(observed: Iterable[ResourceObservation], found: Report) ->
     """Pulumi's part (docs/drift.md: why field by field, not the preview's steps alone)."""
     for item in (i for i in observed if not i.type.startswith(QUIET_TYPES)):
         found.objects.append(item.label)
-        if item.refreshed and item.state is not None and item.live is None:
+        if item.state is not None and item.live is None:
             found.rows.append(Row(PULUMI_PART, item.label, (), "present (in the state)", ABSENT, "deleted"))
-        elif item.refreshed and item.state is not None and item.live is not None:
+        elif item.state is not None and item.live is not None:
             for change in changes(item.state, item.live):
                 rule = rule_for(item.state, found.release, change.path, is_object=item.is_object)
                 if rule is not None:
@@ -160,21 +155,11 @@ def correct(engine: Engine, tools: Tools, observed: Observed, found: Report, log
         log(f"drift: pulumi up --refresh of {engine.stack} done")
 
 
-def stack_secrets(engine: Engine) -> frozenset[str]:
-    """Every text a secret config value of the stack holds (an object's leaves too)."""
-    found: set[str] = set()
-    for config in (c for c in engine.workspace_stack().get_all_config().values() if c.secret):
-        found.add(config.value)
-        with contextlib.suppress(ValueError):
-            found.update(str(leaf) for leaf in leaves(json.loads(config.value)) if leaf is not None)
-    return frozenset(s for s in found if len(s) >= SECRET_MIN_LENGTH)
-
-
 def check(
     engine: Engine, tools: Tools, *, fix: bool = False, log: Callable[[str], None] = print
 ) -> tuple[Report, Report | None]:
     """The check, and with ``fix`` the correction and the same check again, masked."""
-    secrets = stack_secrets(engine)
+    secrets = [c.value for c in engine.workspace_stack().get_all_config().values() if c.secret]
     observed = observe(engine, tools)
     found = compare(observed)
     if not fix or not found.drift:

@@ -51,7 +51,6 @@ class ReleaseObservation:
     release: str
     namespace: str
     revision: int
-    status: str
     objects: list[ObjectObservation]
 
 
@@ -145,7 +144,7 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
         )
         for m in manifests
     ]
-    return ReleaseObservation(release, namespace, revision, state, objects)
+    return ReleaseObservation(release, namespace, revision, objects)
 
 
 def compare(observed: ReleaseObservation, found: Report) -> None:

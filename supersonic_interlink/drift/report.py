@@ -3,9 +3,11 @@ and what a check found: one row per drifted field, as a table, JSON and the issu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +25,8 @@ class IgnoreRule:
     paths: tuple[Path, ...]
     """A difference at or under one of these is ignored, unless at or under one of ``keep``."""
     keep: tuple[Path, ...] = ()
-    kind: str = ""
-    names: Callable[[str], set[str]] | None = None
-    """The object names of the release's name it applies to (any when None)."""
+    objects: Callable[[str], set[str]] | None = None
+    """The ``Kind/name`` of each object it applies to, from the release's name (any when None)."""
     resource: bool = False
     """Any Pulumi resource's outputs, not only Kubernetes objects."""
 
@@ -33,8 +34,10 @@ class IgnoreRule:
         paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
         return (
             (is_object or self.resource)
-            and (not self.kind or resource.get("kind") == self.kind)
-            and (self.names is None or (resource.get("metadata") or {}).get("name") in self.names(release))
+            and (
+                self.objects is None
+                or f"{resource.get('kind')}/{resource['metadata'].get('name')}" in self.objects(release)
+            )
             and any(path[: len(prefix)] == prefix for prefix in paths)
             and not any(path[: len(kept)] == kept for kept in self.keep)
         )
@@ -57,24 +60,21 @@ RULES: tuple[IgnoreRule, ...] = (
         "triton-replicas",
         "KEDA's HorizontalPodAutoscaler sets the Triton replica count, and the admission sidecar raises it on a wake",
         paths=(("spec", "replicas"),),
-        kind="Deployment",
-        names=lambda release: {g.inference_object_name(release) for g in GENERATIONS},
+        objects=lambda release: {f"Deployment/{g.inference_object_name(release)}" for g in GENERATIONS},
     ),
     IgnoreRule(
         "admission-min-replicas",
         "the chart's admission sidecar merge-patches it while it holds a wake (cfg/admission-server.py), and the "
         "chart keeps the live value across upgrades (templates/keda/so.yaml)",
         paths=(("spec", "minReplicaCount"),),
-        kind="ScaledObject",
-        names=lambda release: {CHART.scaled_object_name(release)},
+        objects=lambda release: {f"ScaledObject/{CHART.scaled_object_name(release)}"},
     ),
     IgnoreRule(
         "admission-hold-deadline",
         "the chart's admission sidecar keeps a wake's hold deadline in the annotation its deployed code names "
         "(cfg/admission-server.py at db73925); none when that code names none",
         paths=(HOLD,),
-        kind="ScaledObject",
-        names=lambda release: {CHART.scaled_object_name(release)},
+        objects=lambda release: {f"ScaledObject/{CHART.scaled_object_name(release)}"},
     ),
     IgnoreRule(
         "provider-bookkeeping",
@@ -112,6 +112,8 @@ RELEASE_PART, PULUMI_PART = "helm release", "pulumi"
 CELL, MARKDOWN_CELL = 60, 300
 """Widest value the table prints, and the issue's (a GitHub issue body holds at most 65,536 characters)."""
 SECRET_SHOWN = "[secret]"
+SECRET_MIN_LENGTH = 4
+"""Shorter secret values are not masked (every "1" would be)."""
 
 
 @dataclass(frozen=True)
@@ -185,12 +187,17 @@ def leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
-def masked(report: Report, secrets: Collection[str]) -> Report:
-    """Every value of a Secret object, and every value containing one of ``secrets`` (the stack's secret config
-    values), shown as ``[secret]``."""
+def masked(report: Report, secrets: Iterable[str]) -> Report:
+    """Every value of a Secret object, and every value holding a text a stack secret holds (a JSON one's leaves too,
+    none shorter than ``SECRET_MIN_LENGTH``), shown as ``[secret]``."""
+    texts = set(secrets)
+    for secret in list(texts):
+        with contextlib.suppress(ValueError):
+            texts.update(str(leaf) for leaf in leaves(json.loads(secret)) if leaf is not None)
+    hidden = [t for t in texts if len(t) >= SECRET_MIN_LENGTH]
 
     def mask(row: Row, value: Any) -> Any:
-        hides = any(isinstance(leaf, str) and any(secret in leaf for secret in secrets) for leaf in leaves(value))
+        hides = any(isinstance(leaf, str) and any(secret in leaf for secret in hidden) for leaf in leaves(value))
         return SECRET_SHOWN if value is not ABSENT and (row.object.startswith("Secret/") or hides) else value
 
     rows = [dataclasses.replace(row, expected=mask(row, row.expected), live=mask(row, row.live)) for row in report.rows]
