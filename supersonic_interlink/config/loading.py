@@ -35,6 +35,7 @@ from supersonic_interlink.config.rules import (
     SECRET_PLACEHOLDER,
     ConfigError,
     Model,
+    shorten,
 )
 from supersonic_interlink.contract import NEWEST, TRITON, Generation, UnknownGeneration, generation_of_values
 
@@ -51,8 +52,7 @@ def show_value(value: Any, secret: bool) -> str:
     text, and ``json.dumps`` escapes)."""
     if secret:
         return SECRET_PLACEHOLDER
-    shown = json.dumps(value, sort_keys=True, default=str)
-    return shown if len(shown) <= SHOWN_MAX else f"{shown[: SHOWN_MAX // 2]}... ({len(shown)} characters)"
+    return shorten(json.dumps(value, sort_keys=True, default=str), SHOWN_MAX)
 
 
 def key_of(path: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from supersonic_interlink.config.loading import load_settings
 from supersonic_interlink.config.model import ChartSource, Settings
-from supersonic_interlink.config.rules import PROJECT, SECRET_PLACEHOLDER, ConfigError
+from supersonic_interlink.config.rules import PROJECT, SECRET_PLACEHOLDER, ConfigError, shorten
 from supersonic_interlink.config.values import helm_values_collisions, release_values
 from supersonic_interlink.contract import CHART, GENERATIONS
 
@@ -118,7 +118,7 @@ def _environment_json(name: str, shape: type[dict[str, Any]] | type[list[Any]], 
     with contextlib.suppress(ValueError, RecursionError):
         value = json.loads(text)
     if not isinstance(value, shape) or (shape is list and not all(isinstance(key, str) for key in value)):
-        shown = text if len(text) <= 80 else f"{text[:77]}..."
+        shown = shorten(text, 80)
         raise ConfigError([f"environment variable {name} = {shown!r}: expected {expected}, as the Pulumi CLI sets it"])
     return value
 

@@ -14,7 +14,7 @@ from yaml.error import MarkedYAMLError, YAMLError
 from yaml.reader import ReaderError
 from yaml.resolver import Resolver
 
-from supersonic_interlink.config.rules import printable
+from supersonic_interlink.config.rules import printable, shorten
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "YAMLInputError", "decode_text", "read_pulumi_yaml"]
 
@@ -47,12 +47,7 @@ _GO_NUMBER = re.compile(
 )
 _YAML11 = Resolver()
 _RANGE = (-(2**63), 2**63 - 1)  # past int64 the CLI reads a float (yaml.v3), or rounds one (a uint64 in an object)
-_SHORT = 60
 _KIND = {"str": "text", "int": "a number", "float": "a number", "merge": "a merge key", "value": "a value key"}
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= _SHORT else f"{text[: _SHORT // 2]}... ({len(text)} characters)"
 
 
 def _plain(text: str) -> Any:
@@ -60,16 +55,16 @@ def _plain(text: str) -> Any:
         return None
     if text in _BOOL:
         return _BOOL[text]
+    shown = shorten(text, 60)
     if _INT.fullmatch(text):
         if len(text) > 21 or not _RANGE[0] <= int(text) <= _RANGE[1]:
-            raise ValueError(f"{_short(text)} is past 64 bits (signed), which the Pulumi CLI rounds; quote it for text")
+            raise ValueError(f"{shown} is past 64 bits (signed), which the Pulumi CLI rounds; quote it for text")
         return int(text)
     if _FLOAT.fullmatch(text):
         number = float(text)
         if not math.isfinite(number):
-            raise ValueError(f"{_short(text)} is not a finite number; the Pulumi CLI cannot pass it to the program")
+            raise ValueError(f"{shown} is not a finite number; the Pulumi CLI cannot pass it to the program")
         return int(number) if number.is_integer() and abs(number) < 1e21 else number
-    shown = _short(text)
     if text in _YES_NO:
         raise ValueError(
             f"{text} is a boolean in YAML 1.1 and text for the Pulumi CLI; write true or false, or quote it"

@@ -88,6 +88,11 @@ def printable(text: str) -> str:
     )
 
 
+def shorten(text: str, most: int) -> str:
+    """``text``, or its first ``most // 2`` characters and its length when longer than ``most``."""
+    return text if len(text) <= most else f"{text[: most // 2]}... ({len(text)} characters)"
+
+
 class ConfigError(Exception):
     """Every problem found in a stack's config, one printable line each in ``problems``."""
 
@@ -277,11 +282,8 @@ Image = Annotated[
 ]
 
 _ROBFIG_VALUE = r"(?:[0-9]+|[A-Za-z]{3})"
-_ROBFIG_FIELD = re.compile(
-    rf"(?:(?:\*|\?|{_ROBFIG_VALUE}(?:-{_ROBFIG_VALUE})?)(?:/[0-9]+)?)(?:,(?:(?:\*|\?|{_ROBFIG_VALUE}"
-    rf"(?:-{_ROBFIG_VALUE})?)(?:/[0-9]+)?))*",
-    re.ASCII,
-)
+_ROBFIG_TERM = rf"(?:\*|\?|{_ROBFIG_VALUE}(?:-{_ROBFIG_VALUE})?)(?:/[0-9]+)?"
+_ROBFIG_FIELD = re.compile(rf"{_ROBFIG_TERM}(?:,{_ROBFIG_TERM})*", re.ASCII)
 CRON_TEXT = (
     "a Kubernetes CronJob schedule: five fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12, "
     "day of week 0-6) such as '*/5 * * * *', or one of " + ", ".join(CRON_MACROS)
@@ -415,9 +417,12 @@ def container_resource_name(value: str) -> bool:
         return value in STANDARD_CONTAINER_RESOURCES or (
             value.startswith("hugepages-") and _QUANTITY.fullmatch(value.removeprefix("hugepages-")) is not None
         )
-    domain = value.rpartition("/")[0]
-    native = domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    native = _native_domain(value.rpartition("/")[0])
     return qualified_name(value) and (not native or value.rpartition("/")[2] in STANDARD_CONTAINER_RESOURCES)
+
+
+def _native_domain(domain: str) -> bool:
+    return domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
 
 
 ContainerResource = Annotated[str, checked(container_resource_name, CONTAINER_RESOURCE_TEXT)]
@@ -426,5 +431,4 @@ ContainerResource = Annotated[str, checked(container_resource_name, CONTAINER_RE
 def overcommit_allowed(resource: str) -> bool:
     """core/helper ``IsOvercommitAllowed``."""
     domain, slash, _ = resource.rpartition("/")
-    native = not slash or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
-    return native and not resource.startswith("hugepages-")
+    return (not slash or _native_domain(domain)) and not resource.startswith("hugepages-")

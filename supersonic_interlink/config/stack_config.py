@@ -13,7 +13,7 @@ from typing import Any
 
 from supersonic_interlink.config.loading import cli_text, project_defaults
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
-from supersonic_interlink.config.rules import PROJECT, PROJECT_FILE, SECRET_PLACEHOLDER, ConfigError
+from supersonic_interlink.config.rules import PROJECT, PROJECT_FILE, SECRET_PLACEHOLDER, ConfigError, shorten
 
 ROOT = PROJECT_FILE.parent
 STACKS_DIR = ROOT / "stacks"
@@ -26,9 +26,8 @@ _STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}", re.ASCII)
 def check_stack_name(stack: str) -> str:
     """``stack`` if the Pulumi CLI takes it as a stack name (tokens/stack_name.go ``ParseStackName``)."""
     if _STACK_NAME.fullmatch(stack) is None or stack in (".", ".."):
-        shown = stack if len(stack) <= 120 else f"{stack[:100]}... ({len(stack)} characters)"
         allowed = f"1 to 100 letters, digits, '-', '_' or '.' (stacks: {', '.join(stack_names()) or 'none'})"
-        raise ConfigError([f"stack {shown!r}: not a stack name; expected {allowed}"])
+        raise ConfigError([f"stack {shorten(stack, 120)!r}: not a stack name; expected {allowed}"])
     return stack
 
 
