@@ -64,6 +64,7 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.abort = abort
         self.models = ("particlenet_AK4_PT", "deepmet")
         self.released = threading.Event()
+        self.server: grpc.Server | None = None
 
     def RepositoryIndex(self, request, context):
         if self.abort:
@@ -98,6 +99,7 @@ def direct_triton() -> Iterator[Callable[[DirectTriton], str]]:
         port = server.add_insecure_port("127.0.0.1:0")
         server.start()
         servers.append(server)
+        servicer.server = server
         return f"127.0.0.1:{port}"
 
     yield start
@@ -292,7 +294,7 @@ def test_a_closed_port_is_unreachable_at_once_and_a_silent_one_after_the_connect
     )
 
 
-def test_a_direct_triton_answers_ready_with_its_models_or_not_ready_as_it_says(direct_triton) -> None:
+def test_a_direct_triton_answers_ready_with_its_models_and_its_wake_time(direct_triton) -> None:
     endpoint = direct_triton(DirectTriton(index_delay=0.3))
     result = wake_probe.probe_once(endpoint, 10, stack="hammer", ready_timeout=900)
     assert result.outcome == wake_probe.READY and result.server_ready is True, result
@@ -305,15 +307,6 @@ def test_a_direct_triton_answers_ready_with_its_models_or_not_ready_as_it_says(d
     assert 0.3 <= result.wake_seconds < 1.3, f"wake time is the RepositoryIndex round trip: {result.wake_seconds}"
     assert result.cold is False and result.start_check == "ServerReady true", (
         "a Triton that answered ServerReady before the call was already serving: a warm answer, not a wake"
-    )
-    endpoint = direct_triton(DirectTriton(ready=False))
-    result = wake_probe.probe_once(endpoint, 10, stack="hammer")
-    assert result.outcome == wake_probe.NOT_READY and result.exit_code == 6, (
-        "a session that starts against a Triton reporting not ready must not pass as ready"
-    )
-    assert result.wake_seconds is not None and result.model_count == 2
-    assert result.cold is False and result.start_check == "ServerReady false", (
-        "a Triton that answers at all is behind Envoy already, ready or not: no wake happened"
     )
 
 
@@ -331,12 +324,32 @@ class ReadyOnlyBefore(DirectTriton):
         return service_pb2.ServerReadyResponse(ready=True)
 
 
-def test_a_server_ready_that_fails_after_the_answer_is_not_ready_naming_its_status(direct_triton) -> None:
-    result = wake_probe.probe_once(direct_triton(ReadyOnlyBefore()), 10, stack="hammer")
-    assert (result.outcome, result.server_ready, result.grpc_status) == (wake_probe.NOT_READY, False, "UNAVAILABLE")
-    assert result.detail == "ServerReady failed: shutting down" and result.wake_seconds is not None, (
-        "the wake was measured: it is kept, and the session is not called ready"
-    )
+ENVOY_UNAVAILABLE, SILENT_UNAVAILABLE = (
+    (grpc.StatusCode.UNAVAILABLE, (("server", "envoy"),)),
+    (grpc.StatusCode.UNAVAILABLE, ()),
+)
+
+
+@pytest.mark.parametrize(
+    ("servicer", "outcome", "status", "detail"),
+    [
+        # a Triton that answers at all is behind Envoy already, ready or not: a warm answer, never passed as ready
+        (lambda: DirectTriton(ready=False), N, None, "ServerReady is false (a model failed to load, or Triton is "),
+        # the wake was measured: it is kept, and the session is not called ready
+        (ReadyOnlyBefore, N, "UNAVAILABLE", "ServerReady failed: shutting down"),
+        # UNAVAILABLE sent with response headers (Envoy with no upstream) is the proxy answering, not a dead address
+        (lambda: DirectTriton(abort=ENVOY_UNAVAILABLE), R, "UNAVAILABLE", "stand-in refuses"),
+        # without any response metadata it reads as unreachable; if this fails, tritonclient no longer keeps the
+        # grpc.RpcError as the exception's __context__
+        (lambda: DirectTriton(abort=SILENT_UNAVAILABLE), U, "UNAVAILABLE", "connection lost before any response: "),
+    ],
+    ids=["not-ready", "server-ready-fails", "proxy-answers", "no-response-metadata"],
+)
+def test_a_direct_tritons_failures_are_told_apart(direct_triton, servicer, outcome, status, detail) -> None:
+    result = wake_probe.probe_once(direct_triton(servicer()), 5, stack="hammer")
+    assert (result.outcome, result.exit_code, result.grpc_status) == (outcome, wake_probe.EXIT_CODES[outcome], status)
+    assert result.detail.startswith(detail) and result.cold is False, result
+    assert (result.wake_seconds is not None, result.model_count) == ((True, 2) if outcome == N else (False, None))
 
 
 def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) -> None:
@@ -347,34 +360,15 @@ def test_a_hung_call_ends_as_deadline_exceeded_at_the_deadline(direct_triton) ->
     assert "no answer within the 0s deadline" in wake_probe.describe(result)
 
 
-def test_the_triton_client_error_still_shows_whether_the_server_answered(direct_triton) -> None:
-    answered = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, (("server", "envoy"),))))
-    result = wake_probe.probe_once(answered, 5, stack="hammer")
-    assert result.outcome == wake_probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
-        "UNAVAILABLE sent with response headers (Envoy with no upstream) is the proxy answering, not a dead address"
-    )
-    silent = direct_triton(DirectTriton(abort=(grpc.StatusCode.UNAVAILABLE, ())))
-    result = wake_probe.probe_once(silent, 5, stack="hammer")
-    assert result.outcome == wake_probe.UNREACHABLE, (
-        "without any response metadata UNAVAILABLE must read as unreachable; if this fails, tritonclient no "
-        "longer keeps the grpc.RpcError as the exception's __context__"
-    )
-
-
-def test_a_connection_lost_while_waiting_is_unreachable() -> None:
+def test_a_connection_lost_while_waiting_is_unreachable(direct_triton) -> None:
     servicer = DirectTriton(index_delay=5)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    stopper = threading.Timer(0.5, lambda: server.stop(0))
+    endpoint = direct_triton(servicer)
+    stopper = threading.Timer(0.5, lambda: servicer.server and servicer.server.stop(0))
     stopper.start()
     try:
-        result = wake_probe.probe_once(f"127.0.0.1:{port}", 5, stack="hammer")
+        result = wake_probe.probe_once(endpoint, 5, stack="hammer")
     finally:
         stopper.cancel()
-        servicer.released.set()
-        server.stop(0).wait(5)
     assert result.outcome == wake_probe.UNREACHABLE and "lost" in result.detail, (
         f"an Envoy restarting mid-wait gave no answer; it must not count as a proxy rejection: {result}"
     )
@@ -416,14 +410,6 @@ def test_repeat_prints_each_probe_and_a_summary_and_record_appends_every_attempt
     )
 
 
-def test_a_record_file_that_cannot_be_appended_to_stops_the_probe_before_it_starts(tmp_path) -> None:
-    code, out, err = run_main(
-        "hammer", "--endpoint", f"127.0.0.1:{free_port()}", "--record", str(tmp_path / "no" / "f")
-    )
-    assert code == 2 and out == "", "a wake measured for 15 minutes and then lost is worse than no probe"
-    assert err == f"probe: --record {str(tmp_path / 'no' / 'f')!r}: cannot append: No such file or directory\n"
-
-
 def test_an_interrupted_repeat_prints_its_summary_and_a_lost_record_exits_7(direct_triton, tmp_path, monkeypatch):
     endpoint, real, calls = direct_triton(DirectTriton()), wake_probe.probe_once, []
 
@@ -463,6 +449,8 @@ SECONDS = "expected a finite number of seconds"
         (["--endpoint", ""], "--endpoint '': expected HOST:PORT, e.g. 127.0.0.1:8001"),
         (["--endpoint", "host:99999"], "--endpoint 'host:99999': port '99999' is not a number from 1 to 65535"),
         (["--record", ""], "argument --record: is empty: expected a path"),
+        # checked before the probe: a wake measured for 15 minutes and then lost is worse than no probe
+        (["--record", "/no/such/dir/f"], "--record '/no/such/dir/f': cannot append: No such file or directory"),
         (["--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
@@ -576,7 +564,7 @@ def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready
     )
 
 
-def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoint() -> None:
+def test_a_warm_release_is_ready_at_once_and_an_envoy_whose_triton_is_gone_rejects() -> None:
     settings = loopback_settings(
         "hammer",
         envoy={
@@ -585,22 +573,16 @@ def test_an_envoy_whose_triton_is_gone_is_a_rejection_not_an_unreachable_endpoin
         },
     )
     with loopback_stack(settings, ready=True) as stack:
+        warm = wake_probe.probe_once(stack.envoy.target, 1020, stack="hammer", ready_timeout=900)
         stack.triton.crash()  # still in DNS, so the Lua filter lets the call through to a dead upstream
         result = wake_probe.probe_once(stack.envoy.target, 10, stack="hammer", connect_timeout=2)
+    assert warm.outcome == wake_probe.READY and warm.wake_seconds is not None and warm.wake_seconds < 1.0, (
+        f"a Triton already up answers on the Lua filter's first look: {warm}"
+    )
+    assert warm.cold is False and warm.start_check == "ServerReady true", (
+        "through Envoy, a Triton already up answers the ServerReady before the call: a warm answer"
+    )
     assert result.outcome == wake_probe.REJECTED and result.grpc_status == "UNAVAILABLE", (
         f"Envoy answered (UNAVAILABLE from the proxy); calling that unreachable would send the operator "
         f"to check the wrong thing: {result}"
-    )
-
-
-def test_a_warm_release_is_ready_at_once() -> None:
-    settings = loopback_settings("hammer", envoy=FAST_DNS)
-    with loopback_stack(settings, ready=True) as stack:
-        result = wake_probe.probe_once(stack.envoy.target, 1020, stack="hammer", ready_timeout=900)
-    assert result.wake_seconds is not None, f"a ready answer has a wake time: {result}"
-    assert result.outcome == wake_probe.READY and result.wake_seconds < 1.0, (
-        f"a Triton already up answers on the Lua filter's first look: {result}"
-    )
-    assert result.cold is False and result.start_check == "ServerReady true", (
-        "through Envoy, a Triton already up answers the ServerReady before the call: a warm answer"
     )
