@@ -5,17 +5,14 @@ from __future__ import annotations
 import io
 import json
 import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import replace
 
 import grpc
 import pytest
-from conftest import ROOT, stack_config, stack_settings
+from conftest import stack_config, stack_settings
 from loopback import OLDER_GENERATION_CHART, loopback_settings, loopback_stack
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
@@ -474,62 +471,6 @@ FAST_DNS = {"dnsRefreshMs": 50}
 
 def short_wake(seconds: int) -> dict[str, int]:
     return {"readyTimeoutSeconds": seconds, "holdMinReplicasSeconds": seconds}
-
-
-class WakeClock:
-    """When the admission sidecar got /wake and when the stand-in Triton was up: the true wake time."""
-
-    def __init__(self, stack) -> None:
-        self.woken_at: float | None = None
-        self.up_at: float | None = None
-        wake, come_up = stack.admission.on_wake, stack.triton.come_up
-
-        def timed_wake() -> None:
-            self.woken_at = time.monotonic()
-            wake()
-
-        def timed_come_up() -> None:
-            come_up()
-            self.up_at = time.monotonic()
-
-        stack.admission.on_wake = timed_wake
-        stack.triton.come_up = timed_come_up
-
-    @property
-    def seconds(self) -> float:
-        assert self.woken_at is not None and self.up_at is not None, "the probe's call never woke the stand-in"
-        return self.up_at - self.woken_at
-
-
-def test_the_real_command_waits_through_a_cold_start_and_reports_the_true_wake_time() -> None:
-    settings = loopback_settings("hammer", envoy=FAST_DNS)
-    with loopback_stack(settings, ready=False, wake_delay_seconds=1.0) as stack:
-        clock = WakeClock(stack)
-        args = ("probe", "hammer", "--endpoint", stack.envoy.target, "--json", "--progress-every", "0.5")
-        command = [sys.executable, "-m", "supersonic_interlink", *args]
-        finished = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
-        truth = clock.seconds
-    assert finished.returncode == 0, f"a wake inside readyTimeoutSeconds is ready:\n{finished.stdout}{finished.stderr}"
-    record = json.loads(finished.stdout)
-    assert set(record) == PROBE_RECORD_FIELDS, "the record a cron job parses must have every field"
-    assert record["outcome"] == "ready" and record["server_ready"] is True
-    assert record["stack"] == "hammer" and record["endpoint"] == stack.envoy.target
-    assert record["deadline_seconds"] == 1020 and record["ready_timeout_seconds"] == 900, (
-        "the deadline comes from the stack file: 900 s plus the 120 s route margin"
-    )
-    assert record["model_count"] == 1 and record["models"][0]["name"] == "standin", (
-        "the models the woken Triton reports must be listed"
-    )
-    assert abs(record["wake_seconds"] - truth) < 1.0, (
-        f"wake time {record['wake_seconds']} s must be within a second of the true {truth:.2f} s"
-    )
-    assert record["started_at"] < record["finished_at"]
-    assert record["cold"] is True and "no healthy upstream" in record["start_check"], (
-        f"Triton was at zero: Envoy answered the ServerReady before the call itself, so it was a cold wake: {record}"
-    )
-    assert "still waiting" in finished.stderr and "\r" not in finished.stderr, (
-        f"piped stderr gets periodic plain progress lines, so a log shows the wait is alive:\n{finished.stderr}"
-    )
 
 
 @pytest.mark.parametrize(
