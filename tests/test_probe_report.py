@@ -243,34 +243,29 @@ def test_older_records_and_probes_that_never_reached_envoy_are_counted_apart_and
     assert "1 unreachable (never reached Envoy: not counted), 1 not told cold or warm (older records" in text
 
 
-def test_a_stack_without_a_stack_file_here_is_reported_from_its_own_records(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0, "retired", ready_timeout=600)])
-    report = json_reports(history)["retired"]
-    assert report["current"]["ready_timeout_seconds"] == 600 and "line 1" in report["current"]["source"], (
+def test_each_stack_is_reported_against_the_settings_it_has_or_without_them_says_why(tmp_path: Path) -> None:
+    records = [cold_wake(100.0, "retired", ready_timeout=600), cold_wake(100.0), warm_answer("geddes-gpu")]
+    history = write_history(tmp_path / "wakes.jsonl", records)
+    configs = {
+        "hammer": stack_config("hammer", scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 1500}),
+        "geddes-gpu": stack_config("geddes-gpu", scaleFromZero={"readyTimeoutSeconds": 0}),
+    }
+    reports = json_reports(history, stack_configs=configs)
+    retired, hammer, gpu = reports["retired"], reports["hammer"]["recommended"], reports["geddes-gpu"]
+    assert retired["current"]["ready_timeout_seconds"] == 600 and "line 1" in retired["current"]["source"], (
         "without a stack file the timeout in force is the one the newest record was probed with"
     )
-    assert "no file stacks/Pulumi.retired.yaml" in report["current"]["config_problem"]
-    assert "no current settings: " in run_report(history)[1]
-    assert report["recommended"]["ready_timeout_seconds"] == 120
-    assert "hold_min_replicas_seconds" not in report["recommended"], "nothing is derived without the stack's settings"
-
-
-def test_a_hold_longer_than_the_timeout_keeps_its_extra_time(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
-    config = stack_config("hammer", scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 1500})
-    recommended = json_reports(history, stack_configs={"hammer": config})["hammer"]["recommended"]
-    assert (recommended["ready_timeout_seconds"], recommended["hold_min_replicas_seconds"]) == (120, 720), (
+    assert "no file stacks/Pulumi.retired.yaml" in retired["current"]["config_problem"]
+    assert retired["recommended"]["ready_timeout_seconds"] == 120
+    assert "hold_min_replicas_seconds" not in retired["recommended"], "nothing is derived without the stack's settings"
+    assert (hammer["ready_timeout_seconds"], hammer["hold_min_replicas_seconds"]) == (120, 720), (
         "the hold counts from the wake's start: what it gives beyond the slowest allowed wake (600 s) is kept"
     )
-
-
-def test_warm_answers_alone_recommend_nothing_and_a_stack_the_program_refuses_says_why(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [warm_answer()])
-    refused = {"hammer": stack_config("hammer", scaleFromZero={"readyTimeoutSeconds": 0})}
-    report = json_reports(history, stack_configs=refused)["hammer"]
-    assert (report["recommended"], report["no_recommendation"]) == (None, "no cold wakes to recommend from")
-    assert "scaleFromZero.readyTimeoutSeconds" in report["current"]["config_problem"], report["current"]
-    assert "no cold wake with a wake time" in run_report(history)[1]
+    assert (gpu["recommended"], gpu["no_recommendation"]) == (None, "no cold wakes to recommend from")
+    assert "scaleFromZero.readyTimeoutSeconds" in gpu["current"]["config_problem"], gpu["current"]
+    texts = run_report(history, stack_configs=configs)[1].split("\n\n")
+    assert "no current settings: stack 'retired': no file stacks/Pulumi.retired.yaml" in texts[0]
+    assert "no cold wake with a wake time" in texts[2] and "no current settings: " in texts[2]
 
 
 @pytest.mark.parametrize(
