@@ -24,6 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from wake_records import cold_wake, start_writers, warm_answer, write_history
 
+from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import report as wake_report
 
@@ -58,7 +59,7 @@ def report_seconds(probes: int) -> float:
             for i in range(probes)
         ]
         path = write_history(Path(work) / "wakes.jsonl", records)
-        config = wake_report.load_config("hammer")
+        config = load_stack_config("hammer")
         first = wake_history.parse_lines(path.read_bytes().splitlines(keepends=True)[:10]).wakes
         wake_report.build_report("hammer", first, config)  # the imports and the settings' first load, untimed
         start = time.perf_counter()

@@ -16,7 +16,7 @@ from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.render.evaluate import evaluate
 from supersonic_interlink.wake.history import wake_from_record
-from supersonic_interlink.wake.report import StackConfig, WakeTime, build_report
+from supersonic_interlink.wake.report import WakeTime, build_report
 
 P = "supersonic-interlink"
 READY, HOLD = 600, 1800
@@ -107,7 +107,7 @@ def test_a_git_chart_path_must_stay_inside_the_repository(path: str) -> None:
 def test_cut_off_wakes_sort_after_every_measured_one_whatever_their_seconds() -> None:
     records = [cut_off_wake(300.0, ready_timeout=300), cold_wake(500.0), cold_wake(100.0)]
     wakes = [wake_from_record(i, r) for i, r in enumerate(records, start=1)]
-    report = build_report("hammer", wakes, StackConfig(None, "", None))
+    report = build_report("hammer", wakes)
     assert report.times == (WakeTime(100.0), WakeTime(500.0), WakeTime(300.0, cut_off=True))
 
 

@@ -44,15 +44,6 @@ def shuffled(records: list) -> list:
     return records
 
 
-@pytest.fixture
-def hundred_wakes(tmp_path: Path) -> Path:
-    """Hammer: 100 cold wakes of 5, 10, ..., 500 s in random order, 7 warm answers and a damaged line among them."""
-    records: list = [cold_wake(5.0 * i) for i in range(1, 101)] + [warm_answer() for _ in range(7)]
-    records = shuffled(records)
-    records.insert(40, b'{"kind": "probe", "stack": "hammer", "outc\n')
-    return write_history(tmp_path / "wakes.jsonl", records)
-
-
 def test_nearest_rank_uses_exact_arithmetic_and_the_minimum_samples_follow_from_it() -> None:
     assert wake_report.nearest_rank(100, 99) == 99, "0.99 * 100 in floating point is 99.00000000000001, not 100"
     assert wake_report.nearest_rank(99, 99) == 99 and wake_report.nearest_rank(10, 90) == 9
@@ -66,8 +57,12 @@ def test_the_recommendation_is_rounded_up_to_a_whole_minute(seconds: float, minu
 
 
 def test_a_hundred_cold_wakes_give_a_p99_and_a_timeout_in_whole_minutes_with_what_moves_with_it(
-    hundred_wakes: Path,
+    tmp_path: Path,
 ) -> None:
+    """Hammer: 100 cold wakes of 5, 10, ..., 500 s in random order, 7 warm answers and a damaged line among them."""
+    records: list = shuffled([cold_wake(5.0 * i) for i in range(1, 101)] + [warm_answer() for _ in range(7)])
+    records.insert(40, b'{"kind": "probe", "stack": "hammer", "outc\n')
+    hundred_wakes = write_history(tmp_path / "wakes.jsonl", records)
     report = json_reports(hundred_wakes)["hammer"]
     assert (report["probes"], report["cold"], report["warm"]) == (107, 100, 7), (
         "warm answers are probes but not wakes: they must be counted apart"
@@ -94,9 +89,6 @@ def test_a_hundred_cold_wakes_give_a_p99_and_a_timeout_in_whole_minutes_with_wha
         recommended["helm_timeout_seconds"],
     ) == (600, 720, 900), "the hold stays equal to the timeout on Hammer; idle_timeout +120 s, Helm +300 s follow"
     assert recommended["covered"] == 100
-
-
-def test_the_text_report_gives_the_evidence_and_lists_the_damaged_line(hundred_wakes: Path) -> None:
     code, out, err = run_report(hundred_wakes)
     assert code == 0
     (damaged,) = err.splitlines()
@@ -115,6 +107,19 @@ def test_the_text_report_gives_the_evidence_and_lists_the_damaged_line(hundred_w
     ):
         assert row in out, f"the operator sees every value that moves with the timeout: {row!r} in\n{out}"
     assert "1 line(s) of" in out, "the report itself says lines were skipped"
+    wakes = wake_report.select(wake_history.read(hundred_wakes).wakes)["hammer"]
+    (ax,) = wake_report.figure([wake_report.build_report("hammer", wakes)]).axes
+    assert ax.get_title().startswith("stack hammer: 100 cold wakes"), ax.get_title()
+    assert sum(patch.get_height() for patch in bars(ax)) == 100, "the histogram holds every cold wake, no warm one"
+    lines = {line.get_label(): np.asarray(line.get_xdata())[0] for line in ax.get_lines()}
+    assert lines == {
+        "p99 495.0 s": 495.0,
+        "current readyTimeoutSeconds 900 (covered 100 of 100 (100.0%))": 900,
+        "recommended 600: p99 495.0 s + 20%, to the minute": 600,
+    }, f"the picture must mark p99, the current and the recommended timeout where they are: {lines}"
+    legend = ax.get_legend()
+    assert legend is not None and "measured cold wakes (100)" in [t.get_text() for t in legend.get_texts()]
+    assert ax.get_xlim()[1] > 900, "the current timeout must be inside the picture"
 
 
 def test_too_few_cold_wakes_for_a_p99_or_a_p90_is_said_plainly_and_the_recommendation_is_provisional(
@@ -156,6 +161,16 @@ def test_two_stacks_are_reported_apart_each_against_its_own_settings(tmp_path: P
     assert hammer["recommended"]["ready_timeout_seconds"] == 660, "520 s + 20% = 624 s -> 660 s"
     only = json_reports(history, "--stack", "geddes-gpu")
     assert list(only) == ["geddes-gpu"] and only["geddes-gpu"]["cold"] == 12
+    out = tmp_path / "wakes.png"
+    code, _, err = run_report(history, "--png", out)
+    assert code == 0 and f"wrote {out}" in err
+    data = out.read_bytes()
+    assert png_size(data) == (800, 900), "8 x 4.5 inches per stack at 100 dpi: two panels"
+    assert 10_000 < len(data) < 1_000_000, f"a PNG of {len(data)} bytes is not a drawn chart"
+    with Image.open(out) as image:
+        image.verify()
+    code, _, err = run_report(history, "--png", tmp_path)
+    assert code == 2 and err == f"probe report: --png {str(tmp_path)!r}: cannot write: Is a directory\n", err
 
 
 def test_cut_off_wakes_rank_above_every_measured_one_and_stop_a_recommendation_they_decide(tmp_path: Path) -> None:
@@ -182,6 +197,16 @@ def test_cut_off_wakes_rank_above_every_measured_one_and_stop_a_recommendation_t
     )
     _, out, _ = run_report(history)
     assert "p99 > 899.6 s (cut off)" in out and "recommended readyTimeoutSeconds: none: the p99 cold wake" in out
+    (ax,) = wake_report.figure([wake_report.build_report("hammer", wake_history.read(history).wakes)]).axes
+    hatched = [patch for patch in bars(ax) if patch.get_hatch()]
+    assert [(patch.get_x(), patch.get_height()) for patch in hatched] == [(899.6, 3)], (
+        "the three cut-off wakes are one bar starting where they were given up: they took longer than that"
+    )
+    assert ax.get_title().endswith("; no recommendation")
+    labels = {line.get_label() for line in ax.get_lines()}
+    assert labels == {"p99 > 899.6 s (cut off)", "current readyTimeoutSeconds 900 (covered 97 of 100 (97.0%))"}, (
+        "no recommended line may be drawn when the report recommends nothing"
+    )
 
 
 def test_one_cut_off_wake_in_a_hundred_leaves_the_p99_measured(tmp_path: Path) -> None:
@@ -200,87 +225,65 @@ def test_since_keeps_only_the_probes_started_from_then_on(tmp_path: Path) -> Non
     assert report["cold"] == 4 and report["wake_seconds"]["min"] == 70.0, "probes 7..10 start at or after --since"
     code, _, err = run_report(history, "--since", "2099-01-01")
     assert code == 1 and "no probe records since 2099-01-01" in err and len(err.splitlines()) == 1
+    code, out, err = run_report(history, "--stack", "geddes-gpu")
+    assert (code, out, err) == (1, "", f"probe report: no probe records of stack geddes-gpu in {str(history)!r}\n")
 
 
-def test_records_from_before_cold_and_warm_were_told_apart_are_counted_but_not_ranked(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0), probe_record(cold=None, wake=0.05)])
-    report = json_reports(history)["hammer"]
-    assert (report["cold"], report["untold"], report["wake_seconds"]["min"]) == (1, 1, 100.0)
-    assert "1 not told cold or warm" in run_report(history)[1]
-
-
-def test_a_probe_that_never_reached_envoy_is_named_unreachable_not_an_older_record(tmp_path: Path) -> None:
+def test_older_records_and_probes_that_never_reached_envoy_are_counted_apart_and_not_ranked(tmp_path: Path) -> None:
     # What the probe writes when Envoy does not answer: "cold": null, as no start check could run.
-    unreachable = {**probe_record(outcome=wake_probe.UNREACHABLE, wake=None, cold=False), "cold": None}
-    unreachable["start_check"] = None
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0), unreachable])
+    unreachable = {
+        **probe_record(outcome=wake_probe.UNREACHABLE, wake=None, cold=False, start_check=None),
+        "cold": None,
+    }
+    older = probe_record(cold=None, wake=0.05)
+    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0), unreachable, older])
     report = json_reports(history)["hammer"]
-    assert (report["cold"], report["unreached"], report["untold"]) == (1, 1, 0)
+    assert (report["cold"], report["unreached"], report["untold"], report["wake_seconds"]["min"]) == (1, 1, 1, 100.0)
     text = run_report(history)[1]
-    assert "1 unreachable (never reached Envoy: not counted)" in text and "older records" not in text
+    assert "1 unreachable (never reached Envoy: not counted), 1 not told cold or warm (older records" in text
 
 
-def test_a_stack_without_a_stack_file_here_is_reported_from_its_own_records(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0, "retired", ready_timeout=600)])
-    report = json_reports(history)["retired"]
-    assert report["current"]["ready_timeout_seconds"] == 600 and "line 1" in report["current"]["source"], (
+def test_each_stack_is_reported_against_the_settings_it_has_or_without_them_says_why(tmp_path: Path) -> None:
+    records = [cold_wake(100.0, "retired", ready_timeout=600), cold_wake(100.0), warm_answer("geddes-gpu")]
+    history = write_history(tmp_path / "wakes.jsonl", records)
+    configs = {
+        "hammer": stack_config("hammer", scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 1500}),
+        "geddes-gpu": stack_config("geddes-gpu", scaleFromZero={"readyTimeoutSeconds": 0}),
+    }
+    reports = json_reports(history, stack_configs=configs)
+    retired, hammer, gpu = reports["retired"], reports["hammer"]["recommended"], reports["geddes-gpu"]
+    assert retired["current"]["ready_timeout_seconds"] == 600 and "line 1" in retired["current"]["source"], (
         "without a stack file the timeout in force is the one the newest record was probed with"
     )
-    assert "no file stacks/Pulumi.retired.yaml" in report["current"]["config_problem"]
-    assert "no current settings: " in run_report(history)[1]
-    assert report["recommended"]["ready_timeout_seconds"] == 120
-    assert "hold_min_replicas_seconds" not in report["recommended"], "nothing is derived without the stack's settings"
-
-
-def test_a_hold_longer_than_the_timeout_keeps_its_extra_time(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
-    config = stack_config("hammer", scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 1500})
-    recommended = json_reports(history, stack_configs={"hammer": config})["hammer"]["recommended"]
-    assert (recommended["ready_timeout_seconds"], recommended["hold_min_replicas_seconds"]) == (120, 720), (
+    assert "no file stacks/Pulumi.retired.yaml" in retired["current"]["config_problem"]
+    assert retired["recommended"]["ready_timeout_seconds"] == 120
+    assert "hold_min_replicas_seconds" not in retired["recommended"], "nothing is derived without the stack's settings"
+    assert (hammer["ready_timeout_seconds"], hammer["hold_min_replicas_seconds"]) == (120, 720), (
         "the hold counts from the wake's start: what it gives beyond the slowest allowed wake (600 s) is kept"
     )
-
-
-def test_warm_answers_alone_recommend_nothing_and_a_stack_the_program_refuses_says_why(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [warm_answer()])
-    refused = {"hammer": stack_config("hammer", scaleFromZero={"readyTimeoutSeconds": 0})}
-    report = json_reports(history, stack_configs=refused)["hammer"]
-    assert (report["recommended"], report["no_recommendation"]) == (None, "no cold wakes to recommend from")
-    assert "scaleFromZero.readyTimeoutSeconds" in report["current"]["config_problem"], report["current"]
-    assert "no cold wake with a wake time" in run_report(history)[1]
-
-
-def test_a_missing_or_unreadable_history_or_an_unwritable_png_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
-    for target, why in ((tmp_path / "none.jsonl", "No such file or directory"), (tmp_path, "Is a directory")):
-        code, out, err = run_report(target)
-        assert code == 2 and out == "" and err == f"probe report: cannot read {str(target)!r}: {why}\n", err
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
-    code, _, err = run_report(history, "--png", tmp_path)
-    assert code == 2 and err == f"probe report: --png {str(tmp_path)!r}: cannot write: Is a directory\n", err
+    assert (gpu["recommended"], gpu["no_recommendation"]) == (None, "no cold wakes to recommend from")
+    assert "scaleFromZero.readyTimeoutSeconds" in gpu["current"]["config_problem"], gpu["current"]
+    texts = run_report(history, stack_configs=configs)[1].split("\n\n")
+    assert "no current settings: stack 'retired': no file stacks/Pulumi.retired.yaml" in texts[0]
+    assert "no cold wake with a wake time" in texts[2] and "no current settings: " in texts[2]
 
 
 @pytest.mark.parametrize(
-    ("args", "says"),
+    ("file", "args", "says"),
     [
-        (["--since", "yesterday"], "argument --since: expected a date (2026-05-01) or an ISO 8601 time"),
-        (["--png", "/no/such/dir/wakes.png"], "--png '/no/such/dir/wakes.png': no directory '/no/such/dir'"),
-        (["--bogus"], "unrecognized arguments: --bogus"),
+        ("wakes.jsonl", ["--since", "yesterday"], "argument --since: expected a date (2026-05-01) or an ISO 8601 time"),
+        ("wakes.jsonl", ["--png", "/no/such/dir/x.png"], "--png '/no/such/dir/x.png': no directory '/no/such/dir'"),
+        ("wakes.jsonl", ["--bogus"], "unrecognized arguments: --bogus"),
+        ("none.jsonl", [], "cannot read '{tmp}/none.jsonl': No such file or directory"),
+        ("", [], "cannot read '{tmp}': Is a directory"),
     ],
 )
-def test_bad_report_options_are_one_line_errors_with_exit_code_2(tmp_path: Path, args: list, says: str) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
-    code, out, err = run_report(history, *args)
-    assert code == 2 and out == "" and len(err.splitlines()) == 1 and says in err, err
-    assert "Traceback" not in err
-
-
-def test_a_history_without_probes_of_the_stack_asked_for_has_nothing_to_report(tmp_path: Path) -> None:
-    history = write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
-    code, out, err = run_report(history, "--stack", "geddes-gpu")
-    assert (code, out) == (
-        1,
-        "",
-    ) and err.strip() == f"probe report: no probe records of stack geddes-gpu in {str(history)!r}"
+def test_bad_options_or_an_unreadable_history_are_one_line_errors_with_exit_code_2(
+    tmp_path: Path, file: str, args: list, says: str
+) -> None:
+    write_history(tmp_path / "wakes.jsonl", [cold_wake(100.0)])
+    code, out, err = run_report(tmp_path / file, *args)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and says.format(tmp=tmp_path) in err, err
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -295,59 +298,6 @@ def bars(ax: Axes) -> list[Rectangle]:
     return [patch for patch in patches if isinstance(patch, Rectangle)]
 
 
-def test_the_figure_shows_the_distribution_and_marks_the_current_and_recommended_timeouts(
-    hundred_wakes: Path,
-) -> None:
-    wakes = wake_report.select(wake_history.read(hundred_wakes).wakes)["hammer"]
-    report = wake_report.build_report("hammer", wakes, wake_report.load_config("hammer"))
-    fig = wake_report.figure([report])
-    (ax,) = fig.axes
-    assert ax.get_title().startswith("stack hammer: 100 cold wakes"), ax.get_title()
-    assert sum(patch.get_height() for patch in bars(ax)) == 100, "the histogram holds every cold wake, no warm one"
-    lines = {line.get_label(): np.asarray(line.get_xdata())[0] for line in ax.get_lines()}
-    assert lines == {
-        "p99 495.0 s": 495.0,
-        "current readyTimeoutSeconds 900 (covered 100 of 100 (100.0%))": 900,
-        "recommended 600: p99 495.0 s + 20%, to the minute": 600,
-    }, f"the picture must mark p99, the current and the recommended timeout where they are: {lines}"
-    legend_box = ax.get_legend()
-    assert legend_box is not None, "the figure must have a legend"
-    legend = [text.get_text() for text in legend_box.get_texts()]
-    assert "measured cold wakes (100)" in legend, legend
-    assert ax.get_xlim()[1] > 900, "the current timeout must be inside the picture"
-
-
-def test_report_png_writes_a_picture_of_one_panel_per_stack(tmp_path: Path) -> None:
-    records = [cold_wake(300.0 + 20 * i, "hammer") for i in range(12)] + [
-        cold_wake(20.0 + i, "geddes-gpu") for i in range(12)
-    ]
-    history = write_history(tmp_path / "wakes.jsonl", records)
-    out = tmp_path / "wakes.png"
-    code, _, err = run_report(history, "--png", out)
-    assert code == 0 and f"wrote {out}" in err
-    data = out.read_bytes()
-    assert png_size(data) == (800, 900), "8 x 4.5 inches per stack at 100 dpi: two panels"
-    assert 10_000 < len(data) < 1_000_000, f"a PNG of {len(data)} bytes is not a drawn chart"
-    with Image.open(out) as image:
-        image.verify()
-
-
-def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_recommendation(tmp_path: Path) -> None:
-    records = [cold_wake(5.0 * i) for i in range(1, 98)] + [cut_off_wake(899.6) for _ in range(3)]
-    history = write_history(tmp_path / "wakes.jsonl", records)
-    report = wake_report.build_report("hammer", wake_history.read(history).wakes, wake_report.load_config("hammer"))
-    (ax,) = wake_report.figure([report]).axes
-    hatched = [patch for patch in bars(ax) if patch.get_hatch()]
-    assert [(patch.get_x(), patch.get_height()) for patch in hatched] == [(899.6, 3)], (
-        "the three cut-off wakes are one bar starting where they were given up: they took longer than that"
-    )
-    assert ax.get_title().endswith("; no recommendation")
-    labels = {line.get_label() for line in ax.get_lines()}
-    assert labels == {"p99 > 899.6 s (cut off)", "current readyTimeoutSeconds 900 (covered 97 of 100 (97.0%))"}, (
-        "no recommended line may be drawn when the report recommends nothing"
-    )
-
-
 @pytest.mark.parametrize(
     ("status", "elapsed", "ready_timeout", "cut_off"),
     [
@@ -357,25 +307,18 @@ def test_the_figure_draws_cut_off_wakes_from_their_bound_and_says_there_is_no_re
         ("CANCELLED", 900.2, 900, True),  # the triton generation's filter at the timeout
         ("CANCELLED", 12.0, 900, False),
         ("INTERNAL", 900.2, 900, False),
+        ("CANCELLED", 5.0, None, True),  # without a known timeout, only the triton generation's own status counts
+        ("UNAVAILABLE", 900.2, None, False),  # Envoy answers UNAVAILABLE too when it reaches no Triton
     ],
 )
 def test_a_rejection_at_the_ready_timeout_is_a_cut_off_wake_in_either_chart_generation(
-    status: str, elapsed: float, ready_timeout: int, cut_off: bool
+    status: str, elapsed: float, ready_timeout: int | None, cut_off: bool
 ) -> None:
-    record = probe_record(
-        outcome=wake_probe.REJECTED, wake=None, elapsed=elapsed, ready_timeout=ready_timeout, grpc_status=status
-    )
-    wake = wake_history.wake_from_record(1, record)
+    record = probe_record(outcome=wake_probe.REJECTED, wake=None, elapsed=elapsed, grpc_status=status)
+    wake = wake_history.wake_from_record(1, record | {"ready_timeout_seconds": ready_timeout})
     expected = wake_report.WakeTime(elapsed, cut_off=True) if cut_off else None
     assert wake_report.wake_time(wake) == expected, (
         "a timed-out wake dropped from the sample would overstate how many wakes the timeout covers"
         if cut_off
         else "a rejection that is not the filter's timeout says nothing about how long a wake takes"
-    )
-
-
-def test_without_a_known_timeout_only_the_older_filters_own_status_counts_as_its_timeout() -> None:
-    assert wake_probe.lua_gave_up("CANCELLED", 5.0, None), "CANCELLED comes only from the triton generation's filter"
-    assert not wake_probe.lua_gave_up("UNAVAILABLE", 900.2, None), (
-        "Envoy answers UNAVAILABLE too when it reaches no Triton: without the timeout the two cannot be told apart"
     )

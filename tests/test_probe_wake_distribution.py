@@ -1,5 +1,6 @@
-"""Wakes of a seeded uniform distribution through the real Envoy, recorded by `probe --repeat --record`, recovered
-by `probe report` within TOLERANCE; ten wakes are too few for a p99, so it recommends from the largest."""
+"""Wakes of a seeded uniform distribution through the real Envoy, recorded by the real `probe --repeat --record`
+command, recovered by `probe report` within TOLERANCE; ten wakes are too few for a p99, so it recommends from the
+largest."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import io
 import json
 import math
 import random
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
-from conftest import stack_config
+from conftest import ROOT
 from loopback import loopback_settings, loopback_stack, wait_until
 
 from supersonic_interlink.cli import probe
@@ -32,7 +35,6 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
     rng = random.Random(SEED)
     delays = [round(rng.uniform(*DELAY_SECONDS), 3) for _ in range(WAKES)]
     short = {"readyTimeoutSeconds": READY_TIMEOUT, "holdMinReplicasSeconds": READY_TIMEOUT}
-    config = stack_config("hammer", scaleFromZero=short)
     history = tmp_path / "wakes.jsonl"
     settings = loopback_settings("hammer", scale_from_zero=short, envoy={"dnsRefreshMs": 50})
     with loopback_stack(settings, ready=False) as stack:
@@ -53,16 +55,25 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
             triton.go_down()
 
         stack.admission.on_wake = wake
-        out, err = io.StringIO(), io.StringIO()
+        args = ["--endpoint", stack.envoy.target, "--repeat", str(WAKES), "--interval", str(INTERVAL)]
+        args += ["--record", str(history), "--json", "--progress-every", "0.1"]
+        command = [sys.executable, "-m", "supersonic_interlink", "probe", "hammer", *args]
         try:
-            args = ["--endpoint", stack.envoy.target, "--repeat", str(WAKES), "--interval", str(INTERVAL)]
-            code = probe.main(["hammer", *args, "--record", str(history)], config=config, stdout=out, stderr=err)
+            finished = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60, cwd=ROOT)
         finally:
             stopping.set()
         woken = stack.admission.wakes
-    assert code == 0, f"every wake came inside the timeout:\n{out.getvalue()}{err.getvalue()}"
+    assert finished.returncode == 0, f"every wake came inside the timeout:\n{finished.stdout}{finished.stderr}"
     assert woken == WAKES, "one wake per probe: the ServerReady before each call must not wake Triton"
     records = [json.loads(line) for line in history.read_text().splitlines()]
+    assert records == [json.loads(line) for line in finished.stdout.splitlines()][:-1]
+    assert {(r["outcome"], r["deadline_seconds"], r["ready_timeout_seconds"]) for r in records} == {
+        ("ready", 1020, 900)
+    }, "the deadline comes from the stack file: 900 s plus the 120 s route margin"
+    assert all(r["models"] == [{"name": "standin", "version": "1", "state": "READY"}] for r in records), records[0]
+    assert "still waiting" in finished.stderr and "\r" not in finished.stderr, (
+        f"piped stderr gets periodic plain progress lines, so a log shows the wait is alive:\n{finished.stderr}"
+    )
     assert len(records) == WAKES and all(r["cold"] is True for r in records), (
         f"every probe found Triton at zero and must be recorded as a cold wake: {[r['start_check'] for r in records]}"
     )
@@ -74,7 +85,7 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
 
     report_out, report_err = io.StringIO(), io.StringIO()
     args = ["report", str(history), "--json"]
-    code = probe.main(args, stack_configs={"hammer": config}, stdout=report_out, stderr=report_err)
+    code = probe.main(args, stdout=report_out, stderr=report_err)
     assert code == 0, report_err.getvalue()
     (report,) = map(json.loads, report_out.getvalue().splitlines())
     truth = sorted(delays)
@@ -85,7 +96,7 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
             f"{name}: the report says {stats[name]} s, the drawn delays' nearest-rank {name} is {truth[rank - 1]} s"
         )
     assert stats["p99"] is None, "ten wakes are too few for a p99, and the report must say so rather than guess"
-    assert report["current"]["ready_timeout_seconds"] == READY_TIMEOUT and report["current"]["covered"] == WAKES
+    assert report["current"]["ready_timeout_seconds"] == 900 and report["current"]["covered"] == WAKES
     recommended = report["recommended"]
     expected = max(60, math.ceil(1.2 * truth[-1] / 60) * 60)
     assert recommended["basis"] == "max" and recommended["provisional"] is True

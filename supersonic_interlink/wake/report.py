@@ -106,22 +106,6 @@ def timeouts(settings: Settings) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class StackConfig:
-    """A stack's config map as the CLI passes it, or why it could not be had."""
-
-    config: Mapping[str, str] | None
-    source: str
-    problem: str | None = None
-
-
-def load_config(stack: str) -> StackConfig:
-    try:
-        return StackConfig(load_stack_config(stack), str(stack_file(stack).relative_to(ROOT)))
-    except ConfigError as error:
-        return StackConfig(None, "", error.problems[0])
-
-
-@dataclass(frozen=True)
 class StackReport:
     """One stack's cold wake times (measured ones ascending, then the cut-off ones) and its ``--json`` record."""
 
@@ -164,24 +148,28 @@ def _recommend(
     }, None
 
 
-def build_report(stack: str, wakes: Sequence[wake_history.Wake], config: StackConfig) -> StackReport:
-    """The report for one stack's probes (all of them this stack's, at least one)."""
+def build_report(
+    stack: str, wakes: Sequence[wake_history.Wake], config: Mapping[str, str] | None = None
+) -> StackReport:
+    """The report for one stack's probes (all of them this stack's, at least one); ``config`` replaces the stack
+    file's config map (the tests' short timeouts)."""
     cold = [w for w in wakes if w.cold is True]
     times = tuple(sorted((t for t in map(wake_time, cold) if t is not None), key=WakeTime.sort_key))
     current: dict[str, int] | None = None
-    problem = config.problem
-    if config.config is not None:
-        try:
-            current = timeouts(settings_from_config(config.config))
-        except ConfigError as error:
-            problem = error.problems[0]
+    source, problem = f"the given config of {stack}", None
+    try:
+        if config is None:
+            config, source = load_stack_config(stack), str(stack_file(stack).relative_to(ROOT))
+        current = timeouts(settings_from_config(config))
+    except ConfigError as error:
+        problem = error.problems[0]
     newest = max(wakes, key=lambda w: w.started_at)
     ready_timeout = newest.ready_timeout_seconds if current is None else current["ready_timeout_seconds"]
     stats: dict[str, Any] = {"samples": len(times), "cut_off": sum(t.cut_off for t in times)}
     stats["failed"] = len(cold) - len(times)
     stats |= {name: None if (v := percentile(times, percent)) is None else v.record() for name, percent in SHOWN}
     stats |= {f"p{percent}_needs": min_sample_for(percent) for percent in TAIL_PERCENTILES}
-    recommended, reason = _recommend(times, current, config.config)
+    recommended, reason = _recommend(times, current, config)
     record = {
         "kind": "report",
         "stack": stack,
@@ -196,7 +184,7 @@ def build_report(stack: str, wakes: Sequence[wake_history.Wake], config: StackCo
         "cold_outcomes": {outcome: sum(w.outcome == outcome for w in cold) for outcome in OUTCOMES},
         "wake_seconds": stats,
         "current": {
-            "source": f"the newest record, line {newest.line}" if current is None else config.source,
+            "source": f"the newest record, line {newest.line}" if current is None else source,
             "config_problem": problem,
             "ready_timeout_seconds": ready_timeout,
             "covered": None if ready_timeout is None else covered(times, ready_timeout),
@@ -345,10 +333,7 @@ def run_report(
         )
         print(f"probe report: no probe records{which} in {str(args.file)!r}", file=stderr)
         return EXIT_FINDING
-    given = {
-        stack: StackConfig(config, f"the given config of {stack}") for stack, config in (stack_configs or {}).items()
-    }
-    reports = [build_report(stack, wakes, given.get(stack) or load_config(stack)) for stack, wakes in chosen.items()]
+    reports = [build_report(stack, wakes, (stack_configs or {}).get(stack)) for stack, wakes in chosen.items()]
     texts = [json.dumps(report.record) if args.json else "\n".join(describe(report)) for report in reports]
     print(("\n" if args.json else "\n\n").join(texts), file=stdout)
     if history.damaged and not args.json:
