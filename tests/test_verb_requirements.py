@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_TOOLING = ("pytest", "moto", "mypy", "zizmor", "ruff", "pre-commit", "actionlint")
@@ -51,3 +56,57 @@ def test_every_package_installed_is_pinned_in_constraints() -> None:
     for requirements in ROOT.glob("requirements*.txt"):
         missing = {p.replace("_", "-") for p in packages(requirements)} - pinned
         assert not missing, f"{requirements.name}: not in constraints.txt: {missing}"
+
+
+VERB_MODULES = {
+    "render": "render.stack",
+    "diff": "diff.report",
+    "stack": "render.new_stack",
+    "takeover": "takeover.run",
+    "drift": "drift.check",
+    "pulumi": "engine.run",
+    "cluster": "engine.cluster",
+    "rehearse": "rehearse.measure",
+    "probe": "cli.probe",
+    "state": "cli.state",
+}
+
+
+def installed_with(names: set[str]) -> set[str]:
+    """The distributions ``names`` install, with what they require (environment markers evaluated, no extras)."""
+    seen, queue = set(), [canonicalize_name(n) for n in names]
+    while queue:
+        name = queue.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for text in metadata.requires(name) or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                queue.append(canonicalize_name(requirement.name))
+    return seen
+
+
+@pytest.mark.parametrize(("verb", "module"), VERB_MODULES.items())
+def test_a_verb_imports_only_what_its_requirements_install(verb: str, module: str) -> None:
+    """A fresh .venv holds only the verb's requirements file: every module its code loads must come from there."""
+    names = {"tritonclient"} if verb == "probe" else set()  # installed with its [grpc] extra, whose packages it lists
+    allowed = installed_with(packages(requirements_of(verb)) | names)
+
+    def loaded(imports: str) -> set[str]:
+        code = f"import sys{imports}; print(*{{m.split('.')[0] for m in sys.modules}})"
+        return set(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+            ).stdout.split()
+        )
+
+    # What the interpreter loads before any import (site's .pth hooks) is no verb's.
+    verb_loads = loaded(f", supersonic_interlink.cli.verbs, supersonic_interlink.{module}") - loaded("")
+    owners = metadata.packages_distributions()
+    outside = {
+        top: owners[top]
+        for top in verb_loads
+        if top in owners and not {canonicalize_name(d) for d in owners[top]} & allowed
+    }
+    assert not outside, f"{verb} loads modules its {requirements_of(verb).name} does not install: {outside}"
