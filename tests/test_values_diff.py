@@ -114,6 +114,7 @@ def test_the_most_specific_declaration_gives_the_reason_in_a_table_of_one_row_pe
             "apiVersion: v1\nkind: ConfigMap\ndata: {values.yaml: 'a: 1'}\n",
             "f: a Kubernetes object, not chart values: give `helm get values -o yaml` output",
         ),
+        ("USER-SUPPLIED VALUES:\na: 1\n", "f: `helm get values` output without -o yaml: rerun it with -o yaml"),
         # Hostile or odd files: each one line, nothing built past the limits (docs/config.md: Limits).
         ("a: 1\n---\nb: 2\n", "f: 2 YAML documents; expected one mapping of chart values"),
         (b"a: \xff\n", "f: not UTF-8 text (byte 0xff at offset 3); save the file as UTF-8"),
@@ -133,6 +134,7 @@ def test_the_most_specific_declaration_gives_the_reason_in_a_table_of_one_row_pe
         "list",
         "invalid",
         "configmap",
+        "helm-heading",
         "two-documents",
         "not-utf8",
         "nested-100000",

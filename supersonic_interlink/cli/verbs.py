@@ -91,7 +91,7 @@ def _takeover(parser: Parser) -> None:
     objects = commands.add_parser("objects", help="what the upgrade deletes, creates and changes, object by object")
     for command in (steps, values, objects):
         add_stack(command, stacks(), metavar="STACK")
-    live = "the live release's values (YAML)"
+    live = "the live release's values: `helm get values -o yaml` output"
     steps.add_argument("--live", dest="check_live", action="store_true", help="first check the live release")
     values.add_argument("--live", type=path, required=True, help=live)
     source = objects.add_mutually_exclusive_group(required=True)

@@ -115,6 +115,8 @@ def load_live_values(text: bytes | str, source: str) -> dict[str, Any]:
         raise LiveInputError(f"{source}: expected a mapping of chart values, found {type(documents[0]).__name__}")
     if documents[0] and "kind" in documents[0] and "apiVersion" in documents[0]:
         raise LiveInputError(f"{source}: a Kubernetes object, not chart values: give `helm get values -o yaml` output")
+    if documents[0] and "USER-SUPPLIED VALUES" in documents[0]:  # the heading plain `helm get values` prints first
+        raise LiveInputError(f"{source}: `helm get values` output without -o yaml: rerun it with -o yaml")
     return documents[0] or {}
 
 
