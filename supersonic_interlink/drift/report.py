@@ -36,7 +36,7 @@ class IgnoreRule:
             (is_object or self.resource)
             and (
                 self.objects is None
-                or f"{resource.get('kind')}/{resource['metadata'].get('name')}" in self.objects(release)
+                or f"{resource.get('kind')}/{(resource.get('metadata') or {}).get('name')}" in self.objects(release)
             )
             and any(path[: len(prefix)] == prefix for prefix in paths)
             and not any(path[: len(kept)] == kept for kept in self.keep)
