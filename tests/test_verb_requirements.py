@@ -74,7 +74,8 @@ VERB_MODULES = {
 
 def installed_with(names: set[str]) -> set[str]:
     """The distributions ``names`` install, with what they require (environment markers evaluated, no extras)."""
-    seen, queue = set(), [canonicalize_name(n) for n in names]
+    seen: set[str] = set()
+    queue: list[str] = [canonicalize_name(n) for n in names]
     while queue:
         name = queue.pop()
         if name in seen:
