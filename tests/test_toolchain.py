@@ -66,6 +66,8 @@ def test_without_go_a_missing_binary_is_a_clear_error(monkeypatch: pytest.Monkey
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(toolchain.ToolchainError, match="the go command is not on PATH"):
         toolchain.ensure(["etcd"], log=lambda _line: None)
+    everything = run_cli("toolchain", "build")  # no NAME: every binary, not a usage error
+    assert everything.returncode == 1 and "the go command is not on PATH" in everything.stderr, everything.stderr
 
 
 def test_the_version_ldflags_stamp_what_each_binary_reports() -> None:
