@@ -30,6 +30,7 @@ from supersonic_interlink.drift.report import (
     Row,
     markdown,
     masked,
+    rule_for,
     text,
 )
 from supersonic_interlink.engine.run import Engine
@@ -112,6 +113,11 @@ def test_triton_scaled_by_keda_is_ignored_by_its_rule_even_where_the_manifest_se
     rows = [(r.object, r.field, r.expected, r.live) for r in report.rows]
     assert rows == ([] if ignored else [(f"Deployment/{ENVOY}", "spec.replicas", 1, 4)])
     assert report.ignored_counts()["triton-replicas"] == ignored
+
+
+def test_a_resource_without_metadata_is_matched_by_no_named_rule_and_fails_nothing() -> None:
+    outputs = {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 2}}
+    assert rule_for(outputs, "sonic", ("spec", "replicas"), is_object=True) is None
 
 
 def test_any_other_scaled_object_field_is_drift() -> None:
