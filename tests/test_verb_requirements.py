@@ -91,8 +91,7 @@ def installed_with(names: set[str]) -> set[str]:
 @pytest.mark.parametrize(("verb", "module"), VERB_MODULES.items())
 def test_a_verb_imports_only_what_its_requirements_install(verb: str, module: str) -> None:
     """A fresh .venv holds only the verb's requirements file: every module its code loads must come from there."""
-    names = {"tritonclient"} if verb == "probe" else set()  # installed with its [grpc] extra, whose packages it lists
-    allowed = installed_with(packages(requirements_of(verb)) | names)
+    allowed = installed_with(packages(requirements_of(verb)))
 
     def loaded(imports: str) -> set[str]:
         code = f"import sys{imports}; print(*{{m.split('.')[0] for m in sys.modules}})"
