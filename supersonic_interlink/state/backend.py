@@ -147,49 +147,45 @@ def normalized_rule(rule: dict | None) -> dict | None:
     return None if rule is None else {"Prefix": rule_prefix(rule), **{part: rule.get(part) for part in parts}}
 
 
-def required_settings(req: Requirements) -> dict:
-    kms = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": req.kms_key_id} if req.kms_key_id else None
-    return {
-        VERSIONING: "Enabled",
-        ENCRYPTION: kms or {"SSEAlgorithm": "AES256"},
-        ACCESS_BLOCK: PUBLIC_ACCESS_BLOCK,
-        LIFECYCLE: state_lifecycle_rule(req.noncurrent_days),
-        POLICY: deny_insecure_transport_statement(req.bucket, req.partition),
-    }
+def settings(found: dict[str, Any], req: Requirements) -> list[tuple[str, Any, Any, bool, str, dict[str, Any]]]:
+    """Each setting as (name, what was found, what is required, whether it is met, the boto3 call that sets it, its
+    arguments), in the order bootstrap fixes them. Any default encryption will do unless a KMS key is asked for (KMS
+    is never downgraded to AES256); an operator's other lifecycle rules and policy statements stay."""
+    kms = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": req.kms_key_id}
+    sse = {key: (found[ENCRYPTION] or {}).get(key) for key in kms}
+    encrypted = sse == kms if req.kms_key_id else sse["SSEAlgorithm"] in {"AES256", "aws:kms", "aws:kms:dsse"}
+    encryption = [{"ApplyServerSideEncryptionByDefault": kms if req.kms_key_id else {"SSEAlgorithm": "AES256"}}]
+    rule, rules = state_lifecycle_rule(req.noncurrent_days), found[LIFECYCLE] or []
+    ours = next((r for r in rules if r.get("ID") == LIFECYCLE_RULE_ID), None)
+    tls = deny_insecure_transport_statement(req.bucket, req.partition)
+    policy = found[POLICY] or {"Version": "2012-10-17"}
+    statements = as_list(policy.get("Statement"))
+    kept = [s for s in statements if s.get("Sid") != POLICY_SID]
+    # The required statement under any Sid; an equivalent spelling counts as missing, and bootstrap adds ours.
+    has_tls = not req.require_tls or any({**s, "Sid": POLICY_SID} == tls for s in statements)
+    access_block = found[ACCESS_BLOCK] in (UNSUPPORTED, PUBLIC_ACCESS_BLOCK)
+    return [  # one row a setting
+        (VERSIONING, found[VERSIONING], "Enabled", found[VERSIONING] == "Enabled", "put_bucket_versioning",
+         {"VersioningConfiguration": {"Status": "Enabled"}}),
+        (ENCRYPTION, found[ENCRYPTION], kms if req.kms_key_id else "AES256 or aws:kms", encrypted,
+         "put_bucket_encryption", {"ServerSideEncryptionConfiguration": {"Rules": encryption}}),
+        (ACCESS_BLOCK, found[ACCESS_BLOCK], PUBLIC_ACCESS_BLOCK, access_block, "put_public_access_block",
+         {"PublicAccessBlockConfiguration": PUBLIC_ACCESS_BLOCK}),
+        (LIFECYCLE, ours, rule, normalized_rule(ours) == normalized_rule(rule), "put_bucket_lifecycle_configuration",
+         {"LifecycleConfiguration": {"Rules": [*(r for r in rules if r is not ours), rule]}}),
+        (POLICY, "no statement denying non-TLS access", tls, has_tls, "put_bucket_policy",
+         {"Policy": json.dumps({**policy, "Statement": [*kept, tls]})}),
+    ]  # fmt: skip
 
 
 def find_drift(found: dict[str, Any], req: Requirements) -> list[Drift]:
-    """Every way the settings found differ from `req`, in the order bootstrap fixes them. Any default encryption
-    will do unless a KMS key is asked for (KMS is never downgraded to AES256)."""
-    wanted, encryption = required_settings(req), found[ENCRYPTION] or {}
-    ours = next((r for r in found[LIFECYCLE] or [] if r.get("ID") == LIFECYCLE_RULE_ID), None)
-    if req.kms_key_id:
-        kms = {key: encryption.get(key) for key in ("SSEAlgorithm", "KMSMasterKeyID")}
-        encrypted, expected = kms == wanted[ENCRYPTION], wanted[ENCRYPTION]
-    else:
-        encrypted = encryption.get("SSEAlgorithm") in {"AES256", "aws:kms", "aws:kms:dsse"}
-        expected = "AES256 or aws:kms"
-    # The required statement under any Sid; an equivalent spelling counts as missing, and bootstrap adds ours.
-    statements = as_list((found[POLICY] or {}).get("Statement"))
-    tls = any({**s, "Sid": POLICY_SID} == wanted[POLICY] for s in statements)
-    checks = [
-        (VERSIONING, found[VERSIONING] == "Enabled", found[VERSIONING], "Enabled"),
-        (ENCRYPTION, encrypted, found[ENCRYPTION], expected),
-        (
-            ACCESS_BLOCK,
-            found[ACCESS_BLOCK] in (UNSUPPORTED, PUBLIC_ACCESS_BLOCK),
-            found[ACCESS_BLOCK],
-            PUBLIC_ACCESS_BLOCK,
-        ),
-        (LIFECYCLE, normalized_rule(ours) == normalized_rule(wanted[LIFECYCLE]), ours, wanted[LIFECYCLE]),
-        (POLICY, tls or not req.require_tls, "no statement denying non-TLS access", wanted[POLICY]),
-    ]
-    drift = [Drift(setting, was, should) for setting, ok, was, should in checks if not ok]
+    """Every way the settings found differ from ``req``, in the order bootstrap fixes them."""
+    drift = [Drift(name, was, should) for name, was, should, ok, *_ in settings(found, req) if not ok]
     drift += lifecycle_hazards(found[LIFECYCLE] or [], req.noncurrent_days)
     public = "no statement allowing everyone (Principal '*')"
     return drift + [
         Drift(POLICY, s, public, False)
-        for s in statements
+        for s in as_list((found[POLICY] or {}).get("Statement"))
         if s.get("Effect") == "Allow" and not s.get("Condition") and is_everyone(s.get("Principal"))
     ]
 
@@ -237,25 +233,6 @@ def read_settings(client, bucket: str) -> dict[str, Any]:
     return found | {POLICY: json.loads(found[POLICY]) if found[POLICY] else None}
 
 
-def apply_fix(client, setting: str, found: dict[str, Any], req: Requirements) -> None:
-    """Set one setting; an operator's other lifecycle rules and policy statements stay, ours replaces our own."""
-    bucket, wanted = req.bucket, required_settings(req)
-    if setting == VERSIONING:
-        client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-    elif setting == ENCRYPTION:
-        rules = [{"ApplyServerSideEncryptionByDefault": wanted[ENCRYPTION]}]
-        client.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={"Rules": rules})
-    elif setting == ACCESS_BLOCK:
-        client.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=PUBLIC_ACCESS_BLOCK)
-    elif setting == LIFECYCLE:
-        rules = [*(r for r in found[LIFECYCLE] or [] if r.get("ID") != LIFECYCLE_RULE_ID), wanted[LIFECYCLE]]
-        client.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
-    else:
-        policy = found[POLICY] or {"Version": "2012-10-17"}
-        kept = [s for s in as_list(policy.get("Statement")) if s.get("Sid") != POLICY_SID]
-        client.put_bucket_policy(Bucket=bucket, Policy=json.dumps({**policy, "Statement": [*kept, wanted[POLICY]]}))
-
-
 def _created(client, bucket: str, endpoint_url: str | None) -> bool:
     region = client.meta.region_name
     try:
@@ -279,8 +256,10 @@ def bootstrap(client, args, *, fix: bool = True) -> int:
     created = fix and _created(client, req.bucket, args.endpoint_url)
     found = read_settings(client, req.bucket)
     changed = [d for d in find_drift(found, req) if d.fixable and fix]
+    writes = {name: (method, arguments) for name, _, _, _, method, arguments in settings(found, req)}
     for drift in changed:
-        apply_fix(client, drift.setting, found, req)
+        method, arguments = writes[drift.setting]
+        getattr(client, method)(Bucket=req.bucket, **arguments)
     remaining = find_drift(read_settings(client, req.bucket), req) if changed else find_drift(found, req)
     not_kept = {d.setting for d in remaining if d.fixable}
     for drift in changed:
