@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from supersonic_interlink.drift import rbac, release, report
+from supersonic_interlink.drift import release, report
 from supersonic_interlink.drift.release import CannotCheck, Tools
 from supersonic_interlink.drift.report import PULUMI_PART, Ignored, Report, Row, leaves, masked, rule_for
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
@@ -180,7 +180,7 @@ def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | N
         )
         first, second = check(engine, Tools(), fix=correct, log=_log)
     except (CannotCheck, EngineError, ToolchainError, subprocess.TimeoutExpired) as error:
-        print(f"supersonic drift: could not check {stack}: {rbac.missing_right(str(error)) or error}", file=sys.stderr)
+        print(f"supersonic drift: could not check {stack}: {error}", file=sys.stderr)
         return EXIT_USAGE
     final = second or first
     if output == "json":

@@ -1,5 +1,5 @@
 """The Helm release's objects: ``helm get manifest`` against the live objects by a server-side dry-run apply, as Flux's
-``driftDetection`` compares; where the apply is refused, the manifest's own fields and a dry-run create's defaults."""
+``driftDetection`` compares; where the apply is refused, the fields the manifest sets (a null one is the server's)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 
 from supersonic_interlink.chart.binaries import ensure
 from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Report, Row, rule_for, sidecar_hold_annotation
-from supersonic_interlink.objdiff import ABSENT, changes, overlay, put, value_at
+from supersonic_interlink.objdiff import ABSENT, changes, overlay, put
 
 FIELD_MANAGER = "supersonic-drift"
 """It owns nothing, so a dry-run apply under it drops no field."""
@@ -25,6 +25,17 @@ INVALID = " is invalid: "
 BUSY_STATUSES = ("pending-install", "pending-upgrade", "pending-rollback", "uninstalling")
 FIELD_COMPARED_KINDS = frozenset({"Role", "RoleBinding"})
 """Compared on the manifest's own fields: RBAC refuses a dry-run apply of one to a credential without its rights."""
+APPLIED = ["configmaps", "services", "persistentvolumeclaims", "serviceaccounts", "deployments"]
+READER_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]},
+    {
+        "apiGroups": ["", "apps", "batch", "rbac.authorization.k8s.io", "keda.sh"],
+        "resources": [*APPLIED, "cronjobs", "roles", "rolebindings", "scaledobjects"],
+        "verbs": ["get"],
+    },
+    {"apiGroups": ["", "apps", "keda.sh"], "resources": [*APPLIED, "scaledobjects"], "verbs": ["patch"]},
+]
+"""The Role ``./supersonic drift`` needs without ``--correct`` (docs/drift.md says why each right)."""
 
 
 class CannotCheck(Exception):
@@ -38,8 +49,7 @@ class ObjectObservation:
     live: dict[str, Any] | None
     dry_run: dict[str, Any] | None
     refused: str = ""
-    """Why the API server refused the dry-run apply, and then the manifest as a dry-run create returns it."""
-    defaulted: dict[str, Any] | None = None
+    """Why the API server refused the dry-run apply."""
 
     @property
     def key(self) -> str:
@@ -68,6 +78,11 @@ class Tools:
 
     def read(self, tool: str, *args: str, input_text: str | None = None) -> str:
         return stdout(self.run(tool, *args, input_text=input_text), f"{tool} {' '.join(args)}")
+
+
+def reader_role(name: str, namespace: str) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": namespace}
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata, "rules": READER_RULES}
 
 
 def stdout(done: subprocess.CompletedProcess[str], what: str) -> str:
@@ -100,13 +115,11 @@ def _dry_run(tools: Tools, objects: list[dict[str, Any]], namespace: str) -> sub
     return tools.run("kubectl", "apply", *flags, "-n", namespace, "-o", "json", "-f", "-", input_text=_listed(objects))
 
 
-def _dry_run_create(tools: Tools, manifest: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    """The manifest as the API server defaults it: a dry-run create under a generated name."""
-    probe = copy.deepcopy(dict(manifest))
-    probe["metadata"]["generateName"] = f"{str(probe['metadata'].pop('name'))[:40]}-"
-    args = ("create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-")
-    done = tools.run("kubectl", *args, input_text=json.dumps(probe))
-    return dict(json.loads(stdout(done, f"dry-run create of {key(manifest)} (its server defaults, the apply refused)")))
+def _set_fields(value: Any) -> Any:
+    """``value`` without its nulls: a null the manifest sets is the field left to the API server's default."""
+    if isinstance(value, dict):
+        return {k: _set_fields(v) for k, v in value.items() if v is not None}
+    return [_set_fields(v) for v in value] if isinstance(value, list) else value
 
 
 def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
@@ -134,16 +147,7 @@ def observe(release: str, namespace: str, tools: Tools) -> ReleaseObservation:
                 refused[key(manifest)] = alone.stderr.strip()
             else:  # forbidden, unreachable, an unknown kind: no answer, not drift
                 answered |= _items(stdout(alone, f"dry-run apply of {key(manifest)}"))
-    objects = [
-        ObjectObservation(
-            m,
-            live.get(k := key(m)),
-            answered.get(k),
-            refused.get(k, ""),
-            _dry_run_create(tools, m, namespace) if k in refused else None,
-        )
-        for m in manifests
-    ]
+    objects = [ObjectObservation(m, live.get(k := key(m)), answered.get(k), refused.get(k, "")) for m in manifests]
     return ReleaseObservation(release, namespace, revision, objects)
 
 
@@ -155,19 +159,13 @@ def compare(observed: ReleaseObservation, found: Report) -> None:
             found.rows.append(Row(RELEASE_PART, item.key, (), "present (in the release's manifest)", ABSENT, "deleted"))
             continue
         field_compared = item.refused or item.manifest.get("kind") in FIELD_COMPARED_KINDS
-        expected = overlay(live, item.manifest) if field_compared else item.dry_run or {}
+        expected = overlay(live, _set_fields(item.manifest)) if field_compared else item.dry_run or {}
         note = f"dry-run apply refused: {item.refused.splitlines()[-1].split(INVALID)[-1]}" if item.refused else ""
         for change in changes(live, expected):
-            wanted = change.after
-            if item.defaulted is not None:  # what the server makes of the manifest's value (a default filled)
-                defaulted = value_at(item.defaulted, change.path)
-                if defaulted is not ABSENT and not changes(defaulted, change.before):
-                    continue
-                wanted = change.after if defaulted is ABSENT else defaulted
             if rule := rule_for(live, observed.release, change.path, is_object=True, hold=hold):
                 found.ignored.append(Ignored(RELEASE_PART, item.key, change.path, rule.name))
             else:
-                found.rows.append(Row(RELEASE_PART, item.key, change.path, wanted, change.before, note))
+                found.rows.append(Row(RELEASE_PART, item.key, change.path, change.after, change.before, note))
 
 
 def correct(observed: ReleaseObservation, rows: list[Row], tools: Tools, log: Callable[[str], None] = print) -> None:
