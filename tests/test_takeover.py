@@ -20,7 +20,6 @@ from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.render.evaluate import Evaluation, Registered, evaluate
 from supersonic_interlink.takeover import run
-from supersonic_interlink.takeover.flux_check import Finding
 from supersonic_interlink.takeover.steps import DOCS, DOCS_BEGIN, docs_text, format_steps, names
 
 PINNED_CHART = {
@@ -221,7 +220,7 @@ def test_the_steps_command_and_docs_print_the_steps_and_what_is_still_to_do_and_
 
 
 def test_steps_live_prints_the_steps_only_once_the_live_release_passes(monkeypatch, capsys) -> None:
-    refusal = [Finding("suspend", "HelmRelease cms/supersonic-interlink is not suspended")]
+    refusal = ["suspend: HelmRelease cms/supersonic-interlink is not suspended"]
     monkeypatch.setattr(run, "live_findings", lambda settings: refusal)
     assert takeover.main(["steps", "hammer", "--live"]) == 1
     refused = capsys.readouterr()
@@ -250,3 +249,37 @@ def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgr
     assert objects < _index(hammer_steps, "./supersonic pulumi up hammer"), (
         "the comparison renders the pinned chart, and the operator reads it before the upgrade"
     )
+
+
+def helm_release(name: str = "supersonic-interlink", namespace: str = "cms", **spec: object) -> dict:
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"suspend": True, **spec}}
+
+
+DEPLOYED = {"info": {"status": "deployed"}, "version": 12}
+
+
+def test_the_live_check_wants_one_suspended_helm_release_and_a_deployed_release() -> None:
+    hammer = stack_settings("hammer")
+    assert run.check_live([helm_release()], DEPLOYED, hammer) == []
+    assert run.check_live([helm_release(suspend=False)], DEPLOYED, hammer) == [
+        "suspend: HelmRelease cms/supersonic-interlink is not suspended (spec.suspend: False); step 3 first"
+    ], "deleted unsuspended, a HelmRelease uninstalls the release"
+    assert run.check_live([], DEPLOYED, hammer) == [
+        "HelmRelease: expected exactly one HelmRelease managing cms/supersonic-interlink, found none"
+    ]
+    twin = helm_release(namespace="other", targetNamespace="cms", releaseName="supersonic-interlink")
+    assert (
+        "found cms/supersonic-interlink, other/supersonic-interlink"
+        in run.check_live([helm_release(), twin], DEPLOYED, hammer)[0]
+    )
+    (pending,) = run.check_live([helm_release()], {"info": {"status": "pending-upgrade"}, "version": 13}, hammer)
+    assert pending.startswith("helm status: release cms/supersonic-interlink is pending-upgrade (revision 13): a Helm")
+
+
+def test_the_helm_release_name_follows_helm_controller() -> None:
+    hr = helm_release()
+    assert run.release_of(hr) == ("supersonic-interlink", "cms")
+    hr["spec"]["targetNamespace"] = "cms2"
+    assert run.release_of(hr) == ("cms2-supersonic-interlink", "cms2")
+    hr["spec"]["releaseName"] = "given"
+    assert run.release_of(hr) == ("given", "cms2")
