@@ -160,7 +160,6 @@ def test_the_objects_command_prints_the_report_and_exits_0_when_nothing_is_delet
     out = capsys.readouterr().out
     assert "**Deleted by the upgrade:**\n\n*(none)*\n" in out
     assert "**Created:**\n\n- `ConfigMap/cms/supersonic-interlink-envoy-admission`\n" in out
-    assert "**Changed `Deployment.apps/cms/supersonic-interlink-envoy`:**" in out
     assert "| `spec.template.spec.containers[name=envoy].image` | `envoy:fixture` | `envoyproxy/envoy:v1.39.1` |" in out
     assert "```diff\n--- live\n+++ this stack\n" in out, "the Envoy configuration's change reads as a text diff"
     assert (
@@ -197,12 +196,6 @@ def test_a_chart_that_refuses_the_stacks_values_is_a_finding_and_a_missing_manif
         "stack hammer: give the stored manifest, what the upgrade compares against: --live-manifest FILE "
         "(`helm get manifest supersonic-interlink -n cms > FILE`) or --from-cluster"
     )
-
-
-def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(unpinned_stacks, tmp_path) -> None:
-    done = run_cli("takeover", "objects", "hammer", *live_files(tmp_path), cwd=ROOT)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.strip() == "stack hammer: the chart is not pinned (`./supersonic render hammer --pin-chart`)"
 
 
 @pytest.mark.parametrize(
@@ -283,6 +276,14 @@ def test_objects_needs_the_live_values_from_a_file_or_the_cluster(tmp_path, caps
     assert capsys.readouterr().err == f"--live {tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n"
     assert takeover.main(["objects", "hammer", *live_files(tmp_path), "--chart", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"stack hammer: --chart {tmp_path}: not a chart directory (no Chart.yaml in it)\n"
+
+
+def test_an_unpinned_stack_without_chart_is_one_line_naming_the_pin_command(unpinned_stacks, tmp_path) -> None:
+    done = run_cli("takeover", "objects", "hammer", *live_files(tmp_path), cwd=ROOT)
+    assert (done.returncode, done.stderr.strip()) == (
+        2,
+        "stack hammer: the chart is not pinned (`./supersonic render hammer --pin-chart`)",
+    )
 
 
 def test_a_move_of_the_chart_generation_replaces_the_triton_deployment_by_the_inference_server_one(
