@@ -77,7 +77,7 @@ def stored_manifest(chart: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def renders(hammer, tmp_path_factory) -> dict[str, tuple[list[dict], list[dict]]]:
     found: dict[str, tuple[list[dict], list[dict]]] = {}
-    for name in ("conforming", "deletes-on-upgrade", "kept-on-upgrade"):
+    for name in ("conforming", "deletes-on-upgrade"):
         chart = fixture_chart(name, tmp_path_factory.mktemp(name))
         found[name] = (stored_manifest(chart), upgrade(chart, hammer.values, LIVE_SCALED_OBJECT, *hammer.served))
     return found
@@ -129,17 +129,11 @@ def test_without_the_live_scaled_object_the_replica_floor_drops_and_the_report_s
     ]
 
 
-def test_an_object_only_the_live_values_render_is_an_unexplained_deletion_until_declared_or_kept(renders) -> None:
+def test_an_object_only_the_live_values_render_is_an_unexplained_deletion(renders) -> None:
     before, after = renders["deletes-on-upgrade"]
     comparison = compare(before, after, NAMESPACE, {})
     assert comparison.diff.removed == (TRITON_PDB,), "the live minReplicaCount 1 rendered it, the stack's 0 does not"
     assert comparison.deletions.undeclared == (TRITON_PDB,) and comparison.deletions.has_findings
-    before, after = renders["kept-on-upgrade"]
-    comparison = compare(before, after, NAMESPACE, {})
-    assert [k for k, _ in comparison.left] == [TRITON_PDB], "helm.sh/resource-policy: keep: the upgrade skips it"
-    assert comparison.deletions.explained == comparison.deletions.undeclared == ()
-    report = markdown(comparison, "hammer", ["n"])
-    assert "- `PodDisruptionBudget.policy/cms/supersonic-interlink-triton`: `helm.sh/resource-policy: keep`" in report
 
 
 def live_files(tmp_path: Path, chart: str = CONFORMING) -> list[str]:

@@ -127,6 +127,8 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     post_renderer.chmod(0o755)
     values_file = tmp_path / "live-values.yaml"
     values_file.write_text(yaml.safe_dump(live_values))
+    # As helm-controller installs: --wait, a 5 min timeout, no --atomic, CRDs skipped, its post-renderer.
+    flags = ["--wait", "--timeout", "5m", "--skip-crds", "--post-renderer", str(post_renderer)]
     helm(
         cluster,
         "install",
@@ -136,12 +138,7 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
         NAMESPACE,
         "-f",
         str(values_file),
-        "--wait",
-        "--timeout",
-        "5m",
-        "--skip-crds",
-        "--post-renderer",
-        str(post_renderer),
+        *flags,
     )
     before = release_objects(project)
     assert before, "the Flux-style install made the release's objects"
