@@ -1,24 +1,21 @@
-"""Two trees field by field (named list items by name, ``ABSENT`` apart from null, ``true`` not ``1``), two manifest
-sets object by object as Helm matches them, and the one way a path and a value are written: takeover, diff, drift."""
+"""Two trees field by field, manifests object by object as Helm matches them, and the one way a change is written."""
 
 from __future__ import annotations
 
 import difflib
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-ABSENT: Any = object()
-"""The value of a key that is not there (compared by identity)."""
+ABSENT: Any = object()  # the value of a key that is not there (compared by identity)
 
 
 @dataclass(frozen=True)
 class Named:
-    """Path segment of a list item matched by its ``name``."""
-
-    name: str
+    name: str  # a path segment: the list item of this name
 
 
 Path = tuple[str | Named, ...]
@@ -31,22 +28,24 @@ class Change:
     before: Any
     after: Any
 
+    def as_json(self) -> dict[str, Any]:
+        """``{"path", "before", "after"}``, an ``ABSENT`` side left out (null is a value)."""
+        return {**{k: v for k, v in vars(self).items() if v is not ABSENT}, "path": format_path(self.path)}
+
 
 def changes(before: Any, after: Any, path: Path = ()) -> list[Change]:
     """Every leaf where ``after`` differs from ``before``: a one-sided mapping leaf by leaf, a named item whole."""
-    if (before is ABSENT or isinstance(before, Mapping)) and (after is ABSENT or isinstance(after, Mapping)):
-        old, new = (side if isinstance(side, Mapping) else {} for side in (before, after))
-        if old or new:
-            keys = sorted(set(old) | set(new), key=str)
-            return [c for k in keys for c in changes(old.get(k, ABSENT), new.get(k, ABSENT), (*path, str(k)))]
-    old_items, new_items = _named_items(before), _named_items(after)
-    if old_items is not None and new_items is not None:
-        found: list[Change] = []
-        for name in sorted(old_items.keys() | new_items.keys()):
-            old, new, at = old_items.get(name, ABSENT), new_items.get(name, ABSENT), (*path, Named(name))
-            found += [Change(at, old, new)] if old is ABSENT or new is ABSENT else changes(old, new, at)
-        return found
-    return [] if _same(before, after) else [Change(path, before, after)]
+    old, new = (side if isinstance(side, Mapping) else {} for side in (before, after))
+    if None not in (items := [_named_items(side) for side in (before, after)]):
+        old, new = ({Named(name): item for name, item in named.items()} for named in items)  # type: ignore[union-attr]
+    elif not (old or new) or not all(side is ABSENT or isinstance(side, Mapping) for side in (before, after)):
+        as_json = [json.dumps(side, sort_keys=True, default=str) for side in (before, after)]  # true is not 1 in YAML
+        return [] if as_json[0] == as_json[1] else [Change(path, before, after)]
+    found: list[Change] = []
+    for key in sorted(old.keys() | new.keys(), key=str):
+        at, a, b = (*path, key if isinstance(key, Named) else str(key)), old.get(key, ABSENT), new.get(key, ABSENT)
+        found += [Change(at, a, b)] if isinstance(key, Named) and ABSENT in (a, b) else changes(a, b, at)
+    return found
 
 
 def _named_items(value: Any) -> dict[str, Any] | None:
@@ -58,16 +57,7 @@ def _named_items(value: Any) -> dict[str, Any] | None:
     return dict(zip(names, value, strict=True)) if names and distinct else None
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)  # True is 1 in Python, not in YAML
-
-
 def is_under(path: Path, prefix: Path) -> bool:
-    """Whether ``path`` is ``prefix`` or lies inside it."""
     return path[: len(prefix)] == prefix
 
 
@@ -125,10 +115,8 @@ def format_value(value: Any) -> str:
 
 def markdown_cell(text: str) -> str:
     """``text`` as inline code in one markdown table cell."""
-    if not text:
-        return ""
     body = text.replace("|", "\\|").replace("\n", " ")
-    return f"`` {body} ``" if "`" in body else f"`{body}`"
+    return "" if not text else f"`` {body} ``" if "`" in body else f"`{body}`"
 
 
 def cut(text: str, width: int) -> str:
@@ -138,14 +126,11 @@ def cut(text: str, width: int) -> str:
 
 def markdown_value(value: Any, width: int | None = None) -> str:
     """A value as a markdown cell, *(not set)* for ``ABSENT``, cut to ``width``."""
-    if value is ABSENT:
-        return "*(not set)*"
-    return markdown_cell(format_value(value) if width is None else cut(format_value(value), width))
+    return "*(not set)*" if value is ABSENT else markdown_cell(cut(format_value(value), width or sys.maxsize))
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> list[str]:
-    """``| path | before | after | more |`` for rows of (change, *more cells), ``columns`` their headings; a multi-line
-    text is too long for a cell, so its row points to its unified diff below the table, with the sides' headings."""
+    """``| path | before | after | more |`` for rows of (change, *more cells); a multi-line text's diff below it."""
     texts = [c for c, *_ in rows if any(isinstance(v, str) and "\n" in v for v in (c.before, c.after))]
     lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
     for c, *more in rows:
@@ -163,15 +148,6 @@ def text_diff(before: Any, after: Any) -> list[str]:
     return list(difflib.unified_diff(old, new, n=2, lineterm=""))[2:]
 
 
-def changes_json(found: Iterable[Change]) -> list[dict[str, Any]]:
-    """Each change as ``{"path", "before", "after"}``, an ``ABSENT`` side left out (null is a value)."""
-    return [{"path": format_path(c.path), **_set(before=c.before, after=c.after)} for c in found]
-
-
-def _set(**sides: Any) -> dict[str, Any]:
-    return {name: value for name, value in sides.items() if value is not ABSENT}
-
-
 @dataclass(frozen=True, order=True)
 class ObjectKey:
     kind: str
@@ -181,15 +157,18 @@ class ObjectKey:
 
     def __str__(self) -> str:
         kind = f"{self.kind}.{self.group}" if self.group else self.kind
-        return f"{kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+        return "/".join(filter(None, (kind, self.namespace, self.name)))
 
 
 @dataclass(frozen=True)
 class ObjectChange:
     key: ObjectKey
     changes: tuple[Change, ...]
-    old: ObjectKey | None = None
-    """A replaced (content-addressed, renamed) object's old key."""
+    old: ObjectKey | None = None  # a replaced (content-addressed, renamed) object's old key
+
+    def as_json(self) -> dict[str, Any]:
+        old = {"old": str(self.old)} if self.old else {}
+        return {"object": str(self.key), **old, "changes": [c.as_json() for c in self.changes]}
 
 
 @dataclass(frozen=True)
@@ -205,65 +184,37 @@ class ObjectsDiff:
         return not (self.added or self.removed or self.replaced or self.changed)
 
     def counts(self) -> str:
-        return (
-            f"{len(self.changed)} changed, {len(self.replaced)} replaced, {len(self.added)} added, "
-            f"{len(self.removed)} removed, {len(self.unchanged)} unchanged"
-        )
+        kinds = ("changed", "replaced", "added", "removed", "unchanged")
+        return ", ".join(f"{len(getattr(self, kind))} {kind}" for kind in kinds)
 
     def as_json(self) -> dict[str, Any]:
         """docs/json.md."""
-        return {
-            "added": [str(key) for key in self.added],
-            "removed": [str(key) for key in self.removed],
-            "replaced": [
-                {"object": str(c.key), "old": str(c.old), "changes": changes_json(c.changes)} for c in self.replaced
-            ],
-            "changed": [{"object": str(c.key), "changes": changes_json(c.changes)} for c in self.changed],
-            "unchanged": len(self.unchanged),
-        }
+        keys = {kind: [str(key) for key in getattr(self, kind)] for kind in ("added", "removed")}
+        objects = {kind: [c.as_json() for c in getattr(self, kind)] for kind in ("replaced", "changed")}
+        return {**keys, **objects, "unchanged": len(self.unchanged)}
 
 
 def object_key(manifest: Mapping[str, Any], namespace: str = "") -> ObjectKey:
-    """``namespace`` stands in where the manifest names none."""
+    """``namespace`` stands in where the manifest names none (Helm refuses one without kind or name)."""
     api_version, metadata = str(manifest.get("apiVersion", "")), manifest.get("metadata") or {}
-    if not manifest.get("kind") or not metadata.get("name"):
-        raise ValueError(f"a manifest without kind or metadata.name: {format_value(dict(manifest))[:120]}")
-    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-    return ObjectKey(str(manifest["kind"]), str(metadata["name"]), group, str(metadata.get("namespace") or namespace))
-
-
-def index(manifests: Manifests, namespace: str = "", side: str = "") -> dict[ObjectKey, Any]:
-    """The manifests by key; ValueError for one without kind or name, or one that appears twice."""
-    indexed: dict[ObjectKey, Any] = {}
-    for manifest in manifests:
-        key = object_key(manifest, namespace)
-        if key in indexed:
-            raise ValueError(f"{side}: {key} appears twice (Helm refuses such a release)")
-        indexed[key] = manifest
-    return indexed
+    group, name = api_version.rpartition("/")[0], str(metadata.get("name"))
+    return ObjectKey(str(manifest.get("kind")), name, group, str(metadata.get("namespace") or namespace))
 
 
 _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6,}$")
 
 
 def compare_objects(before: Manifests, after: Manifests, namespace: str = "", *, renames: bool = False) -> ObjectsDiff:
-    """``after`` against ``before``; with ``renames``, one removed and one added object of a kind whose names differ
-    only in a trailing content hash are one object replaced. ValueError as ``index``."""
-    old, new = index(before, namespace, "before"), index(after, namespace, "after")
+    """``after`` against ``before``; with ``renames`` a removed and an added object a hash apart are one replaced."""
+    old, new = ({object_key(m, namespace): m for m in side} for side in (before, after))
     found = {key: tuple(changes(old[key], new[key])) for key in sorted(old.keys() & new.keys())}
     added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
     stems: dict[Any, list[ObjectKey]] = {}
-    for key in (*removed, *added) if renames else ():
-        if _HASH_SUFFIX.search(key.name):
-            stems.setdefault((key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name)), []).append(key)
-    # One removed and one added object of a stem: removed keys come first, and a removed key is not in ``new``.
+    for key in [key for key in (*removed, *added) if renames and _HASH_SUFFIX.search(key.name)]:
+        stems.setdefault((key.group, key.kind, key.namespace, _HASH_SUFFIX.sub("", key.name)), []).append(key)
     pairs = [keys for keys in stems.values() if len(keys) == 2 and keys[0] not in new and keys[1] not in old]
-    replaced = [ObjectChange(came, tuple(changes(old[gone], new[came])), gone) for gone, came in pairs]
-    paired = {r.old for r in replaced} | {r.key for r in replaced}
-    return ObjectsDiff(
-        added=tuple(k for k in added if k not in paired),
-        removed=tuple(k for k in removed if k not in paired),
-        changed=tuple(ObjectChange(key, c) for key, c in found.items() if c),
-        unchanged=tuple(key for key, c in found.items() if not c),
-        replaced=tuple(replaced),
-    )
+    replaced = tuple(ObjectChange(came, tuple(changes(old[gone], new[came])), gone) for gone, came in pairs)
+    paired = {key for pair in pairs for key in pair}
+    new_keys, old_keys = (tuple(key for key in keys if key not in paired) for keys in (added, removed))
+    changed = tuple(ObjectChange(key, c) for key, c in found.items() if c)
+    return ObjectsDiff(new_keys, old_keys, changed, tuple(key for key, c in found.items() if not c), replaced)

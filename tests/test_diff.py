@@ -10,8 +10,8 @@ import pytest
 from cli_runner import run_cli
 
 from supersonic_interlink.contract import NEWEST, TRITON
-from supersonic_interlink.diff import sides
-from supersonic_interlink.diff.report import diff_stack, field_lines, text
+from supersonic_interlink.diff import report
+from supersonic_interlink.diff.report import ROOT, Side, diff_stack, field_lines, text
 from supersonic_interlink.objdiff import ABSENT, Change
 
 
@@ -57,7 +57,7 @@ CONFORMING = Path(__file__).parent / "charts" / "conforming"
 
 
 def test_with_chart_the_working_tree_renders_for_that_charts_generation(tmp_path: Path) -> None:
-    head = sides.working_tree("hammer", tmp_path / "head", chart_dir=CONFORMING)
+    head = report.render_side(ROOT, "hammer", "working tree", tmp_path / "head", chart_dir=CONFORMING)
     envoy = (tmp_path / "head" / "envoy.yaml").read_text()
     assert head.generation == TRITON.name, "hammer's own chart is unpinned (newest generation); --chart's is triton"
     assert TRITON.admission_cluster in envoy and NEWEST.admission_cluster not in envoy, (
@@ -66,13 +66,13 @@ def test_with_chart_the_working_tree_renders_for_that_charts_generation(tmp_path
 
 
 def test_the_first_line_says_when_the_two_sides_generations_differ(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sides, "resolve", lambda ref: "0" * 40)
-    monkeypatch.setattr(sides, "base", lambda *args: sides.Side("base", generation=TRITON.name))
-    monkeypatch.setattr(sides, "working_tree", lambda *args: sides.Side("working tree", generation=NEWEST.name))
+    monkeypatch.setattr(report, "base_commit", lambda ref: ("0" * 40, ref))
+    monkeypatch.setattr(report, "at_commit", lambda *args: Side("base", generation=TRITON.name))
+    monkeypatch.setattr(report, "render_side", lambda *args: Side("working tree", generation=NEWEST.name))
     first = text(diff_stack("hammer", "main")).splitlines()[0]
     assert first == (
         f"stack hammer: base 000000000000 (main) -> working tree; the chart generation differs: {TRITON.name} at the "
-        f"base, {NEWEST.name} in the working tree (object names and Envoy cluster names change with it)"
+        f"base, {NEWEST.name} in the working tree"
     )
-    monkeypatch.setattr(sides, "working_tree", lambda *args: sides.Side("working tree", generation=TRITON.name))
+    monkeypatch.setattr(report, "render_side", lambda *args: Side("working tree", generation=TRITON.name))
     assert "generation" not in text(diff_stack("hammer", "main")).splitlines()[0]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run_cli
-from test_objects_diff import LIVE_SCALED_OBJECT, OLD_ENVOY_CONFIG_MAP, fixture_chart, live_objects_file
+from test_objects_diff import fixture_chart, live_files
 
 from supersonic_interlink.contract import NEWEST, TRITON
-from supersonic_interlink.diff import report, sides
+from supersonic_interlink.diff import report
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
@@ -62,10 +62,8 @@ def test_takeover_values_json_is_the_documented_document() -> None:
 
 
 def test_takeover_objects_json_is_the_documented_document(tmp_path: Path) -> None:
-    objects = live_objects_file(tmp_path, OLD_ENVOY_CONFIG_MAP, LIVE_SCALED_OBJECT)
     chart = fixture_chart("conforming", tmp_path)
-    argv = ["objects", "hammer", "--live", str(LIVE_VALUES), "--live-object", str(objects), "--chart", str(chart)]
-    done = run_cli("takeover", *argv, "--json", cwd=ROOT)
+    done = run_cli("takeover", "objects", "hammer", *live_files(tmp_path), "--chart", str(chart), "--json", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert list(document) == documented_keys("takeover objects")
@@ -76,12 +74,12 @@ def test_takeover_objects_json_is_the_documented_document(tmp_path: Path) -> Non
 
 
 def test_diff_json_is_the_documented_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sides, "resolve", lambda ref: "0" * 40)
+    monkeypatch.setattr(report, "base_commit", lambda ref: ("0" * 40, ref))
     release = {"apiVersion": "helm.sh/v3", "kind": "Release", "metadata": {"name": "r", "namespace": "cms"}}
-    before = sides.Side("base", objects=[{**release, "values": {"a": 1}}], generation=TRITON.name)
-    after = sides.Side("working tree", objects=[{**release, "values": {"a": 2, "b": None}}], generation=TRITON.name)
-    monkeypatch.setattr(sides, "base", lambda *args: before)
-    monkeypatch.setattr(sides, "working_tree", lambda *args: after)
+    before = report.Side("base", objects=[{**release, "values": {"a": 1}}], generation=TRITON.name)
+    after = report.Side("working tree", objects=[{**release, "values": {"a": 2, "b": None}}], generation=TRITON.name)
+    monkeypatch.setattr(report, "at_commit", lambda *args: before)
+    monkeypatch.setattr(report, "render_side", lambda *args: after)
     done = run_cli("diff", "hammer", "--base", "main", "--json", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
