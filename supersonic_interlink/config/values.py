@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from supersonic_interlink.config.model import Settings, thaw
+from supersonic_interlink.config.rules import Settings, thaw
 from supersonic_interlink.contract import CHART
 
 CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
