@@ -34,15 +34,10 @@ def problems_of(path: Path) -> list[str]:
     return []
 
 
-def test_the_corpus_is_there_and_every_file_expects_something() -> None:
-    assert len(FILES) >= 45, "the corpus went missing"
-    assert all(expected(path) for path in FILES), [p.name for p in FILES if not expected(p)]
-
-
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_each_stack_file_in_the_corpus_gets_exactly_its_one_line_errors(path: Path) -> None:
     found = problems_of(path)
-    assert found == expected(path), f"{path.name}: got {found}"
+    assert found == expected(path) and found, f"{path.name}: got {found}"
     assert all("\n" not in line for line in found), "one line per problem"
 
 
@@ -69,7 +64,6 @@ def test_schedules_kubernetes_accepts_are_accepted(schedule: str) -> None:
 
 
 def test_the_largest_counts_the_consumers_take_are_accepted() -> None:
-    """The upper bounds are the consumers' own: one past each is in the corpus, the bound itself passes."""
     envoy = {"bufferMaxRequestBytes": 4294967295, "dnsRefreshMs": 2, "circuitBreakers": {"maxRetries": 4294967295}}
     keda = {"maxReplicaCount": 2147483647, "scaleUp": {"periodSeconds": 1800}}
     settings = load_settings(stack_config("hammer", envoy=envoy, cleanup={"keep": 20}, keda=keda))

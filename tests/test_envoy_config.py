@@ -23,29 +23,15 @@ def hammer():
 
 
 def hcm_of(config):
-    (listener,) = config["static_resources"]["listeners"]
-    (chain,) = listener["filter_chains"]
-    (hcm,) = chain["filters"]
-    return hcm["typed_config"]
-
-
-def routes_of(config):
-    (virtual_host,) = hcm_of(config)["route_config"]["virtual_hosts"]
-    return virtual_host["routes"]
+    return config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
 
 
 def clusters_of(config):
     return {c["name"]: c for c in config["static_resources"]["clusters"]}
 
 
-def endpoint_of(cluster):
-    (group,) = cluster["load_assignment"]["endpoints"]
-    (endpoint,) = group["lb_endpoints"]
-    return endpoint["endpoint"]["address"]["socket_address"]
-
-
 def test_the_wstunnel_additions_and_the_order_the_chart_names_things_in(hammer):
-    (_, inference) = routes_of(hammer)
+    (_, inference) = hcm_of(hammer)["route_config"]["virtual_hosts"][0]["routes"]
     policy = inference["route"]["retry_policy"]
     assert "gateway-error,reset," in policy["retry_on"] and policy["retriable_status_codes"] == [404, 502, 503, 504]
     assert [p["name"] for p in policy["retry_host_predicate"]] == ["envoy.retry_host_predicates.previous_hosts"]
@@ -71,8 +57,11 @@ def test_a_stack_on_a_triton_generation_chart_names_the_clusters_as_that_chart_d
         "triton_admission",
         "envoy_admin",
     ], "the generation is read from the chart: its values.yaml declares triton:, and its Lua calls triton_*"
-    service = endpoint_of(clusters_of(config)["triton_grpc_service"])
-    assert service["address"] == "supersonic-interlink-triton.cms.svc.cluster.local."
+    (group,) = clusters_of(config)["triton_grpc_service"]["load_assignment"]["endpoints"]
+    assert (
+        group["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["address"]
+        == "supersonic-interlink-triton.cms.svc.cluster.local."
+    )
 
 
 def test_a_repo_chart_is_of_the_triton_generation_only_at_a_published_version() -> None:

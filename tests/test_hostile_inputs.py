@@ -214,20 +214,13 @@ def test_render_and_takeover_out_never_write_through_a_planted_link(
 
 
 @pytest.mark.parametrize(
-    ("key", "value"),
-    [
-        ("keda", '{"minReplicaCount": ' + "1" * 5000 + "}"),
-        ("helmValues", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"),
-    ],
-    ids=["5000-digits", "nested-100000"],
+    "key, value", [("keda", '{"minReplicaCount": ' + "1" * 5000 + "}"), ("helmValues", "[" * 100_000 + "]" * 100_000)]
 )
 def test_a_huge_or_deep_json_value_in_pulumi_config_is_one_short_line(key: str, value: str) -> None:
-    config = stack_config("hammer")
-    config[f"{P}:{key}"] = value
     with pytest.raises(ConfigError) as caught:
-        settings_from_config(config)
-    assert [p for p in caught.value.problems if p.startswith(f"{P}:{key} = ")], caught.value.problems
-    assert all(len(p) < 400 and "\n" not in p for p in caught.value.problems), "a long value is cut"
+        settings_from_config({**stack_config("hammer"), f"{P}:{key}": value})
+    found = caught.value.problems
+    assert any(p.startswith(f"{P}:{key} = ") for p in found) and all(len(p) < 400 and "\n" not in p for p in found)
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"], ids=["empty", "blank-lines", "comment"])

@@ -23,20 +23,16 @@ ACCEPTED = [
     ("FALSE", False),
     ("-17", -17),
     ("9223372036854775807", 9223372036854775807),
-    ("-9223372036854775808", -9223372036854775808),
     (".5", 0.5),
     ("1.", 1),
     ("1.0", 1),  # Go's JSON writes float64 1 as 1: the program receives an integer
     ("1.0e+20", 100000000000000000000),
     ("1.0e+21", 1e21),  # from 1e21 on Go's JSON writes an exponent
-    ("2.5e-3", 0.0025),
     ("tRUE", "tRUE"),
     ("0x1p-2", "0x1p-2"),  # text to every reader
     ("1e", "1e"),
     ("'yes'", "yes"),
-    ('"2024-01-01"', "2024-01-01"),
     ("'<<'", "<<"),
-    ('"a\\tb"', "a\tb"),
     ("[1, a, {b: null}]", [1, "a", {"b": None}]),
 ]
 
@@ -44,9 +40,7 @@ ACCEPTED = [
 ALIKE = "is not read alike by YAML 1.1 and the Pulumi CLI"
 REFUSED: list[tuple[str | bytes, str]] = [
     ("v: 1\nv: 2\n", 'line 2: mapping key "v" already defined at line 1'),
-    ("v: 1\n'v': 2\n", "already defined"),
     ("v: !!str 12\n", "line 1: v: tag !!str: readers take it differently; write the value out plainly"),
-    ("v: !vault token\n", "tag !vault"),
     ("v: &a 1\n", "anchor &a: readers take it differently"),
     ("v: *nowhere\n", "alias *nowhere"),
     ("a: {<<: {b: 1}}\n", "line 1: a: merge key <<"),
@@ -61,18 +55,14 @@ REFUSED: list[tuple[str | bytes, str]] = [
     ("v: .nan\n", ALIKE),
     ("v: 1.0e+999\n", ALIKE),
     ("v: 9223372036854775808\n", ALIKE),  # the CLI rounds it in an object: 9223372036854776000
-    ("v: -9223372036854775809\n", ALIKE),
     ("v: 1e20\n", ALIKE),
     ("v: 0o17\n", ALIKE),
     ("v: 1_000\n", ALIKE),
     ("v: 1:30\n", ALIKE),
-    ("v: =\n", ALIKE),
-    ("v: Off\n", ALIKE),
     ("v: n\n", ALIKE),
     ("v: " + "0" + "7" * 5000 + "\n", "(5001 characters) " + ALIKE),
     ("v: " + "1" * 5000 + "\n", "(5000 characters) " + ALIKE),
     ("1.0: a\n", "key '1.0' is not text to every reader; quote it"),
-    ("~: a\n", "key '~' is not text"),
     ("2024-01-01: a\n", ALIKE),
     ("? [a]\n: 1\n", "a mapping or sequence as a key"),
     ("v: \x01\n", "character #x0001"),
@@ -103,9 +93,8 @@ def test_a_construct_the_readers_disagree_on_is_refused_in_one_line(document: st
 
 
 def test_reading_is_linear_four_times_the_keys_take_about_four_times_the_work() -> None:
-    """yaml.v3 compares every key with every other (quadratic). The work is counted, not timed: the lines the
-    reader's module executes, which a pairwise loop would multiply by sixteen whatever the machine's load."""
-    reader_files = {sys.modules["supersonic_interlink.config.pulumi_yaml"].__file__}
+    """yaml.v3 compares every key with every other (quadratic). Counted, not timed: the reader's lines run."""
+    reader = sys.modules["supersonic_interlink.config.pulumi_yaml"].__file__
 
     def lines_run(keys: int) -> int:
         document = "config:\n" + "".join(f"  k{i}: {i}\n" for i in range(keys))
@@ -113,11 +102,8 @@ def test_reading_is_linear_four_times_the_keys_take_about_four_times_the_work() 
 
         def trace(frame: FrameType, event: str, arg: Any) -> Callable[[FrameType, str, Any], Any] | None:
             nonlocal count
-            if frame.f_code.co_filename not in reader_files:
-                return None
-            if event == "line":
-                count += 1
-            return trace
+            count += event == "line"
+            return trace if frame.f_code.co_filename == reader else None
 
         sys.settrace(trace)
         try:
@@ -143,7 +129,6 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_parsed() -> None:
         (b"\xef\xbb\xbfv: 1\n", {"v": 1}),  # loaders.go readFileStripUTF8BOM
         ("v: 1\n".encode("utf-16"), {"v": 1}),  # readerc.go: a UTF-16 BOM selects UTF-16
         ("", None),  # loaders.go LoadProjectStackBytes: a nil document is an empty stack
-        ("# nothing\n", None),
         ("v: >-\n  a\n  b\n", {"v": "a b"}),  # folded text is joined with spaces
     ],
 )

@@ -43,14 +43,6 @@ def test_the_cli_merge_replaces_a_whole_default_object_like_the_pulumi_cli() -> 
     assert merged[f"{P}:x"] == "y", "strings pass as they are"
 
 
-def test_names_must_be_kubernetes_names_and_the_release_short_enough_for_the_cleanup_cronjob() -> None:
-    found = problems(namespace="CMS_prod", release={"name": "Supersonic"})
-    assert any(p.startswith(f'{P}:namespace = "CMS_prod": expected a Kubernetes name') for p in found), found
-    assert any(p.startswith(f'{P}:release.name = "Supersonic": expected a release name') for p in found), found
-    found = problems(release={"name": "a" * 34})
-    assert len(found) == 1 and "at most 33 characters" in found[0]
-
-
 REPO = {"repo": "https://example.org/charts", "name": "supersonic"}
 GIT = {"git": "https://github.com/f/S", "path": "helm/supersonic"}
 
@@ -92,60 +84,42 @@ def test_an_unknown_top_level_key_is_reported_and_another_namespace_is_not_ours(
     assert len(caught.value.problems) == 1 and f"{P}:scaleFromZro: unknown key" in caught.value.problems[0]
 
 
-def test_an_unpinned_image_and_wrong_types_are_named() -> None:
-    found = problems(
-        triton={"args": "tritonserver", "nodeSelector": {"gpu": True}}, cleanup={"image": "alpine/kubectl"}
-    )
-    assert any(p.startswith(f'{P}:cleanup.image = "alpine/kubectl": expected an image with a pinned') for p in found)
-    assert any(p.startswith(f'{P}:triton.args = "tritonserver": expected a non-empty list of strings') for p in found)
-    assert f"{P}:triton.nodeSelector.gpu = true: expected a string (quote numbers and booleans)" in found, found
-
-
 def test_a_bad_or_text_typed_timeout_names_the_key_the_value_and_what_is_allowed() -> None:
-    """`pulumi config set --path scaleFromZero.readyTimeoutSeconds 900` stores the number 900 (config/map.go Set
-    coerces "900" and "true"); only a quoted "900" in a stack file is text, and text is not a number. The bound:
-    9223371736 = 9223372036 (the longest Go duration in seconds) - 300, below 9223372035 (the longest duration
-    envoy --mode validate 1.39.1 accepts) - 120."""
-    allowed = (
-        "expected a whole number from 1 to 9223371736 (the Helm timeout, this + 300 s, is a Go duration, and the "
-        "RepositoryIndex idle_timeout, this + 120 s, an Envoy duration)"
-    )
+    """Only a quoted "900" in a stack file is text (`pulumi config set --path` stores a number). The bound: the
+    longest Go duration in seconds - 300, below the longest Envoy 1.39.1 accepts - 120."""
+    allowed = "expected a whole number from 1 to 9223371736 (the Helm timeout, this + 300 s, is a Go duration, and the"
     found = problems(scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": 900, "enabled": "true"})
-    assert found == [
-        f'{P}:scaleFromZero.enabled = "true": expected true or false',
-        f'{P}:scaleFromZero.readyTimeoutSeconds = "900": {allowed}',
-    ]
+    assert found[0] == f'{P}:scaleFromZero.enabled = "true": expected true or false' and len(found) == 2
+    assert found[1].startswith(f'{P}:scaleFromZero.readyTimeoutSeconds = "900": {allowed} RepositoryIndex'), found
     found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
-    assert found == [f"{P}:scaleFromZero.readyTimeoutSeconds = -5: {allowed}"]
+    assert len(found) == 1 and found[0].startswith(f"{P}:scaleFromZero.readyTimeoutSeconds = -5: {allowed}"), found
 
 
-def test_several_problems_are_reported_together() -> None:
+def test_every_problem_is_reported_at_once_one_line_each_naming_key_value_and_allowed() -> None:
     found = problems(
-        namespace="Bad",
-        scaleFromZero={"readyTimeoutSeconds": 0},
-        keda={"maxReplicaCount": "ten"},
+        namespace="CMS_prod",
+        release={"name": "a" * 34},
+        triton={"args": "tritonserver", "nodeSelector": {"gpu": True}},
+        cleanup={"image": "alpine/kubectl"},
         envoy={"loadBalancerPolicy": "FASTEST"},
-        cleanup={"keep": -1},
+        scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 899},  # across keys, still reported
     )
-    keys = sorted(p.split(" ")[0].rstrip(":") for p in found)
-    assert keys == [
-        f"{P}:cleanup.keep",
-        f"{P}:envoy.loadBalancerPolicy",
-        f"{P}:keda.maxReplicaCount",
-        f"{P}:namespace",
-        f"{P}:scaleFromZero.readyTimeoutSeconds",
-    ], found
-    assert any("one of ROUND_ROBIN, LEAST_REQUEST" in p for p in found)
+    expected = [
+        f'{P}:cleanup.image = "alpine/kubectl": expected an image with a pinned',
+        f'{P}:envoy.loadBalancerPolicy = "FASTEST": expected one of ROUND_ROBIN, LEAST_REQUEST',
+        f'{P}:namespace = "CMS_prod": expected a Kubernetes name',
+        f"{P}:release.name = \"{'a' * 34}\": expected a release name: lowercase letters, digits and '-', starting with",
+        f"{P}:scaleFromZero.holdMinReplicasSeconds = 899: expected a value >= scaleFromZero.readyTimeoutSeconds (900)",
+        f'{P}:triton.args = "tritonserver": expected a non-empty list of strings',
+        f"{P}:triton.nodeSelector.gpu = true: expected a string (quote numbers and booleans)",
+    ]
+    assert len(found) == len(expected) and all(any(p.startswith(e) for p in found) for e in expected), found
 
 
 def test_helm_values_may_not_override_a_computed_value() -> None:
     found = problems(helmValues={"scaleFromZero": {"readyTimeoutSeconds": 60}, "envoy": {"replicas": 2}})
-    assert found == [
-        (
-            f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
-            "change the typed key instead"
-        )
-    ]
+    computed = f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings"
+    assert found == [f"{computed}; change the typed key instead"]
 
 
 def test_invalid_config_stops_the_real_program_with_the_messages_and_no_traceback(tmp_path: Path) -> None:
@@ -155,12 +129,6 @@ def test_invalid_config_stops_the_real_program_with_the_messages_and_no_tracebac
     assert f"{P}:keda.minReplicaCount = -1: expected a whole number from 0 to 2147483647 (a Kubernetes int32)" in str(
         caught.value
     )
-
-
-def test_a_type_error_in_one_section_does_not_hide_a_conflict_in_another() -> None:
-    found = problems(namespace="Bad_NS", keda={"minReplicaCount": 11, "maxReplicaCount": 10})
-    assert any(p.startswith(f"{P}:namespace") for p in found), found
-    assert f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)" in found
 
 
 @pytest.mark.parametrize("key", ["kubernetes:context", "kubernetes:suppressHelmHookWarnings", "pulumi:tags"])
@@ -177,7 +145,6 @@ def test_a_provider_key_that_changes_up_is_refused_and_one_that_only_says_where_
     [
         # validation.go ValidateContainerResourceRequirements: request <= limit, compared as quantities.
         ({"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}}, 'requests.cpu = "2": expected at most the limit ("15'),
-        ({"requests": {"memory": "1001M"}, "limits": {"memory": "1e9"}}, 'requests.memory = "1001M": expected at most'),
         # ... and a resource that cannot be overcommitted (an extended one) needs request == limit, and a limit.
         (
             {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}},
@@ -201,7 +168,6 @@ def test_resources_the_api_server_would_refuse_are_refused_here(resources: dict,
         {"requests": {"cpu": "1500m"}, "limits": {"cpu": "1.5"}},  # equal, written two ways
         {"requests": {"cpu": 1}},  # no limit: fine for a native resource
         {"limits": {"nvidia.com/gpu": 1}},  # the request defaults to the limit
-        {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": 1}},
         {"limits": {"hugepages-2Mi": "1Gi", "ephemeral-storage": "1Gi", "kubernetes.io/memory": "1Gi"}},
     ],
 )

@@ -45,8 +45,7 @@ _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
 
 
 def show_value(value: Any, secret: bool) -> str:
-    """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its exact
-    text, and ``json.dumps`` escapes)."""
+    """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its text)."""
     if secret:
         return SECRET_PLACEHOLDER
     return shorten(json.dumps(value, sort_keys=True, default=str), 200)
@@ -57,8 +56,7 @@ def key_of(path: str) -> str:
 
 
 def project_defaults() -> dict[str, Any]:
-    """Every top-level key's default as ``Pulumi.yaml`` declares it: an object with a required field, the fields that
-    have one."""
+    """Every top-level key's default as ``Pulumi.yaml`` declares it (of an object with a required field, the rest)."""
     defaults: dict[str, Any] = {}
     for name, info in Settings.model_fields.items():
         if not info.is_required():

@@ -15,8 +15,6 @@ from yaml.resolver import Resolver
 
 from supersonic_interlink.config.rules import printable, shorten
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "YAMLInputError", "decode_text", "read_pulumi_yaml"]
-
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100  # a Kubernetes object in helmValues nests a dozen levels
 MAX_VALUES = 1_000_000  # values of an outside file with its aliases expanded
@@ -131,15 +129,8 @@ def decode_text(data: bytes | str) -> str:
     """The CLI's reading of the bytes: a UTF-8 BOM dropped (loaders.go), UTF-16 with its BOM, else strict UTF-8."""
     if isinstance(data, str):
         return data.removeprefix("\ufeff")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError as error:
-            raise YAMLInputError(f"not valid UTF-16 text at byte {error.start}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig")
     except UnicodeDecodeError as error:
         raise YAMLInputError(
             f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); save the file as UTF-8"

@@ -92,17 +92,16 @@ class ConfigError(Exception):
 
 
 class Expect:
-    """What a value allows (``expected <text>``), in place of any error pydantic itself raises for it; ``why`` goes to
-    ``Pulumi.yaml``'s description."""
+    """What a value allows (``expected <text>``), in place of any error pydantic itself raises for it."""
 
-    def __init__(self, text: str, why: str | None = None) -> None:
-        self.text, self.why = text, why
+    def __init__(self, text: str) -> None:
+        self.text = text
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         return core_schema.no_info_wrap_validator_function(self._validate, handler(source))
 
     def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> Any:
-        return {**handler(schema), "x-expected": self.text, **({"x-why": self.why} if self.why else {})}
+        return {**handler(schema), "x-expected": self.text}
 
     def _validate(self, value: Any, handler: Callable[[Any], Any]) -> Any:
         try:
@@ -137,8 +136,9 @@ class Group(tuple[Any, ...], annotated_types.GroupedMetadata):
 
 
 def Limits(low: int, high: int, why: str) -> Group:
-    text = f"a whole number from {low} to {high} ({why})"
-    return Group((annotated_types.Ge(low), annotated_types.Le(high), Expect(text, why)))
+    return Group(
+        (annotated_types.Ge(low), annotated_types.Le(high), Expect(f"a whole number from {low} to {high} ({why})"))
+    )
 
 
 def checked(check: Callable[[Any], bool], text: str) -> Group:
@@ -368,10 +368,6 @@ def thaw(value: Any) -> Any:
     return value
 
 
-def empty() -> Any:
-    return Field(default_factory=dict)
-
-
 Int32 = Annotated[int, Limits(0, INT32_MAX, "a Kubernetes int32")]
 PositiveInt32 = Annotated[int, Limits(1, INT32_MAX, "a Kubernetes int32")]
 PulumiExact = Annotated[int, Limits(1, PULUMI_NUMBER_MAX, "exact through Pulumi")]
@@ -437,8 +433,8 @@ class ResourceRequirements(Model):
 class ServiceMetadata(Model):
     """Labels and annotations of the headless Triton Service."""
 
-    labels: LabelMap = empty()
-    annotations: AnnotationMap = empty()
+    labels: LabelMap = Field(default_factory=dict)
+    annotations: AnnotationMap = Field(default_factory=dict)
 
 
 class ModelRepositorySettings(Model):
@@ -457,16 +453,16 @@ class TritonSettings(Model):
     args: Annotated[Strings, Field(min_length=1), Expect("a non-empty list of strings (Triton's arguments)")]
     """required per stack"""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    nodeSelector: LabelMap = empty()
+    nodeSelector: LabelMap = Field(default_factory=dict)
     tolerations: Tolerations = Field(default_factory=list)
-    podAnnotations: AnnotationMap = empty()
+    podAnnotations: AnnotationMap = Field(default_factory=dict)
     """interLink's slurm-job.vk.io/* annotations go here"""
     service: ServiceMetadata = Field(default_factory=ServiceMetadata)
     modelRepository: ModelRepositorySettings = Field(default_factory=ModelRepositorySettings)
-    readinessProbe: JSONObject = empty()
+    readinessProbe: JSONObject = Field(default_factory=dict)
     """the chart's exec probe: command, initialDelaySeconds, periodSeconds, timeoutSeconds, successThreshold,
     failureThreshold; {} keeps the chart's"""
-    startupProbe: JSONObject = empty()
+    startupProbe: JSONObject = Field(default_factory=dict)
     """the chart's httpGet probe: httpGet {path, port}, initialDelaySeconds, periodSeconds, failureThreshold"""
 
 
@@ -522,7 +518,7 @@ class EnvoySettings(Model):
     """The Envoy proxy in front of Triton and the configuration computed for it (its ports are the chart's)."""
 
     image: Image = "envoyproxy/envoy:v1.39.1"
-    nodeSelector: LabelMap = empty()
+    nodeSelector: LabelMap = Field(default_factory=dict)
     tolerations: Tolerations = Field(default_factory=list)
     serviceType: Annotated[str, OneOf("LoadBalancer", "ClusterIP", "NodePort")] = "ClusterIP"
     loadBalancerPolicy: Annotated[str, OneOf("ROUND_ROBIN", "LEAST_REQUEST", "RANDOM", "RING_HASH", "MAGLEV")] = (
@@ -687,7 +683,7 @@ class CleanupSettings(Model):
     dryRun: bool = False
     """log what would go, delete nothing"""
     image: Image = "alpine/kubectl:1.34.1"
-    nodeSelector: LabelMap = empty()
+    nodeSelector: LabelMap = Field(default_factory=dict)
     """where the cleaner runs (not on the virtual node)"""
     tolerations: Tolerations = Field(default_factory=list)
 
@@ -725,7 +721,9 @@ class Settings(Model):
     triton: TritonSettings
     envoy: EnvoySettings = Field(default_factory=EnvoySettings)
     cleanup: CleanupSettings = Field(default_factory=CleanupSettings)
-    helmValues: Annotated[Mapping[str, Any], AfterValidator(_keeps_chart_names), Expect("an object")] = empty()
+    helmValues: Annotated[Mapping[str, Any], AfterValidator(_keeps_chart_names), Expect("an object")] = Field(
+        default_factory=dict
+    )
     """Extra chart values deep-merged underneath the computed ones; overriding a computed one is an error."""
 
     _secret_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)

@@ -39,7 +39,7 @@ def type_word(field: dict[str, Any]) -> str:
 
 def _what(field: dict[str, Any]) -> str:
     inner = field if "$ref" in field else _inner(field)
-    return field.get("description") or inner.get("x-why") or inner.get("x-expected") or ""
+    return field.get("description") or inner.get("x-expected") or ""
 
 
 def _wrap(line: str, indent: str) -> list[str]:

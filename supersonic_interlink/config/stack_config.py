@@ -71,20 +71,16 @@ def _secrets(value: Any, path: str, found: dict[str, str]) -> Any:
     return value
 
 
-def _secure_values(stack_values: Mapping[str, Any]) -> dict[str, str]:
+def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
+    """Path -> SHA-256 of its ciphertext: tells that a secret was set again, never what it is."""
     found: dict[str, str] = {}
     for key, value in stack_values.items():
         _secrets(value, full_key(key), found)
-    return found
-
-
-def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
-    """Path -> SHA-256 of its ciphertext: tells that a secret was set again, never what it is."""
-    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in _secure_values(stack_values).items()}
+    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in found.items()}
 
 
 def secret_paths(stack_values: Mapping[str, Any]) -> list[str]:
-    return list(_secure_values(stack_values))
+    return list(secret_digests(stack_values))
 
 
 def secret_key_of(path: str) -> str:
