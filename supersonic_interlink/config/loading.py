@@ -163,15 +163,17 @@ def values_on_disk(chart: ChartSource, root: Path = ROOT) -> Path | None:
 def select_generation(chart: ChartSource, root: Path = ROOT) -> Generation:
     key = f"{PROJECT}:release.chart"
     override = CHART_OVERRIDE.get()
-    if override is not None and (override / "values.yaml").is_file():
-        values_file: Path | None = override / "values.yaml"  # without one, Helm and the checks say what is wrong
-    elif chart.kind == "repo":
-        if chart.version in PUBLISHED_TRITON_VERSIONS:
-            return TRITON
-        published = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
-        raise ConfigError([f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({published})"])
-    elif (values_file := values_on_disk(chart, root)) is None:
-        return NEWEST  # only offline: preview and up fetch a pinned chart first, and `render` says it assumed
+    values_file = None if override is None else override / "values.yaml"
+    if values_file is None or not values_file.is_file():  # without one, Helm and the checks say what is wrong
+        if chart.kind == "repo":
+            if chart.version in PUBLISHED_TRITON_VERSIONS:
+                return TRITON
+            published = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
+            raise ConfigError(
+                [f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({published})"]
+            )
+        elif (values_file := values_on_disk(chart, root)) is None:
+            return NEWEST  # only offline: preview and up fetch a pinned chart first, and `render` says it assumed
     try:
         documents = load_outside_yaml(values_file.read_bytes())
         return generation_of_values(documents[0] if documents else None)
