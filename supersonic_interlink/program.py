@@ -23,7 +23,7 @@ RELEASE_COMPONENT_ALIASES: tuple[str, ...] = ()
 
 def build(settings: Settings) -> None:
     """Register the stack's resources; the one place a value computed from a ``--secret`` key becomes a Pulumi
-    secret (names, namespaces and checksums never are: ``SECRET_CAPABLE`` in ``config/model.py``)."""
+    secret (names, namespaces and checksums never are: ``SECRET_CAPABLE`` in ``config/rules.py``)."""
 
     def secret(value: Any, *keys: str) -> Any:
         return pulumi.Output.secret(value) if settings.is_secret(*keys) else value

@@ -34,15 +34,10 @@ def problems_of(path: Path) -> list[str]:
     return []
 
 
-def test_the_corpus_is_there_and_every_file_expects_something() -> None:
-    assert len(FILES) >= 45, "the corpus went missing"
-    assert all(expected(path) for path in FILES), [p.name for p in FILES if not expected(p)]
-
-
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_each_stack_file_in_the_corpus_gets_exactly_its_one_line_errors(path: Path) -> None:
     found = problems_of(path)
-    assert found == expected(path), f"{path.name}: got {found}"
+    assert found == expected(path) and found, f"{path.name}: got {found}"
     assert all("\n" not in line for line in found), "one line per problem"
 
 
@@ -61,20 +56,7 @@ def test_render_exits_2_with_the_same_lines_and_no_traceback(
         assert line.replace(f"tests/fixtures/config/{name}.yaml", str(stack)) in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize(
-    "schedule",
-    [
-        "@hourly",
-        "@daily",
-        "@midnight",
-        "@weekly",
-        "@monthly",
-        "@yearly",
-        "@annually",
-        "0 3 * * mon-fri",
-        "5/15 * * * ?",
-    ],
-)
+@pytest.mark.parametrize("schedule", ["@hourly", "@midnight", "@annually", "0 3 * * mon-fri", "5/15 * * * ?"])
 def test_schedules_kubernetes_accepts_are_accepted(schedule: str) -> None:
     """robfig/cron (parser.go ParseStandard, what Kubernetes validates with): descriptors, names, N/step, '?'."""
     settings = load_settings(stack_config("hammer", cleanup={"schedule": schedule}))
@@ -82,30 +64,10 @@ def test_schedules_kubernetes_accepts_are_accepted(schedule: str) -> None:
 
 
 def test_the_largest_counts_the_consumers_take_are_accepted() -> None:
-    """The upper bounds are the consumers' own: one past each is in the corpus, the bound itself passes."""
     envoy = {"bufferMaxRequestBytes": 4294967295, "dnsRefreshMs": 2, "circuitBreakers": {"maxRetries": 4294967295}}
     keda = {"maxReplicaCount": 2147483647, "scaleUp": {"periodSeconds": 1800}}
     settings = load_settings(stack_config("hammer", envoy=envoy, cleanup={"keep": 20}, keda=keda))
     assert settings.envoy.bufferMaxRequestBytes == 4294967295 and settings.cleanup.keep == 20
-
-
-def test_a_date_reaches_the_program_as_written_when_quoted_and_is_refused_unquoted(tmp_path: Path) -> None:
-    """Unquoted, yaml.v3 makes it time.Time.String() and a YAML 1.1 reader a date: refused, with its key path."""
-    stack = tmp_path / "Pulumi.dated.yaml"
-    text = (ROOT / "stacks" / "Pulumi.hammer.yaml").read_text()
-    for date in ('"2024-01-01"', "2024-01-01"):
-        stack.write_text(
-            text.replace(
-                "      interlink.eu/wstunnel-extra-ports:",
-                f"      example.org/since: {date}\n      interlink.eu/wstunnel-extra-ports:",
-            )
-        )
-        if date.startswith('"'):
-            settings = settings_from_config(cli_config(read_stack_document(stack)))
-            assert settings.triton.podAnnotations["example.org/since"] == "2024-01-01"
-            continue
-        with pytest.raises(ConfigError, match=r"triton\.podAnnotations\.example\.org/since: 2024-01-01 is a timestamp"):
-            read_stack_document(stack)
 
 
 def test_a_rename_replaces_the_release_by_uninstalling_the_old_one_first() -> None:

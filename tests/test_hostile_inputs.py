@@ -8,7 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-import pulumi
 import pytest
 from conftest import ROOT, stack_config, stack_settings
 from wake_records import cold_wake, write_history
@@ -22,7 +21,6 @@ from supersonic_interlink.config.schema import drift
 from supersonic_interlink.config.stack_config import check_stack_name
 from supersonic_interlink.render import stack as render_stack_module
 from supersonic_interlink.render.checks import object_findings
-from supersonic_interlink.render.evaluate import evaluate
 from supersonic_interlink.render.stack import render as render_stack
 from supersonic_interlink.takeover.steps import format_steps
 from supersonic_interlink.wake import history as wake_history
@@ -78,8 +76,7 @@ def test_a_name_the_pulumi_cli_would_refuse_is_one_line_in_every_tool(
 
 def test_the_stack_name_rule_is_the_pulumi_clis_at_its_boundary() -> None:
     """sdk/go/common/tokens/stack_name.go ParseStackName: 1 to 100 of [A-Za-z0-9_.-]."""
-    assert check_stack_name("a" * 100) == "a" * 100
-    assert check_stack_name("a-b_c.d9") == "a-b_c.d9"
+    assert check_stack_name("a" * 100) == "a" * 100 and check_stack_name("a-b_c.d9") == "a-b_c.d9"
     for bad in ("a" * 101, "a/b", "a:b", "a\n"):
         with pytest.raises(ConfigError):
             check_stack_name(bad)
@@ -217,42 +214,13 @@ def test_render_and_takeover_out_never_write_through_a_planted_link(
 
 
 @pytest.mark.parametrize(
-    ("key", "value"),
-    [
-        ("keda", '{"minReplicaCount": ' + "1" * 5000 + "}"),
-        ("helmValues", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"),
-    ],
-    ids=["5000-digits", "nested-100000"],
+    "key, value", [("keda", '{"minReplicaCount": ' + "1" * 5000 + "}"), ("helmValues", "[" * 100_000 + "]" * 100_000)]
 )
 def test_a_huge_or_deep_json_value_in_pulumi_config_is_one_short_line(key: str, value: str) -> None:
-    config = stack_config("hammer")
-    config[f"{P}:{key}"] = value
     with pytest.raises(ConfigError) as caught:
-        settings_from_config(config)
-    assert [p for p in caught.value.problems if p.startswith(f"{P}:{key} = ")], caught.value.problems
-    assert all(len(p) < 400 and "\n" not in p for p in caught.value.problems), "a long value is cut"
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "expected"),
-    [
-        ("PULUMI_CONFIG", "{not json", "a JSON object of config keys to values"),
-        ("PULUMI_CONFIG", '["a list"]', "a JSON object of config keys to values"),
-        ("PULUMI_CONFIG_SECRET_KEYS", '{"a": 1}', "a JSON list of config keys"),
-        ("PULUMI_CONFIG_SECRET_KEYS", "[1]", "a JSON list of config keys"),
-        ("PULUMI_CONFIG_SECRET_KEYS", "[" * 100_000, "a JSON list of config keys"),
-    ],
-    ids=["config-not-json", "config-a-list", "secret-keys-an-object", "secret-keys-numbers", "secret-keys-deep"],
-)
-def test_a_malformed_engine_environment_stops_the_program_naming_the_variable(
-    monkeypatch: pytest.MonkeyPatch, name: str, value: str, expected: str
-) -> None:
-    monkeypatch.setenv(name, value)
-    with pytest.raises(pulumi.RunError) as stopped:
-        evaluate(stack_config("hammer"), "hammer")
-    lines = str(stopped.value).splitlines()
-    assert lines[0] == "invalid stack config:" and len(lines) == 2, lines
-    assert lines[1].strip().startswith(f"environment variable {name} = ") and expected in lines[1], lines
+        settings_from_config({**stack_config("hammer"), f"{P}:{key}": value})
+    found = caught.value.problems
+    assert any(p.startswith(f"{P}:{key} = ") for p in found) and all(len(p) < 400 and "\n" not in p for p in found)
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"], ids=["empty", "blank-lines", "comment"])

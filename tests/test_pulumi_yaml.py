@@ -19,80 +19,57 @@ from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_
 # (YAML scalar, value the program receives)
 ACCEPTED = [
     ("~", None),
-    ("null", None),
     ("", None),
-    ("true", True),
     ("FALSE", False),
-    ("0", 0),
     ("-17", -17),
-    ("+5", 5),
     ("9223372036854775807", 9223372036854775807),
-    ("-9223372036854775808", -9223372036854775808),
-    ("1.5", 1.5),
     (".5", 0.5),
-    ("0.5", 0.5),
     ("1.", 1),
     ("1.0", 1),  # Go's JSON writes float64 1 as 1: the program receives an integer
     ("1.0e+20", 100000000000000000000),
     ("1.0e+21", 1e21),  # from 1e21 on Go's JSON writes an exponent
-    ("2.5e-3", 0.0025),
     ("tRUE", "tRUE"),
     ("0x1p-2", "0x1p-2"),  # text to every reader
     ("1e", "1e"),
-    ("cms", "cms"),
     ("'yes'", "yes"),
-    ('"2024-01-01"', "2024-01-01"),
-    ("'0600'", "0600"),
     ("'<<'", "<<"),
-    ('"a\\tb"', "a\tb"),
     ("[1, a, {b: null}]", [1, "a", {"b": None}]),
 ]
 
 # (document, a fragment of the one-line refusal)
+ALIKE = "is not read alike by YAML 1.1 and the Pulumi CLI"
 REFUSED: list[tuple[str | bytes, str]] = [
     ("v: 1\nv: 2\n", 'line 2: mapping key "v" already defined at line 1'),
-    ("v: 1\n'v': 2\n", "already defined"),
-    ("v: !!str 12\n", "line 1: v: tag !!str: readers resolve tags differently"),
-    ("v: ! 12\n", "tag !:"),
-    ("v: !vault token\n", "tag !vault"),
-    ("v: !!map {}\n", "tag !!map"),
-    ("v: &a 1\n", "anchor &a: readers expand aliases within different limits"),
+    ("v: !!str 12\n", "line 1: v: tag !!str: readers take it differently; write the value out plainly"),
+    ("v: &a 1\n", "anchor &a: readers take it differently"),
     ("v: *nowhere\n", "alias *nowhere"),
     ("a: {<<: {b: 1}}\n", "line 1: a: merge key <<"),
-    ("%YAML 1.1\n---\nv: 1\n", "a %YAML or %TAG directive"),
+    ("%YAML 1.1\n---\nv: 1\n", "line 1: a %YAML or %TAG directive"),
     ("v: 1\n---\nw: 2\n", "line 2: a second YAML document"),
-    ("v: 2024-01-01\n", "2024-01-01 is a timestamp"),
-    ("v: 2024-1-5\n", "is a timestamp"),
-    ("v: 2001-12-14 21:59:43.10 -5\n", "is a timestamp"),
-    ("v: 0600\n", "0600 has a leading zero (octal to YAML 1.1 and the Pulumi CLI)"),
-    ("v: -0600\n", "has a leading zero"),
-    ("v: 08\n", "has a leading zero"),
-    ("v: 00.5\n", "has a leading zero"),
-    ("v: .nan\n", ".nan is not a finite number"),
-    ("v: -.inf\n", "is not a finite number"),
-    ("v: 1.0e+999\n", "is not a finite number"),
-    ("v: 9223372036854775808\n", "is past 64 bits"),  # the CLI rounds it in an object: 9223372036854776000
-    ("v: -9223372036854775809\n", "is past 64 bits"),
-    ("v: 1e20\n", "(YAML 1.1: text, the Pulumi CLI: a number)"),
-    ("v: -.5\n", "(YAML 1.1: text, the Pulumi CLI: a number)"),
-    ("v: 0o17\n", "(YAML 1.1: text, the Pulumi CLI: a number)"),
-    ("v: 0x1F\n", "(YAML 1.1: a number, the Pulumi CLI: a number)"),
-    ("v: 1_000\n", "(YAML 1.1: a number, the Pulumi CLI: a number)"),
-    ("v: 1:30\n", "(YAML 1.1: a number, the Pulumi CLI: text)"),
-    ("v: =\n", "(YAML 1.1: a value key, the Pulumi CLI: text)"),
-    ("v: yes\n", "yes is a boolean in YAML 1.1 and text for the Pulumi CLI; write true or false, or quote it"),
-    ("v: Off\n", "Off is a boolean in YAML 1.1"),
-    ("v: n\n", "n is a boolean in YAML 1.1"),
-    ("1.0: a\n", "key '1.0' is read as a number, not text; quote it"),
-    ("true: a\n", "key 'true' is read as a boolean"),
-    ("~: a\n", "key '~' is read as null"),
-    ("2024-01-01: a\n", "is a timestamp"),
+    # one row per way YAML 1.1 and yaml.v3 differ: time, octal, leading zero, non-finite, past int64, Go-only
+    # number, YAML 1.1-only number or boolean
+    ("v: 2024-01-01\n", f"line 1: v: 2024-01-01 {ALIKE}; write a decimal number (within 64 bits), true or false"),
+    ("v: 2024-1-5\n", ALIKE),
+    ("v: 0600\n", ALIKE),
+    ("v: 08\n", ALIKE),
+    ("v: .nan\n", ALIKE),
+    ("v: 1.0e+999\n", ALIKE),
+    ("v: 9223372036854775808\n", ALIKE),  # the CLI rounds it in an object: 9223372036854776000
+    ("v: 1e20\n", ALIKE),
+    ("v: 0o17\n", ALIKE),
+    ("v: 1_000\n", ALIKE),
+    ("v: 1:30\n", ALIKE),
+    ("v: n\n", ALIKE),
+    ("v: " + "0" + "7" * 5000 + "\n", "(5001 characters) " + ALIKE),
+    ("v: " + "1" * 5000 + "\n", "(5000 characters) " + ALIKE),
+    ("1.0: a\n", "key '1.0' is not text to every reader; quote it"),
+    ("2024-01-01: a\n", ALIKE),
     ("? [a]\n: 1\n", "a mapping or sequence as a key"),
     ("v: \x01\n", "character #x0001"),
     ("v: [1\n", "not valid YAML: line"),
     ("v: " + "[" * 100 + "]" * 100 + "\n", "nested more than 100"),
     ("v:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(120)), "line 101: "),
-    ("config:\n  p:k:\n    - a\n    - {b: 0600}\n", "line 4: config.p:k[1].b: 0600 has a leading zero"),
+    ("config:\n  p:k:\n    - a\n    - {b: 0600}\n", f"line 4: config.p:k[1].b: 0600 {ALIKE}"),
     (
         "config:\n" + "".join(f"  k{i}: {i}\n" for i in range(20_000)) + "  k17: 1\n",
         'line 20002: config: mapping key "k17" already defined at line 19',
@@ -112,14 +89,12 @@ def test_a_construct_the_readers_disagree_on_is_refused_in_one_line(document: st
     with pytest.raises(YAMLInputError) as caught:
         read_pulumi_yaml(document)
     message = str(caught.value)
-    assert complaint in message, message
-    assert "\n" not in message, "one line per problem"
+    assert complaint in message and "\n" not in message, message
 
 
 def test_reading_is_linear_four_times_the_keys_take_about_four_times_the_work() -> None:
-    """yaml.v3 compares every key with every other (quadratic). The work is counted, not timed: the lines the
-    reader's module executes, which a pairwise loop would multiply by sixteen whatever the machine's load."""
-    reader_files = {sys.modules["supersonic_interlink.config.pulumi_yaml"].__file__}
+    """yaml.v3 compares every key with every other (quadratic). Counted, not timed: the reader's lines run."""
+    reader = sys.modules["supersonic_interlink.config.pulumi_yaml"].__file__
 
     def lines_run(keys: int) -> int:
         document = "config:\n" + "".join(f"  k{i}: {i}\n" for i in range(keys))
@@ -127,11 +102,8 @@ def test_reading_is_linear_four_times_the_keys_take_about_four_times_the_work() 
 
         def trace(frame: FrameType, event: str, arg: Any) -> Callable[[FrameType, str, Any], Any] | None:
             nonlocal count
-            if frame.f_code.co_filename not in reader_files:
-                return None
-            if event == "line":
-                count += 1
-            return trace
+            count += event == "line"
+            return trace if frame.f_code.co_filename == reader else None
 
         sys.settrace(trace)
         try:
@@ -157,27 +129,8 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_parsed() -> None:
         (b"\xef\xbb\xbfv: 1\n", {"v": 1}),  # loaders.go readFileStripUTF8BOM
         ("v: 1\n".encode("utf-16"), {"v": 1}),  # readerc.go: a UTF-16 BOM selects UTF-16
         ("", None),  # loaders.go LoadProjectStackBytes: a nil document is an empty stack
-        ("# nothing\n", None),
         ("v: >-\n  a\n  b\n", {"v": "a b"}),  # folded text is joined with spaces
     ],
 )
 def test_a_whole_document_is_read_as_the_cli_reads_it(data: str | bytes, expected: object) -> None:
     assert read_pulumi_yaml(data) == expected
-
-
-@pytest.mark.parametrize(
-    ("value", "complaint"),
-    [
-        ("0" + "7" * 400, "has a leading zero"),
-        ("-0" + "7" * 400, "has a leading zero"),
-        ("0" + "7" * 5000, "has a leading zero"),
-        ("9" * 400 + ".5e+999", "is not a finite number"),
-        ("1" * 5000, "is past 64 bits"),
-        ("1" * 400 + "e5", "is not a plain decimal number"),
-    ],
-)
-def test_a_huge_number_is_one_short_line_naming_its_length(value: str, complaint: str) -> None:
-    with pytest.raises(YAMLInputError) as refused:
-        read_pulumi_yaml(f"config:\n  supersonic-interlink:scaleFromZero:\n    readyTimeoutSeconds: {value}\n")
-    message = str(refused.value)
-    assert complaint in message and f"({len(value)} characters)" in message and len(message) < 300, message

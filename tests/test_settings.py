@@ -8,11 +8,9 @@ from pathlib import Path
 import pulumi
 import pytest
 from conftest import stack_config, stack_settings
-from pydantic import BaseModel
 
-from supersonic_interlink.config import ConfigError, Settings, load_settings, project_defaults
+from supersonic_interlink.config import ConfigError, Settings, load_settings
 from supersonic_interlink.config.pulumi_config import settings_from_config
-from supersonic_interlink.config.pulumi_yaml import read_pulumi_yaml
 from supersonic_interlink.config.stack_config import cli_config, read_stack_document, stack_names
 from supersonic_interlink.render.evaluate import evaluate
 
@@ -39,77 +37,28 @@ def test_a_partial_object_in_a_stack_keeps_the_other_defaults_from_pulumi_yaml()
     assert settings.envoy.bufferMaxRequestBytes == 33554432
 
 
-def test_every_setting_has_its_default_in_pulumi_yaml_or_is_required_per_stack() -> None:
-    """The models and Pulumi.yaml describe the same keys; no default lives anywhere else."""
-    required = {"namespace", "release.name", "prometheus.url", "triton.args"}
-    optional = {
-        "triton.resources.requests",
-        "triton.resources.limits",
-        # unset: the chart's own default applies
-        "scaleFromZero.admissionImage",
-        "keda.pollingInterval",
-        "keda.cooldownPeriod",
-    }
-    defaults = project_defaults()
-    undeclared, missing = [], []
-
-    def walk(cls, default, path):
-        for extra in set(default or {}) - set(cls.model_fields):
-            undeclared.append(f"{path}{extra}")
-        for name, info in cls.model_fields.items():
-            key = f"{path}{name}"
-            sub = (
-                info.annotation
-                if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
-                else None
-            )
-            if sub is not None and key != "release.chart":
-                walk(sub, (default or {}).get(name), key + ".")
-            elif key not in required | optional and name not in (default or {}):
-                missing.append(key)
-
-    walk(Settings, defaults, "")
-    assert undeclared == [], f"Pulumi.yaml declares defaults for keys the program does not read: {undeclared}"
-    assert missing == [], f"settings with no default in Pulumi.yaml and not required per stack: {missing}"
-    declared = read_pulumi_yaml((ROOT / "Pulumi.yaml").read_bytes())["config"]
-    for key, declaration in declared.items():
-        assert declaration.get("type") and declaration.get("description"), f"{key} needs a type and a description"
-
-
 def test_the_cli_merge_replaces_a_whole_default_object_like_the_pulumi_cli() -> None:
     merged = cli_config({f"{P}:keda": {"maxReplicaCount": 3}}, defaults={"keda": {"enabled": True}, "x": "y"})
     assert json.loads(merged[f"{P}:keda"]) == {"maxReplicaCount": 3}
     assert merged[f"{P}:x"] == "y", "strings pass as they are"
 
 
-def test_names_must_be_kubernetes_names_and_the_release_short_enough_for_the_cleanup_cronjob() -> None:
-    found = problems(namespace="CMS_prod", release={"name": "Supersonic"})
-    assert any(p.startswith(f'{P}:namespace = "CMS_prod": expected a Kubernetes name') for p in found), found
-    assert any(p.startswith(f'{P}:release.name = "Supersonic": expected a release name') for p in found), found
-    found = problems(release={"name": "a" * 34})
-    assert len(found) == 1 and "at most 33 characters" in found[0]
+REPO = {"repo": "https://example.org/charts", "name": "supersonic"}
+GIT = {"git": "https://github.com/f/S", "path": "helm/supersonic"}
 
 
 @pytest.mark.parametrize(
     "chart, complaint",
     [
-        ({"repo": "https://example.org/charts", "name": "supersonic", "version": "^0.4"}, "an exact chart version"),
-        ({"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.*"}, "an exact chart version"),
-        ({"repo": "https://example.org/charts", "name": "supersonic"}, "{repo, name, version}"),
-        (
-            {"repo": "https://example.org/charts", "name": "supersonic", "version": "0.4.0", "path": "./chart"},
-            "not a mix",
-        ),
-        ({"repo": "example.org", "name": "supersonic", "version": "0.4.0"}, "https://"),
-        ({"git": "https://github.com/fastmachinelearning/SuperSONIC"}, "{git, commit, path}"),
-        ({"git": "git@github.com:fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}, "https://"),
-        ({"git": "https://github.com/f/S", "commit": "main", "path": "helm/supersonic"}, "40 lowercase hexadecimal"),
-        ({"git": "https://github.com/f/S", "commit": "e578801", "path": "helm/supersonic"}, "40 lowercase hexadecimal"),
+        ({**REPO, "version": "^0.4"}, "an exact chart version"),
+        (REPO, "{repo, name, version}"),
+        ({**REPO, "version": "0.4.0", "path": "./chart"}, "not a mix"),
+        ({**REPO, "repo": "example.org", "version": "0.4.0"}, "https://"),
+        ({"git": GIT["git"]}, "{git, commit, path}"),
+        ({**GIT, "git": "git@github.com:f/S"}, "https://"),
+        ({**GIT, "commit": "e578801"}, "40 lowercase hexadecimal"),
         ({"commit": "0" * 40, "path": "./chart"}, "commit goes with git"),
-        (
-            {"git": "https://github.com/f/S", "path": "helm/supersonic", "name": "supersonic", "version": "0.3.1"},
-            "nothing else",
-        ),
+        ({**GIT, "name": "supersonic", "version": "0.3.1"}, "nothing else"),
     ],
 )
 def test_a_chart_source_is_repo_name_and_exact_version_or_a_path(chart, complaint) -> None:
@@ -118,16 +67,12 @@ def test_a_chart_source_is_repo_name_and_exact_version_or_a_path(chart, complain
 
 
 def test_a_local_path_or_a_git_source_with_a_commit_is_pinned_and_a_git_branch_is_not() -> None:
-    local = stack_settings("hammer", release={"name": "supersonic-interlink", "chart": {"path": "./supersonic"}})
-    assert local.release.chart.path == "./supersonic" and local.release.chart.version is None
-    assert local.release.chart.kind == "path" and local.release.chart.pinned
-    source = {"git": "https://github.com/fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}
-    unpinned = stack_settings("hammer", release={"name": "supersonic-interlink", "chart": source}).release.chart
-    assert unpinned.kind == "git" and not unpinned.pinned, "a branch must never count as a pinned chart"
-    pinned = stack_settings(
-        "hammer", release={"name": "supersonic-interlink", "chart": {**source, "commit": "a" * 40}}
-    ).release.chart
-    assert pinned.kind == "git" and pinned.pinned and pinned.commit == "a" * 40
+    def chart(**source):
+        return stack_settings("hammer", release={"name": "supersonic-interlink", "chart": source}).release.chart
+
+    assert (chart(path="./supersonic").kind, chart(path="./supersonic").pinned) == ("path", True)
+    assert (chart(**GIT).kind, chart(**GIT).pinned) == ("git", False), "a branch must never count as a pinned chart"
+    assert chart(**GIT, commit="a" * 40).pinned
 
 
 def test_an_unknown_top_level_key_is_reported_and_another_namespace_is_not_ours() -> None:
@@ -139,60 +84,42 @@ def test_an_unknown_top_level_key_is_reported_and_another_namespace_is_not_ours(
     assert len(caught.value.problems) == 1 and f"{P}:scaleFromZro: unknown key" in caught.value.problems[0]
 
 
-def test_an_unpinned_image_and_wrong_types_are_named() -> None:
-    found = problems(
-        triton={"args": "tritonserver", "nodeSelector": {"gpu": True}}, cleanup={"image": "alpine/kubectl"}
-    )
-    assert any(p.startswith(f'{P}:cleanup.image = "alpine/kubectl": expected an image with a pinned') for p in found)
-    assert any(p.startswith(f'{P}:triton.args = "tritonserver": expected a non-empty list of strings') for p in found)
-    assert f"{P}:triton.nodeSelector.gpu = true: expected a string (quote numbers and booleans)" in found, found
-
-
 def test_a_bad_or_text_typed_timeout_names_the_key_the_value_and_what_is_allowed() -> None:
-    """`pulumi config set --path scaleFromZero.readyTimeoutSeconds 900` stores the number 900 (config/map.go Set
-    coerces "900" and "true"); only a quoted "900" in a stack file is text, and text is not a number. The bound:
-    9223371736 = 9223372036 (the longest Go duration in seconds) - 300, below 9223372035 (the longest duration
-    envoy --mode validate 1.39.1 accepts) - 120."""
-    allowed = (
-        "expected a whole number from 1 to 9223371736 (the Helm timeout, this + 300 s, is a Go duration, and the "
-        "RepositoryIndex idle_timeout, this + 120 s, an Envoy duration)"
-    )
+    """Only a quoted "900" in a stack file is text (`pulumi config set --path` stores a number). The bound: the
+    longest Go duration in seconds - 300, below the longest Envoy 1.39.1 accepts - 120."""
+    allowed = "expected a whole number from 1 to 9223371736 (the Helm timeout, this + 300 s, is a Go duration, and the"
     found = problems(scaleFromZero={"readyTimeoutSeconds": "900", "holdMinReplicasSeconds": 900, "enabled": "true"})
-    assert found == [
-        f'{P}:scaleFromZero.enabled = "true": expected true or false',
-        f'{P}:scaleFromZero.readyTimeoutSeconds = "900": {allowed}',
-    ]
+    assert found[0] == f'{P}:scaleFromZero.enabled = "true": expected true or false' and len(found) == 2
+    assert found[1].startswith(f'{P}:scaleFromZero.readyTimeoutSeconds = "900": {allowed} RepositoryIndex'), found
     found = problems(scaleFromZero={"readyTimeoutSeconds": -5, "holdMinReplicasSeconds": 900})
-    assert found == [f"{P}:scaleFromZero.readyTimeoutSeconds = -5: {allowed}"]
+    assert len(found) == 1 and found[0].startswith(f"{P}:scaleFromZero.readyTimeoutSeconds = -5: {allowed}"), found
 
 
-def test_several_problems_are_reported_together() -> None:
+def test_every_problem_is_reported_at_once_one_line_each_naming_key_value_and_allowed() -> None:
     found = problems(
-        namespace="Bad",
-        scaleFromZero={"readyTimeoutSeconds": 0},
-        keda={"maxReplicaCount": "ten"},
+        namespace="CMS_prod",
+        release={"name": "a" * 34},
+        triton={"args": "tritonserver", "nodeSelector": {"gpu": True}},
+        cleanup={"image": "alpine/kubectl"},
         envoy={"loadBalancerPolicy": "FASTEST"},
-        cleanup={"keep": -1},
+        scaleFromZero={"readyTimeoutSeconds": 900, "holdMinReplicasSeconds": 899},  # across keys, still reported
     )
-    keys = sorted(p.split(" ")[0].rstrip(":") for p in found)
-    assert keys == [
-        f"{P}:cleanup.keep",
-        f"{P}:envoy.loadBalancerPolicy",
-        f"{P}:keda.maxReplicaCount",
-        f"{P}:namespace",
-        f"{P}:scaleFromZero.readyTimeoutSeconds",
-    ], found
-    assert any("one of ROUND_ROBIN, LEAST_REQUEST" in p for p in found)
+    expected = [
+        f'{P}:cleanup.image = "alpine/kubectl": expected an image with a pinned',
+        f'{P}:envoy.loadBalancerPolicy = "FASTEST": expected one of ROUND_ROBIN, LEAST_REQUEST',
+        f'{P}:namespace = "CMS_prod": expected a Kubernetes name',
+        f"{P}:release.name = \"{'a' * 34}\": expected a release name: lowercase letters, digits and '-', starting with",
+        f"{P}:scaleFromZero.holdMinReplicasSeconds = 899: expected a value >= scaleFromZero.readyTimeoutSeconds (900)",
+        f'{P}:triton.args = "tritonserver": expected a non-empty list of strings',
+        f"{P}:triton.nodeSelector.gpu = true: expected a string (quote numbers and booleans)",
+    ]
+    assert len(found) == len(expected) and all(any(p.startswith(e) for p in found) for e in expected), found
 
 
 def test_helm_values_may_not_override_a_computed_value() -> None:
     found = problems(helmValues={"scaleFromZero": {"readyTimeoutSeconds": 60}, "envoy": {"replicas": 2}})
-    assert found == [
-        (
-            f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings; "
-            "change the typed key instead"
-        )
-    ]
+    computed = f"{P}:helmValues.scaleFromZero.readyTimeoutSeconds: set by the program from typed settings"
+    assert found == [f"{computed}; change the typed key instead"]
 
 
 def test_invalid_config_stops_the_real_program_with_the_messages_and_no_traceback(tmp_path: Path) -> None:
@@ -204,62 +131,31 @@ def test_invalid_config_stops_the_real_program_with_the_messages_and_no_tracebac
     )
 
 
-def test_a_type_error_in_one_section_does_not_hide_a_conflict_in_another() -> None:
-    found = problems(namespace="Bad_NS", keda={"minReplicaCount": 11, "maxReplicaCount": 10})
-    assert any(p.startswith(f"{P}:namespace") for p in found), found
-    assert f"{P}:keda.minReplicaCount = 11: expected a value <= keda.maxReplicaCount (10)" in found
-
-
-@pytest.mark.parametrize(
-    "key", ["kubernetes:context", "kubernetes:kubeconfig", "kubernetes:suppressHelmHookWarnings", "pulumi:tags"]
-)
-def test_a_provider_key_that_changes_up_needs_listing_with_its_reason_and_one_that_only_says_where_does_not(
-    key: str,
-) -> None:
-    config = stack_config("hammer")
-    config[key] = "x"
-    assert settings_from_config(config).deliberateProviderConfig == {}
+@pytest.mark.parametrize("key", ["kubernetes:context", "kubernetes:suppressHelmHookWarnings", "pulumi:tags"])
+def test_a_provider_key_that_changes_up_is_refused_and_one_that_only_says_where_is_not(key: str) -> None:
+    config = {**stack_config("hammer"), key: "x"}
+    assert isinstance(settings_from_config(config), Settings)
     config["kubernetes:renderYamlToDirectory"] = "rendered"
-    with pytest.raises(ConfigError, match="kubernetes:renderYamlToDirectory: changes what pulumi up does"):
+    with pytest.raises(ConfigError, match="kubernetes:renderYamlToDirectory: changes what pulumi up does; expected"):
         settings_from_config(config)
-    config[f"{P}:deliberateProviderConfig"] = json.dumps({"kubernetes:renderYamlToDirectory": "offline render job"})
-    settings = settings_from_config(config)
-    assert dict(settings.deliberateProviderConfig) == {"kubernetes:renderYamlToDirectory": "offline render job"}
 
 
 @pytest.mark.parametrize(
     ("resources", "problem"),
     [
         # validation.go ValidateContainerResourceRequirements: request <= limit, compared as quantities.
-        (
-            {"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}},
-            'requests.cpu = "2": expected at most the limit ("1500m")',
-        ),
-        (
-            {"requests": {"memory": "1025Mi"}, "limits": {"memory": "1Gi"}},
-            'requests.memory = "1025Mi": expected at most the limit ("1Gi")',
-        ),
-        (
-            {"requests": {"memory": "1001M"}, "limits": {"memory": "1e9"}},
-            'requests.memory = "1001M": expected at most the limit ("1e9")',
-        ),
+        ({"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}}, 'requests.cpu = "2": expected at most the limit ("15'),
         # ... and a resource that cannot be overcommitted (an extended one) needs request == limit, and a limit.
         (
             {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}},
-            "requests.nvidia.com/gpu = 1: expected the limit (2)",
+            "requests.nvidia.com/gpu = 1: expected the",
         ),
-        (
-            {"requests": {"example.com/fpga": 1}},
-            "limits.example.com/fpga = null: expected a limit equal to the request",
-        ),
+        ({"requests": {"example.com/fpga": 1}}, "limits.example.com/fpga = null: expected a limit equal to the"),
         ({"limits": {"nvidia.com/gpu": "500m"}}, 'limits.nvidia.com/gpu = "500m": expected a whole number'),
-        ({"requests": {"bad name": 1}}, 'requests.bad name = "bad name": expected a container resource name'),
         # validateContainerResourceName: without a domain, only the standard container resources.
-        ({"requests": {"memroy": "8G"}}, 'requests.memroy = "memroy": expected a container resource name: cpu, memory'),
-        ({"limits": {"CPU": 2}}, 'limits.CPU = "CPU": expected a container resource name'),
+        ({"requests": {"memroy": "8G"}}, 'requests.memroy = "memroy": expected a container resource name: cpu,'),
         ({"limits": {"kubernetes.io/gpu": 2}}, 'limits.kubernetes.io/gpu = "kubernetes.io/gpu": expected a container'),
     ],
-    ids=["cpu", "binary", "exponent", "gpu-unequal", "no-limit", "gpu-fraction", "bad-name", "memroy", "CPU", "domain"],
 )
 def test_resources_the_api_server_would_refuse_are_refused_here(resources: dict, problem: str) -> None:
     found = problems(triton={"args": ["tritonserver"], "resources": resources})
@@ -270,13 +166,10 @@ def test_resources_the_api_server_would_refuse_are_refused_here(resources: dict,
     "resources",
     [
         {"requests": {"cpu": "1500m"}, "limits": {"cpu": "1.5"}},  # equal, written two ways
-        {"requests": {"memory": "1Gi"}, "limits": {"memory": "1073741824"}},
         {"requests": {"cpu": 1}},  # no limit: fine for a native resource
         {"limits": {"nvidia.com/gpu": 1}},  # the request defaults to the limit
-        {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": 1}},
         {"limits": {"hugepages-2Mi": "1Gi", "ephemeral-storage": "1Gi", "kubernetes.io/memory": "1Gi"}},
     ],
-    ids=["equal-cpu", "equal-memory", "request-only", "extended-limit-only", "extended-equal", "other-standard"],
 )
 def test_resources_at_the_boundary_are_accepted(resources: dict) -> None:
     config = stack_config("hammer", triton={"args": ["tritonserver"], "resources": resources})

@@ -10,13 +10,10 @@ from typing import Any
 
 import yaml
 from yaml import events as ev
-from yaml.error import MarkedYAMLError, YAMLError
-from yaml.reader import ReaderError
+from yaml.error import YAMLError
 from yaml.resolver import Resolver
 
 from supersonic_interlink.config.rules import printable, shorten
-
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "YAMLInputError", "decode_text", "read_pulumi_yaml"]
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 100  # a Kubernetes object in helmValues nests a dozen levels
@@ -34,54 +31,33 @@ _NULL = frozenset(("", "~", "null", "Null", "NULL"))
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?")
-_YES_NO = frozenset(w for word in ("y", "yes", "n", "no", "on", "off") for w in (word, word.title(), word.upper()))
-_TIMESTAMP = re.compile(
-    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:[.,][0-9]*)?"
-    r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::?[0-9]{2})?))?)?"
-)
-_NOT_FINITE = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
-_LEADING_ZERO = re.compile(r"[-+]?0[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
-# What yaml.v3 (resolve.go, after removing '_') reads as a number: Go's ParseInt with base 0, then yamlStyleFloat.
+_RANGE = (-(2**63), 2**63 - 1)  # past int64 the CLI reads a float (yaml.v3), or rounds one (a uint64 in an object)
+# What yaml.v3 (resolve.go, after removing '_') reads as no text: Go's ParseInt with base 0, yamlStyleFloat, a time.
 _GO_NUMBER = re.compile(
     r"[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)"
 )
+_GO_TIME = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?")
 _YAML11 = Resolver()
-_RANGE = (-(2**63), 2**63 - 1)  # past int64 the CLI reads a float (yaml.v3), or rounds one (a uint64 in an object)
-_KIND = {"str": "text", "int": "a number", "float": "a number", "merge": "a merge key", "value": "a value key"}
+_YAML11_ONLY_BOOLS = frozenset("yYnN")  # YAML 1.1's, yaml.v2's and sigs.k8s.io/yaml's; PyYAML resolves them as text
 
 
 def _plain(text: str) -> Any:
+    """A plain scalar as every reader reads it; ``ValueError`` where YAML 1.1 and yaml.v3 could differ."""
     if text in _NULL:
         return None
     if text in _BOOL:
         return _BOOL[text]
-    shown = shorten(text, 60)
-    if _INT.fullmatch(text):
-        if len(text) > 21 or not _RANGE[0] <= int(text) <= _RANGE[1]:
-            raise ValueError(f"{shown} is past 64 bits (signed), which the Pulumi CLI rounds; quote it for text")
+    if _INT.fullmatch(text) and len(text) <= 21 and _RANGE[0] <= int(text) <= _RANGE[1]:
         return int(text)
-    if _FLOAT.fullmatch(text):
-        number = float(text)
-        if not math.isfinite(number):
-            raise ValueError(f"{shown} is not a finite number; the Pulumi CLI cannot pass it to the program")
+    number = float(text) if _FLOAT.fullmatch(text) else math.nan
+    if math.isfinite(number):  # Go's JSON writes an integral float64 below 1e21 as an integer
         return int(number) if number.is_integer() and abs(number) < 1e21 else number
-    if text in _YES_NO:
+    yaml11 = _YAML11.resolve(yaml.ScalarNode, text, (True, False))
+    cli = _GO_NUMBER.fullmatch(text.replace("_", "")) or _GO_TIME.fullmatch(text)
+    if yaml11 != "tag:yaml.org,2002:str" or cli or text in _YAML11_ONLY_BOOLS:
         raise ValueError(
-            f"{text} is a boolean in YAML 1.1 and text for the Pulumi CLI; write true or false, or quote it"
-        )
-    if _TIMESTAMP.fullmatch(text):
-        raise ValueError(f"{shown} is a timestamp, which each YAML reader turns into text of its own; quote it")
-    if _NOT_FINITE.fullmatch(text):
-        raise ValueError(f"{text} is not a finite number; the Pulumi CLI cannot pass it to the program")
-    if _LEADING_ZERO.fullmatch(text):
-        raise ValueError(f"{shown} has a leading zero (octal to YAML 1.1 and the Pulumi CLI); drop it, or quote it")
-    yaml11 = _YAML11.resolve(yaml.ScalarNode, text, (True, False)).rsplit(":", 1)[-1]
-    cli = _GO_NUMBER.fullmatch(text.replace("_", "")) is not None
-    if yaml11 != "str" or cli:
-        raise ValueError(
-            f"{shown} is not a plain decimal number or text to every YAML reader (YAML 1.1: {_KIND.get(yaml11, yaml11)}"
-            f", the Pulumi CLI: {'a number' if cli else 'text'}); write a decimal number (1000, 1.0e+20), or quote it "
-            f"for text"
+            f"{shorten(text, 60)} is not read alike by YAML 1.1 and the Pulumi CLI; write a decimal number (within "
+            "64 bits), true or false, or quote it for text"
         )
     return text
 
@@ -96,14 +72,11 @@ class _Reader:
         if isinstance(start, ev.StreamEndEvent):
             return None
         if start.version or start.tags:
-            line = start.start_mark.line + 1
-            raise YAMLInputError(f"line {line}: a %YAML or %TAG directive: readers take it differently; remove it")
+            raise self.refuse(start, [], "a %YAML or %TAG directive: readers take it differently; remove it")
         root = self.node(next(self.events), [], 0)
         next(self.events)  # DocumentEnd
-        after = next(self.events)
-        if not isinstance(after, ev.StreamEndEvent):
-            line = after.start_mark.line + 1
-            raise YAMLInputError(f"line {line}: a second YAML document: the Pulumi CLI reads only the first; keep one")
+        if not isinstance(after := next(self.events), ev.StreamEndEvent):
+            raise self.refuse(after, [], "a second YAML document: the Pulumi CLI reads only the first; keep one")
         return root
 
     def refuse(self, event: Any, path: list[Any], what: str) -> YAMLInputError:
@@ -111,14 +84,13 @@ class _Reader:
         return YAMLInputError(f"line {event.start_mark.line + 1}: {where + ': ' if where else ''}{what}")
 
     def node(self, event: Any, path: list[Any], depth: int) -> Any:
-        aliases = "readers expand aliases within different limits; write the value out"
+        differently = "readers take it differently; write the value out plainly"
         if isinstance(event, ev.AliasEvent):
-            raise self.refuse(event, path, f"alias *{event.anchor}: {aliases}")
+            raise self.refuse(event, path, f"alias *{event.anchor}: {differently}")
         if event.anchor is not None:
-            raise self.refuse(event, path, f"anchor &{event.anchor}: {aliases}, without the anchor")
+            raise self.refuse(event, path, f"anchor &{event.anchor}: {differently}")
         if event.tag is not None:
-            tag = event.tag.replace("tag:yaml.org,2002:", "!!")
-            raise self.refuse(event, path, f"tag {tag}: readers resolve tags differently; remove it, quote for text")
+            raise self.refuse(event, path, f"tag {event.tag.replace('tag:yaml.org,2002:', '!!')}: {differently}")
         if isinstance(event, ev.ScalarEvent):
             if event.style:  # quoted or block: text
                 return event.value
@@ -137,22 +109,19 @@ class _Reader:
         lines: dict[str, int] = {}
         while not isinstance(key_event := next(self.events), ev.MappingEndEvent):
             key = self.key(key_event, path)
-            line = key_event.start_mark.line + 1
             if key in lines:
                 raise self.refuse(key_event, path, f'mapping key "{key}" already defined at line {lines[key]}')
-            lines[key] = line
+            lines[key] = key_event.start_mark.line + 1
             mapping[key] = self.node(next(self.events), [*path, key], depth + 1)
         return mapping
 
     def key(self, event: Any, path: list[Any]) -> str:
         if not isinstance(event, ev.ScalarEvent):
-            raise self.refuse(event, path, "a mapping or sequence as a key: the Pulumi CLI accepts only text keys")
+            raise self.refuse(event, path, "a mapping or sequence as a key: the Pulumi CLI takes only text keys")
         if event.value == "<<" and not event.style and event.tag is None:
             raise self.refuse(event, path, "merge key <<: YAML 1.2 has none; write the keys out (or quote '<<')")
-        key = self.node(event, path, 0)
-        if not isinstance(key, str):
-            kind = "null" if key is None else "a boolean" if isinstance(key, bool) else "a number"
-            raise self.refuse(event, path, f"key {event.value!r} is read as {kind}, not text; quote it")
+        if not isinstance(key := self.node(event, path, 0), str):
+            raise self.refuse(event, path, f"key {event.value!r} is not text to every reader; quote it")
         return key
 
 
@@ -160,15 +129,8 @@ def decode_text(data: bytes | str) -> str:
     """The CLI's reading of the bytes: a UTF-8 BOM dropped (loaders.go), UTF-16 with its BOM, else strict UTF-8."""
     if isinstance(data, str):
         return data.removeprefix("\ufeff")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError as error:
-            raise YAMLInputError(f"not valid UTF-16 text at byte {error.start}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8-sig")
     except UnicodeDecodeError as error:
         raise YAMLInputError(
             f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); save the file as UTF-8"
@@ -176,13 +138,10 @@ def decode_text(data: bytes | str) -> str:
 
 
 def _one_line(error: YAMLError) -> str:
-    if isinstance(error, ReaderError):
-        return f"not valid YAML: character #x{error.character:04x} at offset {error.position}: {error.reason}"
-    if isinstance(error, MarkedYAMLError):
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        return f"not valid YAML: {where}{' '.join(p for p in (error.context, error.problem) if p)}"
-    return "not valid YAML: " + " ".join(str(error).split())
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = " ".join(p for p in (getattr(error, "context", None), getattr(error, "problem", None)) if p)
+    return f"not valid YAML: {where}{what or ' '.join(str(error).split())}"
 
 
 def _check_size(data: bytes | str) -> None:
@@ -212,7 +171,7 @@ def load_outside_yaml(data: bytes | str) -> list[Any]:
     text = decode_text(data)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     sizes: dict[str, int] = {}  # anchor -> values under it, aliases expanded
-    open_nodes: list[tuple[str | None, int]] = []  # (anchor, values so far) of each open collection
+    open_nodes: list[list[Any]] = []  # [anchor, values so far] of each open collection
     total = 0  # values in the file so far, aliases expanded
     try:
         for event in yaml.parse(text, Loader=loader):
@@ -222,26 +181,23 @@ def load_outside_yaml(data: bytes | str) -> list[Any]:
                     raise YAMLInputError(
                         f"line {line}: nested more than {MAX_DEPTH} mappings or sequences deep; this reader stops there"
                     )
-                open_nodes.append((event.anchor, 1))
+                open_nodes.append([event.anchor, 1])
                 total += 1
                 continue
             if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 anchor, size = open_nodes.pop()
-                if anchor is not None:
-                    sizes[anchor] = size
-            elif isinstance(event, yaml.ScalarEvent):
-                size = 1
-                if event.anchor:
-                    sizes[event.anchor] = 1
-                total += 1
             elif isinstance(event, yaml.AliasEvent):
-                size = sizes.get(event.anchor or "", 1)
+                anchor, size = None, sizes.get(event.anchor or "", 1)
                 total += size
+            elif isinstance(event, yaml.ScalarEvent):
+                anchor, size = event.anchor, 1
+                total += 1
             else:
                 continue
+            if anchor is not None:
+                sizes[anchor] = size
             if open_nodes:
-                anchor, so_far = open_nodes[-1]
-                open_nodes[-1] = (anchor, so_far + size)
+                open_nodes[-1][1] += size
             if total > MAX_VALUES:
                 raise YAMLInputError(f"more than {MAX_VALUES:,} values with aliases expanded; this reader stops there")
         return list(yaml.load_all(text, Loader=loader))

@@ -14,8 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from supersonic_interlink.config.loading import project_defaults
-from supersonic_interlink.config.model import Settings
-from supersonic_interlink.config.rules import PROJECT_FILE, ConfigError
+from supersonic_interlink.config.rules import PROJECT_FILE, ConfigError, Settings
 from supersonic_interlink.config.stack_config import read_yaml_file
 
 WIDTH = 112  # Pulumi.yaml's 120 columns at the descriptions' indentation
@@ -40,7 +39,7 @@ def type_word(field: dict[str, Any]) -> str:
 
 def _what(field: dict[str, Any]) -> str:
     inner = field if "$ref" in field else _inner(field)
-    return field.get("description") or inner.get("x-why") or inner.get("x-expected") or ""
+    return field.get("description") or inner.get("x-expected") or ""
 
 
 def _wrap(line: str, indent: str) -> list[str]:
@@ -86,7 +85,7 @@ def drift(project_file: Path = PROJECT_FILE) -> list[str]:
     declared, wanted = _declared(project_file), declarations()
     found = [f"config.{key}: declared in Pulumi.yaml, not a setting" for key in sorted(set(declared) - set(wanted))]
     for key, want in wanted.items():
-        have: dict[str, Any] = declared[key] if isinstance(declared.get(key), dict) else {}
+        have = declared[key] if isinstance(declared.get(key), dict) else {}
         differs = [part for part in dict.fromkeys([*want, "default"]) if have.get(part) != want.get(part)]
         found += [f"config.{key}.{part}: differs from the settings models" for part in differs]
     return found
@@ -95,24 +94,21 @@ def drift(project_file: Path = PROJECT_FILE) -> list[str]:
 def write(project_file: Path = PROJECT_FILE) -> bool:
     """Rewrite ``Pulumi.yaml``'s types, descriptions and defaults; True when the file changed."""
     yaml = YAML(typ="rt")
-    yaml.width = 120
+    yaml.width, yaml.preserve_quotes = 120, True
     yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.preserve_quotes = True
     before = project_file.read_text()
-    document = yaml.load(before)
-    config = document["config"]
+    config = (document := yaml.load(before))["config"]
     declared = _declared(project_file)
-    for key, want in declarations().items():
-        config.setdefault(key, {})
-        config[key]["type"] = want["type"]
-        text = want["description"]
-        config[key]["description"] = LiteralScalarString(text) if "\n" in text else text
-        if "default" not in want:
-            config[key].pop("default", None)
-        elif (declared.get(key) or {}).get("default") != want["default"]:  # as it is, with its comments, if it is
-            config[key]["default"] = want["default"]
     for key in [k for k in config if k not in Settings.model_fields]:
         del config[key]
+    for key, want in declarations().items():
+        entry = config.setdefault(key, {})
+        entry["type"], text = want["type"], want["description"]
+        entry["description"] = LiteralScalarString(text) if "\n" in text else text
+        if "default" not in want:
+            entry.pop("default", None)
+        elif (declared.get(key) or {}).get("default") != want["default"]:  # as it is, with its comments, if it is
+            entry["default"] = want["default"]
     out = io.StringIO()
     yaml.dump(document, out)
     after = out.getvalue()
@@ -124,14 +120,11 @@ def write(project_file: Path = PROJECT_FILE) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Check or rewrite Pulumi.yaml's config types and descriptions.")
     parser.add_argument("--write", action="store_true", help="rewrite them from the settings models")
-    args = parser.parse_args(argv)
-    if args.write:
+    if parser.parse_args(argv).write:
         print("Pulumi.yaml: rewritten" if write() else "Pulumi.yaml: already up to date")
         return 0
-    found = drift()
-    for line in found:
-        print(f"Pulumi.yaml {line}", file=sys.stderr)
-    if found:
+    if found := drift():
+        print("\n".join(f"Pulumi.yaml {line}" for line in found), file=sys.stderr)
         print("run: .venv/bin/python -m supersonic_interlink.config.schema --write", file=sys.stderr)
         return 1
     print("Pulumi.yaml: config types and descriptions match the settings models")

@@ -3,10 +3,9 @@ each ``secure:`` value replaced by ``SECRET_PLACEHOLDER`` and ``secret_paths`` s
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,37 +38,16 @@ def stack_names() -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
 def read_yaml_file(path: Path) -> Any:
     """A stack file or ``Pulumi.yaml`` as the CLI reads it; ``ConfigError`` naming the file."""
-    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     try:
         return read_pulumi_yaml(path.read_bytes())
     except YAMLInputError as error:
-        raise ConfigError([f"{shown}: {error}"]) from None
-
-
-def _secure_values(stack_values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(full key with its path, ciphertext) of each ``{secure: ...}`` (config/object.go ``isSecureValue``), in order."""
-
-    def walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
-        if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("secure"), str):
-            yield path, value["secure"]
-        elif isinstance(value, (dict, list)):
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            for key, sub in items:
-                yield from walk(sub, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
-
-    for key, value in stack_values.items():
-        yield from walk(value, full_key(key))
-
-
-def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
-    """Path -> SHA-256 of its ciphertext: tells that a secret was set again, never what it is."""
-    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in _secure_values(stack_values)}
-
-
-def secret_paths(stack_values: Mapping[str, Any]) -> list[str]:
-    return [path for path, _ in _secure_values(stack_values)]
+        raise ConfigError([f"{_shown(path)}: {error}"]) from None
 
 
 def full_key(key: str) -> str:
@@ -80,37 +58,48 @@ def full_key(key: str) -> str:
     return f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else key
 
 
+def _secrets(value: Any, path: str, found: dict[str, str]) -> Any:
+    """``value`` with each ``{secure: ...}`` (config/object.go ``isSecureValue``) as the placeholder; ``found`` gets
+    path -> ciphertext, in order."""
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("secure"), str):
+        found[path] = value["secure"]
+        return SECRET_PLACEHOLDER
+    if isinstance(value, dict):
+        return {key: _secrets(sub, f"{path}.{key}", found) for key, sub in value.items()}
+    if isinstance(value, list):
+        return [_secrets(sub, f"{path}[{i}]", found) for i, sub in enumerate(value)]
+    return value
+
+
+def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
+    """Path -> SHA-256 of its ciphertext: tells that a secret was set again, never what it is."""
+    found: dict[str, str] = {}
+    for key, value in stack_values.items():
+        _secrets(value, full_key(key), found)
+    return {path: hashlib.sha256(text.encode()).hexdigest() for path, text in found.items()}
+
+
+def secret_paths(stack_values: Mapping[str, Any]) -> list[str]:
+    return list(secret_digests(stack_values))
+
+
 def secret_key_of(path: str) -> str:
     namespace, _, rest = path.partition(":")
-    name = rest.split(".", 1)[0].split("[", 1)[0]
-    return f"{namespace}:{name}"
-
-
-def _with_placeholders(value: Any) -> Any:
-    if isinstance(value, dict):
-        if len(value) == 1 and isinstance(value.get("secure"), str):
-            return SECRET_PLACEHOLDER
-        return {key: _with_placeholders(sub) for key, sub in value.items()}
-    if isinstance(value, list):
-        return [_with_placeholders(sub) for sub in value]
-    return value
+    return f"{namespace}:{rest.split('.', 1)[0].split('[', 1)[0]}"
 
 
 def merged_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``Pulumi.yaml``'s defaults under a stack's ``config:`` map as the CLI merges them, values as read."""
     defaults = project_defaults() if defaults is None else defaults
     merged: dict[str, Any] = {f"{PROJECT}:{key}": value for key, value in defaults.items()}
-    problems: list[str] = []
     seen: dict[str, str] = {}
+    problems = []
     for key, value in stack_values.items():
         full = full_key(key)
-        if full in seen:
-            # The CLI keeps one of the two at random (a Go map).
+        if full in seen:  # the CLI keeps one of the two at random (a Go map)
             problems.append(f"{full}: set twice, as {seen[full]!r} and {key!r}; keep one")
-            continue
         seen[full] = key
-        # A key with no value: the CLI warns and passes an empty string.
-        merged[full] = "" if value is None else _with_placeholders(value)
+        merged[full] = "" if value is None else _secrets(value, full, {})  # no value: the CLI passes ""
     if problems:
         raise ConfigError(problems)
     return dict(sorted(merged.items()))
@@ -123,28 +112,23 @@ def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | No
 
 def read_stack_document(path: Path) -> dict[str, Any]:
     """The ``config:`` map of a stack file, after the checks of the file's shape."""
-    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     document = read_yaml_file(path)
     if not isinstance(document, dict):
-        raise ConfigError([f"{shown}: expected a mapping with a 'config:' key at the top level, not {_kind(document)}"])
-    problems = []
-    for key in sorted(set(document) - set(STACK_FILE_KEYS)):
-        near = difflib.get_close_matches(key, STACK_FILE_KEYS, n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        problems.append(f"{shown}: unknown top-level key {key!r} (expected {', '.join(STACK_FILE_KEYS)}){hint}")
+        raise ConfigError([f"{_shown(path)}: expected a mapping with a 'config:' key at the top level"])
+    problems = [
+        f"{_shown(path)}: unknown top-level key {key!r} (expected {', '.join(STACK_FILE_KEYS)})"
+        for key in sorted(set(document) - set(STACK_FILE_KEYS))
+    ]
     if document.get("environment") is not None:
-        problems.append(f"{shown}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read")
+        problems.append(
+            f"{_shown(path)}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read"
+        )
     values = {} if document.get("config") is None else document["config"]
     if not isinstance(values, dict):
-        problems.append(f"{shown}: 'config' must be a map of keys to values, not {_kind(values)}")
+        problems.append(f"{_shown(path)}: 'config' must be a map of keys to values")
     if problems:
         raise ConfigError(problems)
     return values
-
-
-def _kind(value: Any) -> str:
-    kinds = {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number", type(None): "nothing"}
-    return kinds.get(type(value), type(value).__name__)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from supersonic_interlink.config.model import Settings, thaw
+from supersonic_interlink.config.rules import Settings, thaw
 from supersonic_interlink.contract import CHART
 
 CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
@@ -23,9 +23,7 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
         "serverLoadThreshold": settings.serverLoad.threshold,
         "scaleFromZero": _given(settings.scaleFromZero),
         "keda": _given(settings.keda),
-        "prometheus": {
-            "external": {"enabled": True, **thaw(settings.prometheus)},
-        },
+        "prometheus": {"external": {"enabled": True, **thaw(settings.prometheus)}},
         "grafana": {"enabled": False},
         settings.generation.inference_values_key: inference,
         CHART.envoy_values_key: {
@@ -58,10 +56,8 @@ def _given(section: Any) -> dict[str, Any]:
 def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any], path: str = "") -> list[str]:
     """Dotted paths where ``extra`` would override a computed value (objects on both sides are merged)."""
     found: list[str] = []
-    for key, value in extra.items():
+    for key, value in ((k, v) for k, v in extra.items() if k in computed):
         sub = f"{path}.{key}" if path else key
-        if key not in computed:
-            continue
         if isinstance(value, Mapping) and isinstance(computed[key], Mapping):
             found.extend(helm_values_collisions(computed[key], value, sub))
         else:
