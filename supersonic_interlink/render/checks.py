@@ -192,8 +192,6 @@ def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, sche
     return findings
 
 
-# --------------------------------------------------------------------------------------------- envoy --mode validate
-
 STUB_LUA_FILTER = "-- Stands for the chart's scale-from-zero filter while the configuration is validated.\n"
 LOG_FORMAT = '{"level":"%l","message":"%j"}'
 """A record a line, its message JSON-escaped (``%j``: envoyproxy.io, observability/application_logging)."""
@@ -247,27 +245,13 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     return findings
 
 
-# Protobuf prefixes every DebugString() with a randomized marker (goo.gle/debugstr, /debugonly, /debugproto), and
-# Envoy puts such a dump of the offending message into its errors.
-_DEBUG_DUMP_MARKER = re.compile(r"goo\.gle/debug\w*")
-_JSON_AS_PROTO = "Unable to parse JSON as proto ("
+_DEBUG_DUMP = re.compile(r":?\s*goo\.gle/debug\w*.*?\n\s*:", re.DOTALL)
+"""Protobuf's randomized debug marker (goo.gle/debugstr, /debugonly, /debugproto) and the text-proto dump Envoy puts
+after it, up to the line starting ``:``."""
+_JSON_DUMP = re.compile(r"(Unable to parse JSON as proto \((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)).*", re.DOTALL)
+"""A JSON type error's reason, and the whole configuration as JSON that follows it."""
 
 
 def envoy_reason(message: str) -> str:
-    """One line saying what Envoy found wrong, without the text-proto dump after protobuf's debug marker (up to the
-    line starting ``:``) or the configuration as JSON a JSON type error ends in."""
-    marker = _DEBUG_DUMP_MARKER.search(message)
-    if marker:
-        after = message[marker.end() :].splitlines()[1:]
-        resume = next((i for i, line in enumerate(after) if line.lstrip().startswith(":")), len(after))
-        rest = " ".join(after[resume:]).strip().lstrip(":").strip()
-        message = message[: marker.start()].rstrip().rstrip(":") + (f": {rest}" if rest else "")
-    at = message.find(_JSON_AS_PROTO)
-    if at >= 0:
-        depth = 0
-        for index in range(at + len(_JSON_AS_PROTO) - 1, len(message)):
-            depth += {"(": 1, ")": -1}.get(message[index], 0)
-            if depth == 0:
-                message = message[: index + 1]
-                break
-    return " ".join(message.split())
+    """One line saying what Envoy found wrong, without the dumps after protobuf's debug marker or a JSON error."""
+    return " ".join(_JSON_DUMP.sub(r"\1", _DEBUG_DUMP.sub(":", message)).split())

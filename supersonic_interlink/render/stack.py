@@ -1,15 +1,16 @@
 """``./supersonic render``: a stack evaluated offline as ``pulumi up`` would (each secret the placeholder, no passphrase
-read), written as a render tree (a Secret's data masked), summarized and checked; a skipped check says why."""
+read), written as a render tree (a Secret's data masked), summarized and checked; a skipped check says why. And
+``./supersonic stack new``, which writes a stack file and renders it."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
+import re
 import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,18 @@ from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config import PROJECT, ChartSource, ConfigError, deep_merge, load_yaml
 from supersonic_interlink.config.envoy import repository_index_idle_timeout_seconds
 from supersonic_interlink.config.loading import CHART_OVERRIDE, values_on_disk
-from supersonic_interlink.config.pulumi_config import settings_from_config
-from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, load_stack, secret_key_of
+from supersonic_interlink.config.pulumi_config import matchers, settings_from_config
+from supersonic_interlink.config.stack_config import (
+    SECRET_PLACEHOLDER,
+    check_stack_name,
+    full_key,
+    load_stack,
+    merged_config,
+    read_stack_document,
+    secret_key_of,
+    secret_paths,
+    stack_file,
+)
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.files import write_text
 from supersonic_interlink.objdiff import object_key
@@ -87,7 +98,6 @@ def render(
             for m in manifests
             if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name
         ),
-        "outputs": reveal(evaluation.outputs),
         "chart_source": chart,
         "generation": settings.generation,
         "generation_chart": chart_dir,
@@ -103,9 +113,6 @@ def chart_pinned(stack: str) -> bool:
         return bool(settings_from_config(loaded.config, loaded.secret_keys).release.chart.pinned)
     except ConfigError:
         return False
-
-
-# --------------------------------------------------------------------------------------------- the chart's objects
 
 
 def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) -> tuple[Path | None, str]:
@@ -204,9 +211,6 @@ def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[s
     return written
 
 
-# --------------------------------------------------------------------------------------------- checks
-
-
 def findings(rendered: dict[str, Any]) -> list[str]:
     """The program's own objects: strict schemas, the API server's rules, ``envoy --mode validate``."""
     return (
@@ -225,61 +229,36 @@ def chart_findings(chart_dir: Path, rendered: dict[str, Any]) -> list[str]:
         return []
 
 
-@dataclass
-class Outcome:
-    """What the checks found, and (check, why) of those that could not run, or run where the secret is (deferred:
-    not passed, and no skip under --strict)."""
-
-    findings: list[str] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    deferred: list[tuple[str, str]] = field(default_factory=list)
-
-    def last_line(self, stack: str) -> str:
-        if self.findings:
-            return f"stack {stack}: {len(self.findings)} finding(s)"
-        names = ", ".join(check for check, _ in self.skipped or self.deferred)
-        if self.skipped:
-            return f"stack {stack}: no findings, but {len(self.skipped)} check(s) skipped ({names}): not a pass"
-        if self.deferred:
-            return f"stack {stack}: checks passed, except {names}, which pulumi preview runs (a secret's text)"
-        return f"stack {stack}: checks passed"
-
-
-def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None) -> Outcome:
-    """Every check of ``render --check``; with the chart on disk, ``chart_findings`` and the conformance check."""
-    outcome = Outcome(findings=findings(rendered))
+def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None, say: Callable = print) -> dict:
+    """Every check of ``render --check`` as ``--json`` has it: ``findings``, and (``check``, ``why``) of those
+    ``skipped`` (could not run) and ``deferred`` (run only where the secret is: no pass claimed, no skip)."""
+    found, skipped, deferred = findings(rendered), [], []
     chart = rendered["chart_source"]
-    if chart.kind == "git" and chart.commit in CHART.guarded_commits:
-        # Known from the chart's history, so said offline too, where the chart is not on disk to render.
-        outcome.findings.append(f"{PROJECT}:release.chart.commit: {chart_source.guarded_message(chart.commit)}")
-    found, why = locate_chart(stack, chart, chart_dir)
-    if found is None:
-        outcome.skipped.append(("chart conformance", why))
+    if chart.kind == "git" and chart.commit in CHART.guarded_commits:  # known offline, the chart not on disk
+        found.append(f"{PROJECT}:release.chart.commit: {chart_source.guarded_message(chart.commit)}")
+    directory, why = locate_chart(stack, chart, chart_dir)
+    if directory is None:
+        skipped.append({"check": "chart conformance", "why": why})
     else:
-        outcome.findings += chart_findings(found, rendered)
+        found += chart_findings(directory, rendered)
         try:
-            conforms = [
-                f"chart {found}: {f}" for f in conformance.check(found, conformance.Expected.from_rendered(rendered))
-            ]
+            expected = conformance.Expected.from_rendered(rendered)
+            conforms = [f"chart {directory}: {f}" for f in conformance.check(directory, expected)]
         except BinaryError as error:
             conforms = [f"chart conformance could not run: {error}"]
-        outcome.findings += conforms
+        found += conforms
         if not conforms:
-            print(f"stack {stack}: chart {found} conforms")
+            say(f"stack {stack}: chart {directory} conforms")
     if any(path.startswith(f"{PROJECT}:serverLoad") for path in rendered["secrets"]):
         # config/pulumi_config.py checks the metric's release and namespace selectors; offline a secret has no text.
         why = "serverLoad is a secret, whose text is not here offline; pulumi preview checks it"
-        outcome.deferred.append(("load metric selectors", why))
-    return outcome
-
-
-# --------------------------------------------------------------------------------------------- the verb
+        deferred.append({"check": "load metric selectors", "why": why})
+    return {"findings": found, "skipped": skipped, "deferred": deferred}
 
 
 def summary(stack: str, rendered: dict[str, Any]) -> str:
-    """What the render holds, a line each; a chart not pinned and a generation assumed are said."""
+    """What the render holds, a line each; a chart not pinned, a generation assumed and secrets rendered are said."""
     release, chart, chart_dir = rendered["release"], rendered["chart_source"], rendered["generation_chart"]
-    sfz, keda = release["values"]["scaleFromZero"], release["values"]["keda"]
     where = " ".join(f"{name} {value}" for name, value in release["chart"].items() if value is not None)
     if chart.kind == "git" and not chart.commit:
         where += f", NOT PINNED: pulumi preview/up refuse it; run `{chart_source.pin_command(stack)}`"
@@ -288,16 +267,13 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
     else:
         on_disk = values_on_disk(chart) is not None
         read = "read from the chart's values.yaml" if on_disk else "assumed: the chart is not on disk to read it from"
-    idle = repository_index_idle_timeout_seconds(rendered["settings"])
+    sfz, idle = release["values"]["scaleFromZero"], repository_index_idle_timeout_seconds(rendered["settings"])
     waking = f"on, readyTimeoutSeconds {sfz['readyTimeoutSeconds']} (RepositoryIndex idle_timeout {idle}s)"
     lines = [
         f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
         f"  chart: {where}",
         f"  chart generation: {rendered['generation'].name}, {read}",
         f"  scale from zero: {waking if sfz['enabled'] else 'off'}",
-        f"  KEDA: {keda['minReplicaCount']}..{keda['maxReplicaCount']} replicas",
-        "  objects: " + ", ".join(f"{m['kind']}/{m['metadata']['name']}" for m in rendered["manifests"]),
-        f"  client endpoint: {rendered['outputs'].get('clientEndpoint')}",
     ]
     if rendered["secrets"]:
         lines.append(
@@ -329,24 +305,17 @@ def run(
 ) -> int:
     """Pin or fetch the stack's chart, or render it, write it (``out``) or summarize it, and check it; with ``as_json``
     the one JSON document is all of standard output."""
-    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
     if pin_chart is not None:
         return _pin(stack, pin_chart)
     try:
         rendered = render(stack, chart_dir=chart_dir)
     except ConfigError as error:
         return _config_problems(stack, error)
-    chart = rendered["chart_source"]
     if fetch_chart:
-        return _fetch(stack, chart)
-    document: dict[str, Any] = {
-        "stack": stack,
-        **{key: rendered[key] for key in ("release", "manifests", "envoy")},
-        "generation": rendered["generation"].name,
-        "chart_objects": None,
-        "written": [],
-        "check": None,
-    }
+        return _fetch(stack, rendered["chart_source"])
+    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
+    document: dict[str, Any] = {"stack": stack, **{key: rendered[key] for key in ("release", "manifests", "envoy")}}
+    document |= {"generation": rendered["generation"].name, "chart_objects": None, "written": [], "check": None}
 
     def done(code: int) -> int:
         if as_json:
@@ -354,10 +323,9 @@ def run(
         return code
 
     if out:
-        found, why = locate_chart(stack, chart, chart_dir)
-        refused = None
+        found, why = locate_chart(stack, rendered["chart_source"], chart_dir)
         try:
-            objects = chart_objects(found, rendered) if found else None
+            objects, refused = (chart_objects(found, rendered) if found else None), ""
         except (ChartRenderError, BinaryError) as error:
             objects, refused = None, " ".join(str(error).split())
         try:
@@ -365,7 +333,7 @@ def run(
         except OSError as error:
             _err(f"render: --out {out}: cannot write: {error.strerror or error}")
             return EXIT_USAGE
-        document["chart_objects"], document["written"] = objects, [str(path) for path in written]
+        document |= {"chart_objects": objects, "written": [str(path) for path in written]}
         for path in written:
             say(f"wrote {path}/ ({len(objects or [])} chart objects)" if path.is_dir() else f"wrote {path}")
         if refused:
@@ -379,21 +347,24 @@ def run(
     if not check:
         return done(0)
     with progress.step(f"stack {stack}: checking: schemas, the API server's rules, envoy, the chart if on disk"):
-        outcome = checks(stack, rendered, chart_dir)
-    for finding in outcome.findings:
+        document["check"] = result = checks(stack, rendered, chart_dir, say)
+    for finding in result["findings"]:
         _err(f"check: {finding}")
-    document["check"] = {"findings": list(outcome.findings)}
-    for verb, pairs in (("skipped", outcome.skipped), ("deferred", outcome.deferred)):
-        document["check"][verb] = [{"check": name, "why": why} for name, why in pairs]
-        for name, why in pairs:
-            say(f"stack {stack}: check {verb}: {name}: {why}")
-    if outcome.findings:
-        _err(outcome.last_line(stack))
+    for verb in ("skipped", "deferred"):
+        for item in result[verb]:
+            say(f"stack {stack}: check {verb}: {item['check']}: {item['why']}")
+    names = ", ".join(item["check"] for item in result["skipped"] or result["deferred"])
+    if result["findings"]:
+        _err(f"stack {stack}: {len(result['findings'])} finding(s)")
         return done(EXIT_FINDING)
-    say(outcome.last_line(stack))
-    if outcome.skipped and strict:
-        _err(f"stack {stack}: --strict: a check that could not run fails the run (exit 3)")
-        return done(EXIT_SKIPPED)
+    if result["skipped"]:
+        say(f"stack {stack}: no findings, but {len(result['skipped'])} check(s) skipped ({names}): not a pass")
+        if strict:
+            _err(f"stack {stack}: --strict: a check that could not run fails the run (exit 3)")
+            return done(EXIT_SKIPPED)
+        return done(0)
+    deferred = f", except {names}, which pulumi preview runs (a secret's text)" if names else ""
+    say(f"stack {stack}: checks passed{deferred}")
     return done(0)
 
 
@@ -425,3 +396,74 @@ def _pin(stack: str, ref: str) -> int:
         return EXIT_FINDING
     print(f"stack {stack}: release.chart pinned to {commit} ({ref}); wrote {path.relative_to(chart_source.ROOT)}")
     return 0
+
+
+NODE_LABEL = "kubernetes.io/hostname"
+"""The label interLink's virtual node carries its name under."""
+
+
+def new_config(source: dict[str, Any], *, namespace: str, release: str, node: str) -> tuple[dict[str, Any], list[str]]:
+    """(the new stack's ``config:`` map, the source's secret paths left out)."""
+    secrets = secret_paths(source)
+    config: dict[str, Any] = {}
+    for key, value in source.items():
+        if not any(path == full_key(key) or path.startswith(f"{full_key(key)}.") for path in secrets):
+            config[full_key(key)] = value
+    config[full_key("namespace")] = namespace
+    config[full_key("release")] = {**(config.get(full_key("release")) or {}), "name": release}
+    triton = config.get(full_key("triton")) or {}
+    config[full_key("triton")] = {**triton, "nodeSelector": {**(triton.get("nodeSelector") or {}), NODE_LABEL: node}}
+    load = config.get(full_key("serverLoad")) or {}
+    metric = load.get("metric")
+    if isinstance(metric, str):
+        for matcher in matchers(metric):
+            if matcher.op in ("=", "=~"):
+                wanted = release if matcher.label == "release" else namespace
+                metric = metric.replace(matcher.text, f'{matcher.label}{matcher.op}"{wanted}"')
+        config[full_key("serverLoad")] = {**load, "metric": metric}
+    return config, secrets
+
+
+def _naming(value: Any, names: set[str], path: str = "") -> list[tuple[str, str]]:
+    """(path, name) of each copied text that names the source's namespace or release as a word."""
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _naming(item, names, f"{path}.{key}".strip("."))]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in _naming(item, names, f"{path}[{i}]")]
+    if isinstance(value, str) and not path.endswith(("namespace", "release.name", "serverLoad.metric")):
+        return [(path, n) for n in sorted(names) if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", value)]
+    return []
+
+
+def new_stack(name: str, *, namespace: str, release: str, node: str, source: str) -> int:
+    """``./supersonic stack new NAME``: a stack file from another's with its own namespace, release, virtual node and
+    load-metric selectors, the source's comments and secrets left out; never over a file; then ``render --check``."""
+    try:
+        target = stack_file(check_stack_name(name))
+        origin = stack_file(source)
+        if not origin.is_file():
+            raise ConfigError([f"--from {source}: no file {origin.name} in stacks/"])
+        old = read_stack_document(origin)
+        config, dropped = new_config(old, namespace=namespace, release=release, node=node)
+        settings_from_config(merged_config(config))  # every config problem, before a file is written
+    except ConfigError as error:
+        print(f"stack new {name}: " + "\n  ".join(error.problems), file=sys.stderr)
+        return EXIT_USAGE
+    named = (old.get(full_key("namespace")), (old.get(full_key("release")) or {}).get("name"))
+    names = {str(n) for n in named if n}
+    header = [
+        f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node",
+        f"# and load-metric selectors are its own; every other value is {source}'s: review each for this cluster.",
+    ]
+    header += [f'#   review {path}: it holds "{word}", a name of {source}\'s' for path, word in _naming(config, names)]
+    text = "\n".join(header) + "\n" + yaml.safe_dump({"config": config}, sort_keys=False, width=4096)
+    try:
+        with Path(target).open("x", encoding="utf-8") as file:
+            file.write(text)
+    except FileExistsError:
+        print(f"stack new {name}: stacks/{target.name} exists; it is never overwritten", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote stacks/{target.name}")
+    for path in dropped:
+        print(f"left out the secret {path} (bound to {source}'s key): pulumi config set --secret --stack {name} ...")
+    return run(name, out=None, check=True, strict=False, chart_dir=None, fetch_chart=False, pin_chart=None)

@@ -1,6 +1,5 @@
 """The stack with secrets, rendered and checked end to end as a newcomer runs it: `render --check --strict` against a
-conforming chart (the real Helm, the chart conformance check's full scan) in a fresh interpreter, from a copy of the
-project holding that stack file. Its CPU (the scan re-renders the chart for every value) puts it in this tier; the
+conforming chart (the real Helm) in a fresh interpreter, from a copy of the project holding that stack file; the
 secrets' paths through the program are tested in tests/test_secrets.py."""
 
 from __future__ import annotations
