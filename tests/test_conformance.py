@@ -101,8 +101,9 @@ def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart
         (
             "wrong-configmap-key",
             (
-                "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not "
-                "this stack's envoy.yaml (the chart did not copy the external ConfigMap's key 'envoy.yaml')"
+                "Envoy configuration: key 'envoy.yaml' of ConfigMap supersonic-interlink-envoy-config is not this "
+                "stack's envoy.yaml in ConfigMap supersonic-interlink-envoy-config (the chart copies the external "
+                "ConfigMap's key 'envoy.yaml' into it)"
             ),
         ),
     ],

@@ -4,10 +4,9 @@ each run in a fresh context with its own event loops."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import runpy
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,6 @@ from supersonic_interlink.config.loading import CHART_OVERRIDE
 
 SECRET_SIGNATURE = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
 """A secret's wire wrapper: this key and value, the secret under ``value`` (pulumi's ``rpc.py``)."""
-ENTRY_POINT = ROOT / "__main__.py"
 
 
 def plain(value: Any) -> Any:
@@ -100,7 +98,7 @@ class Evaluation:
 
 
 def run_entry_point() -> None:
-    runpy.run_path(str(ENTRY_POINT), run_name="__main__")
+    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
 
 
 def evaluate(
@@ -125,38 +123,29 @@ def evaluate(
     def in_own_context() -> None:
         chart_source.OFFLINE.set(offline)
         CHART_OVERRIDE.set(chart_dir)
-        # The loop is in place before set_mocks, which already creates the root stack's futures on it.
-        with _own_event_loops():
+        # Its own loops, the executor threads' too, closed here: left to Pulumi, they close at interpreter exit, where
+        # Python prints `Exception ignored ...`. The loop is in place before set_mocks, which already uses it.
+        worker_loops: list[asyncio.AbstractEventLoop] = []
+
+        def give_worker_a_loop() -> None:
+            worker_loops.append(asyncio.new_event_loop())  # list.append is atomic
+            asyncio.set_event_loop(worker_loops[-1])
+
+        loop = asyncio.new_event_loop()
+        executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=give_worker_a_loop)
+        loop.set_default_executor(executor)
+        asyncio.set_event_loop(loop)
+        try:
             pulumi.runtime.set_all_config(dict(config), list(secret_keys))
             # preview=False: outputs are known, so every apply callback runs.
             pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
             pulumi.runtime.test(run)()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            executor.shutdown(wait=True)
+            asyncio.set_event_loop(None)
+            for each in (loop, *worker_loops):
+                each.close()
 
     contextvars.Context().run(in_own_context)
     return Evaluation(resources=list(monitor.registered), outputs=outputs)
-
-
-@contextlib.contextmanager
-def _own_event_loops() -> Iterator[None]:
-    """A fresh event loop and executor whose threads get theirs up front, all closed on exit (left to Pulumi, they
-    close at interpreter exit, where Python prints ``Exception ignored ...``)."""
-    worker_loops: list[asyncio.AbstractEventLoop] = []
-
-    def give_worker_a_loop() -> None:
-        own = asyncio.new_event_loop()
-        asyncio.set_event_loop(own)
-        worker_loops.append(own)  # list.append is atomic
-
-    loop = asyncio.new_event_loop()
-    executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=give_worker_a_loop)
-    loop.set_default_executor(executor)
-    asyncio.set_event_loop(loop)
-    try:
-        yield
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        executor.shutdown(wait=True)
-        asyncio.set_event_loop(None)
-        loop.close()
-        for worker_loop in worker_loops:
-            worker_loop.close()

@@ -82,14 +82,13 @@ def render(
     values = deep_merge(values, inputs["values"])
     chart = settings.release.chart
     fields = {"git": ("git", "commit", "path"), "path": ("path",)}.get(chart.kind, ("repo", "name", "version"))
-    chart_block = {name: getattr(chart, name) for name in fields}
     config_name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
     return {
         "manifests": manifests,
         "release": {
             "name": inputs["name"],
             "namespace": inputs["namespace"],
-            "chart": chart_block,
+            "chart": {name: getattr(chart, name) for name in fields},
             "options": {key: inputs[key] for key in RELEASE_OPTIONS if key in inputs},
             "values": values,
         },
@@ -117,35 +116,31 @@ def chart_pinned(stack: str) -> bool:
 
 def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) -> tuple[Path | None, str]:
     """(the chart directory, "") when the chart is on disk (``chart_dir`` if given), else (None, why not)."""
-    if chart_dir is not None:
-        return chart_dir, ""
-    if chart.kind == "git" and chart.commit is None:
-        return None, f"the chart is not pinned (`{chart_source.pin_command(stack)}`)"
-    if chart.kind == "git":
-        found, modified = chart_source.fetched_copy(str(chart.commit), str(chart.path))
-        if found is not None:
-            return found, ""
-        if modified is not None:
-            return None, (
-                f"the fetched copy of commit {chart.commit} is modified: {modified} (delete "
-                f"{chart_source.CACHE_DIR}/{chart.commit} and run `./supersonic render {stack} --fetch-chart`)"
-            )
-        return None, (
-            f"commit {str(chart.commit)[:12]} is not on disk: the chart checks need `./supersonic render {stack} "
-            f"--fetch-chart` (network access to {chart.git})"
-        )
+    if chart_dir is not None or chart.kind not in ("git", "path"):
+        return chart_dir, "" if chart_dir else "the chart is in a chart repository, not on disk (give --chart DIR)"
     if chart.kind == "path":
         found = chart_source.chart_on_disk(chart)
-        return (found, "") if found is not None else (None, f"no chart at {chart.path}")
-    return None, "the chart is in a chart repository, not on disk (give --chart DIR)"
+        return found, "" if found else f"no chart at {chart.path}"
+    if chart.commit is None:
+        return None, f"the chart is not pinned (`{chart_source.pin_command(stack)}`)"
+    found, modified = chart_source.fetched_copy(str(chart.commit), str(chart.path))
+    if modified is not None:
+        return None, (
+            f"the fetched copy of commit {chart.commit} is modified: {modified} (delete "
+            f"{chart_source.CACHE_DIR}/{chart.commit} and run `./supersonic render {stack} --fetch-chart`)"
+        )
+    return found, "" if found else (
+        f"commit {str(chart.commit)[:12]} is not on disk: the chart checks need `./supersonic render {stack} "
+        f"--fetch-chart` (network access to {chart.git})"
+    )
 
 
-def chart_objects(chart_dir: Path, rendered: Mapping[str, Any], root: Path = ROOT) -> list[dict[str, Any]]:
-    """The release's chart objects as ``pulumi up`` would install them (its post-renderer resolved in ``root``),
-    sorted. Raises ``ChartRenderError`` or ``BinaryError``."""
+def chart_objects(chart_dir: Path, rendered: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The release's chart objects as ``pulumi up`` would install them, sorted. Raises ``ChartRenderError`` or
+    ``BinaryError``."""
     expected = conformance.Expected.from_rendered(rendered)
     postrender = rendered["release"]["options"].get("postrender")
-    post_renderer = root / str(postrender) if postrender else None
+    post_renderer = ROOT / str(postrender) if postrender else None
     with ChartRenderer(chart_dir, expected.release_name, expected.namespace, expected.served, post_renderer) as helm:
         objects = helm.render(expected.values)
     order = jmespath.compile("[kind, apiVersion, metadata.namespace, metadata.name]")
@@ -192,8 +187,7 @@ def dump(*documents: Any) -> str:
 
 
 def write(rendered: dict[str, Any], out: Path, chart_objects: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
-    """Write the render tree (manifests.yaml, release.yaml, envoy.yaml, and ``chart/`` given its objects, replacing
-    an earlier one); return the files written and ``chart/``."""
+    """Write the render tree (``chart/`` given its objects, replacing an earlier one); return what it wrote."""
     out.mkdir(parents=True, exist_ok=True)
     texts = {"manifests.yaml": dump(*rendered["manifests"]), "release.yaml": dump(rendered["release"])}
     written = []
@@ -221,8 +215,7 @@ def findings(rendered: dict[str, Any]) -> list[str]:
 
 
 def chart_findings(chart_dir: Path, rendered: dict[str, Any]) -> list[str]:
-    """The chart's objects through the program's objects' checks; none when the chart refuses the values (the
-    conformance check then says so)."""
+    """The chart's objects through the same checks; none when the chart refuses the values (conformance says so)."""
     try:
         return object_findings(chart_objects(chart_dir, rendered), rendered["settings"])
     except (ChartRenderError, BinaryError):
@@ -257,16 +250,13 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None, 
 
 
 def summary(stack: str, rendered: dict[str, Any]) -> str:
-    """What the render holds, a line each; a chart not pinned, a generation assumed and secrets rendered are said."""
+    """What the render holds; a chart not pinned, a generation assumed and secrets rendered are said."""
     release, chart, chart_dir = rendered["release"], rendered["chart_source"], rendered["generation_chart"]
     where = " ".join(f"{name} {value}" for name, value in release["chart"].items() if value is not None)
     if chart.kind == "git" and not chart.commit:
         where += f", NOT PINNED: pulumi preview/up refuse it; run `{chart_source.pin_command(stack)}`"
-    if chart_dir is not None:
-        read = f"read from {chart_dir}/values.yaml (--chart)"
-    else:
-        on_disk = values_on_disk(chart) is not None
-        read = "read from the chart's values.yaml" if on_disk else "assumed: the chart is not on disk to read it from"
+    on_disk = chart_dir is not None or values_on_disk(chart) is not None
+    read = "read from the chart's values.yaml" if on_disk else "assumed: the chart is not on disk to read it from"
     sfz, idle = release["values"]["scaleFromZero"], repository_index_idle_timeout_seconds(rendered["settings"])
     waking = f"on, readyTimeoutSeconds {sfz['readyTimeoutSeconds']} (RepositoryIndex idle_timeout {idle}s)"
     lines = [
@@ -398,8 +388,7 @@ def _pin(stack: str, ref: str) -> int:
     return 0
 
 
-NODE_LABEL = "kubernetes.io/hostname"
-"""The label interLink's virtual node carries its name under."""
+NODE_LABEL = "kubernetes.io/hostname"  # interLink's virtual node carries its name under it
 
 
 def new_config(source: dict[str, Any], *, namespace: str, release: str, node: str) -> tuple[dict[str, Any], list[str]]:
