@@ -148,10 +148,15 @@ def test_without_out_it_prints_a_short_summary_and_names_an_unknown_stack_with_t
     assert "no file stacks/Pulumi.nope.yaml (stacks: geddes-gpu, hammer)" in result.stderr
 
 
-def test_an_unpinned_stacks_summary_says_preview_and_up_refuse_it(unpinned_stacks: Path) -> None:
+def test_an_unpinned_stacks_summary_says_preview_and_up_refuse_it_and_fetch_chart_names_the_pin_command(
+    unpinned_stacks: Path,
+) -> None:
     result = run_render("hammer")
     assert result.returncode == 0, result.stderr
     assert "NOT PINNED: pulumi preview/up refuse it; run `./supersonic render hammer --pin-chart`" in result.stdout
+    result = run_render("hammer", "--fetch-chart")
+    assert result.returncode == 1
+    assert "run `./supersonic render hammer --pin-chart` and commit the stack file" in result.stderr
 
 
 def test_invalid_config_exits_2_with_every_problem_and_no_traceback(
@@ -176,12 +181,6 @@ def test_invalid_config_exits_2_with_every_problem_and_no_traceback(
     assert "Traceback" not in result.stderr
     assert "supersonic-interlink:scaleFromZero.holdMinReplicasSeconds = 300: expected a value >= " in result.stderr
     assert "supersonic-interlink:prometheus.port = 99999: expected a port from 1 to 65535" in result.stderr
-
-
-def test_fetch_chart_of_an_unpinned_stack_fails_naming_the_pin_command(unpinned_stacks: Path) -> None:
-    result = run_render("hammer", "--fetch-chart")
-    assert result.returncode == 1
-    assert "run `./supersonic render hammer --pin-chart` and commit the stack file" in result.stderr
 
 
 @pytest.mark.parametrize(

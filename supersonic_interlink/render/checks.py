@@ -90,8 +90,7 @@ API_SERVER_RULES = (
     (r"spec\.ports\[\d+\]\.port", lambda key, v: _number(v), NUMBER_TEXT),
     (r"spec\.ports\[\d+\]\.targetPort", lambda key, v: _port(v), PORT_TEXT),
 )
-"""(where, rule, what is allowed): what the API server refuses beyond its schema (kubernetes/kubernetes
-``pkg/apis/core/validation/validation.go``)."""
+"""(where, rule, allowed): what the API server refuses beyond its schema (``pkg/apis/core/validation``)."""
 _ANNOTATIONS = re.compile(_POD + r"metadata\.annotations")
 
 
@@ -118,8 +117,8 @@ def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
 def schema_refusals(
     manifest: Mapping[str, Any], versions: Iterable[str] = KUBERNETES_VERSIONS, *, custom_resources: bool = True
 ) -> list[Refusal]:
-    """Strict schema validation, once per refused value (the first version that refuses it). A kind without a schema
-    is, with ``custom_resources``, left to the API server's dry run (KEDA's ScaledObject), else refused."""
+    """Strict schemas, once per refused value; a kind without one refused, or with ``custom_resources`` left to the
+    API server (KEDA's ScaledObject)."""
     # Lazy: kubernetes_validate takes 0.3 s to import, which a render without --check does not need.
     import kubernetes_validate
     from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
@@ -156,8 +155,7 @@ def kubernetes_findings(
 
 
 def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
-    """The stack keys of the refused field's name holding the refused value (a value alone names no key: several, or
-    the chart's defaults, may hold the same text)."""
+    """The stack keys of the refused field's name holding the refused value (a value alone names no key)."""
     name, value = refusal.path[-1] if refusal.path else None, refusal.value
     return [
         f"{PROJECT}:{_where(path)}"
@@ -167,8 +165,7 @@ def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
 
 
 def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, schemas: bool = True) -> list[str]:
-    """Every refusal in rendered objects (the API server's rules, and strict schemas with ``schemas``), one line each,
-    naming the stack key that set the value when one did."""
+    """Every refusal in rendered objects (the API server's rules, strict schemas with ``schemas``), by stack key."""
     findings = []
     for manifest in objects:
         refusals = api_server_refusals(manifest)
@@ -185,7 +182,6 @@ def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, sche
     return findings
 
 
-STUB_LUA_FILTER = "-- Stands for the chart's scale-from-zero filter.\n"
 LOG_FORMAT = '{"level":"%l","message":"%j"}'
 """A record a line, its message JSON-escaped (``%j``: envoyproxy.io, observability/application_logging)."""
 
@@ -205,13 +201,11 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     ]
     with tempfile.TemporaryDirectory(prefix="envoy-validate-") as tmp:
         stub, config_path = Path(tmp) / "envoy-filter.lua", Path(tmp) / "envoy.yaml"
-        stub.write_text(STUB_LUA_FILTER)
+        stub.write_text("-- Stands for the chart's scale-from-zero filter.\n")
         config_path.write_text(envoy_yaml.replace(CHART.lua_filter_path, str(stub)))
-        command = ["--mode", "validate", "-c", str(config_path), "--disable-hot-restart", "--log-level", "warn"]
+        command = ["--mode", "validate", "-c", str(config_path), "--disable-hot-restart", "--log-format", LOG_FORMAT]
         try:
-            result = subprocess.run(
-                [envoy_binary(), *command, "--log-format", LOG_FORMAT], capture_output=True, text=True
-            )
+            result = subprocess.run([envoy_binary(), *command, "--log-level", "warn"], capture_output=True, text=True)
         except FileNotFoundError as missing:
             return [*findings, f"envoy --mode validate: could not run: {missing}"]
     records = [
@@ -236,8 +230,7 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
 
 
 _DEBUG_DUMP = re.compile(r":?\s*goo\.gle/debug\w*.*?\n\s*:", re.DOTALL)
-"""Protobuf's randomized debug marker (goo.gle/debugstr, /debugonly, /debugproto) and the text-proto dump Envoy puts
-after it, up to the line starting ``:``."""
+"""Protobuf's debug marker (goo.gle/debugstr, /debugonly, /debugproto) and the dump after it, to the line at ``:``."""
 _JSON_DUMP = re.compile(r"(Unable to parse JSON as proto \((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)).*", re.DOTALL)
 """A JSON type error's reason, and the whole configuration as JSON that follows it."""
 

@@ -178,8 +178,7 @@ def route_name(route: Mapping[str, Any]) -> str:
 
 
 def _by_name(tree: Any) -> Any:
-    """A copy in which each list item without a ``name`` takes its route match or its index as one, so that objdiff
-    pairs every listener, filter chain, route, filter and cluster by name."""
+    """A copy in which each list item without a ``name`` is named by its route match or index, for objdiff."""
     if isinstance(tree, Mapping):
         return {key: _by_name(value) for key, value in tree.items()}
     if not isinstance(tree, list) or not all(isinstance(item, Mapping) for item in tree):
@@ -200,8 +199,8 @@ def _declared(path: tuple[Any, ...], additions: Iterable[tuple[str, ...]]) -> bo
 
 
 def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
-    """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
-    aside: one line per element one side lacks and per field changed, and one for the HTTP filters' order."""
+    """Each element or field the chart generates that this stack's Envoy configuration lacks or changes (the
+    declared additions aside), and the HTTP filters' order."""
     additions = list(declared_additions(generation.inference_cluster))
     order = [[str(f.get("name")) for f in HTTP_FILTERS.search(config) or []] for config in (generated, computed)]
     found = []

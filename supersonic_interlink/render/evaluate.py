@@ -45,8 +45,7 @@ def reveal(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Registered:
-    """One registration as the engine received it: inputs as sent, explicit nulls included (Helm reads a null as
-    "delete this default"); ``custom`` False for a component."""
+    """One registration as the engine received it, inputs with explicit nulls (Helm's "delete this default")."""
 
     type: str
     name: str

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -53,8 +52,8 @@ CHART_DIR = "chart"
 def render(
     stack: str, config: Mapping[str, Any] | None = None, secrets: Sequence[str] = (), chart_dir: Path | None = None
 ) -> dict[str, Any]:
-    """The stack (its file's config, or ``config`` and the paths of its ``secrets`` as the CLI would pass them) as
-    manifests, release and Envoy text, for ``chart_dir`` instead of its own chart if given. Raises ConfigError."""
+    """The stack (its file's, or ``config`` and ``secrets`` paths as the CLI passes them) as manifests, release and
+    Envoy text, for ``chart_dir`` instead of its own chart if given. Raises ConfigError."""
     if config is None:
         loaded = load_stack(stack)
         config, secrets = loaded.config, loaded.secrets
@@ -136,8 +135,7 @@ def locate_chart(stack: str, chart: ChartSource, chart_dir: Path | None = None) 
 
 
 def chart_objects(chart_dir: Path, rendered: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The release's chart objects as ``pulumi up`` would install them, sorted. Raises ``ChartRenderError`` or
-    ``BinaryError``."""
+    """The release's chart objects as ``pulumi up`` would install them, sorted. Raises what Helm's run raises."""
     expected = conformance.Expected.from_rendered(rendered)
     postrender = rendered["release"]["options"].get("postrender")
     post_renderer = ROOT / str(postrender) if postrender else None
@@ -173,8 +171,8 @@ def file_names(objects: Iterable[Mapping[str, Any]]) -> list[str]:
     return names
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings as literal blocks, so they diff line by line."""
+class _Dumper(yaml.SafeDumper):  # multi-line strings as literal blocks, so they diff line by line
+    pass
 
 
 _Dumper.add_representer(
@@ -223,8 +221,8 @@ def chart_findings(chart_dir: Path, rendered: dict[str, Any]) -> list[str]:
 
 
 def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None, say: Callable = print) -> dict:
-    """Every check of ``render --check`` as ``--json`` has it: ``findings``, and (``check``, ``why``) of those
-    ``skipped`` (could not run) and ``deferred`` (run only where the secret is: no pass claimed, no skip)."""
+    """``render --check`` as ``--json`` has it: ``findings``; ``skipped`` (could not run) and ``deferred`` checks (run
+    where the secret is: no pass claimed, no skip)."""
     found, skipped, deferred = findings(rendered), [], []
     chart = rendered["chart_source"]
     if chart.kind == "git" and chart.commit in CHART.guarded_commits:  # known offline, the chart not on disk
@@ -250,7 +248,7 @@ def checks(stack: str, rendered: dict[str, Any], chart_dir: Path | None = None, 
 
 
 def summary(stack: str, rendered: dict[str, Any]) -> str:
-    """What the render holds; a chart not pinned, a generation assumed and secrets rendered are said."""
+    """What the render holds; a chart not pinned, a generation assumed and secrets are said."""
     release, chart, chart_dir = rendered["release"], rendered["chart_source"], rendered["generation_chart"]
     where = " ".join(f"{name} {value}" for name, value in release["chart"].items() if value is not None)
     if chart.kind == "git" and not chart.commit:
@@ -259,18 +257,14 @@ def summary(stack: str, rendered: dict[str, Any]) -> str:
     read = "read from the chart's values.yaml" if on_disk else "assumed: the chart is not on disk to read it from"
     sfz, idle = release["values"]["scaleFromZero"], repository_index_idle_timeout_seconds(rendered["settings"])
     waking = f"on, readyTimeoutSeconds {sfz['readyTimeoutSeconds']} (RepositoryIndex idle_timeout {idle}s)"
-    lines = [
-        f"stack {stack}: release {release['name']} in namespace {release['namespace']}",
-        f"  chart: {where}",
-        f"  chart generation: {rendered['generation'].name}, {read}",
-        f"  scale from zero: {waking if sfz['enabled'] else 'off'}",
-    ]
-    if rendered["secrets"]:
-        lines.append(
-            f"  secrets: {len(rendered['secrets'])} value(s) rendered as the placeholder {SECRET_PLACEHOLDER} "
-            f"(no passphrase is read): {', '.join(rendered['secrets'])}"
-        )
-    return "\n".join(lines)
+    secrets = (
+        f"  secrets rendered as {SECRET_PLACEHOLDER}: {', '.join(rendered['secrets'])}\n" if rendered["secrets"] else ""
+    )
+    return (
+        f"stack {stack}: release {release['name']} in namespace {release['namespace']}\n  chart: {where}\n"
+        f"  chart generation: {rendered['generation'].name}, {read}\n{secrets}"
+        f"  scale from zero: {waking if sfz['enabled'] else 'off'}"
+    )
 
 
 def _err(text: str) -> None:
@@ -293,8 +287,7 @@ def run(
     pin_chart: str | None,
     as_json: bool = False,
 ) -> int:
-    """Pin or fetch the stack's chart, or render it, write it (``out``) or summarize it, and check it; with ``as_json``
-    the one JSON document is all of standard output."""
+    """Pin or fetch the chart, or render, write (``out``) or summarize, and check; ``as_json``: one JSON document."""
     if pin_chart is not None:
         return _pin(stack, pin_chart)
     try:
@@ -413,20 +406,9 @@ def new_config(source: dict[str, Any], *, namespace: str, release: str, node: st
     return config, secrets
 
 
-def _naming(value: Any, names: set[str], path: str = "") -> list[tuple[str, str]]:
-    """(path, name) of each copied text that names the source's namespace or release as a word."""
-    if isinstance(value, dict):
-        return [found for key, item in value.items() for found in _naming(item, names, f"{path}.{key}".strip("."))]
-    if isinstance(value, list):
-        return [found for i, item in enumerate(value) for found in _naming(item, names, f"{path}[{i}]")]
-    if isinstance(value, str) and not path.endswith(("namespace", "release.name", "serverLoad.metric")):
-        return [(path, n) for n in sorted(names) if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", value)]
-    return []
-
-
 def new_stack(name: str, *, namespace: str, release: str, node: str, source: str) -> int:
-    """``./supersonic stack new NAME``: a stack file from another's with its own namespace, release, virtual node and
-    load-metric selectors, the source's comments and secrets left out; never over a file; then ``render --check``."""
+    """A stack file from another's with its own names, the source's comments and secrets left out, never over a file;
+    then ``render --check``."""
     try:
         target = stack_file(check_stack_name(name))
         origin = stack_file(source)
@@ -438,13 +420,10 @@ def new_stack(name: str, *, namespace: str, release: str, node: str, source: str
     except ConfigError as error:
         print(f"stack new {name}: " + "\n  ".join(error.problems), file=sys.stderr)
         return EXIT_USAGE
-    named = (old.get(full_key("namespace")), (old.get(full_key("release")) or {}).get("name"))
-    names = {str(n) for n in named if n}
     header = [
         f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node",
         f"# and load-metric selectors are its own; every other value is {source}'s: review each for this cluster.",
     ]
-    header += [f'#   review {path}: it holds "{word}", a name of {source}\'s' for path, word in _naming(config, names)]
     text = "\n".join(header) + "\n" + yaml.safe_dump({"config": config}, sort_keys=False, width=4096)
     try:
         with Path(target).open("x", encoding="utf-8") as file:
