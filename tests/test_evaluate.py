@@ -24,28 +24,24 @@ def open_event_loops() -> set[int]:
     return {id(o) for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop) and not o.is_closed()}
 
 
-def test_evaluations_one_after_another_leave_no_event_loop_open_and_no_worker_thread_running() -> None:
+def test_evaluations_one_after_another_and_a_failing_one_leave_no_event_loop_open_and_no_thread_running() -> None:
     loops, threads = open_event_loops(), {t.ident for t in threading.enumerate()}
     first, second = (evaluate(stack_config("hammer"), "hammer") for _ in range(2))
     assert first.resources, "the program ran and registered its resources (the checks below mean something)"
     assert sorted(r.name for r in first.resources) == sorted(r.name for r in second.resources), (
         "closing the loops of one evaluation must not break the next (the tests evaluate many times per process)"
     )
-    left = open_event_loops() - loops
-    assert left == set(), f"{len(left)} event loop(s) left open; each can print a stray exception at exit"
-    running = [t.name for t in threading.enumerate() if t.ident not in threads]
-    assert running == [], f"threads still running after the evaluation: {running}"
 
-
-def test_a_failing_program_still_closes_its_event_loops() -> None:
     def broken() -> None:
         run_entry_point()  # registers every resource, on the executor's threads
         raise RuntimeError("the program failed")
 
-    before = open_event_loops()
     with pytest.raises(RuntimeError, match="the program failed"):
         evaluate(stack_config("hammer"), "hammer", program=broken)
-    assert open_event_loops() - before == set(), "an error in the program must not leave loops behind"
+    left = open_event_loops() - loops
+    assert left == set(), f"{len(left)} event loop(s) left open; each can print a stray exception at exit"
+    running = [t.name for t in threading.enumerate() if t.ident not in threads]
+    assert running == [], f"threads still running after the evaluations: {running}"
 
 
 # Render in a fresh interpreter with ResourceWarning shown (what only shows at its exit):

@@ -37,7 +37,6 @@ def test_the_new_stack_has_its_own_names_none_of_the_sources_and_checks_at_once(
     comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
     assert not [c for c in comments if "Geddes" in c or "Hammer" in c or "interlink-hammer" in c], comments
     assert "supersonic-interlink" not in text.replace("supersonic-interlink:", ""), "hammer's release name is gone"
-    assert '#   review supersonic-interlink:triton.args[0]: it holds "cms", a name of hammer\'s' in comments, comments
 
 
 @pytest.mark.parametrize(

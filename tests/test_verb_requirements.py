@@ -61,7 +61,7 @@ def test_every_package_installed_is_pinned_in_constraints() -> None:
 VERB_MODULES = {
     "render": "render.stack",
     "diff": "diff.report",
-    "stack": "render.new_stack",
+    "stack": "render.stack",
     "takeover": "takeover.run",
     "drift": "drift.check",
     "pulumi": "engine.run",

@@ -238,7 +238,7 @@ def version() -> str:
 
 RENDER = Verb("render", _render, calls("supersonic_interlink.render.stack:run"), _render_problem)
 DIFF = Verb("diff", _diff, calls("supersonic_interlink.diff.report:run"))
-STACK = Verb("stack", _stack, calls("supersonic_interlink.render.new_stack:run"))
+STACK = Verb("stack", _stack, calls("supersonic_interlink.render.stack:new_stack"))
 TAKEOVER = Verb("takeover", _takeover, calls("supersonic_interlink.takeover.run:run"))
 CLUSTER = Verb("cluster", _cluster, lambda args: run_cluster(args.action, args.dir.resolve()))
 PULUMI = Verb("pulumi", _pulumi, _run_pulumi)

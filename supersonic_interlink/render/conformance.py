@@ -1,15 +1,11 @@
 """Does a chart do what this program's values ask of it? Rendered with the real Helm v3 as an install would; each way
-it falls short is one finding (docs/chart.md), each value it ignores among them (a changed value, same output)."""
+it falls short is one finding (docs/chart.md)."""
 
 from __future__ import annotations
 
 import json
-import os
 import posixpath
-import sys
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,77 +17,10 @@ from supersonic_interlink import ROOT
 from supersonic_interlink.chart.helm import ChartRenderer, ChartRenderError
 from supersonic_interlink.components.supersonic_release import POSTRENDER
 from supersonic_interlink.config.envoy import declared_additions
-from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
 from supersonic_interlink.config.values import CONFIG_CHECKSUM_ANNOTATION
-from supersonic_interlink.contract import CHART, Generation, UnknownGeneration, generation_of_values
+from supersonic_interlink.contract import CHART, Generation, generation_of_values
 from supersonic_interlink.objdiff import ABSENT, Named, changes, format_path, format_value, is_under
-from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS, patch
-
-UNSTABLE_RENDER = (
-    "the chart renders the same values differently each time (random or time-based output), so the values it "
-    "ignores cannot be told from those it reads"
-)
-GUARD_FINDING = (
-    "this commit still refuses scaleFromZero.enabled with envoy.external_config.load_from_configmap, so it cannot "
-    "load this program's Envoy configuration: pin a commit that has dropped that guard (42b2b933 is the first "
-    "known one: docs/chart.md)"
-)
-SCAN_BUDGET_SECONDS = 120.0
-"""A render takes well under a second and hammer has a few hundred values: a longer scan has a slow chart."""
-SCAN_WORKERS_MAX = 8
-"""Each Helm process holds the whole chart in memory."""
-PROGRESS_EVERY_SECONDS = 10.0
-PROBE_KEY = "conformance-probe"
-
-
-@dataclass(frozen=True)
-class Leaf:
-    """One leaf of the values (an empty object or list counts), by its path of keys and indices."""
-
-    path: tuple[str | int, ...]
-    value: Any
-
-    @property
-    def name(self) -> str:
-        """The values path as a reader writes it: ``triton.args[0]``, ``triton.nodeSelector["kubernetes.io/os"]``."""
-        parts = [f"[{part}]" if isinstance(part, int) else format_path((part,)) for part in self.path]
-        return "".join(part if i == 0 or part.startswith("[") else f".{part}" for i, part in enumerate(parts))
-
-
-def leaves(values: Any, path: tuple[str | int, ...] = ()) -> Iterator[Leaf]:
-    """Every leaf of ``values``, depth first in key order."""
-    if isinstance(values, Mapping | list) and values:
-        for key, value in values.items() if isinstance(values, Mapping) else enumerate(values):
-            yield from leaves(value, (*path, key))
-    else:
-        yield Leaf(path, values)
-
-
-def changed(value: Any) -> Any:
-    """A different value of the same kind, so that a chart reading it renders something else."""
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int | float):
-        return value + 1
-    if isinstance(value, str):
-        return f"{value}-{PROBE_KEY}" if value else PROBE_KEY
-    return (
-        {PROBE_KEY: PROBE_KEY} if isinstance(value, Mapping) else [PROBE_KEY] if isinstance(value, list) else PROBE_KEY
-    )
-
-
-def with_leaf(values: Any, path: tuple[str | int, ...], new: Any) -> Any:
-    """A copy of ``values`` with the leaf at ``path`` replaced by ``new``."""
-    if not path:
-        return new
-    if isinstance(values, list):
-        return [with_leaf(v, path[1:], new) if i == path[0] else v for i, v in enumerate(values)]
-    return {k: with_leaf(v, path[1:], new) if k == path[0] else v for k, v in values.items()}
-
-
-def canonical(objects: list[dict[str, Any]]) -> str:
-    """The rendered objects, independent of document order, for an exact comparison."""
-    return json.dumps(sorted(json.dumps(o, sort_keys=True) for o in objects))
+from supersonic_interlink.postrender import TRIGGER_TIMEOUT_MS
 
 
 def _get(tree: Any, *path: str) -> Any:
@@ -135,11 +64,9 @@ class Expected:
 
     release_name: str
     namespace: str
-    values: dict[str, Any]
-    """The values exactly as Helm receives them."""
+    values: dict[str, Any]  # exactly as Helm receives them
     envoy_yaml: str
-    served: list[dict[str, Any]]
-    """What the stand-in API serves: the stack's Envoy ConfigMap."""
+    served: list[dict[str, Any]]  # what the stand-in API serves: the stack's Envoy ConfigMap
     generation: Generation
 
     @classmethod
@@ -165,27 +92,21 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
 
     def expect(obj: dict[str, Any], path: tuple[str, ...], wanted: Any, why: str) -> None:
         *parents, last = path
-        if obj and _get(obj, *parents).get(last) != wanted:
-            have = _get(obj, *parents).get(last)
+        if obj and (have := _get(obj, *parents).get(last)) != wanted:
             found.append(
                 f"{obj['kind']} {obj['metadata']['name']}: {format_path(path)} is {have!r}, not {wanted!r} ({why})"
             )
 
     def mounted_text(deployment: dict[str, Any], path: str, what: str) -> tuple[str, str, str] | None:
-        source, name = mounted_key(deployment, CHART.envoy_container, path), deployment["metadata"]["name"]
-        config_map = _find(objects, "ConfigMap", source[0]) if source else None
-        data = _get(config_map, "data")
-        if source is None:
-            found.append(f"{what}: no ConfigMap is mounted at {path} in container {CHART.envoy_container} of {name}")
-        elif config_map is None:
+        source = mounted_key(deployment, CHART.envoy_container, path)
+        data = _get(_find(objects, "ConfigMap", source[0]), "data") if source else {}
+        if source is None or source[1] not in data:
             found.append(
-                f"{what}: {path} in {name} is mounted from ConfigMap {source[0]}, which the chart does not render"
+                f"{what}: {path} in container {CHART.envoy_container} of {deployment['metadata']['name']} is no key "
+                f"of a ConfigMap the chart renders (mounted from: {'/'.join(source) if source else 'none'})"
             )
-        elif source[1] not in data:
-            found.append(f"{what}: {path} in {name} is key {source[1]!r} of ConfigMap {source[0]}, which has none")
-        else:
-            return source[0], source[1], str(data[source[1]])
-        return None
+            return None
+        return source[0], source[1], str(data[source[1]])
 
     inference, pod = row.inference_object_name(release), ("spec", "template")
     deployment = need("Deployment", inference, "the inference server")
@@ -205,30 +126,27 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
         scaled = need("ScaledObject", CHART.scaled_object_name(release), "KEDA's autoscaling of the inference server")
         expect(scaled, ("spec", "minReplicaCount"), keda.get("minReplicaCount"), "keda.minReplicaCount")
         expect(scaled, ("spec", "scaleTargetRef", "name"), inference, "the inference server")
-        trigger = (_get(scaled, "spec").get("triggers") or [{}])[0]
-        if scaled and _get(trigger, "metadata").get("timeout") != TRIGGER_TIMEOUT_MS:
+        timeout = _get((_get(scaled, "spec").get("triggers") or [{}])[0], "metadata").get("timeout")
+        if scaled and timeout != TRIGGER_TIMEOUT_MS:
             found.append(
-                f"ScaledObject {scaled['metadata']['name']}: first trigger's metadata.timeout is "
-                f"{_get(trigger, 'metadata').get('timeout')!r}, not {TRIGGER_TIMEOUT_MS!r} (the post-renderer's)"
+                f"ScaledObject {scaled['metadata']['name']}: first trigger's metadata.timeout is {timeout!r}, not "
+                f"{TRIGGER_TIMEOUT_MS!r} (the post-renderer's)"
             )
 
-    envoy_values = _get(values, CHART.envoy_values_key)
     need("Service", CHART.envoy_service_name(release), "the Envoy Service clients connect to")
     envoy = need("Deployment", CHART.envoy_object_name(release), "Envoy")
     if not envoy:
         return found
-    checksum = _get(envoy_values, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
+    checksum = _get(values, CHART.envoy_values_key, "annotations").get(CONFIG_CHECKSUM_ANNOTATION)
     if checksum is not None:
         annotation = (*pod, "metadata", "annotations", CONFIG_CHECKSUM_ANNOTATION)
         expect(envoy, annotation, checksum, "a changed configuration would not roll Envoy")
     config = mounted_text(envoy, CHART.envoy_config_path, "Envoy configuration")
     own = CHART.envoy_config_map_name(release)
-    if config and config[0] != own:
-        found.append(f"Envoy configuration: {CHART.envoy_config_path} comes from ConfigMap {config[0]}, not {own}")
-    if config and config[2].rstrip("\n") != expected.envoy_yaml.rstrip("\n"):
+    if config and (config[0] != own or config[2].rstrip("\n") != expected.envoy_yaml.rstrip("\n")):
         found.append(
-            f"Envoy configuration: key {config[1]!r} of ConfigMap {config[0]} is not this stack's envoy.yaml "
-            f"(the chart did not copy the external ConfigMap's key {CHART.envoy_config_key!r})"
+            f"Envoy configuration: key {config[1]!r} of ConfigMap {config[0]} is not this stack's envoy.yaml in "
+            f"ConfigMap {own} (the chart copies the external ConfigMap's key {CHART.envoy_config_key!r} into it)"
         )
     if not _get(values, "scaleFromZero").get("enabled"):
         return found
@@ -239,22 +157,14 @@ def contract_findings(objects: list[dict[str, Any]], expected: Expected) -> list
                 f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's "
                 "envoy.yaml defines for it to call"
             )
-    containers = _get(envoy, *pod, "spec").get("containers") or []
-    sidecar = next((c for c in containers if c.get("name") == CHART.admission_container), None)
-    if sidecar is None:
+    sidecar = f"spec.template.spec.containers[?name=='{CHART.admission_container}'].ports[].containerPort"
+    if CHART.admission_port not in (jmespath.search(sidecar, envoy) or []):
         found.append(
-            f"Deployment {envoy['metadata']['name']}: no {CHART.admission_container} sidecar (scale from zero has "
-            "nothing to wake Triton)"
-        )
-    elif CHART.admission_port not in [p.get("containerPort") for p in sidecar.get("ports") or []]:
-        found.append(
-            f"Deployment {envoy['metadata']['name']}: the {CHART.admission_container} sidecar does not listen on "
-            f"port {CHART.admission_port}"
+            f"Deployment {envoy['metadata']['name']}: no {CHART.admission_container} sidecar listening on port "
+            f"{CHART.admission_port} (scale from zero has nothing to wake the inference server)"
         )
     return found
 
-
-# --------------------------------------------------------------------------------------------- generated Envoy config
 
 _MANAGERS = "static_resources.listeners[].filter_chains[].filters[].typed_config"
 HTTP_FILTERS = jmespath.compile(f"{_MANAGERS}.http_filters[]")
@@ -268,17 +178,15 @@ def route_name(route: Mapping[str, Any]) -> str:
 
 
 def _by_name(tree: Any) -> Any:
-    """A copy in which each list item without a ``name`` takes its route match or its index as one, so that objdiff
-    pairs every listener, filter chain, route, filter and cluster by name."""
+    """A copy in which each list item without a ``name`` is named by its route match or index, for objdiff."""
     if isinstance(tree, Mapping):
         return {key: _by_name(value) for key, value in tree.items()}
     if not isinstance(tree, list) or not all(isinstance(item, Mapping) for item in tree):
         return tree
-    named = [
-        item if "name" in item else {"name": route_name(item) if "match" in item else str(i), **item}
+    return [
+        _by_name(item if "name" in item else {"name": route_name(item) if "match" in item else str(i), **item})
         for i, item in enumerate(tree)
     ]
-    return [_by_name(item) for item in named]
 
 
 def _declared(path: tuple[Any, ...], additions: Iterable[tuple[str, ...]]) -> bool:
@@ -291,8 +199,8 @@ def _declared(path: tuple[Any, ...], additions: Iterable[tuple[str, ...]]) -> bo
 
 
 def generated_config_findings(generated: Any, computed: Any, generation: Generation) -> list[str]:
-    """Where this stack's Envoy configuration lacks or changes what the chart generates, the declared additions
-    aside: one line per element one side lacks and per field changed."""
+    """Each element or field the chart generates that this stack's Envoy configuration lacks or changes (the
+    declared additions aside), and the HTTP filters' order."""
     additions = list(declared_additions(generation.inference_cluster))
     order = [[str(f.get("name")) for f in HTTP_FILTERS.search(config) or []] for config in (generated, computed)]
     found = []
@@ -328,142 +236,19 @@ def generated_config(renderer: ChartRenderer, expected: Expected) -> Any:
     return yaml.safe_load(_get(_find(objects, "ConfigMap", own), "data").get(CHART.envoy_config_key) or "{}")
 
 
-# --------------------------------------------------------------------------------------------- ignored values
-
-
-class ScanStopped(Exception):
-    """The ignored-values scan ran out of its time budget; the message says how far it got."""
-
-
-def ignored_values(
-    renderer: ChartRenderer,
-    values: dict[str, Any],
-    baseline: str,
-    workers: int,
-    *,
-    post_render: Callable[[str], str] | None = None,
-    selected: Iterable[Leaf] | None = None,
-    budget_seconds: float = SCAN_BUDGET_SECONDS,
-    progress: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
-) -> list[str]:
-    """Values paths (of ``selected``, default every leaf) whose change leaves the render identical to ``baseline``.
-    Past ``budget_seconds`` no render starts and ``ScanStopped`` says how far it got; progress every 10 s."""
-
-    def ignored(leaf: Leaf) -> bool:
-        try:
-            variant = with_leaf(values, leaf.path, changed(leaf.value))
-            return canonical(renderer.render(variant, post_render=post_render)) == baseline
-        except ChartRenderError:
-            return False  # the chart refuses the changed value: it read it
-
-    every = list(leaves(values) if selected is None else selected)
-    found, started = set(), time.monotonic()
-    said = started
-    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, SCAN_WORKERS_MAX)))
-    futures = {pool.submit(ignored, leaf): i for i, leaf in enumerate(every)}
-    try:
-        for tried, future in enumerate(as_completed(futures, timeout=budget_seconds), 1):
-            found |= {futures[future]} if future.result() else set()
-            if time.monotonic() - said >= PROGRESS_EVERY_SECONDS:
-                said = time.monotonic()
-                progress(f"chart conformance: {tried} of {len(every)} values re-rendered in {said - started:.0f} s")
-    except TimeoutError:
-        done = sum(future.done() and not future.cancelled() for future in futures)
-        raise ScanStopped(
-            f"the ignored-values scan stopped at its budget of {budget_seconds:g} s after re-rendering {done} of "
-            f"{len(every)} values; the values not tried may be ignored by the chart"
-        ) from None
-    finally:
-        pool.shutdown(cancel_futures=True)
-    return [leaf.name for i, leaf in enumerate(every) if i in found]
-
-
-def rendered_anyway(objects: list[dict[str, Any]], expected: Expected) -> set[str]:
-    """Values paths whose text the objects they feed (of the section's component label, ``keda.*``: the ScaledObject;
-    every object where none carries it) hold under the path's own key (``metricType: Value``): ignored, they ask for
-    what the chart does anyway. A value rendered otherwise (``minReplicaCount`` 0 as 1) stays a finding."""
-    row = expected.generation
-    components = {"keda": "keda", CHART.envoy_values_key: CHART.envoy_component}
-    components[row.inference_values_key] = row.inference_component
-    fed: dict[str, set[tuple[str | int, Any]]] = {}
-    for obj in objects:
-        texts = {(leaf.path[-1], leaf.value) for leaf in leaves(obj) if isinstance(leaf.value, str) and leaf.path}
-        fed.setdefault(str(_get(obj, "metadata", "labels").get(CHART.component_label, "")), set()).update(texts)
-    every = set().union(*fed.values())
-    return {
-        leaf.name
-        for leaf in leaves(expected.values)
-        if leaf.value
-        and isinstance(leaf.path[-1], str)
-        and (leaf.path[-1], leaf.value) in fed.get(components.get(str(leaf.path[0]), ""), every)
-    }
-
-
-# --------------------------------------------------------------------------------------------- the check
-
-
-def generation_mismatch(chart_dir: Path, expected: Generation) -> str | None:
-    """Why the chart is not of the generation the stack was rendered for, or None when it is."""
-    values_file = chart_dir / "values.yaml"
-    if not values_file.is_file():
-        return None  # nothing to tell a generation by, and Helm's render says the rest
-    try:
-        documents = load_outside_yaml(values_file.read_bytes())
-        found = generation_of_values(documents[0] if documents else None)
-    except (OSError, ValueError, UnknownGeneration) as error:
-        return f"the chart's generation cannot be told from {values_file}: {error}"
-    if found == expected:
-        return None
-    return (
-        f"the chart is of the {found.name} generation (its values.yaml declares {found.inference_values_key}:, "
-        f"objects <release>-{found.inference_component}, Envoy clusters {found.inference_cluster} and "
-        f"{found.admission_cluster}), but the stack was rendered for the {expected.name} generation: render with "
-        f"the chart release.chart names, whose generation is read from it"
-    )
-
-
-def default_workers() -> int:
-    return max(2, min(os.cpu_count() or 2, SCAN_WORKERS_MAX))
-
-
-def check(
-    chart_dir: Path, expected: Expected, *, workers: int | None = None, budget_seconds: float = SCAN_BUDGET_SECONDS
-) -> list[str]:
+def check(chart_dir: Path, expected: Expected) -> list[str]:
     """Every finding of the conformance check of ``chart_dir`` against what this stack expects (empty: conforms)."""
-    mismatch = generation_mismatch(chart_dir, expected.generation)
-    if mismatch is not None:
-        return [mismatch]
     served, post_renderer = expected.served, ROOT / POSTRENDER
     try:
         with ChartRenderer(chart_dir, expected.release_name, expected.namespace, served, post_renderer) as renderer:
-            return _check(renderer, expected, workers or default_workers(), budget_seconds)
+            try:
+                objects = renderer.render(expected.values)  # the post-renderer run through Helm, as on upgrade
+            except ChartRenderError as error:
+                return [f"the chart refuses this stack's values: {error}"]
+            found = contract_findings(objects, expected)
+            if _get(expected.values, "scaleFromZero").get("enabled"):
+                computed = yaml.safe_load(expected.envoy_yaml)
+                found += generated_config_findings(generated_config(renderer, expected), computed, expected.generation)
+            return found
     except ChartRenderError as error:
         return [f"the chart cannot be rendered: {error}"]
-
-
-def _check(renderer: ChartRenderer, expected: Expected, workers: int, budget: float) -> list[str]:
-    try:
-        # The render that counts runs the post-renderer executable through Helm, exactly as an upgrade does.
-        objects = renderer.render(expected.values)
-        again = renderer.render(expected.values, post_render=patch)  # the same code in this process, for the scan
-    except ChartRenderError as error:
-        if CHART.external_config_guard in str(error):
-            return [GUARD_FINDING + f" (the chart says: {error})"]
-        return [f"the chart refuses this stack's values: {error}"]
-    findings = contract_findings(objects, expected)
-    if _get(expected.values, "scaleFromZero").get("enabled"):
-        computed = yaml.safe_load(expected.envoy_yaml)
-        findings += generated_config_findings(generated_config(renderer, expected), computed, expected.generation)
-    baseline = canonical(objects)
-    if canonical(again) != baseline:
-        return [*findings, UNSTABLE_RENDER]
-    try:
-        ignored = ignored_values(renderer, expected.values, baseline, workers, post_render=patch, budget_seconds=budget)
-    except ScanStopped as stopped:
-        return [*findings, str(stopped)]
-    fixed = rendered_anyway(objects, expected)
-    return findings + [
-        f"{path}: ignored by the chart (changing it changes nothing the chart renders)"
-        for path in ignored
-        if path not in fixed
-    ]

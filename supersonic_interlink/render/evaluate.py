@@ -1,13 +1,12 @@
-"""The real program under Pulumi's mock engine (``set_mocks``, ``pulumi.runtime.test``, not a preview), recording
-what it registers; each evaluation in a fresh context with its own event loops, so several run in one process."""
+"""The real program under Pulumi's mock engine (``set_mocks``, ``pulumi.runtime.test``), recording what it registers,
+each run in a fresh context with its own event loops."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import runpy
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +22,7 @@ from supersonic_interlink.config import PROJECT
 from supersonic_interlink.config.loading import CHART_OVERRIDE
 
 SECRET_SIGNATURE = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
-"""How a secret value travels to the engine: an object with this special key and value, the secret under
-``value`` (pulumi's ``rpc.py``, ``_special_sig_key`` and ``_special_secret_sig``)."""
-ENTRY_POINT = ROOT / "__main__.py"
+"""A secret's wire wrapper: this key and value, the secret under ``value`` (pulumi's ``rpc.py``)."""
 
 
 def plain(value: Any) -> Any:
@@ -38,8 +35,7 @@ def plain(value: Any) -> Any:
 
 
 def reveal(value: Any) -> Any:
-    """Recorded inputs with each secret wrapper replaced by the value it carries, recursively: what the provider is
-    handed once the engine decrypts them."""
+    """Recorded inputs with each secret wrapper replaced by its value: what the provider is handed."""
     if isinstance(value, Mapping):
         if value.get(SECRET_SIGNATURE[0]) == SECRET_SIGNATURE[1]:
             return reveal(value.get("value"))
@@ -49,8 +45,7 @@ def reveal(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Registered:
-    """One registration as the engine received it: inputs as sent, explicit nulls included (Helm reads a null as
-    "delete this default"); ``custom`` False for a component; ``import_id`` "" for none; URNs depended on."""
+    """One registration as the engine received it, inputs with explicit nulls (Helm's "delete this default")."""
 
     type: str
     name: str
@@ -63,8 +58,6 @@ class Registered:
 
 
 class EchoMocks(pulumi.runtime.Mocks):
-    """Outputs echo the inputs, as the provider does for these types."""
-
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         return f"{args.name}-id", dict(args.inputs)
 
@@ -104,8 +97,7 @@ class Evaluation:
 
 
 def run_entry_point() -> None:
-    """Execute the project's ``__main__.py``, as the Python language host does under ``pulumi up``."""
-    runpy.run_path(str(ENTRY_POINT), run_name="__main__")
+    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
 
 
 def evaluate(
@@ -117,8 +109,8 @@ def evaluate(
     offline: bool = True,
     chart_dir: Path | None = None,
 ) -> Evaluation:
-    """Run ``program`` with ``config`` and ``secret_keys`` as the CLI would pass them. ``offline`` as ``render``: no
-    chart fetched, an unpinned git chart rendered, not refused; ``chart_dir``: the chart to render for (``--chart``)."""
+    """Run ``program`` with ``config`` and ``secret_keys`` as the CLI would pass them; ``offline``: no chart fetched
+    and an unpinned git chart rendered, as ``render`` does; ``chart_dir``: the chart to render for (``--chart``)."""
     monitor = RecordingMonitor(EchoMocks())
     outputs: dict[str, Any] = {}
 
@@ -130,38 +122,29 @@ def evaluate(
     def in_own_context() -> None:
         chart_source.OFFLINE.set(offline)
         CHART_OVERRIDE.set(chart_dir)
-        # The loop is in place before set_mocks, which already creates the root stack's futures on it.
-        with _own_event_loops():
+        # Its own loops, the executor threads' too, closed here: left to Pulumi, they close at interpreter exit, where
+        # Python prints `Exception ignored ...`. The loop is in place before set_mocks, which already uses it.
+        worker_loops: list[asyncio.AbstractEventLoop] = []
+
+        def give_worker_a_loop() -> None:
+            worker_loops.append(asyncio.new_event_loop())  # list.append is atomic
+            asyncio.set_event_loop(worker_loops[-1])
+
+        loop = asyncio.new_event_loop()
+        executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=give_worker_a_loop)
+        loop.set_default_executor(executor)
+        asyncio.set_event_loop(loop)
+        try:
             pulumi.runtime.set_all_config(dict(config), list(secret_keys))
-            # preview=False: outputs are known, so every apply callback runs and what the tests read is real.
+            # preview=False: outputs are known, so every apply callback runs.
             pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
             pulumi.runtime.test(run)()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            executor.shutdown(wait=True)
+            asyncio.set_event_loop(None)
+            for each in (loop, *worker_loops):
+                each.close()
 
     contextvars.Context().run(in_own_context)
     return Evaluation(resources=list(monitor.registered), outputs=outputs)
-
-
-@contextlib.contextmanager
-def _own_event_loops() -> Iterator[None]:
-    """A fresh event loop and a default executor whose threads get theirs up front, all closed on exit: left to
-    Pulumi's ``_ensure_event_loop``, they close at interpreter exit and Python prints ``Exception ignored ...``."""
-    worker_loops: list[asyncio.AbstractEventLoop] = []
-
-    def give_worker_a_loop() -> None:
-        own = asyncio.new_event_loop()
-        asyncio.set_event_loop(own)
-        worker_loops.append(own)  # list.append is atomic
-
-    loop = asyncio.new_event_loop()
-    executor = ThreadPoolExecutor(thread_name_prefix="mock-engine", initializer=give_worker_a_loop)
-    loop.set_default_executor(executor)
-    asyncio.set_event_loop(loop)
-    try:
-        yield
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        executor.shutdown(wait=True)
-        asyncio.set_event_loop(None)
-        loop.close()
-        for worker_loop in worker_loops:
-            worker_loop.close()
