@@ -98,4 +98,4 @@ def test_kwokctl_runs_the_local_binaries_on_loopback_without_leader_election_and
     patches = {p["name"]: {a["key"]: a["value"] for a in p["extraArgs"]} for p in configuration["componentsPatches"]}
     assert patches["kube-controller-manager"] == {"leader-elect": "false", "use-service-account-credentials": "true"}
     assert patches["kube-scheduler"] == {"leader-elect": "false"}
-    assert stages == [cluster.LOAD_BALANCER_STAGE, stage]
+    assert [s["metadata"]["name"] for s in stages] == ["service-load-balancer", "queue"]
