@@ -53,12 +53,13 @@ def options(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def verb_words() -> dict[str, dict[str, list[str]]]:
-    """verb -> {"": its sub-verbs and options, sub-verb: that sub-verb's options}, read from the parsers as the
-    completion script is made from them (``cli/completion.py``'s tree)."""
-    from supersonic_interlink.cli.completion import tree
+    """verb -> {"": its sub-verbs and options, sub-verb: that sub-verb's options}, read from each verb's parser (and
+    ``probe report``'s, which ``probe`` reads before its parser)."""
+    from supersonic_interlink.cli import main, probe
 
     table: dict[str, dict[str, list[str]]] = {}
-    for verb, parser in sub_parsers(tree()).items():
-        subs = sub_parsers(parser)
+    for verb in main.VERBS:
+        parser = main.verb(verb).parser()
+        subs = {**sub_parsers(parser), **({"report": probe.REPORT.parser()} if verb == "probe" else {})}
         table[verb] = {"": [*subs, *options(parser)], **{sub: options(p) for sub, p in subs.items()}}
     return table

@@ -1,5 +1,5 @@
 """What the verbs share: the parser whose usage error is one line with exit 2, the verb record, the argument types
-that refuse an empty or unknown value, and the stack positional with its shell completion."""
+that refuse an empty or unknown value, and the stack positional."""
 
 from __future__ import annotations
 
@@ -13,19 +13,7 @@ from typing import Any, NoReturn
 
 from supersonic_interlink import EXIT_USAGE
 from supersonic_interlink.config import ConfigError
-from supersonic_interlink.config.stack_config import check_stack_name, stack_names
-
-STACKS_COMPLETE = {
-    "bash": "_supersonic_stacks",
-    "zsh": "_supersonic_stacks",
-    "preamble": {
-        "bash": '_supersonic_stacks() {\n  local f\n  for f in stacks/Pulumi.*.yaml; do [ -e "$f" ] || continue; '
-        'f=${f#stacks/Pulumi.}; compgen -W "${f%.yaml}" -- "$1"; done\n}',
-        "zsh": "_supersonic_stacks() {\n  local -a stacks\n  stacks=(stacks/Pulumi.*.yaml(N:t:r))\n"
-        "  compadd -- ${stacks#Pulumi.}\n}",
-    },
-}
-"""shtab's ``.complete`` for a stack: the files under ``stacks/`` read at each completion, so a new stack completes."""
+from supersonic_interlink.config.stack_config import stack_file, stack_names
 
 
 class Parser(argparse.ArgumentParser):
@@ -35,39 +23,30 @@ class Parser(argparse.ArgumentParser):
 
 @dataclass(frozen=True)
 class Verb:
-    """A verb: its parser (completion reads it), what it refuses across arguments, and its package's work."""
+    """A verb: the function adding its arguments (its docstring the help), what it refuses across them, and what runs
+    it: a ``module:function`` called with the arguments, imported when the verb runs."""
 
     name: str
     arguments: Callable[[Parser], object]
-    run: Callable[[argparse.Namespace], int]
+    run: str | Callable[[argparse.Namespace], int]
     problem: Callable[[argparse.Namespace], str | None] = lambda args: None
 
     def parser(self) -> Parser:
-        return parser_of(self.name, self.arguments)
+        parser = Parser(prog=f"./supersonic {self.name}", description=inspect.getdoc(self.arguments))
+        self.arguments(parser)
+        return parser
 
     def main(self, argv: list[str]) -> int:
         parser = self.parser()
         args = parser.parse_args(argv)
-        why = self.problem(args)
-        if why:
+        if why := self.problem(args):
             parser.error(why)
+        if isinstance(self.run, str):
+            return int(pkgutil.resolve_name(self.run)(**vars(args)))
         return self.run(args)
 
 
-def parser_of(verb: str, arguments: Callable[[Parser], object]) -> Parser:
-    """``verb``'s parser: ``arguments`` adds them, and its docstring is the description, then ``example: ...``."""
-    description, _, example = (inspect.getdoc(arguments) or "").partition("\n\nexample: ")
-    parser = Parser(prog=f"./supersonic {verb}", description=description, epilog=f"example: {example}")
-    arguments(parser)
-    return parser
-
-
-def calls(target: str) -> Callable[[argparse.Namespace], int]:
-    """``target`` (``module:function`` of the verb's package) called with the arguments, imported when the verb runs."""
-    return lambda args: pkgutil.resolve_name(target)(**vars(args))
-
-
-def given(allowed: str, kind: Callable[[str], Any]) -> Callable[[str], Any]:
+def given(allowed: str, kind: Callable[[str], Any] = str) -> Callable[[str], Any]:
     """An argument type that refuses an empty value (``Path("")`` would mean the current directory)."""
 
     def parse(text: str) -> Any:
@@ -78,9 +57,7 @@ def given(allowed: str, kind: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
-path = given("a path", Path)
-name = given("a name", str)
-ref = given("a branch, a tag or a commit", str)
+path, name, ref = given("a path", Path), given("a name"), given("a branch, a tag or a commit")
 
 
 def chart_dir(text: str) -> Path:
@@ -92,14 +69,14 @@ def chart_dir(text: str) -> Path:
 def known_stack(stack: str) -> str:
     """A stack with a file under ``stacks/``, named by the Pulumi CLI's rule."""
     try:
-        check_stack_name(stack)
+        found = stack_file(stack).is_file()
     except ConfigError as error:
         raise argparse.ArgumentTypeError(error.problems[0]) from None
-    if stack not in stack_names():
+    if not found:
         raise argparse.ArgumentTypeError(f"no stack {stack!r}; stacks: {', '.join(stack_names())}")
     return stack
 
 
-def add_stack(parser: argparse.ArgumentParser, help: str, **kwargs: object) -> None:
-    action = parser.add_argument("stack", help=help, **kwargs)  # type: ignore[arg-type]
-    action.complete = STACKS_COMPLETE  # type: ignore[attr-defined]
+def add_stack(parser: argparse.ArgumentParser, more: str = "", **kwargs: object) -> None:
+    """The stack positional: its help lists the stacks, then ``more``."""
+    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}{more})", **kwargs)  # type: ignore[arg-type]
