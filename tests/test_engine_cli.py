@@ -33,13 +33,10 @@ def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (["up", "hammer"], "pulumi up: the following arguments are required: --yes"),
         (["destroy", "hammer"], "pulumi destroy: the following arguments are required: --yes"),
-        (["destroy", "hammer", "--yes", "--diff"], "unrecognized arguments: --diff (see `./supersonic pulumi --help`)"),
-        (["up", "hammer", "--yes", "--json"], "unrecognized arguments: --json"),
-        (["destroy", "hammer", "--yes", "--expect-no-changes"], "unrecognized arguments: --expect-no-changes"),
+        (["up", "hammer", "--yes", "--json"], "unrecognized arguments: --json (see `./supersonic pulumi --help`)"),
         (["preview", "hammer", "--yes"], "unrecognized arguments: --yes"),
         (["preview", "nosuchstack"], "pulumi preview: argument stack: no stack 'nosuchstack'; stacks: "),
         (["gate", "hammer"], "pulumi gate: the following arguments are required: file"),
-        (["preview", "hammer", "preview.json"], "unrecognized arguments: preview.json"),
     ],
 )
 def test_usage_mistakes_exit_2_with_one_line(argv: list[str], says: str) -> None:

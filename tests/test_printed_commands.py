@@ -108,7 +108,7 @@ def runs_as_printed(words: tuple[str, ...]) -> bool:
     verb = words[0]
     if any(_placeholder(w) for w in words) or (NEEDS_OUTSIDE & set(words) and verb != "takeover"):
         return False
-    if verb == "completion" or "--help" in words:
+    if "--help" in words:
         return len(words) > 1
     if verb == "render":
         return len(words) > 1 and words[1] in _stacks() and not NEEDS_OUTSIDE & set(words)
