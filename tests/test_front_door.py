@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cli_runner import run_cli, verb_words
 
-from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
+from supersonic_interlink.cli.main import VERBS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,15 +47,11 @@ def test_takeover_with_the_stack_forgotten_names_what_is_missing() -> None:
     assert "invalid choice: 'hammer' (choose from 'steps', 'values', 'objects')" in swapped.stderr, swapped.stderr
 
 
-def test_an_unknown_verb_or_one_only_the_front_door_runs_is_one_line_with_exit_code_2() -> None:
-    helped = cli("--help")
-    assert helped.returncode == 0 and all(f"    {verb}" in helped.stdout for verb in {*VERBS, *FRONT_DOOR_ONLY})
-    for verb, says in [
-        ("nope", "supersonic: argument VERB: invalid choice: 'nope' (choose from 'render', 'diff',"),
-        ("test", "supersonic: test runs through the front door: ./supersonic test"),
-    ]:
+def test_an_unknown_verb_is_one_line_naming_the_verbs_with_exit_code_2() -> None:
+    for verb in ("nope", "test", "--help"):
         done = cli(verb)
-        assert done.returncode == 2 and done.stderr.startswith(says) and done.stderr.count("\n") == 1, done.stderr
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"supersonic: no verb {verb!r}; verbs: render, diff, stack,"), done.stderr
 
 
 def test_every_verb_and_sub_verb_answers_help_with_its_own_usage_and_a_usage_error_in_one_line_exit_2() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from cli_runner import run_cli, verb_words
 
-from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
+from supersonic_interlink.cli.main import VERBS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROSE = [
@@ -101,6 +101,8 @@ def _words() -> dict[str, dict[str, list[str]]]:
 EXAMPLES = ROOT / "examples"
 STACK_FIRST = {"render", "probe", "takeover", "pulumi", "drift", "diff"}
 """Verbs whose first positional argument (after the sub-verb, if any) is a stack name."""
+FRONT_DOOR_ONLY = ("test", "e2e", "lint")
+"""Verbs ``./supersonic`` runs itself."""
 NEEDS_OUTSIDE = {"--pin-chart", "--fetch-chart", "--live", "--from-cluster", "--record", "--endpoint"}
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from supersonic_interlink import EXIT_USAGE
-from supersonic_interlink.cli.args import Parser, Verb, add_stack, name, path
+from supersonic_interlink.cli.verbs import Parser, Verb, add_stack, name, path
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake.report import run_report

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from supersonic_interlink.cli.args import Parser, Verb
+from supersonic_interlink.cli.verbs import Parser, Verb
 from supersonic_interlink.state import backend
 from supersonic_interlink.state import verbs as state_verbs
 

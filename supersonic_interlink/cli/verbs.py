@@ -1,27 +1,98 @@
-"""The verbs whose parsers need only the program's own requirements: each a ``Verb`` of its arguments, its refusals
-across them, and the function of its package it hands over to; and ``--version``."""
+"""What the verbs share (the parser whose usage error is one line with exit 2, the verb record, the argument types that
+refuse an empty or unknown value), the verbs whose parsers need only the program's own requirements, and
+``--version``."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import pkgutil
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
-from supersonic_interlink import ROOT
+from supersonic_interlink import EXIT_USAGE, ROOT
 from supersonic_interlink.chart.binaries import BINARIES
-from supersonic_interlink.cli.args import Parser, Verb, add_stack, chart_dir, known_stack, name, path, ref
 from supersonic_interlink.config import ConfigError
-from supersonic_interlink.config.stack_config import load_stack, stack_names
+from supersonic_interlink.config.stack_config import load_stack, stack_file, stack_names
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import default_dir, run_cluster
 from supersonic_interlink.engine.installed import CLI_ENV
 from supersonic_interlink.engine.run import ACTIONS, run_pulumi
 from supersonic_interlink.files import output_path
 from supersonic_interlink.rehearse.delays import FORMS
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog.removeprefix('./supersonic ')}: {message} (see `{self.prog} --help`)\n")
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A verb: the function adding its arguments (its docstring the help), what it refuses across them, and what runs
+    it: a ``module:function`` called with the arguments, imported when the verb runs."""
+
+    name: str
+    arguments: Callable[[Parser], object]
+    run: str | Callable[[argparse.Namespace], int]
+    problem: Callable[[argparse.Namespace], str | None] = lambda args: None
+
+    def parser(self) -> Parser:
+        parser = Parser(prog=f"./supersonic {self.name}", description=inspect.getdoc(self.arguments))
+        self.arguments(parser)
+        return parser
+
+    def main(self, argv: list[str]) -> int:
+        parser = self.parser()
+        args = parser.parse_args(argv)
+        if why := self.problem(args):
+            parser.error(why)
+        if isinstance(self.run, str):
+            return int(pkgutil.resolve_name(self.run)(**vars(args)))
+        return self.run(args)
+
+
+def given(allowed: str, kind: Callable[[str], Any] = str) -> Callable[[str], Any]:
+    """An argument type that refuses an empty value (``Path("")`` would mean the current directory)."""
+
+    def parse(text: str) -> Any:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"is empty: expected {allowed}")
+        return kind(text)
+
+    return parse
+
+
+path, name, ref = given("a path", Path), given("a name"), given("a branch, a tag or a commit")
+
+
+def chart_dir(text: str) -> Path:
+    if not (path(text) / "Chart.yaml").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a chart directory (no Chart.yaml in it)")
+    return Path(text)
+
+
+def known_stack(stack: str) -> str:
+    """A stack with a file under ``stacks/``, named by the Pulumi CLI's rule."""
+    try:
+        found = stack_file(stack).is_file()
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(error.problems[0]) from None
+    if not found:
+        raise argparse.ArgumentTypeError(f"no stack {stack!r}; stacks: {', '.join(stack_names())}")
+    return stack
+
+
+def add_stack(parser: argparse.ArgumentParser, more: str = "", **kwargs: object) -> None:
+    """The stack positional: its help lists the stacks, then ``more``."""
+    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}{more})", **kwargs)  # type: ignore[arg-type]
+
 
 PULUMI_CLI = f"the Pulumi CLI to run (default: ${CLI_ENV}, else `pulumi` on PATH, else one built from Go modules)"
 
@@ -156,17 +227,11 @@ def _binary(text: str) -> str:
 def _toolchain(parser: Parser) -> None:
     """The Pulumi CLI, provider and local control plane, built from the Go modules under tools/."""
     names = [name for build in toolchain.BUILDS for name in build.packages]
-    commands = parser.add_subparsers(dest="command", required=True)
-    build = commands.add_parser("build", help="build what is missing from the cache (all without NAME), a line each")
-    build.add_argument("names", nargs="*", type=_binary, metavar="NAME", help=f"binaries: {', '.join(names)}")
-    where = commands.add_parser("path", help="where NAME's binary is (built or not)")
-    where.add_argument("name", metavar="NAME", choices=names, help=f"one of: {', '.join(names)}")
+    build = parser.add_subparsers(dest="command", required=True).add_parser("build", help="build what is missing")
+    build.add_argument("names", nargs="*", type=_binary, metavar="NAME", help=f"(default all) {', '.join(names)}")
 
 
 def _run_toolchain(args: argparse.Namespace) -> int:
-    if args.command == "path":
-        print(toolchain.path(args.name))
-        return 0
     try:
         toolchain.ensure(args.names or None, log=lambda line: print(line, flush=True))
     except toolchain.ToolchainError as error:
@@ -193,7 +258,7 @@ def chart_pin(stack: str) -> str:
         return f"unreadable ({error.problems[0]})"
     if "path" in chart and "git" not in chart:
         return f"directory {chart['path']}"
-    return f"{chart['git']} {chart['commit']}" if chart.get("commit") else f"{chart.get('git', 'the default')} unpinned"
+    return f"{chart.get('git', 'the default')} {chart.get('commit') or 'unpinned'}"
 
 
 def version() -> str:
