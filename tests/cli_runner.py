@@ -1,11 +1,5 @@
-"""Run a verb of the CLI in this process, as `python -m supersonic_interlink <verb> ...` runs it, without paying for a
-new interpreter and its imports each time.
-
-``cli_main`` is the same ``main(argv)`` the module entry point calls; argparse's own exits (``--help``, a usage error)
-become the exit code, as they do in a process. An exception the CLI lets escape is not caught: it fails the test,
-as a traceback on stderr would. A handful of tests still start the real process (test_front_door.py), so the entry
-point itself stays covered.
-"""
+"""Run a verb of the CLI in this process, as `python -m supersonic_interlink <verb> ...` does, without a new
+interpreter each time: argparse's own exits become the exit code; an exception the CLI lets escape fails the test."""
 
 from __future__ import annotations
 

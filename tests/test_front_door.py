@@ -36,17 +36,6 @@ def test_a_report_cut_short_by_its_reader_ends_without_a_traceback() -> None:
     assert len(piped.stdout) == 60 and piped.stderr == "", piped.stderr
 
 
-def test_takeover_with_the_stack_forgotten_names_what_is_missing() -> None:
-    forgot = cli("takeover", "steps")
-    assert forgot.stderr == (
-        "takeover steps: the following arguments are required: STACK (see `./supersonic takeover steps --help`)\n"
-    )
-    assert forgot.returncode == 2
-    swapped = cli("takeover", "hammer", "steps")
-    assert swapped.returncode == 2
-    assert "invalid choice: 'hammer' (choose from 'steps', 'values', 'objects')" in swapped.stderr, swapped.stderr
-
-
 def test_an_unknown_verb_is_one_line_naming_the_verbs_with_exit_code_2() -> None:
     for verb in ("nope", "test", "--help"):
         done = cli(verb)

@@ -51,25 +51,18 @@ def nothing_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[
     return asked
 
 
-def test_the_pulumi_on_path_is_run_when_its_version_is_supported_and_built_when_none_is(
-    tmp_path: Path, nothing_built: list
-) -> None:
-    cli = fake_cli(tmp_path / "bin", "v3.274.1")
-    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "bin")})
-    assert (found.path, found.version, found.origin, build) == (cli, "v3.274.1", "on PATH", False)
-    assert nothing_built == [], "an installed CLI is never built"
-    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "empty")})
-    assert build and found.path == toolchain.path("pulumi")
-    assert found.origin == "none on PATH, PULUMI_CLI or --pulumi: building it from Go modules"
-
-
-def test_the_named_cli_comes_before_pulumi_cli_and_path(tmp_path: Path, nothing_built: list) -> None:
-    fake_cli(tmp_path / "path", "v3.200.0")
+def test_the_named_cli_then_pulumi_cli_then_path_then_a_build(tmp_path: Path, nothing_built: list) -> None:
+    path = fake_cli(tmp_path / "path", "v3.274.1")
     from_env = fake_cli(tmp_path / "env", "v3.187.0", name="pulumi-3.187")
     named = fake_cli(tmp_path / "named", "v3.274.1", name="my-pulumi")
     env = {"PATH": str(tmp_path / "path"), installed.CLI_ENV: str(from_env)}
     assert installed.find_cli(str(named), env)[0].origin == "--pulumi"
     assert installed.find_cli(None, env)[0] == installed.Found(from_env, "v3.187.0", installed.CLI_ENV)
+    assert installed.find_cli(None, {"PATH": env["PATH"]}) == (installed.Found(path, "v3.274.1", "on PATH"), False)
+    assert nothing_built == [], "an installed CLI is never built"
+    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "empty")})
+    assert build and found.path == toolchain.path("pulumi")
+    assert found.origin == "none on PATH, PULUMI_CLI or --pulumi: building it from Go modules"
 
 
 @pytest.mark.parametrize("version", ["v3.186.0", "v3.275.0", "v2.0.0", ""])

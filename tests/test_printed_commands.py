@@ -2,7 +2,7 @@
 comments, the workflows, examples/ and the strings the code prints (error hints, the takeover steps).
 
 A command runs as printed when it needs nothing outside this machine (render without --pin-chart or --fetch-chart,
-takeover steps and values, probe report, completion, help); it runs in this process (tests/cli_runner.py) with a copy
+takeover steps and values, probe report, help); it runs in this process (tests/cli_runner.py) with a copy
 of the project as working directory, examples/ when its files are there, and a PATH with nothing of .venv on it. A
 command that needs a cluster, a bucket, the network or a value only the reader has (``<stack>``, ``FILE``,
 ``{stack}``) runs in its ``--help`` form instead: the verb and sub-verb must exist and every flag it names must be

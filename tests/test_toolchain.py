@@ -35,15 +35,6 @@ def test_every_binary_has_one_wrapper_module_naming_its_version() -> None:
             )
 
 
-def test_the_kubernetes_binaries_are_one_version_with_staging_modules_of_the_same_release() -> None:
-    build = toolchain.build_for("kube-apiserver")
-    version = toolchain.module_version(build)
-    text = (ROOT / "tools" / "kubernetes" / "go.mod").read_text()
-    replaced = re.findall(r"^\s+(k8s\.io/[a-z-]+) => \1 (v\S+)$", text, re.MULTILINE)
-    assert len(replaced) >= 30, "every staging module is replaced"
-    assert {v for _m, v in replaced} == {"v0." + version.removeprefix("v1.")}
-
-
 def test_binaries_are_cached_by_name_and_version_in_the_home_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SUPERSONIC_CACHE", raising=False)
     version = toolchain.version(toolchain.build_for("pulumi"))
