@@ -1,11 +1,5 @@
-"""Run a verb of the CLI in this process, as `python -m supersonic_interlink <verb> ...` runs it, without paying for a
-new interpreter and its imports each time.
-
-``cli_main`` is the same ``main(argv)`` the module entry point calls; argparse's own exits (``--help``, a usage error)
-become the exit code, as they do in a process. An exception the CLI lets escape is not caught: it fails the test,
-as a traceback on stderr would. A handful of tests still start the real process (test_front_door.py), so the entry
-point itself stays covered.
-"""
+"""Run a verb of the CLI in this process, as `python -m supersonic_interlink <verb> ...` does, without a new
+interpreter each time: argparse's own exits become the exit code; an exception the CLI lets escape fails the test."""
 
 from __future__ import annotations
 
@@ -53,12 +47,13 @@ def options(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def verb_words() -> dict[str, dict[str, list[str]]]:
-    """verb -> {"": its sub-verbs and options, sub-verb: that sub-verb's options}, read from the parsers as the
-    completion script is made from them (``cli/completion.py``'s tree)."""
-    from supersonic_interlink.cli.completion import tree
+    """verb -> {"": its sub-verbs and options, sub-verb: that sub-verb's options}, read from each verb's parser (and
+    ``probe report``'s, which ``probe`` reads before its parser)."""
+    from supersonic_interlink.cli import main, probe
 
     table: dict[str, dict[str, list[str]]] = {}
-    for verb, parser in sub_parsers(tree()).items():
-        subs = sub_parsers(parser)
+    for verb in main.VERBS:
+        parser = main.verb(verb).parser()
+        subs = {**sub_parsers(parser), **({"report": probe.REPORT.parser()} if verb == "probe" else {})}
         table[verb] = {"": [*subs, *options(parser)], **{sub: options(p) for sub, p in subs.items()}}
     return table

@@ -33,13 +33,10 @@ def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (["up", "hammer"], "pulumi up: the following arguments are required: --yes"),
         (["destroy", "hammer"], "pulumi destroy: the following arguments are required: --yes"),
-        (["destroy", "hammer", "--yes", "--diff"], "unrecognized arguments: --diff (see `./supersonic pulumi --help`)"),
-        (["up", "hammer", "--yes", "--json"], "unrecognized arguments: --json"),
-        (["destroy", "hammer", "--yes", "--expect-no-changes"], "unrecognized arguments: --expect-no-changes"),
+        (["up", "hammer", "--yes", "--json"], "unrecognized arguments: --json (see `./supersonic pulumi --help`)"),
         (["preview", "hammer", "--yes"], "unrecognized arguments: --yes"),
         (["preview", "nosuchstack"], "pulumi preview: argument stack: no stack 'nosuchstack'; stacks: "),
         (["gate", "hammer"], "pulumi gate: the following arguments are required: file"),
-        (["preview", "hammer", "preview.json"], "unrecognized arguments: preview.json"),
     ],
 )
 def test_usage_mistakes_exit_2_with_one_line(argv: list[str], says: str) -> None:
@@ -92,20 +89,13 @@ def test_a_relative_path_chart_means_the_same_directory_in_the_scratch_project(t
     # The provider resolves release.chart.path from the project directory ("repo charts not found" otherwise).
     root = tmp_path / "project"
     (root / "stacks").mkdir(parents=True)
-    (root / "charts" / "x").mkdir(parents=True)
-    (root / "charts" / "x" / "Chart.yaml").write_text("name: x\n")
     (root / "Pulumi.yaml").write_text("name: supersonic-interlink\n")
-    chart = {"path": "charts/x"}
-    stack = {"config": {"supersonic-interlink:release": {"name": "r", "chart": chart}}}
-    (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
-    scratch = run.scratch_project(tmp_path / "scratch", root=root)
-    assert (scratch / "charts" / "x" / "Chart.yaml").read_text() == "name: x\n"
-    assert (scratch / "charts" / "x").resolve() == (root / "charts" / "x").resolve()
-    run.scratch_project(scratch, root=root)
-    chart["path"] = "../elsewhere"
-    (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
-    with pytest.raises(run.EngineError, match=r"release\.chart\.path '\.\./elsewhere' leaves the project directory"):
-        run.scratch_project(scratch, root=root)
+    for path, resolved in (("charts/x", root / "charts" / "x"), ("../elsewhere", tmp_path / "elsewhere")):
+        stack = {"config": {"supersonic-interlink:release": {"name": "r", "chart": {"path": path}}}}
+        (root / "stacks" / "Pulumi.s.yaml").write_text(yaml.safe_dump(stack))
+        scratch = run.scratch_project(tmp_path / "scratch", root=root)
+        copied = yaml.safe_load((scratch / "stacks" / "Pulumi.s.yaml").read_text())
+        assert copied["config"]["supersonic-interlink:release"]["chart"] == {"path": str(resolved)}
 
 
 def test_cluster_env_of_a_cluster_not_running_is_refused_not_exports_of_nothing(tmp_path: Path) -> None:

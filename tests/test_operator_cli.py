@@ -4,8 +4,6 @@ the supported range, the provider at exactly the SDK's version; a Go build only 
 from __future__ import annotations
 
 import re
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -53,25 +51,18 @@ def nothing_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[
     return asked
 
 
-def test_the_pulumi_on_path_is_run_when_its_version_is_supported_and_built_when_none_is(
-    tmp_path: Path, nothing_built: list
-) -> None:
-    cli = fake_cli(tmp_path / "bin", "v3.274.1")
-    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "bin")})
-    assert (found.path, found.version, found.origin, build) == (cli, "v3.274.1", "on PATH", False)
-    assert nothing_built == [], "an installed CLI is never built"
-    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "empty")})
-    assert build and found.path == toolchain.path("pulumi")
-    assert found.origin == "none on PATH, PULUMI_CLI or --pulumi: building it from Go modules"
-
-
-def test_the_named_cli_comes_before_pulumi_cli_and_path(tmp_path: Path, nothing_built: list) -> None:
-    fake_cli(tmp_path / "path", "v3.200.0")
+def test_the_named_cli_then_pulumi_cli_then_path_then_a_build(tmp_path: Path, nothing_built: list) -> None:
+    path = fake_cli(tmp_path / "path", "v3.274.1")
     from_env = fake_cli(tmp_path / "env", "v3.187.0", name="pulumi-3.187")
     named = fake_cli(tmp_path / "named", "v3.274.1", name="my-pulumi")
     env = {"PATH": str(tmp_path / "path"), installed.CLI_ENV: str(from_env)}
     assert installed.find_cli(str(named), env)[0].origin == "--pulumi"
     assert installed.find_cli(None, env)[0] == installed.Found(from_env, "v3.187.0", installed.CLI_ENV)
+    assert installed.find_cli(None, {"PATH": env["PATH"]}) == (installed.Found(path, "v3.274.1", "on PATH"), False)
+    assert nothing_built == [], "an installed CLI is never built"
+    found, build = installed.find_cli(None, {"PATH": str(tmp_path / "empty")})
+    assert build and found.path == toolchain.path("pulumi")
+    assert found.origin == "none on PATH, PULUMI_CLI or --pulumi: building it from Go modules"
 
 
 @pytest.mark.parametrize("version", ["v3.186.0", "v3.275.0", "v2.0.0", ""])
@@ -128,16 +119,6 @@ def test_a_provider_of_another_version_is_refused_naming_the_install_command(
     assert nothing_built == []
 
 
-def test_the_operators_own_plugin_is_installed_into_another_pulumi_home(
-    tmp_path: Path, nothing_built: list, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "operator"))
-    own = install_plugin(tmp_path / "operator" / ".pulumi", PROVIDER_VERSION)
-    found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "cluster-home")})
-    assert source == own / "pulumi-resource-kubernetes", "installed from the operator's file, not built"
-    assert found.path.is_relative_to(tmp_path / "cluster-home")
-
-
 def test_the_first_line_names_the_cli_and_provider_with_versions_and_origins(
     tmp_path: Path, nothing_built: list
 ) -> None:
@@ -174,43 +155,3 @@ def test_the_supported_range_is_from_the_first_cli_loading_pulumi_yaml_to_the_on
         assert versions == [top.removeprefix("v")], f"{workflow} installs the CLI the project is tested with"
         runs = "\n".join(s.get("run", "") for s in job["steps"])
         assert f"pulumi plugin install resource kubernetes v{pinned[1]}\n" in runs, "the provider at the SDK's version"
-
-
-def test_a_wait_on_another_build_says_whose_lock_and_since_when(tmp_path: Path) -> None:
-    lock, lines = tmp_path / "pulumi.lock", list[str]()
-
-    def waiter() -> None:
-        with toolchain._locked(lock, "pulumi", lines.append):
-            lines.append("the second build has the lock")
-
-    second = threading.Thread(target=waiter)
-    with toolchain._locked(lock, "pulumi", lines.append):
-        second.start()
-        deadline = time.monotonic() + 30
-        while not lines and time.monotonic() < deadline:  # the waiter says so before it blocks
-            second.join(0.01)
-        assert second.is_alive(), "the second build waits while the first holds the lock"
-    second.join(30)
-    assert lines[1] == "the second build has the lock", lines
-    assert re.fullmatch(
-        rf"toolchain: waiting for another build of pulumi: {re.escape(str(lock))} is held by pid \d+ on \S+ since "
-        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC",
-        lines[0],
-    ), lines
-
-
-def test_a_compile_says_how_far_it_is_and_how_long_it_took(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    go = tmp_path / "go"
-    go.write_text('#!/bin/sh\nfor p in a b c; do echo "example.com/$p" >&2; done\n')
-    go.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    monkeypatch.setattr(toolchain, "PROGRESS_SECONDS", 0.0)
-    lines: list[str] = []
-    toolchain._compile(["build", "-v", "."], tmp_path, "go build of x", lines.append)
-    assert lines[:3] == [f"toolchain: go build of x: {n} packages compiled so far, 0m00s" for n in (1, 2, 3)]
-    assert lines[3] == "toolchain: go build of x: 3 packages compiled in 0m00s"
-    go.write_text("#!/bin/sh\necho 'cannot find module' >&2\nexit 1\n")
-    with pytest.raises(
-        toolchain.ToolchainError, match=r"go build of x failed \(exit 1\); rerun to retry:\ncannot find"
-    ):
-        toolchain._compile(["build"], tmp_path, "go build of x", lines.append)

@@ -2,7 +2,7 @@
 comments, the workflows, examples/ and the strings the code prints (error hints, the takeover steps).
 
 A command runs as printed when it needs nothing outside this machine (render without --pin-chart or --fetch-chart,
-takeover steps and values, probe report, completion, help); it runs in this process (tests/cli_runner.py) with a copy
+takeover steps and values, probe report, help); it runs in this process (tests/cli_runner.py) with a copy
 of the project as working directory, examples/ when its files are there, and a PATH with nothing of .venv on it. A
 command that needs a cluster, a bucket, the network or a value only the reader has (``<stack>``, ``FILE``,
 ``{stack}``) runs in its ``--help`` form instead: the verb and sub-verb must exist and every flag it names must be
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from cli_runner import run_cli, verb_words
 
-from supersonic_interlink.cli.main import FRONT_DOOR_ONLY, VERBS
+from supersonic_interlink.cli.main import VERBS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROSE = [
@@ -101,6 +101,8 @@ def _words() -> dict[str, dict[str, list[str]]]:
 EXAMPLES = ROOT / "examples"
 STACK_FIRST = {"render", "probe", "takeover", "pulumi", "drift", "diff"}
 """Verbs whose first positional argument (after the sub-verb, if any) is a stack name."""
+FRONT_DOOR_ONLY = ("test", "e2e", "lint")
+"""Verbs ``./supersonic`` runs itself."""
 NEEDS_OUTSIDE = {"--pin-chart", "--fetch-chart", "--live", "--from-cluster", "--record", "--endpoint"}
 
 
@@ -108,7 +110,7 @@ def runs_as_printed(words: tuple[str, ...]) -> bool:
     verb = words[0]
     if any(_placeholder(w) for w in words) or (NEEDS_OUTSIDE & set(words) and verb != "takeover"):
         return False
-    if verb == "completion" or "--help" in words:
+    if "--help" in words:
         return len(words) > 1
     if verb == "render":
         return len(words) > 1 and words[1] in _stacks() and not NEEDS_OUTSIDE & set(words)

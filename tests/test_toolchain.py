@@ -35,23 +35,12 @@ def test_every_binary_has_one_wrapper_module_naming_its_version() -> None:
             )
 
 
-def test_the_kubernetes_binaries_are_one_version_with_staging_modules_of_the_same_release() -> None:
-    build = toolchain.build_for("kube-apiserver")
-    version = toolchain.module_version(build)
-    text = (ROOT / "tools" / "kubernetes" / "go.mod").read_text()
-    replaced = re.findall(r"^\s+(k8s\.io/[a-z-]+) => \1 (v\S+)$", text, re.MULTILINE)
-    assert len(replaced) >= 30, "every staging module is replaced"
-    assert {v for _m, v in replaced} == {"v0." + version.removeprefix("v1.")}
-
-
 def test_binaries_are_cached_by_name_and_version_in_the_home_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SUPERSONIC_CACHE", raising=False)
     version = toolchain.version(toolchain.build_for("pulumi"))
     path = toolchain.path("pulumi")
     assert path == Path.home() / ".cache" / "supersonic-interlink" / "bin" / f"pulumi-{version}" / "pulumi"
     assert not path.is_relative_to(ROOT), "build caches live outside the clone"
-    done = run_cli("toolchain", "path", "pulumi")
-    assert done.returncode == 0 and done.stdout == f"{path}\n", "`toolchain path` prints it, built or not"
 
 
 def test_building_an_unknown_binary_is_a_usage_error() -> None:
@@ -98,4 +87,4 @@ def test_kwokctl_runs_the_local_binaries_on_loopback_without_leader_election_and
     patches = {p["name"]: {a["key"]: a["value"] for a in p["extraArgs"]} for p in configuration["componentsPatches"]}
     assert patches["kube-controller-manager"] == {"leader-elect": "false", "use-service-account-credentials": "true"}
     assert patches["kube-scheduler"] == {"leader-elect": "false"}
-    assert stages == [cluster.LOAD_BALANCER_STAGE, stage]
+    assert [s["metadata"]["name"] for s in stages] == ["service-load-balancer", "queue"]

@@ -9,31 +9,15 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from functools import partial
 from typing import Any, TextIO
 
 from supersonic_interlink import EXIT_USAGE
-from supersonic_interlink.cli.args import Parser, add_stack, name, parser_of, path
-from supersonic_interlink.cli.verbs import stacks
+from supersonic_interlink.cli.verbs import Parser, Verb, add_stack, name, path
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake.report import run_report
 
-REPORT = "report"
-BOUNDS: dict[str, Callable[[float], bool]] = {
-    ">= 1": lambda n: n >= 1,
-    ">= 0": lambda s: s >= 0,
-    "> 0": lambda s: s > 0,
-}
 SECONDS = "a finite number of seconds"
-# fmt: off
-NUMBERS = (
-    ("--repeat", int, "a whole number", ">= 1", 1, "probe N times"),
-    ("--interval", float, SECONDS, ">= 0", wake_probe.DEFAULT_INTERVAL, "seconds from one probe's end to the next"),
-    ("--connect-timeout", float, SECONDS, "> 0", wake_probe.DEFAULT_CONNECT_TIMEOUT, "seconds allowed to connect"),
-    ("--progress-every", float, SECONDS, "> 0", wake_probe.DEFAULT_PROGRESS_EVERY, "progress line interval off a tty"),
-)
-# fmt: on
 
 
 def _number(kind: Callable[[str], float], allowed: str, ok: Callable[[float], bool]) -> Callable[[str], float]:
@@ -59,25 +43,31 @@ def _probe(parser: Parser) -> None:
     """Start a session as a CMSSW client does: a ServerReady (which wakes nothing) tells a cold wake from a warm
     answer, then a RepositoryIndex waits for the wake until readyTimeoutSeconds plus the chart's route margin. Exit 0
     ready, 3 rejected, 4 deadline exceeded, 5 unreachable, 6 not ready, 7 not recorded, 2 usage or stack config, 130
-    interrupted; with --repeat the worst outcome's (docs/probe.md).
-
-    example: ./supersonic probe hammer --endpoint 127.0.0.1:8001 --json --record wakes.jsonl"""
+    interrupted; with --repeat the worst outcome's (docs/probe.md)."""
     parser.usage = "%(prog)s <stack> [options]\n       %(prog)s report FILE [options]"
-    add_stack(parser, stacks(": gives the deadline and the default endpoint"))
+    add_stack(parser, ": gives the deadline and the default endpoint")
     add = parser.add_argument
     add("--endpoint", metavar="HOST:PORT", help="Envoy's gRPC endpoint (default: the stack's Service, port 8001)")
     add("--json", action="store_true", help="print one JSON object per probe (and a summary after several) to stdout")
     add("--record", metavar="FILE", type=path, help="append each probe's JSON object to FILE as one line (JSON Lines)")
-    for flag, kind, words, bound, default, what in NUMBERS:
-        number, unit = _number(kind, f"{words} {bound}", BOUNDS[bound]), "N" if kind is int else "S"
-        add(flag, type=number, default=default, metavar=unit, help=f"{what} (default {default:g})")
+    at_least_one = _number(int, "a whole number >= 1", lambda n: n >= 1)
+    positive = _number(float, f"{SECONDS} > 0", lambda s: s > 0)
+    add("--repeat", type=at_least_one, default=1, metavar="N", help="probe N times (default 1)")
+    add(
+        "--interval",
+        type=_number(float, f"{SECONDS} >= 0", lambda s: s >= 0),
+        default=wake_probe.DEFAULT_INTERVAL,
+        metavar="S",
+        help="seconds from one probe's end to the next (default %(default)g)",
+    )
+    timeout, every = wake_probe.DEFAULT_CONNECT_TIMEOUT, wake_probe.DEFAULT_PROGRESS_EVERY
+    add("--connect-timeout", type=positive, default=timeout, metavar="S", help="seconds to connect (%(default)g)")
+    add("--progress-every", type=positive, default=every, metavar="S", help="progress off a tty every S (%(default)g)")
 
 
 def _report(parser: Parser) -> None:
     """Per stack: the cold wakes, their outcomes and wake times, the share readyTimeoutSeconds covered and the
-    readyTimeoutSeconds the history supports (docs/probe.md).
-
-    example: ./supersonic probe report wakes.jsonl --stack hammer --png wakes.png"""
+    readyTimeoutSeconds the history supports (docs/probe.md)."""
     add = parser.add_argument
     add("file", metavar="FILE", type=path, help="a history written by ./supersonic probe --record")
     add("--stack", metavar="S", type=name, help="only this stack")
@@ -86,10 +76,10 @@ def _report(parser: Parser) -> None:
     add("--png", metavar="OUT", type=path, help="draw each stack's cold-wake distribution and timeouts to OUT")
 
 
-parser = partial(parser_of, "probe", _probe)
-report_parser = partial(parser_of, f"probe {REPORT}", _report)
-SUB_VERBS = {REPORT: report_parser}
-"""What ``main`` reads before ``parser`` (whose first word is a stack), for completion to offer."""
+# What runs each is called by ``main`` below, with the tests' stand-ins.
+PROBE = Verb("probe", _probe, "supersonic_interlink.wake.probe:run_probes")
+REPORT = Verb("probe report", _report, "supersonic_interlink.wake.report:run_report")
+parser = PROBE.parser
 
 
 def main(
@@ -102,10 +92,10 @@ def main(
 ) -> int:
     """``config`` replaces the probed stack's config map, ``stack_configs`` a report's (the tests' short timeouts)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    report = argv[:1] == [REPORT]
+    report = argv[:1] == ["report"]
     try:
         with contextlib.redirect_stderr(stderr):
-            args = (report_parser() if report else parser()).parse_args(argv[1:] if report else argv)
+            args = (REPORT if report else PROBE).parser().parse_args(argv[1:] if report else argv)
     except SystemExit as exited:
         return EXIT_USAGE if exited.code else 0
     if report:

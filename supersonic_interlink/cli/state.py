@@ -5,27 +5,22 @@ from __future__ import annotations
 
 import argparse
 
-from supersonic_interlink.cli.args import Parser, Verb
+from supersonic_interlink.cli.verbs import Parser, Verb
 from supersonic_interlink.state import backend
 from supersonic_interlink.state import verbs as state_verbs
 
 
 def _arguments(parser: Parser) -> None:
     """Keep the S3 bucket that holds the Pulumi state in a shape that cannot lose state; nothing is ever deleted
-    (docs/state-backend.md).
-
-    example: ./supersonic state check --bucket NAME --endpoint-url URL"""
+    (docs/state-backend.md)."""
     common = Parser(add_help=False)
-    common.add_argument("--bucket", required=True, type=state_verbs.bucket_name, help="the bucket that holds the state")
-    common.add_argument("--endpoint-url", type=state_verbs.endpoint_url, help="an S3-compatible endpoint (https://)")
-    common.add_argument("--allow-plain-http", action="store_true", help="accept an http:// endpoint (tests, loopback)")
-    common.add_argument(
-        "--noncurrent-days",
-        type=state_verbs.positive_days,
-        default=backend.DEFAULT_NONCURRENT_DAYS,
-        help="keep replaced state versions this many days before they expire (default %(default)s)",
-    )
-    common.add_argument("--kms-key-id", type=state_verbs.kms_key_id, help="require SSE-KMS with this key")
+    add = common.add_argument
+    add("--bucket", required=True, type=state_verbs.bucket_name, help="the bucket that holds the state")
+    add("--endpoint-url", type=state_verbs.endpoint_url, help="an S3-compatible endpoint (https://)")
+    add("--allow-plain-http", action="store_true", help="accept an http:// endpoint (tests, loopback)")
+    days = backend.DEFAULT_NONCURRENT_DAYS
+    add("--noncurrent-days", type=state_verbs.positive_days, default=days, help="days replaced versions are kept")
+    add("--kms-key-id", type=state_verbs.kms_key_id, help="require SSE-KMS with this key")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("bootstrap", parents=[common], help="create or fix the bucket")
     commands.add_parser("check", parents=[common], help="report settings that differ; exit 1 if any")

@@ -1,20 +1,25 @@
-"""The verbs whose parsers need only the program's own requirements: each a ``Verb`` of its arguments, its refusals
-across them, and the function of its package it hands over to; and ``--version``."""
+"""What the verbs share (the parser whose usage error is one line with exit 2, the verb record, the argument types that
+refuse an empty or unknown value), the verbs whose parsers need only the program's own requirements, and
+``--version``."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import pkgutil
+import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
-from supersonic_interlink import ROOT
+from supersonic_interlink import EXIT_USAGE, ROOT
 from supersonic_interlink.chart.binaries import BINARIES
-from supersonic_interlink.cli.args import Parser, Verb, add_stack, calls, chart_dir, known_stack, name, path, ref
 from supersonic_interlink.config import ConfigError
-from supersonic_interlink.config.stack_config import load_stack, stack_names
+from supersonic_interlink.config.stack_config import load_stack, stack_file, stack_names
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import default_dir, run_cluster
 from supersonic_interlink.engine.installed import CLI_ENV
@@ -22,18 +27,79 @@ from supersonic_interlink.engine.run import ACTIONS, run_pulumi
 from supersonic_interlink.files import output_path
 from supersonic_interlink.rehearse.delays import FORMS
 
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog.removeprefix('./supersonic ')}: {message} (see `{self.prog} --help`)\n")
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A verb: the function adding its arguments (its docstring the help), what it refuses across them, and what runs
+    it: a ``module:function`` called with the arguments, imported when the verb runs."""
+
+    name: str
+    arguments: Callable[[Parser], object]
+    run: str | Callable[[argparse.Namespace], int]
+    problem: Callable[[argparse.Namespace], str | None] = lambda args: None
+
+    def parser(self) -> Parser:
+        parser = Parser(prog=f"./supersonic {self.name}", description=inspect.getdoc(self.arguments))
+        self.arguments(parser)
+        return parser
+
+    def main(self, argv: list[str]) -> int:
+        parser = self.parser()
+        args = parser.parse_args(argv)
+        if why := self.problem(args):
+            parser.error(why)
+        if isinstance(self.run, str):
+            return int(pkgutil.resolve_name(self.run)(**vars(args)))
+        return self.run(args)
+
+
+def given(allowed: str, kind: Callable[[str], Any] = str) -> Callable[[str], Any]:
+    """An argument type that refuses an empty value (``Path("")`` would mean the current directory)."""
+
+    def parse(text: str) -> Any:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"is empty: expected {allowed}")
+        return kind(text)
+
+    return parse
+
+
+path, name, ref = given("a path", Path), given("a name"), given("a branch, a tag or a commit")
+
+
+def chart_dir(text: str) -> Path:
+    if not (path(text) / "Chart.yaml").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a chart directory (no Chart.yaml in it)")
+    return Path(text)
+
+
+def known_stack(stack: str) -> str:
+    """A stack with a file under ``stacks/``, named by the Pulumi CLI's rule."""
+    try:
+        found = stack_file(stack).is_file()
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(error.problems[0]) from None
+    if not found:
+        raise argparse.ArgumentTypeError(f"no stack {stack!r}; stacks: {', '.join(stack_names())}")
+    return stack
+
+
+def add_stack(parser: argparse.ArgumentParser, more: str = "", **kwargs: object) -> None:
+    """The stack positional: its help lists the stacks, then ``more``."""
+    parser.add_argument("stack", help=f"stack name ({', '.join(stack_names())}{more})", **kwargs)  # type: ignore[arg-type]
+
+
 PULUMI_CLI = f"the Pulumi CLI to run (default: ${CLI_ENV}, else `pulumi` on PATH, else one built from Go modules)"
 
 
-def stacks(more: str = "") -> str:
-    return f"stack name ({', '.join(stack_names())}{more})"
-
-
 def _render(parser: Parser) -> None:
-    """Render a stack offline: what `pulumi up` would deploy, as reviewable files, with optional checks.
-
-    example: ./supersonic render hammer --out rendered/hammer --check"""
-    add_stack(parser, stacks())
+    """Render a stack offline: what `pulumi up` would deploy, as reviewable files, with optional checks."""
+    add_stack(parser)
     add = parser.add_argument
     add("--out", type=output_path, help="directory to write manifests.yaml, release.yaml, envoy.yaml")
     add("--check", action="store_true", help="validate the output; exit 1 on any finding")
@@ -56,10 +122,8 @@ def _render_problem(args: argparse.Namespace) -> str | None:
 
 
 def _diff(parser: Parser) -> None:
-    """What a change deploys, object by object: the stack rendered at a base ref and in the working tree.
-
-    example: ./supersonic diff hammer --base main --chart tests/charts/conforming"""
-    add_stack(parser, stacks(", or one only the base has"))
+    """What a change deploys, object by object: the stack rendered at a base ref and in the working tree."""
+    add_stack(parser, ", or one only the base has")
     add = parser.add_argument
     add("--base", type=ref, metavar="REF", help="git ref to compare with (default: merge base with main)")
     add("--chart", type=chart_dir, metavar="DIR", help="render both sides with this chart directory")
@@ -70,9 +134,7 @@ def _diff(parser: Parser) -> None:
 
 
 def _stack(parser: Parser) -> None:
-    """Write stacks/Pulumi.NAME.yaml from another stack's with NAME's own names, then render and check it.
-
-    example: ./supersonic stack new anvil --namespace cms --release sonic-anvil --node interlink-anvil"""
+    """Write stacks/Pulumi.NAME.yaml from another stack's with NAME's own names, then render and check it."""
     new = parser.add_subparsers(required=True, metavar="{new}").add_parser("new", help="write and check a stack file")
     new.add_argument("name", metavar="NAME", type=name, help="the new stack's name (an existing file is kept)")
     new.add_argument("--namespace", required=True, type=name, help="the release's namespace on that cluster")
@@ -82,15 +144,13 @@ def _stack(parser: Parser) -> None:
 
 
 def _takeover(parser: Parser) -> None:
-    """Take over a live Flux-managed release with a stack (docs/takeover.md).
-
-    example: ./supersonic takeover steps hammer"""
+    """Take over a live Flux-managed release with a stack (docs/takeover.md)."""
     commands = parser.add_subparsers(dest="command", required=True)
     steps = commands.add_parser("steps", help="print the takeover steps with this stack's URNs and names")
     values = commands.add_parser("values", help="the live values against this stack's, as a markdown table")
     objects = commands.add_parser("objects", help="what the upgrade deletes, creates and changes, object by object")
     for command in (steps, values, objects):
-        add_stack(command, stacks(), metavar="STACK")
+        add_stack(command, metavar="STACK")
     live = "the live release's values: `helm get values -o yaml` output"
     steps.add_argument("--live", dest="check_live", action="store_true", help="first check the live release")
     values.add_argument("--live", type=path, required=True, help=live)
@@ -108,9 +168,7 @@ def _takeover(parser: Parser) -> None:
 
 
 def _cluster(parser: Parser) -> None:
-    """A local Kubernetes control plane on 127.0.0.1 by kwokctl, with the interLink virtual node.
-
-    example: ./supersonic cluster start && eval "$(./supersonic cluster env)" && kubectl get nodes"""
+    """A local Kubernetes control plane on 127.0.0.1 by kwokctl, with the interLink virtual node."""
     parser.add_argument("action", choices=["start", "stop", "env", "status"])
     parser.add_argument("--dir", type=path, default=default_dir(), help="where its files live (default %(default)s)")
 
@@ -124,19 +182,17 @@ PULUMI_FLAGS = {
 
 
 def _pulumi(parser: Parser) -> None:
-    """Run the real Pulumi engine for a stack against the cluster KUBECONFIG names.
-
-    example: eval "$(./supersonic cluster env)" && ./supersonic pulumi preview hammer --diff"""
+    """Run the real Pulumi engine for a stack against the cluster KUBECONFIG names."""
     actions = parser.add_subparsers(dest="action", required=True)
     for action in ACTIONS:
         sub = actions.add_parser(action, help=f"pulumi {action}, through the preview gate")
-        add_stack(sub, stacks(), type=known_stack)
+        add_stack(sub, type=known_stack)
         sub.add_argument("--pulumi", metavar="PATH", help=PULUMI_CLI)
         for flag, (flag_actions, text) in PULUMI_FLAGS.items():
             if action in flag_actions:
                 sub.add_argument(flag, action="store_true", required=flag == "--yes", help=text)
     gate = actions.add_parser("gate", help="the preview gate on `pulumi preview --json` output from any CLI")
-    add_stack(gate, stacks(), type=known_stack)
+    add_stack(gate, type=known_stack)
     gate.add_argument("file", type=path, help="e.g. ./supersonic pulumi gate hammer preview.json")
 
 
@@ -149,10 +205,8 @@ def _run_pulumi(args: argparse.Namespace) -> int:
 
 def _drift(parser: Parser) -> None:
     """What changed on the cluster KUBECONFIG names outside Pulumi, read-only without --correct: exit 0 no
-    drift, 1 drift, 2 could not check.
-
-    example: ./supersonic drift hammer --json"""
-    add_stack(parser, stacks(), type=known_stack)
+    drift, 1 drift, 2 could not check."""
+    add_stack(parser, type=known_stack)
     output = parser.add_mutually_exclusive_group()
     one = output.add_argument
     one("--json", dest="output", action="store_const", const="json", help="the report as JSON")
@@ -171,21 +225,13 @@ def _binary(text: str) -> str:
 
 
 def _toolchain(parser: Parser) -> None:
-    """The Pulumi CLI, provider and local control plane, built from the Go modules under tools/.
-
-    example: ./supersonic toolchain build pulumi pulumi-resource-kubernetes"""
+    """The Pulumi CLI, provider and local control plane, built from the Go modules under tools/."""
     names = [name for build in toolchain.BUILDS for name in build.packages]
-    commands = parser.add_subparsers(dest="command", required=True)
-    build = commands.add_parser("build", help="build what is missing from the cache (all without NAME), a line each")
-    build.add_argument("names", nargs="*", type=_binary, metavar="NAME", help=f"binaries: {', '.join(names)}")
-    where = commands.add_parser("path", help="where NAME's binary is (built or not)")
-    where.add_argument("name", metavar="NAME", choices=names, help=f"one of: {', '.join(names)}")
+    build = parser.add_subparsers(dest="command", required=True).add_parser("build", help="build what is missing")
+    build.add_argument("names", nargs="*", type=_binary, metavar="NAME", help=f"(default all) {', '.join(names)}")
 
 
 def _run_toolchain(args: argparse.Namespace) -> int:
-    if args.command == "path":
-        print(toolchain.path(args.name))
-        return 0
     try:
         toolchain.ensure(args.names or None, log=lambda line: print(line, flush=True))
     except toolchain.ToolchainError as error:
@@ -196,10 +242,8 @@ def _run_toolchain(args: argparse.Namespace) -> int:
 
 def _rehearse(parser: Parser) -> None:
     """A cold start on a local control plane (real Envoy and KEDA, kwok holding Triton Pending for a Slurm
-    queue delay) and the share of cold sessions readyTimeoutSeconds serves.
-
-    example: ./supersonic rehearse hammer --queue-delay history:wakes.jsonl"""
-    add_stack(parser, stacks(), type=known_stack)
+    queue delay) and the share of cold sessions readyTimeoutSeconds serves."""
+    add_stack(parser, type=known_stack)
     add = parser.add_argument
     add("--queue-delay", required=True, metavar="SPEC", help=f"the Slurm queue delay: {FORMS}")
     add("--dir", dest="directory", type=Path, metavar="DIR", help="where the local cluster's files live")
@@ -214,20 +258,19 @@ def chart_pin(stack: str) -> str:
         return f"unreadable ({error.problems[0]})"
     if "path" in chart and "git" not in chart:
         return f"directory {chart['path']}"
-    return f"{chart['git']} {chart['commit']}" if chart.get("commit") else f"{chart.get('git', 'the default')} unpinned"
+    return f"{chart.get('git', 'the default')} {chart.get('commit') or 'unpinned'}"
 
 
 def version() -> str:
     """``./supersonic --version``: pyproject.toml's (the project runs from its tree, never installed) with the git
     commit, each stack's pinned chart, and the pinned engine, Helm and kubectl."""
     git = ["git", "-C", str(ROOT), "describe", "--always", "--abbrev=12", "--dirty=.dirty", "--exclude=*"]
-    try:
-        commit = subprocess.run(git, capture_output=True, text=True)
-    except OSError:  # no git on PATH: the version stands alone
-        commit = subprocess.CompletedProcess(git, 1, "", "")
+    commit = subprocess.run(git, capture_output=True, text=True) if shutil.which("git") else None  # else none to add
     pulumi, provider = (toolchain.version(toolchain.build_for(n)) for n in ("pulumi", "pulumi-resource-kubernetes"))
     release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    lines = [f"supersonic-interlink {release}" + (f"+g{commit.stdout.strip()}" if commit.returncode == 0 else "")]
+    lines = [
+        f"supersonic-interlink {release}" + (f"+g{commit.stdout.strip()}" if commit and commit.returncode == 0 else "")
+    ]
     lines += [f"  stack {stack}: chart {chart_pin(stack)}" for stack in stack_names()]
     lines += [
         f"  Pulumi CLI {pulumi}, Kubernetes provider {provider} (tools/*/go.mod)",
@@ -236,12 +279,12 @@ def version() -> str:
     return "\n".join(lines)
 
 
-RENDER = Verb("render", _render, calls("supersonic_interlink.render.stack:run"), _render_problem)
-DIFF = Verb("diff", _diff, calls("supersonic_interlink.diff.report:run"))
-STACK = Verb("stack", _stack, calls("supersonic_interlink.render.stack:new_stack"))
-TAKEOVER = Verb("takeover", _takeover, calls("supersonic_interlink.takeover.run:run"))
+RENDER = Verb("render", _render, "supersonic_interlink.render.stack:run", _render_problem)
+DIFF = Verb("diff", _diff, "supersonic_interlink.diff.report:run")
+STACK = Verb("stack", _stack, "supersonic_interlink.render.stack:new_stack")
+TAKEOVER = Verb("takeover", _takeover, "supersonic_interlink.takeover.run:run")
 CLUSTER = Verb("cluster", _cluster, lambda args: run_cluster(args.action, args.dir.resolve()))
 PULUMI = Verb("pulumi", _pulumi, _run_pulumi)
-DRIFT = Verb("drift", _drift, calls("supersonic_interlink.drift.check:run"))
+DRIFT = Verb("drift", _drift, "supersonic_interlink.drift.check:run")
 TOOLCHAIN = Verb("toolchain", _toolchain, _run_toolchain)
-REHEARSE = Verb("rehearse", _rehearse, calls("supersonic_interlink.rehearse.measure:run"))
+REHEARSE = Verb("rehearse", _rehearse, "supersonic_interlink.rehearse.measure:run")

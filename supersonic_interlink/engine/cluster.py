@@ -33,51 +33,15 @@ NAME = "supersonic"  # kwokctl's cluster: its files are <directory>/clusters/sup
 COMPONENTS = {name: name for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")}
 COMPONENTS["kwok-controller"] = "kwok"
 """kwokctl's component (its pid and log files are named so) -> the toolchain binary it runs."""
-PATCHES = {
-    "kube-controller-manager": {"leader-elect": "false", "use-service-account-credentials": "true"},
-    "kube-scheduler": {"leader-elect": "false"},
-    "etcd": {"unsafe-no-fsync": "true"},
-}
-"""No leader election (lost on a loaded machine, it ends the process); each controller its own ServiceAccount."""
-
-VIRTUAL_NODE: dict[str, Any] = {
-    "name": "interlink-hammer",
-    "labels": {
-        "kubernetes.io/hostname": "interlink-hammer",
-        "kubernetes.io/os": "virtual-kubelet",
-        "type": "virtual-kubelet",
-    },
-    "taints": [{"key": "virtual-node.interlink/no-schedule", "value": "true", "effect": "NoSchedule"}],
-}
-AF_TAINT = {"key": "hub.jupyter.org/dedicated", "value": "cms-af", "effect": "NoSchedule"}
-NODES: list[dict[str, Any]] = [
-    {"name": "node-1", "labels": {}, "taints": []},
-    *({"name": f"af-{i}", "labels": {"cms-af-prod": "true"}, "taints": [AF_TAINT]} for i in (1, 2)),
-    VIRTUAL_NODE,
-]
-"""A plain node, analysis-facility nodes like Geddes' (Envoy and the cleanup go there), interLink's virtual node."""
+SEED: list[dict[str, Any]] = list(yaml.safe_load_all(Path(__file__).with_name("local_cluster.yaml").read_text()))
+"""kwokctl's configuration, kwok's Stage for LoadBalancer Services, the nodes, the PersistentVolume of ``cvmfs``."""
+VIRTUAL_NODE = next(o["metadata"] for o in SEED if o.get("metadata", {}).get("name") == "interlink-hammer")
 CVMFS_VOLUMES = 32
 """``cvmfs`` volumes, more than the e2e tier's namespaces: a claim left Pending makes Helm's ``--wait`` time out."""
 KWOK_STARTS = 5
 """kwok 0.7.0 dies about once in ten starts ("concurrent map writes" in its CEL type registry), twice in a row seen
 on a loaded machine: ``kwokctl start cluster`` starts it again, this often."""
 
-LOAD_BALANCER_STAGE = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1",
-    "kind": "Stage",
-    "metadata": {"name": "service-load-balancer"},
-    "spec": {
-        "resourceRef": {"apiGroup": "v1", "kind": "Service"},
-        "selector": {
-            "matchExpressions": [
-                {"key": ".spec.type", "operator": "In", "values": ["LoadBalancer"]},
-                {"key": ".status.loadBalancer.ingress", "operator": "DoesNotExist"},
-            ]
-        },
-        "next": {"statusTemplate": "loadBalancer:\n  ingress:\n  - ip: 127.0.0.1\n"},
-    },
-}
-"""MetalLB's part on Geddes, which Helm's --wait waits for; kwok keeps its default Stages for other kinds."""
 REAPER = 'trap \'exec "$0" --name="$1" delete cluster --kubeconfig="$2"\' TERM; while sleep 1; do :; done'
 """Runs ``kwokctl delete cluster`` on SIGTERM, which the kernel sends when the cluster's starter dies."""
 
@@ -162,16 +126,13 @@ def pulumi_env(home: Path, backend: str, passphrase: str) -> dict[str, str]:
 
 
 def kwokctl_config(paths: Mapping[str, Path], pod_stages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Its binary runtime on loopback (default 0.0.0.0), each binary it would download the local one in ``paths``
-    (kwokctl links a local path: ``pkg/kwokctl/runtime/file.go`` EnsureBinary), and ``PATCHES``; then kwok's Stages."""
-    options = {"runtime": "binary", "bindAddress": LOOPBACK}
-    options["kubeVersion"] = toolchain.version(toolchain.build_for("kube-apiserver"))
+    """``SEED``'s kwokctl configuration with the local binary in ``paths`` for each it would download (kwokctl links
+    a local path: ``pkg/kwokctl/runtime/file.go`` EnsureBinary), then the LoadBalancer Stage and ``pod_stages``."""
+    options = {**SEED[0]["options"], "kubeVersion": toolchain.version(toolchain.build_for("kube-apiserver"))}
     for component, binary in [*COMPONENTS.items(), ("kubectl", "kubectl")]:
         first, *rest = component.split("-")
         options[first + "".join(part.title() for part in rest) + "Binary"] = str(paths[binary])
-    patches = [{"name": n, "extraArgs": [{"key": k, "value": v} for k, v in a.items()]} for n, a in PATCHES.items()]
-    kwokctl = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options}
-    return [{**kwokctl, "componentsPatches": patches}, LOAD_BALANCER_STAGE, *pod_stages]
+    return [{**SEED[0], "options": options}, SEED[1], *pod_stages]
 
 
 @dataclass
@@ -274,9 +235,13 @@ class LocalCluster:
 
     def _seed(self, timeout: float, log: Callable[[str], None]) -> None:
         """The nodes, KEDA's CRDs from its Go module, ``cvmfs`` volumes; then wait until pods can run."""
-        nodes = [_node(spec) for spec in NODES]
-        storage_class = CHART.model_repository_storage_class
-        volumes = [_volume(f"{storage_class}-{index}", storage_class) for index in range(1, CVMFS_VOLUMES + 1)]
+        nodes = [o for o in SEED if o["kind"] == "Node"]
+        storage_class, volume = CHART.model_repository_storage_class, SEED[-1]
+        volumes = [
+            {**volume, "metadata": {"name": f"{storage_class}-{i}"}}
+            | {"spec": {**volume["spec"], "storageClassName": storage_class, "hostPath": {"path": f"/nonexistent/{i}"}}}
+            for i in range(1, CVMFS_VOLUMES + 1)
+        ]
         crds = toolchain.module_source("keda") / "config" / "crd" / "bases"
         self.kubectl(
             "apply", "--server-side", "-f", "-", "-f", str(crds), input_text=yaml.safe_dump_all(nodes + volumes)
@@ -322,29 +287,6 @@ class LocalCluster:
             self.kubeconfig.unlink(missing_ok=True)
             for data in ("backend", "project"):
                 shutil.rmtree(self.directory / data, ignore_errors=True)
-
-
-def _node(spec: dict[str, Any]) -> dict[str, Any]:
-    labels = {"kubernetes.io/hostname": spec["name"], "kubernetes.io/os": "linux", **spec["labels"]}
-    resources = {"cpu": "64", "memory": "512Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": spec["name"], "labels": labels},
-        "spec": {"taints": spec["taints"]},
-        "status": {"allocatable": resources, "capacity": resources},
-    }
-
-
-def _volume(name: str, storage_class: str) -> dict[str, Any]:
-    spec = {
-        "capacity": {"storage": "100Gi"},
-        "persistentVolumeReclaimPolicy": "Retain",
-        "storageClassName": storage_class,
-        "accessModes": ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"],
-        "hostPath": {"path": f"/nonexistent/{name}"},
-    }
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
 
 
 def _die_with_parent() -> None:

@@ -30,29 +30,28 @@ CREATING_OPS = frozenset({"create", "create-replacement", "replace"})
 """Ops that bring a new Envoy ConfigMap (create-before-delete is the engine's default)."""
 
 
+ALLOWED = (
+    f"an object with an op the engine plans ({', '.join(sorted(ENGINE_OPS))}) and a urn "
+    "urn:pulumi:<stack>::<project>::<type>::<name>"
+)
+"""What a step must be for the gate to read it."""
+
+
 @dataclass(frozen=True)
 class Step:
-    """One planned step as the plan said it; the properties after ``unreadable`` hold only for a readable one."""
+    """One planned step: its op and urn, and the plan's entry as it said it (to name it if it is unreadable)."""
 
     op: Any
     urn: Any
-    not_an_object: bool = False
-    """The plan's entry was no JSON object (``op`` holds it)."""
+    entry: Any = None
 
     @property
-    def unreadable(self) -> str | None:
-        if self.not_an_object:
-            return f"the step is {_show(self.op)}, not an object with an op and a urn"
-        if not isinstance(self.op, str):
-            return f"its op is {_show(self.op)}, not a string"
-        if self.op not in ENGINE_OPS:
-            return f"op {_show(self.op)} is none the engine plans ({', '.join(sorted(ENGINE_OPS))})"
-        if not isinstance(self.urn, str):
-            return f"its urn is {_show(self.urn)}, not a string"
-        parts = self.urn.split("::", 3)
-        if len(parts) != 4 or not parts[0].startswith("urn:pulumi:") or not all(parts[1:]):
-            return f"urn {_show(self.urn)} is not urn:pulumi:<stack>::<project>::<type>::<name>"
-        return None
+    def readable(self) -> bool:
+        """An op the engine plans and a URN of four parts."""
+        parts = self.urn.split("::", 3) if isinstance(self.urn, str) else []
+        if not (isinstance(self.op, str) and self.op in ENGINE_OPS):
+            return False
+        return len(parts) == 4 and parts[0].startswith("urn:pulumi:") and all(parts[1:])
 
     @property
     def types(self) -> list[str]:
@@ -79,8 +78,7 @@ def steps_from_json(document: Any) -> list[Step]:
     if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
         raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
     return [
-        Step(s.get("op"), s.get("urn")) if isinstance(s, dict) else Step(s, None, not_an_object=True)
-        for s in document.get("steps", [])
+        Step(*((s.get("op"), s.get("urn")) if isinstance(s, dict) else (s, None)), s) for s in document.get("steps", [])
     ]
 
 
@@ -88,17 +86,18 @@ def steps_from_events(events: Iterable[Any]) -> list[Step]:
     """The steps of the Automation API's engine events, read as loosely as the JSON."""
     pres = [pre for event in events if (pre := getattr(event, "resource_pre_event", None)) is not None]
     metadata = [getattr(pre, "metadata", None) for pre in pres]
-    return [Step(getattr(op := getattr(m, "op", None), "value", op), getattr(m, "urn", None)) for m in metadata]
+    ops_urns = [(getattr(op := getattr(m, "op", None), "value", op), getattr(m, "urn", None)) for m in metadata]
+    return [Step(op, urn, {"op": op, "urn": urn}) for op, urn in ops_urns]
 
 
 def blocked(steps: Iterable[Step], *, removable: bool) -> list[str]:
     steps = list(steps)
     problems = [
-        f"step {index}: {why}; the gate cannot tell what it does, so it refuses the plan"
+        f"step {index}: {_show(step.entry)} is not {ALLOWED}; the gate cannot tell what it does, so it refuses the plan"
         for index, step in enumerate(steps)
-        if (why := step.unreadable) is not None
+        if not step.readable
     ]
-    steps = [step for step in steps if step.unreadable is None]
+    steps = [step for step in steps if step.readable]
     release_goes = [s for s in steps if s.type == HELM_RELEASE_TYPE and s.op in REMOVING_OPS]
     problems += [
         f"{step.op} of Helm release {step.name} ({step.urn}): this uninstalls or re-installs the release. "

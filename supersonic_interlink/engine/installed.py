@@ -80,11 +80,6 @@ def find_cli(explicit: str | None, env: dict[str, str]) -> tuple[Found, bool]:
     return Found(built, version, f"none on PATH, {CLI_ENV} or --pulumi: building it from Go modules"), True
 
 
-def _plugin(home: Path, version: str) -> Path:
-    """Where ``pulumi plugin install`` puts it (``PluginDescriptor.Dir``)."""
-    return home / "plugins" / f"resource-{PROVIDER}-v{version.removeprefix('v')}" / f"pulumi-resource-{PROVIDER}"
-
-
 def _installed(binary: Path) -> bool:
     """A ``<dir>.partial`` beside it: an install not finished (pulumi/pulumi sdk/go/common/workspace/plugins.go)."""
     return binary.is_file() and not Path(f"{binary.parent}.partial").exists()
@@ -99,16 +94,11 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
     other versions installed is ``Unusable``: the engine loads exactly the SDK's (``SelectCompatiblePlugin``)."""
     version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
     home = pulumi_home(env)
-    binary, own = _plugin(home, version), _plugin(Path.home() / ".pulumi", version)
+    binary = home / "plugins" / f"resource-{PROVIDER}-v{version.removeprefix('v')}" / f"pulumi-resource-{PROVIDER}"
     if _installed(binary):
         return Found(binary, version, "installed plugin"), None
-    if own != binary and _installed(own):
-        return Found(binary, version, f"installed plugin in {own.parent.parent}, installed into PULUMI_HOME"), own
-    others = sorted(
-        p.parent.name
-        for p in (home / "plugins").glob(f"resource-{PROVIDER}*/pulumi-resource-{PROVIDER}")
-        if _installed(p)
-    )
+    installed = (home / "plugins").glob(f"resource-{PROVIDER}*/{binary.name}")
+    others = sorted(p.parent.name for p in installed if _installed(p))
     if others:
         raise Unusable(
             f"the {PROVIDER} provider in {home / 'plugins'} is {', '.join(others)}, but this project's SDK "
@@ -123,9 +113,8 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
 
 
 def install_provider(cli: Path, source: Path, env: dict[str, str], *, log: Callable[[str], None]) -> None:
-    """``pulumi plugin install`` from ``source``, built first if it is the toolchain's."""
-    if source == toolchain.path("pulumi-resource-kubernetes"):
-        toolchain.ensure(["pulumi-resource-kubernetes"], log=log)
+    """``pulumi plugin install`` from the toolchain's ``source``, built first."""
+    toolchain.ensure(["pulumi-resource-kubernetes"], log=log)
     version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
     command = [str(cli), "plugin", "install", "resource", PROVIDER, version, "--file", str(source)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

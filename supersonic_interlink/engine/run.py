@@ -103,8 +103,8 @@ class Engine:
 
 def scratch_project(directory: Path, root: Path = ROOT) -> Path:
     """A copy of the project for a throwaway backend, so ``stacks/`` is never written: each stack's config copied
-    (keeping the salt the CLI added to the copy); the post-renderer, the charts and each chart a stack names by a
-    relative ``release.chart.path`` linked at the same path (the provider resolves it from the project)."""
+    (keeping the salt the CLI added to the copy), a relative ``release.chart.path`` made absolute (the provider
+    resolves it from the project); the post-renderer and the charts linked."""
     (directory / "stacks").mkdir(parents=True, exist_ok=True)
     (directory / "Pulumi.yaml").write_bytes((root / "Pulumi.yaml").read_bytes())
     for name in ("postrender", ".charts"):
@@ -113,21 +113,12 @@ def scratch_project(directory: Path, root: Path = ROOT) -> Path:
     for source in sorted((root / "stacks").glob("Pulumi.*.yaml")):
         target = directory / "stacks" / source.name
         kept = (yaml.safe_load(target.read_text()) or {}) if target.exists() else {}
-        document = {**kept, "config": (read_yaml_file(source) or {}).get("config") or {}}
-        target.write_text(yaml.safe_dump(document, sort_keys=False))
-        release = document["config"].get(f"{PROJECT}:release")
+        config = (read_yaml_file(source) or {}).get("config") or {}
+        release = config.get(f"{PROJECT}:release")
         chart = release.get("chart") if isinstance(release, dict) else None
-        path = chart.get("path") if isinstance(chart, dict) and "git" not in chart else None
-        if not isinstance(path, str) or Path(path).is_absolute():
-            continue
-        link = Path(os.path.normpath(directory / path))
-        if not link.is_relative_to(directory):
-            raise EngineError(
-                f"{source.name}: release.chart.path {path!r} leaves the project directory; on the local cluster "
-                "name a chart inside the project or by an absolute path"
-            )
-        link.parent.mkdir(parents=True, exist_ok=True)
-        _link(link, Path(os.path.normpath(root / path)))
+        if isinstance(chart, dict) and isinstance(chart.get("path"), str) and "git" not in chart:
+            chart["path"] = os.path.normpath(root / chart["path"])
+        target.write_text(yaml.safe_dump({**kept, "config": config}, sort_keys=False))
     return directory
 
 

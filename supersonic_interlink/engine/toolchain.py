@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -187,46 +186,17 @@ def _go(args: list[str], cwd: Path, what: str) -> str:
     return done.stdout
 
 
-PROGRESS_SECONDS = 60.0
-
-
-def _compile(args: list[str], cwd: Path, what: str, log: Callable[[str], None]) -> None:
-    """``go build -v`` names each package it compiles: counted into a line a minute."""
-    started = last = time.monotonic()
-    count, tail = 0, ""
-    with subprocess.Popen(
-        ["go", *args], cwd=cwd, env=go_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    ) as process:
-        for line in process.stderr or ():
-            count, tail = count + 1, (tail + line)[-4000:]
-            if time.monotonic() - last >= PROGRESS_SECONDS:
-                last = time.monotonic()
-                log(f"toolchain: {what}: {count} packages compiled so far, {_elapsed(started)}")
-    if process.returncode != 0:
-        raise ToolchainError(f"{what} failed (exit {process.returncode}); rerun to retry:\n{tail}")
-    log(f"toolchain: {what}: {count} packages compiled in {_elapsed(started)}")
-
-
 @contextmanager
 def _locked(lock_file: Path, name: str, log: Callable[[str], None]) -> Iterator[None]:
-    """An exclusive lock; its holder writes who it is and since when into it, so a waiter can say."""
+    """An exclusive lock on ``lock_file``, saying so when another build holds it."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a+") as handle:
+    with lock_file.open("a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "a process that did not say who it is"
-            log(f"toolchain: waiting for another build of {name}: {lock_file} is held by {holder}")
+            log(f"toolchain: waiting for another build of {name} ({lock_file})")
             fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.truncate(0)  # "a+" writes at the end, so at 0
-        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.truncate(0)
+        yield
 
 
 def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
@@ -236,7 +206,7 @@ def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
     started = time.monotonic()
     _go(["mod", "download"], TOOLS / build.group, f"go mod download in tools/{build.group}")
     log(f"toolchain: {name}: modules downloaded (go mod download) in {_elapsed(started)}")
-    args = ["build", "-v", "-trimpath", "-ldflags", _ldflags(build), *(["-tags", build.tags] if build.tags else [])]
+    args = ["build", "-trimpath", "-ldflags", _ldflags(build), *(["-tags", build.tags] if build.tags else [])]
     cwd, package = TOOLS / build.group, build.packages[name]
     if build.generated:
         # Go refuses overlays of files in the module cache: the main package is copied beside its generated files.
@@ -251,6 +221,6 @@ def _go_build(build: Build, name: str, log: Callable[[str], None]) -> None:
             (cwd / filename).write_bytes(generator(main_dir, v))
     # Moved into place once built: an interrupted build leaves no half binary the cache lookup would trust.
     scratch = work / f"{name}.{os.getpid()}.partial"
-    _compile([*args, "-o", str(scratch), package], cwd, f"go build of {name}", log)
+    _go([*args, "-o", str(scratch), package], cwd, f"go build of {name}")
     path(name).parent.mkdir(parents=True, exist_ok=True)
     os.replace(scratch, path(name))
