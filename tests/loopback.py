@@ -39,10 +39,8 @@ from supersonic_interlink.rehearse.loopback import (
     HttpStandIn,
     TritonServicer,
     answers,
-    dns_standin,
     envoy_running,
 )
-from supersonic_interlink.rehearse.loopback import TritonStandIn as TritonServer
 from supersonic_interlink.render.checks import envoy_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,7 +173,7 @@ class TritonStandIn:
         self._lock = threading.Lock()
         self._servicer = _Servicer(self)
         self.calls = self._servicer.calls
-        self._server: TritonServer | None = None
+        self._server: grpc.Server | None = None
         self._front = contextlib.ExitStack()
         self.grpc_port: int = free_port() if front else self.port
         """Where the gRPC server itself listens (behind the front when there is one)."""
@@ -183,7 +181,7 @@ class TritonStandIn:
     def come_up(self) -> None:
         """Start serving, then publish the DNS record (a pod becomes ready after its server is listening)."""
         if self._server is None:
-            self._server = TritonServer(self._servicer, self.grpc_port, options=MESSAGE_LIMITS)
+            self._server, _ = self._servicer.serve(self.grpc_port, options=MESSAGE_LIMITS)
             if self.front:
                 self._front.enter_context(_error_front(self))
         self.dns.publish(self.hostname)
@@ -198,7 +196,7 @@ class TritonStandIn:
         server, self._server = self._server, None
         self._front.close()
         if server is not None:
-            server.stop()
+            server.stop(grace=None).wait(5)
 
     def fail_next(self, count: int, status: grpc.StatusCode | None = None, *, http_status: int | None = None) -> None:
         """Fail the next ``count`` ModelInfer calls with a gRPC ``status``, or the next ``count`` requests with
@@ -387,14 +385,13 @@ def loopback_stack(
     front: bool = False,
     sleep_seconds: float = 0.05,
     config: Mapping[str, Any] | None = None,
-    concurrency: int = 2,
     lua: str | None = None,
 ) -> Iterator[LoopbackStack]:
     """Envoy plus ``tritons`` stand-in Tritons (up, and resolved by Envoy, when ``ready``), the admission sidecar and
     DNS. The first Triton is the Service's FQDN, the others per-pod names under it (loopback has one address).
     ``lua``: the Lua filter's text (default: the stand-in's, ``standin_lua``)."""
     with contextlib.ExitStack() as stack:
-        dns = stack.enter_context(dns_standin())
+        dns = stack.enter_context(DnsStandIn())
         service = settings.generation.inference_service_fqdn(settings.release.name, settings.namespace)
         names = [service] + [f"pod-{i}.{service}" for i in range(1, tritons)]
         standins = [TritonStandIn(dns=dns, hostname=name, front=front) for name in names]
@@ -421,7 +418,6 @@ def loopback_stack(
                 dns_port=dns.port,
                 lua=standin_lua(settings) if lua is None else lua,
                 config=config,
-                concurrency=concurrency,
             )
         )
         # Registered last, so it runs first on exit: a pending wake must not start a server after teardown.

@@ -17,7 +17,7 @@ from tritonclient.utils import InferenceServerException
 from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
 from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import NEWEST
-from supersonic_interlink.rehearse.chart_parts import filled_lua
+from supersonic_interlink.rehearse.run import chart_parts
 
 MIB = 1024 * 1024
 CLUSTER = f"cluster.{NEWEST.inference_cluster}"
@@ -85,11 +85,12 @@ def test_a_repository_index_is_refused_when_no_triton_comes_up_within_the_ready_
 def test_the_test_charts_own_filter_holds_a_wake_and_answers_a_timed_out_one_with_unavailable(tmp_path):
     chart = fixture_chart("inference-server", tmp_path)
     settings = fast_settings(ready_timeout_seconds=2)
-    with loopback_stack(settings, ready=False, wake_delay_seconds=0.5, lua=filled_lua(chart, settings)) as stack:
+    _, lua, _ = chart_parts(settings, chart, 9)
+    with loopback_stack(settings, ready=False, wake_delay_seconds=0.5, lua=lua) as stack:
         index = triton_client(stack.envoy.target).get_model_repository_index(client_timeout=10)
         assert [m.name for m in index.models] == ["standin"], "held, then answered by Triton itself"
         assert stack.admission.wakes == 2, "woken, then the hold renewed once Triton was there (cfg/envoy-filter.lua)"
-    with loopback_stack(settings, ready=False, lua=filled_lua(chart, settings)) as stack:
+    with loopback_stack(settings, ready=False, lua=lua) as stack:
         with pytest.raises(InferenceServerException) as failure:
             triton_client(stack.envoy.target).get_model_repository_index(client_timeout=10)
         assert failure.value.status() == "StatusCode.UNAVAILABLE"
