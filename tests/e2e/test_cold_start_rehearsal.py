@@ -1,18 +1,13 @@
-"""A whole cold start, rehearsed on the local control plane (``supersonic_interlink.rehearse``): the project's probe
-sends RepositoryIndex through the real Envoy running the program's computed configuration; the chart's own Lua filter
-(the tests' inferenceServer chart, tests/charts/inference-server/) wakes Triton through the chart's own admission
-sidecar, run as a process with a ServiceAccount token; the real KEDA operator holds and releases the Triton
-Deployment (both rendered from the chart); kwok keeps each Triton pod Pending for a scripted Slurm queue delay.
-The hammer stack's settings, with the ready timeout and hold scaled down so the scenario takes a few
-minutes:
+"""A whole cold start rehearsed on the local control plane (``supersonic_interlink.rehearse``): the probe's
+RepositoryIndex through the real Envoy with the computed configuration; the tests' inferenceServer chart rendered by
+Helm (its Lua filter, its admission sidecar as a process, its Triton Deployment and ScaledObject); the real KEDA
+operator; kwok holding each Triton pod Pending for a scripted Slurm queue delay. Hammer's settings, timeouts scaled:
 
-1. a wake with no queue delay measures the overhead around the queue (the wake, scheduling, DNS, the filter);
-2. with no load, KEDA scales Triton to zero as soon as the hold ends: a wake from outside KEDA leaves the
-   ScaledObject's lastActiveTime unset, and KEDA skips its cooldown then (measured);
-3. a wake of readyTimeoutSeconds - 3 s (its queue delay that less the overhead) is served;
-4. a wake whose queue alone is readyTimeoutSeconds + 3 s is refused (the status and message the chart's filter answers
-   are recorded),
-   and the Triton that comes up late lives only for what is left of the hold.
+1. a wake with no queue delay measures the overhead around the queue;
+2. with no load, KEDA scales Triton to zero as soon as the hold ends (lastActiveTime unset: no cooldown);
+3. a wake of readyTimeoutSeconds - 3 s, queue and overhead, is served;
+4. a queue of readyTimeoutSeconds + 3 s is refused with the chart filter's status and message, and the Triton that
+   comes up late lives only for what is left of the hold.
 """
 
 from __future__ import annotations
