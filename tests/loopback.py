@@ -1,27 +1,17 @@
 """The deployed Envoy configuration, run by the real Envoy on loopback (``supersonic_interlink.rehearse.loopback``)
-against stand-ins for what surrounds it in the pod; used by the functional tests, the probe's and the benchmarks.
-
-``loopback_stack(settings, ...)`` yields a ``LoopbackStack``: ``dns`` (dnslib's server: an A record per published
-name, NODATA otherwise, as cluster DNS answers for a headless Service without ready pods), ``tritons`` (stand-in
-Tritons that publish their name once serving: ``come_up``, ``go_down``, ``crash`` (stops, stays in DNS),
-``fail_next`` with a gRPC status or, with ``front=True``, an HTTP/2 503), ``admission`` (the sidecar's
-``/wake``, ``/sleep``, ``/health``; with ``wake_delay_seconds`` a wake brings every Triton up after that delay) and
-``envoy``. The inference cluster keeps its DNS type and refresh, its resolver pointed at ``dns``: the Lua filter sees
-the healthy-host signal it sees in the cluster. Everything binds 127.0.0.1, every wait is bounded, every context
-stops what it started.
-"""
+against scriptable stand-ins for Triton and the admission sidecar, and dnslib's DNS, which publishes a Triton's name
+while it is up, so the Lua filter sees the healthy-host signal it sees in the cluster. Everything binds 127.0.0.1,
+every wait is bounded, every context stops what it started."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import struct
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,29 +21,21 @@ from tritonclient.grpc import service_pb2
 from supersonic_interlink.config import PROJECT, Settings, deep_merge, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART
-from supersonic_interlink.engine.cluster import LOOPBACK, free_port, start_process, stop_process, wait_until
+from supersonic_interlink.engine.cluster import free_port, wait_until
 from supersonic_interlink.rehearse.loopback import (
     MODEL,
     DnsStandIn,
     EnvoyProcess,
     HttpStandIn,
     TritonServicer,
-    answers,
-    dns_standin,
     envoy_running,
 )
-from supersonic_interlink.rehearse.loopback import TritonStandIn as TritonServer
-from supersonic_interlink.render.checks import envoy_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 
 STANDIN_LUA = ROOT / "tests" / "fixtures" / "wake-filter.lua"
 """The tests' stand-in for the chart's scale-from-zero Lua filter, written from the protocol the chart documents, for
 either generation (its names and its answer to a timed-out wake filled in by ``standin_lua``)."""
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""The stand-in Triton accepts messages up to this size, above the 32 MiB buffer, so Envoy is what refuses."""
-
 
 OLDER_GENERATION_CHART = {"path": str(Path(__file__).resolve().parent / "charts" / "conforming")}
 """A chart of the ``triton`` generation (the tests' own): a stack given it as ``release.chart`` is of that generation,
@@ -161,31 +143,23 @@ class _Servicer(TritonServicer):
 
 
 class TritonStandIn:
-    """A scriptable stand-in Triton on ``port``, in ``dns`` under ``hostname`` while it is up; with ``front``, an
-    Envoy of its own before it (``_error_front``) answers scripted HTTP/2 503s, as a wstunnel or ingress does."""
+    """A scriptable stand-in Triton on ``port``, in ``dns`` under ``hostname`` while it is up."""
 
-    def __init__(self, *, dns: DnsStandIn, hostname: str, front: bool = False):
+    def __init__(self, *, dns: DnsStandIn, hostname: str):
         self.port: int = free_port()
-        self.dns, self.hostname, self.front = dns, hostname, front
+        self.dns, self.hostname = dns, hostname
         self.infer_delay_seconds: float = 0.0
         self.infer_sizes: list[int] = []
-        self.http_errors = 0
-        self.http_errors_served = 0
         self._failures: list[grpc.StatusCode] = []
         self._lock = threading.Lock()
         self._servicer = _Servicer(self)
         self.calls = self._servicer.calls
-        self._server: TritonServer | None = None
-        self._front = contextlib.ExitStack()
-        self.grpc_port: int = free_port() if front else self.port
-        """Where the gRPC server itself listens (behind the front when there is one)."""
+        self._server: grpc.Server | None = None
 
     def come_up(self) -> None:
         """Start serving, then publish the DNS record (a pod becomes ready after its server is listening)."""
         if self._server is None:
-            self._server = TritonServer(self._servicer, self.grpc_port, options=MESSAGE_LIMITS)
-            if self.front:
-                self._front.enter_context(_error_front(self))
+            self._server, _ = self._servicer.serve(self.port, options=MESSAGE_LIMITS)
         self.dns.publish(self.hostname)
 
     def go_down(self) -> None:
@@ -196,28 +170,18 @@ class TritonStandIn:
     def crash(self) -> None:
         """Stop serving at once, connections cut, but stay in DNS (readiness has not noticed yet)."""
         server, self._server = self._server, None
-        self._front.close()
         if server is not None:
-            server.stop()
+            server.stop(grace=None).wait(5)
 
-    def fail_next(self, count: int, status: grpc.StatusCode | None = None, *, http_status: int | None = None) -> None:
-        """Fail the next ``count`` ModelInfer calls with a gRPC ``status``, or the next ``count`` requests with
-        ``http_status`` from the front."""
-        if http_status is not None and (not self.front or http_status != 503):
-            raise ValueError("HTTP-level failures are 503s, from front=True")
+    def fail_next(self, count: int, status: grpc.StatusCode) -> None:
+        """Fail the next ``count`` ModelInfer calls with a gRPC ``status``."""
         with self._lock:
-            if http_status is not None:
-                self.http_errors += count
-            elif status is not None:
-                self._failures.extend([status] * count)
-            else:
-                raise ValueError("give a gRPC status or an http_status")
+            self._failures.extend([status] * count)
 
     def reset_counts(self) -> None:
         with self._lock:
             self.calls.clear()
             self.infer_sizes.clear()
-            self.http_errors_served = 0
 
 
 MESSAGE_LIMITS = [
@@ -226,114 +190,6 @@ MESSAGE_LIMITS = [
     ("grpc.so_reuseport", 0),
 ]
 """Above Envoy's 32 MiB buffer, so Envoy is what refuses; and no port reuse, so a stale server cannot answer."""
-
-FRONT_LUA = """
-function envoy_on_request(handle)
-  local headers = handle:httpCall("control", {[":method"] = "GET", [":path"] = "/take", [":authority"] = "c"}, "", 2000)
-  if headers[":status"] ~= "200" then
-    handle:headers():add("x-front-fail", headers[":status"])
-    handle:clearRouteCache()
-  end
-end
-"""
-"""The front's filter asks the control stand-in for each request; anything but 200 routes it to the error listener.
-A filter's own answer to a gRPC request would be a gRPC status with HTTP 200 (Envoy's local reply), so the 503
-comes from upstream: a second listener answering a request stripped of its gRPC content type."""
-
-
-class _FrontControl(HttpStandIn):
-    """Answers the front's ``/take`` with 503 while scripted errors are left (counted), else 200 (pass it on)."""
-
-    def __init__(self, owner: TritonStandIn) -> None:
-        self.owner = owner
-        super().__init__("triton-front-control")
-
-    def answer(self, path: str) -> tuple[int, str, bytes]:
-        with self.owner._lock:
-            failing = self.owner.http_errors > 0
-            self.owner.http_errors -= failing
-            self.owner.http_errors_served += failing
-        return 503 if failing else 200, "text/plain", b""
-
-
-TYPE = "type.googleapis.com/envoy.extensions."
-
-
-def _cluster(name: str, port: int, http2: bool) -> dict[str, Any]:
-    address = {"socket_address": {"address": LOOPBACK, "port_value": port}}
-    endpoints = [{"lb_endpoints": [{"endpoint": {"address": address}}]}]
-    cluster: dict[str, Any] = {"name": name, "type": "STATIC", "connect_timeout": "1s"}
-    cluster["load_assignment"] = {"cluster_name": name, "endpoints": endpoints}
-    if http2:
-        options = f"{TYPE}upstreams.http.v3.HttpProtocolOptions"
-        protocol = {"@type": options, "explicit_http_config": {"http2_protocol_options": {}}}
-        cluster["typed_extension_protocol_options"] = {options.rpartition("/")[2]: protocol}
-    return cluster
-
-
-def _listener(name: str, port: int, routes: list[dict[str, Any]], filters: list[dict[str, Any]]) -> dict[str, Any]:
-    manager = {
-        "@type": f"{TYPE}filters.network.http_connection_manager.v3.HttpConnectionManager",
-        "stat_prefix": name,
-        "http2_protocol_options": {},
-        "route_config": {"virtual_hosts": [{"name": name, "domains": ["*"], "routes": routes}]},
-        "http_filters": filters,
-    }
-    address = {"socket_address": {"address": LOOPBACK, "port_value": port}}
-    return {
-        "name": name,
-        "address": address,
-        "filter_chains": [{"filters": [{"name": "hcm", "typed_config": manager}]}],
-    }
-
-
-@contextlib.contextmanager
-def _error_front(owner: TritonStandIn) -> Iterator[None]:
-    """A second real Envoy on the Triton's port, proxying to its gRPC server unless ``FRONT_LUA`` answers instead."""
-    control = _FrontControl(owner)
-    admin, errors_port = free_port(), free_port()
-    lua = {
-        "@type": f"{TYPE}filters.http.lua.v3.Lua",
-        "default_source_code": {"inline_string": FRONT_LUA},
-    }
-    router: list[dict[str, Any]] = [
-        {"name": "router", "typed_config": {"@type": f"{TYPE}filters.http.router.v3.Router"}}
-    ]
-    failing = {"name": "x-front-fail", "present_match": True}
-    to_errors = {"cluster": "errors"}
-    routes: list[dict[str, Any]] = [
-        {
-            "match": {"prefix": "/", "headers": [failing]},
-            "route": to_errors,
-            "request_headers_to_remove": ["content-type"],
-        },
-        {"match": {"prefix": "/"}, "route": {"cluster": "triton", "timeout": "0s"}},
-    ]
-    errors: list[dict[str, Any]] = [{"match": {"prefix": "/"}, "direct_response": {"status": 503}}]
-    listeners = [
-        _listener("front", owner.port, routes, [{"name": "lua", "typed_config": lua}, *router]),
-        _listener("errors", errors_port, errors, router),
-    ]
-    clusters = [
-        _cluster("triton", owner.grpc_port, http2=True),
-        _cluster("control", control.port, http2=False),
-        _cluster("errors", errors_port, http2=True),
-    ]
-    config = {
-        "admin": {"address": {"socket_address": {"address": LOOPBACK, "port_value": admin}}},
-        "static_resources": {"listeners": listeners, "clusters": clusters},
-    }
-    with tempfile.TemporaryDirectory(prefix="triton-front-") as work:
-        (Path(work) / "front.json").write_text(json.dumps(config))
-        argv = [envoy_binary(), "-c", f"{work}/front.json", "--disable-hot-restart", "--concurrency", "1"]
-        process = start_process(argv, Path(work) / "log")
-        try:
-            ready = partial(answers, f"http://{LOOPBACK}:{admin}/ready")
-            wait_until(ready, 10, "the Triton front to report LIVE", log_file=Path(work) / "log", process=process)
-            yield
-        finally:
-            stop_process(process, 5)
-            control.stop()
 
 
 class AdmissionStandIn(HttpStandIn):
@@ -384,20 +240,18 @@ def loopback_stack(
     tritons: int = 1,
     ready: bool = True,
     wake_delay_seconds: float | None = None,
-    front: bool = False,
     sleep_seconds: float = 0.05,
     config: Mapping[str, Any] | None = None,
-    concurrency: int = 2,
     lua: str | None = None,
 ) -> Iterator[LoopbackStack]:
     """Envoy plus ``tritons`` stand-in Tritons (up, and resolved by Envoy, when ``ready``), the admission sidecar and
     DNS. The first Triton is the Service's FQDN, the others per-pod names under it (loopback has one address).
     ``lua``: the Lua filter's text (default: the stand-in's, ``standin_lua``)."""
     with contextlib.ExitStack() as stack:
-        dns = stack.enter_context(dns_standin())
+        dns = stack.enter_context(DnsStandIn())
         service = settings.generation.inference_service_fqdn(settings.release.name, settings.namespace)
         names = [service] + [f"pod-{i}.{service}" for i in range(1, tritons)]
-        standins = [TritonStandIn(dns=dns, hostname=name, front=front) for name in names]
+        standins = [TritonStandIn(dns=dns, hostname=name) for name in names]
         for triton in standins:
             stack.callback(triton.crash)
             if ready:
@@ -421,7 +275,6 @@ def loopback_stack(
                 dns_port=dns.port,
                 lua=standin_lua(settings) if lua is None else lua,
                 config=config,
-                concurrency=concurrency,
             )
         )
         # Registered last, so it runs first on exit: a pending wake must not start a server after teardown.

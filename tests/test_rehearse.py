@@ -1,46 +1,39 @@
-"""The rehearsal's pure parts: delays, prediction, modelled objects, the verb's refusals, process start and stop.
-
-The rehearsal runs in tests/e2e/test_cold_start_rehearsal.py, kwok's Stages in tests/e2e/test_rehearse_stages.py."""
+"""The rehearsal's pure parts: delays, prediction, the chart's rendered parts, the verb's refusals, process start and
+stop. The rehearsal runs in tests/e2e/test_cold_start_rehearsal.py, kwok's Stages in test_rehearse_stages.py."""
 
 from __future__ import annotations
 
 import contextlib
 import math
-import random
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
-from chart_fixtures import CHARTS, fixture_chart
+from chart_fixtures import fixture_chart
 from cli_runner import run_cli
 from loopback import loopback_settings
 from wake_records import cold_wake, probe_record, warm_answer, write_history
 
+from supersonic_interlink.chart.helm import ChartRenderError
 from supersonic_interlink.config import stack_config
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine.cluster import ClusterError, start_process, stop_process, wait_until
 from supersonic_interlink.rehearse import measure
-from supersonic_interlink.rehearse.chart_parts import ACCOUNT_DIR, ADMISSION_FILE, LUA_FILE, ChartPartError, filled_lua
 from supersonic_interlink.rehearse.delays import DelaySpecError, parse, served_share
-from supersonic_interlink.rehearse.run import scaled_object, triton_deployment
+from supersonic_interlink.rehearse.run import ACCOUNT_DIR, APPLIED, LUA_KEY, chart_parts
 from supersonic_interlink.wake.probe import DEADLINE_EXCEEDED, READY, REJECTED, ProbeResult
 
 
-def test_a_fixed_delay_is_always_drawn_and_served_only_within_the_timeout() -> None:
+def test_a_fixed_delay_is_served_only_within_the_timeout() -> None:
     delay = parse("fixed:30")
-    assert {delay.draw(random.Random(seed)) for seed in range(5)} == {30.0}
     assert served_share(delay, 40, overhead_seconds=9.9) == 1.0
     assert served_share(delay, 40, overhead_seconds=10.1) == 0.0
 
 
-def test_a_uniform_delay_draws_within_its_bounds_and_its_share_is_the_covered_fraction() -> None:
+def test_a_uniform_delays_share_is_the_covered_fraction() -> None:
     delay = parse("uniform:60:300")
-    rng = random.Random(7)
-    draws = [delay.draw(rng) for _ in range(2000)]
-    assert min(draws) >= 60 and max(draws) <= 300
-    assert abs(sum(draws) / len(draws) - 180) < 8
     # 900 s timeout, 20 s overhead: everything; 200 s timeout, 20 s overhead: (180 - 60) / 240.
     assert served_share(delay, 900, 20) == 1.0
     assert served_share(delay, 200, 20) == pytest.approx(0.5)
@@ -63,39 +56,34 @@ def test_a_history_gives_its_cold_wakes_of_the_stack_and_a_cut_off_one_is_never_
     assert "3 cold wakes" in delay.describe() and "1 cut off" in delay.describe()
     with pytest.raises(DelaySpecError, match="no cold wake of stack 'geddes-gpu'"):
         parse(f"history:{history}", stack="geddes-gpu")
+    with pytest.raises(DelaySpecError, match="no file"):
+        parse(f"history:{tmp_path}/none.jsonl")
 
 
-@pytest.mark.parametrize(
-    "spec, says",
-    [
-        *[("", "expected fixed:S"), ("normal:3", "expected fixed:S"), ("fixed:", "not a number"), ("fixed:-1", ">= 0")],
-        *[("fixed:nan", "finite"), ("uniform:5", "uniform:A:B"), ("uniform:9:3", "below")],
-        ("history:/nonexistent/wakes.jsonl", "no file"),
-    ],
-)
-def test_a_bad_queue_delay_is_refused_saying_what_is_wrong(spec: str, says: str) -> None:
-    with pytest.raises(DelaySpecError, match=says):
+@pytest.mark.parametrize("spec", ["", "normal:3", "fixed:", "fixed:-1", "fixed:nan", "uniform:5", "uniform:9:3"])
+def test_a_bad_queue_delay_is_refused_naming_it_and_the_forms(spec: str) -> None:
+    with pytest.raises(DelaySpecError, match=rf"^--queue-delay '{spec}': expected fixed:S \| uniform:A:B \| history"):
         parse(spec)
 
 
-def test_the_modelled_objects_carry_the_chart_contracts_names_and_the_stacks_values() -> None:
-    settings = loopback_settings("hammer")
-    deployment = triton_deployment(settings)
+def test_the_chart_renders_the_objects_applied_its_lua_filter_and_sidecar_for_the_stack(tmp_path: Path) -> None:
+    settings = loopback_settings(scale_from_zero={"readyTimeoutSeconds": 37})
+    chart = fixture_chart("inference-server", tmp_path)
+    objects, lua, admission = chart_parts(settings, chart, 9)
+    found = {(o["kind"], o["metadata"]["name"]): o for o in objects}
     release = settings.release.name
-    assert deployment["metadata"]["name"] == settings.generation.inference_object_name(release)
+    assert {kind for kind, _ in found} == {"Deployment", "ScaledObject", "PersistentVolumeClaim", *APPLIED}
+    deployment = found["Deployment", settings.generation.inference_object_name(release)]
+    assert deployment["spec"]["replicas"] == 0, "from zero, as KEDA leaves it"
     assert deployment["spec"]["template"]["metadata"]["labels"] == settings.generation.inference_pod_labels(release)
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == dict(settings.triton.nodeSelector)
-    assert deployment["spec"]["replicas"] == 0
-    so = scaled_object(settings, 9)
-    assert so["metadata"]["name"] == CHART.scaled_object_name(release)
-    assert so["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
-    assert so["spec"]["minReplicaCount"] == settings.keda.minReplicaCount == 0
-    trigger = so["spec"]["triggers"][0]["metadata"]
-    assert trigger == {
-        "serverAddress": "http://127.0.0.1:9",
-        "threshold": str(settings.serverLoad.threshold),
-        "query": settings.serverLoad.metric,
-    }
+    trigger = found["ScaledObject", CHART.scaled_object_name(release)]["spec"]["triggers"][0]["metadata"]
+    assert (trigger["serverAddress"], trigger["query"]) == ("http://127.0.0.1:9", settings.serverLoad.metric)
+    assert 'local WAIT_SECONDS = tonumber("37")' in lua and 'local ENABLED = ("true" == "true")' in lua
+    assert ACCOUNT_DIR in admission, "the rehearsal replaces exactly this path"
+    (chart / "cfg" / LUA_KEY).unlink()
+    with pytest.raises(ChartRenderError, match=r"renders no envoy-filter\.lua or admission-server\.py"):
+        chart_parts(settings, chart, 9)
 
 
 def test_the_prediction_names_the_timeout_the_share_and_the_guaranteed_time_after_a_late_wake() -> None:
@@ -109,41 +97,14 @@ def test_the_prediction_names_the_timeout_the_share_and_the_guaranteed_time_afte
     assert "predicted share of cold sessions served: 0.0%" in late
 
 
-def test_the_parts_say_what_is_real_which_chart_files_ran_and_what_is_a_stand_in() -> None:
-    lua, admission = CHARTS / "inference-server" / LUA_FILE, CHARTS / "conforming" / ADMISSION_FILE
-    versions = {"keda-operator": "v2.21.0", "kwok": "v0.7.0", "kube-apiserver": "v1.34.4"}
-    found = {name: (kind, what) for kind, name, what in measure.parts(versions, lua, admission)}
-    assert found["KEDA operator"][0] == found["Envoy"][0] == found["client"][0] == measure.REAL
-    assert found["Lua filter"][0] == found["admission sidecar"][0] == measure.CHARTS
-    assert str(lua) in found["Lua filter"][1] and str(admission) in found["admission sidecar"][1]
-    assert "v2.21.0" in found["KEDA operator"][1] and "v0.7.0" in found["Slurm queue and job"][1]
-    assert found["Triton"][0] == found["Prometheus"][0] == measure.STAND_IN
-    assert found["Slurm queue and job"][0] == measure.MODELLED
-
-
-def test_the_chart_lua_is_filled_in_as_the_chart_fills_it_and_the_sidecar_reads_the_service_account(tmp_path) -> None:
-    settings = loopback_settings(scale_from_zero={"readyTimeoutSeconds": 37})
-    chart = fixture_chart("inference-server", tmp_path)
-    lua = filled_lua(chart, settings)
-    assert 'local WAIT_SECONDS = tonumber("37")' in lua and 'local ENABLED = ("true" == "true")' in lua
-    assert "READY_TIMEOUT_SECONDS" not in lua and "SCALE_FROM_ZERO_ENABLED" not in lua
-    assert ACCOUNT_DIR in (chart / ADMISSION_FILE).read_text(), "the rehearsal replaces exactly this path"
-    (chart / LUA_FILE).unlink()
-    with pytest.raises(ChartPartError, match=r"has no cfg/envoy-filter\.lua, which its scale from zero runs"):
-        filled_lua(chart, settings)
-
-
 @pytest.mark.parametrize(
     "args, says",
     [
         (["no-such-stack", "--queue-delay", "fixed:1"], "no stack 'no-such-stack'"),
-        (["hammer", "--queue-delay", "gauss:1"], "expected fixed:S"),
-        (
-            ["hammer", "--queue-delay", "fixed:1"],
-            "fetch the pinned chart with `./supersonic render hammer --fetch-chart`",
-        ),
-        (["hammer", "--queue-delay", "fixed:1", "--chart", "/no/such/chart"], "--chart /no/such/chart: not a dir"),
-        (["hammer", "--queue-delay", "fixed:1", "--chart", "tests/charts/default-one"], "has no cfg/envoy-filter.lua"),
+        (["hammer", "--queue-delay", "gauss:1"], "hammer: --queue-delay 'gauss:1': expected fixed:S"),
+        (["hammer", "--queue-delay", "fixed:1"], "fetch the pinned chart: `./supersonic render hammer --fetch-chart`"),
+        (["hammer", "--queue-delay", "fixed:1", "--chart", "/no/such/chart"], "--chart /no/such/chart: no chart dir"),
+        (["hammer", "--queue-delay", "fixed:1", "--chart", "tests/charts/default-one"], "not a chart directory"),
     ],
 )
 def test_the_verb_refuses_a_wrong_stack_delay_or_chart_before_starting_anything(args: list[str], says: str) -> None:
@@ -152,34 +113,21 @@ def test_the_verb_refuses_a_wrong_stack_delay_or_chart_before_starting_anything(
     assert says in done.stderr
 
 
-def _no_metric(config: dict) -> None:
-    del config["supersonic-interlink:serverLoad"]["metric"]
-
-
-def _no_wake(config: dict) -> None:
-    config["supersonic-interlink:scaleFromZero"]["enabled"] = False
-    config.setdefault("supersonic-interlink:keda", {})["minReplicaCount"] = 1
-
-
-def _zero_timeout(config: dict) -> None:
-    config["supersonic-interlink:scaleFromZero"]["readyTimeoutSeconds"] = 0
-
-
 @pytest.mark.parametrize(
-    "change, says",
+    "changes, says",
     [
-        (_no_metric, ["hammer: serverLoad.metric is empty", "set serverLoad.metric"]),
-        (_no_wake, ["hammer has scaleFromZero.enabled false: nothing wakes"]),
-        (_zero_timeout, ["hammer: ", "scaleFromZero.readyTimeoutSeconds"]),
+        ({"enabled": False}, ["hammer: scaleFromZero.enabled false: nothing wakes; the rehearsal needs true"]),
+        ({"readyTimeoutSeconds": 0}, ["hammer: ", "scaleFromZero.readyTimeoutSeconds"]),
     ],
 )
 def test_a_stack_that_cannot_wake_or_measure_is_refused_before_anything_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change, says: list[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: dict, says: list[str]
 ) -> None:
     stacks_dir = tmp_path / "stacks"
     stacks_dir.mkdir()
     document = yaml.safe_load((stack_config.STACKS_DIR / "Pulumi.hammer.yaml").read_text())
-    change(document["config"])
+    document["config"]["supersonic-interlink:scaleFromZero"].update(changes)
+    document["config"]["supersonic-interlink:keda"]["minReplicaCount"] = 0 if changes.get("enabled", True) else 1
     (stacks_dir / "Pulumi.hammer.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     monkeypatch.setattr(stack_config, "STACKS_DIR", stacks_dir)
     started: list[object] = []
@@ -212,7 +160,7 @@ class _Rehearsed:
         return "listening\nwoke the Deployment\n"
 
 
-def test_the_verb_prints_what_ran_and_predicts_from_its_measuring_wake_or_says_it_was_not_served(
+def test_the_verb_predicts_from_its_measuring_wake_or_says_it_was_not_served(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stopped: list[Path] = []
@@ -229,8 +177,6 @@ def test_the_verb_prints_what_ran_and_predicts_from_its_measuring_wake_or_says_i
 
     served = ProbeResult("hammer", "127.0.0.1:1", READY, 0.0, 4.0, 1020, 900, 4.0, wake_seconds=4.0, cold=True)
     monkeypatch.setattr(measure.toolchain, "ensure", lambda *a, **k: None)
-    monkeypatch.setattr(measure.toolchain, "build_for", lambda name: name)
-    monkeypatch.setattr(measure.toolchain, "version", lambda name: f"{name}-v9")
     monkeypatch.setattr(measure, "rehearsal_stages", lambda *a: [])
     monkeypatch.setattr(measure, "LocalCluster", Cluster)
     chart = fixture_chart("inference-server", tmp_path / "chart")
@@ -239,7 +185,6 @@ def test_the_verb_prints_what_ran_and_predicts_from_its_measuring_wake_or_says_i
         monkeypatch.setattr(measure, "rehearsal", lambda *a, r=result, **k: contextlib.nullcontext(_Rehearsed(r)))
         assert measure.run("hammer", "fixed:600", tmp_path, chart) == code
         outs.append(out := capsys.readouterr().out)
-        assert out.startswith("parts of this rehearsal:") and "keda-operator keda-operator-v9" in out, out
     assert "measured overhead of a wake (everything but the queue): 4.0 s" in outs[0]
     assert "predicted share of cold sessions served: 100.0%" in outs[0], "600 s + 4 s is within 899 s"
     assert "the measuring wake was not served (rejected: no upstream); no prediction" in out

@@ -1,13 +1,9 @@
-"""The Slurm queue delay a rehearsal draws for each Triton pod (``--queue-delay``), and the share it predicts served.
-
-A history's cold wakes were measured end to end, overhead included, so as queue delays they make the prediction
-conservative; a wake the probe gave up on is a delay above any timeout.
-"""
+"""The Slurm queue delays of ``--queue-delay`` and the share of cold sessions they leave served. A history's cold wakes
+were measured end to end, overhead included: as queue delays they make the prediction conservative."""
 
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,15 +16,12 @@ class DelaySpecError(ValueError):
 
 @dataclass(frozen=True)
 class QueueDelay:
-    """Delays in seconds uniform in ``low``..``high`` (equal: fixed), or drawn from a history's ``samples``."""
+    """Delays in seconds uniform in ``low``..``high`` (equal: fixed), or a history's ``samples`` (inf: given up on)."""
 
     low: float = 0.0
     high: float = 0.0
     samples: tuple[float, ...] = ()
     source: str = ""
-
-    def draw(self, rng: random.Random) -> float:
-        return rng.choice(self.samples) if self.samples else rng.uniform(self.low, self.high)
 
     def share_within(self, seconds: float) -> float:
         """The probability that a delay is at most ``seconds``, exact for each form."""
@@ -48,21 +41,17 @@ class QueueDelay:
 def parse(spec: str, *, stack: str | None = None) -> QueueDelay:
     """One of ``FORMS``; a history gives the cold wakes of ``stack`` (of every stack when None)."""
     kind, _, rest = spec.partition(":")
+    refused = DelaySpecError(f"--queue-delay {spec!r}: expected {FORMS}, in seconds, finite, 0 <= A <= B")
     if kind in ("fixed", "uniform"):
-        texts = [rest] * 2 if kind == "fixed" else rest.split(":")
-        if len(texts) != 2:
-            raise DelaySpecError(f"--queue-delay {spec!r}: expected uniform:A:B, e.g. uniform:60:300")
         try:
-            low, high = map(float, texts)
+            low, high = map(float, [rest] * 2 if kind == "fixed" else rest.split(":"))
         except ValueError:
-            raise DelaySpecError(f"--queue-delay {spec!r}: not a number of seconds; expected {FORMS}") from None
-        if not (math.isfinite(low) and math.isfinite(high) and low >= 0):
-            raise DelaySpecError(f"--queue-delay {spec!r}: must be a finite number of seconds >= 0")
-        if high < low:
-            raise DelaySpecError(f"--queue-delay {spec!r}: B ({high:g}) is below A ({low:g})")
+            raise refused from None
+        if not (math.isfinite(high) and 0 <= low <= high):
+            raise refused
         return QueueDelay(low=low, high=high)
     if kind != "history":
-        raise DelaySpecError(f"--queue-delay {spec!r}: expected {FORMS}")
+        raise refused
     # lazy: the verb's parser (--help, completion) imports FORMS, and the history reader loads the settings (0.2 s)
     from supersonic_interlink.wake.history import read
     from supersonic_interlink.wake.report import wake_time

@@ -1,6 +1,5 @@
-"""The real Envoy on loopback with the program's computed configuration, and the stand-ins around it where this
-machine has no real part: DNS (dnslib's server), Prometheus (what KEDA's scaler asks) and Triton (reached only while a
-Triton pod is Ready); ``tests/loopback.py`` extends them."""
+"""The real Envoy on loopback with the program's computed configuration, and stand-ins for DNS (dnslib's server),
+Prometheus and Triton; ``tests/loopback.py`` extends them."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import contextlib
 import copy
 import http.server
 import json
-import subprocess
 import tempfile
 import threading
 import time
@@ -66,19 +64,13 @@ class DnsStandIn:
             reply.add_answer(RR(request.q.qname, QTYPE.A, rdata=A(LOOPBACK), ttl=0))
         return reply
 
-    def stop(self) -> None:
+    def __enter__(self) -> DnsStandIn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self._server.server.shutdown()
         self._server.server.server_close()
         self._thread.join(STOP_TIMEOUT_SECONDS)
-
-
-@contextlib.contextmanager
-def dns_standin() -> Iterator[DnsStandIn]:
-    server = DnsStandIn()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def loopback_config(
@@ -89,8 +81,7 @@ def loopback_config(
     work: Path,
 ) -> dict[str, Any]:
     """The deployed configuration with only its surroundings changed (addresses, ``ports``, Triton endpoints, the DNS
-    resolver, the Lua file and admin log in ``work``); each rewrite finds its target or raises, so a moved shape fails
-    here."""
+    resolver, files in ``work``); each rewrite finds its target or raises, so a moved shape fails here."""
     rewritten = copy.deepcopy(dict(config))
     admin = rewritten["admin"]
     admin["address"]["socket_address"].update(address=LOOPBACK, port_value=ports["admin"])
@@ -122,7 +113,6 @@ def loopback_config(
 
 @dataclass
 class EnvoyProcess:
-    process: subprocess.Popen[bytes]
     grpc_port: int
     admin_port: int
 
@@ -130,8 +120,8 @@ class EnvoyProcess:
     def target(self) -> str:
         return f"{LOOPBACK}:{self.grpc_port}"
 
-    def admin(self, path: str, timeout: float = 2.0) -> str:
-        with urllib.request.urlopen(f"http://{LOOPBACK}:{self.admin_port}{path}", timeout=timeout) as response:
+    def admin(self, path: str) -> str:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{self.admin_port}{path}", timeout=2) as response:
             return response.read().decode()
 
     def stat(self, name: str) -> int:
@@ -148,7 +138,6 @@ def envoy_running(
     dns_port: int,
     lua: str,
     config: Mapping[str, Any] | None = None,
-    concurrency: int = 2,
 ) -> Iterator[EnvoyProcess]:
     """Envoy with ``build_envoy_config(settings)`` (or ``config``) rewritten for loopback, running ``lua``."""
     with tempfile.TemporaryDirectory(prefix="envoy-loopback-", ignore_cleanup_errors=True) as name:
@@ -158,13 +147,13 @@ def envoy_running(
         deployed = build_envoy_config(settings) if config is None else config
         rewritten = loopback_config(deployed, settings.generation, ports, tritons, work)
         (work / "envoy.json").write_text(json.dumps(rewritten, indent=1))
-        argv = [envoy_binary(), "-c", str(work / "envoy.json"), "--disable-hot-restart", "--log-level", "warn"]
+        argv = [envoy_binary(), "-c", str(work / "envoy.json"), "--disable-hot-restart", "--concurrency", "2"]
         log_file = work / "envoy.log"
-        process = start_process([*argv, "--concurrency", str(concurrency)], log_file)
+        process = start_process(argv, log_file)
         try:
             ready = partial(answers, f"http://{LOOPBACK}:{ports['admin']}/ready")  # 200 once LIVE
             wait_until(ready, START_TIMEOUT_SECONDS, "Envoy to report LIVE", log_file=log_file, process=process)
-            yield EnvoyProcess(process, ports["grpc"], ports["admin"])
+            yield EnvoyProcess(ports["grpc"], ports["admin"])
         finally:
             stop_process(process, STOP_TIMEOUT_SECONDS)
 
@@ -195,8 +184,7 @@ class HttpStandIn:
         self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
-        serve = {"poll_interval": 0.05}
-        threading.Thread(target=self._server.serve_forever, kwargs=serve, name=name, daemon=True).start()
+        threading.Thread(target=partial(self._server.serve_forever, 0.05), name=name, daemon=True).start()
 
     def answer(self, path: str) -> tuple[int, str, bytes]:
         raise NotImplementedError
@@ -226,6 +214,14 @@ class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
 
+    def serve(self, port: int = 0, options: list[Any] | None = None) -> tuple[grpc.Server, int]:
+        """Served by gRPC on loopback at ``port`` (0: a free one): the started server and its port."""
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=options)
+        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(self, server)
+        port = server.add_insecure_port(f"{LOOPBACK}:{port}")
+        server.start()
+        return server, port
+
     def enter(self, method: str, context: Any) -> None:
         self.calls[method] += 1
 
@@ -237,20 +233,3 @@ class TritonServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
         self.enter("RepositoryIndex", context)
         model = service_pb2.RepositoryIndexResponse.ModelIndex(name=MODEL, version="1", state="READY")
         return service_pb2.RepositoryIndexResponse(models=[model])
-
-
-class TritonStandIn:
-    """``servicer`` served by gRPC on loopback at ``port`` (0: a free one) until ``stop``."""
-
-    def __init__(self, servicer: TritonServicer | None = None, port: int = 0, options: list[Any] | None = None) -> None:
-        self.servicer = servicer or TritonServicer()
-        self.calls = self.servicer.calls
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=64), options=options)
-        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(self.servicer, self._server)
-        self.port: int = self._server.add_insecure_port(f"{LOOPBACK}:{port}")
-        if port and self.port != port:
-            raise OSError(f"stand-in Triton could not bind {LOOPBACK}:{port}")
-        self._server.start()
-
-    def stop(self) -> None:
-        self._server.stop(grace=None).wait(STOP_TIMEOUT_SECONDS)

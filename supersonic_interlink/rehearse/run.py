@@ -4,10 +4,12 @@ KEDA operator and the chart's sidecar hold and release it, kwok plays the Slurm 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
-import random
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -17,8 +19,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from supersonic_interlink.chart.helm import ChartRenderError, render_chart
 from supersonic_interlink.config import Settings
-from supersonic_interlink.config.loading import thaw
+from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
+from supersonic_interlink.config.values import release_values
 from supersonic_interlink.contract import CHART
 from supersonic_interlink.engine import toolchain
 from supersonic_interlink.engine.cluster import (
@@ -30,25 +36,77 @@ from supersonic_interlink.engine.cluster import (
     stop_process,
     wait_until,
 )
-from supersonic_interlink.rehearse import loopback, stages
-from supersonic_interlink.rehearse.chart_parts import admission_running, filled_lua
-from supersonic_interlink.rehearse.delays import QueueDelay
+from supersonic_interlink.rehearse import loopback
 from supersonic_interlink.wake.probe import ProbeResult, probe_deadline_seconds, probe_once
 
 WATCH_SECONDS = 0.2
 VIRTUAL_NODE_NAME = str(VIRTUAL_NODE["name"])
-
-
 OPERATOR = "keda-operator"
 CLUSTER_OBJECT_NAMESPACE = "keda"
-KEDA_START_TIMEOUT_SECONDS = 60.0
+START_TIMEOUT_SECONDS = 60.0
+QUEUE_DELAY = "rehearse.supersonic-interlink/queue-delay"
+LUA_KEY, ADMISSION_KEY = "envoy-filter.lua", "admission-server.py"
+"""The keys of the chart's ConfigMaps holding its Lua filter and its admission sidecar's code."""
+ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+APPLIED = {"ScaledObject", "PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding"}
+
+
+def _is(key: str, operator: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
+
+
+def rehearsal_stages(namespace: str, node: str) -> list[dict[str, Any]]:
+    """kwok's default stages (``kustomize/stage/pod/fast``; kwok drops them once given any) for every pod but those on
+    ``node`` in ``namespace``, which stay Pending for their ``QUEUE_DELAY`` annotation, the Slurm queue."""
+    source = toolchain.module_source("kwok") / "kustomize" / "stage" / "pod" / "fast"
+    ready, complete, delete = (
+        yaml.safe_load((source / f"{name}.yaml").read_text()) for name in ("pod-ready", "pod-complete", "pod-delete")
+    )
+
+    def narrowed(name: str, *expressions: dict[str, Any]) -> dict[str, Any]:
+        stage = copy.deepcopy(ready)
+        stage["metadata"]["name"] = name
+        stage["spec"]["selector"]["matchExpressions"] += expressions
+        return stage
+
+    here = _is(".metadata.namespace", "In", namespace)
+    annotation = f'.metadata.annotations["{QUEUE_DELAY}"]'
+    queue = narrowed("rehearse-slurm-queue", here, _is(".spec.nodeName", "In", node), _is(annotation, "Exists"))
+    queue["spec"]["delay"] = {"durationMilliseconds": 0, "durationFrom": {"jq": {"expression": annotation}}}
+    return [
+        narrowed("pod-ready", _is(".metadata.namespace", "NotIn", namespace)),
+        narrowed("pod-ready-other-nodes", here, _is(".spec.nodeName", "NotIn", node)),
+        queue,
+        complete,
+        delete,
+    ]
+
+
+def chart_parts(settings: Settings, chart: Path, prometheus_port: int) -> tuple[list[dict[str, Any]], str, str]:
+    """``chart`` rendered by Helm with the stack's values, Prometheus at ``prometheus_port`` on loopback: the objects
+    a wake needs (the inference Deployment at zero replicas, where KEDA leaves it; the ScaledObject; the claims; the
+    sidecar's ServiceAccount, Role and RoleBinding), the Lua filter and the admission sidecar's code. Raises
+    ``ChartRenderError``, also for a chart without the two."""
+    release, namespace, name = settings.release.name, settings.namespace, "rehearsal-envoy-config"
+    values = release_values(settings, name, "")
+    values["prometheus"]["external"].update(url=LOOPBACK, port=prometheus_port, scheme="http")
+    envoy = {CHART.envoy_config_key: render_envoy_yaml(build_envoy_config(settings))}
+    served = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
+    objects = render_chart(chart, release, namespace, values, [{**served, "data": envoy}])
+    data = {k: v for o in objects if o["kind"] == "ConfigMap" for k, v in (o.get("data") or {}).items()}
+    if not (data.get(LUA_KEY) and data.get(ADMISSION_KEY)):
+        raise ChartRenderError(f"the chart {chart} renders no {LUA_KEY} or {ADMISSION_KEY}: scale from zero runs both")
+    inference = ("Deployment", settings.generation.inference_object_name(release))
+    applied = [o for o in objects if o["kind"] in APPLIED or (o["kind"], o["metadata"]["name"]) == inference]
+    for deployment in (o for o in applied if o["kind"] == "Deployment"):
+        deployment["spec"]["replicas"] = 0
+    return applied, data[LUA_KEY], data[ADMISSION_KEY]
 
 
 @contextlib.contextmanager
 def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
     """KEDA's real operator (``tools/keda``'s pin; built if not cached: about 25 minutes on two cores) watching
-    ``namespace`` (``WATCH_NAMESPACE``, ``pkg/util/watch.go``), with the API server's own certificates in the
-    ``--cert-dir`` its metrics service loads or exits (``pkg/metricsservice/utils/tls.go``)."""
+    ``namespace``, with the API server's own certificates in the ``--cert-dir`` its metrics service loads or exits."""
     executable = toolchain.ensure([OPERATOR], log=lambda _line: None)[OPERATOR]
     certs = directory / "certs"
     certs.mkdir(parents=True, exist_ok=True)
@@ -57,7 +115,8 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
         (certs / name).unlink(missing_ok=True)
         (certs / name).symlink_to(target)
     cluster.kubectl("create", "namespace", CLUSTER_OBJECT_NAMESPACE, check=False)
-    health = f"{LOOPBACK}:{free_port()}"
+    flags = ("metrics-bind-address", "health-probe-bind-address", "metrics-service-bind-address")
+    addresses = {flag: f"{LOOPBACK}:{free_port()}" for flag in flags}
     env = {
         **os.environ,
         "KUBECONFIG": str(cluster.kubeconfig),
@@ -65,64 +124,52 @@ def keda_running(cluster: LocalCluster, namespace: str, directory: Path) -> Iter
         "KEDA_CLUSTER_OBJECT_NAMESPACE": CLUSTER_OBJECT_NAMESPACE,
         "POD_NAMESPACE": CLUSTER_OBJECT_NAMESPACE,
     }
-    argv = [
-        str(executable),
-        "--leader-elect=false",
-        f"--cert-dir={certs}",
-        f"--ca-dir={certs}",
-        f"--metrics-bind-address={LOOPBACK}:{free_port()}",
-        f"--health-probe-bind-address={health}",
-        f"--metrics-service-bind-address={LOOPBACK}:{free_port()}",
-        "--zap-log-level=info",
-    ]
+    argv = [str(executable), "--leader-elect=false", f"--cert-dir={certs}", f"--ca-dir={certs}"]
+    argv += [f"--{flag}={address}" for flag, address in addresses.items()]
     log = directory / "keda-operator.log"
     process = start_process(argv, log, env=env)
     try:
-        ready = partial(loopback.answers, f"http://{health}/readyz")
-        wait_until(
-            ready, KEDA_START_TIMEOUT_SECONDS, f"{OPERATOR} to be ready", interval=0.2, log_file=log, process=process
-        )
+        ready = partial(loopback.answers, f"http://{addresses['health-probe-bind-address']}/readyz")
+        wait_until(ready, START_TIMEOUT_SECONDS, f"{OPERATOR} to be ready", interval=0.2, log_file=log, process=process)
         yield process
     finally:
         stop_process(process)
 
 
-def triton_deployment(settings: Settings) -> dict[str, Any]:
-    """The Triton Deployment as the chart shapes it for scheduling, at 0 replicas."""
-    release, triton = settings.release.name, settings.triton
-    labels = settings.generation.inference_pod_labels(release)
-    name, namespace = settings.generation.inference_object_name(release), settings.namespace
-    container = {"name": settings.generation.inference_component, "image": triton.image}
-    pod = {
-        "nodeSelector": thaw(triton.nodeSelector),
-        "tolerations": thaw(triton.tolerations),
-        "containers": [container],
+@contextlib.contextmanager
+def admission_running(cluster: LocalCluster, settings: Settings, code: str, directory: Path) -> Iterator[int]:
+    """The chart's sidecar ``code`` as a process, reading a token of its ServiceAccount and the API server's CA where
+    ``ACCOUNT_DIR`` was; yields its port."""
+    account, namespace = CHART.envoy_object_name(settings.release.name), settings.namespace
+    files = directory / "serviceaccount"
+    files.mkdir(parents=True, exist_ok=True)
+    token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=24h").stdout.strip()
+    (files / "token").write_text(token)
+    (files / "namespace").write_text(namespace)
+    shutil.copyfile(cluster.ca_certificate, files / "ca.crt")
+    runnable = directory / ADMISSION_KEY
+    runnable.write_text(code.replace(ACCOUNT_DIR, str(files)))
+    server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    host, _, port = server.removeprefix("https://").rpartition(":")
+    listen = free_port()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "GPU_DEPLOYMENT": settings.generation.inference_object_name(settings.release.name),
+        "SCALEDOBJECT_NAME": CHART.scaled_object_name(settings.release.name),
+        "IDLE_MIN_REPLICAS": str(settings.keda.minReplicaCount),
+        "HOLD_MIN_REPLICAS_SECONDS": str(settings.scaleFromZero.holdMinReplicasSeconds),
+        "LISTEN_PORT": str(listen),
     }
-    template = {"metadata": {"labels": labels, "annotations": thaw(triton.podAnnotations)}, "spec": pod}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": template},
-    }
-
-
-def scaled_object(settings: Settings, prometheus_port: int) -> dict[str, Any]:
-    """The ScaledObject with the stack's floor, ceiling and load trigger, pointed at the Prometheus stand-in (the HPA's
-    behaviour is left out: it acts only above one replica, which a rehearsal without load never reaches)."""
-    release, keda = settings.release.name, settings.keda
-    trigger = {"serverAddress": f"http://{LOOPBACK}:{prometheus_port}", "threshold": str(settings.serverLoad.threshold)}
-    return {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": {"name": CHART.scaled_object_name(release), "namespace": settings.namespace},
-        "spec": {
-            "scaleTargetRef": {"kind": "Deployment", "name": settings.generation.inference_object_name(release)},
-            "minReplicaCount": keda.minReplicaCount,
-            "maxReplicaCount": keda.maxReplicaCount,
-            "triggers": [{"type": "prometheus", "metadata": {**trigger, "query": settings.serverLoad.metric}}],
-        },
-    }
+    log_path = directory / "admission.log"
+    process = start_process([sys.executable, "-u", str(runnable)], log_path, env=env)
+    try:
+        healthy = partial(loopback.answers, f"http://{LOOPBACK}:{listen}/health")
+        wait_until(healthy, START_TIMEOUT_SECONDS, "the sidecar's /health", log_file=log_path, process=process)
+        yield listen
+    finally:
+        stop_process(process)
 
 
 @dataclass
@@ -130,28 +177,21 @@ class PodTrack:
     """One Triton pod as the rehearsal saw it; times are ``time.monotonic()``."""
 
     queue_delay: float | None = None
-    job_seconds: float | None = None
     ready: float | None = None
-    gone: float | None = None
-    exit_code: int | None = None
 
 
 @dataclass
 class Rehearsal:
     cluster: LocalCluster
     settings: Settings
-    delay: QueueDelay
     envoy: loopback.EnvoyProcess
     dns: loopback.DnsStandIn
     prometheus: loopback.PrometheusStandIn
-    triton: loopback.TritonStandIn
+    triton: loopback.TritonServicer
     admission_log_path: Path
-    rng: random.Random
     stack: str
     scripted: deque[float] = field(default_factory=deque)
-    """Queue delays for the next pods, before any draw from ``delay``."""
-    scripted_jobs: deque[float] = field(default_factory=deque)
-    """Job times for the next pods (then exit 255); a pod after them runs until deleted."""
+    """Queue delays for the next pods; a pod after them has none."""
     pods: dict[str, PodTrack] = field(default_factory=dict)
     floor_raised: list[float] = field(default_factory=list)
     """When the ScaledObject's minReplicaCount went above the stack's own (a hold began), and back (it ended)."""
@@ -165,17 +205,6 @@ class Rehearsal:
 
     def admission_log(self) -> str:
         return self.admission_log_path.read_text(errors="replace")
-
-    def replicas(self) -> int:
-        name = self.settings.generation.inference_object_name(self.settings.release.name)
-        jsonpath = "jsonpath={.spec.replicas}"
-        done = self.cluster.kubectl("get", "deployment", name, "-n", self.settings.namespace, "-o", jsonpath)
-        return int(done.stdout.strip() or 0)
-
-    def scaled_object_status(self) -> dict[str, Any]:
-        name = CHART.scaled_object_name(self.settings.release.name)
-        done = self.cluster.kubectl("get", "scaledobject", name, "-n", self.settings.namespace, "-o", "json")
-        return dict(json.loads(done.stdout).get("status") or {})
 
     def _watch(self, stopping: threading.Event) -> None:
         while not stopping.wait(WATCH_SECONDS):
@@ -194,79 +223,52 @@ class Rehearsal:
             raised = int(scaled["spec"].get("minReplicaCount") or 0) > self.settings.keda.minReplicaCount
             if raised != (len(self.floor_raised) > len(self.floor_lowered)):  # a hold began or ended
                 (self.floor_raised if raised else self.floor_lowered).append(now)
-        pods = [i for i in listed if i["kind"] == "Pod" and (i["metadata"].get("labels") or {}).items() >= labels]
         any_ready = False
-        for pod in pods:
-            track = self.pods.setdefault(pod["metadata"]["name"], PodTrack())
-            if stages.QUEUE_DELAY not in (pod["metadata"].get("annotations") or {}) and track.queue_delay is None:
-                self._hold(pod["metadata"]["name"], track)
+        for pod in (i for i in listed if i["kind"] == "Pod" and (i["metadata"].get("labels") or {}).items() >= labels):
+            name, track = pod["metadata"]["name"], self.pods.setdefault(pod["metadata"]["name"], PodTrack())
+            if track.queue_delay is None:
+                track.queue_delay = self.scripted.popleft() if self.scripted else 0.0
+                notes = f"{QUEUE_DELAY}={track.queue_delay:.3f}s"  # kwok reads Go's durations
+                self.cluster.kubectl("annotate", "pod", name, "-n", namespace, notes)
             status = pod.get("status") or {}
             ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", []))
             if ready and track.ready is None:
                 track.ready = now
-            if status.get("phase") == "Failed" and track.exit_code is None:
-                ended = [(c.get("state") or {}).get("terminated") or {} for c in status.get("containerStatuses", [])]
-                track.exit_code = next((int(t["exitCode"]) for t in ended if "exitCode" in t), None)
             deleting = pod["metadata"].get("deletionTimestamp") is not None
             any_ready = any_ready or (ready and status.get("phase") == "Running" and not deleting)
-        names = {pod["metadata"]["name"] for pod in pods}
-        for name, track in self.pods.items():
-            if name not in names and track.gone is None:
-                track.gone = now
         if any_ready != self.published:
             fqdn = self.settings.generation.inference_service_fqdn(release, namespace)
             (self.dns.publish if any_ready else self.dns.unpublish)(fqdn)
             self.published = any_ready
 
-    def _hold(self, name: str, track: PodTrack) -> None:
-        track.queue_delay = self.scripted.popleft() if self.scripted else self.delay.draw(self.rng)
-        notes = [f"{stages.QUEUE_DELAY}={stages.go_duration(track.queue_delay)}"]
-        if self.scripted_jobs:
-            track.job_seconds = self.scripted_jobs.popleft()
-            notes += [f"{stages.JOB_TIME}={stages.go_duration(track.job_seconds)}"]
-            notes += [f"{key}={value}" for key, value in stages.JOB_END.items()]
-        self.cluster.kubectl("annotate", "pod", name, "-n", self.settings.namespace, *notes)
-
 
 @contextlib.contextmanager
-def rehearsal(
-    cluster: LocalCluster,
-    settings: Settings,
-    delay: QueueDelay,
-    work_dir: Path,
-    *,
-    stack: str,
-    chart: Path,
-    seed: int | None = None,
-) -> Iterator[Rehearsal]:
+def rehearsal(cluster: LocalCluster, settings: Settings, work: Path, *, stack: str, chart: Path) -> Iterator[Rehearsal]:
     """Everything of a rehearsal in ``settings``'s namespace, with ``chart``'s own parts; stops all it started."""
     namespace, release = settings.namespace, settings.release.name
-    lua = filled_lua(chart, settings)  # before anything starts
-    work_dir.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as started:
         prometheus = loopback.PrometheusStandIn(0.0)
         started.callback(prometheus.stop)
+        objects, lua, admission = chart_parts(settings, chart, prometheus.port)
         cluster.kubectl("create", "namespace", namespace, check=False)
-        documents = [triton_deployment(settings), scaled_object(settings, prometheus.port)]
-        cluster.kubectl("apply", "--server-side", "-f", "-", input_text="\n---\n".join(map(json.dumps, documents)))
-        started.enter_context(keda_running(cluster, namespace, work_dir))
-        dns = started.enter_context(loopback.dns_standin())
-        triton = loopback.TritonStandIn()
-        started.callback(triton.stop)
-        admission_port = started.enter_context(admission_running(cluster, settings, chart, work_dir / "admission"))
+        documents = "\n---\n".join(map(json.dumps, objects))
+        cluster.kubectl("apply", "--server-side", "-n", namespace, "-f", "-", input_text=documents)
+        started.enter_context(keda_running(cluster, namespace, work))
+        dns = started.enter_context(loopback.DnsStandIn())
+        triton = loopback.TritonServicer()
+        server, triton_port = triton.serve()
+        started.callback(lambda: server.stop(grace=None).wait(5))
+        admission_port = started.enter_context(admission_running(cluster, settings, admission, work / "admission"))
+        fqdn = settings.generation.inference_service_fqdn(release, namespace)
         envoy = started.enter_context(
             loopback.envoy_running(
-                settings,
-                tritons=[(settings.generation.inference_service_fqdn(release, namespace), triton.port)],
-                admission_port=admission_port,
-                dns_port=dns.port,
-                lua=lua,
+                settings, tritons=[(fqdn, triton_port)], admission_port=admission_port, dns_port=dns.port, lua=lua
             )
         )
         result = Rehearsal(
-            cluster, settings, delay, envoy, dns, prometheus, triton, work_dir / "admission" / "admission.log",
-            random.Random(seed), stack,
-        )  # fmt: skip
+            cluster, settings, envoy, dns, prometheus, triton, work / "admission" / "admission.log", stack
+        )
         stopping = threading.Event()
         watcher = threading.Thread(target=result._watch, args=(stopping,), name="rehearsal-pods", daemon=True)
         watcher.start()

@@ -11,8 +11,7 @@ import pytest
 from e2e_harness import REHEARSAL_NAMESPACE, Project, e2e_chart, providers
 
 from supersonic_interlink.engine.cluster import COMPONENTS, LocalCluster
-from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME
-from supersonic_interlink.rehearse.stages import rehearsal_stages
+from supersonic_interlink.rehearse.run import VIRTUAL_NODE_NAME, rehearsal_stages
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,10 @@
-"""The rehearsal's kwok Stages: kwok's own default fast stages and its chaos stage for a failed container, read from
-kwok's module at the version tools/kwok pins (Go and the module proxy, as the rest of this tier), narrowed and
-combined into the rehearsal's Slurm queue and job end."""
+"""The rehearsal's kwok Stages: kwok's own default fast stages, read from kwok's module at the version tools/kwok pins
+(Go and the module proxy, as the rest of this tier), narrowed into the rehearsal's Slurm queue."""
 
 from __future__ import annotations
 
 from supersonic_interlink.engine.cluster import VIRTUAL_NODE
-from supersonic_interlink.rehearse import stages
+from supersonic_interlink.rehearse.run import QUEUE_DELAY, rehearsal_stages
 
 
 def _matches(stage: dict, pod: dict) -> bool:
@@ -15,8 +14,6 @@ def _matches(stage: dict, pod: dict) -> bool:
         if key.startswith(".metadata.annotations["):
             name = key[len('.metadata.annotations["') : -2]
             value = pod["metadata"].get("annotations", {}).get(name)
-        elif key == ".metadata.ownerReferences.[].kind":
-            value = [o["kind"] for o in pod["metadata"].get("ownerReferences", [])] or None
         else:
             value = pod
             for part in key.strip(".").split("."):
@@ -35,17 +32,13 @@ def _matches(stage: dict, pod: dict) -> bool:
     return True
 
 
-def _pod(namespace: str, node: str, annotations: dict | None = None, **status: str) -> dict:
-    return {
-        "metadata": {"namespace": namespace, "annotations": annotations or {}},
-        "spec": {"nodeName": node},
-        "status": status,
-    }
+def _pod(namespace: str, node: str, annotations: dict | None = None) -> dict:
+    return {"metadata": {"namespace": namespace, "annotations": annotations or {}}, "spec": {"nodeName": node}}
 
 
 def test_kwok_holds_only_the_rehearsals_virtual_node_pods_and_runs_every_other_pod_as_before() -> None:
     node = VIRTUAL_NODE["name"]
-    found = stages.rehearsal_stages("rehearse", node)
+    found = rehearsal_stages("rehearse", node)
     names = [s["metadata"]["name"] for s in found]
     assert len(set(names)) == len(names), "kwok needs unique stage names"
     assert {"pod-complete", "pod-delete"} <= set(names), "kwok's default fast stages come along"
@@ -56,23 +49,11 @@ def test_kwok_holds_only_the_rehearsals_virtual_node_pods_and_runs_every_other_p
     assert matching(_pod("elsewhere", node)) == ["pod-ready"], "another namespace's pods are Ready at once"
     assert matching(_pod("rehearse", "af-1")) == ["pod-ready-other-nodes"], "Envoy-side pods too"
     assert matching(_pod("rehearse", node)) == [], "a Triton pod without its queue delay waits"
-    queued = _pod("rehearse", node, {stages.QUEUE_DELAY: "12.000s"})
-    assert matching(queued) == ["rehearse-slurm-queue"]
-    running = _pod("rehearse", node, {stages.QUEUE_DELAY: "1s", stages.JOB_TIME: "5s"}, phase="Running", podIP="x")
-    assert matching(running) == ["rehearse-slurm-job-end"]
-    failed = _pod("rehearse", node, {stages.QUEUE_DELAY: "1s", stages.JOB_TIME: "5s"}, phase="Failed", podIP="x")
-    assert matching(failed) == [], "a failed job stays failed"
+    assert matching(_pod("rehearse", node, {QUEUE_DELAY: "12.000s"})) == ["rehearse-slurm-queue"]
 
 
 def test_the_queue_stage_waits_the_annotated_duration_then_applies_kwoks_own_ready_status() -> None:
-    found = {s["metadata"]["name"]: s for s in stages.rehearsal_stages("rehearse", "interlink-hammer")}
+    found = {s["metadata"]["name"]: s for s in rehearsal_stages("rehearse", "interlink-hammer")}
     queue, ready = found["rehearse-slurm-queue"], found["pod-ready"]
-    assert queue["spec"]["delay"]["durationFrom"] == {
-        "jq": {"expression": f'.metadata.annotations["{stages.QUEUE_DELAY}"]'}
-    }
+    assert queue["spec"]["delay"]["durationFrom"] == {"jq": {"expression": f'.metadata.annotations["{QUEUE_DELAY}"]'}}
     assert queue["spec"]["next"] == ready["spec"]["next"]
-    template = found["rehearse-slurm-job-end"]["spec"]["next"]["statusTemplate"]
-    exit_code = next(key for key in stages.JOB_END if key.endswith("/exit-code"))
-    assert f'index $annotations "{exit_code}"' in template and stages.JOB_END[exit_code] == "255"
-    assert "phase: Failed" in template and template.endswith('reason: "Error: 255"\n'), "as interLink reports it"
-    assert stages.go_duration(17.25) == "17.250s"
