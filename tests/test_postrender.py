@@ -138,8 +138,7 @@ MALFORMED = {
     # A chart rename must not ship a ScaledObject without the timeout.
     "renamed": (
         SCALED_OBJECT.replace("supersonic-interlink-keda-so", "supersonic-interlink-inference-so"),
-        "metadata.name is 'supersonic-interlink-inference-so', which does not end in -keda-so: the chart's naming "
-        "changed; update supersonic_interlink/contract.py",
+        "which does not end in -keda-so: the chart's naming changed; update supersonic_interlink/contract.py",
     ),
     "metadata null": (
         SCALED_OBJECT.replace("metadata:\n  name: supersonic-interlink-keda-so\n", "metadata: null\n"),

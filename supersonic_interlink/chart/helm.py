@@ -18,6 +18,7 @@ import yaml
 from supersonic_interlink.chart import binaries
 from supersonic_interlink.chart.lookup_api import LookupApi, write_loopback_kubeconfig
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
+from supersonic_interlink.postrender import LOADER
 
 VERSION = r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
 """An exact SemVer version, as in a packaged chart's name."""
@@ -120,9 +121,7 @@ class ChartRenderer:
         self._env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"},
             "KUBECONFIG": str(write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)),
-            "HELM_CONFIG_HOME": str(work / "helm-config"),
-            "HELM_CACHE_HOME": str(work / "helm-cache"),
-            "HELM_DATA_HOME": str(work / "helm-data"),
+            **{f"HELM_{home.upper()}_HOME": str(work / f"helm-{home}") for home in ("config", "cache", "data")},
         }
         return self
 
@@ -149,8 +148,7 @@ class ChartRenderer:
             text = result.stdout if post_render is None else post_render(result.stdout)
         except Exception as error:  # the post-renderer's refusal, as Helm reports one: a scanned variant may cause it
             raise ChartRenderError(f"error while running post render on files: {error}") from None
-        documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return [document for document in documents if isinstance(document, dict)]
+        return [document for document in yaml.load_all(text, Loader=LOADER) if isinstance(document, dict)]
 
 
 def render_chart(

@@ -1,4 +1,4 @@
-"""The one stand-in Kubernetes API, read-only on loopback: the discovery, GET and LIST Helm's ``lookup`` asks
+"""The one stand-in Kubernetes API, read-only on loopback: the discovery and GET Helm's ``lookup`` asks
 (``tests/test_helm.py`` records them), answered as a cluster holding the given objects would; tests extend it."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class LookupApi:
         reply(request, *self.answer(request.path.split("?", 1)[0]))
 
     def answer(self, path: str) -> tuple[int, dict[str, Any]]:
-        """The status code and JSON body for a GET of ``path``."""
+        """The status code and JSON body for a GET of ``path``: discovery, or one object by name."""
         match = _PATH.fullmatch(path)
         group_version = "/".join(filter(None, (match["group"], match["version"]))) if match else ""
         served = PLURALS.get(group_version)
@@ -161,20 +161,7 @@ class LookupApi:
                 for p, k in served.items()
             ]
             return 200, {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
-        kind = served.get(parts[0])
-        if kind is None or len(parts) > 2 or (namespace and kind == "Namespace"):
-            return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({path})")
-        if len(parts) == 2:
-            obj = self.objects.get((group_version, parts[0], namespace, parts[1]))
-            if obj is None:
-                group = group_version.rpartition("/")[0]
-                return 404, status_object(
-                    404, "NotFound", f'{".".join(filter(None, (parts[0], group)))} "{parts[1]}" not found'
-                )
-            return 200, copy.deepcopy(obj)
-        items = [
-            copy.deepcopy(obj)
-            for (gv, plural, ns, _), obj in sorted(self.objects.items())
-            if (gv, plural) == (group_version, parts[0]) and (not namespace or ns == namespace)
-        ]
-        return 200, {"kind": f"{kind}List", "apiVersion": group_version, "metadata": {}, "items": items}
+        obj = self.objects.get((group_version, parts[0], namespace, parts[-1])) if len(parts) == 2 else None
+        if obj is None:  # Helm's lookup turns exactly a NotFound into an empty result
+            return 404, status_object(404, "NotFound", f'{parts[0]} "{parts[-1]}" not found')
+        return 200, copy.deepcopy(obj)
