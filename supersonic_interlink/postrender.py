@@ -36,7 +36,7 @@ def _split(stream: str) -> list[str]:
 
 def _header(chunk: str) -> str:
     """The separator and leading comments (``# Source: ...``) kept on a rewrite; ``--- {kind: ...}`` becomes ``---``."""
-    kept = []
+    kept: list[str] = []
     for line in chunk.splitlines(keepends=True):
         text = line.rstrip("\r\n")
         if not (_SEPARATOR_ONLY.fullmatch(text) or text.startswith("#") or not text.strip()):

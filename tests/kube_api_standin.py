@@ -149,8 +149,8 @@ class KubeApiStandIn(LookupApi):
             try:
                 if verb in self.failing or verb == "unknown":
                     self.failing.discard(verb)
-                    code, body = (500, "InternalError") if verb != "unknown" else (404, "NotFound")
-                    body = status_object(code, body, f"stand-in: {request.command} {path} fails")
+                    code, reason = (500, "InternalError") if verb != "unknown" else (404, "NotFound")
+                    body = status_object(code, reason, f"stand-in: {request.command} {path} fails")
                 else:
                     code, body = self._answer(verb, path, parts, query)
             except (ValueError, KeyError) as error:
