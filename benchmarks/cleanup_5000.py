@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from busybox_harness import Cluster, Run, busybox_path, kubectl_path, make_bin
 from kube_api_standin import JSONObject, kube_api_standin, pod
 
-from supersonic_interlink.components.failed_pod_cleanup import ROLE_RULES, script_environment
+from supersonic_interlink.components.failed_pod_cleanup import script_environment
 from supersonic_interlink.config import Settings, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import NEWEST
@@ -49,7 +49,6 @@ BYSTANDERS = 500
 BEFORE_COMMIT = "84bd63ae7027c109dabd3df3fe1b09611c777d40"
 """The last commit with the per-pod delete: MAX_DELETE names a run, one DELETE request each."""
 BEFORE_MAX_DELETE = 500
-BEFORE_ROLE_RULES = ({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "delete"]},)
 
 
 def triton_pod(settings: Settings, name: str, created: str, *, phase: str, release: str) -> JSONObject:
@@ -265,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         bin_dir = make_bin(scratch / "bin")
 
         after: list[Measured] = []
-        with kube_api_standin(everything, rules=ROLE_RULES) as server:
+        with kube_api_standin(everything) as server:
             cluster = Cluster(scratch, bin_dir, server, namespace=settings.namespace)
             for _ in range(3):
                 after.append(measured_run(cluster, environment, scratch))
@@ -280,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             text = before_text()
             old_environment = {k: v for k, v in environment.items() if k != "GOMEMLIMIT"}
             old_environment["MAX_DELETE"] = str(BEFORE_MAX_DELETE)
-            with kube_api_standin(everything, rules=BEFORE_ROLE_RULES) as server:
+            with kube_api_standin(everything) as server:
                 cluster = Cluster(scratch, bin_dir, server, namespace=settings.namespace)
                 for _ in range(args.before_runs):
                     before.append(measured_run(cluster, old_environment, scratch, text))

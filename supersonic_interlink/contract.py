@@ -11,67 +11,51 @@ from dataclasses import dataclass, field
 class ChartContract:
     """Names every supported chart generation fixes the same way."""
 
-    chart_name: str = "supersonic"
-    """The ``app.kubernetes.io/name`` label on the chart's pods (its ``.Chart.Name``)."""
+    chart_name: str = "supersonic"  # the app.kubernetes.io/name label on the chart's pods
     envoy_values_key: str = "envoy"
     envoy_component: str = "envoy"
-    """Suffix of the Envoy Deployment and ConfigMap names."""
-    envoy_config_suffix: str = "envoy-config"
-    """The chart's own Envoy ConfigMap, into which it copies the external configuration it looks up."""
-    envoy_config_path: str = "/etc/envoy/envoy.yaml"
-    """The chart's entrypoint runs ``envsubst`` over this file."""
+    envoy_config_suffix: str = "envoy-config"  # the chart's own ConfigMap, where it copies the external one
+    envoy_config_path: str = "/etc/envoy/envoy.yaml"  # the chart's entrypoint runs envsubst over it
     envoy_container: str = "envoy"
-    admission_container: str = "admission"
-    """The scale-from-zero sidecar in the Envoy pod that answers the Lua filter's /wake."""
+    admission_container: str = "admission"  # the sidecar in the Envoy pod answering the Lua filter's /wake
     scaled_object_suffix: str = "keda-so"
     name_label: str = "app.kubernetes.io/name"
     instance_label: str = "app.kubernetes.io/instance"
     component_label: str = "app.kubernetes.io/component"
-    admin_cluster: str = "envoy_admin"
-    """The Lua filter reads Envoy's own ``/stats`` through it."""
+    admin_cluster: str = "envoy_admin"  # the Lua filter reads Envoy's own /stats through it
     lua_filter_path: str = "/etc/envoy/lua/envoy-filter.lua"
     admission_host: str = "127.0.0.1"
-    envoy_config_key: str = "envoy.yaml"
-    """Key of the external ConfigMap the chart copies (``envoy.external_config.configmap_key``)."""
-    repository_index_path: str = "/inference.GRPCInferenceService/RepositoryIndex"
-    """First call of every client session; the Lua filter wakes Triton on it."""
+    envoy_config_key: str = "envoy.yaml"  # envoy.external_config.configmap_key
+    repository_index_path: str = "/inference.GRPCInferenceService/RepositoryIndex"  # a session's first: it wakes
     ready_timeout_margin_seconds: int = 120
     """Added to ``readyTimeoutSeconds`` for the RepositoryIndex route's ``idle_timeout``: /wake (30 s), a
     Prometheus query (5 s), the route's retries (~41 s) and slack."""
     inference_grpc_port: int = 8001
-    envoy_grpc_port: int = 8001
-    """The chart's Envoy Service and probes target it and take no value for it."""
+    envoy_grpc_port: int = 8001  # the chart's Envoy Service and probes take no value for it
     envoy_admin_port: int = 9901
-    admission_port: int = 8080
-    """Fixed in the sidecar's own code."""
+    admission_port: int = 8080  # fixed in the sidecar's own code
     route_config_name: str = "local_route_grpc"
-    loopback_connect_timeout_ms: int = 1000
-    """The chart's two loopback clusters; Envoy's default, left out, is 5 s."""
-    model_repository_claim: str = "cvmfs"
-    """Made for ``storageType: cvmfs-pvc`` once per namespace, kept on uninstall (``templates/cvmfs-pvc.yaml``)."""
+    loopback_connect_timeout_ms: int = 1000  # the chart's two loopback clusters; Envoy's default is 5 s
+    model_repository_claim: str = "cvmfs"  # one per namespace, kept on uninstall (templates/cvmfs-pvc.yaml)
     model_repository_storage_class: str = "cvmfs"
     hold_annotation_variable: str = "HOLD_ANNOTATION"
-    """The constant in ``cfg/admission-server.py`` (``db73925``) naming the annotation that holds a wake's deadline;
-    the annotation is read from that code, never assumed."""
+    """The constant in ``cfg/admission-server.py`` naming the annotation of a wake's deadline, read from that code."""
     external_config_guard: str = "is incompatible with envoy.external_config.load_from_configmap"
-    """The chart's ``fail`` refusing scale from zero with an external Envoy config (``templates/envoy/admission.yaml``
-    at 6003f24, db73925 and 098d4a6c)."""
+    """The chart's ``fail`` refusing scale from zero with an external Envoy config (templates/envoy/admission.yaml)."""
     guarded_commits: Mapping[str, str] = field(
         default_factory=lambda: {
             "db73925a34eba2cd018e41338e0b1917c1640600": "templates/envoy/admission.yaml:9",
             "098d4a6c1411d22a748e7a7de4ff30eea10bf32d": "templates/envoy/admission.yaml:9",
         }
     )
-    """Commits read to carry that ``fail``, with its line: a pin of one is refused before anything is fetched
-    (6003f24 and c292baf were seen by short ids only)."""
+    """Commits read to carry that ``fail``, with its line: a pin of one is refused before anything is fetched."""
     inherited_deprecations: tuple[str, ...] = ("envoy.config.cluster.v3.Cluster.dns_refresh_rate",)
     """Deprecated fields the chart's own generated config uses: ``envoy --mode validate``'s warning is not counted."""
     name_override_values: tuple[str, ...] = ("nameOverride", "fullnameOverride")
     """Values that rename the chart's objects (``supersonic.name`` in ``_helpers.tpl``): refused in ``helmValues``."""
 
     def instance_name(self, release_name: str) -> str:
-        """The release name: this program never sets ``nameOverride``."""
-        return release_name
+        return release_name  # this program never sets nameOverride
 
     def envoy_object_name(self, release_name: str) -> str:
         return f"{self.instance_name(release_name)}-{self.envoy_component}"
@@ -100,8 +84,7 @@ class Generation:
     """Top-level values block of the inference server: the chart's ``values.yaml`` declaring it tells the generation."""
     inference_component: str
     """``app.kubernetes.io/component`` of the inference-server pods, suffix of their Deployment and Service."""
-    inference_cluster: str
-    """Envoy cluster the routes target and the Lua filter reads ``membership_healthy`` of."""
+    inference_cluster: str  # the Envoy cluster the routes target
     admission_cluster: str
     wake_timeout_status: str
     """gRPC status the Lua filter answers a RepositoryIndex with when no server was ready in ``readyTimeoutSeconds``."""
@@ -116,8 +99,7 @@ class Generation:
         return f"{CHART.instance_name(release_name)}-{self.inference_component}"
 
     def inference_service_fqdn(self, release_name: str, namespace: str) -> str:
-        """The trailing dot skips the search-domain walk."""
-        return f"{self.inference_object_name(release_name)}.{namespace}.svc.cluster.local."
+        return f"{self.inference_object_name(release_name)}.{namespace}.svc.cluster.local."  # no search-domain walk
 
     def inference_pod_labels(self, release_name: str) -> dict[str, str]:
         return {
@@ -143,18 +125,15 @@ INFERENCE_SERVER = Generation(
     inference_component="inference-server",
     inference_cluster="inference_server_grpc_service",
     admission_cluster="inference_server_admission",
-    # cfg/envoy-filter.lua at 098d4a6c (not stored at 42b2b933): the router finds no healthy host; grpc-status 14,
-    # Envoy's own grpc-message kept.
+    # cfg/envoy-filter.lua at 098d4a6c: the router finds no healthy host; grpc-status 14, Envoy's grpc-message kept.
     wake_timeout_status="UNAVAILABLE",
     wake_timeout_code=14,
     wake_timeout_message="no healthy upstream",
 )
 
 GENERATIONS = (TRITON, INFERENCE_SERVER)
-NEWEST = GENERATIONS[-1]
-"""What SuperSONIC main carries: an unpinned git chart is rendered with it."""
-WAKE_TIMEOUT_STATUSES = frozenset(g.wake_timeout_status for g in GENERATIONS)
-"""A wake history can span a chart upgrade."""
+NEWEST = GENERATIONS[-1]  # what SuperSONIC main carries: an unpinned git chart is rendered with it
+WAKE_TIMEOUT_STATUSES = frozenset(g.wake_timeout_status for g in GENERATIONS)  # a wake history can span an upgrade
 
 
 class UnknownGeneration(ValueError):
@@ -163,10 +142,9 @@ class UnknownGeneration(ValueError):
 
 def generation_of_values(values: object) -> Generation:
     """The generation whose inference-server block the chart's own ``values.yaml`` declares at the top level."""
-    keys = set(values) if isinstance(values, dict) else set()
-    found = [g for g in GENERATIONS if g.inference_values_key in keys]
-    if len(found) == 1:
-        return found[0]
-    blocks = " or ".join(f"{g.inference_values_key}:" for g in GENERATIONS)
-    said = "both" if found else "neither"
-    raise UnknownGeneration(f"its values.yaml declares {said} of {blocks}; this program supports exactly those two")
+    found = [g for g in GENERATIONS if isinstance(values, dict) and g.inference_values_key in values]
+    if len(found) != 1:
+        blocks = " or ".join(f"{g.inference_values_key}:" for g in GENERATIONS)
+        said = "both" if found else "neither"
+        raise UnknownGeneration(f"its values.yaml declares {said} of {blocks}; this program supports exactly those two")
+    return found[0]

@@ -9,8 +9,7 @@ from pathlib import Path
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (created or truncated); a symbolic link at ``path`` is an ``OSError`` (ELOOP), never
-    followed, so a link planted in an output directory cannot redirect the write to another file."""
+    """Write ``text`` to ``path``; a symbolic link there, perhaps planted, is an ``OSError`` (ELOOP), never followed."""
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     except OSError as error:

@@ -20,7 +20,7 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 # YAML's document marker: "---" then a blank or the line's end, never at a line's start inside a scalar.
-_SEPARATOR = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.MULTILINE)
+_SEPARATOR = re.compile(r"^(?=---(?:[ \t\r\n]|\Z))", re.MULTILINE)
 _SEPARATOR_ONLY = re.compile(r"---(?:[ \t]+(?:#.*)?)?")
 _SOURCE = re.compile(r"^# Source: (.+?)\r?$", re.MULTILINE)
 
@@ -31,24 +31,19 @@ class PostRenderError(Exception):
 
 def _split(stream: str) -> list[str]:
     """Documents with their own text, each keeping the separator line that opened it."""
-    starts = [m.start() for m in _SEPARATOR.finditer(stream)]
-    if not starts or starts[0] != 0:
-        starts = [0, *starts]
-    ends = [*starts[1:], len(stream)]
-    return [stream[a:b] for a, b in zip(starts, ends, strict=True) if b > a]
+    return [chunk for chunk in _SEPARATOR.split(stream) if chunk]
 
 
 def _header(chunk: str) -> str:
     """The separator and leading comments (``# Source: ...``) kept on a rewrite; ``--- {kind: ...}`` becomes ``---``."""
-    kept = []
+    kept: list[str] = []
     for line in chunk.splitlines(keepends=True):
         text = line.rstrip("\r\n")
-        if _SEPARATOR_ONLY.fullmatch(text) or text.startswith("#") or not text.strip():
-            kept.append(line)
-        else:
+        if not (_SEPARATOR_ONLY.fullmatch(text) or text.startswith("#") or not text.strip()):
             if not kept and _SEPARATOR.match(text):
                 kept.append("---" + _line_break(chunk))
             break
+        kept.append(line)
     return "".join(kept)
 
 
@@ -57,18 +52,13 @@ def _line_break(chunk: str) -> str:
 
 
 def _shape(value: Any) -> str:
-    named = {bool: "the boolean", int: "the number", float: "the number", str: "the string"}
-    if type(value) in named:
-        return f"{named[type(value)]} {value!r}"
-    return {type(None): "null", list: "a list", dict: "a mapping"}.get(type(value), f"a {type(value).__name__}")
+    return {dict: "a mapping", list: "a list", type(None): "null"}.get(type(value)) or repr(value)
 
 
 def _mapping(parent: dict, key: str, where: str, path: str) -> dict:
-    if key not in parent:
-        raise PostRenderError(f"{where}: {path} is missing; expected a mapping")
-    value = parent[key]
+    value = parent.get(key, ...)
     if not isinstance(value, dict):
-        raise PostRenderError(f"{where}: {path} is {_shape(value)}; expected a mapping")
+        raise PostRenderError(f"{where}: {path} is {'missing' if value is ... else _shape(value)}; expected a mapping")
     return value
 
 
@@ -76,24 +66,20 @@ def _set_timeout(scaled_object: dict, where: str) -> bool:
     """Set the first trigger's timeout; True if the object changed."""
     where = f"{where}, ScaledObject"
     name = _mapping(scaled_object, "metadata", where, "metadata").get("name")
-    if not isinstance(name, str) or not name:
-        raise PostRenderError(f"{where}: metadata.name is {_shape(name)}; expected the object's name")
-    where = f"{where} {name!r}"
-    if not name.endswith(f"-{CHART.scaled_object_suffix}"):
+    if not isinstance(name, str) or not name.endswith(f"-{CHART.scaled_object_suffix}"):
         raise PostRenderError(
-            f"{where} does not end in -{CHART.scaled_object_suffix}: the chart's naming changed; "
-            f"update supersonic_interlink/contract.py"
+            f"{where}: metadata.name is {_shape(name)}, which does not end in -{CHART.scaled_object_suffix}: the "
+            "chart's naming changed; update supersonic_interlink/contract.py"
         )
-    spec = _mapping(scaled_object, "spec", where, "spec")
-    triggers = spec.get("triggers")
-    if triggers is not None and not isinstance(triggers, list):
-        raise PostRenderError(f"{where}: spec.triggers is {_shape(triggers)}; expected a list of triggers")
-    if not triggers:
-        raise PostRenderError(f"{where} has no triggers to set the timeout on")
+    where = f"{where} {name!r}"
+    triggers = _mapping(scaled_object, "spec", where, "spec").get("triggers")
+    if not isinstance(triggers, list) or not triggers:
+        shape = "an empty list" if triggers == [] else _shape(triggers)
+        raise PostRenderError(f"{where}: spec.triggers is {shape}; expected a list of triggers")
     first = triggers[0]
     if not isinstance(first, dict):
         raise PostRenderError(f"{where}: spec.triggers[0] is {_shape(first)}; expected a mapping")
-    first.setdefault("metadata", {})
+    metadata = first.setdefault("metadata", {})
     metadata = _mapping(first, "metadata", where, "spec.triggers[0].metadata")
     if metadata.get("timeout") == TRIGGER_TIMEOUT_MS:
         return False
@@ -124,26 +110,19 @@ def patch(stream: str) -> str:
             reason = " ".join(str(error).split())
             raise PostRenderError(f"{where} is not valid YAML: {reason}") from None
         changed = [_patch_object(document, where) for document in documents]
-        if not any(changed):
-            out.append(chunk)
-            continue
-        text = yaml.dump_all(
-            documents, Dumper=DUMPER, sort_keys=False, default_flow_style=False, line_break=_line_break(chunk)
-        )
-        out.append(_header(chunk) + text)
+        dumped = yaml.dump_all(documents, Dumper=DUMPER, sort_keys=False, line_break=_line_break(chunk))
+        out.append(_header(chunk) + dumped if any(changed) else chunk)
     return "".join(out)
 
 
 def main() -> int:
-    data = sys.stdin.buffer.read()
     try:
-        try:
-            stream = data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise PostRenderError(f"the rendered manifests are not UTF-8 (byte {error.start})") from None
-        sys.stdout.buffer.write(patch(stream).encode("utf-8"))
-    except PostRenderError as error:
-        print(f"keda-trigger-timeout post-renderer: {error}", file=sys.stderr)
+        sys.stdout.buffer.write(patch(sys.stdin.buffer.read().decode("utf-8")).encode("utf-8"))
+    except (PostRenderError, UnicodeDecodeError) as error:
+        said = (
+            f"the rendered manifests are not UTF-8 (byte {error.start})" if isinstance(error, UnicodeError) else error
+        )
+        print(f"keda-trigger-timeout post-renderer: {said}", file=sys.stderr)
         return 1
     return 0
 

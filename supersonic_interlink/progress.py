@@ -11,11 +11,10 @@ from contextlib import contextmanager
 
 @contextmanager
 def step(what: str) -> Iterator[None]:
-    started = time.monotonic()
+    started, outcome = time.monotonic(), "stopped after"
     print(f"{what} ...", file=sys.stderr, flush=True)
     try:
         yield
-    except BaseException:
-        print(f"{what}: stopped after {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-        raise
-    print(f"{what}: done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        outcome = "done in"
+    finally:
+        print(f"{what}: {outcome} {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)

@@ -147,8 +147,8 @@ def test_an_enabled_dependency_that_is_not_on_disk_stops_the_render_naming_it(ha
 
 
 def test_a_directory_without_chart_yaml_is_refused_and_helms_error_drops_its_framing(tmp_path) -> None:
-    with pytest.raises(ChartRenderError, match="not a chart directory"):
-        ChartRenderer(tmp_path, "r", "ns")
+    with pytest.raises(ChartRenderError, match=r"Chart\.yaml file is missing"):
+        render_chart(tmp_path, "r", "ns", {})
     stderr = (
         "WARNING: Kubernetes configuration file is group-readable.\n"
         "Error: execution error at (c/templates/x.yaml:1:2): refused\n\nUse --debug flag to render out invalid YAML\n"

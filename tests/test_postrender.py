@@ -112,11 +112,6 @@ def test_every_other_document_is_copied_byte_for_byte_and_running_twice_changes_
     assert alone.returncode == 0 and alone.stdout == DEPLOYMENT, "a release without a ScaledObject passes through"
 
 
-def test_bad_yaml_stops_the_upgrade_with_a_message() -> None:
-    result = run_executable(DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n")
-    assert_one_line_error(result, "document 2 is not valid YAML")
-
-
 def test_without_the_project_virtualenv_it_says_what_to_run(tmp_path: Path) -> None:
     copy = tmp_path / "postrender"
     copy.mkdir()
@@ -143,7 +138,7 @@ MALFORMED = {
     # A chart rename must not ship a ScaledObject without the timeout.
     "renamed": (
         SCALED_OBJECT.replace("supersonic-interlink-keda-so", "supersonic-interlink-inference-so"),
-        "-inference-so' does not end in -keda-so: the chart's naming changed; update supersonic_interlink/contract.py",
+        "which does not end in -keda-so: the chart's naming changed; update supersonic_interlink/contract.py",
     ),
     "metadata null": (
         SCALED_OBJECT.replace("metadata:\n  name: supersonic-interlink-keda-so\n", "metadata: null\n"),
@@ -153,25 +148,9 @@ MALFORMED = {
         SCALED_OBJECT.partition("  triggers:\n")[0] + "  triggers:\n    type: prometheus\n",
         "ScaledObject 'supersonic-interlink-keda-so': spec.triggers is a mapping; expected a list of triggers",
     ),
-    "spec a list": (
-        SCALED_OBJECT.partition("spec:\n")[0] + "spec:\n- minReplicaCount: 0\n",
-        "ScaledObject 'supersonic-interlink-keda-so': spec is a list; expected a mapping",
-    ),
     "first trigger a string": (
         SCALED_OBJECT.partition("  triggers:\n")[0] + "  triggers:\n  - prometheus\n",
-        "spec.triggers[0] is the string 'prometheus'; expected a mapping",
-    ),
-    "trigger metadata null": (
-        SCALED_OBJECT.replace(
-            "  - type: prometheus\n    metadata:\n      serverAddress: http://prometheus-server.cms.svc.cluster.local:9090\n"
-            '      threshold: "20"\n',
-            "  - type: prometheus\n    metadata: null\n",
-        ),
-        "spec.triggers[0].metadata is null; expected a mapping",
-    ),
-    "name a number": (
-        SCALED_OBJECT.replace("name: supersonic-interlink-keda-so", "name: 7"),
-        "ScaledObject: metadata.name is the number 7; expected the object's name",
+        "spec.triggers[0] is 'prometheus'; expected a mapping",
     ),
     "no spec": (
         SCALED_OBJECT.partition("spec:\n")[0],
@@ -261,8 +240,12 @@ def test_a_scaled_object_however_spelled_is_found_and_patched(scaled_object: str
             ("kind: ConfigMap\n...\n" + SCALED_OBJECT.removeprefix("---\n")).encode(),
             "document 1 is not valid YAML: did not find expected <document start>",
         ),
+        (
+            (DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n").encode(),
+            "document 2 is not valid YAML",
+        ),
     ],
-    ids=["not-utf8", "document-after-an-end-marker"],
+    ids=["not-utf8", "document-after-an-end-marker", "bad-yaml"],
 )
 def test_a_stream_that_cannot_be_read_is_one_line(stream: bytes, message: str) -> None:
     result = post_render_bytes(stream)

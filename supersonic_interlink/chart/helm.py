@@ -18,6 +18,7 @@ import yaml
 from supersonic_interlink.chart import binaries
 from supersonic_interlink.chart.lookup_api import LookupApi, write_loopback_kubeconfig
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, load_outside_yaml
+from supersonic_interlink.postrender import LOADER
 
 VERSION = r"v?[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
 """An exact SemVer version, as in a packaged chart's name."""
@@ -35,39 +36,37 @@ def _helm_error(stderr: str) -> str:
     return "\n".join(lines).removeprefix("Error: ")
 
 
-def _chart_file(path: Path) -> Any:
+def _chart_file(path: Path) -> dict[str, Any]:
+    """A chart's ``Chart.yaml`` or ``Chart.lock``; an unreadable one is empty here, and Helm refuses it by name."""
     try:
         documents = load_outside_yaml(path.read_bytes())
-    except (OSError, YAMLInputError) as error:
-        raise ChartRenderError(f"{path}: not a readable chart file: {' '.join(str(error).split())}") from None
-    return documents[0] if documents else None
+    except (OSError, YAMLInputError):
+        return {}
+    return documents[0] if documents and isinstance(documents[0], dict) else {}
 
 
 def declared_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     """(name, version) of each dependency ``Chart.yaml`` declares: ``Chart.lock``'s version, else the requirement's
     own if it is exact, else "" (a range no lock resolved)."""
-    metadata = _chart_file(chart_dir / "Chart.yaml")
-    wanted = (metadata.get("dependencies") if isinstance(metadata, dict) else None) or []
-    if not isinstance(metadata, dict) or not isinstance(wanted, list):
-        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: expected a mapping with a list of dependencies")
-    if not all(isinstance(dependency, dict) for dependency in wanted):
-        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: every entry of dependencies must be a mapping")
-    lock = _chart_file(chart_dir / "Chart.lock") if (chart_dir / "Chart.lock").is_file() else None
-    entries = (lock.get("dependencies") if isinstance(lock, dict) else None) or []
-    locked = {str(e.get("name")): str(e.get("version")) for e in entries if isinstance(e, dict)}
-    versions = [(str(d.get("name")), locked.get(str(d.get("name"))) or str(d.get("version") or "")) for d in wanted]
-    return [(name, version if re.fullmatch(VERSION, version) else "") for name, version in versions]
+
+    def listed(name: str) -> list[dict[str, Any]]:
+        entries = _chart_file(chart_dir / name).get("dependencies")
+        return [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+
+    locked = {str(entry.get("name")): str(entry.get("version")) for entry in listed("Chart.lock")}
+    wanted = [
+        (str(d.get("name")), locked.get(str(d.get("name"))) or str(d.get("version") or ""))
+        for d in listed("Chart.yaml")
+    ]
+    return [(name, version if re.fullmatch(VERSION, version) else "") for name, version in wanted]
 
 
 def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     """``declared_dependencies`` with no chart of that name in ``charts/`` (a directory or an archive)."""
     present = set()
-    for sub in (chart_dir / "charts").iterdir() if (chart_dir / "charts").is_dir() else ():
-        if (sub / "Chart.yaml").is_file():
-            subchart = _chart_file(sub / "Chart.yaml")
-            present.add(str(subchart.get("name") if isinstance(subchart, dict) else None))
-        elif match := _ARCHIVE.fullmatch(sub.name):
-            present.add(match["name"])
+    for sub in (chart_dir / "charts").glob("*"):
+        match = _ARCHIVE.fullmatch(sub.name)
+        present.add(match["name"] if match else _chart_file(sub / "Chart.yaml").get("name"))
     return [(name, version) for name, version in declared_dependencies(chart_dir) if name not in present]
 
 
@@ -81,11 +80,13 @@ def prepare_chart(chart_dir: Path, workdir: Path) -> Path:
     shutil.copytree(chart_dir, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
     for name, version in missing:
         (copy / "charts" / name / "templates").mkdir(parents=True)
-        metadata = {"apiVersion": "v2", "name": name, "version": version}
-        (copy / "charts" / name / "Chart.yaml").write_text(yaml.safe_dump(metadata))
-        message = f"dependency {name} {version} is not on disk and the values enable it: run helm dependency build "
-        fail = f"{{{{ fail {json.dumps(message + 'in the chart directory')} }}}}\n"
-        (copy / "charts" / name / "templates" / "not-on-disk.yaml").write_text(fail)
+        (copy / "charts" / name / "Chart.yaml").write_text(
+            json.dumps({"apiVersion": "v2", "name": name, "version": version})
+        )
+        message = f"dependency {name} {version} is not on disk and the values enable it: run helm dependency build"
+        (copy / "charts" / name / "templates" / "not-on-disk.yaml").write_text(
+            f"{{{{ fail {json.dumps(message)} }}}}\n"
+        )
     return copy
 
 
@@ -100,8 +101,6 @@ class ChartRenderer:
         served_objects: Iterable[Mapping[str, Any]] = (),
         post_renderer: Path | None = None,
     ):
-        if not (chart_dir / "Chart.yaml").is_file():
-            raise ChartRenderError(f"{chart_dir}: not a chart directory (no Chart.yaml)")
         self.chart_dir = chart_dir
         self.release_name = release_name
         self.namespace = namespace
@@ -114,23 +113,20 @@ class ChartRenderer:
         work = Path(self._workdir.name)
         try:
             self._chart = prepare_chart(self.chart_dir, work)
-            self.api.__enter__()
-            kubeconfig = write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)
         except BaseException:
-            self.__exit__()
+            self._workdir.cleanup()
             raise
+        self.api.__enter__()
         # Helm's config, cache and data inside the work directory: none of the operator's repositories or plugins.
         self._env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"},
-            "KUBECONFIG": str(kubeconfig),
-            "HELM_CONFIG_HOME": str(work / "helm-config"),
-            "HELM_CACHE_HOME": str(work / "helm-cache"),
-            "HELM_DATA_HOME": str(work / "helm-data"),
+            "KUBECONFIG": str(write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)),
+            **{f"HELM_{home.upper()}_HOME": str(work / f"helm-{home}") for home in ("config", "cache", "data")},
         }
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.api.close()
+        self.api.__exit__()
         self._workdir.cleanup()
 
     def render(
@@ -152,8 +148,7 @@ class ChartRenderer:
             text = result.stdout if post_render is None else post_render(result.stdout)
         except Exception as error:  # the post-renderer's refusal, as Helm reports one: a scanned variant may cause it
             raise ChartRenderError(f"error while running post render on files: {error}") from None
-        documents = yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return [document for document in documents if isinstance(document, dict)]
+        return [document for document in yaml.load_all(text, Loader=LOADER) if isinstance(document, dict)]
 
 
 def render_chart(

@@ -1,4 +1,4 @@
-"""The one stand-in Kubernetes API, read-only on loopback: the discovery, GET and LIST Helm's ``lookup`` asks
+"""The one stand-in Kubernetes API, read-only on loopback: the discovery and GET Helm's ``lookup`` asks
 (``tests/test_helm.py`` records them), answered as a cluster holding the given objects would; tests extend it."""
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ KINDS = {
 }
 """By group-version, what the readable chart generations look up or render, and what this program deploys."""
 
+PLURALS = {
+    gv: {kind.lower() + ("es" if kind.endswith("s") else "s"): kind for kind in kinds.split()}
+    for gv, kinds in KINDS.items()
+}
+"""By group-version, plural -> kind (every kind here but Namespace is namespaced)."""
 _PATH = re.compile(
     r"/(?:api|apis/(?P<group>[^/]+))/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+)(?=/))?(?P<rest>/.*)?"
 )
-
-
-def plurals(group_version: str) -> dict[str, str]:
-    """plural -> kind of what ``group_version`` serves (every kind here but Namespace is namespaced)."""
-    return {kind.lower() + ("es" if kind.endswith("s") else "s"): kind for kind in KINDS.get(group_version, "").split()}
 
 
 def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
@@ -50,13 +50,19 @@ def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
 
 
 class LookupApiError(ValueError):
-    """An object given to serve is not one the stand-in can serve (unknown kind, missing name or namespace)."""
+    """An object given to serve is not one the stand-in can serve."""
 
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
     """A Kubernetes API ``Status`` failure body."""
-    meta = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
-    return {**meta, "message": message, "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 def reply(request: BaseHTTPRequestHandler, code: int, body: Any, content_type: str = "application/json") -> None:
@@ -77,28 +83,24 @@ class LookupApi:
         self.requests: list[Any] = []
         """(method, path with query) of every request, in arrival order."""
         self.lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
         for obj in objects:
             self.add(obj)
 
     def add(self, obj: Mapping[str, Any]) -> None:
         api_version, kind, metadata = str(obj.get("apiVersion")), obj.get("kind"), obj.get("metadata") or {}
         name, namespace = metadata.get("name"), metadata.get("namespace")
-        ident = f"{api_version} {kind} {namespace}/{name}"
-        plural = next((p for p, k in plurals(api_version).items() if k == kind), None)
-        if plural is None:
-            known = "; ".join(f"{gv} {kinds}" for gv, kinds in KINDS.items())
-            raise LookupApiError(f"{ident}: no discovery for this kind in the stand-in API (serves {known})")
-        if not name:
-            raise LookupApiError(f"{ident}: an object to serve needs metadata.name")
+        plural = next((p for p, k in PLURALS.get(api_version, {}).items() if k == kind), None)
         namespaced = kind != "Namespace"
-        if namespaced and not namespace:
-            raise LookupApiError(f"{ident}: a namespaced object to serve needs metadata.namespace")
+        if plural is None or not name or (namespaced and not namespace):
+            known = "; ".join(f"{gv} {kinds}" for gv, kinds in KINDS.items())
+            raise LookupApiError(
+                f"{api_version} {kind} {namespace}/{name}: no discovery for this kind, or no metadata.name or "
+                f"metadata.namespace (only a Namespace has none): the stand-in API serves a named {known}"
+            )
         self.objects[(api_version, plural, str(namespace) if namespaced else "", str(name))] = copy.deepcopy(dict(obj))
 
     @property
     def url(self) -> str:
-        assert self._server is not None, "the stand-in API runs while entered"
         return f"http://127.0.0.1:{self._server.server_port}"
 
     def __enter__(self) -> Self:
@@ -126,14 +128,9 @@ class LookupApi:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
-            self._server = None
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
 
     def handle(self, request: BaseHTTPRequestHandler) -> None:
         """Answer one request (its body already read)."""
@@ -145,10 +142,10 @@ class LookupApi:
         reply(request, *self.answer(request.path.split("?", 1)[0]))
 
     def answer(self, path: str) -> tuple[int, dict[str, Any]]:
-        """The status code and JSON body for a GET of ``path``."""
+        """The status code and JSON body for a GET of ``path``: discovery, or one object by name."""
         match = _PATH.fullmatch(path)
         group_version = "/".join(filter(None, (match["group"], match["version"]))) if match else ""
-        served = plurals(group_version)
+        served = PLURALS.get(group_version)
         if match is None or not served:
             return 404, status_object(404, "NotFound", f"the stand-in API does not serve {path}")
         namespace, parts = match["ns"] or "", (match["rest"] or "/").strip("/").split("/")
@@ -163,26 +160,8 @@ class LookupApi:
                 }
                 for p, k in served.items()
             ]
-            return 200, {
-                "kind": "APIResourceList",
-                "apiVersion": "v1",
-                "groupVersion": group_version,
-                "resources": resources,
-            }
-        kind = served.get(parts[0])
-        if kind is None or len(parts) > 2 or (namespace and kind == "Namespace"):
-            return 404, status_object(404, "NotFound", f"the server could not find the requested resource ({path})")
-        if len(parts) == 2:
-            obj = self.objects.get((group_version, parts[0], namespace, parts[1]))
-            if obj is None:
-                group = group_version.rpartition("/")[0]
-                qualified = f"{parts[0]}.{group}" if group else parts[0]
-                return 404, status_object(404, "NotFound", f'{qualified} "{parts[1]}" not found')
-            return 200, copy.deepcopy(obj)
-        items = [
-            copy.deepcopy(obj)
-            for (gv, plural, ns, _), obj in sorted(self.objects.items())
-            if (gv, plural) == (group_version, parts[0]) and (not namespace or ns == namespace)
-        ]
-        metadata = {"resourceVersion": "1"}
-        return 200, {"kind": f"{kind}List", "apiVersion": group_version, "metadata": metadata, "items": items}
+            return 200, {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
+        obj = self.objects.get((group_version, parts[0], namespace, parts[-1])) if len(parts) == 2 else None
+        if obj is None:  # Helm's lookup turns exactly a NotFound into an empty result
+            return 404, status_object(404, "NotFound", f'{parts[0]} "{parts[-1]}" not found')
+        return 200, copy.deepcopy(obj)

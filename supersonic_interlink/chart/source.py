@@ -9,18 +9,16 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from supersonic_interlink import ROOT
-from supersonic_interlink.chart.helm import VERSION, ChartRenderError, declared_dependencies
+from supersonic_interlink.chart.helm import VERSION, declared_dependencies
 from supersonic_interlink.config import PROJECT, ChartSource
 from supersonic_interlink.config.loading import CHART_CACHE_DIR
 from supersonic_interlink.contract import CHART
 
 CACHE_DIR = CHART_CACHE_DIR
 CACHE_ROOT = ROOT / CACHE_DIR
-GIT_TIMEOUT_SECONDS = 300
 OFFLINE = contextvars.ContextVar("offline_evaluation", default=False)
 """True under ``./supersonic render`` and the tests: nothing is fetched and an unpinned chart is rendered."""
 
@@ -58,72 +56,61 @@ def chart_on_disk(chart: ChartSource, cache: Path | None = None) -> Path | None:
 
 def fetched_copy(commit: str, path: str, cache: Path | None = None) -> tuple[Path | None, str | None]:
     """(the verified chart directory, None), (None, why it is not the pinned commit), or (None, None) if not fetched."""
-    checkout = (CACHE_ROOT if cache is None else cache) / commit
-    if not checkout.is_dir():
-        return None, None
-    problem = verify(checkout, commit, path)
-    return (checkout / path, None) if problem is None else (None, problem)
+    checkout = (cache or CACHE_ROOT) / commit
+    problem = verify(checkout, commit, path) if checkout.is_dir() else None
+    return (checkout / path, None) if checkout.is_dir() and problem is None else (None, problem)
 
 
-def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _git(*args: str, cwd: Path | None = None, url: str = "") -> str:
+    """git's output; a failure is a ``ChartSourceError`` with git's last line (``url``: the repository it reads)."""
     try:
-        return subprocess.run(
+        done = subprocess.run(
             ["git", *args],
             cwd=cwd,
             capture_output=True,
             text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
+            timeout=300,
             check=False,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
     except subprocess.TimeoutExpired:
-        raise ChartSourceError(f"git {args[0]} took more than {GIT_TIMEOUT_SECONDS} s") from None
-
-
-def _last_line(text: str) -> str:
-    return ([line.strip() for line in text.splitlines() if line.strip()] or ["no output"])[-1]
-
-
-def _unreachable(url: str, result: subprocess.CompletedProcess[str]) -> ChartSourceError:
-    return ChartSourceError(
-        f"cannot read the chart repository {url} (needs network access): {_last_line(result.stderr)}"
-    )
+        raise ChartSourceError(f"git {args[0]} took more than 300 s") from None
+    if done.returncode != 0:
+        said = ([line.strip() for line in done.stderr.splitlines() if line.strip()] or ["no output"])[-1]
+        reading = f" of {url} (reading it needs network access)" if url else ""
+        raise ChartSourceError(f"git {args[0]}{reading} failed: {said}")
+    return done.stdout
 
 
 def verify(checkout: Path, commit: str, path: str) -> str | None:
     """Why ``checkout`` is not exactly ``commit`` with its chart at ``path``, or None if it is."""
-    head = _git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=checkout)
-    if head.returncode != 0 or head.stdout.strip() != commit:
-        return f"{checkout} is at {head.stdout.strip() or 'no commit'}, not {commit}"
+    try:
+        head = _git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=checkout).strip()
+    except ChartSourceError:
+        head = ""
+    if head != commit:
+        return f"{checkout} is at {head or 'no commit'}, not {commit}"
     status = _git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", cwd=checkout)
     chart = path.rstrip("/")
-    archives = _dependency_archives(checkout / chart)
-    for entry in filter(None, status.stdout.split("\0")):
+    # The provider's dependencyUpdate downloads the declared dependencies' archives and may write the lock file.
+    allowed = "|".join(
+        rf"{re.escape(name)}-{re.escape(version) if version else VERSION}\.tgz"
+        for name, version in declared_dependencies(checkout / chart)
+    )
+    for entry in filter(None, status.split("\0")):
         code, name = entry[:2], entry[3:]
-        if code in ("??", "!!") and name.startswith(f"{chart}/charts/") and archives(name[len(chart) + 8 :]):
-            continue  # the provider's dependencyUpdate downloads the chart's dependencies there
-        if code in (" M", "??") and name == f"{chart}/Chart.lock":
-            continue  # ... and writes the lock file when the commit has none or a stale one
-        return f"{checkout}: {name} differs from commit {commit} ({code.strip()})"
+        archive = name.removeprefix(f"{chart}/charts/")
+        dependency = code in ("??", "!!") and archive != name and re.fullmatch(allowed or "(?!)", archive)
+        if not dependency and not (code in (" M", "??") and name == f"{chart}/Chart.lock"):
+            return f"{checkout}: {name} differs from commit {commit} ({code.strip()})"
     if not (checkout / path / "Chart.yaml").is_file():
         return f"commit {commit} has no chart at {path} (no {path}/Chart.yaml)"
     return None
 
 
-def _dependency_archives(chart_dir: Path) -> Callable[[str], bool]:
-    """Whether a name under ``<chart>/charts/`` is a declared dependency's archive, at its locked version if any."""
-    try:
-        declared = declared_dependencies(chart_dir)
-    except ChartRenderError:
-        declared = []
-    patterns = [re.escape(f"{name}-") + (re.escape(version) if version else VERSION) for name, version in declared]
-    allowed = re.compile(rf"(?:{'|'.join(patterns)})\.tgz") if patterns else None
-    return lambda name: allowed is not None and allowed.fullmatch(name) is not None
-
-
 def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
     """The chart directory of ``commit`` from ``url``, fetched into the cache unless it is there and verified."""
-    cache = CACHE_ROOT if cache is None else cache
+    cache = cache or CACHE_ROOT
     found, problem = fetched_copy(commit, path, cache)
     if problem is not None:
         raise ChartSourceError(f"the cached chart is not the pinned commit: {problem}; delete {cache / commit}")
@@ -131,23 +118,16 @@ def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
         return found
     cache.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{commit}.", dir=cache))
-    fetch_commit = ("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit)
     try:
-        for args in (("init", "--quiet"), fetch_commit, ("checkout", "--quiet", "--detach", commit)):
-            result = _git(*args, cwd=partial)
-            if result.returncode == 0:
-                continue
-            reason = _last_line(result.stderr)
-            if any(said in reason for said in ("not our ref", "couldn't find remote ref", "no such remote ref")):
-                raise ChartSourceError(f"{url} has no commit {commit}: {reason}")
-            raise _unreachable(url, result)
+        _git("init", "--quiet", cwd=partial)
+        _git("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit, cwd=partial, url=url)
+        _git("checkout", "--quiet", "--detach", commit, cwd=partial)
         problem = verify(partial, commit, path)
         if problem is not None:
             raise ChartSourceError(problem.replace(str(partial), url))
         partial.rename(cache / commit)
     finally:
-        if partial.exists():
-            shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(partial, ignore_errors=True)
     return cache / commit / path
 
 
@@ -155,15 +135,11 @@ def resolve(url: str, ref: str) -> str:
     """The commit a branch, then a tag, names; a full commit id as given (``fetch`` then proves it exists)."""
     if re.fullmatch(r"[0-9a-f]{40}", ref):
         return ref
-    listed = _git("ls-remote", url, f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}")
-    if listed.returncode != 0:
-        raise _unreachable(url, listed)
-    refs = {name: commit for commit, _, name in (line.partition("\t") for line in listed.stdout.splitlines())}
+    listed = _git("ls-remote", url, f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}", url=url)
+    refs = {name: commit for commit, _, name in (line.partition("\t") for line in listed.splitlines())}
     for name in (f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"):
         if name in refs:
             return refs[name]
-    if re.fullmatch(r"[0-9a-f]{4,39}", ref):
-        raise ChartSourceError(f"{url}: a short commit id cannot be pinned: give the full 40-hex commit ({ref!r})")
     raise ChartSourceError(f"{url} has no branch or tag named {ref!r}; give a branch, a tag or a full 40-hex commit")
 
 

@@ -14,8 +14,8 @@ from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_y
 from supersonic_interlink.contract import CHART
 
 TYPE = "supersonic-interlink:index:EnvoyConfig"
+# The config keys the configuration is computed from: if either came from a secret, the ConfigMap's data is one.
 ENVOY_KEYS = ("envoy", "scaleFromZero")
-"""The config keys the configuration is computed from: if either came from a secret, the ConfigMap's data is one."""
 
 
 def envoy_config_text(settings: Settings) -> str:
@@ -45,7 +45,7 @@ class EnvoyConfig(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EnvoyConfigArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
-        config_map = k8s.core.v1.ConfigMap(
+        self.config_map_name = k8s.core.v1.ConfigMap(
             f"{name}-configmap",
             metadata={
                 "name": config_map_name(args.release_name, args.checksum),
@@ -60,6 +60,5 @@ class EnvoyConfig(pulumi.ComponentResource):
             immutable=True,
             data={CHART.envoy_config_key: args.text},
             opts=pulumi.ResourceOptions(parent=self),
-        )
-        self.config_map_name = config_map.metadata.name
+        ).metadata.name
         self.register_outputs({"config_map_name": self.config_map_name})

@@ -20,10 +20,8 @@ SCRIPT_PATH = ROOT / "scripts" / "cleanup-failed-pods.sh"
 
 # The script's two requests: a LIST of the release's Failed pods and one DELETE of that collection.
 ROLE_RULES = ({"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "deletecollection"]},)
-
-# benchmarks/cleanup_5000.py, 5,000 Failed pods of 3.5 KiB: kubectl peaks at 335-414 MiB (427-431 MiB for 10,000,
-# 47 MiB with nothing to list); GOMEMLIMIT below the limit makes its GC work harder instead of doubling the heap.
-MEMORY_LIMIT_MIB = 512
+# benchmarks/cleanup_5000.py: kubectl peaks at 335-414 MiB listing 5,000 Failed pods; GOMEMLIMIT below the limit
+# makes its GC work harder instead of doubling the heap.
 GO_MEMORY_LIMIT_MIB = 384
 RUN_AS_ID = 65534  # nobody:nogroup, numeric so runAsNonRoot is verified without /etc/passwd
 SCRATCH_PATH = "/tmp"  # kubectl's HOME and discovery cache, on an emptyDir: the root filesystem is read-only
@@ -40,7 +38,7 @@ def inference_pod_selector(generation: Generation, release_name: str) -> str:
 
 
 def object_labels(release_name: str) -> dict[str, str]:
-    """Labels of every cleanup object and of the cleaner's pods: the release's instance, our own component."""
+    """Of every cleanup object and the cleaner's pods."""
     return {
         CHART.instance_label: CHART.instance_name(release_name),
         CHART.component_label: COMPONENT,
@@ -53,7 +51,7 @@ def script_text() -> str:
 
 
 def container_command(text: str) -> list[str]:
-    """alpine/kubectl's entrypoint is kubectl, so the command names the shell; ``$0`` names the script."""
+    """alpine/kubectl's entrypoint is kubectl, so the command names the shell."""
     return ["/bin/sh", "-c", text, "cleanup-failed-pods"]
 
 
@@ -75,7 +73,6 @@ class FailedPodCleanupArgs:
     release_name: str
     namespace: str
     enabled: bool
-    """False: the component and no objects."""
     image: pulumi.Input[str]
     schedule: pulumi.Input[str]
     environment: Mapping[str, pulumi.Input[str]]
@@ -84,10 +81,9 @@ class FailedPodCleanupArgs:
 
 
 class FailedPodCleanup(pulumi.ComponentResource):
-    """The CronJob that clears the release's Failed Triton pods, with the least RBAC it needs."""
+    """The CronJob with the least RBAC it needs; disabled, the component alone and ``cronjob_name`` None."""
 
     cronjob_name: pulumi.Output[str] | None
-    """None when the stack disables the cleanup."""
 
     def __init__(self, name: str, args: FailedPodCleanupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
@@ -107,11 +103,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
         k8s.rbac.v1.RoleBinding(
             f"{name}-rolebinding",
             metadata=metadata,
-            role_ref={
-                "api_group": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": role.metadata.name,
-            },
+            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata.name},
             subjects=[{"kind": "ServiceAccount", "name": account_name, "namespace": args.namespace}],
             opts=child,
         )
@@ -124,7 +116,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             "env": [namespace_env, *({"name": key, "value": value} for key, value in args.environment.items())],
             "resources": {
                 "requests": {"cpu": "10m", "memory": "64Mi"},
-                "limits": {"cpu": "200m", "memory": f"{MEMORY_LIMIT_MIB}Mi"},
+                "limits": {"cpu": "200m", "memory": "512Mi"},
             },
             "security_context": {
                 "allow_privilege_escalation": False,

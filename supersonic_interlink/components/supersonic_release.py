@@ -15,10 +15,9 @@ from supersonic_interlink.config import HELM_UPGRADE_MARGIN_SECONDS, ChartSource
 
 TYPE = "supersonic-interlink:index:SupersonicRelease"
 HELM_RELEASE_TYPE = str(pulumi.get_type_token(k8s.helm.v3.Release))
-POSTRENDER = "postrender/keda-trigger-timeout"
-"""Relative to the project directory (the provider's working directory): the same input on every machine."""
+POSTRENDER = "postrender/keda-trigger-timeout"  # relative to the project, the provider's working directory
+# The config keys the chart values are computed from: if any came from a secret, the values are a secret.
 RELEASE_VALUE_KEYS = ("helmValues", "scaleFromZero", "keda", "serverLoad", "prometheus", "triton", "envoy")
-"""The config keys the chart values are computed from: if any came from a secret, the values are a secret."""
 
 
 def helm_release_resource_name(component_name: str) -> str:
@@ -26,7 +25,6 @@ def helm_release_resource_name(component_name: str) -> str:
 
 
 def live_release_id(settings: Settings) -> str:
-    """The id the provider reads a live Helm release by."""
     return f"{settings.namespace}/{settings.release.name}"
 
 
@@ -41,9 +39,8 @@ class SupersonicReleaseArgs:
     namespace: str
     chart: ChartSource
     values: pulumi.Input[dict[str, Any]]
-    """Without explicit nulls; the Envoy ConfigMap's name in them orders its creation before the upgrade."""
+    """Without explicit nulls, which come alone in ``nulls`` ("delete this chart default")."""
     nulls: pulumi.Input[dict[str, Any]] | None
-    """The explicit nulls alone ("delete this chart default"), or None."""
     timeout_seconds: pulumi.Input[int]
     max_history: int
     import_id: str | None
@@ -57,14 +54,12 @@ class SupersonicRelease(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SupersonicReleaseArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(TYPE, name, None, opts)
-        chart = args.chart
+        chart, nulls = args.chart, args.nulls
         source: dict[str, Any] = {"chart": release_chart(chart)}
-        if chart.kind == "git":
-            # A git checkout has no dependencies in charts/: the provider downloads them.
+        if chart.kind == "git":  # a git checkout has no dependencies in charts/: the provider downloads them
             source["dependency_update"] = True
         elif chart.kind != "path":
             source |= {"version": chart.version, "repository_opts": {"repo": chart.repo}}
-        nulls = args.nulls
         release = k8s.helm.v3.Release(
             helm_release_resource_name(name),
             name=args.name,
