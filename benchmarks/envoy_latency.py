@@ -55,7 +55,7 @@ def main() -> int:
     settings = loopback_settings("hammer")
     print(f"{'payload':>10}  {'direct p50':>10} {'p99':>8}  {'envoy p50':>10} {'p99':>8}  {'added p50':>10} {'p99':>8}")
     with loopback_stack(settings) as stack:
-        direct_target = f"127.0.0.1:{stack.triton.grpc_port}"
+        direct_target = f"127.0.0.1:{stack.triton.port}"
         for size in sizes:
             # Fewer calls for the large payloads, whose time is mostly the client's serialisation.
             calls = args.calls if size <= 1 << 16 else max(50, args.calls // (5 if size <= 1 << 20 else 30))
