@@ -104,7 +104,7 @@ def test_the_prediction_names_the_timeout_the_share_and_the_guaranteed_time_afte
         (["hammer", "--queue-delay", "gauss:1"], "hammer: --queue-delay 'gauss:1': expected fixed:S"),
         (["hammer", "--queue-delay", "fixed:1"], "fetch the pinned chart: `./supersonic render hammer --fetch-chart`"),
         (["hammer", "--queue-delay", "fixed:1", "--chart", "/no/such/chart"], "--chart /no/such/chart: no chart dir"),
-        (["hammer", "--queue-delay", "fixed:1", "--chart", "tests/charts/default-one"], "not a chart directory"),
+        (["hammer", "--queue-delay", "fixed:1", "--chart", "tests/charts/default-one"], "Chart.yaml file is missing"),
     ],
 )
 def test_the_verb_refuses_a_wrong_stack_delay_or_chart_before_starting_anything(args: list[str], says: str) -> None:
