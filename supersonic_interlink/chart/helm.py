@@ -36,29 +36,31 @@ def _helm_error(stderr: str) -> str:
     return "\n".join(lines).removeprefix("Error: ")
 
 
-def _chart_file(path: Path) -> dict[str, Any]:
-    """A chart's ``Chart.yaml`` or ``Chart.lock``; an unreadable one is empty here, and Helm refuses it by name."""
+def _chart_file(path: Path) -> Any:
     try:
         documents = load_outside_yaml(path.read_bytes())
-    except (OSError, YAMLInputError):
-        return {}
-    return documents[0] if documents and isinstance(documents[0], dict) else {}
+    except (OSError, YAMLInputError) as error:
+        raise ChartRenderError(f"{path}: not a readable chart file: {' '.join(str(error).split())}") from None
+    return documents[0] if documents else None
 
 
 def declared_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     """(name, version) of each dependency ``Chart.yaml`` declares: ``Chart.lock``'s version, else the requirement's
     own if it is exact, else "" (a range no lock resolved)."""
 
-    def listed(name: str) -> list[dict[str, Any]]:
-        entries = _chart_file(chart_dir / name).get("dependencies")
-        return [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
-
-    locked = {str(entry.get("name")): str(entry.get("version")) for entry in listed("Chart.lock")}
-    wanted = [
-        (str(d.get("name")), locked.get(str(d.get("name"))) or str(d.get("version") or ""))
-        for d in listed("Chart.yaml")
-    ]
-    return [(name, version if re.fullmatch(VERSION, version) else "") for name, version in wanted]
+    if not (chart_dir / "Chart.yaml").is_file():
+        return []  # Helm refuses the directory in its own words
+    metadata = _chart_file(chart_dir / "Chart.yaml")
+    wanted = (metadata.get("dependencies") if isinstance(metadata, dict) else None) or []
+    if not isinstance(metadata, dict) or not isinstance(wanted, list):
+        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: expected a mapping with a list of dependencies")
+    if not all(isinstance(dependency, dict) for dependency in wanted):
+        raise ChartRenderError(f"{chart_dir / 'Chart.yaml'}: every entry of dependencies must be a mapping")
+    lock = _chart_file(chart_dir / "Chart.lock") if (chart_dir / "Chart.lock").is_file() else None
+    entries = (lock.get("dependencies") if isinstance(lock, dict) else None) or []
+    locked = {str(e.get("name")): str(e.get("version")) for e in entries if isinstance(e, dict)}
+    versions = [(str(d.get("name")), locked.get(str(d.get("name"))) or str(d.get("version") or "")) for d in wanted]
+    return [(name, version if re.fullmatch(VERSION, version) else "") for name, version in versions]
 
 
 def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
@@ -66,7 +68,8 @@ def missing_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     present = set()
     for sub in (chart_dir / "charts").glob("*"):
         match = _ARCHIVE.fullmatch(sub.name)
-        present.add(match["name"] if match else _chart_file(sub / "Chart.yaml").get("name"))
+        metadata = None if match or not (sub / "Chart.yaml").is_file() else _chart_file(sub / "Chart.yaml")
+        present.add(match["name"] if match else metadata.get("name") if isinstance(metadata, dict) else None)
     return [(name, version) for name, version in declared_dependencies(chart_dir) if name not in present]
 
 
