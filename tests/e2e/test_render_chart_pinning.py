@@ -86,10 +86,10 @@ def test_pin_chart_takes_a_full_commit_only_if_the_repository_has_it(tmp_path: P
     assert run_supersonic("render", "hammer", "--pin-chart", first, env=env, cwd=root).returncode == 0
     assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text()
     missing = run_supersonic("render", "hammer", "--pin-chart", "f" * 40, env=env, cwd=root)
-    assert missing.returncode == 1 and f"has no commit {'f' * 40}" in missing.stderr
+    assert missing.returncode == 1 and f"not our ref {'f' * 40}" in missing.stderr
     assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text(), "a failed pin writes nothing"
     short = run_supersonic("render", "hammer", "--pin-chart", first[:7], env=env, cwd=root)
-    assert short.returncode == 1 and "a short commit id cannot be pinned: give the full 40-hex commit" in short.stderr
+    assert short.returncode == 1 and "give a branch, a tag or a full 40-hex commit" in short.stderr
 
 
 def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:
