@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import random
 import subprocess
 import sys
@@ -66,26 +65,24 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
     assert finished.returncode == 0, f"every wake came inside the timeout:\n{finished.stdout}{finished.stderr}"
     assert woken == WAKES, "one wake per probe: the ServerReady before each call must not wake Triton"
     records = [json.loads(line) for line in history.read_text().splitlines()]
-    assert records == [json.loads(line) for line in finished.stdout.splitlines()][:-1]
+    assert records == [json.loads(line) for line in finished.stdout.splitlines()], "--record keeps what --json prints"
     assert {(r["outcome"], r["deadline_seconds"], r["ready_timeout_seconds"]) for r in records} == {
         ("ready", 1020, 900)
     }, "the deadline comes from the stack file: 900 s plus the 120 s route margin"
     assert all(r["models"] == [{"name": "standin", "version": "1", "state": "READY"}] for r in records), records[0]
-    assert "still waiting" in finished.stderr and "\r" not in finished.stderr, (
-        f"piped stderr gets periodic plain progress lines, so a log shows the wait is alive:\n{finished.stderr}"
+    assert "probe hammer 127.0.0.1:" in finished.stderr and "still waiting, 0s of 17m00s" in finished.stderr, (
+        f"a progress line every --progress-every seconds shows a log the wait is alive:\n{finished.stderr}"
     )
-    assert len(records) == WAKES and all(r["cold"] is True for r in records), (
+    assert len(records) == WAKES and all(r["cold"] and "no healthy upstream" in r["start_check"] for r in records), (
         f"every probe found Triton at zero and must be recorded as a cold wake: {[r['start_check'] for r in records]}"
     )
-    assert all("no healthy upstream" in r["start_check"] for r in records), "Envoy said why it was cold"
     for record, delay in zip(records, delays, strict=True):
         assert 0 <= record["wake_seconds"] - delay <= TOLERANCE, (
             f"a recorded wake of {record['wake_seconds']} s for a Triton that took {delay} s"
         )
 
     report_out, report_err = io.StringIO(), io.StringIO()
-    args = ["report", str(history), "--json"]
-    code = probe.main(args, stdout=report_out, stderr=report_err)
+    code = probe.main(["report", str(history), "--json"], stdout=report_out, stderr=report_err)
     assert code == 0, report_err.getvalue()
     (report,) = map(json.loads, report_out.getvalue().splitlines())
     truth = sorted(delays)
@@ -98,11 +95,7 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
     assert stats["p99"] is None, "ten wakes are too few for a p99, and the report must say so rather than guess"
     assert report["current"]["ready_timeout_seconds"] == 900 and report["current"]["covered"] == WAKES
     recommended = report["recommended"]
-    expected = max(60, math.ceil(1.2 * truth[-1] / 60) * 60)
-    assert recommended["basis"] == "max" and recommended["provisional"] is True
-    assert recommended["ready_timeout_seconds"] == expected == 60, (
-        "the smallest whole minute covering the largest wake plus 20% is one minute"
-    )
+    assert (recommended["basis"], recommended["provisional"], recommended["ready_timeout_seconds"]) == ("max", True, 60)
     assert (
         recommended["hold_min_replicas_seconds"],
         recommended["idle_timeout_seconds"],

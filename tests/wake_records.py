@@ -30,56 +30,36 @@ def probe_record(
     **fields: Any,
 ) -> dict[str, Any]:
     """A record exactly as the probe writes it, started at epoch ``at``; ``fields`` override record keys."""
-    answered = outcome in (wake_probe.READY, wake_probe.NOT_READY)
-    took = (wake if wake is not None else 0.0) if elapsed is None else elapsed
+    answered, took = outcome in (wake_probe.READY, wake_probe.NOT_READY), (wake or 0.0) if elapsed is None else elapsed
     result = wake_probe.ProbeResult(
-        stack=stack,
-        endpoint="127.0.0.1:8001",
-        outcome=outcome,
-        started=at,
-        finished=at + took,
-        deadline_seconds=ready_timeout + 120,
-        ready_timeout_seconds=ready_timeout,
-        elapsed_seconds=took,
-        wake_seconds=wake if answered else None,
-        cold=cold,
-        start_check={True: "UNAVAILABLE: no healthy upstream", False: "ServerReady true", None: None}[cold],
-        grpc_status=grpc_status,
-        server_ready=True if outcome == wake_probe.READY else None,
-        models=[{"name": "particlenet", "version": "1", "state": "READY"}] if answered else None,
+        stack, "127.0.0.1:8001", outcome, at, at + took, ready_timeout + 120, ready_timeout, took
     )
+    result.cold, result.grpc_status, result.wake_seconds = cold, grpc_status, wake if answered else None
+    result.start_check = {True: "UNAVAILABLE: no healthy upstream", False: "ServerReady true", None: None}[cold]
+    if answered:
+        result.server_ready, result.models = (
+            outcome == wake_probe.READY,
+            [{"name": "m", "version": "1", "state": "READY"}],
+        )
     record = result.record()
     if cold is None:
         del record["cold"], record["start_check"]  # as a probe wrote them before it told cold from warm
     return {**record, **fields}
 
 
-def cold_wake(seconds: float, stack: str = "hammer", *, at: float = T0, **fields: Any) -> dict[str, Any]:
-    return probe_record(stack, at=at, wake=seconds, **fields)
+def cold_wake(seconds: float, stack: str = "hammer", **fields: Any) -> dict[str, Any]:
+    return probe_record(stack, wake=seconds, **fields)
 
 
-def warm_answer(stack: str = "hammer", *, at: float = T0, **fields: Any) -> dict[str, Any]:
-    return probe_record(stack, at=at, wake=0.02, cold=False, **fields)
+def warm_answer(stack: str = "hammer", **fields: Any) -> dict[str, Any]:
+    return probe_record(stack, wake=0.02, cold=False, **fields)
 
 
-def cut_off_wake(
-    elapsed: float,
-    stack: str = "hammer",
-    *,
-    at: float = T0,
-    ready_timeout: int = 900,
-    status: str = contract.NEWEST.wake_timeout_status,
-) -> dict[str, Any]:
-    """A cold wake the Lua filter gave up on: ``status`` (the newest chart's UNAVAILABLE unless given) after about
-    readyTimeoutSeconds."""
+def cut_off_wake(elapsed: float, *, ready_timeout: int = 900) -> dict[str, Any]:
+    """A cold wake the newest chart's Lua filter gave up on after about readyTimeoutSeconds."""
+    status = contract.NEWEST.wake_timeout_status
     return probe_record(
-        stack,
-        at=at,
-        outcome=wake_probe.REJECTED,
-        wake=None,
-        elapsed=elapsed,
-        ready_timeout=ready_timeout,
-        grpc_status=status,
+        outcome=wake_probe.REJECTED, wake=None, elapsed=elapsed, ready_timeout=ready_timeout, grpc_status=status
     )
 
 

@@ -9,14 +9,13 @@ import fcntl
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 
-from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS, Expect, Matches, Model, OneOf, fail, printable
+from supersonic_interlink.config.rules import READY_TIMEOUT_MAX_SECONDS, Expect, Matches, Model, OneOf, fail
 
 READY = "ready"
 NOT_READY = "not ready"
@@ -62,51 +61,37 @@ def append(path: Path, record: Mapping[str, Any]) -> None:
         os.close(fd)  # releases the lock
 
 
-@dataclass(frozen=True)
-class DamagedLine:
+class DamagedLine(NamedTuple):
     line: int
     reason: str
 
-    def describe(self, path: Path | str) -> str:
-        return f"{printable(str(path))}:{self.line}: line skipped: {self.reason}"
 
-
-@dataclass
-class History:
-    wakes: list[Wake] = field(default_factory=list)
-    damaged: list[DamagedLine] = field(default_factory=list)
-    other_records: int = 0
-    """Valid JSON objects that are not probe records (the summaries ``--json --repeat`` prints)."""
+class History(NamedTuple):
+    wakes: list[Wake]
+    damaged: list[DamagedLine]
 
 
 class DamagedRecord(ValueError):
-    """A line that is JSON but not a probe record this reader can use; the message says what is wrong."""
-
-
-class OutOfRange(ValueError):
-    """An ISO 8601 time whose UTC is outside the years 1 to 9999."""
+    """A line that is not a probe record this reader can use; the message says what is wrong."""
 
 
 def parse_time(text: str) -> datetime:
-    """An ISO 8601 time or date (midnight UTC) as aware UTC; ValueError (or OutOfRange) for anything else."""
+    """An ISO 8601 time or date (midnight UTC) as aware UTC; ValueError for anything else."""
     value = datetime.fromisoformat(text)
     try:
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
     except OverflowError:  # 0001-01-01T00:00:00+01:00 is in year 0 in UTC
-        raise OutOfRange(text) from None
+        raise ValueError(f"{text!r} is not within the years 1 to 9999 in UTC") from None
 
 
 def _utc(value: Any) -> datetime:
     try:
         return parse_time(value)
-    except OutOfRange:
-        raise fail("a time within the years 1 to 9999 in UTC") from None
     except (TypeError, ValueError):
-        raise fail("an ISO 8601 time") from None
+        raise fail("an ISO 8601 time within the years 1 to 9999 in UTC") from None
 
 
-SECONDS = f"a number of seconds from 0 to {MAX_SECONDS}"
-Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS), Expect(SECONDS)]
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS), Expect(f"a number of seconds from 0 to {MAX_SECONDS}")]
 Text = Annotated[str | None, Expect("a string or null")]
 
 
@@ -156,41 +141,20 @@ def wake_from_record(line: int, record: Mapping[str, Any], *, now: datetime | No
     return wake
 
 
-def _json_object(raw: bytes) -> dict[str, Any]:
-    """One history line as a JSON object; DamagedRecord says why it is not one."""
-    try:
-        text = raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise DamagedRecord("not UTF-8 text") from None
-    try:
-        record = json.loads(text)  # NaN and Infinity, which are not JSON, fail the fields' checks
-    except RecursionError:
-        raise DamagedRecord("not JSON this reader takes: nested too deep") from None
-    except json.JSONDecodeError as error:
-        if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
-            raise DamagedRecord(f"cut short: the record ends mid-way, after {len(text.rstrip())} characters") from None
-        raise DamagedRecord(f"not JSON: {error.msg} at column {error.colno}") from None
-    except ValueError:  # Python's limit on integer digits (4,300)
-        raise DamagedRecord("not JSON this reader takes: an integer of more than 4,300 digits") from None
-    if not isinstance(record, dict):
-        raise DamagedRecord(f"a JSON {type(record).__name__}, not an object")
-    return record
-
-
 def parse_lines(lines: Iterable[bytes], *, now: datetime | None = None) -> History:
-    """Read history lines (numbered from 1); never raises for what a line holds."""
-    history, now = History(), now or datetime.now(UTC)
+    """Read history lines (numbered from 1, blank ones passed over); never raises for what a line holds."""
+    history, now = History([], []), now or datetime.now(UTC)
     first_seen: dict[tuple[str, str | None, datetime], int] = {}
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            record = _json_object(raw)
-            if record.get("kind") == "summary":
-                history.other_records += 1
-                continue
-            if record.get("kind") != "probe":
-                raise DamagedRecord(f"kind = {json.dumps(record.get('kind'))}: not a probe")
+            try:
+                record = json.loads(raw.decode("utf-8"))  # NaN and Infinity, not JSON, fail the fields' checks
+            except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested too deep, too many digits
+                raise DamagedRecord(f"not JSON: {error}") from None
+            if not isinstance(record, dict) or record.get("kind") != "probe":
+                raise DamagedRecord('not a probe record (a JSON object with "kind": "probe")')
             wake = wake_from_record(number, record, now=now)
             seen = first_seen.setdefault((wake.stack, wake.endpoint, wake.started_at), number)
             if seen != number:
