@@ -110,8 +110,8 @@ def wake_line(**fields: object) -> bytes:
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        (b'{"kind":"probe","wake_seconds":' + b"1" * 5000 + b"}\n", "an integer of more than 4,300 digits"),
-        (b'{"kind":"probe","a":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "nested too deep"),
+        (b'{"kind":"probe","wake_seconds":' + b"1" * 5000 + b"}\n", "not JSON: Exceeds the limit (4300 digits)"),
+        (b'{"kind":"probe","a":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "maximum recursion depth exceeded"),
         (wake_line(stack="ham\x1b[31mmer\nFAKE"), "expected a stack name"),
         (wake_line(wake_seconds=1e308), "expected a number of seconds from 0 to"),
         (wake_line(elapsed_seconds=-1), "expected a number of seconds from 0 to"),
@@ -139,7 +139,7 @@ def test_the_longest_wake_a_record_may_hold_is_accepted_and_one_more_second_is_n
 
 @pytest.mark.parametrize("port", ["\u0668\u0660\u0660\u0661", "\uff18\uff10\uff10\uff11", "0", "65536", "+80", " 80"])
 def test_a_probe_port_is_ascii_digits_from_1_to_65535(port: str) -> None:
-    with pytest.raises(ValueError, match="is not a number from 1 to 65535"):
+    with pytest.raises(ValueError, match="expected HOST:PORT, a port from 1 to 65535"):
         parse_endpoint(f"127.0.0.1:{port}")
     assert parse_endpoint("127.0.0.1:65535") == "127.0.0.1:65535"
 

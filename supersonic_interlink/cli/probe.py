@@ -48,7 +48,7 @@ def _probe(parser: Parser) -> None:
     add_stack(parser, ": gives the deadline and the default endpoint")
     add = parser.add_argument
     add("--endpoint", metavar="HOST:PORT", help="Envoy's gRPC endpoint (default: the stack's Service, port 8001)")
-    add("--json", action="store_true", help="print one JSON object per probe (and a summary after several) to stdout")
+    add("--json", action="store_true", help="print one JSON object per probe to stdout")
     add("--record", metavar="FILE", type=path, help="append each probe's JSON object to FILE as one line (JSON Lines)")
     at_least_one = _number(int, "a whole number >= 1", lambda n: n >= 1)
     positive = _number(float, f"{SECONDS} > 0", lambda s: s > 0)
@@ -62,7 +62,7 @@ def _probe(parser: Parser) -> None:
     )
     timeout, every = wake_probe.DEFAULT_CONNECT_TIMEOUT, wake_probe.DEFAULT_PROGRESS_EVERY
     add("--connect-timeout", type=positive, default=timeout, metavar="S", help="seconds to connect (%(default)g)")
-    add("--progress-every", type=positive, default=every, metavar="S", help="progress off a tty every S (%(default)g)")
+    add("--progress-every", type=positive, default=every, metavar="S", help="a progress line every S (%(default)g)")
 
 
 def _report(parser: Parser) -> None:
