@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
-    expected = conformance.Expected.from_rendered(rendering.render(args.stack))
+    expected = conformance.Expected.from_rendered(rendering.render(args.stack, chart_dir=args.chart))
     print(f"stack {args.stack}, chart {args.chart}, {os.cpu_count()} cores")
 
     renders = []
