@@ -54,7 +54,6 @@ class LookupApiError(ValueError):
 
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
-    """A Kubernetes API ``Status`` failure body."""
     return {
         "kind": "Status",
         "apiVersion": "v1",

@@ -75,10 +75,8 @@ def render(
         key=lambda m: (m["kind"], m["metadata"]["name"]),
     )
     inputs = reveal(evaluation.one(HELM_RELEASE_TYPE).inputs)
-    values: dict[str, Any] = {}
-    for asset in inputs.get("valueYamlFiles", []):  # the value files first, then `values` over them (Helm's order)
-        values = deep_merge(values, load_yaml(asset["text"]) or {})
-    values = deep_merge(values, inputs["values"])
+    files = [load_yaml(asset["text"]) or {} for asset in inputs.get("valueYamlFiles", [])]  # then `values` over them
+    values: dict[str, Any] = functools.reduce(deep_merge, [*files, inputs["values"]], {})  # Helm's order
     chart = settings.release.chart
     fields = {"git": ("git", "commit", "path"), "path": ("path",)}.get(chart.kind, ("repo", "name", "version"))
     config_name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
