@@ -122,10 +122,8 @@ def install(name: str) -> Path:
 
 def main(argv: list[str]) -> int:
     if argv[:1] != ["install"] or not set(argv[1:]) <= set(BINARIES):
-        print(
-            f"usage: python -m supersonic_interlink.chart.binaries install [{' | '.join(BINARIES)} ...]",
-            file=sys.stderr,
-        )
+        usage = f"usage: python -m supersonic_interlink.chart.binaries install [{' | '.join(BINARIES)} ...]"
+        print(usage, file=sys.stderr)
         return 2
     try:
         for name in argv[1:] or list(BINARIES):

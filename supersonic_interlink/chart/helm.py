@@ -132,9 +132,7 @@ class ChartRenderer:
         if self.post_renderer is not None and post_render is None:
             command += ["--post-renderer", str(self.post_renderer)]
         # JSON is YAML, and keeps explicit nulls (Helm's "delete this default").
-        result = subprocess.run(
-            command, input=json.dumps(values), capture_output=True, text=True, env=self._env, check=False
-        )
+        result = subprocess.run(command, input=json.dumps(values), capture_output=True, text=True, env=self._env)
         if result.returncode != 0:
             raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
         try:

@@ -47,12 +47,10 @@ def mounted_key(deployment: Mapping[str, Any], container: str, file_path: str) -
             relative = file_path[len(mount_path) + 1 :] if file_path.startswith(mount_path + "/") else None
         if not config_map or relative is None:
             continue
-        items = config_map.get("items")
-        key = (
-            next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
-            if items
-            else (relative if "/" not in relative else None)
-        )
+        if items := config_map.get("items"):
+            key = next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
+        else:
+            key = relative if "/" not in relative else None
         if key is not None:
             return str(config_map.get("name")), str(key)
     return None

@@ -36,7 +36,6 @@ class Stop(Exception):
 
 
 def run(command: str, stack: str, *, live: Path | None = None, chart: Path | None = None, **options: Any) -> int:
-    """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     try:
         loaded = load_stack(stack)  # read once: the settings here, and the render below
         settings = settings_from_config(loaded.config, loaded.secret_keys)
