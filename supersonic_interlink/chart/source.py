@@ -113,8 +113,7 @@ def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
         _git("init", "--quiet", cwd=partial)
         _git("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit, cwd=partial, url=url)
         _git("checkout", "--quiet", "--detach", commit, cwd=partial)
-        problem = verify(partial, commit, path)
-        if problem is not None:
+        if (problem := verify(partial, commit, path)) is not None:
             raise ChartSourceError(problem.replace(str(partial), url))
         partial.rename(cache / commit)
     finally:

@@ -69,8 +69,7 @@ class Expected:
 
     @classmethod
     def from_rendered(cls, rendered: Mapping[str, Any]) -> Expected:
-        release = rendered["release"]
-        values = release["values"]
+        release, values = rendered["release"], rendered["release"]["values"]
         name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
         served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == name]
         # A render tree read back from disk (the diff's base side) carries no generation: its values name it.

@@ -150,13 +150,12 @@ def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         text = str(value).encode()
         return f"(masked: {len(text)} bytes, sha256 {hashlib.sha256(text).hexdigest()[:12]})"
 
-    copies = []
-    for manifest in map(dict, objects):
+    copies = [dict(manifest) for manifest in objects]
+    for manifest in copies:
         if manifest.get("kind") == "Secret" and str(manifest.get("apiVersion", "")) == "v1":
             for key in ("data", "stringData"):
                 if isinstance(manifest.get(key), Mapping):
                     manifest[key] = {name: masked(value) for name, value in manifest[key].items()}
-        copies.append(manifest)
     return copies
 
 
@@ -269,7 +268,7 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _config_problems(stack: str, error: ConfigError) -> int:
+def config_problems(stack: str, error: ConfigError) -> int:
     _err(f"stack {stack}: invalid config:\n" + "\n".join(f"  {problem}" for problem in error.problems))
     return EXIT_USAGE
 
@@ -291,7 +290,7 @@ def run(
     try:
         rendered = render(stack, chart_dir=chart_dir)
     except ConfigError as error:
-        return _config_problems(stack, error)
+        return config_problems(stack, error)
     if fetch_chart:
         return _fetch(stack, rendered["chart_source"])
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
@@ -371,7 +370,7 @@ def _pin(stack: str, ref: str) -> int:
         with progress.step(f"stack {stack}: resolving {ref} and fetching the chart"):
             commit, path = pin_chart(stack, ref)
     except ConfigError as error:
-        return _config_problems(stack, error)
+        return config_problems(stack, error)
     except chart_source.ChartSourceError as error:
         _err(f"stack {stack}: --pin-chart {ref}: {error}")
         return EXIT_FINDING
@@ -412,8 +411,7 @@ def new_stack(name: str, *, namespace: str, release: str, node: str, source: str
         origin = stack_file(source)
         if not origin.is_file():
             raise ConfigError([f"--from {source}: no file {origin.name} in stacks/"])
-        old = read_stack_document(origin)
-        config, dropped = new_config(old, namespace=namespace, release=release, node=node)
+        config, dropped = new_config(read_stack_document(origin), namespace=namespace, release=release, node=node)
         settings_from_config(merged_config(config))  # every config problem, before a file is written
     except ConfigError as error:
         print(f"stack new {name}: " + "\n  ".join(error.problems), file=sys.stderr)
