@@ -54,14 +54,8 @@ class LookupApiError(ValueError):
 
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
+    failure = {"kind": "Status", "apiVersion": "v1", "status": "Failure"}
+    return {**failure, "message": message, "reason": reason, "code": code}
 
 
 def reply(request: BaseHTTPRequestHandler, code: int, body: Any, content_type: str = "application/json") -> None:
@@ -148,14 +142,9 @@ class LookupApi:
             return 404, status_object(404, "NotFound", f"the stand-in API does not serve {path}")
         namespace, parts = match["ns"] or "", (match["rest"] or "/").strip("/").split("/")
         if not namespace and parts == [""]:
+            verbs = ["get", "list"]
             resources = [
-                {
-                    "name": p,
-                    "singularName": k.lower(),
-                    "namespaced": k != "Namespace",
-                    "kind": k,
-                    "verbs": ["get", "list"],
-                }
+                {"name": p, "singularName": k.lower(), "namespaced": k != "Namespace", "kind": k, "verbs": verbs}
                 for p, k in served.items()
             ]
             return 200, {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}

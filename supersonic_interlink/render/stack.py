@@ -80,6 +80,7 @@ def render(
     chart = settings.release.chart
     fields = {"git": ("git", "commit", "path"), "path": ("path",)}.get(chart.kind, ("repo", "name", "version"))
     config_name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
+    config_map = next(m for m in manifests if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name)
     return {
         "manifests": manifests,
         "release": {
@@ -89,11 +90,7 @@ def render(
             "options": {key: inputs[key] for key in RELEASE_OPTIONS if key in inputs},
             "values": values,
         },
-        "envoy": next(
-            m["data"][CHART.envoy_config_key]
-            for m in manifests
-            if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name
-        ),
+        "envoy": config_map["data"][CHART.envoy_config_key],
         "chart_source": chart,
         "generation": settings.generation,
         "generation_chart": chart_dir,
