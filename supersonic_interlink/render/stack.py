@@ -413,11 +413,10 @@ def new_stack(name: str, *, namespace: str, release: str, node: str, source: str
     except ConfigError as error:
         print(f"stack new {name}: " + "\n  ".join(error.problems), file=sys.stderr)
         return EXIT_USAGE
-    header = [
-        f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node",
-        f"# and load-metric selectors are its own; every other value is {source}'s: review each for this cluster.",
-    ]
-    text = "\n".join(header) + "\n" + yaml.safe_dump({"config": config}, sort_keys=False, width=4096)
+    text = (
+        f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node\n"
+        f"# and load-metric selectors are its own; every other value is {source}'s: review each for this cluster.\n"
+    ) + yaml.safe_dump({"config": config}, sort_keys=False, width=4096)
     try:
         with Path(target).open("x", encoding="utf-8") as file:
             file.write(text)
