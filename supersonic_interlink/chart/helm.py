@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -47,7 +49,6 @@ def _chart_file(path: Path) -> Any:
 def declared_dependencies(chart_dir: Path) -> list[tuple[str, str]]:
     """(name, version) of each dependency ``Chart.yaml`` declares: ``Chart.lock``'s version, else the requirement's
     own if it is exact, else "" (a range no lock resolved)."""
-
     if not (chart_dir / "Chart.yaml").is_file():
         return []  # Helm refuses the directory in its own words
     metadata = _chart_file(chart_dir / "Chart.yaml")
@@ -82,55 +83,44 @@ def prepare_chart(chart_dir: Path, workdir: Path) -> Path:
     copy = workdir / "chart" / chart_dir.name
     shutil.copytree(chart_dir, copy, ignore=shutil.ignore_patterns(".git"), symlinks=True)
     for name, version in missing:
-        (copy / "charts" / name / "templates").mkdir(parents=True)
-        (copy / "charts" / name / "Chart.yaml").write_text(
-            json.dumps({"apiVersion": "v2", "name": name, "version": version})
-        )
+        stand_in = copy / "charts" / name
+        (stand_in / "templates").mkdir(parents=True)
+        (stand_in / "Chart.yaml").write_text(json.dumps({"apiVersion": "v2", "name": name, "version": version}))
         message = f"dependency {name} {version} is not on disk and the values enable it: run helm dependency build"
-        (copy / "charts" / name / "templates" / "not-on-disk.yaml").write_text(
-            f"{{{{ fail {json.dumps(message)} }}}}\n"
-        )
+        (stand_in / "templates" / "not-on-disk.yaml").write_text(f"{{{{ fail {json.dumps(message)} }}}}\n")
     return copy
 
 
+@dataclass
 class ChartRenderer:
     """One chart as one release against one stand-in API, for many renders (each its own Helm process)."""
 
-    def __init__(
-        self,
-        chart_dir: Path,
-        release_name: str,
-        namespace: str,
-        served_objects: Iterable[Mapping[str, Any]] = (),
-        post_renderer: Path | None = None,
-    ):
-        self.chart_dir = chart_dir
-        self.release_name = release_name
-        self.namespace = namespace
-        self.post_renderer = post_renderer
+    chart_dir: Path
+    release_name: str
+    namespace: str
+    served_objects: Iterable[Mapping[str, Any]] = ()
+    post_renderer: Path | None = None
+
+    def __post_init__(self) -> None:
         self.helm = binaries.ensure("helm")
-        self.api = LookupApi(served_objects)
+        self.api = LookupApi(self.served_objects)
 
     def __enter__(self) -> Self:
-        self._workdir = tempfile.TemporaryDirectory(prefix="helm-render-")
-        work = Path(self._workdir.name)
-        try:
+        with ExitStack() as entered:
+            work = Path(entered.enter_context(tempfile.TemporaryDirectory(prefix="helm-render-")))
             self._chart = prepare_chart(self.chart_dir, work)
-        except BaseException:
-            self._workdir.cleanup()
-            raise
-        self.api.__enter__()
-        # Helm's config, cache and data inside the work directory: none of the operator's repositories or plugins.
-        self._env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"},
-            "KUBECONFIG": str(write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)),
-            **{f"HELM_{home.upper()}_HOME": str(work / f"helm-{home}") for home in ("config", "cache", "data")},
-        }
+            entered.enter_context(self.api)
+            # Helm's config, cache and data inside the work directory: none of the operator's repositories or plugins.
+            self._env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"},
+                "KUBECONFIG": str(write_loopback_kubeconfig(work / "kubeconfig", self.api.url, self.namespace)),
+                **{f"HELM_{home.upper()}_HOME": str(work / f"helm-{home}") for home in ("config", "cache", "data")},
+            }
+            self._entered = entered.pop_all()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.api.__exit__()
-        self._workdir.cleanup()
+        self._entered.close()
 
     def render(
         self, values: Mapping[str, Any], *, is_upgrade: bool = False, post_render: Callable[[str], str] | None = None
@@ -142,9 +132,7 @@ class ChartRenderer:
         if self.post_renderer is not None and post_render is None:
             command += ["--post-renderer", str(self.post_renderer)]
         # JSON is YAML, and keeps explicit nulls (Helm's "delete this default").
-        result = subprocess.run(
-            command, input=json.dumps(values), capture_output=True, text=True, env=self._env, check=False
-        )
+        result = subprocess.run(command, input=json.dumps(values), capture_output=True, text=True, env=self._env)
         if result.returncode != 0:
             raise ChartRenderError(_helm_error(result.stderr) or f"helm template exited {result.returncode}")
         try:
@@ -164,6 +152,5 @@ def render_chart(
     post_renderer: Path | None = None,
     is_upgrade: bool = False,
 ) -> list[dict[str, Any]]:
-    """Render ``chart_dir`` once (see ``ChartRenderer``)."""
     with ChartRenderer(chart_dir, release_name, namespace, served_objects, post_renderer) as renderer:
         return renderer.render(values, is_upgrade=is_upgrade)

@@ -36,15 +36,9 @@ _PATH = re.compile(
 def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
     """A kubeconfig (JSON is YAML) whose one context is ``url``, private to its owner: Helm warns otherwise."""
     context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "loopback", "cluster": {"server": url}}],
-        "users": [{"name": "loopback", "user": {}}],
-        "contexts": [{"name": "loopback", "context": context}],
-        "current-context": "loopback",
-    }
-    path.write_text(json.dumps(config))
+    entries = {"cluster": {"server": url}, "user": {}, "context": context}  # each a list of one, named loopback
+    named = {f"{kind}s": [{"name": "loopback", kind: entry}] for kind, entry in entries.items()}
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", **named, "current-context": "loopback"}))
     path.chmod(0o600)
     return path
 
@@ -54,15 +48,8 @@ class LookupApiError(ValueError):
 
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
-    """A Kubernetes API ``Status`` failure body."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
+    failure = {"kind": "Status", "apiVersion": "v1", "status": "Failure"}
+    return {**failure, "message": message, "reason": reason, "code": code}
 
 
 def reply(request: BaseHTTPRequestHandler, code: int, body: Any, content_type: str = "application/json") -> None:
@@ -122,7 +109,6 @@ class LookupApi:
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = dispatch
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
@@ -150,14 +136,9 @@ class LookupApi:
             return 404, status_object(404, "NotFound", f"the stand-in API does not serve {path}")
         namespace, parts = match["ns"] or "", (match["rest"] or "/").strip("/").split("/")
         if not namespace and parts == [""]:
+            verbs = ["get", "list"]
             resources = [
-                {
-                    "name": p,
-                    "singularName": k.lower(),
-                    "namespaced": k != "Namespace",
-                    "kind": k,
-                    "verbs": ["get", "list"],
-                }
+                {"name": p, "singularName": k.lower(), "namespaced": k != "Namespace", "kind": k, "verbs": verbs}
                 for p, k in served.items()
             ]
             return 200, {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}

@@ -31,13 +31,11 @@ def with_commit(text: str, chart: ChartSource, commit: str) -> str:
     release = config[written_as[0]]
     if "chart" not in release:  # the Pulumi.yaml default: a stack's release.chart replaces it whole
         release["chart"] = CommentedMap([("git", chart.git), ("commit", commit), ("path", chart.path)])
+    elif "commit" in (written := release["chart"]):
+        written["commit"] = commit
     else:
-        written = release["chart"]
-        if "commit" in written:
-            written["commit"] = commit
-        else:
-            keys = list(written)
-            written.insert(keys.index("git") + 1 if "git" in keys else len(keys), "commit", commit)
+        keys = list(written)
+        written.insert(keys.index("git") + 1 if "git" in keys else len(keys), "commit", commit)
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()

@@ -42,9 +42,7 @@ def release_chart(chart: ChartSource) -> str:
     """Relative to the project directory, where the provider starts: the same input on every machine."""
     if chart.kind == "git":
         return f"{CACHE_DIR}/{chart.commit or 'unpinned'}/{chart.path}"
-    if chart.kind == "path":
-        return str(chart.path)
-    return str(chart.name)
+    return str(chart.path if chart.kind == "path" else chart.name)
 
 
 def chart_on_disk(chart: ChartSource, cache: Path | None = None) -> Path | None:
@@ -64,15 +62,8 @@ def fetched_copy(commit: str, path: str, cache: Path | None = None) -> tuple[Pat
 def _git(*args: str, cwd: Path | None = None, url: str = "") -> str:
     """git's output; a failure is a ``ChartSourceError`` with git's last line (``url``: the repository it reads)."""
     try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-        )
+        environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=environment)
     except subprocess.TimeoutExpired:
         raise ChartSourceError(f"git {args[0]} took more than 300 s") from None
     if done.returncode != 0:
@@ -122,8 +113,7 @@ def fetch(url: str, commit: str, path: str, cache: Path | None = None) -> Path:
         _git("init", "--quiet", cwd=partial)
         _git("fetch", "--quiet", "--depth", "1", "--no-tags", url, commit, cwd=partial, url=url)
         _git("checkout", "--quiet", "--detach", commit, cwd=partial)
-        problem = verify(partial, commit, path)
-        if problem is not None:
+        if (problem := verify(partial, commit, path)) is not None:
             raise ChartSourceError(problem.replace(str(partial), url))
         partial.rename(cache / commit)
     finally:

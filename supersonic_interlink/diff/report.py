@@ -101,21 +101,16 @@ def render_side(root: Path, stack: str, label: str, out: Path, chart_dir: Path |
         lines = " / ".join([line.strip() for line in printed.splitlines() if line.strip()][-4:]) or "no output"
         usage = root == ROOT and done.returncode == EXIT_USAGE  # the working tree's config is the user's to fix
         raise SideError(f"{label}: the stack does not render there: {lines}", EXIT_USAGE if usage else EXIT_FINDING)
-    why = NOT_RENDERED.search(printed)
-    return read_tree(out, label, why[1] if why else "", path)
-
-
-def read_tree(out: Path, label: str, chart_note: str, stack_path: Path) -> Side:
-    """A render tree read back: the program's objects, the release as one object, the chart's objects."""
+    # The render tree read back: the program's objects, the release as one object, the chart's objects.
     release = load_yaml((out / "release.yaml").read_text())
     manifests = [m for m in yaml.safe_load_all((out / "manifests.yaml").read_text()) if isinstance(m, dict)]
     charts = out / CHART_DIR
-    chart = [load_yaml(path.read_text()) for path in sorted(charts.rglob("*.yaml"))] if charts.is_dir() else None
+    chart = [load_yaml(file.read_text()) for file in sorted(charts.rglob("*.yaml"))] if charts.is_dir() else None
     metadata = {"name": release["name"], "namespace": release["namespace"]}
     as_object = {"apiVersion": "helm.sh/v3", "kind": "Release", "metadata": metadata}
     as_object |= {key: release[key] for key in ("chart", "options", "values")}
-    secrets, generation = secret_digests(read_stack_document(stack_path)), generation_of_values(release["values"]).name
-    note = chart_note if chart is None else ""
+    secrets, generation = secret_digests(read_stack_document(path)), generation_of_values(release["values"]).name
+    note = why[1] if chart is None and (why := NOT_RENDERED.search(printed)) else ""
     return Side(label, True, [as_object, *manifests], chart, note, str(release["namespace"]), secrets, generation)
 
 

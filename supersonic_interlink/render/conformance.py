@@ -47,12 +47,10 @@ def mounted_key(deployment: Mapping[str, Any], container: str, file_path: str) -
             relative = file_path[len(mount_path) + 1 :] if file_path.startswith(mount_path + "/") else None
         if not config_map or relative is None:
             continue
-        items = config_map.get("items")
-        key = (
-            next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
-            if items
-            else (relative if "/" not in relative else None)
-        )
+        if items := config_map.get("items"):
+            key = next((i.get("key") for i in items if posixpath.normpath(str(i.get("path"))) == relative), None)
+        else:
+            key = relative if "/" not in relative else None
         if key is not None:
             return str(config_map.get("name")), str(key)
     return None
@@ -71,8 +69,7 @@ class Expected:
 
     @classmethod
     def from_rendered(cls, rendered: Mapping[str, Any]) -> Expected:
-        release = rendered["release"]
-        values = release["values"]
+        release, values = rendered["release"], rendered["release"]["values"]
         name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
         served = [m for m in rendered["manifests"] if m["kind"] == "ConfigMap" and m["metadata"]["name"] == name]
         # A render tree read back from disk (the diff's base side) carries no generation: its values name it.
@@ -203,11 +200,8 @@ def generated_config_findings(generated: Any, computed: Any, generation: Generat
     declared additions aside), and the HTTP filters' order."""
     additions = list(declared_additions(generation.inference_cluster))
     order = [[str(f.get("name")) for f in HTTP_FILTERS.search(config) or []] for config in (generated, computed)]
-    found = []
-    if [name for name in order[1] if ("http_filters", name) not in additions] != order[0]:
-        found.append(
-            f"HTTP filters in another order than the chart's ({', '.join(order[0])}), the declared additions aside"
-        )
+    reordered = f"HTTP filters in another order than the chart's ({', '.join(order[0])}), the declared additions aside"
+    found = [reordered] if [name for name in order[1] if ("http_filters", name) not in additions] != order[0] else []
     for change in (c for c in changes(_by_name(generated), _by_name(computed)) if not _declared(c.path, additions)):
         named = [i for i, segment in enumerate(change.path) if isinstance(segment, Named)]
         place = format_path(change.path[named[-1] - 1 :] if named else change.path)  # from the element's list on

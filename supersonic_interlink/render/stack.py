@@ -75,13 +75,12 @@ def render(
         key=lambda m: (m["kind"], m["metadata"]["name"]),
     )
     inputs = reveal(evaluation.one(HELM_RELEASE_TYPE).inputs)
-    values: dict[str, Any] = {}
-    for asset in inputs.get("valueYamlFiles", []):  # the value files first, then `values` over them (Helm's order)
-        values = deep_merge(values, load_yaml(asset["text"]) or {})
-    values = deep_merge(values, inputs["values"])
+    files = [load_yaml(asset["text"]) or {} for asset in inputs.get("valueYamlFiles", [])]  # then `values` over them
+    values: dict[str, Any] = functools.reduce(deep_merge, [*files, inputs["values"]], {})  # Helm's order
     chart = settings.release.chart
     fields = {"git": ("git", "commit", "path"), "path": ("path",)}.get(chart.kind, ("repo", "name", "version"))
     config_name = values[CHART.envoy_values_key]["external_config"]["configmap_name"]
+    config_map = next(m for m in manifests if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name)
     return {
         "manifests": manifests,
         "release": {
@@ -91,11 +90,7 @@ def render(
             "options": {key: inputs[key] for key in RELEASE_OPTIONS if key in inputs},
             "values": values,
         },
-        "envoy": next(
-            m["data"][CHART.envoy_config_key]
-            for m in manifests
-            if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name
-        ),
+        "envoy": config_map["data"][CHART.envoy_config_key],
         "chart_source": chart,
         "generation": settings.generation,
         "generation_chart": chart_dir,
@@ -152,13 +147,12 @@ def mask(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         text = str(value).encode()
         return f"(masked: {len(text)} bytes, sha256 {hashlib.sha256(text).hexdigest()[:12]})"
 
-    copies = []
-    for manifest in map(dict, objects):
+    copies = [dict(manifest) for manifest in objects]
+    for manifest in copies:
         if manifest.get("kind") == "Secret" and str(manifest.get("apiVersion", "")) == "v1":
             for key in ("data", "stringData"):
                 if isinstance(manifest.get(key), Mapping):
                     manifest[key] = {name: masked(value) for name, value in manifest[key].items()}
-        copies.append(manifest)
     return copies
 
 
@@ -271,7 +265,7 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _config_problems(stack: str, error: ConfigError) -> int:
+def config_problems(stack: str, error: ConfigError) -> int:
     _err(f"stack {stack}: invalid config:\n" + "\n".join(f"  {problem}" for problem in error.problems))
     return EXIT_USAGE
 
@@ -293,7 +287,7 @@ def run(
     try:
         rendered = render(stack, chart_dir=chart_dir)
     except ConfigError as error:
-        return _config_problems(stack, error)
+        return config_problems(stack, error)
     if fetch_chart:
         return _fetch(stack, rendered["chart_source"])
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout)
@@ -373,7 +367,7 @@ def _pin(stack: str, ref: str) -> int:
         with progress.step(f"stack {stack}: resolving {ref} and fetching the chart"):
             commit, path = pin_chart(stack, ref)
     except ConfigError as error:
-        return _config_problems(stack, error)
+        return config_problems(stack, error)
     except chart_source.ChartSourceError as error:
         _err(f"stack {stack}: --pin-chart {ref}: {error}")
         return EXIT_FINDING
@@ -414,17 +408,15 @@ def new_stack(name: str, *, namespace: str, release: str, node: str, source: str
         origin = stack_file(source)
         if not origin.is_file():
             raise ConfigError([f"--from {source}: no file {origin.name} in stacks/"])
-        old = read_stack_document(origin)
-        config, dropped = new_config(old, namespace=namespace, release=release, node=node)
+        config, dropped = new_config(read_stack_document(origin), namespace=namespace, release=release, node=node)
         settings_from_config(merged_config(config))  # every config problem, before a file is written
     except ConfigError as error:
         print(f"stack new {name}: " + "\n  ".join(error.problems), file=sys.stderr)
         return EXIT_USAGE
-    header = [
-        f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node",
-        f"# and load-metric selectors are its own; every other value is {source}'s: review each for this cluster.",
-    ]
-    text = "\n".join(header) + "\n" + yaml.safe_dump({"config": config}, sort_keys=False, width=4096)
+    text = (
+        f"# {name}: made by `./supersonic stack new` from stack {source}. Its namespace, release name, virtual node\n"
+        f"# and load-metric selectors are its own; every other value is {source}'s: review each for this cluster.\n"
+    ) + yaml.safe_dump({"config": config}, sort_keys=False, width=4096)
     try:
         with Path(target).open("x", encoding="utf-8") as file:
             file.write(text)

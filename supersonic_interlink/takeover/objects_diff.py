@@ -115,7 +115,6 @@ HERE = "`supersonic_interlink/takeover/objects_diff.py`"
 
 
 def markdown(comparison: ObjectsComparison, stack: str, notes: Sequence[str]) -> str:
-    """The report for the pull request."""
     diff, c, left = comparison.diff, comparison.deletions, comparison.left
     deleted = [*c.explained, *((key, f"**not explained** (a finding: declare it in {HERE})") for key in c.undeclared)]
     body = [*(f"- {n}" for n in notes), "", "**Deleted by the upgrade:**", ""]

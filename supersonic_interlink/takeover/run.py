@@ -24,7 +24,7 @@ from supersonic_interlink.config.stack_config import load_stack
 from supersonic_interlink.contract import CHART, GENERATIONS
 from supersonic_interlink.files import write_text
 from supersonic_interlink.render.conformance import Expected
-from supersonic_interlink.render.stack import locate_chart, render
+from supersonic_interlink.render.stack import config_problems, locate_chart, render
 from supersonic_interlink.takeover import objects_diff, values_diff
 from supersonic_interlink.takeover.objects_diff import LiveObject, load_live_objects
 from supersonic_interlink.takeover.steps import format_steps
@@ -36,13 +36,11 @@ class Stop(Exception):
 
 
 def run(command: str, stack: str, *, live: Path | None = None, chart: Path | None = None, **options: Any) -> int:
-    """``./supersonic takeover <command> <stack>`` with the options its parser read."""
     try:
         loaded = load_stack(stack)  # read once: the settings here, and the render below
         settings = settings_from_config(loaded.config, loaded.secret_keys)
     except ConfigError as error:
-        print(f"stack {stack}: invalid config:", *(f"  {p}" for p in error.problems), sep="\n", file=sys.stderr)
-        return EXIT_USAGE
+        return config_problems(stack, error)
     rendered = functools.partial(render, stack, loaded.config, loaded.secrets, chart_dir=chart)
     try:
         if command == "values":
