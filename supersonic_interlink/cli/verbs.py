@@ -268,9 +268,8 @@ def version() -> str:
     commit = subprocess.run(git, capture_output=True, text=True) if shutil.which("git") else None  # else none to add
     pulumi, provider = (toolchain.version(toolchain.build_for(n)) for n in ("pulumi", "pulumi-resource-kubernetes"))
     release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    lines = [
-        f"supersonic-interlink {release}" + (f"+g{commit.stdout.strip()}" if commit and commit.returncode == 0 else "")
-    ]
+    described = f"+g{commit.stdout.strip()}" if commit and commit.returncode == 0 else ""
+    lines = [f"supersonic-interlink {release}{described}"]
     lines += [f"  stack {stack}: chart {chart_pin(stack)}" for stack in stack_names()]
     lines += [
         f"  Pulumi CLI {pulumi}, Kubernetes provider {provider} (tools/*/go.mod)",

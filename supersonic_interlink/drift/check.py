@@ -175,9 +175,8 @@ def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | N
     """``output``: ``text``, ``json`` or ``markdown``; ``cli``: the Pulumi CLI ``--pulumi`` names."""
     scratch = os.environ.get(SCRATCH_PROJECT_ENV)
     try:
-        engine = Engine(
-            stack, work_dir=scratch_project(Path(scratch)) if scratch else ROOT, log=_log, create=False, cli=cli
-        )
+        work_dir = scratch_project(Path(scratch)) if scratch else ROOT
+        engine = Engine(stack, work_dir=work_dir, log=_log, create=False, cli=cli)
         first, second = check(engine, Tools(), fix=correct, log=_log)
     except (CannotCheck, EngineError, ToolchainError, subprocess.TimeoutExpired) as error:
         print(f"supersonic drift: could not check {stack}: {error}", file=sys.stderr)

@@ -18,6 +18,10 @@ HOLD = ("metadata", "annotations", "<the sidecar's hold annotation>")
 """Stands for the annotation the release's admission sidecar code names (``sidecar_hold_annotation``)."""
 
 
+def key(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
+
+
 @dataclass(frozen=True)
 class IgnoreRule:
     name: str
@@ -34,10 +38,7 @@ class IgnoreRule:
         paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
         return (
             (is_object or self.resource)
-            and (
-                self.objects is None
-                or f"{resource.get('kind')}/{(resource.get('metadata') or {}).get('name')}" in self.objects(release)
-            )
+            and (self.objects is None or key(resource) in self.objects(release))
             and any(path[: len(prefix)] == prefix for prefix in paths)
             and not any(path[: len(kept)] == kept for kept in self.keep)
         )

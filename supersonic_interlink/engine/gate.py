@@ -49,9 +49,8 @@ class Step:
     def readable(self) -> bool:
         """An op the engine plans and a URN of four parts."""
         parts = self.urn.split("::", 3) if isinstance(self.urn, str) else []
-        if not (isinstance(self.op, str) and self.op in ENGINE_OPS):
-            return False
-        return len(parts) == 4 and parts[0].startswith("urn:pulumi:") and all(parts[1:])
+        planned = isinstance(self.op, str) and self.op in ENGINE_OPS
+        return planned and len(parts) == 4 and parts[0].startswith("urn:pulumi:") and all(parts[1:])
 
     @property
     def types(self) -> list[str]:

@@ -12,14 +12,12 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from supersonic_interlink.config import ConfigError
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE, ROOT
+from supersonic_interlink.config import PROJECT, ConfigError
 from supersonic_interlink.config.stack_config import read_yaml_file
 from supersonic_interlink.engine import installed, toolchain
 from supersonic_interlink.engine.installed import EngineError, Unusable
 
-ROOT = Path(__file__).resolve().parents[2]
-PROJECT = "supersonic-interlink"
 ACTIONS = ("preview", "up", "refresh", "destroy")
 SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
 
@@ -109,7 +107,11 @@ def scratch_project(directory: Path, root: Path = ROOT) -> Path:
     (directory / "Pulumi.yaml").write_bytes((root / "Pulumi.yaml").read_bytes())
     for name in ("postrender", ".charts"):
         (root / name).mkdir(exist_ok=True)
-        _link(directory / name, root / name)
+        link, target = directory / name, root / name
+        if link.is_symlink() and link.readlink() != target:
+            link.unlink()
+        if not link.is_symlink():
+            link.symlink_to(target)
     for source in sorted((root / "stacks").glob("Pulumi.*.yaml")):
         target = directory / "stacks" / source.name
         kept = (yaml.safe_load(target.read_text()) or {}) if target.exists() else {}
@@ -120,13 +122,6 @@ def scratch_project(directory: Path, root: Path = ROOT) -> Path:
             chart["path"] = os.path.normpath(root / chart["path"])
         target.write_text(yaml.safe_dump({**kept, "config": config}, sort_keys=False))
     return directory
-
-
-def _link(link: Path, target: Path) -> None:
-    if link.is_symlink() and link.readlink() != target:
-        link.unlink()
-    if not link.is_symlink():
-        link.symlink_to(target)
 
 
 def gated(engine: Engine, action: str, **kwargs: Any) -> Any:

@@ -274,10 +274,8 @@ def bootstrap(client, args, *, fix: bool = True) -> int:
         left = "left to a person" if fix else "differ; `bootstrap` fixes the fixable ones"
         print(f"bucket {req.bucket} does NOT have the required settings: {len(remaining)} {left}", file=sys.stderr)
         return EXIT_DRIFT
-    print(
-        f"bucket {req.bucket} "
-        + ("now has the required settings" if created or changed else "has the required settings; nothing to change")
-    )
+    done = "now has the required settings" if created or changed else "has the required settings; nothing to change"
+    print(f"bucket {req.bucket} {done}")
     region = client.meta.region_name
     if not args.endpoint_url:  # where an AWS bucket really is, if s3:GetBucketLocation answers
         with contextlib.suppress(botocore.exceptions.ClientError):

@@ -94,10 +94,8 @@ def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elap
 def run(args: argparse.Namespace) -> int:
     """Run the verb ``args`` names; an S3 or bucket error is one line, exit 2."""
     if args.allow_plain_http:
-        print(
-            f"warning: {args.endpoint_url} is plain HTTP (--allow-plain-http): state crosses unencrypted",
-            file=sys.stderr,
-        )
+        warning = f"{args.endpoint_url} is plain HTTP (--allow-plain-http): state crosses unencrypted"
+        print(f"warning: {warning}", file=sys.stderr)
     start = time.monotonic()
     try:
         return backend.bootstrap(backend.make_client(args.endpoint_url), args, fix=args.command == "bootstrap")
