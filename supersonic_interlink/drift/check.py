@@ -81,8 +81,7 @@ def compare_resources(observed: Iterable[ResourceObservation], found: Report) ->
             found.rows.append(Row(PULUMI_PART, item.label, (), "present (in the state)", ABSENT, "deleted"))
         elif item.state is not None and item.live is not None:
             for change in changes(item.state, item.live):
-                rule = rule_for(item.state, found.release, change.path, is_object=item.is_object)
-                if rule is not None:
+                if rule := rule_for(item.state, found.release, change.path, is_object=item.is_object):
                     found.ignored.append(Ignored(PULUMI_PART, item.label, change.path, rule.name))
                 else:
                     found.rows.append(Row(PULUMI_PART, item.label, change.path, change.before, change.after, "refresh"))

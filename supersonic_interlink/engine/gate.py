@@ -74,11 +74,10 @@ def _show(value: Any, limit: int = 120) -> str:
 
 def steps_from_json(document: Any) -> list[Step]:
     """The steps of ``pulumi preview --json``; an entry without an op and urn is kept, unreadable, to be refused."""
-    if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
+    steps = document.get("steps", []) if isinstance(document, dict) else None
+    if not isinstance(steps, list):
         raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
-    return [
-        Step(*((s.get("op"), s.get("urn")) if isinstance(s, dict) else (s, None)), s) for s in document.get("steps", [])
-    ]
+    return [Step(*((s.get("op"), s.get("urn")) if isinstance(s, dict) else (s, None)), s) for s in steps]
 
 
 def steps_from_events(events: Iterable[Any]) -> list[Step]:

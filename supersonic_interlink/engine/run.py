@@ -143,8 +143,7 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     events: list[Any] = []
     preview_kwargs = kwargs if action == "preview" else {"diff": kwargs.get("diff", False)}
     result = engine.run("preview", on_event=events.append, **preview_kwargs)
-    problems = gate.blocked(gate.steps_from_events(events), removable=removable)
-    if problems:
+    if problems := gate.blocked(gate.steps_from_events(events), removable=removable):
         raise Refused("the preview was refused by the gate:\n" + "\n".join(f"  {line}" for line in problems))
     return engine.run("up", **kwargs) if action == "up" else result
 

@@ -105,9 +105,8 @@ def _recommend(
         # The hold counts from the wake's start: keep what it gives beyond the slowest allowed wake.
         hold = ready + max(0, current["hold_min_replicas_seconds"] - current["ready_timeout_seconds"])
         key, changed = f"{PROJECT}:scaleFromZero", {"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": hold}
-        derived = timeouts(
-            settings_from_config({**config, key: json.dumps(deep_merge(json.loads(config.get(key, "{}")), changed))})
-        )
+        merged = json.dumps(deep_merge(json.loads(config.get(key, "{}")), changed))
+        derived = timeouts(settings_from_config({**config, key: merged}))
     return {
         "basis": basis_name,
         "basis_seconds": round(basis.seconds, 3),
