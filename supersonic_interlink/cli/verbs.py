@@ -271,10 +271,8 @@ def version() -> str:
     described = f"+g{commit.stdout.strip()}" if commit and commit.returncode == 0 else ""
     lines = [f"supersonic-interlink {release}{described}"]
     lines += [f"  stack {stack}: chart {chart_pin(stack)}" for stack in stack_names()]
-    lines += [
-        f"  Pulumi CLI {pulumi}, Kubernetes provider {provider} (tools/*/go.mod)",
-        f"  Helm {BINARIES['helm'].version}, kubectl {BINARIES['kubectl'].version} (chart/binaries.py)",
-    ]
+    lines.append(f"  Pulumi CLI {pulumi}, Kubernetes provider {provider} (tools/*/go.mod)")
+    lines.append(f"  Helm {BINARIES['helm'].version}, kubectl {BINARIES['kubectl'].version} (chart/binaries.py)")
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ SUPPORTED = ((3, 187, 0), (3, 274, 1))
 is what the end-to-end tier runs and the workflows install."""
 
 CLI_ENV = "PULUMI_CLI"
+CACHED = "built from Go modules, toolchain cache"
 
 
 class EngineError(Exception):
@@ -76,7 +77,7 @@ def find_cli(explicit: str | None, env: dict[str, str]) -> tuple[Found, bool]:
         return _checked(Path(on_path).absolute(), origin, env), False
     version = toolchain.version(toolchain.build_for("pulumi"))
     if built.is_file():
-        return Found(built, version, "built from Go modules, toolchain cache"), False
+        return Found(built, version, CACHED), False
     return Found(built, version, f"none on PATH, {CLI_ENV} or --pulumi: building it from Go modules"), True
 
 
@@ -106,9 +107,7 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
             f"pulumi plugin install resource {PROVIDER} {version}"
         )
     built = toolchain.path("pulumi-resource-kubernetes")
-    origin = (
-        "built from Go modules, toolchain cache" if built.is_file() else f"none in {home}: building it from Go modules"
-    )
+    origin = CACHED if built.is_file() else f"none in {home}: building it from Go modules"
     return Found(binary, version, f"{origin}, installed into PULUMI_HOME"), built
 
 

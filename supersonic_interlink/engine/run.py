@@ -21,11 +21,9 @@ from supersonic_interlink.engine.installed import EngineError, Unusable
 ACTIONS = ("preview", "up", "refresh", "destroy")
 SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
 
-OFFLINE_ENV = {
-    "PULUMI_SKIP_UPDATE_CHECK": "true",
-    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-    "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
-}
+OFFLINE_ENV = dict.fromkeys(
+    ("PULUMI_SKIP_UPDATE_CHECK", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "PULUMI_IGNORE_AMBIENT_PLUGINS"), "true"
+)
 """No plugin download, no update check, and no ``pulumi-resource-kubernetes`` of another version from PATH."""
 
 

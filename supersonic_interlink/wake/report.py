@@ -146,10 +146,8 @@ def build_report(
         "samples": len(times),
         "cut_off": sum(t.cut_off for t in times),
         "failed": len(cold) - len(times),
-    }
-    stats |= {f"p{percent}_needs": min_sample_for(percent) for percent in TAIL_PERCENTILES}
-    stats |= {
-        name: None if (v := percentile(times, percent)) is None else v.record() for name, percent in SHOWN.items()
+        **{f"p{percent}_needs": min_sample_for(percent) for percent in TAIL_PERCENTILES},
+        **{name: None if (v := percentile(times, percent)) is None else v.record() for name, percent in SHOWN.items()},
     }
     recommended = _recommend(times, current, config)
     return StackReport(
