@@ -21,7 +21,7 @@ from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.rules import printable
 from supersonic_interlink.config.stack_config import ROOT, load_stack_config, stack_file
 from supersonic_interlink.wake import history as wake_history
-from supersonic_interlink.wake.history import DEADLINE_EXCEEDED, NOT_READY, OUTCOMES, READY, REJECTED
+from supersonic_interlink.wake.history import DEADLINE_EXCEEDED, NOT_READY, OUTCOMES, READY, REJECTED, Wake
 from supersonic_interlink.wake.probe import lua_gave_up
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class WakeTime:
         return {"above": round(self.seconds, 3)} if self.cut_off else round(self.seconds, 3)
 
 
-def wake_time(wake: wake_history.Wake) -> WakeTime | None:
+def wake_time(wake: Wake) -> WakeTime | None:
     """The wake time a cold probe gives the distribution; None when it failed in a way that measures nothing."""
     if wake.outcome in (READY, NOT_READY) and wake.wake_seconds is not None:
         return WakeTime(wake.wake_seconds)
@@ -128,9 +128,7 @@ class StackReport:
     record: dict[str, Any]
 
 
-def build_report(
-    stack: str, wakes: Sequence[wake_history.Wake], config: Mapping[str, str] | None = None
-) -> StackReport:
+def build_report(stack: str, wakes: Sequence[Wake], config: Mapping[str, str] | None = None) -> StackReport:
     """The report for one stack's probes (all of them this stack's, at least one); ``config`` replaces the stack
     file's config map (the tests' short timeouts)."""
     cold = [w for w in wakes if w.cold is True]
@@ -219,7 +217,7 @@ def run_report(
         return EXIT_USAGE
     for damaged in history.damaged:
         print(f"{printable(str(args.file))}:{damaged.line}: line skipped: {damaged.reason}", file=stderr)
-    chosen: dict[str, list[wake_history.Wake]] = {}  # per stack, in the order stacks first appear
+    chosen: dict[str, list[Wake]] = {}  # per stack, in the order stacks first appear
     for wake in history.wakes:
         if args.stack in (None, wake.stack) and (args.since is None or wake.started_at >= args.since):
             chosen.setdefault(wake.stack, []).append(wake)
