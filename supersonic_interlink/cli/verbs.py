@@ -53,9 +53,7 @@ class Verb:
         args = parser.parse_args(argv)
         if why := self.problem(args):
             parser.error(why)
-        if isinstance(self.run, str):
-            return int(pkgutil.resolve_name(self.run)(**vars(args)))
-        return self.run(args)
+        return int(pkgutil.resolve_name(self.run)(**vars(args))) if isinstance(self.run, str) else self.run(args)
 
 
 def given(allowed: str, kind: Callable[[str], Any] = str) -> Callable[[str], Any]:
@@ -207,8 +205,7 @@ def _drift(parser: Parser) -> None:
     """What changed on the cluster KUBECONFIG names outside Pulumi, read-only without --correct: exit 0 no
     drift, 1 drift, 2 could not check."""
     add_stack(parser, type=known_stack)
-    output = parser.add_mutually_exclusive_group()
-    one = output.add_argument
+    one = parser.add_mutually_exclusive_group().add_argument
     one("--json", dest="output", action="store_const", const="json", help="the report as JSON")
     one("--markdown", dest="output", action="store_const", const="markdown", help="the report as markdown (the issue)")
     parser.add_argument("--correct", action="store_true", help="bring drifted objects back, then check again")

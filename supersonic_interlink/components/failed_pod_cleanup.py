@@ -114,10 +114,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             "image_pull_policy": "IfNotPresent",
             "command": container_command(script_text()),
             "env": [namespace_env, *({"name": key, "value": value} for key, value in args.environment.items())],
-            "resources": {
-                "requests": {"cpu": "10m", "memory": "64Mi"},
-                "limits": {"cpu": "200m", "memory": "512Mi"},
-            },
+            "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "512Mi"}},
             "security_context": {
                 "allow_privilege_escalation": False,
                 "privileged": False,

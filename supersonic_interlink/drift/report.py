@@ -158,7 +158,6 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     objects: list[str] = field(default_factory=list)
-    """Every object or resource compared."""
 
     @property
     def drift(self) -> bool:

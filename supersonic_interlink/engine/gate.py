@@ -34,7 +34,6 @@ ALLOWED = (
     f"an object with an op the engine plans ({', '.join(sorted(ENGINE_OPS))}) and a urn "
     "urn:pulumi:<stack>::<project>::<type>::<name>"
 )
-"""What a step must be for the gate to read it."""
 
 
 @dataclass(frozen=True)

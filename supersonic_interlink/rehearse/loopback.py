@@ -125,7 +125,6 @@ class EnvoyProcess:
             return response.read().decode()
 
     def stat(self, name: str) -> int:
-        """One counter or gauge by its full name."""
         return int(self.admin(f"/stats?filter=^{name.replace('.', '[.]')}$").partition(": ")[2])
 
 

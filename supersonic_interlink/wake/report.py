@@ -65,9 +65,7 @@ def wake_time(wake: Wake) -> WakeTime | None:
 def percentile(times: Sequence[WakeTime], percent: int) -> WakeTime | None:
     """Nearest-rank percentile of sorted ``times``, rank ceil(q * n) in integer arithmetic (``0.99 * 100`` is
     99.00000000000001 in floating point); None when there are too few values for it."""
-    if len(times) < min_sample_for(percent):
-        return None
-    return times[max(1, -(-percent * len(times) // 100)) - 1]
+    return None if len(times) < min_sample_for(percent) else times[max(1, -(-percent * len(times) // 100)) - 1]
 
 
 def covered(times: Iterable[WakeTime], timeout: float) -> int:
