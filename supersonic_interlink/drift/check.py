@@ -87,10 +87,8 @@ def compare_resources(observed: Iterable[ResourceObservation], found: Report) ->
                     found.rows.append(Row(PULUMI_PART, item.label, change.path, change.before, change.after, "refresh"))
         if item.step != "same" and not any(row.object == item.label for row in found.rows):
             # A change of the program itself: `preview --diff` shows the values, the engine names the fields.
-            for name in item.diffs or [""]:
-                found.rows.append(
-                    Row(PULUMI_PART, item.label, (name,) if name else (), "(the program's)", "(the state's)", item.step)
-                )
+            for path in [(name,) if name else () for name in item.diffs or [""]]:
+                found.rows.append(Row(PULUMI_PART, item.label, path, "(the program's)", "(the state's)", item.step))
 
 
 @dataclass
