@@ -102,9 +102,7 @@ def rule_for(
 def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | None:
     """The annotation the admission sidecar keeps its hold deadline in: a ``HOLD_ANNOTATION = "<name>"`` line of its
     module in the release's ConfigMaps (read, never run); None when none names one."""
-    assignment = re.compile(
-        rf"""^{CHART.hold_annotation_variable}\s*=\s*["']([^"'\n]+)["']\s*(?:#.*)?$""", re.MULTILINE
-    )
+    assignment = re.compile(rf"""(?m)^{CHART.hold_annotation_variable}\s*=\s*["']([^"'\n]+)["']\s*(?:#.*)?$""")
     texts = [t for m in manifests if m.get("kind") == "ConfigMap" for t in (m.get("data") or {}).values()]
     return next((found[1] for t in texts if isinstance(t, str) and (found := assignment.search(t))), None)
 
@@ -133,12 +131,11 @@ class Row:
         return format_path(self.path) or "(the object)"
 
     def as_json(self) -> dict[str, Any]:
-        sides = {f"{s}{k}": v for s in ("expected", "live") for k, v in _side(getattr(self, s)).items()}
+        sides: dict[str, Any] = {}
+        for side in ("expected", "live"):
+            value = getattr(self, side)
+            sides |= {side: None if value is ABSENT else value, f"{side}Set": value is not ABSENT}
         return {"part": self.part, "object": self.object, "field": self.field, **sides, "note": self.note}
-
-
-def _side(value: Any) -> dict[str, Any]:
-    return {"": None if value is ABSENT else value, "Set": value is not ABSENT}
 
 
 @dataclass(frozen=True)
