@@ -99,8 +99,7 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
     if _installed(binary):
         return Found(binary, version, "installed plugin"), None
     installed = (home / "plugins").glob(f"resource-{PROVIDER}*/{binary.name}")
-    others = sorted(p.parent.name for p in installed if _installed(p))
-    if others:
+    if others := sorted(p.parent.name for p in installed if _installed(p)):
         raise Unusable(
             f"the {PROVIDER} provider in {home / 'plugins'} is {', '.join(others)}, but this project's SDK "
             f"(pulumi-kubernetes=={version.removeprefix('v')}) runs exactly {version}: "

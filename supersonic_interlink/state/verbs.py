@@ -57,13 +57,9 @@ BUCKET_FORM = (
 
 def bucket_name(text: str) -> str:
     """An S3 bucket name as the S3 naming rules (and Ceph RGW's defaults) allow it."""
-    if (
-        not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text)
-        or ".." in text
-        or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text)
-        or text.startswith(RESERVED[0])
-        or text.endswith(RESERVED[1])
-    ):
+    shaped = re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text) and ".." not in text
+    excluded = re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text) or text.startswith(RESERVED[0]) or text.endswith(RESERVED[1])
+    if not shaped or excluded:
         raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: {BUCKET_FORM}")
     return text
 
