@@ -36,12 +36,9 @@ class IgnoreRule:
 
     def matches(self, resource: Mapping[str, Any], release: str, path: Path, is_object: bool, hold: str | None) -> bool:
         paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
-        return (
-            (is_object or self.resource)
-            and (self.objects is None or key(resource) in self.objects(release))
-            and any(path[: len(prefix)] == prefix for prefix in paths)
-            and not any(path[: len(kept)] == kept for kept in self.keep)
-        )
+        applies = (is_object or self.resource) and (self.objects is None or key(resource) in self.objects(release))
+        under = any(path[: len(prefix)] == prefix for prefix in paths)
+        return applies and under and not any(path[: len(kept)] == kept for kept in self.keep)
 
 
 RULES: tuple[IgnoreRule, ...] = (

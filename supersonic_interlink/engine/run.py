@@ -90,9 +90,8 @@ class Engine:
     def run(self, action: str, **kwargs: Any) -> Any:
         from pulumi import automation as auto
 
-        stack = self.workspace_stack()
         try:
-            return getattr(stack, action)(**{"on_output": self.log, **kwargs})
+            return getattr(self.workspace_stack(), action)(**{"on_output": self.log, **kwargs})
         except auto.CommandError as error:
             raise EngineError(_command_error_text(error)) from None
 
