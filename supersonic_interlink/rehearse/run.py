@@ -261,11 +261,9 @@ def rehearsal(cluster: LocalCluster, settings: Settings, work: Path, *, stack: s
         started.callback(lambda: server.stop(grace=None).wait(5))
         sidecar = work / "admission"
         admission_port = started.enter_context(admission_running(cluster, settings, admission, sidecar))
-        fqdn = settings.generation.inference_service_fqdn(release, namespace)
+        tritons = [(settings.generation.inference_service_fqdn(release, namespace), triton_port)]
         envoy = started.enter_context(
-            loopback.envoy_running(
-                settings, tritons=[(fqdn, triton_port)], admission_port=admission_port, dns_port=dns.port, lua=lua
-            )
+            loopback.envoy_running(settings, tritons=tritons, admission_port=admission_port, dns_port=dns.port, lua=lua)
         )
         result = Rehearsal(cluster, settings, envoy, dns, prometheus, triton, sidecar / "admission.log", stack)
         stopping = threading.Event()
