@@ -70,9 +70,8 @@ def find_cli(explicit: str | None, env: dict[str, str]) -> tuple[Found, bool]:
     for named, origin in ((explicit, "--pulumi"), (env.get(CLI_ENV), CLI_ENV)):
         if named:
             return _checked(Path(named).expanduser().absolute(), origin, env), False
-    on_path = shutil.which("pulumi", path=env.get("PATH", os.defpath))
     built = toolchain.path("pulumi")
-    if on_path is not None:
+    if (on_path := shutil.which("pulumi", path=env.get("PATH", os.defpath))) is not None:
         origin = "on PATH, built from Go modules" if Path(on_path).resolve() == built.resolve() else "on PATH"
         return _checked(Path(on_path).absolute(), origin, env), False
     version = toolchain.version(toolchain.build_for("pulumi"))
