@@ -109,10 +109,9 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
     return Found(binary, version, f"{origin}, installed into PULUMI_HOME"), built
 
 
-def install_provider(cli: Path, source: Path, env: dict[str, str], *, log: Callable[[str], None]) -> None:
-    """``pulumi plugin install`` from the toolchain's ``source``, built first."""
+def install_provider(cli: Path, source: Path, version: str, env: dict[str, str], *, log: Callable[[str], None]) -> None:
+    """``pulumi plugin install`` of ``version`` from the toolchain's ``source``, built first."""
     toolchain.ensure(["pulumi-resource-kubernetes"], log=log)
-    version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
     command = [str(cli), "plugin", "install", "resource", PROVIDER, version, "--file", str(source)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -66,7 +66,7 @@ class Engine:
         if build_cli:
             toolchain.ensure(["pulumi"], log=self.log)
         if source is not None:
-            installed.install_provider(cli.path, source, env, log=self.log)
+            installed.install_provider(cli.path, source, provider.version, env, log=self.log)
 
         class Command(auto.PulumiCommand):  # the CLI at its path, its version already checked
             def __init__(self) -> None:
