@@ -30,14 +30,11 @@ def build(settings: Settings) -> None:
     release_name, namespace = settings.release.name, settings.namespace
     text = envoy_cm.envoy_config_text(settings)
     checksum = envoy_cm.config_checksum(text)
-    envoy = envoy_cm.EnvoyConfig(
-        "envoy",
-        envoy_cm.EnvoyConfigArgs(release_name, namespace, text=secret(text, *envoy_cm.ENVOY_KEYS), checksum=checksum),
-    )
+    args = envoy_cm.EnvoyConfigArgs(release_name, namespace, text=secret(text, *envoy_cm.ENVOY_KEYS), checksum=checksum)
+    envoy = envoy_cm.EnvoyConfig("envoy", args)
     # helmValues goes underneath: collisions with computed values were refused before anything registered.
-    values, nulls = split_nulls(
-        deep_merge(settings.helmValues, release_values(settings, envoy.config_map_name, checksum))
-    )
+    computed = release_values(settings, envoy.config_map_name, checksum)
+    values, nulls = split_nulls(deep_merge(settings.helmValues, computed))
     release = release_hr.SupersonicRelease(
         RELEASE_COMPONENT,
         release_hr.SupersonicReleaseArgs(

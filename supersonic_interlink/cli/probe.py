@@ -52,14 +52,10 @@ def _probe(parser: Parser) -> None:
     add("--record", metavar="FILE", type=path, help="append each probe's JSON object to FILE as one line (JSON Lines)")
     at_least_one = _number(int, "a whole number >= 1", lambda n: n >= 1)
     positive = _number(float, f"{SECONDS} > 0", lambda s: s > 0)
+    not_negative = _number(float, f"{SECONDS} >= 0", lambda s: s >= 0)
     add("--repeat", type=at_least_one, default=1, metavar="N", help="probe N times (default 1)")
-    add(
-        "--interval",
-        type=_number(float, f"{SECONDS} >= 0", lambda s: s >= 0),
-        default=wake_probe.DEFAULT_INTERVAL,
-        metavar="S",
-        help="seconds from one probe's end to the next (default %(default)g)",
-    )
+    interval = "seconds from one probe's end to the next (default %(default)g)"
+    add("--interval", type=not_negative, default=wake_probe.DEFAULT_INTERVAL, metavar="S", help=interval)
     timeout, every = wake_probe.DEFAULT_CONNECT_TIMEOUT, wake_probe.DEFAULT_PROGRESS_EVERY
     add("--connect-timeout", type=positive, default=timeout, metavar="S", help="seconds to connect (%(default)g)")
     add("--progress-every", type=positive, default=every, metavar="S", help="a progress line every S (%(default)g)")

@@ -53,9 +53,7 @@ class Verb:
         args = parser.parse_args(argv)
         if why := self.problem(args):
             parser.error(why)
-        if isinstance(self.run, str):
-            return int(pkgutil.resolve_name(self.run)(**vars(args)))
-        return self.run(args)
+        return int(pkgutil.resolve_name(self.run)(**vars(args))) if isinstance(self.run, str) else self.run(args)
 
 
 def given(allowed: str, kind: Callable[[str], Any] = str) -> Callable[[str], Any]:
@@ -207,8 +205,7 @@ def _drift(parser: Parser) -> None:
     """What changed on the cluster KUBECONFIG names outside Pulumi, read-only without --correct: exit 0 no
     drift, 1 drift, 2 could not check."""
     add_stack(parser, type=known_stack)
-    output = parser.add_mutually_exclusive_group()
-    one = output.add_argument
+    one = parser.add_mutually_exclusive_group().add_argument
     one("--json", dest="output", action="store_const", const="json", help="the report as JSON")
     one("--markdown", dest="output", action="store_const", const="markdown", help="the report as markdown (the issue)")
     parser.add_argument("--correct", action="store_true", help="bring drifted objects back, then check again")
@@ -268,14 +265,11 @@ def version() -> str:
     commit = subprocess.run(git, capture_output=True, text=True) if shutil.which("git") else None  # else none to add
     pulumi, provider = (toolchain.version(toolchain.build_for(n)) for n in ("pulumi", "pulumi-resource-kubernetes"))
     release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    lines = [
-        f"supersonic-interlink {release}" + (f"+g{commit.stdout.strip()}" if commit and commit.returncode == 0 else "")
-    ]
+    described = f"+g{commit.stdout.strip()}" if commit and commit.returncode == 0 else ""
+    lines = [f"supersonic-interlink {release}{described}"]
     lines += [f"  stack {stack}: chart {chart_pin(stack)}" for stack in stack_names()]
-    lines += [
-        f"  Pulumi CLI {pulumi}, Kubernetes provider {provider} (tools/*/go.mod)",
-        f"  Helm {BINARIES['helm'].version}, kubectl {BINARIES['kubectl'].version} (chart/binaries.py)",
-    ]
+    lines.append(f"  Pulumi CLI {pulumi}, Kubernetes provider {provider} (tools/*/go.mod)")
+    lines.append(f"  Helm {BINARIES['helm'].version}, kubectl {BINARIES['kubectl'].version} (chart/binaries.py)")
     return "\n".join(lines)
 
 

@@ -57,11 +57,10 @@ def container_command(text: str) -> list[str]:
 
 def script_environment(settings: Settings) -> dict[str, str]:
     """The script's parameters (NAMESPACE comes from the downward API), kubectl's HOME and Go memory limit."""
-    cleanup = settings.cleanup
     return {
         "SELECTOR": inference_pod_selector(settings.generation, settings.release.name),
-        "KEEP": str(cleanup.keep),
-        "DRY_RUN": "true" if cleanup.dryRun else "false",
+        "KEEP": str(settings.cleanup.keep),
+        "DRY_RUN": "true" if settings.cleanup.dryRun else "false",
         "GOMEMLIMIT": f"{GO_MEMORY_LIMIT_MIB}MiB",
         "HOME": SCRATCH_PATH,
         "KUBECACHEDIR": f"{SCRATCH_PATH}/.kube/cache",
@@ -114,10 +113,7 @@ class FailedPodCleanup(pulumi.ComponentResource):
             "image_pull_policy": "IfNotPresent",
             "command": container_command(script_text()),
             "env": [namespace_env, *({"name": key, "value": value} for key, value in args.environment.items())],
-            "resources": {
-                "requests": {"cpu": "10m", "memory": "64Mi"},
-                "limits": {"cpu": "200m", "memory": "512Mi"},
-            },
+            "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "512Mi"}},
             "security_context": {
                 "allow_privilege_escalation": False,
                 "privileged": False,

@@ -81,17 +81,14 @@ def compare_resources(observed: Iterable[ResourceObservation], found: Report) ->
             found.rows.append(Row(PULUMI_PART, item.label, (), "present (in the state)", ABSENT, "deleted"))
         elif item.state is not None and item.live is not None:
             for change in changes(item.state, item.live):
-                rule = rule_for(item.state, found.release, change.path, is_object=item.is_object)
-                if rule is not None:
+                if rule := rule_for(item.state, found.release, change.path, is_object=item.is_object):
                     found.ignored.append(Ignored(PULUMI_PART, item.label, change.path, rule.name))
                 else:
                     found.rows.append(Row(PULUMI_PART, item.label, change.path, change.before, change.after, "refresh"))
         if item.step != "same" and not any(row.object == item.label for row in found.rows):
             # A change of the program itself: `preview --diff` shows the values, the engine names the fields.
-            for name in item.diffs or [""]:
-                found.rows.append(
-                    Row(PULUMI_PART, item.label, (name,) if name else (), "(the program's)", "(the state's)", item.step)
-                )
+            for path in [(name,) if name else () for name in item.diffs or [""]]:
+                found.rows.append(Row(PULUMI_PART, item.label, path, "(the program's)", "(the state's)", item.step))
 
 
 @dataclass
@@ -175,9 +172,8 @@ def run(stack: str, *, output: str = "text", correct: bool = False, cli: str | N
     """``output``: ``text``, ``json`` or ``markdown``; ``cli``: the Pulumi CLI ``--pulumi`` names."""
     scratch = os.environ.get(SCRATCH_PROJECT_ENV)
     try:
-        engine = Engine(
-            stack, work_dir=scratch_project(Path(scratch)) if scratch else ROOT, log=_log, create=False, cli=cli
-        )
+        work_dir = scratch_project(Path(scratch)) if scratch else ROOT
+        engine = Engine(stack, work_dir=work_dir, log=_log, create=False, cli=cli)
         first, second = check(engine, Tools(), fix=correct, log=_log)
     except (CannotCheck, EngineError, ToolchainError, subprocess.TimeoutExpired) as error:
         print(f"supersonic drift: could not check {stack}: {error}", file=sys.stderr)

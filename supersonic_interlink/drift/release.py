@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from supersonic_interlink.chart.binaries import ensure
-from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Report, Row, rule_for, sidecar_hold_annotation
+from supersonic_interlink.drift.report import RELEASE_PART, Ignored, Report, Row, key, rule_for, sidecar_hold_annotation
 from supersonic_interlink.objdiff import ABSENT, changes, overlay, put
 
 FIELD_MANAGER = "supersonic-drift"
@@ -89,10 +89,6 @@ def stdout(done: subprocess.CompletedProcess[str], what: str) -> str:
     if done.returncode != 0:
         raise CannotCheck(f"{what}: {(done.stderr or done.stdout).strip()}")
     return done.stdout
-
-
-def key(obj: Mapping[str, Any]) -> str:
-    return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
 
 
 def _listed(objects: list[dict[str, Any]]) -> str:

@@ -18,6 +18,10 @@ HOLD = ("metadata", "annotations", "<the sidecar's hold annotation>")
 """Stands for the annotation the release's admission sidecar code names (``sidecar_hold_annotation``)."""
 
 
+def key(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
+
+
 @dataclass(frozen=True)
 class IgnoreRule:
     name: str
@@ -32,15 +36,9 @@ class IgnoreRule:
 
     def matches(self, resource: Mapping[str, Any], release: str, path: Path, is_object: bool, hold: str | None) -> bool:
         paths = [p for p in self.paths if p != HOLD] + ([(*HOLD[:2], hold)] if hold and HOLD in self.paths else [])
-        return (
-            (is_object or self.resource)
-            and (
-                self.objects is None
-                or f"{resource.get('kind')}/{(resource.get('metadata') or {}).get('name')}" in self.objects(release)
-            )
-            and any(path[: len(prefix)] == prefix for prefix in paths)
-            and not any(path[: len(kept)] == kept for kept in self.keep)
-        )
+        applies = (is_object or self.resource) and (self.objects is None or key(resource) in self.objects(release))
+        under = any(path[: len(prefix)] == prefix for prefix in paths)
+        return applies and under and not any(path[: len(kept)] == kept for kept in self.keep)
 
 
 RULES: tuple[IgnoreRule, ...] = (
@@ -101,9 +99,7 @@ def rule_for(
 def sidecar_hold_annotation(manifests: Iterable[Mapping[str, Any]]) -> str | None:
     """The annotation the admission sidecar keeps its hold deadline in: a ``HOLD_ANNOTATION = "<name>"`` line of its
     module in the release's ConfigMaps (read, never run); None when none names one."""
-    assignment = re.compile(
-        rf"""^{CHART.hold_annotation_variable}\s*=\s*["']([^"'\n]+)["']\s*(?:#.*)?$""", re.MULTILINE
-    )
+    assignment = re.compile(rf"""(?m)^{CHART.hold_annotation_variable}\s*=\s*["']([^"'\n]+)["']\s*(?:#.*)?$""")
     texts = [t for m in manifests if m.get("kind") == "ConfigMap" for t in (m.get("data") or {}).values()]
     return next((found[1] for t in texts if isinstance(t, str) and (found := assignment.search(t))), None)
 
@@ -132,12 +128,11 @@ class Row:
         return format_path(self.path) or "(the object)"
 
     def as_json(self) -> dict[str, Any]:
-        sides = {f"{s}{k}": v for s in ("expected", "live") for k, v in _side(getattr(self, s)).items()}
+        sides: dict[str, Any] = {}
+        for side in ("expected", "live"):
+            value = getattr(self, side)
+            sides |= {side: None if value is ABSENT else value, f"{side}Set": value is not ABSENT}
         return {"part": self.part, "object": self.object, "field": self.field, **sides, "note": self.note}
-
-
-def _side(value: Any) -> dict[str, Any]:
-    return {"": None if value is ABSENT else value, "Set": value is not ABSENT}
 
 
 @dataclass(frozen=True)
@@ -157,7 +152,6 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
     objects: list[str] = field(default_factory=list)
-    """Every object or resource compared."""
 
     @property
     def drift(self) -> bool:

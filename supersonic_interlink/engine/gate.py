@@ -34,7 +34,6 @@ ALLOWED = (
     f"an object with an op the engine plans ({', '.join(sorted(ENGINE_OPS))}) and a urn "
     "urn:pulumi:<stack>::<project>::<type>::<name>"
 )
-"""What a step must be for the gate to read it."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,8 @@ class Step:
     def readable(self) -> bool:
         """An op the engine plans and a URN of four parts."""
         parts = self.urn.split("::", 3) if isinstance(self.urn, str) else []
-        if not (isinstance(self.op, str) and self.op in ENGINE_OPS):
-            return False
-        return len(parts) == 4 and parts[0].startswith("urn:pulumi:") and all(parts[1:])
+        planned = isinstance(self.op, str) and self.op in ENGINE_OPS
+        return planned and len(parts) == 4 and parts[0].startswith("urn:pulumi:") and all(parts[1:])
 
     @property
     def types(self) -> list[str]:
@@ -75,11 +73,10 @@ def _show(value: Any, limit: int = 120) -> str:
 
 def steps_from_json(document: Any) -> list[Step]:
     """The steps of ``pulumi preview --json``; an entry without an op and urn is kept, unreadable, to be refused."""
-    if not isinstance(document, dict) or not isinstance(document.get("steps", []), list):
+    steps = document.get("steps", []) if isinstance(document, dict) else None
+    if not isinstance(steps, list):
         raise ValueError("not the output of `pulumi preview --json` (expected an object with a 'steps' list)")
-    return [
-        Step(*((s.get("op"), s.get("urn")) if isinstance(s, dict) else (s, None)), s) for s in document.get("steps", [])
-    ]
+    return [Step(*((s.get("op"), s.get("urn")) if isinstance(s, dict) else (s, None)), s) for s in steps]
 
 
 def steps_from_events(events: Iterable[Any]) -> list[Step]:

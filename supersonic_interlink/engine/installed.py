@@ -20,6 +20,7 @@ SUPPORTED = ((3, 187, 0), (3, 274, 1))
 is what the end-to-end tier runs and the workflows install."""
 
 CLI_ENV = "PULUMI_CLI"
+CACHED = "built from Go modules, toolchain cache"
 
 
 class EngineError(Exception):
@@ -69,14 +70,13 @@ def find_cli(explicit: str | None, env: dict[str, str]) -> tuple[Found, bool]:
     for named, origin in ((explicit, "--pulumi"), (env.get(CLI_ENV), CLI_ENV)):
         if named:
             return _checked(Path(named).expanduser().absolute(), origin, env), False
-    on_path = shutil.which("pulumi", path=env.get("PATH", os.defpath))
     built = toolchain.path("pulumi")
-    if on_path is not None:
+    if (on_path := shutil.which("pulumi", path=env.get("PATH", os.defpath))) is not None:
         origin = "on PATH, built from Go modules" if Path(on_path).resolve() == built.resolve() else "on PATH"
         return _checked(Path(on_path).absolute(), origin, env), False
     version = toolchain.version(toolchain.build_for("pulumi"))
     if built.is_file():
-        return Found(built, version, "built from Go modules, toolchain cache"), False
+        return Found(built, version, CACHED), False
     return Found(built, version, f"none on PATH, {CLI_ENV} or --pulumi: building it from Go modules"), True
 
 
@@ -98,24 +98,20 @@ def find_provider(env: dict[str, str]) -> tuple[Found, Path | None]:
     if _installed(binary):
         return Found(binary, version, "installed plugin"), None
     installed = (home / "plugins").glob(f"resource-{PROVIDER}*/{binary.name}")
-    others = sorted(p.parent.name for p in installed if _installed(p))
-    if others:
+    if others := sorted(p.parent.name for p in installed if _installed(p)):
         raise Unusable(
             f"the {PROVIDER} provider in {home / 'plugins'} is {', '.join(others)}, but this project's SDK "
             f"(pulumi-kubernetes=={version.removeprefix('v')}) runs exactly {version}: "
             f"pulumi plugin install resource {PROVIDER} {version}"
         )
     built = toolchain.path("pulumi-resource-kubernetes")
-    origin = (
-        "built from Go modules, toolchain cache" if built.is_file() else f"none in {home}: building it from Go modules"
-    )
+    origin = CACHED if built.is_file() else f"none in {home}: building it from Go modules"
     return Found(binary, version, f"{origin}, installed into PULUMI_HOME"), built
 
 
-def install_provider(cli: Path, source: Path, env: dict[str, str], *, log: Callable[[str], None]) -> None:
-    """``pulumi plugin install`` from the toolchain's ``source``, built first."""
+def install_provider(cli: Path, source: Path, version: str, env: dict[str, str], *, log: Callable[[str], None]) -> None:
+    """``pulumi plugin install`` of ``version`` from the toolchain's ``source``, built first."""
     toolchain.ensure(["pulumi-resource-kubernetes"], log=log)
-    version = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
     command = [str(cli), "plugin", "install", "resource", PROVIDER, version, "--file", str(source)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -12,22 +12,18 @@ from typing import Any
 
 import yaml
 
-from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from supersonic_interlink.config import ConfigError
+from supersonic_interlink import EXIT_FINDING, EXIT_OK, EXIT_USAGE, ROOT
+from supersonic_interlink.config import PROJECT, ConfigError
 from supersonic_interlink.config.stack_config import read_yaml_file
 from supersonic_interlink.engine import installed, toolchain
 from supersonic_interlink.engine.installed import EngineError, Unusable
 
-ROOT = Path(__file__).resolve().parents[2]
-PROJECT = "supersonic-interlink"
 ACTIONS = ("preview", "up", "refresh", "destroy")
 SCRATCH_PROJECT_ENV = "SUPERSONIC_SCRATCH_PROJECT"
 
-OFFLINE_ENV = {
-    "PULUMI_SKIP_UPDATE_CHECK": "true",
-    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-    "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
-}
+OFFLINE_ENV = dict.fromkeys(
+    ("PULUMI_SKIP_UPDATE_CHECK", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "PULUMI_IGNORE_AMBIENT_PLUGINS"), "true"
+)
 """No plugin download, no update check, and no ``pulumi-resource-kubernetes`` of another version from PATH."""
 
 
@@ -70,7 +66,7 @@ class Engine:
         if build_cli:
             toolchain.ensure(["pulumi"], log=self.log)
         if source is not None:
-            installed.install_provider(cli.path, source, env, log=self.log)
+            installed.install_provider(cli.path, source, provider.version, env, log=self.log)
 
         class Command(auto.PulumiCommand):  # the CLI at its path, its version already checked
             def __init__(self) -> None:
@@ -94,9 +90,8 @@ class Engine:
     def run(self, action: str, **kwargs: Any) -> Any:
         from pulumi import automation as auto
 
-        stack = self.workspace_stack()
         try:
-            return getattr(stack, action)(**{"on_output": self.log, **kwargs})
+            return getattr(self.workspace_stack(), action)(**{"on_output": self.log, **kwargs})
         except auto.CommandError as error:
             raise EngineError(_command_error_text(error)) from None
 
@@ -109,7 +104,11 @@ def scratch_project(directory: Path, root: Path = ROOT) -> Path:
     (directory / "Pulumi.yaml").write_bytes((root / "Pulumi.yaml").read_bytes())
     for name in ("postrender", ".charts"):
         (root / name).mkdir(exist_ok=True)
-        _link(directory / name, root / name)
+        link, target = directory / name, root / name
+        if link.is_symlink() and link.readlink() != target:
+            link.unlink()
+        if not link.is_symlink():
+            link.symlink_to(target)
     for source in sorted((root / "stacks").glob("Pulumi.*.yaml")):
         target = directory / "stacks" / source.name
         kept = (yaml.safe_load(target.read_text()) or {}) if target.exists() else {}
@@ -120,13 +119,6 @@ def scratch_project(directory: Path, root: Path = ROOT) -> Path:
             chart["path"] = os.path.normpath(root / chart["path"])
         target.write_text(yaml.safe_dump({**kept, "config": config}, sort_keys=False))
     return directory
-
-
-def _link(link: Path, target: Path) -> None:
-    if link.is_symlink() and link.readlink() != target:
-        link.unlink()
-    if not link.is_symlink():
-        link.symlink_to(target)
 
 
 def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
@@ -148,8 +140,7 @@ def gated(engine: Engine, action: str, **kwargs: Any) -> Any:
     events: list[Any] = []
     preview_kwargs = kwargs if action == "preview" else {"diff": kwargs.get("diff", False)}
     result = engine.run("preview", on_event=events.append, **preview_kwargs)
-    problems = gate.blocked(gate.steps_from_events(events), removable=removable)
-    if problems:
+    if problems := gate.blocked(gate.steps_from_events(events), removable=removable):
         raise Refused("the preview was refused by the gate:\n" + "\n".join(f"  {line}" for line in problems))
     return engine.run("up", **kwargs) if action == "up" else result
 

@@ -125,7 +125,6 @@ class EnvoyProcess:
             return response.read().decode()
 
     def stat(self, name: str) -> int:
-        """One counter or gauge by its full name."""
         return int(self.admin(f"/stats?filter=^{name.replace('.', '[.]')}$").partition(": ")[2])
 
 
@@ -181,8 +180,7 @@ class HttpStandIn:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
-        self._server.daemon_threads = True
+        self._server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)  # daemon threads by default
         self.port: int = self._server.server_address[1]
         threading.Thread(target=partial(self._server.serve_forever, 0.05), name=name, daemon=True).start()
 

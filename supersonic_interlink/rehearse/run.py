@@ -259,16 +259,13 @@ def rehearsal(cluster: LocalCluster, settings: Settings, work: Path, *, stack: s
         triton = loopback.TritonServicer()
         server, triton_port = triton.serve()
         started.callback(lambda: server.stop(grace=None).wait(5))
-        admission_port = started.enter_context(admission_running(cluster, settings, admission, work / "admission"))
-        fqdn = settings.generation.inference_service_fqdn(release, namespace)
+        sidecar = work / "admission"
+        admission_port = started.enter_context(admission_running(cluster, settings, admission, sidecar))
+        tritons = [(settings.generation.inference_service_fqdn(release, namespace), triton_port)]
         envoy = started.enter_context(
-            loopback.envoy_running(
-                settings, tritons=[(fqdn, triton_port)], admission_port=admission_port, dns_port=dns.port, lua=lua
-            )
+            loopback.envoy_running(settings, tritons=tritons, admission_port=admission_port, dns_port=dns.port, lua=lua)
         )
-        result = Rehearsal(
-            cluster, settings, envoy, dns, prometheus, triton, work / "admission" / "admission.log", stack
-        )
+        result = Rehearsal(cluster, settings, envoy, dns, prometheus, triton, sidecar / "admission.log", stack)
         stopping = threading.Event()
         watcher = threading.Thread(target=result._watch, args=(stopping,), name="rehearsal-pods", daemon=True)
         watcher.start()

@@ -74,9 +74,6 @@ class Drift:
     expected: Any
     fixable: bool = True
 
-    def describe(self) -> str:
-        return f"{self.setting}: found {show(self.found)}; expected {show(self.expected)}"
-
 
 def show(value: Any) -> str:
     if value is None:
@@ -269,15 +266,13 @@ def bootstrap(client, args, *, fix: bool = True) -> int:
     if plain_http:
         print("no bucket policy denying requests without TLS: it would lock out this plain-HTTP endpoint")
     for drift in remaining:
-        print(f"DRIFT {drift.describe()}")
+        print(f"DRIFT {drift.setting}: found {show(drift.found)}; expected {show(drift.expected)}")
     if remaining:
         left = "left to a person" if fix else "differ; `bootstrap` fixes the fixable ones"
         print(f"bucket {req.bucket} does NOT have the required settings: {len(remaining)} {left}", file=sys.stderr)
         return EXIT_DRIFT
-    print(
-        f"bucket {req.bucket} "
-        + ("now has the required settings" if created or changed else "has the required settings; nothing to change")
-    )
+    done = "now has the required settings" if created or changed else "has the required settings; nothing to change"
+    print(f"bucket {req.bucket} {done}")
     region = client.meta.region_name
     if not args.endpoint_url:  # where an AWS bucket really is, if s3:GetBucketLocation answers
         with contextlib.suppress(botocore.exceptions.ClientError):

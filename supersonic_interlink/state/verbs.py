@@ -57,13 +57,9 @@ BUCKET_FORM = (
 
 def bucket_name(text: str) -> str:
     """An S3 bucket name as the S3 naming rules (and Ceph RGW's defaults) allow it."""
-    if (
-        not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text)
-        or ".." in text
-        or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text)
-        or text.startswith(RESERVED[0])
-        or text.endswith(RESERVED[1])
-    ):
+    shaped = re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", text) and ".." not in text
+    excluded = re.fullmatch(r"\d+\.\d+\.\d+\.\d+", text) or text.startswith(RESERVED[0]) or text.endswith(RESERVED[1])
+    if not shaped or excluded:
         raise argparse.ArgumentTypeError(f"{text!r} is not a bucket name: {BUCKET_FORM}")
     return text
 
@@ -94,10 +90,8 @@ def describe_error(error: Exception, bucket: str, endpoint_url: str | None, elap
 def run(args: argparse.Namespace) -> int:
     """Run the verb ``args`` names; an S3 or bucket error is one line, exit 2."""
     if args.allow_plain_http:
-        print(
-            f"warning: {args.endpoint_url} is plain HTTP (--allow-plain-http): state crosses unencrypted",
-            file=sys.stderr,
-        )
+        warning = f"{args.endpoint_url} is plain HTTP (--allow-plain-http): state crosses unencrypted"
+        print(f"warning: {warning}", file=sys.stderr)
     start = time.monotonic()
     try:
         return backend.bootstrap(backend.make_client(args.endpoint_url), args, fix=args.command == "bootstrap")

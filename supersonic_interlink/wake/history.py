@@ -124,9 +124,8 @@ def wake_from_record(line: int, record: Mapping[str, Any], *, now: datetime | No
     except ValidationError as error:
         first = error.errors()[0]
         key = str(first["loc"][0])
-        if first["type"] == "missing":
-            raise DamagedRecord(f"{key}: missing") from None
-        raise DamagedRecord(f"{key} = {json.dumps(record[key])}: expected {first['msg']}") from None
+        said = ": missing" if first["type"] == "missing" else f" = {json.dumps(record[key])}: expected {first['msg']}"
+        raise DamagedRecord(key + said) from None
     latest = (now or datetime.now(UTC)) + CLOCK_SKEW
     if not EARLIEST_START <= wake.started_at <= latest:
         raise DamagedRecord(

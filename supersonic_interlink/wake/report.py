@@ -21,7 +21,7 @@ from supersonic_interlink.config.pulumi_config import settings_from_config
 from supersonic_interlink.config.rules import printable
 from supersonic_interlink.config.stack_config import ROOT, load_stack_config, stack_file
 from supersonic_interlink.wake import history as wake_history
-from supersonic_interlink.wake.history import DEADLINE_EXCEEDED, NOT_READY, OUTCOMES, READY, REJECTED
+from supersonic_interlink.wake.history import DEADLINE_EXCEEDED, NOT_READY, OUTCOMES, READY, REJECTED, Wake
 from supersonic_interlink.wake.probe import lua_gave_up
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class WakeTime:
         return {"above": round(self.seconds, 3)} if self.cut_off else round(self.seconds, 3)
 
 
-def wake_time(wake: wake_history.Wake) -> WakeTime | None:
+def wake_time(wake: Wake) -> WakeTime | None:
     """The wake time a cold probe gives the distribution; None when it failed in a way that measures nothing."""
     if wake.outcome in (READY, NOT_READY) and wake.wake_seconds is not None:
         return WakeTime(wake.wake_seconds)
@@ -65,9 +65,7 @@ def wake_time(wake: wake_history.Wake) -> WakeTime | None:
 def percentile(times: Sequence[WakeTime], percent: int) -> WakeTime | None:
     """Nearest-rank percentile of sorted ``times``, rank ceil(q * n) in integer arithmetic (``0.99 * 100`` is
     99.00000000000001 in floating point); None when there are too few values for it."""
-    if len(times) < min_sample_for(percent):
-        return None
-    return times[max(1, -(-percent * len(times) // 100)) - 1]
+    return None if len(times) < min_sample_for(percent) else times[max(1, -(-percent * len(times) // 100)) - 1]
 
 
 def covered(times: Iterable[WakeTime], timeout: float) -> int:
@@ -105,9 +103,8 @@ def _recommend(
         # The hold counts from the wake's start: keep what it gives beyond the slowest allowed wake.
         hold = ready + max(0, current["hold_min_replicas_seconds"] - current["ready_timeout_seconds"])
         key, changed = f"{PROJECT}:scaleFromZero", {"readyTimeoutSeconds": ready, "holdMinReplicasSeconds": hold}
-        derived = timeouts(
-            settings_from_config({**config, key: json.dumps(deep_merge(json.loads(config.get(key, "{}")), changed))})
-        )
+        merged = json.dumps(deep_merge(json.loads(config.get(key, "{}")), changed))
+        derived = timeouts(settings_from_config({**config, key: merged}))
     return {
         "basis": basis_name,
         "basis_seconds": round(basis.seconds, 3),
@@ -129,9 +126,7 @@ class StackReport:
     record: dict[str, Any]
 
 
-def build_report(
-    stack: str, wakes: Sequence[wake_history.Wake], config: Mapping[str, str] | None = None
-) -> StackReport:
+def build_report(stack: str, wakes: Sequence[Wake], config: Mapping[str, str] | None = None) -> StackReport:
     """The report for one stack's probes (all of them this stack's, at least one); ``config`` replaces the stack
     file's config map (the tests' short timeouts)."""
     cold = [w for w in wakes if w.cold is True]
@@ -147,10 +142,8 @@ def build_report(
         "samples": len(times),
         "cut_off": sum(t.cut_off for t in times),
         "failed": len(cold) - len(times),
-    }
-    stats |= {f"p{percent}_needs": min_sample_for(percent) for percent in TAIL_PERCENTILES}
-    stats |= {
-        name: None if (v := percentile(times, percent)) is None else v.record() for name, percent in SHOWN.items()
+        **{f"p{percent}_needs": min_sample_for(percent) for percent in TAIL_PERCENTILES},
+        **{name: None if (v := percentile(times, percent)) is None else v.record() for name, percent in SHOWN.items()},
     }
     recommended = _recommend(times, current, config)
     return StackReport(
@@ -222,7 +215,7 @@ def run_report(
         return EXIT_USAGE
     for damaged in history.damaged:
         print(f"{printable(str(args.file))}:{damaged.line}: line skipped: {damaged.reason}", file=stderr)
-    chosen: dict[str, list[wake_history.Wake]] = {}  # per stack, in the order stacks first appear
+    chosen: dict[str, list[Wake]] = {}  # per stack, in the order stacks first appear
     for wake in history.wakes:
         if args.stack in (None, wake.stack) and (args.since is None or wake.started_at >= args.since):
             chosen.setdefault(wake.stack, []).append(wake)
