@@ -37,8 +37,6 @@ from supersonic_interlink.config.rules import (
 )
 from supersonic_interlink.contract import NEWEST, TRITON, Generation, UnknownGeneration, generation_of_values
 
-__all__ = ["cli_text", "deep_merge", "load_settings", "project_defaults", "thaw"]
-
 _TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "string_type": "a string"}
 _TYPE_WORDS |= dict.fromkeys(("model_type", "model_attributes_type", "dict_type"), "an object")
 _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
