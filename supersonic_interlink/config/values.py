@@ -14,11 +14,9 @@ CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
 
 def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: str) -> dict[str, Any]:
     triton, envoy = settings.triton, settings.envoy
-    inference = _given(triton)  # the chart's own keys, but podAnnotations and the probes {} leaves to the chart
+    # the chart's own keys, but podAnnotations and the probes {} leaves to the chart
+    inference = {k: v for k, v in _given(triton).items() if v or k not in ("readinessProbe", "startupProbe")}
     inference["annotations"] = inference.pop("podAnnotations")
-    for probe in ("readinessProbe", "startupProbe"):
-        if not inference[probe]:
-            del inference[probe]
     values: dict[str, Any] = {
         "serverLoadThreshold": settings.serverLoad.threshold,
         "scaleFromZero": _given(settings.scaleFromZero),
@@ -71,13 +69,9 @@ def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     kept: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
     for key, value in values.items():
-        if value is None:
-            nulls[key] = None
-        elif isinstance(value, Mapping):
-            sub_kept, sub_nulls = split_nulls(value)
+        sub_kept, sub_nulls = split_nulls(value) if isinstance(value, Mapping) else (value, None)
+        if value is not None:
             kept[key] = sub_kept
-            if sub_nulls:
-                nulls[key] = sub_nulls
-        else:
-            kept[key] = value
+        if value is None or sub_nulls:
+            nulls[key] = sub_nulls
     return kept, nulls
