@@ -136,9 +136,7 @@ class Group(tuple[Any, ...], annotated_types.GroupedMetadata):
 
 
 def Limits(low: int, high: int, why: str) -> Group:
-    return Group(
-        (annotated_types.Ge(low), annotated_types.Le(high), Expect(f"a whole number from {low} to {high} ({why})"))
-    )
+    return Group((Field(ge=low, le=high), Expect(f"a whole number from {low} to {high} ({why})")))
 
 
 def checked(check: Callable[[Any], bool], text: str) -> Group:
@@ -307,12 +305,9 @@ AnnotationMap = Annotated[
     rule(annotations_size, ANNOTATIONS_TEXT),
     Expect("an object of Kubernetes annotations"),
 ]
-_SUFFIX = {
-    **{s: Fraction(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-    **{s: Fraction(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
-    "m": Fraction(1, 1000),
-    "": Fraction(1),
-}
+_SUFFIX = {"": Fraction(1), "m": Fraction(1, 1000)}
+_SUFFIX |= {s: Fraction(1024) ** i for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), 1)}
+_SUFFIX |= {s: Fraction(1000) ** i for i, s in enumerate(("k", "M", "G", "T", "P", "E"), 1)}
 
 
 def quantity_value(value: int | str) -> Fraction:
@@ -359,8 +354,7 @@ def overcommit_allowed(resource: str) -> bool:
 def thaw(value: Any) -> Any:
     """Plain dicts and lists again; an optional field left unset is left out."""
     if isinstance(value, Model):
-        fields = [n for n in type(value).model_fields if getattr(value, n) is not None or n in value.model_fields_set]
-        return {name: thaw(getattr(value, name)) for name in fields}
+        return {name: thaw(field) for name, field in value if field is not None or name in value.model_fields_set}
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -721,9 +715,7 @@ class Settings(Model):
     triton: TritonSettings
     envoy: EnvoySettings = Field(default_factory=EnvoySettings)
     cleanup: CleanupSettings = Field(default_factory=CleanupSettings)
-    helmValues: Annotated[Mapping[str, Any], AfterValidator(_keeps_chart_names), Expect("an object")] = Field(
-        default_factory=dict
-    )
+    helmValues: Annotated[JSONObject, AfterValidator(_keeps_chart_names)] = Field(default_factory=dict)
     """Extra chart values deep-merged underneath the computed ones; overriding a computed one is an error."""
 
     _secret_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)
