@@ -60,9 +60,7 @@ def project_defaults() -> dict[str, Any]:
         if not info.is_required():
             defaults[name] = thaw(info.get_default(call_default_factory=True))
         elif isinstance(info.annotation, type) and issubclass(info.annotation, Model):
-            fields = info.annotation.model_fields.items()
-            given = {k: thaw(f.get_default(call_default_factory=True)) for k, f in fields if not f.is_required()}
-            defaults[name] = {k: v for k, v in given.items() if v is not None}
+            defaults[name] = thaw(info.annotation.model_construct())
     return defaults
 
 
@@ -160,8 +158,7 @@ def values_on_disk(chart: ChartSource, root: Path = ROOT) -> Path | None:
 
 def select_generation(chart: ChartSource, root: Path = ROOT) -> Generation:
     key = f"{PROJECT}:release.chart"
-    override = CHART_OVERRIDE.get()
-    values_file = None if override is None else override / "values.yaml"
+    values_file = (override := CHART_OVERRIDE.get()) and override / "values.yaml"
     if values_file is None or not values_file.is_file():  # without one, Helm and the checks say what is wrong
         if chart.kind == "repo":
             if chart.version in PUBLISHED_TRITON_VERSIONS:
