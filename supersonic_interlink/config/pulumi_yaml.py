@@ -27,8 +27,8 @@ class YAMLInputError(ValueError):
         super().__init__(printable(message))
 
 
-_NULL = frozenset(("", "~", "null", "Null", "NULL"))
-_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_WORDS = dict.fromkeys(("", "~", "null", "Null", "NULL")) | dict.fromkeys(("true", "True", "TRUE"), True)
+_WORDS |= dict.fromkeys(("false", "False", "FALSE"), False)
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?")
 _RANGE = (-(2**63), 2**63 - 1)  # past int64 the CLI reads a float (yaml.v3), or rounds one (a uint64 in an object)
@@ -43,10 +43,8 @@ _YAML11_ONLY_BOOLS = frozenset("yYnN")  # YAML 1.1's, yaml.v2's and sigs.k8s.io/
 
 def _plain(text: str) -> Any:
     """A plain scalar as every reader reads it; ``ValueError`` where YAML 1.1 and yaml.v3 could differ."""
-    if text in _NULL:
-        return None
-    if text in _BOOL:
-        return _BOOL[text]
+    if text in _WORDS:
+        return _WORDS[text]
     if _INT.fullmatch(text) and len(text) <= 21 and _RANGE[0] <= int(text) <= _RANGE[1]:
         return int(text)
     number = float(text) if _FLOAT.fullmatch(text) else math.nan
