@@ -32,9 +32,8 @@ def matchers(metric: str) -> list[Matcher]:
     found = []
     for m in _MATCHER.finditer(metric):
         body = m["value"][1:-1]
-        found.append(
-            Matcher(m["label"], m["op"], body if m["value"][0] == "`" else re.sub(r"\\(.)", r"\1", body), m[0])
-        )
+        value = body if m["value"][0] == "`" else re.sub(r"\\(.)", r"\1", body)
+        found.append(Matcher(m["label"], m["op"], value, m[0]))
     return found
 
 
@@ -109,5 +108,5 @@ def current_secret_keys(config: Mapping[str, Any]) -> frozenset[str]:
     """``PULUMI_CONFIG_SECRET_KEYS`` (from the language host) and those the runtime was told (the mock engine)."""
     from pulumi.runtime import config as runtime_config
 
-    listed = set(runtime_config.get_config_secret_keys_env())
-    return frozenset(listed | {key for key in config if runtime_config.is_config_secret(key)})
+    listed = frozenset(runtime_config.get_config_secret_keys_env())
+    return listed | {key for key in config if runtime_config.is_config_secret(key)}
