@@ -64,10 +64,9 @@ def declarations() -> dict[str, dict[str, Any]]:
         if kind == "object":
             model = _inner(field)
             lines = _wrap(" ".join(model["description"].split("\n\n")[0].split()), "") + _field_lines(model, "")
-            text = "\n".join(lines) + "\n"
         else:
             lines = _wrap(_what(field), "")
-            text = lines[0] if len(lines) == 1 else "\n".join(lines) + "\n"
+        text = lines[0] if len(lines) == 1 else "\n".join(lines) + "\n"
         result[name] = {"type": "object" if kind == "map" else kind, "description": text}
         if name in defaults:
             result[name]["default"] = defaults[name]

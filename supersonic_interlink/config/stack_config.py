@@ -112,20 +112,18 @@ def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | No
 
 def read_stack_document(path: Path) -> dict[str, Any]:
     """The ``config:`` map of a stack file, after the checks of the file's shape."""
-    document = read_yaml_file(path)
+    document, shown = read_yaml_file(path), _shown(path)
     if not isinstance(document, dict):
-        raise ConfigError([f"{_shown(path)}: expected a mapping with a 'config:' key at the top level"])
+        raise ConfigError([f"{shown}: expected a mapping with a 'config:' key at the top level"])
     problems = [
-        f"{_shown(path)}: unknown top-level key {key!r} (expected {', '.join(STACK_FILE_KEYS)})"
+        f"{shown}: unknown top-level key {key!r} (expected {', '.join(STACK_FILE_KEYS)})"
         for key in sorted(set(document) - set(STACK_FILE_KEYS))
     ]
     if document.get("environment") is not None:
-        problems.append(
-            f"{_shown(path)}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read"
-        )
+        problems.append(f"{shown}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read")
     values = {} if document.get("config") is None else document["config"]
     if not isinstance(values, dict):
-        problems.append(f"{_shown(path)}: 'config' must be a map of keys to values")
+        problems.append(f"{shown}: 'config' must be a map of keys to values")
     if problems:
         raise ConfigError(problems)
     return values
