@@ -125,6 +125,8 @@ class _Reader:
 
 def decode_text(data: bytes | str) -> str:
     """The CLI's reading of the bytes: a UTF-8 BOM dropped (loaders.go), UTF-16 with its BOM, else strict UTF-8."""
+    if len(data) > MAX_BYTES:
+        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
     if isinstance(data, str):
         return data.removeprefix("\ufeff")
     try:
@@ -142,14 +144,8 @@ def _one_line(error: YAMLError) -> str:
     return f"not valid YAML: {where}{what or ' '.join(str(error).split())}"
 
 
-def _check_size(data: bytes | str) -> None:
-    if len(data) > MAX_BYTES:
-        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
-
-
 def read_pulumi_yaml(data: bytes | str) -> Any:
     """A stack file or ``Pulumi.yaml`` as plain data (None when empty), or ``YAMLInputError``."""
-    _check_size(data)
     try:
         return _Reader(decode_text(data)).document()
     except YAMLError as error:
@@ -165,7 +161,6 @@ def load_outside_yaml(data: bytes | str) -> list[Any]:
     """Every document of YAML Helm or kubectl wrote, as YAML 1.1 (like ``sigs.k8s.io/yaml``), within the limits,
     checked on the event stream first: libyaml's composer recurses in C (50,000 deep crashes the interpreter), and a
     300-byte alias bomb costs gigabytes in whatever walks it."""
-    _check_size(data)
     text = decode_text(data)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     sizes: dict[str, int] = {}  # anchor -> values under it, aliases expanded
