@@ -55,13 +55,9 @@ def key_of(path: str) -> str:
 
 def project_defaults() -> dict[str, Any]:
     """Every top-level key's default as ``Pulumi.yaml`` declares it (of an object with a required field, the rest)."""
-    defaults: dict[str, Any] = {}
-    for name, info in Settings.model_fields.items():
-        if not info.is_required():
-            defaults[name] = thaw(info.get_default(call_default_factory=True))
-        elif isinstance(info.annotation, type) and issubclass(info.annotation, Model):
-            defaults[name] = thaw(info.annotation.model_construct())
-    return defaults
+    required = [(name, info.annotation) for name, info in Settings.model_fields.items() if info.is_required()]
+    sections = {name: a.model_construct() for name, a in required if isinstance(a, type) and issubclass(a, Model)}
+    return thaw(Settings.model_construct(None, **sections))
 
 
 def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
