@@ -159,10 +159,8 @@ def select_generation(chart: ChartSource, root: Path = ROOT) -> Generation:
         if chart.kind == "repo":
             if chart.version in PUBLISHED_TRITON_VERSIONS:
                 return TRITON
-            published = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
-            raise ConfigError(
-                [f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({published})"]
-            )
+            known = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
+            raise ConfigError([f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({known})"])
         elif (values_file := values_on_disk(chart, root)) is None:
             return NEWEST  # only offline: preview and up fetch a pinned chart first, and `render` says it assumed
     try:
