@@ -44,9 +44,7 @@ _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
 
 def show_value(value: Any, secret: bool) -> str:
     """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its text)."""
-    if secret:
-        return SECRET_PLACEHOLDER
-    return shorten(json.dumps(value, sort_keys=True, default=str), 200)
+    return SECRET_PLACEHOLDER if secret else shorten(json.dumps(value, sort_keys=True, default=str), 200)
 
 
 def key_of(path: str) -> str:

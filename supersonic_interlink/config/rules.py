@@ -35,9 +35,7 @@ _KUBERNETES_KEYS = (  # pulumi-kubernetes v4.25.0 (f47bc2d6f199) schema.json: co
 )
 # pulumi/pulumi v3.274.1: default_providers.go, autonaming, project.go PulumiTagsConfigKey, newcmd templateKey.
 _ENGINE_KEYS = "autonaming disable-default-providers tags template"
-PROVIDER_KEYS = tuple(
-    [f"kubernetes:{key}" for key in _KUBERNETES_KEYS.split()] + [f"pulumi:{key}" for key in _ENGINE_KEYS.split()]
-)
+PROVIDER_KEYS = (*(f"kubernetes:{k}" for k in _KUBERNETES_KEYS.split()), *(f"pulumi:{k}" for k in _ENGINE_KEYS.split()))
 
 _CHANGES_UP = (
     "kubernetes:renderYamlToDirectory kubernetes:deleteUnreachable kubernetes:skipUpdateUnreachable "
@@ -357,9 +355,7 @@ def thaw(value: Any) -> Any:
         return {name: thaw(field) for name, field in value if field is not None or name in value.model_fields_set}
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
-    return value
+    return [thaw(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 Int32 = Annotated[int, Limits(0, INT32_MAX, "a Kubernetes int32")]
