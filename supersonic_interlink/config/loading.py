@@ -62,10 +62,8 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
     """``top`` over ``base``, objects merged key by key."""
     merged = thaw(base)
     for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = thaw(value)
+        both = isinstance(value, Mapping) and isinstance(merged.get(key), Mapping)
+        merged[key] = deep_merge(merged[key], value) if both else thaw(value)
     return merged
 
 

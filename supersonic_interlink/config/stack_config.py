@@ -66,9 +66,7 @@ def _secrets(value: Any, path: str, found: dict[str, str]) -> Any:
         return SECRET_PLACEHOLDER
     if isinstance(value, dict):
         return {key: _secrets(sub, f"{path}.{key}", found) for key, sub in value.items()}
-    if isinstance(value, list):
-        return [_secrets(sub, f"{path}[{i}]", found) for i, sub in enumerate(value)]
-    return value
+    return [_secrets(sub, f"{path}[{i}]", found) for i, sub in enumerate(value)] if isinstance(value, list) else value
 
 
 def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:

@@ -56,10 +56,8 @@ def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any]
     found: list[str] = []
     for key, value in ((k, v) for k, v in extra.items() if k in computed):
         sub = f"{path}.{key}" if path else key
-        if isinstance(value, Mapping) and isinstance(computed[key], Mapping):
-            found.extend(helm_values_collisions(computed[key], value, sub))
-        else:
-            found.append(sub)
+        merged = isinstance(value, Mapping) and isinstance(computed[key], Mapping)
+        found += helm_values_collisions(computed[key], value, sub) if merged else [sub]
     return found
 
 
