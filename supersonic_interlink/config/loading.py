@@ -9,10 +9,9 @@ import contextlib
 import contextvars
 import difflib
 import json
-import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -78,7 +77,7 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     model: Any = Settings
     for part in (p for p in loc if not isinstance(p, int)):
         annotation = model.model_fields[part].annotation if part in model.model_fields else None
-        found = [a for a in (annotation, *typing.get_args(annotation)) if isinstance(a, type) and issubclass(a, Model)]
+        found = [a for a in (annotation, *get_args(annotation)) if isinstance(a, type) and issubclass(a, Model)]
         if not found:
             return []
         model = found[0]

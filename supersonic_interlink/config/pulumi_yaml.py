@@ -10,8 +10,6 @@ from typing import Any
 
 import yaml
 from yaml import events as ev
-from yaml.error import YAMLError
-from yaml.resolver import Resolver
 
 from supersonic_interlink.config.rules import printable, shorten
 
@@ -37,7 +35,7 @@ _GO_NUMBER = re.compile(
     r"[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)"
 )
 _GO_TIME = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?")
-_YAML11 = Resolver()
+_YAML11 = yaml.resolver.Resolver()
 _YAML11_ONLY_BOOLS = frozenset("yYnN")  # YAML 1.1's, yaml.v2's and sigs.k8s.io/yaml's; PyYAML resolves them as text
 
 
@@ -137,7 +135,7 @@ def decode_text(data: bytes | str) -> str:
         ) from None
 
 
-def _one_line(error: YAMLError) -> str:
+def _one_line(error: yaml.YAMLError) -> str:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     what = " ".join(p for p in (getattr(error, "context", None), getattr(error, "problem", None)) if p)
@@ -148,7 +146,7 @@ def read_pulumi_yaml(data: bytes | str) -> Any:
     """A stack file or ``Pulumi.yaml`` as plain data (None when empty), or ``YAMLInputError``."""
     try:
         return _Reader(decode_text(data)).document()
-    except YAMLError as error:
+    except yaml.YAMLError as error:
         raise YAMLInputError(_one_line(error)) from None
 
 
