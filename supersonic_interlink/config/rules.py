@@ -467,8 +467,6 @@ class OutlierDetectionSettings(Model):
 
 
 class BackOff(Model):
-    """A retry policy's back-off."""
-
     @model_validator(mode="after")
     def _back_off(self) -> BackOff:
         base, most = vars(self)["backOffBaseMs"], vars(self)["backOffMaxMs"]
