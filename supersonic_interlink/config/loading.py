@@ -16,24 +16,9 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from supersonic_interlink import ROOT
+from supersonic_interlink.config import rules
 from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
-from supersonic_interlink.config.rules import (
-    CHANGES_UP,
-    KNOWN_NAMESPACES,
-    PROJECT,
-    PROVIDER_KEYS,
-    SECRET_CAPABLE,
-    SECRET_PLACEHOLDER,
-    ChartSource,
-    ConfigError,
-    KedaSettings,
-    Model,
-    ScaleFromZeroSettings,
-    Settings,
-    across_keys,
-    shorten,
-    thaw,
-)
+from supersonic_interlink.config.rules import KNOWN_NAMESPACES, PROJECT, ChartSource, ConfigError, Model, Settings, thaw
 from supersonic_interlink.contract import NEWEST, TRITON, Generation, UnknownGeneration, generation_of_values
 
 _TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "string_type": "a string"}
@@ -43,7 +28,7 @@ _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
 
 def show_value(value: Any, secret: bool) -> str:
     """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its text)."""
-    return SECRET_PLACEHOLDER if secret else shorten(json.dumps(value, sort_keys=True, default=str), 200)
+    return rules.SECRET_PLACEHOLDER if secret else rules.shorten(json.dumps(value, sort_keys=True, default=str), 200)
 
 
 def key_of(path: str) -> str:
@@ -117,11 +102,11 @@ def _other_namespace_problems(config: Mapping[str, Any]) -> list[str]:
     change what ``pulumi up`` does."""
     problems = []
     for key in sorted(k for k in config if k.partition(":")[0] != PROJECT):
-        if key not in PROVIDER_KEYS:
-            near = difflib.get_close_matches(key, [*PROVIDER_KEYS, *map(key_of, Settings.model_fields)], n=1)
+        if key not in rules.PROVIDER_KEYS:
+            near = difflib.get_close_matches(key, [*rules.PROVIDER_KEYS, *map(key_of, Settings.model_fields)], n=1)
             hint = f"did you mean {near[0]}?" if near else f"this program reads only {', '.join(KNOWN_NAMESPACES)} keys"
             problems.append(f"{key}: unknown key; {hint}")
-        elif key in CHANGES_UP:
+        elif key in rules.CHANGES_UP:
             problems.append(f"{key}: changes what pulumi up does; expected it unset")
     return problems
 
@@ -179,8 +164,8 @@ def load_settings(
     ours = {k.partition(":")[2]: v for k, v in config.items() if k.partition(":")[0] == PROJECT}
     secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
     problems = [
-        f"{key_of(key)}: is a secret; expected a plain value (only {', '.join(SECRET_CAPABLE)})"
-        for key in sorted(secrets & set(Settings.model_fields) - set(SECRET_CAPABLE))
+        f"{key_of(key)}: is a secret; expected a plain value (only {', '.join(rules.SECRET_CAPABLE)})"
+        for key in sorted(secrets & set(Settings.model_fields) - set(rules.SECRET_CAPABLE))
     ]
     given: dict[str, Any] = {}
     unread: set[str] = set()
@@ -201,9 +186,9 @@ def load_settings(
     except ValidationError as error:
         problems += _problems(error, secrets, unread)
     with contextlib.suppress(ValidationError):  # the cross-key rules, when both sections are valid on their own
-        sfz = ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero")))
-        keda = KedaSettings.model_validate_json(json.dumps(given.get("keda")))
-        for path, value, text in across_keys(sfz, keda):
+        sfz = rules.ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero")))
+        keda = rules.KedaSettings.model_validate_json(json.dumps(given.get("keda")))
+        for path, value, text in rules.across_keys(sfz, keda):
             secret = path.split(".")[0] in secrets
             shown = text.format(ready=show_value(sfz.readyTimeoutSeconds, secret))
             problems.append(f"{key_of(path)} = {show_value(value, secret)}: expected {shown}")
