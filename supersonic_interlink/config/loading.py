@@ -9,7 +9,7 @@ import contextlib
 import contextvars
 import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
@@ -73,42 +73,38 @@ def _path(loc: tuple[Any, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
-def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str]) -> list[str]:
+def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str]) -> Iterator[str]:
     """One line per pydantic error; none for a top-level value in ``unread`` (reported already)."""
-    problems: list[str] = []
     for item in error.errors(include_url=False):
         loc = tuple(p for p in item["loc"] if p != "[key]")
         kind, value, secret = item["type"], item["input"], loc[0] in secrets
         if loc[0] in unread:
             continue
         if kind == "missing":
-            problems.append(f"{key_of(_path(loc))}: missing (no default in Pulumi.yaml; set it in the stack file)")
+            yield f"{key_of(_path(loc))}: missing (no default in Pulumi.yaml; set it in the stack file)"
         elif kind == "extra_forbidden":
             under = key_of(_path(loc[:-1])) if loc[1:] else PROJECT
             allowed = ", ".join(_fields_at(loc[:-1]))
-            problems.append(f"{key_of(_path(loc))}: unknown key (allowed under {under}: {allowed})")
+            yield f"{key_of(_path(loc))}: unknown key (allowed under {under}: {allowed})"
         else:
             what = item["msg"] if kind == "expected" else _TYPE_WORDS.get(kind, item["msg"])
             if kind == "at_field":
                 context = item["ctx"]
                 loc, value = (*loc, *context["field"].split(".", 1)), context["value"]
                 what = context["expected"].format(**{k: show_value(v, secret) for k, v in context["others"].items()})
-            problems.append(f"{key_of(_path(loc))} = {show_value(value, secret)}: expected {what}")
-    return problems
+            yield f"{key_of(_path(loc))} = {show_value(value, secret)}: expected {what}"
 
 
-def _other_namespace_problems(config: Mapping[str, Any]) -> list[str]:
+def _other_namespace_problems(config: Mapping[str, Any]) -> Iterator[str]:
     """Keys outside the project's namespace: only ``kubernetes:`` and ``pulumi:`` keys that are read and do not
     change what ``pulumi up`` does."""
-    problems = []
     for key in sorted(k for k in config if k.partition(":")[0] != PROJECT):
         if key not in rules.PROVIDER_KEYS:
             near = difflib.get_close_matches(key, [*rules.PROVIDER_KEYS, *map(key_of, Settings.model_fields)], n=1)
             hint = f"did you mean {near[0]}?" if near else f"this program reads only {', '.join(KNOWN_NAMESPACES)} keys"
-            problems.append(f"{key}: unknown key; {hint}")
+            yield f"{key}: unknown key; {hint}"
         elif key in rules.CHANGES_UP:
-            problems.append(f"{key}: changes what pulumi up does; expected it unset")
-    return problems
+            yield f"{key}: changes what pulumi up does; expected it unset"
 
 
 CHART_CACHE_DIR = ".charts"  # <commit>/<path> of each fetched git chart

@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from fractions import Fraction
 from typing import Annotated, Any
@@ -676,17 +676,15 @@ class CleanupSettings(Model):
     tolerations: Tolerations = Field(default_factory=list)
 
 
-def across_keys(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[tuple[str, Any, str]]:
+def across_keys(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> Iterator[tuple[str, Any, str]]:
     """The rules that span top-level keys: (the key each names, its value, what is allowed, ``{ready}`` to show)."""
-    broken = []
     if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
         text = "a value >= scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a shorter hold"
-        broken.append(("scaleFromZero.holdMinReplicasSeconds", sfz.holdMinReplicasSeconds, text))
+        yield "scaleFromZero.holdMinReplicasSeconds", sfz.holdMinReplicasSeconds, text
     if sfz.enabled and not keda.enabled:
-        broken.append(("keda.enabled", False, "true while scaleFromZero.enabled is true (KEDA scales it down)"))
+        yield "keda.enabled", False, "true while scaleFromZero.enabled is true (KEDA scales it down)"
     if keda.minReplicaCount == 0 and not sfz.enabled:
-        broken.append(("keda.minReplicaCount", 0, ">= 1 unless scaleFromZero.enabled is true"))
-    return broken
+        yield "keda.minReplicaCount", 0, ">= 1 unless scaleFromZero.enabled is true"
 
 
 def _keeps_chart_names(values: Mapping[str, Any]) -> Mapping[str, Any]:
