@@ -17,7 +17,7 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
     # the chart's own keys, but podAnnotations and the probes {} leaves to the chart
     inference = {k: v for k, v in _given(triton).items() if v or k not in ("readinessProbe", "startupProbe")}
     inference["annotations"] = inference.pop("podAnnotations")
-    values: dict[str, Any] = {
+    return {
         "serverLoadThreshold": settings.serverLoad.threshold,
         "scaleFromZero": _given(settings.scaleFromZero),
         "keda": _given(settings.keda),
@@ -40,10 +40,8 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
                 "configmap_key": CHART.envoy_config_key,
             },
         },
+        **({"serverLoadMetric": settings.serverLoad.metric} if settings.serverLoad.metric else {}),
     }
-    if settings.serverLoad.metric:
-        values["serverLoadMetric"] = settings.serverLoad.metric
-    return values
 
 
 def _given(section: Any) -> dict[str, Any]:
