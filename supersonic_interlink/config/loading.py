@@ -167,15 +167,14 @@ def load_settings(
     unread: set[str] = set()
     for name, value in {**project_defaults(), **ours}.items():
         # As the program reads it: the CLI's JSON text, or a stack file's value taken as the CLI passes it.
-        given[name] = value
-        if name == "namespace":  # the one text-valued key
-            given[name] = value if isinstance(value, str) else cli_text(value)
-        elif name in Settings.model_fields and isinstance(value, str):
-            with contextlib.suppress(ValueError, RecursionError):
-                given[name] = json.loads(value)
-        if name != "namespace" and name in Settings.model_fields and not isinstance(given[name], dict):
-            problems.append(f"{key_of(name)} = {show_value(value, name in secrets)}: expected an object")
-            unread.add(name)
+        given[name] = cli_text(value) if name == "namespace" else value  # namespace: the one text-valued key
+        if name != "namespace" and name in Settings.model_fields:
+            if isinstance(value, str):
+                with contextlib.suppress(ValueError, RecursionError):
+                    given[name] = json.loads(value)
+            if not isinstance(given[name], dict):
+                problems.append(f"{key_of(name)} = {show_value(value, name in secrets)}: expected an object")
+                unread.add(name)
     settings = None
     try:
         settings = Settings.model_validate_json(json.dumps(given))
