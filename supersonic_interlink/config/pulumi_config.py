@@ -68,10 +68,9 @@ def settings_from_config(
 ) -> Settings:
     """``load_settings``, then the checks against the computed values; ``ConfigError`` with every problem."""
     settings = load_settings(config, secret_keys=frozenset(secret_keys), prepare_chart=prepare_chart)
-    collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     problems = [
         f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead"
-        for path in collisions
+        for path in helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     ]
     problems += [
         f"{PROJECT}:helmValues.{other.inference_values_key}: the {other.name} generation's block; expected "

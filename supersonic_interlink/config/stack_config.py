@@ -88,8 +88,7 @@ def secret_key_of(path: str) -> str:
 
 def merged_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``Pulumi.yaml``'s defaults under a stack's ``config:`` map as the CLI merges them, values as read."""
-    defaults = project_defaults() if defaults is None else defaults
-    merged: dict[str, Any] = {f"{PROJECT}:{key}": value for key, value in defaults.items()}
+    merged = {f"{PROJECT}:{k}": v for k, v in (project_defaults() if defaults is None else defaults).items()}
     seen: dict[str, str] = {}
     problems = []
     for key, value in stack_values.items():
