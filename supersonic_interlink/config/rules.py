@@ -142,8 +142,7 @@ def checked(check: Callable[[Any], bool], text: str) -> Group:
 
 
 def Matches(pattern: str, text: str) -> Group:
-    compiled = re.compile(pattern, re.ASCII)
-    return checked(lambda value: compiled.fullmatch(value) is not None, text)
+    return checked(lambda value: re.fullmatch(pattern, value, re.ASCII) is not None, text)
 
 
 def OneOf(*choices: str) -> Group:
