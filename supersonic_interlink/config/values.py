@@ -62,12 +62,6 @@ def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any]
 def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(values without nulls, the nulls alone): only ``valueYamlFiles`` carries a null (deleting a chart default) to
     Helm from every SDK language, as the provider documents."""
-    kept: dict[str, Any] = {}
-    nulls: dict[str, Any] = {}
-    for key, value in values.items():
-        sub_kept, sub_nulls = split_nulls(value) if isinstance(value, Mapping) else (value, None)
-        if value is not None:
-            kept[key] = sub_kept
-        if value is None or sub_nulls:
-            nulls[key] = sub_nulls
-    return kept, nulls
+    split = {key: split_nulls(value) if isinstance(value, Mapping) else (value, None) for key, value in values.items()}
+    kept = {key: sub[0] for key, sub in split.items() if values[key] is not None}
+    return kept, {key: sub[1] for key, sub in split.items() if values[key] is None or sub[1]}
