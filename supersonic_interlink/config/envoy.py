@@ -12,13 +12,11 @@ import yaml
 from supersonic_interlink.config.rules import Settings
 from supersonic_interlink.contract import CHART
 
-BUFFER_FILTER = "envoy.filters.http.buffer"
-
 
 def declared_additions(inference_cluster: str) -> dict[tuple[str, ...], str]:
     """What this adds to the chart's configuration, by place, each with why; the rest must be the chart's."""
     return {
-        ("http_filters", BUFFER_FILTER): "the 32 MiB request buffer",
+        ("http_filters", "envoy.filters.http.buffer"): "the 32 MiB request buffer",
         ("clusters", inference_cluster, "outlier_detection"): "outlier ejection",
         ("routes", "prefix /", "route", "retry_policy"): "the aggressive retry policy on the inference route",
         ("clusters", inference_cluster, "circuit_breakers"): "the retry policy's concurrency (docs/envoy.md)",

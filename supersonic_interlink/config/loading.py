@@ -9,35 +9,17 @@ import contextlib
 import contextvars
 import difflib
 import json
-import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from supersonic_interlink import ROOT
+from supersonic_interlink.config import rules
 from supersonic_interlink.config.pulumi_yaml import load_outside_yaml
-from supersonic_interlink.config.rules import (
-    CHANGES_UP,
-    KNOWN_NAMESPACES,
-    PROJECT,
-    PROVIDER_KEYS,
-    SECRET_CAPABLE,
-    SECRET_PLACEHOLDER,
-    ChartSource,
-    ConfigError,
-    KedaSettings,
-    Model,
-    ScaleFromZeroSettings,
-    Settings,
-    across_keys,
-    shorten,
-    thaw,
-)
+from supersonic_interlink.config.rules import KNOWN_NAMESPACES, PROJECT, ChartSource, ConfigError, Model, Settings, thaw
 from supersonic_interlink.contract import NEWEST, TRITON, Generation, UnknownGeneration, generation_of_values
-
-__all__ = ["cli_text", "deep_merge", "load_settings", "project_defaults", "thaw"]
 
 _TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "string_type": "a string"}
 _TYPE_WORDS |= dict.fromkeys(("model_type", "model_attributes_type", "dict_type"), "an object")
@@ -46,9 +28,7 @@ _TYPE_WORDS |= dict.fromkeys(("tuple_type", "list_type"), "a list")
 
 def show_value(value: Any, secret: bool) -> str:
     """A value as a config error prints it, the one place that does: a secret never (the CLI masks only its text)."""
-    if secret:
-        return SECRET_PLACEHOLDER
-    return shorten(json.dumps(value, sort_keys=True, default=str), 200)
+    return rules.SECRET_PLACEHOLDER if secret else rules.shorten(json.dumps(value, sort_keys=True, default=str), 200)
 
 
 def key_of(path: str) -> str:
@@ -57,25 +37,17 @@ def key_of(path: str) -> str:
 
 def project_defaults() -> dict[str, Any]:
     """Every top-level key's default as ``Pulumi.yaml`` declares it (of an object with a required field, the rest)."""
-    defaults: dict[str, Any] = {}
-    for name, info in Settings.model_fields.items():
-        if not info.is_required():
-            defaults[name] = thaw(info.get_default(call_default_factory=True))
-        elif isinstance(info.annotation, type) and issubclass(info.annotation, Model):
-            fields = info.annotation.model_fields.items()
-            given = {k: thaw(f.get_default(call_default_factory=True)) for k, f in fields if not f.is_required()}
-            defaults[name] = {k: v for k, v in given.items() if v is not None}
-    return defaults
+    required = [(name, info.annotation) for name, info in Settings.model_fields.items() if info.is_required()]
+    sections = {name: a.model_construct() for name, a in required if isinstance(a, type) and issubclass(a, Model)}
+    return thaw(Settings.model_construct(None, **sections))
 
 
 def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     """``top`` over ``base``, objects merged key by key."""
     merged = thaw(base)
     for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = thaw(value)
+        both = isinstance(value, Mapping) and isinstance(merged.get(key), Mapping)
+        merged[key] = deep_merge(merged[key], value) if both else thaw(value)
     return merged
 
 
@@ -90,7 +62,7 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     model: Any = Settings
     for part in (p for p in loc if not isinstance(p, int)):
         annotation = model.model_fields[part].annotation if part in model.model_fields else None
-        found = [a for a in (annotation, *typing.get_args(annotation)) if isinstance(a, type) and issubclass(a, Model)]
+        found = [a for a in (annotation, *get_args(annotation)) if isinstance(a, type) and issubclass(a, Model)]
         if not found:
             return []
         model = found[0]
@@ -101,42 +73,38 @@ def _path(loc: tuple[Any, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
-def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str]) -> list[str]:
+def _problems(error: ValidationError, secrets: frozenset[str], unread: set[str]) -> Iterator[str]:
     """One line per pydantic error; none for a top-level value in ``unread`` (reported already)."""
-    problems: list[str] = []
     for item in error.errors(include_url=False):
         loc = tuple(p for p in item["loc"] if p != "[key]")
         kind, value, secret = item["type"], item["input"], loc[0] in secrets
         if loc[0] in unread:
             continue
         if kind == "missing":
-            problems.append(f"{key_of(_path(loc))}: missing (no default in Pulumi.yaml; set it in the stack file)")
+            yield f"{key_of(_path(loc))}: missing (no default in Pulumi.yaml; set it in the stack file)"
         elif kind == "extra_forbidden":
             under = key_of(_path(loc[:-1])) if loc[1:] else PROJECT
             allowed = ", ".join(_fields_at(loc[:-1]))
-            problems.append(f"{key_of(_path(loc))}: unknown key (allowed under {under}: {allowed})")
+            yield f"{key_of(_path(loc))}: unknown key (allowed under {under}: {allowed})"
         else:
             what = item["msg"] if kind == "expected" else _TYPE_WORDS.get(kind, item["msg"])
             if kind == "at_field":
                 context = item["ctx"]
                 loc, value = (*loc, *context["field"].split(".", 1)), context["value"]
                 what = context["expected"].format(**{k: show_value(v, secret) for k, v in context["others"].items()})
-            problems.append(f"{key_of(_path(loc))} = {show_value(value, secret)}: expected {what}")
-    return problems
+            yield f"{key_of(_path(loc))} = {show_value(value, secret)}: expected {what}"
 
 
-def _other_namespace_problems(config: Mapping[str, Any]) -> list[str]:
+def _other_namespace_problems(config: Mapping[str, Any]) -> Iterator[str]:
     """Keys outside the project's namespace: only ``kubernetes:`` and ``pulumi:`` keys that are read and do not
     change what ``pulumi up`` does."""
-    problems = []
     for key in sorted(k for k in config if k.partition(":")[0] != PROJECT):
-        if key not in PROVIDER_KEYS:
-            near = difflib.get_close_matches(key, [*PROVIDER_KEYS, *map(key_of, Settings.model_fields)], n=1)
+        if key not in rules.PROVIDER_KEYS:
+            near = difflib.get_close_matches(key, [*rules.PROVIDER_KEYS, *map(key_of, Settings.model_fields)], n=1)
             hint = f"did you mean {near[0]}?" if near else f"this program reads only {', '.join(KNOWN_NAMESPACES)} keys"
-            problems.append(f"{key}: unknown key; {hint}")
-        elif key in CHANGES_UP:
-            problems.append(f"{key}: changes what pulumi up does; expected it unset")
-    return problems
+            yield f"{key}: unknown key; {hint}"
+        elif key in rules.CHANGES_UP:
+            yield f"{key}: changes what pulumi up does; expected it unset"
 
 
 CHART_CACHE_DIR = ".charts"  # <commit>/<path> of each fetched git chart
@@ -162,16 +130,13 @@ def values_on_disk(chart: ChartSource, root: Path = ROOT) -> Path | None:
 
 def select_generation(chart: ChartSource, root: Path = ROOT) -> Generation:
     key = f"{PROJECT}:release.chart"
-    override = CHART_OVERRIDE.get()
-    values_file = None if override is None else override / "values.yaml"
+    values_file = (override := CHART_OVERRIDE.get()) and override / "values.yaml"
     if values_file is None or not values_file.is_file():  # without one, Helm and the checks say what is wrong
         if chart.kind == "repo":
             if chart.version in PUBLISHED_TRITON_VERSIONS:
                 return TRITON
-            published = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
-            raise ConfigError(
-                [f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({published})"]
-            )
+            known = ", ".join(sorted(PUBLISHED_TRITON_VERSIONS))
+            raise ConfigError([f"{key}.version = {chart.version!r}: expected a published SuperSONIC version ({known})"])
         elif (values_file := values_on_disk(chart, root)) is None:
             return NEWEST  # only offline: preview and up fetch a pinned chart first, and `render` says it assumed
     try:
@@ -195,31 +160,30 @@ def load_settings(
     ours = {k.partition(":")[2]: v for k, v in config.items() if k.partition(":")[0] == PROJECT}
     secrets = frozenset(k.partition(":")[2] for k in secret_keys if k.partition(":")[0] == PROJECT)
     problems = [
-        f"{key_of(key)}: is a secret; expected a plain value (only {', '.join(SECRET_CAPABLE)})"
-        for key in sorted(secrets & set(Settings.model_fields) - set(SECRET_CAPABLE))
+        f"{key_of(key)}: is a secret; expected a plain value (only {', '.join(rules.SECRET_CAPABLE)})"
+        for key in sorted(secrets & set(Settings.model_fields) - set(rules.SECRET_CAPABLE))
     ]
     given: dict[str, Any] = {}
     unread: set[str] = set()
     for name, value in {**project_defaults(), **ours}.items():
         # As the program reads it: the CLI's JSON text, or a stack file's value taken as the CLI passes it.
-        given[name] = value
-        if name == "namespace":  # the one text-valued key
-            given[name] = value if isinstance(value, str) else cli_text(value)
-        elif name in Settings.model_fields and isinstance(value, str):
-            with contextlib.suppress(ValueError, RecursionError):
-                given[name] = json.loads(value)
-        if name != "namespace" and name in Settings.model_fields and not isinstance(given[name], dict):
-            problems.append(f"{key_of(name)} = {show_value(value, name in secrets)}: expected an object")
-            unread.add(name)
+        given[name] = cli_text(value) if name == "namespace" else value  # namespace: the one text-valued key
+        if name != "namespace" and name in Settings.model_fields:
+            if isinstance(value, str):
+                with contextlib.suppress(ValueError, RecursionError):
+                    given[name] = json.loads(value)
+            if not isinstance(given[name], dict):
+                problems.append(f"{key_of(name)} = {show_value(value, name in secrets)}: expected an object")
+                unread.add(name)
     settings = None
     try:
         settings = Settings.model_validate_json(json.dumps(given))
     except ValidationError as error:
         problems += _problems(error, secrets, unread)
     with contextlib.suppress(ValidationError):  # the cross-key rules, when both sections are valid on their own
-        sfz = ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero")))
-        keda = KedaSettings.model_validate_json(json.dumps(given.get("keda")))
-        for path, value, text in across_keys(sfz, keda):
+        sfz = rules.ScaleFromZeroSettings.model_validate_json(json.dumps(given.get("scaleFromZero")))
+        keda = rules.KedaSettings.model_validate_json(json.dumps(given.get("keda")))
+        for path, value, text in rules.across_keys(sfz, keda):
             secret = path.split(".")[0] in secrets
             shown = text.format(ready=show_value(sfz.readyTimeoutSeconds, secret))
             problems.append(f"{key_of(path)} = {show_value(value, secret)}: expected {shown}")

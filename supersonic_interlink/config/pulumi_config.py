@@ -32,9 +32,8 @@ def matchers(metric: str) -> list[Matcher]:
     found = []
     for m in _MATCHER.finditer(metric):
         body = m["value"][1:-1]
-        found.append(
-            Matcher(m["label"], m["op"], body if m["value"][0] == "`" else re.sub(r"\\(.)", r"\1", body), m[0])
-        )
+        value = body if m["value"][0] == "`" else re.sub(r"\\(.)", r"\1", body)
+        found.append(Matcher(m["label"], m["op"], value, m[0]))
     return found
 
 
@@ -69,10 +68,9 @@ def settings_from_config(
 ) -> Settings:
     """``load_settings``, then the checks against the computed values; ``ConfigError`` with every problem."""
     settings = load_settings(config, secret_keys=frozenset(secret_keys), prepare_chart=prepare_chart)
-    collisions = helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     problems = [
         f"{PROJECT}:helmValues.{path}: set by the program from typed settings; change the typed key instead"
-        for path in collisions
+        for path in helm_values_collisions(release_values(settings, "<configmap>", "<checksum>"), settings.helmValues)
     ]
     problems += [
         f"{PROJECT}:helmValues.{other.inference_values_key}: the {other.name} generation's block; expected "
@@ -109,5 +107,5 @@ def current_secret_keys(config: Mapping[str, Any]) -> frozenset[str]:
     """``PULUMI_CONFIG_SECRET_KEYS`` (from the language host) and those the runtime was told (the mock engine)."""
     from pulumi.runtime import config as runtime_config
 
-    listed = set(runtime_config.get_config_secret_keys_env())
-    return frozenset(listed | {key for key in config if runtime_config.is_config_secret(key)})
+    listed = frozenset(runtime_config.get_config_secret_keys_env())
+    return listed | {key for key in config if runtime_config.is_config_secret(key)}

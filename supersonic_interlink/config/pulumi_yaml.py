@@ -10,8 +10,6 @@ from typing import Any
 
 import yaml
 from yaml import events as ev
-from yaml.error import YAMLError
-from yaml.resolver import Resolver
 
 from supersonic_interlink.config.rules import printable, shorten
 
@@ -27,8 +25,8 @@ class YAMLInputError(ValueError):
         super().__init__(printable(message))
 
 
-_NULL = frozenset(("", "~", "null", "Null", "NULL"))
-_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_WORDS = dict.fromkeys(("", "~", "null", "Null", "NULL")) | dict.fromkeys(("true", "True", "TRUE"), True)
+_WORDS |= dict.fromkeys(("false", "False", "FALSE"), False)
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?")
 _RANGE = (-(2**63), 2**63 - 1)  # past int64 the CLI reads a float (yaml.v3), or rounds one (a uint64 in an object)
@@ -37,16 +35,14 @@ _GO_NUMBER = re.compile(
     r"[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)"
 )
 _GO_TIME = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?")
-_YAML11 = Resolver()
+_YAML11 = yaml.resolver.Resolver()
 _YAML11_ONLY_BOOLS = frozenset("yYnN")  # YAML 1.1's, yaml.v2's and sigs.k8s.io/yaml's; PyYAML resolves them as text
 
 
 def _plain(text: str) -> Any:
     """A plain scalar as every reader reads it; ``ValueError`` where YAML 1.1 and yaml.v3 could differ."""
-    if text in _NULL:
-        return None
-    if text in _BOOL:
-        return _BOOL[text]
+    if text in _WORDS:
+        return _WORDS[text]
     if _INT.fullmatch(text) and len(text) <= 21 and _RANGE[0] <= int(text) <= _RANGE[1]:
         return int(text)
     number = float(text) if _FLOAT.fullmatch(text) else math.nan
@@ -127,6 +123,8 @@ class _Reader:
 
 def decode_text(data: bytes | str) -> str:
     """The CLI's reading of the bytes: a UTF-8 BOM dropped (loaders.go), UTF-16 with its BOM, else strict UTF-8."""
+    if len(data) > MAX_BYTES:
+        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
     if isinstance(data, str):
         return data.removeprefix("\ufeff")
     try:
@@ -137,24 +135,18 @@ def decode_text(data: bytes | str) -> str:
         ) from None
 
 
-def _one_line(error: YAMLError) -> str:
+def _one_line(error: yaml.YAMLError) -> str:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     what = " ".join(p for p in (getattr(error, "context", None), getattr(error, "problem", None)) if p)
     return f"not valid YAML: {where}{what or ' '.join(str(error).split())}"
 
 
-def _check_size(data: bytes | str) -> None:
-    if len(data) > MAX_BYTES:
-        raise YAMLInputError(f"{len(data):,} bytes: more than this reader reads ({MAX_BYTES:,})")
-
-
 def read_pulumi_yaml(data: bytes | str) -> Any:
     """A stack file or ``Pulumi.yaml`` as plain data (None when empty), or ``YAMLInputError``."""
-    _check_size(data)
     try:
         return _Reader(decode_text(data)).document()
-    except YAMLError as error:
+    except yaml.YAMLError as error:
         raise YAMLInputError(_one_line(error)) from None
 
 
@@ -167,7 +159,6 @@ def load_outside_yaml(data: bytes | str) -> list[Any]:
     """Every document of YAML Helm or kubectl wrote, as YAML 1.1 (like ``sigs.k8s.io/yaml``), within the limits,
     checked on the event stream first: libyaml's composer recurses in C (50,000 deep crashes the interpreter), and a
     300-byte alias bomb costs gigabytes in whatever walks it."""
-    _check_size(data)
     text = decode_text(data)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     sizes: dict[str, int] = {}  # anchor -> values under it, aliases expanded

@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from fractions import Fraction
 from typing import Annotated, Any
@@ -35,9 +35,7 @@ _KUBERNETES_KEYS = (  # pulumi-kubernetes v4.25.0 (f47bc2d6f199) schema.json: co
 )
 # pulumi/pulumi v3.274.1: default_providers.go, autonaming, project.go PulumiTagsConfigKey, newcmd templateKey.
 _ENGINE_KEYS = "autonaming disable-default-providers tags template"
-PROVIDER_KEYS = tuple(
-    [f"kubernetes:{key}" for key in _KUBERNETES_KEYS.split()] + [f"pulumi:{key}" for key in _ENGINE_KEYS.split()]
-)
+PROVIDER_KEYS = (*(f"kubernetes:{k}" for k in _KUBERNETES_KEYS.split()), *(f"pulumi:{k}" for k in _ENGINE_KEYS.split()))
 
 _CHANGES_UP = (
     "kubernetes:renderYamlToDirectory kubernetes:deleteUnreachable kubernetes:skipUpdateUnreachable "
@@ -136,9 +134,7 @@ class Group(tuple[Any, ...], annotated_types.GroupedMetadata):
 
 
 def Limits(low: int, high: int, why: str) -> Group:
-    return Group(
-        (annotated_types.Ge(low), annotated_types.Le(high), Expect(f"a whole number from {low} to {high} ({why})"))
-    )
+    return Group((Field(ge=low, le=high), Expect(f"a whole number from {low} to {high} ({why})")))
 
 
 def checked(check: Callable[[Any], bool], text: str) -> Group:
@@ -146,8 +142,7 @@ def checked(check: Callable[[Any], bool], text: str) -> Group:
 
 
 def Matches(pattern: str, text: str) -> Group:
-    compiled = re.compile(pattern, re.ASCII)
-    return checked(lambda value: compiled.fullmatch(value) is not None, text)
+    return checked(lambda value: re.fullmatch(pattern, value, re.ASCII) is not None, text)
 
 
 def OneOf(*choices: str) -> Group:
@@ -307,12 +302,9 @@ AnnotationMap = Annotated[
     rule(annotations_size, ANNOTATIONS_TEXT),
     Expect("an object of Kubernetes annotations"),
 ]
-_SUFFIX = {
-    **{s: Fraction(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-    **{s: Fraction(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
-    "m": Fraction(1, 1000),
-    "": Fraction(1),
-}
+_SUFFIX = {"": Fraction(1), "m": Fraction(1, 1000)}
+_SUFFIX |= {s: Fraction(1024) ** i for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), 1)}
+_SUFFIX |= {s: Fraction(1000) ** i for i, s in enumerate(("k", "M", "G", "T", "P", "E"), 1)}
 
 
 def quantity_value(value: int | str) -> Fraction:
@@ -359,13 +351,10 @@ def overcommit_allowed(resource: str) -> bool:
 def thaw(value: Any) -> Any:
     """Plain dicts and lists again; an optional field left unset is left out."""
     if isinstance(value, Model):
-        fields = [n for n in type(value).model_fields if getattr(value, n) is not None or n in value.model_fields_set]
-        return {name: thaw(getattr(value, name)) for name in fields}
+        return {name: thaw(field) for name, field in value if field is not None or name in value.model_fields_set}
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
-    return value
+    return [thaw(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 Int32 = Annotated[int, Limits(0, INT32_MAX, "a Kubernetes int32")]
@@ -477,8 +466,6 @@ class OutlierDetectionSettings(Model):
 
 
 class BackOff(Model):
-    """A retry policy's back-off."""
-
     @model_validator(mode="after")
     def _back_off(self) -> BackOff:
         base, most = vars(self)["backOffBaseMs"], vars(self)["backOffMaxMs"]
@@ -688,17 +675,15 @@ class CleanupSettings(Model):
     tolerations: Tolerations = Field(default_factory=list)
 
 
-def across_keys(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> list[tuple[str, Any, str]]:
+def across_keys(sfz: ScaleFromZeroSettings, keda: KedaSettings) -> Iterator[tuple[str, Any, str]]:
     """The rules that span top-level keys: (the key each names, its value, what is allowed, ``{ready}`` to show)."""
-    broken = []
     if sfz.enabled and sfz.holdMinReplicasSeconds < sfz.readyTimeoutSeconds:
         text = "a value >= scaleFromZero.readyTimeoutSeconds ({ready}); the chart refuses a shorter hold"
-        broken.append(("scaleFromZero.holdMinReplicasSeconds", sfz.holdMinReplicasSeconds, text))
+        yield "scaleFromZero.holdMinReplicasSeconds", sfz.holdMinReplicasSeconds, text
     if sfz.enabled and not keda.enabled:
-        broken.append(("keda.enabled", False, "true while scaleFromZero.enabled is true (KEDA scales it down)"))
+        yield "keda.enabled", False, "true while scaleFromZero.enabled is true (KEDA scales it down)"
     if keda.minReplicaCount == 0 and not sfz.enabled:
-        broken.append(("keda.minReplicaCount", 0, ">= 1 unless scaleFromZero.enabled is true"))
-    return broken
+        yield "keda.minReplicaCount", 0, ">= 1 unless scaleFromZero.enabled is true"
 
 
 def _keeps_chart_names(values: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -721,9 +706,7 @@ class Settings(Model):
     triton: TritonSettings
     envoy: EnvoySettings = Field(default_factory=EnvoySettings)
     cleanup: CleanupSettings = Field(default_factory=CleanupSettings)
-    helmValues: Annotated[Mapping[str, Any], AfterValidator(_keeps_chart_names), Expect("an object")] = Field(
-        default_factory=dict
-    )
+    helmValues: Annotated[JSONObject, AfterValidator(_keeps_chart_names)] = Field(default_factory=dict)
     """Extra chart values deep-merged underneath the computed ones; overriding a computed one is an error."""
 
     _secret_keys: frozenset[str] = PrivateAttr(default_factory=frozenset)

@@ -7,6 +7,7 @@ import argparse
 import io
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +47,12 @@ def _wrap(line: str, indent: str) -> list[str]:
     return textwrap.wrap(line, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
 
 
-def _field_lines(model: dict[str, Any], indent: str) -> list[str]:
-    lines = []
+def _field_lines(model: dict[str, Any], indent: str) -> Iterator[str]:
     for name, field in model["properties"].items():
         what = _what(field)
-        lines += _wrap(f"{name} ({type_word(field)})" + (f": {what}" if what else ""), indent)
+        yield from _wrap(f"{name} ({type_word(field)})" + (f": {what}" if what else ""), indent)
         if type_word(field) == "object" and not field.get("description"):
-            lines += _field_lines(_inner(field), indent + "  ")
-    return lines
+            yield from _field_lines(_inner(field), indent + "  ")
 
 
 def declarations() -> dict[str, dict[str, Any]]:
@@ -63,11 +62,10 @@ def declarations() -> dict[str, dict[str, Any]]:
         kind = type_word(field)
         if kind == "object":
             model = _inner(field)
-            lines = _wrap(" ".join(model["description"].split("\n\n")[0].split()), "") + _field_lines(model, "")
-            text = "\n".join(lines) + "\n"
+            lines = [*_wrap(" ".join(model["description"].split("\n\n")[0].split()), ""), *_field_lines(model, "")]
         else:
             lines = _wrap(_what(field), "")
-            text = lines[0] if len(lines) == 1 else "\n".join(lines) + "\n"
+        text = lines[0] if len(lines) == 1 else "\n".join(lines) + "\n"
         result[name] = {"type": "object" if kind == "map" else kind, "description": text}
         if name in defaults:
             result[name]["default"] = defaults[name]

@@ -66,9 +66,7 @@ def _secrets(value: Any, path: str, found: dict[str, str]) -> Any:
         return SECRET_PLACEHOLDER
     if isinstance(value, dict):
         return {key: _secrets(sub, f"{path}.{key}", found) for key, sub in value.items()}
-    if isinstance(value, list):
-        return [_secrets(sub, f"{path}[{i}]", found) for i, sub in enumerate(value)]
-    return value
+    return [_secrets(sub, f"{path}[{i}]", found) for i, sub in enumerate(value)] if isinstance(value, list) else value
 
 
 def secret_digests(stack_values: Mapping[str, Any]) -> dict[str, str]:
@@ -90,8 +88,7 @@ def secret_key_of(path: str) -> str:
 
 def merged_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``Pulumi.yaml``'s defaults under a stack's ``config:`` map as the CLI merges them, values as read."""
-    defaults = project_defaults() if defaults is None else defaults
-    merged: dict[str, Any] = {f"{PROJECT}:{key}": value for key, value in defaults.items()}
+    merged = {f"{PROJECT}:{k}": v for k, v in (project_defaults() if defaults is None else defaults).items()}
     seen: dict[str, str] = {}
     problems = []
     for key, value in stack_values.items():
@@ -112,20 +109,18 @@ def cli_config(stack_values: Mapping[str, Any], defaults: Mapping[str, Any] | No
 
 def read_stack_document(path: Path) -> dict[str, Any]:
     """The ``config:`` map of a stack file, after the checks of the file's shape."""
-    document = read_yaml_file(path)
+    document, shown = read_yaml_file(path), _shown(path)
     if not isinstance(document, dict):
-        raise ConfigError([f"{_shown(path)}: expected a mapping with a 'config:' key at the top level"])
+        raise ConfigError([f"{shown}: expected a mapping with a 'config:' key at the top level"])
     problems = [
-        f"{_shown(path)}: unknown top-level key {key!r} (expected {', '.join(STACK_FILE_KEYS)})"
+        f"{shown}: unknown top-level key {key!r} (expected {', '.join(STACK_FILE_KEYS)})"
         for key in sorted(set(document) - set(STACK_FILE_KEYS))
     ]
     if document.get("environment") is not None:
-        problems.append(
-            f"{_shown(path)}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read"
-        )
+        problems.append(f"{shown}: 'environment' imports Pulumi ESC environments, which rendering offline cannot read")
     values = {} if document.get("config") is None else document["config"]
     if not isinstance(values, dict):
-        problems.append(f"{_shown(path)}: 'config' must be a map of keys to values")
+        problems.append(f"{shown}: 'config' must be a map of keys to values")
     if problems:
         raise ConfigError(problems)
     return values

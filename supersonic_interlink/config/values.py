@@ -14,12 +14,10 @@ CONFIG_CHECKSUM_ANNOTATION = "checksum/envoy-config"
 
 def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: str) -> dict[str, Any]:
     triton, envoy = settings.triton, settings.envoy
-    inference = _given(triton)  # the chart's own keys, but podAnnotations and the probes {} leaves to the chart
+    # the chart's own keys, but podAnnotations and the probes {} leaves to the chart
+    inference = {k: v for k, v in _given(triton).items() if v or k not in ("readinessProbe", "startupProbe")}
     inference["annotations"] = inference.pop("podAnnotations")
-    for probe in ("readinessProbe", "startupProbe"):
-        if not inference[probe]:
-            del inference[probe]
-    values: dict[str, Any] = {
+    return {
         "serverLoadThreshold": settings.serverLoad.threshold,
         "scaleFromZero": _given(settings.scaleFromZero),
         "keda": _given(settings.keda),
@@ -42,10 +40,8 @@ def release_values(settings: Settings, envoy_config_map: Any, envoy_checksum: st
                 "configmap_key": CHART.envoy_config_key,
             },
         },
+        **({"serverLoadMetric": settings.serverLoad.metric} if settings.serverLoad.metric else {}),
     }
-    if settings.serverLoad.metric:
-        values["serverLoadMetric"] = settings.serverLoad.metric
-    return values
 
 
 def _given(section: Any) -> dict[str, Any]:
@@ -58,26 +54,14 @@ def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any]
     found: list[str] = []
     for key, value in ((k, v) for k, v in extra.items() if k in computed):
         sub = f"{path}.{key}" if path else key
-        if isinstance(value, Mapping) and isinstance(computed[key], Mapping):
-            found.extend(helm_values_collisions(computed[key], value, sub))
-        else:
-            found.append(sub)
+        merged = isinstance(value, Mapping) and isinstance(computed[key], Mapping)
+        found += helm_values_collisions(computed[key], value, sub) if merged else [sub]
     return found
 
 
 def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(values without nulls, the nulls alone): only ``valueYamlFiles`` carries a null (deleting a chart default) to
     Helm from every SDK language, as the provider documents."""
-    kept: dict[str, Any] = {}
-    nulls: dict[str, Any] = {}
-    for key, value in values.items():
-        if value is None:
-            nulls[key] = None
-        elif isinstance(value, Mapping):
-            sub_kept, sub_nulls = split_nulls(value)
-            kept[key] = sub_kept
-            if sub_nulls:
-                nulls[key] = sub_nulls
-        else:
-            kept[key] = value
-    return kept, nulls
+    split = {key: split_nulls(value) if isinstance(value, Mapping) else (value, None) for key, value in values.items()}
+    kept = {key: sub[0] for key, sub in split.items() if values[key] is not None}
+    return kept, {key: sub[1] for key, sub in split.items() if values[key] is None or sub[1]}
