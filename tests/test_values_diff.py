@@ -121,6 +121,16 @@ def test_a_live_file_that_is_not_one_mapping_of_values_is_one_line(text, found) 
     assert load_live_values("null\n", "f") == {}, "what helm prints for a release without values"
 
 
+def test_a_live_file_whose_aliases_expand_past_a_million_values_is_refused() -> None:
+    # Nine levels of ten aliases each: 10**9 values once expanded, from a file of under 500 bytes.
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    with pytest.raises(LiveInputError, match=r"^f: more than 1,000,000 values with aliases expanded"):
+        load_live_values("\n".join(lines) + "\n", "f")
+    five_levels = "\n".join(lines[:5]) + "\n"  # 10**5 values: within the limit, read as YAML 1.1 reads it
+    assert len(load_live_values(five_levels, "f")["a4"]) == 10
+
+
 def _takeover(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli("takeover", "values", "hammer", *args, cwd=ROOT)
 

@@ -36,9 +36,15 @@ _PATH = re.compile(
 def write_loopback_kubeconfig(path: Path, url: str, namespace: str) -> Path:
     """A kubeconfig (JSON is YAML) whose one context is ``url``, private to its owner: Helm warns otherwise."""
     context = {"cluster": "loopback", "user": "loopback", "namespace": namespace}
-    entries = {"cluster": {"server": url}, "user": {}, "context": context}  # each a list of one, named loopback
-    named = {f"{kind}s": [{"name": "loopback", kind: entry}] for kind, entry in entries.items()}
-    path.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", **named, "current-context": "loopback"}))
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "loopback", "cluster": {"server": url}}],
+        "users": [{"name": "loopback", "user": {}}],
+        "contexts": [{"name": "loopback", "context": context}],
+        "current-context": "loopback",
+    }
+    path.write_text(json.dumps(config))
     path.chmod(0o600)
     return path
 
