@@ -130,7 +130,7 @@ def values_on_disk(chart: ChartSource, root: Path = ROOT) -> Path | None:
 
 def select_generation(chart: ChartSource, root: Path = ROOT) -> Generation:
     key = f"{PROJECT}:release.chart"
-    values_file = (override := CHART_OVERRIDE.get()) and override / "values.yaml"
+    values_file = None if (override := CHART_OVERRIDE.get()) is None else override / "values.yaml"
     if values_file is None or not values_file.is_file():  # without one, Helm and the checks say what is wrong
         if chart.kind == "repo":
             if chart.version in PUBLISHED_TRITON_VERSIONS:

@@ -62,6 +62,15 @@ def helm_values_collisions(computed: Mapping[str, Any], extra: Mapping[str, Any]
 def split_nulls(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(values without nulls, the nulls alone): only ``valueYamlFiles`` carries a null (deleting a chart default) to
     Helm from every SDK language, as the provider documents."""
-    split = {key: split_nulls(value) if isinstance(value, Mapping) else (value, None) for key, value in values.items()}
-    kept = {key: sub[0] for key, sub in split.items() if values[key] is not None}
-    return kept, {key: sub[1] for key, sub in split.items() if values[key] is None or sub[1]}
+    kept: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None:
+            nulls[key] = None
+        elif isinstance(value, Mapping):
+            kept[key], sub_nulls = split_nulls(value)
+            if sub_nulls:
+                nulls[key] = sub_nulls
+        else:
+            kept[key] = value
+    return kept, nulls
