@@ -92,11 +92,6 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def versioned_bucket(s3, name: str = BUCKET) -> None:
-    s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})
-    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
-
-
 def write_state(s3, body: bytes, key: str = STATE_KEY, bucket: str = BUCKET) -> str:
     return s3.put_object(Bucket=bucket, Key=key, Body=body)["VersionId"]
 
@@ -412,31 +407,15 @@ def test_the_configured_timeouts_give_up_within_30_seconds():
     assert longest <= sb.RETRY_BACKOFF_ALLOWANCE_SECONDS, "botocore's waits between attempts fit the allowance"
 
 
-@contextlib.contextmanager
-def silent_endpoint() -> Iterator[tuple[str, list[socket.socket]]]:
-    """A loopback port that accepts every connection and never sends a byte."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except TimeoutError:
-                continue
-
-    acceptor = threading.Thread(target=accept, daemon=True)
-    acceptor.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}", held
-    finally:
-        stop.set()
-        acceptor.join(timeout=5)
-        for connection in held:
-            connection.close()
-        listener.close()
+def waiting_connections(listener: socket.socket) -> int:
+    """How many connections wait in ``listener``'s backlog; each is accepted and closed."""
+    listener.setblocking(False)
+    count = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            listener.accept()[0].close()
+            count += 1
+    return count
 
 
 def test_an_endpoint_that_never_answers_fails_within_the_bound_and_says_so(aws_env, capsys, monkeypatch):
@@ -444,14 +423,16 @@ def test_an_endpoint_that_never_answers_fails_within_the_bound_and_says_so(aws_e
     monkeypatch.setattr(sb, "CONNECT_TIMEOUT_SECONDS", 0.5)
     monkeypatch.setattr(sb, "READ_TIMEOUT_SECONDS", 0.4)
     monkeypatch.setattr(sb, "MAX_ATTEMPTS", 2)
-    with silent_endpoint() as (endpoint, held):
+    # A loopback port that never accepts: the kernel completes each connection and no byte ever comes back.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
         code, _, err = run(capsys, "check", "--bucket", BUCKET, "--endpoint-url", endpoint, "--allow-plain-http")
-        connections = len(held)
+        connections = waiting_connections(listener)
     assert_clear_error(
         code, warning_free(err), f"no answer from {endpoint} within 0.4 s in each of 2 attempts", "--endpoint-url"
     )
     assert "never more than 2.8 s" in err, "the message states the bound"
-    assert connections == 2, "each attempt reached the endpoint (the loopback socket accepted them)"
+    assert connections == 2, "each attempt reached the endpoint (its connection waits in the backlog)"
 
 
 def policy_denies_requests_without_tls(bucket_name: str) -> bool:
@@ -464,8 +445,7 @@ def policy_denies_requests_without_tls(bucket_name: str) -> bool:
 
 
 class EnforcesTlsPolicyLikeRgw:
-    """moto's S3 refusing every plain-HTTP request to a bucket whose policy denies requests without TLS, as Ceph RGW
-    does; moto alone checks bucket policies on object requests only, without looking at the transport."""
+    """Refuses plain HTTP to a bucket whose policy denies it, as Ceph RGW does; moto alone never looks at transport."""
 
     def __init__(self, app):
         self.app = app
@@ -479,26 +459,16 @@ class EnforcesTlsPolicyLikeRgw:
         return self.app(environ, start_response)
 
 
-@contextlib.contextmanager
-def s3_server(like_rgw: bool = True) -> Iterator[str]:
-    app = DomainDispatcherApplication(create_backend_app)
-    server = make_server(
-        "127.0.0.1", 0, EnforcesTlsPolicyLikeRgw(app) if like_rgw else app, True, request_handler=MotoRequestHandler
-    )
+@pytest.fixture
+def s3_endpoint() -> Iterator[str]:
+    app = EnforcesTlsPolicyLikeRgw(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, True, request_handler=MotoRequestHandler)
     # shutdown() waits for the loop to poll: 0.05 s, not werkzeug's 0.5 s.
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
-
-
-@pytest.fixture
-def s3_endpoint() -> Iterator[str]:
-    with s3_server() as endpoint:
-        yield endpoint
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join(timeout=10)
 
 
 @pytest.fixture
@@ -582,8 +552,7 @@ def documented_s3api_commands(version_id: str) -> list[str]:
 
 
 def aws_s3api(s3, command: str):
-    """``command`` as the AWS CLI runs it: the operation and its parameters named in botocore's model (the CLI's
-    spelling, ``xform_name(name, "-")``), through ``s3``; ``--query`` applied with JMESPath, ``--output`` the CLI's."""
+    """``command`` as the AWS CLI runs it, through ``s3``: names spelled ``xform_name(name, "-")``, --query JMESPath."""
     words = shlex.split(command)
     model = s3.meta.service_model
     (operation,) = [o for o in model.operation_names if xform_name(o, "-") == words[2]]
@@ -593,14 +562,13 @@ def aws_s3api(s3, command: str):
     return jmespath.search(options.get("--query", "@"), getattr(s3, xform_name(operation))(**params))
 
 
-def test_a_tls_only_bucket_over_plain_http_is_access_denied_and_points_to_https(bucket):
+def test_a_tls_only_bucket_over_plain_http_is_access_denied_and_points_to_https(s3_endpoint, bucket):
     """A bucket bootstrapped over https checked through its http:// port: RGW refuses every request."""
-    with s3_server() as endpoint:
-        s3 = endpoint_client(endpoint)
-        s3.create_bucket(Bucket=bucket)
-        policy = {"Version": "2012-10-17", "Statement": [sb.deny_insecure_transport_statement(bucket)]}
-        s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
-        result = state_tool(endpoint, "check", "--bucket", bucket)
+    s3 = endpoint_client(s3_endpoint)
+    s3.create_bucket(Bucket=bucket)
+    policy = {"Version": "2012-10-17", "Statement": [sb.deny_insecure_transport_statement(bucket)]}
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+    result = state_tool(s3_endpoint, "check", "--bucket", bucket)
     err = warning_free(result.stderr)
     assert_clear_error(result.returncode, err, f"bucket '{bucket}' at", "AccessDenied", "https://")
     assert "aws:SecureTransport" in err, "the operator is told which policy refuses them"
