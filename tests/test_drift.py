@@ -173,15 +173,21 @@ def test_a_program_change_the_preview_plans_is_reported_by_the_fields_the_engine
     ]
 
 
-def test_the_table_names_object_field_expected_and_live() -> None:
-    report = compare(recorded("drifted"))
+def test_the_table_and_the_markdown_name_object_field_expected_and_live_the_markdown_every_rule_and_the_command():
+    report, clean = compare(recorded("drifted")), compare(recorded("clean"))
     printed = text(report)
     header = printed.splitlines()[1].split()
     assert header == ["part", "object", "field", "expected", "live"]
     assert "spec.replicas" in printed and "envoyproxy/envoy:v1.40.0" in printed
     assert "…" in printed, "the Envoy config is cut to the column; --json carries it whole"
     assert "ignored by rule: " in printed and "admission-min-replicas 1" in printed
-    assert text(compare(recorded("clean"))).splitlines()[0].endswith(": no drift")
+    assert text(clean).splitlines()[0].endswith(": no drift")
+    body = markdown(report, correct_command="./supersonic drift hammer --correct")
+    rows = [line for line in body.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| part | object | field | expected | live |" and len(rows) == 1 + 5
+    assert all(f"`{rule.name}`" in body for rule in RULES)
+    assert "`./supersonic drift hammer --correct`" in body
+    assert "No drift." in markdown(clean)
 
 
 def test_json_carries_whole_values_says_when_a_side_is_not_set_and_every_rule_with_a_reason() -> None:
@@ -194,15 +200,6 @@ def test_json_carries_whole_values_says_when_a_side_is_not_set_and_every_rule_wi
     assert {r["name"] for r in document["rules"]} == {r.name for r in RULES}
     assert len({r.name for r in RULES}) == len(RULES)
     assert all(len(rule.reason) > 40 and rule.paths for rule in RULES), "every rule has a reason and paths"
-
-
-def test_markdown_is_one_table_row_per_field_with_every_rule_and_the_correction_command() -> None:
-    body = markdown(compare(recorded("drifted")), correct_command="./supersonic drift hammer --correct")
-    rows = [line for line in body.splitlines() if line.startswith("| ")]
-    assert rows[0] == "| part | object | field | expected | live |" and len(rows) == 1 + 5
-    assert all(f"`{rule.name}`" in body for rule in RULES)
-    assert "`./supersonic drift hammer --correct`" in body
-    assert "No drift." in markdown(compare(recorded("clean")))
 
 
 def test_a_pipe_in_a_value_stays_inside_its_cell() -> None:
@@ -359,9 +356,7 @@ def stand_in_cluster(
     return calls
 
 
-def test_a_refused_dry_run_apply_is_asked_object_by_object(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_refused_dry_run_apply_is_asked_object_by_object(monkeypatch: pytest.MonkeyPatch) -> None:
     refusal = next(o.refused for o in recorded("drifted").release.objects if o.refused)
     calls = stand_in_cluster(monkeypatch, recorded("clean"), refusal=refusal)
     observed = release_part.observe(RELEASE, "e2e-drift", release_part.Tools())
@@ -495,24 +490,16 @@ SIDECAR_CODE = 'import os\n\nHOLD_ANNOTATION = "example.org/hold-until"\nHOLD_TT
 """Admission sidecar code of the shape the chart ships (cfg/admission-server.py at db73925), with a name of its own."""
 
 
-def sidecar_config_map(code: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r-envoy-admission"}, "data": {"a.py": code}}
-
-
-def scaled_object(annotations: dict) -> dict:
-    return {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": {"name": SCALED_OBJECT, "annotations": annotations},
-        "spec": {"minReplicaCount": 0},
-    }
-
-
 def hold_observation(code: str) -> release_part.ReleaseObservation:
-    manifest, live = scaled_object({}), scaled_object({"example.org/hold-until": "1796000000"})
-    config = sidecar_config_map
-    objects = [release_part.ObjectObservation(manifest, live, manifest)]
-    objects.append(release_part.ObjectObservation(config(code), config(code), config(code)))
+    """The ScaledObject with the sidecar's hold deadline on the cluster only, and a sidecar ConfigMap of ``code``."""
+    manifest = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "spec": {"minReplicaCount": 0}}
+    manifest["metadata"] = {"name": SCALED_OBJECT, "annotations": {}}
+    held = copy.deepcopy(manifest)
+    held["metadata"]["annotations"]["example.org/hold-until"] = "1796000000"
+    sidecar = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r-envoy-admission"}}
+    config = sidecar | {"data": {"a.py": code}}
+    objects = [release_part.ObjectObservation(manifest, held, manifest)]
+    objects.append(release_part.ObjectObservation(config, copy.deepcopy(config), copy.deepcopy(config)))
     return release_part.ReleaseObservation(RELEASE, "cms", 1, objects)
 
 

@@ -93,10 +93,7 @@ def test_a_value_the_stack_changes_without_declaring_it_is_a_finding(live, proje
 def test_the_most_specific_declaration_gives_the_reason_in_a_table_of_one_row_per_value() -> None:
     declared: dict[ValuePath, str] = {("a",): "block", ("a", "b"): "leaf"}
     comparison = compare_values({"a": {"b": 1, "c": 1}}, {"a": {"b": 2, "c": 2}}, declared)
-    assert [(change.path, why) for change, why in comparison.explained] == [
-        (("a", "b"), "leaf"),
-        (("a", "c"), "block"),
-    ]
+    assert [(change.path, why) for change, why in comparison.explained] == [(("a", "b"), "leaf"), (("a", "c"), "block")]
     assert comparison.stale == ()
     assert all(len(why) > 40 for why in DELIBERATE.values()), "the why column is what the reviewer reads"
     comparison = compare_values({"m": "a | b", "x": 1}, {"m": "a || b", "y": 2}, {("m",): "why m", ("y",): "why y"})
