@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 import yaml
+from conftest import ROOT
 from pydantic import TypeAdapter
 
 from supersonic_interlink import contract
@@ -35,7 +35,7 @@ from supersonic_interlink.drift.report import (
 from supersonic_interlink.engine.run import Engine
 from supersonic_interlink.objdiff import ABSENT, format_path
 
-FIXTURES = Path(__file__).parent / "fixtures" / "drift"
+FIXTURES = ROOT / "tests" / "fixtures" / "drift"
 RELEASE = "supersonic-interlink"
 ENVOY = CHART.envoy_object_name(RELEASE)
 TRITON = contract.TRITON.inference_object_name(RELEASE)
@@ -173,7 +173,7 @@ def test_a_program_change_the_preview_plans_is_reported_by_the_fields_the_engine
     ]
 
 
-def test_the_table_and_the_markdown_name_object_field_expected_and_live_the_markdown_every_rule_and_the_command():
+def test_the_drifted_report_as_a_table_as_json_with_whole_values_and_as_markdown_with_every_rule() -> None:
     report, clean = compare(recorded("drifted")), compare(recorded("clean"))
     printed = text(report)
     header = printed.splitlines()[1].split()
@@ -182,16 +182,7 @@ def test_the_table_and_the_markdown_name_object_field_expected_and_live_the_mark
     assert "…" in printed, "the Envoy config is cut to the column; --json carries it whole"
     assert "ignored by rule: " in printed and "admission-min-replicas 1" in printed
     assert text(clean).splitlines()[0].endswith(": no drift")
-    body = markdown(report, correct_command="./supersonic drift hammer --correct")
-    rows = [line for line in body.splitlines() if line.startswith("| ")]
-    assert rows[0] == "| part | object | field | expected | live |" and len(rows) == 1 + 5
-    assert all(f"`{rule.name}`" in body for rule in RULES)
-    assert "`./supersonic drift hammer --correct`" in body
-    assert "No drift." in markdown(clean)
-
-
-def test_json_carries_whole_values_says_when_a_side_is_not_set_and_every_rule_with_a_reason() -> None:
-    document = json.loads(json.dumps(compare(recorded("drifted")).as_json()))
+    document = json.loads(json.dumps(report.as_json()))
     assert document["drift"] is True
     deleted = next(r for r in document["rows"] if r["object"].startswith("CronJob/"))
     assert deleted["liveSet"] is False and deleted["live"] is None and deleted["expectedSet"] is True
@@ -200,6 +191,12 @@ def test_json_carries_whole_values_says_when_a_side_is_not_set_and_every_rule_wi
     assert {r["name"] for r in document["rules"]} == {r.name for r in RULES}
     assert len({r.name for r in RULES}) == len(RULES)
     assert all(len(rule.reason) > 40 and rule.paths for rule in RULES), "every rule has a reason and paths"
+    body = markdown(report, correct_command="./supersonic drift hammer --correct")
+    rows = [line for line in body.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| part | object | field | expected | live |" and len(rows) == 1 + 5
+    assert all(f"`{rule.name}`" in body for rule in RULES)
+    assert "`./supersonic drift hammer --correct`" in body
+    assert "No drift." in markdown(clean)
 
 
 def test_a_pipe_in_a_value_stays_inside_its_cell() -> None:
@@ -518,10 +515,8 @@ def test_the_sidecars_hold_deadline_is_not_drift_where_the_deployed_sidecar_code
 
 
 def test_the_docs_give_drift_exactly_the_role_rbac_py_declares() -> None:
-    text = (
-        (Path(__file__).parent.parent / "docs" / "state-backend.md").read_text().split("### Drift's credential", 1)[1]
-    )
-    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    section = (ROOT / "docs" / "state-backend.md").read_text().split("### Drift's credential", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == release_part.reader_role("supersonic-drift", "cms"), (
         "the Role an operator applies for drift must be the one its end-to-end test binds"
     )
