@@ -110,22 +110,11 @@ def test_the_lifecycle_rule_expires_only_replaced_versions_and_the_policy_denies
     )
 
 
-@pytest.mark.parametrize(
-    ("endpoint", "region", "query"),
-    [
-        (None, "eu-west-1", "region=eu-west-1"),
-        # Ceph and MinIO are addressed path-style, and Pulumi's S3 driver needs some region to sign with.
-        ("https://rgw.example.org:8443", None, "endpoint=rgw.example.org:8443&s3ForcePathStyle=true&region=us-east-1"),
-        # Without disableSSL Pulumi would speak TLS to a plain HTTP port.
-        (
-            "http://127.0.0.1:9000",
-            "us-east-1",
-            "endpoint=127.0.0.1:9000&s3ForcePathStyle=true&region=us-east-1&disableSSL=true",
-        ),
-    ],
-)
-def test_the_login_url_is_in_the_form_pulumis_s3_driver_reads(endpoint, region, query):
-    assert sb.login_url(BUCKET, endpoint, region) == f"s3://{BUCKET}?{query}"
+def test_the_login_url_of_an_https_endpoint_is_in_the_form_pulumis_s3_driver_reads():
+    # Ceph and MinIO are addressed path-style, and Pulumi's S3 driver needs some region to sign with. The login URLs
+    # of AWS and of a plain-HTTP endpoint are pinned by the bootstrap runs below.
+    query = "endpoint=rgw.example.org:8443&s3ForcePathStyle=true&region=us-east-1"
+    assert sb.login_url(BUCKET, "https://rgw.example.org:8443", None) == f"s3://{BUCKET}?{query}"
 
 
 def settings(changes: dict) -> dict:
@@ -518,7 +507,7 @@ def test_the_whole_path_over_plain_http_leaves_out_the_policy_that_would_lock_it
     assert (
         f"pulumi login 's3://{bucket}?endpoint={host_port}&s3ForcePathStyle=true&region=us-east-1&disableSSL=true'"
         in first.stdout
-    )
+    ), "without disableSSL Pulumi would speak TLS to a plain HTTP port"
 
     # Pulumi writing two updates through the endpoint it was told to use, the second one bad.
     s3 = endpoint_client(s3_endpoint)
