@@ -491,7 +491,7 @@ def hold_observation(code: str) -> release_part.ReleaseObservation:
     """The ScaledObject with the sidecar's hold deadline on the cluster only, and a sidecar ConfigMap of ``code``."""
     manifest = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "spec": {"minReplicaCount": 0}}
     manifest["metadata"] = {"name": SCALED_OBJECT, "annotations": {}}
-    held = copy.deepcopy(manifest)
+    held: dict[str, Any] = copy.deepcopy(manifest)
     held["metadata"]["annotations"]["example.org/hold-until"] = "1796000000"
     sidecar = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r-envoy-admission"}}
     config = sidecar | {"data": {"a.py": code}}
