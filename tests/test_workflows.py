@@ -31,6 +31,10 @@ def zizmor(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def preview_step() -> dict:
+    return next(s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", ""))
+
+
 @pytest.mark.parametrize("persona", ["regular", "pedantic", "auditor"])
 def test_zizmor_finds_nothing_in_the_workflows(persona):
     result = zizmor(f"--persona={persona}", str(WORKFLOWS))
@@ -38,9 +42,7 @@ def test_zizmor_finds_nothing_in_the_workflows(persona):
     summary = [f"{f['ident']}: {f['desc']}" for f in findings]
     assert result.returncode == 0 and findings == [], f"zizmor ({persona}) findings: {summary}\n{result.stderr}"
     for path in workflow_files():
-        assert f"completed {path}" in result.stderr, (
-            f"zizmor did not audit {path.name}; a clean result would mean nothing"
-        )
+        assert f"completed {path}" in result.stderr, f"zizmor did not audit {path.name}: a clean result means nothing"
 
 
 def test_zizmor_does_catch_what_the_workflows_avoid(tmp_path):
@@ -84,11 +86,10 @@ def test_permissions_are_empty_by_default_and_granted_per_job_and_a_newer_push_c
 
 
 def test_preview_runs_per_stack_with_the_operators_command_and_comments():
-    jobs = pull_request_workflow()["jobs"]
-    preview = jobs["preview"]
+    preview = pull_request_workflow()["jobs"]["preview"]
     assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.stacks) }}"
     assert "needs.preview-secrets.outputs.ready == 'true'" in preview["if"], "forks skip instead of failing"
-    run = next(s for s in preview["steps"] if "./supersonic pulumi preview" in s.get("run", ""))
+    run = preview_step()
     assert './supersonic pulumi preview "$STACK" --diff' in run["run"] and "set -o pipefail" in run["run"]
     assert run["env"]["PULUMI_BACKEND_URL"] == "${{ secrets.PULUMI_BACKEND_URL }}", "the backend comes from a secret"
     assert run["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
@@ -106,13 +107,12 @@ def test_preview_runs_per_stack_with_the_operators_command_and_comments():
 
 @pytest.mark.parametrize("job", ["preview", "drift"])
 def test_no_job_an_operator_waits_on_builds_from_go(job: str) -> None:
-    workflow = pull_request_workflow() if job == "preview" else drift_workflow()
-    text = json.dumps(workflow["jobs"][job])
+    spec = (pull_request_workflow() if job == "preview" else drift_workflow())["jobs"][job]
+    text = json.dumps(spec)
     assert "GOTOOLCHAIN" not in text and "setup-go" not in text and "toolchain build" not in text
-    assert workflow["jobs"][job]["timeout-minutes"] <= 20
-    names = [s.get("name", s.get("uses", "")) for s in workflow["jobs"][job]["steps"]]
-    runs = [i for i, s in enumerate(workflow["jobs"][job]["steps"]) if "./supersonic pulumi" in s.get("run", "")]
-    runs += [i for i, s in enumerate(workflow["jobs"][job]["steps"]) if "./supersonic drift" in s.get("run", "")]
+    assert spec["timeout-minutes"] <= 20
+    names = [s.get("name", s.get("uses", "")) for s in spec["steps"]]
+    runs = [i for i, s in enumerate(spec["steps"]) if re.search(r"\./supersonic (pulumi|drift)", s.get("run", ""))]
     assert names.index("Install the Pulumi CLI") < names.index("Install the Kubernetes provider") < min(runs), (
         "the engine step finds the installed CLI and provider, so it builds nothing"
     )
@@ -130,11 +130,7 @@ def bot(comment_id: int, body: str) -> dict:
             [
                 bot(11, "<!-- supersonic-interlink: pulumi preview hammer -->\nolder"),
                 bot(12, "<!-- supersonic-interlink: pulumi preview hammer-2 -->\nanother stack's"),
-                {
-                    "id": 13,
-                    "user": {"login": "a-person"},
-                    "body": "<!-- supersonic-interlink: pulumi preview hammer -->",
-                },
+                {**bot(13, "<!-- supersonic-interlink: pulumi preview hammer -->"), "user": {"login": "a-person"}},
             ],
             "api --method PATCH repos/o/r/issues/comments/11 -F body=@",
         ),
@@ -143,27 +139,16 @@ def bot(comment_id: int, body: str) -> dict:
 def test_the_preview_comment_is_one_per_stack_edited_on_each_push(
     tmp_path: Path, comments: list[dict], expected: str
 ) -> None:
-    bin_dir = fake_tools(tmp_path, listing=json.dumps(comments))
-    preview = tmp_path / "preview.txt"
-    preview.write_text("Previewing update (hammer):\n  ~ 1 to update\n")
-    comment = tmp_path / "comment.md"
-    result = run_step(
-        step("preview", "Comment the preview on the pull request")["run"],
-        tmp_path,
-        STACK="hammer",
-        PR="5",
-        REPO="o/r",
-        GH_TOKEN="token",
-        PREVIEW_FILE=str(preview),
-        COMMENT_FILE=str(comment),
-        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
-        PATH=f"{bin_dir}:{os.environ['PATH']}",
-    )
+    files = {name: str(tmp_path / name) for name in ("PREVIEW_FILE", "COMMENT_FILE", "GITHUB_STEP_SUMMARY")}
+    (tmp_path / "PREVIEW_FILE").write_text("Previewing update (hammer):\n  ~ 1 to update\n")
+    path = fake_tools(tmp_path, json.dumps(comments))
+    env = {"STACK": "hammer", "PR": "5", "REPO": "o/r", "GH_TOKEN": "token", "PATH": path}
+    result = run_step(step("preview", "Comment the preview on the pull request")["run"], tmp_path, **env, **files)
     assert result.returncode == 0, result.stdout + result.stderr
     calls = (tmp_path / "gh.log").read_text().splitlines()
     assert calls[0] == "api --paginate repos/o/r/issues/5/comments"
-    assert calls[1:] == [f"{expected}{comment}"], "hammer-2's comment and a person's are not hammer's"
-    text = comment.read_text()
+    assert calls[1:] == [f"{expected}{files['COMMENT_FILE']}"], "hammer-2's comment and a person's are not hammer's"
+    text = (tmp_path / "COMMENT_FILE").read_text()
     assert text.startswith("<!-- supersonic-interlink: pulumi preview hammer -->\n### ./supersonic pulumi preview")
     assert "  ~ 1 to update" in text
 
@@ -250,11 +235,8 @@ def test_drift_runs_the_operators_command_per_stack_every_few_hours_with_least_p
     check = drift_step("check")
     assert './supersonic drift "$STACK" --markdown' in check["run"]
     assert "--correct" not in json.dumps(drift_workflow()), "the scheduled check corrects nothing"
-    preview = next(
-        s for s in pull_request_workflow()["jobs"]["preview"]["steps"] if "pulumi preview" in s.get("run", "")
-    )
     secrets = {k: v for k, v in check["env"].items() if "secrets." in v}
-    assert secrets == {k: v for k, v in preview["env"].items() if "secrets." in v}, "the same state backend"
+    assert secrets == {k: v for k, v in preview_step()["env"].items() if "secrets." in v}, "the same state backend"
 
 
 def test_drift_checks_every_pinned_stack_and_names_the_unpinned_ones(tmp_path: Path) -> None:
@@ -290,8 +272,9 @@ def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_o
     assert "::error title=No drift kubeconfig for other::the DRIFT_KUBECONFIGS secret" in missing.stdout
 
 
-def fake_tools(directory: Path, supersonic_status: int = 0, listing: str = "[]") -> Path:
-    """A ``gh`` that logs its arguments and lists ``listing``, and a ``./supersonic`` that answers ``status``."""
+def fake_tools(directory: Path, listing: str = "[]", supersonic_status: int = 0) -> str:
+    """A ``gh`` that logs its arguments and lists ``listing``, and a ``./supersonic`` that answers ``status``; the
+    PATH that finds that ``gh`` first."""
     bin_dir = directory / "bin"
     bin_dir.mkdir()
     (directory / "listing.json").write_text(listing)
@@ -307,7 +290,7 @@ def fake_tools(directory: Path, supersonic_status: int = 0, listing: str = "[]")
     )
     for tool in (gh, front):
         tool.chmod(0o755)
-    return bin_dir
+    return f"{bin_dir}:{os.environ['PATH']}"
 
 
 @pytest.mark.parametrize(("status", "fails"), [(0, False), (1, False), (2, True)])
@@ -315,19 +298,11 @@ def test_the_drift_step_passes_drift_on_and_fails_only_when_nothing_was_checked(
     tmp_path: Path, status: int, fails: bool
 ) -> None:
     fake_tools(tmp_path, supersonic_status=status)
-    output = tmp_path / "output"
-    result = run_step(
-        drift_step("check")["run"],
-        tmp_path,
-        STACK="hammer",
-        REPORT_FILE=str(tmp_path / "drift.md"),
-        LOG_FILE=str(tmp_path / "drift.log"),
-        GITHUB_OUTPUT=str(output),
-        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
-    )
+    files = {name: str(tmp_path / name) for name in ("REPORT_FILE", "LOG_FILE", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
+    result = run_step(drift_step("check")["run"], tmp_path, STACK="hammer", **files)
     assert (result.returncode != 0) is fails, result.stdout + result.stderr
-    assert output.read_text() == f"status={status}\n"
-    assert "| part | object |" in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "GITHUB_OUTPUT").read_text() == f"status={status}\n"
+    assert "| part | object |" in (tmp_path / "GITHUB_STEP_SUMMARY").read_text()
     if fails:
         assert "::error title=Drift of hammer not checked::supersonic drift: the last line" in result.stdout
 
@@ -347,20 +322,11 @@ ISSUES = json.dumps([{"number": 7, "title": "Drift: stack hammer"}, {"number": 9
 def test_one_issue_per_stack_is_opened_updated_and_closed(
     tmp_path: Path, status: str, issues: str, expected: str | None
 ) -> None:
-    bin_dir = fake_tools(tmp_path, listing=issues)
     report = tmp_path / "drift.md"
     report.write_text("the table\n")
-    result = run_step(
-        drift_step("issue")["run"],
-        tmp_path,
-        STACK="hammer",
-        STATUS=status,
-        REPORT_FILE=str(report),
-        RUN_URL="https://run",
-        GITHUB_REPOSITORY="o/r",
-        GH_TOKEN="token",
-        PATH=f"{bin_dir}:{os.environ['PATH']}",
-    )
+    env = {"STACK": "hammer", "STATUS": status, "REPORT_FILE": str(report), "RUN_URL": "https://run"}
+    repository = {"GITHUB_REPOSITORY": "o/r", "GH_TOKEN": "token", "PATH": fake_tools(tmp_path, issues)}
+    result = run_step(drift_step("issue")["run"], tmp_path, **env, **repository)
     assert result.returncode == 0, result.stdout + result.stderr
     calls = (tmp_path / "gh.log").read_text().splitlines()
     assert calls[0].startswith("issue list --repo o/r --state open"), calls
