@@ -72,9 +72,7 @@ def test_the_component_owns_four_objects_named_after_the_release_in_its_namespac
     assert len(object_name(longest)) <= 52, "the API server rejects a CronJob name over 52 characters"
 
 
-def test_the_role_lists_and_deletes_pods_in_its_namespace_only_for_the_account_only_the_cleaner_mounts(
-    hammer: Evaluation,
-) -> None:
+def test_the_role_is_least_privilege_and_bound_to_the_account_only_the_cleaner_mounts(hammer: Evaluation) -> None:
     rules = hammer.one(ROLE).inputs["rules"]
     assert rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "deletecollection"]}], (
         "least privilege: list pods and delete a collection of them, never read or delete a pod by name"
@@ -182,9 +180,7 @@ def test_a_disabled_stack_creates_no_cleanup_objects(run_stack) -> None:
     assert evaluation.one(TYPE).name == "cleanup", "the component itself is still registered (attributes assigned)"
 
 
-def test_every_cleanup_manifest_passes_strict_validation_for_kubernetes_1_30_to_1_34_and_a_typo_does_not(
-    hammer: Evaluation,
-) -> None:
+def test_the_cleanup_manifests_pass_strict_validation_on_kubernetes_1_30_to_1_34_and_a_typo_fails(hammer) -> None:
     manifests = [r.inputs for r in cleanup_children(hammer)]
     assert len(manifests) == 4
     assert [v.rsplit(".", 1)[0] for v in KUBERNETES_VERSIONS] == ["1.30", "1.31", "1.32", "1.33", "1.34"]

@@ -139,16 +139,27 @@ def bot(comment_id: int, body: str) -> dict:
 def test_the_preview_comment_is_one_per_stack_edited_on_each_push(
     tmp_path: Path, comments: list[dict], expected: str
 ) -> None:
-    files = {name: str(tmp_path / name) for name in ("PREVIEW_FILE", "COMMENT_FILE", "GITHUB_STEP_SUMMARY")}
-    (tmp_path / "PREVIEW_FILE").write_text("Previewing update (hammer):\n  ~ 1 to update\n")
-    path = fake_tools(tmp_path, json.dumps(comments))
-    env = {"STACK": "hammer", "PR": "5", "REPO": "o/r", "GH_TOKEN": "token", "PATH": path}
-    result = run_step(step("preview", "Comment the preview on the pull request")["run"], tmp_path, **env, **files)
+    bin_dir = fake_tools(tmp_path, listing=json.dumps(comments))
+    preview = tmp_path / "preview.txt"
+    preview.write_text("Previewing update (hammer):\n  ~ 1 to update\n")
+    comment = tmp_path / "comment.md"
+    result = run_step(
+        step("preview", "Comment the preview on the pull request")["run"],
+        tmp_path,
+        STACK="hammer",
+        PR="5",
+        REPO="o/r",
+        GH_TOKEN="token",
+        PREVIEW_FILE=str(preview),
+        COMMENT_FILE=str(comment),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     calls = (tmp_path / "gh.log").read_text().splitlines()
     assert calls[0] == "api --paginate repos/o/r/issues/5/comments"
-    assert calls[1:] == [f"{expected}{files['COMMENT_FILE']}"], "hammer-2's comment and a person's are not hammer's"
-    text = (tmp_path / "COMMENT_FILE").read_text()
+    assert calls[1:] == [f"{expected}{comment}"], "hammer-2's comment and a person's are not hammer's"
+    text = comment.read_text()
     assert text.startswith("<!-- supersonic-interlink: pulumi preview hammer -->\n### ./supersonic pulumi preview")
     assert "  ~ 1 to update" in text
 
@@ -272,9 +283,8 @@ def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_o
     assert "::error title=No drift kubeconfig for other::the DRIFT_KUBECONFIGS secret" in missing.stdout
 
 
-def fake_tools(directory: Path, listing: str = "[]", supersonic_status: int = 0) -> str:
-    """A ``gh`` that logs its arguments and lists ``listing``, and a ``./supersonic`` that answers ``status``; the
-    PATH that finds that ``gh`` first."""
+def fake_tools(directory: Path, supersonic_status: int = 0, listing: str = "[]") -> Path:
+    """A ``gh`` that logs its arguments and lists ``listing``, and a ``./supersonic`` that answers ``status``."""
     bin_dir = directory / "bin"
     bin_dir.mkdir()
     (directory / "listing.json").write_text(listing)
@@ -290,7 +300,7 @@ def fake_tools(directory: Path, listing: str = "[]", supersonic_status: int = 0)
     )
     for tool in (gh, front):
         tool.chmod(0o755)
-    return f"{bin_dir}:{os.environ['PATH']}"
+    return bin_dir
 
 
 @pytest.mark.parametrize(("status", "fails"), [(0, False), (1, False), (2, True)])
@@ -298,11 +308,19 @@ def test_the_drift_step_passes_drift_on_and_fails_only_when_nothing_was_checked(
     tmp_path: Path, status: int, fails: bool
 ) -> None:
     fake_tools(tmp_path, supersonic_status=status)
-    files = {name: str(tmp_path / name) for name in ("REPORT_FILE", "LOG_FILE", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
-    result = run_step(drift_step("check")["run"], tmp_path, STACK="hammer", **files)
+    output = tmp_path / "output"
+    result = run_step(
+        drift_step("check")["run"],
+        tmp_path,
+        STACK="hammer",
+        REPORT_FILE=str(tmp_path / "drift.md"),
+        LOG_FILE=str(tmp_path / "drift.log"),
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+    )
     assert (result.returncode != 0) is fails, result.stdout + result.stderr
-    assert (tmp_path / "GITHUB_OUTPUT").read_text() == f"status={status}\n"
-    assert "| part | object |" in (tmp_path / "GITHUB_STEP_SUMMARY").read_text()
+    assert output.read_text() == f"status={status}\n"
+    assert "| part | object |" in (tmp_path / "summary.md").read_text()
     if fails:
         assert "::error title=Drift of hammer not checked::supersonic drift: the last line" in result.stdout
 
@@ -322,11 +340,20 @@ ISSUES = json.dumps([{"number": 7, "title": "Drift: stack hammer"}, {"number": 9
 def test_one_issue_per_stack_is_opened_updated_and_closed(
     tmp_path: Path, status: str, issues: str, expected: str | None
 ) -> None:
+    bin_dir = fake_tools(tmp_path, listing=issues)
     report = tmp_path / "drift.md"
     report.write_text("the table\n")
-    env = {"STACK": "hammer", "STATUS": status, "REPORT_FILE": str(report), "RUN_URL": "https://run"}
-    repository = {"GITHUB_REPOSITORY": "o/r", "GH_TOKEN": "token", "PATH": fake_tools(tmp_path, issues)}
-    result = run_step(drift_step("issue")["run"], tmp_path, **env, **repository)
+    result = run_step(
+        drift_step("issue")["run"],
+        tmp_path,
+        STACK="hammer",
+        STATUS=status,
+        REPORT_FILE=str(report),
+        RUN_URL="https://run",
+        GITHUB_REPOSITORY="o/r",
+        GH_TOKEN="token",
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     calls = (tmp_path / "gh.log").read_text().splitlines()
     assert calls[0].startswith("issue list --repo o/r --state open"), calls
