@@ -40,26 +40,19 @@ def stamp(minutes: float) -> str:
     return (START + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def failed(name: str, minute: float, **fields: Any) -> JSONObject:
-    """A Failed pod of the release, created ``minute`` minutes after the start."""
-    return pod(name, created=stamp(minute), phase="Failed", labels=TRITON, **fields)
+def failed(name: str, minute: float, labels: dict[str, str] = TRITON, **fields: Any) -> JSONObject:
+    """A Failed pod (of the release unless ``labels`` say otherwise), created ``minute`` minutes after the start."""
+    return pod(name, created=stamp(minute), phase="Failed", labels=labels, **fields)
 
 
 def failed_triton(count: int, *, release: str = RELEASE, first_minute: int = 0) -> list[JSONObject]:
     """``count`` Failed Triton pods, one every two minutes, with ReplicaSet-style names in no particular order."""
     labels = NEWEST.inference_pod_labels(release)
     stem = f"{NEWEST.inference_object_name(release)}-7c9d8f6b5"
-    pods = [
-        pod(
-            f"{stem}-{hashlib.sha256(f'{release}-{i}'.encode()).hexdigest()[:8]}",
-            created=stamp(first_minute + 2 * i),
-            phase="Failed",
-            labels=labels,
-            container_reason="Error",
-            exit_code=255,
-        )
-        for i in range(count)
-    ]
+    pods = []
+    for i in range(count):
+        suffix = hashlib.sha256(f"{release}-{i}".encode()).hexdigest()[:8]
+        pods.append(failed(f"{stem}-{suffix}", first_minute + 2 * i, labels, container_reason="Error", exit_code=255))
     assert len(names(pods)) == count, "fixture: pod names are unique"
     return pods
 
@@ -76,9 +69,9 @@ def bystanders() -> list[JSONObject]:
     """Pods the cleanup must not delete: a Running one, another release's, the cleaner's own, another namespace's."""
     return [
         pod("triton-running", created=stamp(-30), phase="Running", labels=TRITON),
-        pod("other-release-failed", created=stamp(-60), phase="Failed", labels=NEWEST.inference_pod_labels("x")),
-        pod("cleaner-failed", created=stamp(-35), phase="Failed", labels=object_labels(RELEASE), exit_code=1),
-        pod("triton-failed-elsewhere", created=stamp(-55), phase="Failed", labels=TRITON, namespace="cms-dev"),
+        failed("other-release-failed", -60, NEWEST.inference_pod_labels("x")),
+        failed("cleaner-failed", -35, object_labels(RELEASE), exit_code=1),
+        failed("triton-failed-elsewhere", -55, namespace="cms-dev"),
     ]
 
 
@@ -223,11 +216,9 @@ def test_a_newline_in_the_kept_pods_container_reason_does_not_delete_it(cluster)
 
 
 def timeless(created: str | None) -> JSONObject:
-    bad = failed("triton-timeless", 0)
+    bad = pod("triton-timeless", created=created or "", phase="Failed", labels=TRITON)
     if created is None:
         del bad["metadata"]["creationTimestamp"]
-    else:
-        bad["metadata"]["creationTimestamp"] = created
     return bad
 
 

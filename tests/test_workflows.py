@@ -271,10 +271,9 @@ def test_drift_reads_the_cluster_with_its_own_kubeconfig_not_the_previews_read_o
     # The preview's kubeconfig may only get, list and watch; drift's server-side dry run needs patch.
     text = json.dumps(drift_workflow())
     assert "secrets.KUBECONFIGS" not in text and "secrets.DRIFT_KUBECONFIGS" in text
-    kubeconfig = drift_step("Drift kubeconfig for this cluster")
+    script = drift_step("Drift kubeconfig for this cluster")["run"]
     target = tmp_path / "kubeconfig"
     secret = json.dumps({"hammer": "apiVersion: v1\nkind: Config\n"})
-    script = kubeconfig["run"]
     result = run_step(script, tmp_path, STACK="hammer", DRIFT_KUBECONFIGS=secret, KUBECONFIG_FILE=str(target))
     assert result.returncode == 0 and target.read_text().startswith("apiVersion: v1\nkind: Config\n")
     assert oct(target.stat().st_mode & 0o777) == "0o600", "readable by the runner user alone"
