@@ -69,8 +69,8 @@ def bystanders() -> list[JSONObject]:
     """Pods the cleanup must not delete: a Running one, another release's, the cleaner's own, another namespace's."""
     return [
         pod("triton-running", created=stamp(-30), phase="Running", labels=TRITON),
-        failed("other-release-failed", -60, NEWEST.inference_pod_labels("x")),
-        failed("cleaner-failed", -35, object_labels(RELEASE), exit_code=1),
+        failed("other-release-failed", -60, labels=NEWEST.inference_pod_labels("x")),
+        failed("cleaner-failed", -35, labels=object_labels(RELEASE), exit_code=1),
         failed("triton-failed-elsewhere", -55, namespace="cms-dev"),
     ]
 
