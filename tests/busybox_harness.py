@@ -122,11 +122,9 @@ class Cluster:
         text: str | None = None,
         usage_file: Path | None = None,
     ) -> Run:
-        """Run the container's command with the container's environment (plus the downward API's NAMESPACE).
-
-        ``text`` replaces the script's text (a benchmark runs an earlier version); with ``usage_file``, ``busybox
-        time -v`` starts the run and writes its resource usage there (its peak RSS is the largest process's).
-        """
+        """Run the container's command with its environment (plus the downward API's NAMESPACE). ``text`` replaces
+        the script (a benchmark runs an earlier one); ``usage_file`` gets ``busybox time -v``'s resource usage (its
+        peak RSS is the largest process's)."""
         timing = [] if usage_file is None else [busybox_path(), "time", "-v", "-o", str(usage_file)]
         scratch = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
         before = frozenset(self.server.names())

@@ -1,8 +1,6 @@
 """The pods of a cluster on loopback, for the real kubectl 1.34: the package's stand-in API with kubectl's aggregated
-discovery, equality selectors, DELETE of a pod or a collection, and a failure injected on request.
-
-Pods are listed in the order stored (the API server's is by name: a client must not depend on it); that the real API
-server selects the same pods is ``tests/e2e/test_cleanup_api_server.py``'s subject."""
+discovery, equality selectors, DELETE of a pod or a collection, and a failure injected on request. Pods are listed in
+the order stored (the API server's is by name: a client must not depend on it)."""
 
 from __future__ import annotations
 

@@ -29,12 +29,10 @@ from supersonic_interlink.contract import NEWEST
 
 RELEASE = "supersonic-interlink"
 NAMESPACE = "cms"
-GENERATION = NEWEST
-TRITON = GENERATION.inference_pod_labels(RELEASE)
-SELECTOR = inference_pod_selector(GENERATION, RELEASE)
+TRITON = NEWEST.inference_pod_labels(RELEASE)
+SELECTOR = inference_pod_selector(NEWEST, RELEASE)
 START = datetime(2025, 6, 1, 8, 0, tzinfo=UTC)
-# kubectl 1.34 with an empty cache discovers the API with two requests (aggregated discovery: GET /api, GET /apis)
-# before its list; `kubectl delete --raw` needs no discovery.
+# kubectl 1.34 with an empty cache discovers the API (GET /api, GET /apis) before its list; `delete --raw` needs none.
 DISCOVERY_REQUESTS = 2
 
 
@@ -42,30 +40,20 @@ def stamp(minutes: float) -> str:
     return (START + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def failed_triton(
-    count: int,
-    *,
-    release: str = RELEASE,
-    first_minute: int = 0,
-    container_reason: str | None = "Error",
-    exit_code: int | None = 255,
-) -> list[JSONObject]:
+def failed(name: str, minute: float, labels: dict[str, str] = TRITON, **fields: Any) -> JSONObject:
+    """A Failed pod (of the release unless ``labels`` say otherwise), created ``minute`` minutes after the start."""
+    return pod(name, created=stamp(minute), phase="Failed", labels=labels, **fields)
+
+
+def failed_triton(count: int, *, release: str = RELEASE, first_minute: int = 0) -> list[JSONObject]:
     """``count`` Failed Triton pods, one every two minutes, with ReplicaSet-style names in no particular order."""
-    labels = GENERATION.inference_pod_labels(release)
+    labels = NEWEST.inference_pod_labels(release)
+    stem = f"{NEWEST.inference_object_name(release)}-7c9d8f6b5"
     pods = []
     for i in range(count):
         suffix = hashlib.sha256(f"{release}-{i}".encode()).hexdigest()[:8]
-        pods.append(
-            pod(
-                f"{GENERATION.inference_object_name(release)}-7c9d8f6b5-{suffix}",
-                created=stamp(first_minute + 2 * i),
-                phase="Failed",
-                labels=labels,
-                container_reason=container_reason,
-                exit_code=exit_code,
-            )
-        )
-    assert len({p["metadata"]["name"] for p in pods}) == count, "fixture: pod names are unique"
+        pods.append(failed(f"{stem}-{suffix}", first_minute + 2 * i, labels, container_reason="Error", exit_code=255))
+    assert len(names(pods)) == count, "fixture: pod names are unique"
     return pods
 
 
@@ -81,13 +69,10 @@ def bystanders() -> list[JSONObject]:
     """Pods the cleanup must not delete: a Running one, another release's, the cleaner's own, another namespace's."""
     return [
         pod("triton-running", created=stamp(-30), phase="Running", labels=TRITON),
-        pod("other-release-failed", created=stamp(-60), phase="Failed", labels=GENERATION.inference_pod_labels("x")),
-        pod("cleaner-failed", created=stamp(-35), phase="Failed", labels=object_labels(RELEASE), exit_code=1),
-        pod("triton-failed-elsewhere", created=stamp(-55), phase="Failed", labels=TRITON, namespace="cms-dev"),
+        failed("other-release-failed", -60, labels=NEWEST.inference_pod_labels("x")),
+        failed("cleaner-failed", -35, labels=object_labels(RELEASE), exit_code=1),
+        failed("triton-failed-elsewhere", -55, namespace="cms-dev"),
     ]
-
-
-MakeCluster = Callable[..., Cluster]
 
 
 @pytest.fixture(scope="session")
@@ -96,14 +81,10 @@ def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, bin_dir: Path) -> Iterator[MakeCluster]:
+def cluster(tmp_path: Path, bin_dir: Path) -> Iterator[Callable[[list[JSONObject]], Cluster]]:
     """A stand-in API server holding ``pods``."""
     with contextlib.ExitStack() as stack:
-
-        def make(pods: list[JSONObject]) -> Cluster:
-            return Cluster(tmp_path, bin_dir, stack.enter_context(kube_api_standin(pods)))
-
-        yield make
+        yield lambda pods: Cluster(tmp_path, bin_dir, stack.enter_context(kube_api_standin(pods)))
 
 
 def environment(**cleanup: Any) -> dict[str, str]:
@@ -116,13 +97,9 @@ def assert_ok(run: Run) -> None:
 
 
 def assert_requests(run: Run, *pod_verbs: str) -> None:
-    """Discovery, then exactly these requests on pods, in this order."""
-    assert [r.verb for r in run.pod_requests()] == list(pod_verbs), (
-        f"one LIST, then at most one DELETE of the collection, for any backlog: {run.requests}"
+    assert run.verbs() == ["discovery"] * DISCOVERY_REQUESTS + list(pod_verbs), (
+        f"kubectl's discovery, then one LIST and at most one DELETE of the collection, for any backlog: {run.requests}"
     )
-    assert run.verbs().count("discovery") == DISCOVERY_REQUESTS and len(run.requests) == DISCOVERY_REQUESTS + len(
-        pod_verbs
-    ), f"nothing but kubectl's discovery besides: {run.requests}"
 
 
 def delete_request(run: Run) -> tuple[str, str]:
@@ -136,19 +113,32 @@ def log_lines(run: Run, action: str) -> list[str]:
     return [line for line in run.stdout.splitlines() if line.startswith(f"{action} pod/")]
 
 
-def test_the_22_failed_pods_of_the_change_request_leave_only_the_newest_and_a_second_run_deletes_nothing(
-    cluster,
-) -> None:
+def summary(run: Run) -> str:
+    return run.stdout.rstrip().splitlines()[-1]
+
+
+def test_the_22_failed_pods_of_the_change_request_dry_run_then_keep_only_the_newest_then_stay(cluster) -> None:
     pods = failed_triton(22)
-    assert max(names(pods)) != newest_first(pods)[0], (
-        "fixture: name order must not find the newest, only creation-time order does"
-    )
+    assert max(names(pods)) != newest_first(pods)[0], "fixture: only creation-time order finds the newest"
     fake = cluster(pods)
-    run, second = fake.run(environment()), fake.run(environment())
+    dry, run, second = fake.run(environment(dryRun=True)), fake.run(environment()), fake.run(environment())
+    assert_ok(dry)
+    assert_requests(dry, "list")
+    assert dry.deleted == set()
+    assert len(log_lines(dry, "would delete")) == 21 and len(log_lines(dry, "keep")) == 1
+    assert summary(dry) == "cleanup (dry run): deleted 0, would delete 21, kept 1"
+    (line,) = [line for line in dry.stdout.splitlines() if line.startswith("cleanup (dry run): would send DELETE ")]
+    printed = urllib.parse.urlsplit(line.rsplit(" ", 1)[1])
     assert_ok(run)
     assert_requests(run, "list", "deletecollection")
+    (sent,) = [r for r in run.requests if r.verb == "deletecollection"]
+    assert (printed.path, urllib.parse.parse_qs(printed.query)) == (sent.path, sent.query), (
+        "the dry run prints the request the real run sends"
+    )
+    used = {r.verb for r in dry.pod_requests() + run.pod_requests()}
+    assert used == set(ROLE_RULES[0]["verbs"]), "the runs use every verb the Role grants, and nothing else"
     assert run.deleted == names(pods) - {newest_first(pods)[0]}, "21 deleted, the newest kept for diagnosis"
-    assert run.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 21, kept 1"
+    assert summary(run) == "cleanup: deleted 21, kept 1"
     assert_ok(second)
     assert_requests(second, "list")
     assert second.deleted == set(), "the cleanup is idempotent: a clean namespace gets no delete request"
@@ -170,7 +160,7 @@ def test_the_delete_request_is_confined_to_the_releases_failed_pods_except_the_k
 
 
 @pytest.mark.parametrize(
-    ("pods", "keep", "summary"),
+    ("pods", "keep", "summary_end"),
     [
         (failed_triton(3), 5, "cleanup: deleted 0, kept 3"),
         (failed_triton(1), 1, "cleanup: deleted 0, kept 1"),
@@ -178,54 +168,35 @@ def test_the_delete_request_is_confined_to_the_releases_failed_pods_except_the_k
     ],
     ids=["fewer-than-keep", "exactly-keep", "none-failed"],
 )
-def test_no_more_failed_pods_than_keep_deletes_none(cluster, pods: list[JSONObject], keep: int, summary: str) -> None:
+def test_no_more_failed_pods_than_keep_deletes_none(cluster, pods: list[JSONObject], keep: int, summary_end) -> None:
     run = cluster(pods).run(environment(keep=keep))
     assert_ok(run)
     assert_requests(run, "list")
     assert run.deleted == set(), "the newest keep Failed pods are kept"
-    assert run.stdout.rstrip().splitlines()[-1].endswith(summary)
+    assert summary(run).endswith(summary_end)
 
 
 def test_a_backlog_of_more_than_kubectls_chunks_clears_in_one_run_of_two_requests_on_pods(cluster) -> None:
-    # Above kubectl's 500-pod list chunks, which would make three list requests; the 5,000 of the change request
-    # and the run's time and memory at that size are benchmarks/cleanup_5000.py's.
-    failed = failed_triton(1001)
+    # Past kubectl's 500-pod list chunks; the 5,000 pods' time and memory are benchmarks/cleanup_5000.py's.
+    backlog = failed_triton(1001)
     running = [pod(f"triton-running-{i}", created=stamp(i), phase="Running", labels=TRITON) for i in range(50)]
-    other = failed_triton(50, release="supersonic-gpu")
-    run = cluster(failed + running + other).run(environment())
+    run = cluster(backlog + running + failed_triton(50, release="supersonic-gpu")).run(environment())
     assert_ok(run)
     assert_requests(run, "list", "deletecollection")
     assert run.pod_requests()[0].param("limit") is None, "--chunk-size=0: kubectl would list in chunks of 500"
-    assert run.deleted == names(failed) - {newest_first(failed)[0]}, "the whole backlog but the newest, in one run"
+    assert run.deleted == names(backlog) - {newest_first(backlog)[0]}, "the whole backlog but the newest, in one run"
     assert len(log_lines(run, "delete")) == 1000 and len(log_lines(run, "keep")) == 1
-    assert run.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 1000, kept 1"
+    assert summary(run) == "cleanup: deleted 1000, kept 1"
 
 
-HOSTILE_REASON = 'OOMKilled\ntriton-running\t"quoted" $(touch {marker}) `touch {marker}`'
-
-
-def test_a_reason_with_a_newline_tab_quotes_and_command_substitution_deletes_nothing_outside(
-    cluster, tmp_path: Path
-) -> None:
+def test_a_reason_with_a_newline_tab_quotes_and_substitutions_deletes_nothing_else(cluster, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
-    reason = HOSTILE_REASON.format(marker=marker)
-    hostile = pod(
-        "triton-hostile",
-        created=stamp(0),
-        phase="Failed",
-        labels=TRITON,
-        reason=reason,
-        container_reason=reason,
-        exit_code=137,
-    )
-    newest = failed_triton(1, first_minute=10)
-    others = bystanders()
-    run = cluster([hostile, *newest, *others]).run(environment())
+    reason = f'OOMKilled\ntriton-running\t"quoted" $(touch {marker}) `touch {marker}`'
+    hostile = failed("triton-hostile", 0, reason=reason, container_reason=reason, exit_code=137)
+    run = cluster([hostile, *failed_triton(1, first_minute=10), *bystanders()]).run(environment())
     assert_ok(run)
     assert_requests(run, "list", "deletecollection")
-    assert run.deleted == {"triton-hostile"}, (
-        "the line after the newline in the reason names a Running pod; it must not be read as a pod to delete"
-    )
+    assert run.deleted == {"triton-hostile"}, "the line after the newline in the reason names a Running pod"
     assert not marker.exists(), "a reason is data: $(...) and backquotes in it never run"
     escaped = f'reason="OOMKilled\\ntriton-running\\t\\"quoted\\" $(touch {marker}) `touch {marker}`"'
     assert log_lines(run, "delete") == [
@@ -236,18 +207,11 @@ def test_a_reason_with_a_newline_tab_quotes_and_command_substitution_deletes_not
 
 def test_a_newline_in_the_kept_pods_container_reason_does_not_delete_it(cluster) -> None:
     older = failed_triton(1)
-    kept = pod(
-        "triton-newest",
-        created=stamp(30),
-        phase="Failed",
-        labels=TRITON,
-        container_reason=f"Error\n{older[0]['metadata']['name']}",
-        exit_code=1,
-    )
+    kept = failed("triton-newest", 30, container_reason=f"Error\n{older[0]['metadata']['name']}", exit_code=1)
     run = cluster([*older, kept]).run(environment(keep=1))
     assert_ok(run)
     assert run.deleted == names(older), "the newest pod is kept even when its reason reads like another pod's name"
-    assert run.stdout.rstrip().splitlines()[-1] == "cleanup: deleted 1, kept 1"
+    assert summary(run) == "cleanup: deleted 1, kept 1"
     assert delete_request(run)[1] == "status.phase=Failed,metadata.name!=triton-newest"
 
 
@@ -260,54 +224,33 @@ def timeless(created: str | None) -> JSONObject:
 
 NO_NAME = "has no pod name"
 NO_TIME = "does not start with a creation time"
+BAD_NAMES = ["Triton-Upper", "triton running", "triton\nrunning", "triton_", "-triton", "a..b", "a" * 254, ""]
+BAD_TIMES = ["yesterday", "2025-06-01 08:00:00", "2025-06-01T08:00:00+02:00", None]
 
 
 @pytest.mark.parametrize(
     ("bad", "why"),
-    [
-        *(
-            (pod(name, created=stamp(1), phase="Failed", labels=TRITON, exit_code=1), NO_NAME)
-            for name in [
-                "Triton-Upper",
-                "triton running",
-                "triton\nrunning",
-                "triton_",
-                "-triton",
-                "a..b",
-                "a" * 254,
-                "",
-            ]
-        ),
-        *((timeless(c), NO_TIME) for c in ["yesterday", "2025-06-01 08:00:00", "2025-06-01T08:00:00+02:00", None]),
-    ],
+    [*((failed(name, 1, exit_code=1), NO_NAME) for name in BAD_NAMES), *((timeless(c), NO_TIME) for c in BAD_TIMES)],
 )
 def test_a_listing_the_script_cannot_trust_stops_the_run_before_any_delete(cluster, bad: JSONObject, why: str) -> None:
     run = cluster([*failed_triton(3), *bystanders(), bad]).run(environment(keep=0))
     assert run.returncode == 1, "a listing with a name the API never returns, or without a creation time, fails"
     assert_requests(run, "list")
     assert run.deleted == set(), "nothing is deleted on the strength of a listing the script cannot trust"
-    assert re.search(rf"^cleanup: line \d+ of the listing {why}.*; nothing deleted$", run.stderr, re.MULTILINE), (
-        run.stderr
-    )
-    assert len(run.stderr.splitlines()) == 1 and re.fullmatch(r"[ -~]*", run.stderr.rstrip("\n")), (
-        "the message is one printable line, whatever the name holds"
+    assert re.fullmatch(rf"cleanup: line \d+ of the listing {why}[ -~]*; nothing deleted\n", run.stderr), (
+        "one printable line, whatever the name holds: " + run.stderr
     )
 
 
 def test_pods_created_in_the_same_second_are_kept_by_name_whatever_the_listing_order(cluster) -> None:
     older = failed_triton(3)
-    same_second = [
-        pod(name, created=stamp(60), phase="Failed", labels=TRITON, exit_code=1)
-        for name in ("triton-tie-b", "triton-tie-c", "triton-tie-a")
-    ]
+    same_second = [failed(name, 60, exit_code=1) for name in ("triton-tie-b", "triton-tie-c", "triton-tie-a")]
     run = cluster(older + same_second).run(environment(keep=2))
     assert_ok(run)
-    assert run.deleted == names(older) | {"triton-tie-a"}, (
-        "of pods created in the same second, the later names are kept, in whatever order the API lists them"
-    )
+    assert run.deleted == names(older) | {"triton-tie-a"}, "of pods created in the same second, later names stay"
     assert log_lines(run, "keep") == [
-        f'keep pod/triton-tie-b created={stamp(60)} reason=- [container "triton": exit=1 reason=-]',
-        f'keep pod/triton-tie-c created={stamp(60)} reason=- [container "triton": exit=1 reason=-]',
+        f'keep pod/triton-tie-{tie} created={stamp(60)} reason=- [container "triton": exit=1 reason=-]'
+        for tie in ("b", "c")
     ]
 
 
@@ -332,43 +275,20 @@ def test_a_failing_request_fails_the_job_and_claims_no_deletion(cluster, verb: s
     assert "cleanup: deleted" not in run.stdout, "the summary reports deletions only once they happened"
 
 
-def test_the_dry_run_lists_deletes_nothing_and_prints_the_exact_request(cluster) -> None:
-    pods = failed_triton(22)
-    fake = cluster(pods)
-    dry = fake.run(environment(dryRun=True))
-    assert_ok(dry)
-    assert_requests(dry, "list")
-    assert dry.deleted == set()
-    assert len(log_lines(dry, "would delete")) == 21 and len(log_lines(dry, "keep")) == 1
-    assert dry.stdout.rstrip().splitlines()[-1] == "cleanup (dry run): deleted 0, would delete 21, kept 1"
-    (line,) = [line for line in dry.stdout.splitlines() if line.startswith("cleanup (dry run): would send DELETE ")]
-    printed = urllib.parse.urlsplit(line.rsplit(" ", 1)[1])
-    real = fake.run(environment())
-    used = {r.verb for r in dry.pod_requests() + real.pod_requests()}
-    assert used == set(ROLE_RULES[0]["verbs"]), "the runs use every verb the Role grants, and nothing else"
-    (sent,) = [r for r in real.requests if r.verb == "deletecollection"]
-    assert (printed.path, urllib.parse.parse_qs(printed.query)) == (sent.path, sent.query), (
-        "the dry run prints the request the real run sends"
-    )
-    assert real.deleted == names(pods) - {newest_first(pods)[0]}
-
-
 def test_each_pod_is_logged_with_creation_time_reason_and_exit_code_before_the_delete(cluster) -> None:
     pods = failed_triton(3)
-    provider_failed = pod(
-        "triton-provider-failed", created=stamp(-10), phase="Failed", labels=TRITON, reason="ProviderFailed"
-    )
-    odd = pod("triton-odd", created=stamp(-5), phase="Failed", labels=TRITON)
+    odd = failed("triton-odd", -5)
     odd["status"]["containerStatuses"] = [{"name": "triton", "state": {"terminated": {"exitCode": "1\n2"}}}]
-    run = cluster([*pods, provider_failed, odd]).run(environment())
+    run = cluster([*pods, failed("triton-provider-failed", -10, reason="ProviderFailed"), odd]).run(environment())
     assert_ok(run)
     lines = run.stdout.splitlines()
-    oldest, newest = newest_first(pods)[-1], newest_first(pods)[0]
-    assert lines[1:] == [
+    newest, middle, oldest = newest_first(pods)
+    assert lines == [
+        f"cleanup: 5 Failed pods in cms match {SELECTOR}; keeping the newest 1",
         f'delete pod/triton-provider-failed created={stamp(-10)} reason="ProviderFailed"',
         f'delete pod/triton-odd created={stamp(-5)} reason=- [container "triton": exit="1\\n2" reason=-]',
         f'delete pod/{oldest} created={stamp(0)} reason=- [container "triton": exit=255 reason="Error"]',
-        f'delete pod/{newest_first(pods)[1]} created={stamp(2)} reason=- [container "triton": exit=255 reason="Error"]',
+        f'delete pod/{middle} created={stamp(2)} reason=- [container "triton": exit=255 reason="Error"]',
         f'keep pod/{newest} created={stamp(4)} reason=- [container "triton": exit=255 reason="Error"]',
         "cleanup: sending DELETE /api/v1/namespaces/cms/pods?labelSelector="
         + urllib.parse.quote(SELECTOR, safe="")
@@ -376,7 +296,6 @@ def test_each_pod_is_logged_with_creation_time_reason_and_exit_code_before_the_d
         + urllib.parse.quote(f"status.phase=Failed,metadata.name!={newest}", safe=""),
         "cleanup: deleted 4, kept 1",
     ], "oldest first, one line per pod (an exit code not a number quoted), written before the request"
-    assert lines[0] == f"cleanup: 5 Failed pods in cms match {SELECTOR}; keeping the newest 1"
 
 
 BAD_PARAMETERS = {
@@ -403,16 +322,15 @@ def test_a_parameter_out_of_its_range_stops_the_run_before_any_request(cluster, 
     ("name", "value"), [("KEEP", "0"), ("KEEP", "20"), ("SELECTOR", "app.kubernetes.io/instance=x")]
 )
 def test_a_parameter_at_the_edge_of_its_range_is_accepted(cluster, name: str, value: str) -> None:
-    run = cluster(failed_triton(3)).run({**environment(), name: value})
-    assert_ok(run)
+    assert_ok(cluster(failed_triton(3)).run({**environment(), name: value}))
 
 
 @pytest.mark.parametrize("missing", ["NAMESPACE", "SELECTOR", "KEEP", "DRY_RUN"])
 def test_a_missing_parameter_stops_the_run_before_any_request(cluster, missing: str) -> None:
-    fake = cluster(failed_triton(3))
     env = {**environment(), "NAMESPACE": NAMESPACE}
     del env[missing]
-    run = fake.run({**env, missing: ""}) if missing == "NAMESPACE" else fake.run(env)
+    # Cluster.run supplies the downward API's NAMESPACE, so an empty one stands for a missing one.
+    run = cluster(failed_triton(3)).run({**env, missing: ""} if missing == "NAMESPACE" else env)
     assert run.returncode == 2, f"{missing} has no default in the script (defaults live in Pulumi.yaml)"
     assert run.requests == [], "nothing is listed or deleted without every parameter"
     assert missing in run.stderr, "the message names the missing parameter"
@@ -423,17 +341,12 @@ def kubelet_expand(text: str, defined: dict[str, str]) -> str:
     return re.sub(r"\$(\$|\(([^)]*)\))", lambda m: "$" if m[1] == "$" else defined.get(m[2], m[0]), text)
 
 
-def test_the_script_text_survives_the_kubelets_variable_expansion() -> None:
-    names = dict.fromkeys([*environment(), "NAMESPACE"], "<expanded>")
-    assert kubelet_expand("a $(KEEP) $$(KEEP) $$ $(X $", names) == "a <expanded> $(KEEP) $ $(X $", (
-        "fixture: the expansion"
-    )
-    assert kubelet_expand(script_text(), names) == script_text(), (
+def test_the_script_text_survives_the_kubelets_variable_expansion_and_uses_nothing_the_image_lacks() -> None:
+    defined = dict.fromkeys([*environment(), "NAMESPACE"], "<expanded>")
+    assert kubelet_expand("a $(KEEP) $$(KEEP) $$ $(X $", defined) == "a <expanded> $(KEEP) $ $(X $", "fixture"
+    assert kubelet_expand(script_text(), defined) == script_text(), (
         "the kubelet rewrites $(NAME) and $$ in a container command; the script must contain neither"
     )
-
-
-def test_the_script_uses_nothing_the_image_lacks() -> None:
     code = "\n".join(line for line in script_text().splitlines() if not line.lstrip().startswith("#"))
     for missing in sorted(MISSING_IN_IMAGE):
         assert not re.search(rf"\b{missing}\b", code), f"alpine/kubectl has no {missing}"

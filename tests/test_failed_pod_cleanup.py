@@ -29,6 +29,7 @@ ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 CRONJOB = "kubernetes:batch/v1:CronJob"
 CLEANUP_TYPES = (SERVICE_ACCOUNT, ROLE, ROLE_BINDING, CRONJOB)
 RELEASE = "supersonic-interlink"
+NAME = f"{RELEASE}-failed-pod-cleanup"
 
 
 def cleanup_children(evaluation: Evaluation) -> list[Registered]:
@@ -57,49 +58,36 @@ def hammer() -> Evaluation:
 def test_the_component_owns_four_objects_named_after_the_release_in_its_namespace(hammer: Evaluation) -> None:
     assert hammer.one(TYPE).name == "cleanup"
     children = cleanup_children(hammer)
-    assert sorted(r.type for r in children) == sorted(CLEANUP_TYPES), (
-        "the component creates exactly these four objects, each parented to it"
-    )
+    assert sorted(r.type for r in children) == sorted(CLEANUP_TYPES), "exactly these four, each parented to it"
     assert sorted(r.name for r in children) == sorted(
         f"cleanup-{role}" for role in ("serviceaccount", "role", "rolebinding", "cronjob")
     )
     for registered in children:
         metadata = registered.inputs["metadata"]
-        assert metadata["name"] == f"{RELEASE}-failed-pod-cleanup", f"{registered.type} is named from the release"
+        assert metadata["name"] == NAME, f"{registered.type} is named from the release"
         assert metadata["namespace"] == "cms", f"{registered.type} lives in the release namespace"
         assert metadata["labels"] == object_labels(RELEASE)
-    assert hammer.outputs["cleanupCronJob"] == f"{RELEASE}-failed-pod-cleanup", "the export names the CronJob"
+    assert hammer.outputs["cleanupCronJob"] == NAME, "the export names the CronJob"
+    assert len(object_name("r" * RELEASE_NAME_MAX)) <= 52, "the API server rejects a CronJob name over 52 characters"
 
 
-def test_the_longest_release_name_keeps_the_cronjob_name_within_52_characters() -> None:
-    longest = "r" * RELEASE_NAME_MAX
-    assert len(object_name(longest)) <= 52, "the API server rejects a CronJob name over 52 characters"
-
-
-def test_the_role_grants_list_and_deletecollection_on_pods_in_its_namespace_and_no_wildcard(hammer: Evaluation) -> None:
+def test_the_role_is_least_privilege_and_bound_to_the_account_only_the_cleaner_mounts(hammer: Evaluation) -> None:
     rules = hammer.one(ROLE).inputs["rules"]
     assert rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "deletecollection"]}], (
-        "least privilege: the cleaner lists pods and deletes a collection of them, in its namespace only; it never "
-        "reads or deletes a pod by name"
+        "least privilege: list pods and delete a collection of them, never read or delete a pod by name"
     )
     assert not any("ClusterRole" in r.type for r in hammer.resources), "the cleanup needs no cluster-scoped RBAC"
     for registered in (hammer.one(ROLE), hammer.one(ROLE_BINDING)):
         assert "*" not in repr(registered.inputs), f"{registered.type}: no wildcard in any rule or reference"
-
-
-def test_the_binding_ties_the_role_to_the_service_account_whose_token_only_the_cleaner_mounts(
-    hammer: Evaluation,
-) -> None:
     binding = hammer.one(ROLE_BINDING).inputs
-    name = f"{RELEASE}-failed-pod-cleanup"
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "cms"}]
-    assert pod_spec(hammer)["serviceAccountName"] == name, "the Job pods run as the bound account"
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": "cms"}]
+    assert pod_spec(hammer)["serviceAccountName"] == NAME, "the Job pods run as the bound account"
     assert hammer.one(SERVICE_ACCOUNT).inputs["automountServiceAccountToken"] is False
     assert pod_spec(hammer)["automountServiceAccountToken"] is True, "kubectl needs the token in its own pod"
 
 
-def test_the_cronjob_runs_on_the_configured_schedule_one_bounded_job_at_a_time(hammer: Evaluation) -> None:
+def test_the_cronjob_runs_the_script_with_the_images_shell_one_bounded_job_at_a_time(hammer: Evaluation) -> None:
     spec = hammer.one(CRONJOB).inputs["spec"]
     assert spec["schedule"] == "*/5 * * * *", "the default cadence from Pulumi.yaml"
     assert spec["concurrencyPolicy"] == "Forbid", "two cleaners at once would race over the same pods"
@@ -111,9 +99,6 @@ def test_the_cronjob_runs_on_the_configured_schedule_one_bounded_job_at_a_time(h
     assert job["activeDeadlineSeconds"] == 240, "a hung run ends before the next is due (every 5 min)"
     assert job["ttlSecondsAfterFinished"] == 86400, "finished Jobs are removed a day later"
     assert pod_spec(hammer)["restartPolicy"] == "Never"
-
-
-def test_the_container_runs_the_script_file_with_the_images_shell(hammer: Evaluation) -> None:
     command = container(hammer)["command"]
     assert command == container_command(script_text()), "the script text is read from its file into the command"
     assert command[:2] == ["/bin/sh", "-c"], "alpine/kubectl's entrypoint is kubectl, so the shell is named"
@@ -145,25 +130,20 @@ def test_the_selector_is_the_chart_generations_inference_pod_labels(generation, 
     }, "the chart's inference pod labels, written out so a wrong contract table cannot agree with itself"
 
 
-def test_the_cleaners_own_pods_do_not_match_the_selector_they_clean(hammer: Evaluation) -> None:
-    labels = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
-    wanted = contract.NEWEST.inference_pod_labels(RELEASE)
-    assert any(labels.get(key) != value for key, value in wanted.items()), "the cleaner never selects itself"
-    assert labels[CHART.component_label] == COMPONENT != wanted[CHART.component_label]
-
-
 def test_keep_and_dry_run_come_from_the_stack(run_stack) -> None:
     env = env_of(run_stack(cleanup={"keep": 0, "dryRun": True, "schedule": "*/10 * * * *"}))
     assert env["KEEP"] == "0", "keep: 0 is allowed and reaches the script"
     assert env["DRY_RUN"] == "true"
-    other = run_stack("geddes-gpu")
-    assert env_of(other)["KEEP"] == "2", "the geddes-gpu stack keeps two"
-    assert env_of(other)["SELECTOR"] == inference_pod_selector(contract.NEWEST, "supersonic-gpu"), (
-        "each stack cleans its release"
-    )
+    other = env_of(run_stack("geddes-gpu"))
+    assert other["KEEP"] == "2", "the geddes-gpu stack keeps two"
+    assert other["SELECTOR"] == inference_pod_selector(contract.NEWEST, "supersonic-gpu"), "each stack cleans its own"
 
 
-def test_the_cleaner_pod_runs_on_the_af_nodes_on_hammer_and_is_hardened(hammer: Evaluation) -> None:
+def test_the_cleaner_pod_is_not_selected_runs_on_the_af_nodes_is_hardened_and_capped(hammer: Evaluation) -> None:
+    labels = hammer.one(CRONJOB).inputs["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+    wanted = contract.NEWEST.inference_pod_labels(RELEASE)
+    assert any(labels.get(key) != value for key, value in wanted.items()), "the cleaner never selects itself"
+    assert labels[CHART.component_label] == COMPONENT != wanted[CHART.component_label]
     spec = pod_spec(hammer)
     assert spec["nodeSelector"] == {"cms-af-prod": "true"}, "beside Envoy, never on the interLink virtual node"
     assert spec["tolerations"] == [
@@ -181,17 +161,12 @@ def test_the_cleaner_pod_runs_on_the_af_nodes_on_hammer_and_is_hardened(hammer: 
     assert security["capabilities"] == {"drop": ["ALL"]}
     mounts = {m["name"]: m["mountPath"] for m in container(hammer)["volumeMounts"]}
     volumes = {v["name"]: v for v in spec["volumes"]}
-    assert mounts == {"scratch": "/tmp"} and "emptyDir" in volumes["scratch"], (
-        "with a read-only root, kubectl's HOME and cache need a writable emptyDir"
-    )
-
-
-def test_the_cleaner_asks_for_little_and_is_capped(hammer: Evaluation) -> None:
+    assert mounts == {"scratch": "/tmp"} and "emptyDir" in volumes["scratch"], "a read-only root: HOME on an emptyDir"
     resources = container(hammer)["resources"]
     assert set(resources) == {"requests", "limits"}
     assert resources["requests"] == {"cpu": "10m", "memory": "64Mi"}
     assert resources["limits"] == {"cpu": "200m", "memory": "512Mi"}, (
-        "both capped, so a runaway cleaner cannot crowd Envoy; 512Mi holds kubectl's list of a 5,000-pod backlog "
+        "capped, so a runaway cleaner cannot crowd Envoy; 512Mi holds kubectl's list of a 5,000-pod backlog "
         "(measured peak 335-414 MiB in benchmarks/cleanup_5000.py)"
     )
 
@@ -204,14 +179,11 @@ def test_a_disabled_stack_creates_no_cleanup_objects(run_stack) -> None:
     assert evaluation.one(TYPE).name == "cleanup", "the component itself is still registered (attributes assigned)"
 
 
-def test_every_cleanup_manifest_passes_strict_validation_for_kubernetes_1_30_to_1_34(hammer: Evaluation) -> None:
+def test_the_cleanup_manifests_pass_strict_validation_on_kubernetes_1_30_to_1_34_and_a_typo_fails(hammer) -> None:
     manifests = [r.inputs for r in cleanup_children(hammer)]
     assert len(manifests) == 4
     assert [v.rsplit(".", 1)[0] for v in KUBERNETES_VERSIONS] == ["1.30", "1.31", "1.32", "1.33", "1.34"]
     assert kubernetes_findings(manifests) == [], "every cleanup object is valid on every supported Kubernetes"
-
-
-def test_the_strict_validation_catches_a_misspelled_cronjob_field(hammer: Evaluation) -> None:
     broken = copy.deepcopy(hammer.one(CRONJOB).inputs)
     broken["spec"]["concurrencypolicy"] = broken["spec"].pop("concurrencyPolicy")
     findings = kubernetes_findings([broken], versions=("1.34.0",))
@@ -221,8 +193,7 @@ def test_the_strict_validation_catches_a_misspelled_cronjob_field(hammer: Evalua
 
 
 def test_the_keep_bound_in_settings_is_the_cleanup_scripts_own() -> None:
-    script = (ROOT / "scripts" / "cleanup-failed-pods.sh").read_text()
-    assert "KEEP_MAX=20\n" in script, "the script refuses KEEP above 20"
+    assert "KEEP_MAX=20\n" in (ROOT / "scripts" / "cleanup-failed-pods.sh").read_text(), "the script's bound"
     assert CLEANUP_KEEP_MAX == 20, "a stack must be refused before deploy what the script would refuse at 3 a.m."
     with pytest.raises(ConfigError, match=r"cleanup.keep = 21: expected a whole number from 0 to 20"):
         stack_settings("hammer", cleanup={"keep": 21})

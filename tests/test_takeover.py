@@ -62,27 +62,20 @@ def test_the_urns_and_object_names_the_steps_print_are_the_ones_the_program_regi
     registered_chain = "$".join(r.type for r in chain)
     assert [r.type for r in chain] == ["supersonic-interlink:index:SupersonicRelease", HELM_RELEASE_TYPE]
     assert f"urn:pulumi:hammer::supersonic-interlink::{registered_chain}::{release.name}" == RELEASE_URN, (
-        "the URN the steps print must be the one the engine gives what the program registers, or `pulumi state "
-        "delete` in the undo step names nothing"
+        "the URN the engine gives what the program registers, or the undo's `pulumi state delete` names nothing"
     )
     given = names("hammer", stack_settings("hammer"))
     assert given["release_urn"] == RELEASE_URN
     assert given["component_urn"] == COMPONENT_URN
     assert given["import_id"] == "cms/supersonic-interlink", "pulumi-kubernetes reads a Release by <namespace>/<name>"
-    registered = {
-        r.inputs["kind"]: r.inputs["metadata"]["name"]
-        for r in both_modes[True].resources
-        if r.custom and r.type != HELM_RELEASE_TYPE
-    }
+    custom = [r.inputs for r in both_modes[True].resources if r.custom and r.type != HELM_RELEASE_TYPE]
+    registered = {obj["kind"]: obj["metadata"]["name"] for obj in custom}
     assert given["new_envoy_config_map"] == registered["ConfigMap"]
     assert given["cleanup_cronjob"] == registered["CronJob"]
 
 
 def test_with_adopt_only_the_release_is_imported_and_nothing_it_is_upgraded_to_changes(both_modes) -> None:
-    registrations = both_modes[False].resources
-    assert [r.import_id for r in registrations] == [""] * len(registrations), (
-        "a stack that does not adopt must not ask the engine to read anything"
-    )
+    assert {r.import_id for r in both_modes[False].resources} == {""}, "without adopt the engine reads nothing"
     imported = {(r.type, r.name): r.import_id for r in both_modes[True].resources if r.import_id}
     assert imported == {(HELM_RELEASE_TYPE, "supersonic-helm"): "cms/supersonic-interlink"}, (
         "the live release is read into the state; the Envoy ConfigMap and the cleanup objects are created"
@@ -96,12 +89,11 @@ def test_with_adopt_only_the_release_is_imported_and_nothing_it_is_upgraded_to_c
 
 
 def test_adopting_with_an_unpinned_git_chart_is_a_config_error() -> None:
-    chart = {"git": "https://github.com/fastmachinelearning/SuperSONIC", "path": "helm/supersonic"}
+    unpinned = {key: value for key, value in PINNED_CHART.items() if key != "commit"}
     with pytest.raises(ConfigError) as caught:
-        settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": chart}))
+        settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": unpinned}))
     assert caught.value.problems[0].startswith("supersonic-interlink:release.adopt = true: expected a pinned chart")
-    pinned = {**chart, "commit": "0123456789abcdef0123456789abcdef01234567"}
-    assert settings_from_config(stack_config("hammer", release={**ADOPTING, "chart": pinned})).release.adopt
+    assert settings_from_config(stack_config("hammer", release=ADOPTING)).release.adopt, "the same chart, pinned"
 
 
 @dataclass(frozen=True)
@@ -128,11 +120,19 @@ def _index(hammer_steps, needle: str) -> int:
     return found[0]
 
 
-def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_after(hammer_steps) -> None:
+def test_save_and_compare_the_live_objects_then_suspend_flux_then_upgrade_then_delete_the_helmrelease(hammer_steps):
+    saved = [a for a in hammer_steps[1].actions if a.endswith(("> live-objects.yaml", "> live-manifest.yaml"))]
+    assert saved == [
+        "kubectl -n cms get scaledobject/supersonic-interlink-keda-so -o yaml > live-objects.yaml",
+        "helm -n cms get manifest supersonic-interlink > live-manifest.yaml",
+    ], "the chart's lookup reads the live ScaledObject; the stored manifest is what the upgrade compares against"
     suspend = _index(hammer_steps, "spec.suspend: true")
     upgrade = _index(hammer_steps, "./supersonic pulumi up hammer --yes")
     delete = _index(hammer_steps, "delete helmrelease supersonic-interlink")
     compare = _index(hammer_steps, "./supersonic takeover objects hammer")
+    (command,) = [a for a in hammer_steps[compare].actions if "takeover objects" in a]
+    assert "--live live-values.yaml --live-object live-objects.yaml --live-manifest live-manifest.yaml" in command
+    assert compare < _index(hammer_steps, "./supersonic pulumi up hammer"), "read before the upgrade"
     assert compare < suspend < upgrade < delete, (
         "compare first; Flux must stop before Pulumi upgrades (or it upgrades back), and the HelmRelease may go only "
         "once it is suspended and the release is Pulumi's"
@@ -150,9 +150,17 @@ def test_flux_is_suspended_before_the_upgrade_and_the_helmrelease_deleted_only_a
     )
 
 
-def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(hammer_steps) -> None:
+def test_no_step_uninstalls_or_skips_the_gate_and_the_undo_forgets_the_release_before_any_destroy(hammer_steps) -> None:
     actions = [a for s in hammer_steps for a in s.actions]
     assert not [a for a in actions if "uninstall" in a or "pulumi destroy" in a or "helm delete" in a]
+    shell = [(i, a) for i, s in enumerate(hammer_steps) for a in s.actions if not a.startswith("# ")]
+    assert [text for _, text in shell if re.match(r"pulumi (up|preview|destroy|refresh)\b", text)] == [], (
+        "a bare pulumi up or preview skips the project's gate"
+    )
+    login = next(i for i, text in shell if text.startswith("pulumi login "))
+    init = next(i for i, text in shell if text.startswith("pulumi stack init hammer "))
+    first_engine = next(i for i, text in shell if text.startswith("./supersonic pulumi "))
+    assert login == init == 0 < first_engine, "the stack exists in the logged-in backend before any preview"
     (upgrade_undo,) = [s.undo for s in hammer_steps if any("pulumi up" in a for a in s.actions)]
     forget = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi state delete"))
     destroy = next(i for i, u in enumerate(upgrade_undo) if u.startswith("pulumi destroy"))
@@ -161,16 +169,6 @@ def test_no_step_uninstalls_and_the_undo_forgets_the_release_before_any_destroy(
         *("pulumi", "state", "delete", "--force", RELEASE_URN, "--stack", "hammer", "--yes")
     ], "--force: the Release is protected"
     assert f"--force '{RELEASE_URN}' " in upgrade_undo[forget], "the URN holds a $: unquoted, the shell expands it"
-
-
-def test_every_engine_run_goes_through_the_gate_after_the_stack_exists(hammer_steps) -> None:
-    shell = [(i, a) for i, s in enumerate(hammer_steps) for a in s.actions if not a.startswith("# ")]
-    bare = [text for _, text in shell if re.match(r"pulumi (up|preview|destroy|refresh)\b", text)]
-    assert bare == [], "a bare pulumi up or preview skips the project's gate"
-    login = next(i for i, text in shell if text.startswith("pulumi login "))
-    init = next(i for i, text in shell if text.startswith("pulumi stack init hammer "))
-    first_engine = next(i for i, text in shell if text.startswith("./supersonic pulumi "))
-    assert login == init == 0 < first_engine, "the stack exists in the logged-in backend before any preview"
 
 
 def _run_printed(command: str, tmp_path: Path, suspended: str) -> list[str]:
@@ -207,8 +205,7 @@ def test_the_steps_command_and_docs_print_the_steps_and_what_is_still_to_do_and_
     assert unknown.returncode == 2
     assert "Traceback" not in unknown.stderr and "stack 'nosuch': no file stacks/Pulumi.nosuch.yaml" in unknown.stderr
     assert DOCS.read_text() == docs_text(DOCS.read_text()), (
-        "docs/takeover.md and `takeover steps` must say the same; run .venv/bin/python -m "
-        "supersonic_interlink.takeover.steps"
+        "docs/takeover.md and `takeover steps` must agree: run .venv/bin/python -m supersonic_interlink.takeover.steps"
     )
     section = DOCS.read_text().split(DOCS_BEGIN)[1]
     assert "pulumi state delete --force " in section and "envoy-external-<hash>" in section
@@ -224,18 +221,6 @@ def test_steps_live_prints_the_steps_only_once_the_live_release_passes(monkeypat
     monkeypatch.setattr(run, "live_findings", lambda settings: [])
     assert takeover.main(["steps", "hammer", "--live"]) == 0
     assert capsys.readouterr().out == format_steps("hammer", stack_settings("hammer"))
-
-
-def test_the_objects_comparison_reads_what_step_1_saved_and_runs_before_the_upgrade(hammer_steps) -> None:
-    saved = [a for a in hammer_steps[1].actions if a.endswith(("> live-objects.yaml", "> live-manifest.yaml"))]
-    assert saved == [
-        "kubectl -n cms get scaledobject/supersonic-interlink-keda-so -o yaml > live-objects.yaml",
-        "helm -n cms get manifest supersonic-interlink > live-manifest.yaml",
-    ], "the chart's lookup reads the live ScaledObject; the stored manifest is what the upgrade compares against"
-    objects = _index(hammer_steps, "./supersonic takeover objects hammer")
-    (command,) = [a for a in hammer_steps[objects].actions if "takeover objects" in a]
-    assert "--live live-values.yaml --live-object live-objects.yaml --live-manifest live-manifest.yaml" in command
-    assert objects < _index(hammer_steps, "./supersonic pulumi up hammer"), "read before the upgrade"
 
 
 def helm_release(name: str = "supersonic-interlink", namespace: str = "cms", **spec: object) -> dict:
@@ -255,10 +240,8 @@ def test_the_live_check_wants_one_suspended_helm_release_and_a_deployed_release(
         "HelmRelease: expected exactly one HelmRelease managing cms/supersonic-interlink, found none"
     ]
     twin = helm_release(namespace="other", targetNamespace="cms", releaseName="supersonic-interlink")
-    assert (
-        "found cms/supersonic-interlink, other/supersonic-interlink"
-        in run.check_live([helm_release(), twin], DEPLOYED, hammer)[0]
-    )
+    (found, *_) = run.check_live([helm_release(), twin], DEPLOYED, hammer)
+    assert "found cms/supersonic-interlink, other/supersonic-interlink" in found
     (pending,) = run.check_live([helm_release()], {"info": {"status": "pending-upgrade"}, "version": 13}, hammer)
     assert pending.startswith("helm status: release cms/supersonic-interlink is pending-upgrade (revision 13): a Helm")
 
