@@ -69,9 +69,8 @@ def test_a_line_left_unfinished_by_a_killed_writer_does_not_spoil_the_next_recor
     history.write_bytes(whole + whole[:57])  # the second writer died mid-line
     wake_history.append(history, probe_record(stack="geddes-gpu"))
     read = wake_history.read(history)
-    assert [w.stack for w in read.wakes] == ["hammer", "geddes-gpu"], (
-        "the record appended after a torn line must start on a line of its own and read back whole"
-    )
+    # the record appended after a torn line must start on a line of its own and read back whole
+    assert [w.stack for w in read.wakes] == ["hammer", "geddes-gpu"]
     assert [(d.line, d.reason[:9]) for d in read.damaged] == [(2, "not JSON:")], "the torn fragment is line 2"
 
 
