@@ -32,7 +32,7 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
     def __init__(self, *, ready: bool | None = True, index_delay: float = 0.0, abort: tuple | None = None):
         self.ready, self.index_delay, self.abort = ready, index_delay, abort
         self.released, self.asked = threading.Event(), 0
-        self.server: grpc.Server | None = None
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
 
     def RepositoryIndex(self, request, context):
         if self.abort:
@@ -57,7 +57,6 @@ def direct_triton() -> Iterator[Callable[[DirectTriton], str]]:
     started: list[DirectTriton] = []
 
     def start(servicer: DirectTriton) -> str:
-        servicer.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, servicer.server)
         port = servicer.server.add_insecure_port("127.0.0.1:0")
         servicer.server.start()
@@ -67,7 +66,6 @@ def direct_triton() -> Iterator[Callable[[DirectTriton], str]]:
     yield start
     for servicer in started:
         servicer.released.set()
-        assert servicer.server is not None
         servicer.server.stop(0).wait(5)
 
 
@@ -158,13 +156,11 @@ def test_a_direct_tritons_failures_are_told_apart(direct_triton, servicer, outco
 
 def test_a_hung_call_ends_at_the_deadline_and_a_connection_lost_while_waiting_is_unreachable(direct_triton) -> None:
     result = wake_probe.probe_once(direct_triton(DirectTriton(index_delay=5)), 0.5, stack="hammer")
-    assert result.outcome == D and 0.45 <= result.elapsed_seconds < 1.5, (
-        f"the client's deadline ends the wait: {result}"
-    )
+    assert result.outcome == D and 0.45 <= result.elapsed_seconds < 1.5, f"the deadline ends the wait: {result}"
     assert "no answer within the 0s deadline" in wake_probe.describe(result)
     servicer = DirectTriton(index_delay=5)
     endpoint = direct_triton(servicer)
-    stopper = threading.Timer(0.5, lambda: servicer.server and servicer.server.stop(0))
+    stopper = threading.Timer(0.5, lambda: servicer.server.stop(0))
     stopper.start()
     try:
         result = wake_probe.probe_once(endpoint, 5, stack="hammer")
