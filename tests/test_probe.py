@@ -207,6 +207,7 @@ BAD_OPTIONS = [
     (["--record", "/no/such/dir/f"], "--record '/no/such/dir/f': cannot append: No such file or directory"),
     (["--bogus"], "unrecognized arguments: --bogus"),
 ]
+NO_DEADLINE = {"scaleFromZero": {"readyTimeoutSeconds": 0}}  # a stack the program would refuse: no deadline to use
 
 
 @pytest.mark.parametrize(
@@ -215,12 +216,7 @@ BAD_OPTIONS = [
         *[(["hammer", *args], {}, says) for args, says in BAD_OPTIONS],
         ([], {}, "probe: the following arguments are required: stack (see `./supersonic probe --help`)"),
         (["no-such-stack"], {}, "stack 'no-such-stack': no file stacks/Pulumi.no-such-stack.yaml (stacks: geddes-gpu"),
-        # a stack the program would refuse gives no deadline to probe with
-        (
-            ["hammer"],
-            {"scaleFromZero": {"readyTimeoutSeconds": 0}},
-            "readyTimeoutSeconds = 0: expected a whole number from 1",
-        ),
+        (["hammer"], NO_DEADLINE, "readyTimeoutSeconds = 0: expected a whole number from 1"),
     ],
 )
 def test_bad_probe_options_or_stacks_are_one_line_usage_errors_with_exit_code_2(args, overrides, says) -> None:

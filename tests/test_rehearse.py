@@ -42,13 +42,8 @@ def test_a_uniform_delays_share_is_the_covered_fraction() -> None:
 
 
 def test_a_history_gives_its_cold_wakes_of_the_stack_and_a_cut_off_one_is_never_served(tmp_path: Path) -> None:
-    lines = [
-        cold_wake(100.0),
-        cold_wake(300.0),
-        probe_record(outcome=DEADLINE_EXCEEDED, wake=None, elapsed=1020.0, grpc_status="DEADLINE_EXCEEDED"),
-        warm_answer(),
-        cold_wake(5.0, stack="other"),
-    ]
+    gave_up = probe_record(outcome=DEADLINE_EXCEEDED, wake=None, elapsed=1020.0, grpc_status="DEADLINE_EXCEEDED")
+    lines = [cold_wake(100.0), cold_wake(300.0), gave_up, warm_answer(), cold_wake(5.0, stack="other")]
     history = write_history(tmp_path / "wakes.jsonl", lines)  # an hour apart: five probes, none a repeat
     delay = parse(f"history:{history}", stack="hammer")
     assert sorted(delay.samples) == [100.0, 300.0, math.inf]
@@ -196,9 +191,7 @@ def test_stopping_a_process_stops_its_children_and_kills_one_that_ignores_sigter
     pid = int(wait_until(lambda: child.is_file() and child.read_text().strip(), 10, "the child's pid"))
     # A TERM that arrived before the trap was set would end the shell (-15): wait until it is ignoring TERM.
     wait_until(trapped.is_file, 10, "the stubborn shell to ignore TERM")
-
     stop_process(parent, timeout=5)
     stop_process(stubborn, timeout=0.3)
-
     assert parent.returncode is not None and stubborn.returncode == -9, "SIGKILL after the timeout"
     wait_until(lambda: not Path(f"/proc/{pid}/exe").exists(), 5, "the orphaned sleep to end")
