@@ -7,13 +7,12 @@ import pytest
 from supersonic_interlink.config.pulumi_config import borrowed_selectors
 
 RELEASE, NAMESPACE = "supersonic-interlink", "cms"
-OWN = 'sum(nv_inference_queue_duration_us{release=~"supersonic-interlink", namespace=~"cms"})'
 
 
 @pytest.mark.parametrize(
     "metric",
     [
-        OWN,
+        'sum(nv_inference_queue_duration_us{release=~"supersonic-interlink", namespace=~"cms"})',
         'sum(x{release="supersonic-interlink", namespace="cms"})',
         r'sum(x{release=~"supersonic\-interlink", namespace=~"cms"})',
         'sum(x{release=~"supersonic-interlink", namespace=~"cms", pod!~"old-.*"})',

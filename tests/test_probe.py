@@ -22,14 +22,8 @@ from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake import report as wake_report
 
-R, N, X, D, U = (
-    wake_probe.REJECTED,
-    wake_probe.NOT_READY,
-    wake_probe.READY,
-    wake_probe.DEADLINE_EXCEEDED,
-    "unreachable",
-)
-CODES = wake_history.EXIT_CODES
+R, N, X, D = wake_probe.REJECTED, wake_probe.NOT_READY, wake_probe.READY, wake_probe.DEADLINE_EXCEEDED
+U, CODES = "unreachable", wake_history.EXIT_CODES
 
 
 class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
@@ -38,7 +32,7 @@ class DirectTriton(service_pb2_grpc.GRPCInferenceServiceServicer):
     def __init__(self, *, ready: bool | None = True, index_delay: float = 0.0, abort: tuple | None = None):
         self.ready, self.index_delay, self.abort = ready, index_delay, abort
         self.released, self.asked = threading.Event(), 0
-        self.server: grpc.Server | None = None
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
 
     def RepositoryIndex(self, request, context):
         if self.abort:
@@ -63,7 +57,6 @@ def direct_triton() -> Iterator[Callable[[DirectTriton], str]]:
     started: list[DirectTriton] = []
 
     def start(servicer: DirectTriton) -> str:
-        servicer.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, servicer.server)
         port = servicer.server.add_insecure_port("127.0.0.1:0")
         servicer.server.start()
@@ -73,7 +66,6 @@ def direct_triton() -> Iterator[Callable[[DirectTriton], str]]:
     yield start
     for servicer in started:
         servicer.released.set()
-        assert servicer.server is not None
         servicer.server.stop(0).wait(5)
 
 
@@ -98,16 +90,12 @@ def test_well_formed_endpoints_are_kept_and_malformed_ones_refused_with_the_expe
             wake_probe.parse_endpoint(text)
 
 
-def test_grpc_failures_are_classified_by_status_and_whether_the_endpoint_answered() -> None:
+def test_grpc_failures_are_classified_by_whether_the_endpoint_answered_and_each_outcome_has_its_own_exit_code():
+    # an Envoy whose Triton is down answers UNAVAILABLE with its own headers, a dead endpoint with none
     expected = {("CANCELLED", True): R, ("CANCELLED", None): R, ("DEADLINE_EXCEEDED", False): D}
     expected |= {("DEADLINE_EXCEEDED", True): D, ("UNAVAILABLE", False): U, ("UNAVAILABLE", True): R}
     expected |= {("UNAVAILABLE", None): R, ("RESOURCE_EXHAUSTED", True): R}
-    assert {key: wake_probe.classify_failure(*key) for key in expected} == expected, (
-        "an Envoy whose Triton is down answers UNAVAILABLE with its own headers, a dead endpoint with none"
-    )
-
-
-def test_every_outcome_has_its_own_exit_code_apart_from_the_usage_and_crash_codes() -> None:
+    assert {key: wake_probe.classify_failure(*key) for key in expected} == expected
     codes = [CODES[outcome] for outcome in wake_history.OUTCOMES]
     assert len(set(codes)) == len(codes) and EXIT_USAGE not in codes and 1 not in codes and CODES[X] == 0
 
@@ -126,11 +114,8 @@ def test_the_json_record_has_every_field_whatever_the_outcome(outcome: str) -> N
         *("wake_seconds", "elapsed_seconds", "deadline_seconds", "ready_timeout_seconds", "grpc_status", "detail"),
         *("server_ready", "model_count", "models"),
     }, "a cron consumer must be able to read every field of every record"
-    assert (record["outcome"], record["exit_code"], record["model_count"]) == (
-        outcome,
-        CODES[outcome],
-        1 if answered else None,
-    )
+    model_count = 1 if answered else None
+    assert (record["outcome"], record["exit_code"], record["model_count"]) == (outcome, CODES[outcome], model_count)
     assert record["started_at"] == "2023-11-14T22:13:20.000Z", "timestamps are UTC ISO 8601, sortable as text"
 
 
@@ -157,8 +142,7 @@ def test_a_closed_port_and_a_silent_one_are_unreachable() -> None:
         ({"ready": None}, N, "UNAVAILABLE", "ServerReady failed: shutting down"),
         # UNAVAILABLE sent with response headers (Envoy with no upstream) is the proxy answering, not a dead address
         ({"abort": (grpc.StatusCode.UNAVAILABLE, (("server", "envoy"),))}, R, "UNAVAILABLE", "stand-in refuses"),
-        # without any response metadata it reads as unreachable; if this fails, tritonclient no longer keeps the
-        # grpc.RpcError as the exception's __context__
+        # without response metadata it reads as unreachable (tritonclient keeps the grpc.RpcError as __context__)
         ({"abort": (grpc.StatusCode.UNAVAILABLE, ())}, U, "UNAVAILABLE", "connection lost before any response: "),
     ],
     ids=["not-ready", "server-ready-fails", "proxy-answers", "no-response-metadata"],
@@ -172,21 +156,18 @@ def test_a_direct_tritons_failures_are_told_apart(direct_triton, servicer, outco
 
 def test_a_hung_call_ends_at_the_deadline_and_a_connection_lost_while_waiting_is_unreachable(direct_triton) -> None:
     result = wake_probe.probe_once(direct_triton(DirectTriton(index_delay=5)), 0.5, stack="hammer")
-    assert result.outcome == D and 0.45 <= result.elapsed_seconds < 1.5, (
-        f"the client's deadline ends the wait: {result}"
-    )
+    assert result.outcome == D and 0.45 <= result.elapsed_seconds < 1.5, f"the deadline ends the wait: {result}"
     assert "no answer within the 0s deadline" in wake_probe.describe(result)
     servicer = DirectTriton(index_delay=5)
     endpoint = direct_triton(servicer)
-    stopper = threading.Timer(0.5, lambda: servicer.server and servicer.server.stop(0))
+    stopper = threading.Timer(0.5, lambda: servicer.server.stop(0))
     stopper.start()
     try:
         result = wake_probe.probe_once(endpoint, 5, stack="hammer")
     finally:
         stopper.cancel()
-    assert result.outcome == U and "lost" in result.detail, (
-        f"an Envoy restarting mid-wait gave no answer; it must not count as a proxy rejection: {result}"
-    )
+    # an Envoy restarting mid-wait gave no answer; it must not count as a proxy rejection
+    assert result.outcome == U and "lost" in result.detail, result
 
 
 def test_repeat_prints_and_records_every_attempt_and_exits_with_the_worst_outcome(direct_triton, tmp_path) -> None:
@@ -226,6 +207,7 @@ BAD_OPTIONS = [
     (["--record", "/no/such/dir/f"], "--record '/no/such/dir/f': cannot append: No such file or directory"),
     (["--bogus"], "unrecognized arguments: --bogus"),
 ]
+NO_DEADLINE = {"scaleFromZero": {"readyTimeoutSeconds": 0}}  # a stack the program would refuse: no deadline to use
 
 
 @pytest.mark.parametrize(
@@ -234,24 +216,14 @@ BAD_OPTIONS = [
         *[(["hammer", *args], {}, says) for args, says in BAD_OPTIONS],
         ([], {}, "probe: the following arguments are required: stack (see `./supersonic probe --help`)"),
         (["no-such-stack"], {}, "stack 'no-such-stack': no file stacks/Pulumi.no-such-stack.yaml (stacks: geddes-gpu"),
-        # a stack the program would refuse gives no deadline to probe with
-        (
-            ["hammer"],
-            {"scaleFromZero": {"readyTimeoutSeconds": 0}},
-            "readyTimeoutSeconds = 0: expected a whole number from 1",
-        ),
+        (["hammer"], NO_DEADLINE, "readyTimeoutSeconds = 0: expected a whole number from 1"),
     ],
 )
 def test_bad_probe_options_or_stacks_are_one_line_usage_errors_with_exit_code_2(args, overrides, says) -> None:
     code, out, err = run_main(*args, **overrides)
     assert code == 2 and out == "", f"{args}: exit 2 before any probe"
-    assert len(err.splitlines()) == 1 and says in err and err.startswith("probe: "), (
-        f"{args}: one line naming the option or key, the value and what is allowed, not a usage dump: {err!r}"
-    )
-
-
-def short_wake(seconds: int) -> dict[str, int]:
-    return {"readyTimeoutSeconds": seconds, "holdMinReplicasSeconds": seconds}
+    # one line naming the option or key, the value and what is allowed, not a usage dump
+    assert len(err.splitlines()) == 1 and says in err and err.startswith("probe: "), err
 
 
 @pytest.mark.parametrize(
@@ -261,9 +233,10 @@ def short_wake(seconds: int) -> dict[str, int]:
 )
 def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready_timeout(chart, status, message):
     # DNS refreshes every 50 ms instead of 1 s, so a Triton that comes up is seen within the Lua filter's next round.
-    settings = loopback_settings("hammer", scale_from_zero=short_wake(2), envoy={"dnsRefreshMs": 50}, chart=chart)
+    short = {"readyTimeoutSeconds": 2, "holdMinReplicasSeconds": 2}
+    settings = loopback_settings("hammer", scale_from_zero=short, envoy={"dnsRefreshMs": 50}, chart=chart)
     with loopback_stack(settings, ready=False) as stack:
-        code, out, err = run_main("hammer", "--endpoint", stack.envoy.target, "--json", scaleFromZero=short_wake(2))
+        code, out, err = run_main("hammer", "--endpoint", stack.envoy.target, "--json", scaleFromZero=short)
         wakes = stack.admission.wakes
     record = json.loads(out)
     assert code == 3 and record["outcome"] == R, f"no Triton within the timeout: {record}\n{err}"
@@ -271,13 +244,11 @@ def test_a_triton_that_never_comes_up_is_rejected_by_the_lua_filter_at_the_ready
     assert record["deadline_seconds"] == 122, "a short stack timeout must shorten the probe's deadline too"
     # The Lua filter counts whole seconds (os.time), so it gives up between 1 and 2 s after the wake.
     assert 1.0 <= record["elapsed_seconds"] < 4.0, "the rejection comes at readyTimeoutSeconds, not at the deadline"
-    assert record["wake_seconds"] is None and record["cold"] is True and wakes == 1, (
-        "the probe's RepositoryIndex asked for one wake; its ServerReady before the call asked for none"
-    )
+    # the probe's RepositoryIndex asked for one wake; its ServerReady before the call asked for none
+    assert record["wake_seconds"] is None and record["cold"] is True and wakes == 1, record
     (wake,) = wake_history.parse_lines([wake_history.encode_line(record)]).wakes
-    assert wake_report.wake_time(wake) == wake_report.WakeTime(record["elapsed_seconds"], cut_off=True), (
-        "the Lua filter's answer at the timeout is a wake cut off by it, for the report"
-    )
+    # for the report, the Lua filter's answer at the timeout is a wake it cut off
+    assert wake_report.wake_time(wake) == wake_report.WakeTime(record["elapsed_seconds"], cut_off=True)
 
 
 def test_a_warm_release_is_ready_at_once_and_an_envoy_whose_triton_is_gone_rejects() -> None:
@@ -289,7 +260,5 @@ def test_a_warm_release_is_ready_at_once_and_an_envoy_whose_triton_is_gone_rejec
         result = wake_probe.probe_once(stack.envoy.target, 10, stack="hammer", connect_timeout=2)
     assert warm.outcome == X and warm.wake_seconds is not None and warm.wake_seconds < 1.0, warm
     assert warm.cold is False and warm.start_check == "ServerReady true", "through Envoy: a warm answer"
-    assert result.outcome == R and result.grpc_status == "UNAVAILABLE", (
-        f"Envoy answered (UNAVAILABLE from the proxy); calling that unreachable would send the operator "
-        f"to check the wrong thing: {result}"
-    )
+    # Envoy answered (UNAVAILABLE from the proxy): calling that unreachable sends the operator to the wrong thing
+    assert result.outcome == R and result.grpc_status == "UNAVAILABLE", result

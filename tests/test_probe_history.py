@@ -28,8 +28,7 @@ def test_two_processes_appending_at_once_leave_every_line_whole_and_in_order(tmp
     go.touch()
     for writer in writers:
         assert writer.wait(60) == 0, "a writer process failed"
-    raw = history.read_bytes()
-    lines = raw.split(b"\n")
+    lines = history.read_bytes().split(b"\n")
     assert lines[-1] == b"", "the file must end with a complete line"
     records = [json.loads(line) for line in lines[:-1]]  # a torn or interleaved line fails to parse here
     assert len(records) == 2 * count, f"{len(records)} lines for {2 * count} appends: lines were merged or lost"
@@ -45,21 +44,16 @@ def test_an_append_waits_for_the_lock_another_writer_holds(tmp_path: Path) -> No
     history = tmp_path / "wakes.jsonl"
     holder = os.open(history, os.O_RDWR | os.O_CREAT)
     fcntl.flock(holder, fcntl.LOCK_EX)
-    done = threading.Event()
-
-    def append_then_signal() -> None:
-        wake_history.append(history, probe_record())
-        done.set()
-
-    writer = threading.Thread(target=append_then_signal)
+    writer = threading.Thread(target=wake_history.append, args=(history, probe_record()))
     writer.start()
     try:
-        assert not done.wait(0.3), "an append must not write while another writer holds the file's lock"
+        writer.join(0.3)
+        assert writer.is_alive(), "an append must not write while another writer holds the file's lock"
         assert history.read_bytes() == b""
     finally:
         os.close(holder)  # releases the lock
-    assert done.wait(5), "the append must go ahead once the lock is released"
     writer.join(5)
+    assert not writer.is_alive(), "the append must go ahead once the lock is released"
     assert len(wake_history.read(history).wakes) == 1
 
 
@@ -69,9 +63,8 @@ def test_a_line_left_unfinished_by_a_killed_writer_does_not_spoil_the_next_recor
     history.write_bytes(whole + whole[:57])  # the second writer died mid-line
     wake_history.append(history, probe_record(stack="geddes-gpu"))
     read = wake_history.read(history)
-    assert [w.stack for w in read.wakes] == ["hammer", "geddes-gpu"], (
-        "the record appended after a torn line must start on a line of its own and read back whole"
-    )
+    # the record appended after a torn line must start on a line of its own and read back whole
+    assert [w.stack for w in read.wakes] == ["hammer", "geddes-gpu"]
     assert [(d.line, d.reason[:9]) for d in read.damaged] == [(2, "not JSON:")], "the torn fragment is line 2"
 
 

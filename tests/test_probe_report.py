@@ -1,5 +1,4 @@
 """probe report: histories of known wake times, every expected number written out by nearest rank (k = ceil(q * n)).
-
 The current settings are the stack files': hammer 900 s (idle_timeout 1020 s, Helm 1200 s), geddes-gpu 300 s."""
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ from supersonic_interlink.cli import probe
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 from supersonic_interlink.wake import report as wake_report
+
+STATS = ("min", "median", "p90", "p99", "max")
 
 
 def run_report(*args: str | Path, stack_configs: Mapping | None = None) -> tuple[int, str, str]:
@@ -54,17 +55,15 @@ def test_nearest_rank_uses_exact_arithmetic_and_the_minimum_samples_follow_from_
 
 
 def test_a_hundred_cold_wakes_give_a_p99_and_a_timeout_in_whole_minutes_with_what_moves_with_it(tmp_path) -> None:
-    """Hammer: 100 cold wakes of 5, 10, ..., 500 s in random order, warm answers, an older record and a damaged line."""
+    # hammer: 100 cold wakes of 5, 10, ..., 500 s in random order, warm answers, an older record and a damaged line
     older = probe_record(cold=None, wake=0.05)  # from before the probe told cold from warm: not counted either
     records: list = shuffled([cold_wake(5.0 * i) for i in range(1, 101)] + [warm_answer() for _ in range(6)] + [older])
     records.insert(40, b'{"kind": "probe", "stack": "hammer", "outc\n')
     history = write_history(tmp_path / "wakes.jsonl", records)
     report = json_reports(history)["hammer"]
     assert (report["probes"], report["cold"], report["warm"]) == (107, 100, 6), "warm answers are probes, not wakes"
-    stats = report["wake_seconds"]
-    assert [stats[k] for k in ("min", "median", "p90", "p99", "max")] == [5.0, 250.0, 450.0, 495.0, 500.0], (
-        "nearest rank over 5..500 s: the 50th, 90th and 99th smallest; warm answers (0.02 s) must not be the min"
-    )
+    # nearest rank over 5..500 s: the 50th, 90th and 99th smallest; warm answers (0.02 s) must not be the min
+    assert [report["wake_seconds"][k] for k in STATS] == [5.0, 250.0, 450.0, 495.0, 500.0]
     assert report["current"] == {
         "source": "stacks/Pulumi.hammer.yaml",
         "covered": 100,
@@ -75,21 +74,14 @@ def test_a_hundred_cold_wakes_give_a_p99_and_a_timeout_in_whole_minutes_with_wha
     }, "the current values are the stack file's, with the idle_timeout and Helm timeout the program derives"
     recommended = report["recommended"]
     assert (recommended["basis"], recommended["provisional"], recommended["covered"]) == ("p99", False, 100)
-    assert (
-        recommended["ready_timeout_seconds"],
-        recommended["hold_min_replicas_seconds"],
-        recommended["idle_timeout_seconds"],
-        recommended["helm_timeout_seconds"],
-    ) == (600, 600, 720, 900), "495 s + 20% = 594 s -> 600 s; the hold stays equal; idle_timeout +120 s, Helm +300 s"
+    # 495 s + 20% = 594 s -> 600 s; the hold stays equal; idle_timeout +120 s, Helm +300 s
+    timeouts = ("ready_timeout_seconds", "hold_min_replicas_seconds", "idle_timeout_seconds", "helm_timeout_seconds")
+    assert [recommended[key] for key in timeouts] == [600, 600, 720, 900]
     code, out, err = run_report(history)
-    assert code == 0 and err.startswith(f"{history}:41: line skipped: not JSON: "), (
-        f"the damaged line is reported once, with its number and why: {err}"
-    )
+    assert code == 0 and err.startswith(f"{history}:41: line skipped: not JSON: "), f"once, with number and why: {err}"
     text, skipped = out.rsplit("\n\n", 1)
     assert yaml.safe_load(text) == report, "the text is the --json record, as YAML"
-    assert skipped == f"1 line(s) of {history} skipped (listed on stderr)\n", (
-        "the report itself says lines were skipped"
-    )
+    assert skipped == f"1 line(s) of {history} skipped (listed on stderr)\n", "the report itself says so"
     ax, lines = figure_of(history)
     assert ax.get_title().startswith("stack hammer: 100 cold wakes") and ax.get_xlim()[1] > 900, ax.get_title()
     assert sum(patch.get_height() for patch in ax.patches) == 100, "the histogram holds every cold wake, no warm one"
@@ -112,13 +104,7 @@ def test_too_few_cold_wakes_for_a_p99_or_a_p90_are_null_and_the_recommendation_i
     )
     assert recommended["max_above_p99_probability"] == pytest.approx(1 - 0.99**23), "max 320 s + 20% = 384 s -> 420 s"
     five = json_reports(write_history(tmp_path / "five.jsonl", [cold_wake(s) for s in (50, 70, 60, 90, 80)]))
-    assert [five["hammer"]["wake_seconds"][k] for k in ("min", "median", "p90", "p99", "max")] == [
-        50,
-        70,
-        None,
-        None,
-        90,
-    ]
+    assert [five["hammer"]["wake_seconds"][k] for k in STATS] == [50, 70, None, None, 90]
 
 
 def test_two_stacks_are_reported_apart_each_against_its_own_settings_and_drawn_one_panel_each(tmp_path) -> None:
@@ -155,19 +141,16 @@ def test_cut_off_wakes_rank_above_every_measured_one_and_stop_a_recommendation_t
     report = json_reports(history)["hammer"]
     stats = report["wake_seconds"]
     assert (stats["samples"], stats["cut_off"], stats["failed"]) == (100, 3, 3), "cut-off wakes are samples"
-    assert stats["p99"] == {"above": 899.6} == stats["max"] and stats["p90"] == 450.0, (
-        "the 99th of 100 is a wake that was cut off: the p99 is only known to be above 899.6 s"
-    )
+    # the 99th of 100 is a wake that was cut off: the p99 is only known to be above 899.6 s
+    assert stats["p99"] == {"above": 899.6} == stats["max"] and stats["p90"] == 450.0, stats
     assert report["cold_outcomes"][wake_probe.REJECTED] == 5 and report["cold_outcomes"][wake_probe.UNREACHABLE] == 1
     assert report["current"]["covered"] == 97, "cut-off wakes were not covered by the timeout that cut them off"
-    assert report["recommended"] is None and "raise readyTimeoutSeconds" in report["no_recommendation"], (
-        "a timeout must not be recommended from a tail the history never saw the end of"
-    )
+    # a timeout must not be recommended from a tail the history never saw the end of
+    assert report["recommended"] is None and "raise readyTimeoutSeconds" in report["no_recommendation"]
     ax, lines = figure_of(history)
     hatched = [patch for patch in ax.patches if patch.get_hatch() and patch.get_height()]
-    assert [(patch.get_x() <= 899.6 < patch.get_x() + patch.get_width(), patch.get_height()) for patch in hatched] == [
-        (True, 3)
-    ], "the three cut-off wakes are one hatched bar at their bound"
+    # the three cut-off wakes are one hatched bar at their bound
+    assert [(bar.get_x() <= 899.6 < bar.get_x() + bar.get_width(), bar.get_height()) for bar in hatched] == [(True, 3)]
     assert ax.get_title().endswith("; no recommendation")
     assert set(lines) == {"p99 >899.6 s", "current readyTimeoutSeconds 900: covers 97 of 100"}, lines
 
@@ -201,9 +184,8 @@ def test_each_stack_is_reported_against_the_settings_it_has_or_without_them_says
         "covered": 1,
         "ready_timeout_seconds": 120,
     }, "nothing is derived without the stack's settings"
-    assert (hammer["ready_timeout_seconds"], hammer["hold_min_replicas_seconds"]) == (120, 720), (
-        "the hold counts from the wake's start: what it gives beyond the slowest allowed wake (600 s) is kept"
-    )
+    # the hold counts from the wake's start: what it gives beyond the slowest allowed wake (600 s) is kept
+    assert (hammer["ready_timeout_seconds"], hammer["hold_min_replicas_seconds"]) == (120, 720)
     assert (gpu["recommended"], gpu["no_recommendation"]) == (None, "no cold wakes to recommend from")
     assert "scaleFromZero.readyTimeoutSeconds" in gpu["config_problem"], gpu
 
@@ -241,9 +223,6 @@ def test_a_rejection_at_the_ready_timeout_is_a_cut_off_wake_in_either_chart_gene
 ) -> None:
     record = probe_record(outcome=wake_probe.REJECTED, wake=None, elapsed=elapsed, grpc_status=status)
     wake = wake_history.wake_from_record(1, record | {"ready_timeout_seconds": ready_timeout})
-    expected = wake_report.WakeTime(elapsed, cut_off=True) if cut_off else None
-    assert wake_report.wake_time(wake) == expected, (
-        "a timed-out wake dropped from the sample would overstate how many wakes the timeout covers"
-        if cut_off
-        else "a rejection that is not the filter's timeout says nothing about how long a wake takes"
-    )
+    # a timed-out wake dropped from the sample would overstate how many wakes the timeout covers; a rejection that
+    # is not the filter's timeout says nothing about how long a wake takes
+    assert wake_report.wake_time(wake) == (wake_report.WakeTime(elapsed, cut_off=True) if cut_off else None)

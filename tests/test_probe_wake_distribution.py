@@ -19,15 +19,12 @@ from supersonic_interlink.cli import probe
 
 SEED = 20260501
 WAKES = 10
-DELAY_SECONDS = (0.05, 0.35)
-"""The known distribution: uniform on this range."""
-READY_TIMEOUT = 2
-"""The Lua filter gives up between 1 and 2 s after the wake (it counts whole seconds): above every drawn delay."""
-INTERVAL = 0.1
-"""With the next probe's connection check (about 0.2 s), time for Envoy's 50 ms DNS refresh to drop the stand-in."""
+DELAY_SECONDS = (0.05, 0.35)  # the known distribution: uniform on this range
+READY_TIMEOUT = 2  # the Lua filter gives up 1 to 2 s after the wake (it counts whole seconds): above every delay
+INTERVAL = 0.1  # with the next probe's connection check (0.2 s), time for the 50 ms DNS refresh to drop the stand-in
+# A recorded wake ends after Envoy's next DNS refresh and the Lua filter's next look: 0.06-0.13 s over the delay on
+# loopback (docs/probe.md). A statistic of values each within [0, TOLERANCE] of the truth is as close to its own.
 TOLERANCE = 0.4
-"""A recorded wake ends after Envoy's next DNS refresh and the Lua filter's next look: 0.06-0.13 s over the delay on
-loopback (docs/probe.md). A statistic of values each within [0, TOLERANCE] of the truth is as close to its own."""
 
 
 def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real_envoy(tmp_path: Path) -> None:
@@ -70,16 +67,12 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
         ("ready", 1020, 900)
     }, "the deadline comes from the stack file: 900 s plus the 120 s route margin"
     assert all(r["models"] == [{"name": "standin", "version": "1", "state": "READY"}] for r in records), records[0]
-    assert "probe hammer 127.0.0.1:" in finished.stderr and "still waiting, 0s of 17m00s" in finished.stderr, (
-        f"a progress line every --progress-every seconds shows a log the wait is alive:\n{finished.stderr}"
-    )
-    assert len(records) == WAKES and all(r["cold"] and "no healthy upstream" in r["start_check"] for r in records), (
-        f"every probe found Triton at zero and must be recorded as a cold wake: {[r['start_check'] for r in records]}"
-    )
+    # a progress line every --progress-every seconds shows a log the wait is alive
+    assert "probe hammer 127.0.0.1:" in finished.stderr and "still waiting, 0s of 17m00s" in finished.stderr
+    # every probe found Triton at zero and must be recorded as a cold wake
+    assert len(records) == WAKES and all(r["cold"] and "no healthy upstream" in r["start_check"] for r in records)
     for record, delay in zip(records, delays, strict=True):
-        assert 0 <= record["wake_seconds"] - delay <= TOLERANCE, (
-            f"a recorded wake of {record['wake_seconds']} s for a Triton that took {delay} s"
-        )
+        assert 0 <= record["wake_seconds"] - delay <= TOLERANCE, f"{record['wake_seconds']} s for a {delay} s wake"
 
     report_out, report_err = io.StringIO(), io.StringIO()
     code = probe.main(["report", str(history), "--json"], stdout=report_out, stderr=report_err)
@@ -89,15 +82,11 @@ def test_the_report_recovers_a_known_wake_distribution_recorded_through_the_real
     stats = report["wake_seconds"]
     assert (report["cold"], report["warm"], stats["samples"], stats["cut_off"]) == (WAKES, 0, WAKES, 0)
     for name, rank in (("min", 1), ("median", 5), ("p90", 9), ("max", 10)):
-        assert 0 <= stats[name] - truth[rank - 1] <= TOLERANCE, (
-            f"{name}: the report says {stats[name]} s, the drawn delays' nearest-rank {name} is {truth[rank - 1]} s"
-        )
+        assert 0 <= stats[name] - truth[rank - 1] <= TOLERANCE, f"{name}: {stats[name]} s, drawn {truth[rank - 1]} s"
     assert stats["p99"] is None, "ten wakes are too few for a p99, and the report must say so rather than guess"
     assert report["current"]["ready_timeout_seconds"] == 900 and report["current"]["covered"] == WAKES
     recommended = report["recommended"]
     assert (recommended["basis"], recommended["provisional"], recommended["ready_timeout_seconds"]) == ("max", True, 60)
-    assert (
-        recommended["hold_min_replicas_seconds"],
-        recommended["idle_timeout_seconds"],
-        recommended["helm_timeout_seconds"],
-    ) == (60, 180, 360), "hold follows the timeout; idle_timeout is +120 s, the Helm timeout +300 s"
+    # the hold follows the timeout; idle_timeout is +120 s, the Helm timeout +300 s
+    derived = ("hold_min_replicas_seconds", "idle_timeout_seconds", "helm_timeout_seconds")
+    assert [recommended[key] for key in derived] == [60, 180, 360]

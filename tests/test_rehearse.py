@@ -8,6 +8,7 @@ import math
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
+from unittest.mock import Mock
 
 import pytest
 import yaml
@@ -41,13 +42,8 @@ def test_a_uniform_delays_share_is_the_covered_fraction() -> None:
 
 
 def test_a_history_gives_its_cold_wakes_of_the_stack_and_a_cut_off_one_is_never_served(tmp_path: Path) -> None:
-    lines = [
-        cold_wake(100.0),
-        cold_wake(300.0),
-        probe_record(outcome=DEADLINE_EXCEEDED, wake=None, elapsed=1020.0, grpc_status="DEADLINE_EXCEEDED"),
-        warm_answer(),
-        cold_wake(5.0, stack="other"),
-    ]
+    gave_up = probe_record(outcome=DEADLINE_EXCEEDED, wake=None, elapsed=1020.0, grpc_status="DEADLINE_EXCEEDED")
+    lines = [cold_wake(100.0), cold_wake(300.0), gave_up, warm_answer(), cold_wake(5.0, stack="other")]
     history = write_history(tmp_path / "wakes.jsonl", lines)  # an hour apart: five probes, none a repeat
     delay = parse(f"history:{history}", stack="hammer")
     assert sorted(delay.samples) == [100.0, 300.0, math.inf]
@@ -130,19 +126,14 @@ def test_a_stack_that_cannot_wake_or_measure_is_refused_before_anything_starts(
     document["config"]["supersonic-interlink:keda"]["minReplicaCount"] = 0 if changes.get("enabled", True) else 1
     (stacks_dir / "Pulumi.hammer.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     monkeypatch.setattr(stack_config, "STACKS_DIR", stacks_dir)
-    started: list[object] = []
-
-    def start(*args: object, **kwargs: object) -> None:
-        started.append(args)
-        raise ClusterError("the test starts no control plane")
-
-    monkeypatch.setattr(measure.toolchain, "ensure", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(measure, "LocalCluster", start)
+    ensure, cluster = Mock(), Mock(side_effect=ClusterError("the test starts no control plane"))
+    monkeypatch.setattr(measure.toolchain, "ensure", ensure)
+    monkeypatch.setattr(measure, "LocalCluster", cluster)
     chart = fixture_chart("inference-server", tmp_path / "chart")
     done = run_cli("rehearse", "hammer", "--queue-delay", "fixed:1", "--chart", str(chart))
     assert done.returncode == 2, done.stderr
     assert all(said in done.stderr for said in says) and len(done.stderr.splitlines()) == 1, done.stderr
-    assert started == [], "nothing is built or started"
+    assert (ensure.call_count, cluster.call_count) == (0, 0), "nothing is built or started"
 
 
 class _Rehearsed:
@@ -163,22 +154,11 @@ class _Rehearsed:
 def test_the_verb_predicts_from_its_measuring_wake_or_says_it_was_not_served(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stopped: list[Path] = []
-
-    class Cluster:
-        def __init__(self, root: Path, **kwargs: object) -> None:
-            self.root = root
-
-        def start(self, log) -> None:
-            log("control plane up")
-
-        def stop(self, log) -> None:
-            stopped.append(self.root)
-
+    cluster = Mock()
     served = ProbeResult("hammer", "127.0.0.1:1", READY, 0.0, 4.0, 1020, 900, 4.0, wake_seconds=4.0, cold=True)
     monkeypatch.setattr(measure.toolchain, "ensure", lambda *a, **k: None)
     monkeypatch.setattr(measure, "rehearsal_stages", lambda *a: [])
-    monkeypatch.setattr(measure, "LocalCluster", Cluster)
+    monkeypatch.setattr(measure, "LocalCluster", cluster)
     chart = fixture_chart("inference-server", tmp_path / "chart")
     outs = []
     for result, code in ((served, 0), (replace(served, outcome=REJECTED, wake_seconds=None, detail="no upstream"), 1)):
@@ -188,10 +168,10 @@ def test_the_verb_predicts_from_its_measuring_wake_or_says_it_was_not_served(
     assert "measured overhead of a wake (everything but the queue): 4.0 s" in outs[0]
     assert "predicted share of cold sessions served: 100.0%" in outs[0], "600 s + 4 s is within 899 s"
     assert "the measuring wake was not served (rejected: no upstream); no prediction" in out
-    assert "  pod watcher: a look failed" in out and "  admission sidecar: woke the Deployment" in out, (
-        "an unserved wake shows what went wrong: the watcher's errors and the sidecar's last lines"
-    )
-    assert stopped == [tmp_path, tmp_path], "the control plane is stopped each time"
+    # an unserved wake shows what went wrong: the watcher's errors and the sidecar's last lines
+    assert "  pod watcher: a look failed" in out and "  admission sidecar: woke the Deployment" in out
+    assert [built.args[0] for built in cluster.call_args_list] == [tmp_path, tmp_path]
+    assert cluster.return_value.stop.call_count == 2, "the control plane is stopped each time"
 
 
 def test_a_process_that_exits_before_it_is_ready_fails_the_wait_at_once_with_its_log(tmp_path: Path) -> None:
@@ -211,9 +191,7 @@ def test_stopping_a_process_stops_its_children_and_kills_one_that_ignores_sigter
     pid = int(wait_until(lambda: child.is_file() and child.read_text().strip(), 10, "the child's pid"))
     # A TERM that arrived before the trap was set would end the shell (-15): wait until it is ignoring TERM.
     wait_until(trapped.is_file, 10, "the stubborn shell to ignore TERM")
-
     stop_process(parent, timeout=5)
     stop_process(stubborn, timeout=0.3)
-
     assert parent.returncode is not None and stubborn.returncode == -9, "SIGKILL after the timeout"
     wait_until(lambda: not Path(f"/proc/{pid}/exe").exists(), 5, "the orphaned sleep to end")

@@ -12,8 +12,7 @@ from supersonic_interlink import contract
 from supersonic_interlink.wake import history as wake_history
 from supersonic_interlink.wake import probe as wake_probe
 
-T0 = 1_780_000_000.0
-"""2026-05-28T20:26:40Z: when the made-up histories start."""
+T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z: when the made-up histories start
 HOUR = 3600.0
 
 
@@ -37,10 +36,8 @@ def probe_record(
     result.cold, result.grpc_status, result.wake_seconds = cold, grpc_status, wake if answered else None
     result.start_check = {True: "UNAVAILABLE: no healthy upstream", False: "ServerReady true", None: None}[cold]
     if answered:
-        result.server_ready, result.models = (
-            outcome == wake_probe.READY,
-            [{"name": "m", "version": "1", "state": "READY"}],
-        )
+        result.server_ready = outcome == wake_probe.READY
+        result.models = [{"name": "m", "version": "1", "state": "READY"}]
     record = result.record()
     if cold is None:
         del record["cold"], record["start_check"]  # as a probe wrote them before it told cold from warm
