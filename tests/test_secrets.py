@@ -19,19 +19,25 @@ from supersonic_interlink.config.stack_config import SECRET_PLACEHOLDER, cli_con
 from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 P = "supersonic-interlink"
-SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
-"""How a secret travels to the engine (pulumi's rpc: the special signature key and value)."""
+SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")  # how pulumi's rpc marks a secret
 CREDENTIAL = "hunter2-not-a-real-token"
+SECRET_TEXT = 'pässwörd"\\x\u202e\x1b[31m'
+"""Every way ``json.dumps`` or a terminal would change it, so a check for the exact text alone would miss a copy."""
 
 
-def occurrences(value: Any, needle: str, secret: bool = False, path: str = "") -> list[tuple[str, bool]]:
-    """Every place ``needle`` appears in recorded inputs, and whether it sits inside a secret."""
+def leaves(value: Any, secret: bool = False, path: str = "") -> list[tuple[str, bool, Any]]:
+    """Every leaf of the inputs the engine recorded: its path, whether it sits inside a secret, its value."""
     if isinstance(value, dict):
         inside = secret or value.get(SECRET_SIG[0]) == SECRET_SIG[1]
-        return [hit for key, sub in value.items() for hit in occurrences(sub, needle, inside, f"{path}.{key}")]
+        return [leaf for key, sub in value.items() for leaf in leaves(sub, inside, f"{path}.{key}")]
     if isinstance(value, list):
-        return [hit for i, sub in enumerate(value) for hit in occurrences(sub, needle, secret, f"{path}[{i}]")]
-    return [(path, secret)] if isinstance(value, str) and needle in value else []
+        return [leaf for i, sub in enumerate(value) for leaf in leaves(sub, secret, f"{path}[{i}]")]
+    return [(path, secret, value)]
+
+
+def occurrences(inputs: Any, needle: str) -> list[tuple[str, bool]]:
+    """Every place ``needle`` appears in recorded inputs, and whether it sits inside a secret."""
+    return [(path, secret) for path, secret, value in leaves(inputs) if isinstance(value, str) and needle in value]
 
 
 def run(secret_keys: list[str], **overrides: Any) -> Evaluation:
@@ -53,6 +59,19 @@ def test_a_secret_setting_reaches_its_resource_only_as_secrets(key, field, value
     assert found and all(secret for _, secret in found), f"in clear in state and in preview --diff at {found}"
     plain = occurrences(run([], **{key: block}).one(resource).inputs, CREDENTIAL)
     assert plain and not any(secret for _, secret in plain), "without the secret key it is plain: the check can fail"
+
+
+@pytest.mark.parametrize("key", ["scaleFromZero", "envoy"])
+def test_a_secret_wake_or_envoy_setting_makes_the_envoy_configmap_and_the_release_values_secret(key: str) -> None:
+    evaluation = run([f"{P}:{key}"])
+    (config_map,) = evaluation.of_type("kubernetes:core/v1:ConfigMap")
+    data = {path: secret for path, secret, _ in leaves(config_map.inputs) if path.startswith(".data")}
+    assert data and all(data.values()), f"the Envoy configuration is computed from {key}: {data}"
+    release = leaves(evaluation.one(HELM_RELEASE_TYPE).inputs)
+    values = [secret for path, secret, _ in release if path.startswith(".values")]
+    assert values and all(values)
+    (plain_map,) = run([]).of_type("kubernetes:core/v1:ConfigMap")
+    assert not any(secret for _, secret, _ in leaves(plain_map.inputs)), "without the secret nothing is marked"
 
 
 def test_a_secret_namespace_or_release_is_refused_because_it_names_objects() -> None:
@@ -98,10 +117,6 @@ def test_a_secret_where_the_placeholder_is_not_allowed_says_pulumi_preview_check
     offline = "(a secret: rendered offline as [secret], which this key does not take; `pulumi preview` checks the real"
     assert result.returncode == 2 and said in result.stderr and offline in result.stderr, result.stdout + result.stderr
     assert "QUFBQWNpcGhlcnRleHQ" not in result.stdout + result.stderr and "Traceback" not in result.stderr
-
-
-SECRET_TEXT = 'pässwörd"\\x\u202e\x1b[31m'
-"""Every way ``json.dumps`` or a terminal would change it, so a check for the exact text alone would miss a copy."""
 
 
 def _fragments(text: str) -> set[str]:
