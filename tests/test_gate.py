@@ -26,10 +26,8 @@ def recorded(name: str) -> list[Step]:
 
 def test_a_stack_edit_that_replaces_the_envoy_config_map_and_updates_the_release_passes() -> None:
     steps = recorded("update")
-    assert {(s.op, s.name) for s in steps if s.op != "same"} == {
-        ("replace", "envoy-configmap"),
-        ("update", "supersonic-helm"),
-    }
+    changed = {(s.op, s.name) for s in steps if s.op != "same"}
+    assert changed == {("replace", "envoy-configmap"), ("update", "supersonic-helm")}
     assert blocked(steps, removable=False) == []
 
 
@@ -56,7 +54,6 @@ def test_a_file_that_is_not_a_preview_is_a_usage_error(tmp_path: Path, capsys: p
 
 
 # --------------------------------------------------------------------------------------------- fails closed
-
 RELEASE_URN = recorded("update")[2].urn
 ENVOY_MAP_URN = recorded("update")[1].urn
 UNREADABLE = {
