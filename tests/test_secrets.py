@@ -124,26 +124,24 @@ def _fragments(text: str) -> set[str]:
     return forms | {form[i : i + 4] for form in forms for i in range(len(form) - 3) if form[i : i + 4].strip()}
 
 
-def _bad_secret_configs() -> list[tuple[str, str, Any]]:
-    """(id, top-level key, bad value) for every secret-capable key: a bad leaf, a bad object, a rule across fields."""
+def _bad_secret_configs() -> dict[str, tuple[str, Any]]:
+    """id: (top-level key, bad value) for every secret-capable key: a bad leaf, a bad object, a rule across fields."""
     base = {key: json.loads(value) for key, value in stack_config("hammer").items() if value.startswith("{")}
     envoy, sfz, keda, triton = (base[f"{P}:{k}"] for k in ("envoy", "scaleFromZero", "keda", "triton"))
     retry = {"numRetries": 1, "hostSelectionRetryMaxAttempts": 1, "backOffBaseMs": 987654, "backOffMaxMs": 876543}
-    return [
-        ("envoy-whole-string", "envoy", SECRET_TEXT),
-        ("envoy-not-json", "envoy", "{" + SECRET_TEXT),
-        ("envoy-back-off", "envoy", {**envoy, "inferenceRetry": retry}),
-        ("triton-annotation", "triton", {**triton, "podAnnotations": {"a": 987654}}),
-        ("prometheus-url", "prometheus", {"url": SECRET_TEXT, "port": 9090, "scheme": "http"}),
-        ("helm-values-not-object", "helmValues", [SECRET_TEXT]),
-        ("hold-below-ready", "scaleFromZero", {**sfz, "readyTimeoutSeconds": 987654, "holdMinReplicasSeconds": 876543}),
-        ("keda-min-above-max", "keda", {**keda, "minReplicaCount": 987654, "maxReplicaCount": 876543}),
-    ]
+    return {
+        "envoy-whole-string": ("envoy", SECRET_TEXT),
+        "envoy-not-json": ("envoy", "{" + SECRET_TEXT),
+        "envoy-back-off": ("envoy", {**envoy, "inferenceRetry": retry}),
+        "triton-annotation": ("triton", {**triton, "podAnnotations": {"a": 987654}}),
+        "prometheus-url": ("prometheus", {"url": SECRET_TEXT, "port": 9090, "scheme": "http"}),
+        "helm-values-not-object": ("helmValues", [SECRET_TEXT]),
+        "hold-below-ready": ("scaleFromZero", {**sfz, "readyTimeoutSeconds": 987654, "holdMinReplicasSeconds": 876543}),
+        "keda-min-above-max": ("keda", {**keda, "minReplicaCount": 987654, "maxReplicaCount": 876543}),
+    }
 
 
-@pytest.mark.parametrize(
-    ("key", "value"), [row[1:] for row in _bad_secret_configs()], ids=[row[0] for row in _bad_secret_configs()]
-)
+@pytest.mark.parametrize(("key", "value"), _bad_secret_configs().values(), ids=_bad_secret_configs())
 def test_an_error_about_a_secret_key_names_the_key_and_shows_no_part_of_its_value(key: str, value: Any) -> None:
     config = stack_config("hammer")
     config[f"{P}:{key}"] = value if isinstance(value, str) else json.dumps(value)
