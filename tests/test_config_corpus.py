@@ -1,5 +1,4 @@
-"""A corpus of stack files, each with the one-line errors it must produce (``# expect:`` lines at its top),
-read as ``./supersonic render`` and ``pulumi up`` read them: YAML reader, the CLI's merge, the settings check."""
+"""Stack files with the one-line errors each must produce (its ``# expect:`` lines), read as render and up read them."""
 
 from __future__ import annotations
 

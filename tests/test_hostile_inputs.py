@@ -1,5 +1,4 @@
-"""Hostile and careless inputs to every tool: one line naming the input and what is allowed, exit 2, no traceback;
-nothing echoed that could forge an output line or drive the terminal; sizes that stay cheap."""
+"""Hostile inputs to every tool: one line naming the input and the rule, exit 2, no forged line, sizes kept cheap."""
 
 from __future__ import annotations
 

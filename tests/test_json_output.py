@@ -1,5 +1,4 @@
-"""``--json`` of render, diff and takeover values|objects: one document on stdout whose keys are the ones
-docs/json.md documents, the verb's exit code, and on bad input exit 2 with nothing on stdout."""
+"""``--json``: one document on stdout with the keys docs/json.md documents; on bad input exit 2 and stdout empty."""
 
 from __future__ import annotations
 
