@@ -14,15 +14,8 @@ from hypothesis import strategies as st
 from pulumi.automation import OpType
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
-from supersonic_interlink.engine.gate import (
-    ENGINE_OPS,
-    REMOVING_OPS,
-    Step,
-    blocked,
-    main,
-    steps_from_events,
-    steps_from_json,
-)
+from supersonic_interlink.engine import gate
+from supersonic_interlink.engine.gate import Step, blocked, main, steps_from_events, steps_from_json
 
 PREVIEWS = Path(__file__).resolve().parent / "fixtures" / "previews"
 
@@ -33,10 +26,8 @@ def recorded(name: str) -> list[Step]:
 
 def test_a_stack_edit_that_replaces_the_envoy_config_map_and_updates_the_release_passes() -> None:
     steps = recorded("update")
-    assert {(s.op, s.name) for s in steps if s.op != "same"} == {
-        ("replace", "envoy-configmap"),
-        ("update", "supersonic-helm"),
-    }
+    changed = {(s.op, s.name) for s in steps if s.op != "same"}
+    assert changed == {("replace", "envoy-configmap"), ("update", "supersonic-helm")}
     assert blocked(steps, removable=False) == []
 
 
@@ -63,7 +54,6 @@ def test_a_file_that_is_not_a_preview_is_a_usage_error(tmp_path: Path, capsys: p
 
 
 # --------------------------------------------------------------------------------------------- fails closed
-
 RELEASE_URN = recorded("update")[2].urn
 ENVOY_MAP_URN = recorded("update")[1].urn
 UNREADABLE = {
@@ -101,7 +91,7 @@ JSON_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=6,
 )
-OPS = st.sampled_from([*sorted(ENGINE_OPS), "Delete", "obliterate", " delete"]) | JSON_VALUES
+OPS = st.sampled_from([*sorted(gate.ENGINE_OPS), "Delete", "obliterate", " delete"]) | JSON_VALUES
 URNS = st.sampled_from([RELEASE_URN, ENVOY_MAP_URN, RELEASE_URN.replace("::", ":", 1)]) | JSON_VALUES
 STEPS = st.fixed_dictionaries({}, optional={"op": OPS, "urn": URNS}) | JSON_VALUES
 
@@ -115,19 +105,19 @@ def test_no_generated_plan_raises_and_none_with_an_unreadable_step_passes(steps:
     unreadable = [step for step in read if not step.readable]
     if unreadable:
         assert len(problems) >= len(unreadable), "every unreadable step is named"
-    touching = [s for s in read if s.readable and s.op in REMOVING_OPS and s.type == HELM_RELEASE_TYPE]
+    touching = [s for s in read if s.readable and s.op in gate.REMOVING_OPS and s.type == HELM_RELEASE_TYPE]
     if touching and not removable:
         assert problems, "a readable step that uninstalls the release is refused too"
     assert all("\n" not in line and "\x1b" not in line for line in problems), "one printable line per problem"
 
 
 def test_an_engine_event_the_gate_cannot_read_refuses_the_plan_too() -> None:
-    urn = RELEASE_URN
-    good = SimpleNamespace(resource_pre_event=SimpleNamespace(metadata=SimpleNamespace(op=OpType.UPDATE, urn=urn)))
+    metadata = SimpleNamespace(op=OpType.UPDATE, urn=RELEASE_URN)
+    good = SimpleNamespace(resource_pre_event=SimpleNamespace(metadata=metadata))
     no_metadata = SimpleNamespace(resource_pre_event=SimpleNamespace())
     other = SimpleNamespace(resource_pre_event=None, diagnostic_event=object())
     steps = steps_from_events([good, other, no_metadata])
-    assert [(s.op, s.urn) for s in steps] == [("update", urn), (None, None)], "the op as the JSON spells it"
+    assert [(s.op, s.urn) for s in steps] == [("update", RELEASE_URN), (None, None)], "the op as the JSON spells it"
     assert blocked(steps[:1], removable=False) == [], "a readable update passes"
     (problem,) = blocked(steps, removable=False)
     assert problem.startswith('step 1: {"op": null, "urn": null} is not an object with an op'), problem

@@ -1,5 +1,4 @@
-"""``--json`` of render, diff and takeover values|objects: one document on stdout whose keys are the ones
-docs/json.md documents, the verb's exit code, and on bad input exit 2 with nothing on stdout."""
+"""``--json``: one document on stdout with the keys docs/json.md documents; on bad input exit 2 and stdout empty."""
 
 from __future__ import annotations
 
@@ -18,21 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 LIVE_VALUES = ROOT / "tests" / "fixtures" / "live-values-hammer.yaml"
 
 
-def documented_keys(verb: str) -> list[str]:
+def documented(verb: str, *argv: str) -> tuple[dict, str]:
+    """``verb --json``'s document, exit 0 and with exactly the keys docs/json.md lists for it, in order; and stderr."""
+    done = run_cli(*verb.split(), *argv, "--json", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
     section = (ROOT / "docs" / "json.md").read_text().split(f"### `{verb} --json`", 1)[1].split("\n### ", 1)[0]
-    return re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
+    assert list(document) == re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
+    return document, done.stderr
 
 
 def test_render_json_is_the_documented_document_and_nothing_else(tmp_path: Path) -> None:
-    done = run_cli("render", "hammer", "--json", "--out", str(tmp_path / "out"), cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    assert list(document) == documented_keys("render")
+    document, stderr = documented("render", "hammer", "--out", str(tmp_path / "out"))
     assert document["generation"] == NEWEST.name and document["release"]["namespace"] == "cms"
     assert document["written"] == [
         str(tmp_path / "out" / name) for name in ("manifests.yaml", "release.yaml", "envoy.yaml")
     ]
-    assert "wrote " in done.stderr, "the text form's lines go to stderr"
+    assert "wrote " in stderr, "the text form's lines go to stderr"
 
 
 @pytest.mark.parametrize(
@@ -51,10 +52,7 @@ def test_bad_input_with_json_exits_2_with_nothing_on_stdout(argv: list[str]) -> 
 
 
 def test_takeover_values_json_is_the_documented_document() -> None:
-    done = run_cli("takeover", "values", "hammer", "--live", str(LIVE_VALUES), "--json", cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    assert list(document) == documented_keys("takeover values")
+    document, _ = documented("takeover values", "hammer", "--live", str(LIVE_VALUES))
     row = next(r for r in document["deliberate"] if r["path"] == "keda.minReplicaCount")
     assert row == {"path": "keda.minReplicaCount", "after": 0, "why": row["why"]} and row["why"], (
         "the live release does not set it: no 'before' at all, not null"
@@ -63,10 +61,7 @@ def test_takeover_values_json_is_the_documented_document() -> None:
 
 def test_takeover_objects_json_is_the_documented_document(tmp_path: Path) -> None:
     chart = fixture_chart("conforming", tmp_path)
-    done = run_cli("takeover", "objects", "hammer", *live_files(tmp_path), "--chart", str(chart), "--json", cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    assert list(document) == documented_keys("takeover objects")
+    document, _ = documented("takeover objects", "hammer", *live_files(tmp_path), "--chart", str(chart))
     assert "ConfigMap/cms/supersonic-interlink-lua-config" in document["added"] and document["removed"] == [], (
         "the scale-from-zero objects the live values do not render are created, nothing deleted"
     )
@@ -80,10 +75,7 @@ def test_diff_json_is_the_documented_document(monkeypatch: pytest.MonkeyPatch) -
     after = report.Side("working tree", objects=[{**release, "values": {"a": 2, "b": None}}], generation=TRITON.name)
     monkeypatch.setattr(report, "at_commit", lambda *args: before)
     monkeypatch.setattr(report, "render_side", lambda *args: after)
-    done = run_cli("diff", "hammer", "--base", "main", "--json", cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    assert list(document) == documented_keys("diff")
+    document, _ = documented("diff", "hammer", "--base", "main")
     assert document["changed"] == [
         {
             "object": "Release.helm.sh/cms/r",
