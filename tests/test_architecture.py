@@ -13,6 +13,7 @@ from conftest import ROOT
 
 PACKAGE = "supersonic_interlink"
 RESOLVED = re.compile(rf"{PACKAGE}(\.\w+)+:\w+")
+SOURCES = sorted((ROOT / PACKAGE).rglob("*.py"))
 # The packages by layer, lowest first ("" is the package's __init__: ROOT only). A layer's packages are siblings:
 # they do not import each other.
 ORDER = [
@@ -74,16 +75,12 @@ def _is_module(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def sources() -> list[Path]:
-    return sorted((ROOT / PACKAGE).rglob("*.py"))
-
-
 def imports_of(path: Path) -> list[tuple[int, str]]:
     return imported(ast.parse(path.read_text(), str(path)), module_name(path), path.name == "__init__.py")
 
 
 def test_imports_point_down_the_layers_and_never_in_a_circle() -> None:
-    imports = {path: imports_of(path) for path in sources()}
+    imports = {path: imports_of(path) for path in SOURCES}
     assert len(imports) > 40, "the walk found the package's modules"
     upward = []
     for path, found in imports.items():
@@ -125,7 +122,7 @@ def test_every_package_is_placed_and_named_in_the_architecture_note_and_no_modul
     missing = [p for p in sorted(packages) if f"`{p}/`" not in note]
     assert missing == [], f"docs/architecture.md does not describe: {missing}"
     # A module says what it does; "command" says only that a verb calls it.
-    assert [str(p.relative_to(ROOT)) for p in sources() if p.stem in {"command", "commands"}] == []
+    assert [str(p.relative_to(ROOT)) for p in SOURCES if p.stem in {"command", "commands"}] == []
 
 
 def said_lazy(lines: list[str], number: int) -> bool:
@@ -158,4 +155,4 @@ def nested_imports(path: Path, text: str | None = None) -> list[str]:
 
 
 def test_project_imports_sit_at_the_top_of_the_module_unless_said_lazy() -> None:
-    assert [problem for path in sources() for problem in nested_imports(path)] == []
+    assert [problem for path in SOURCES for problem in nested_imports(path)] == []
