@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from graphlib import CycleError, TopologicalSorter
+from itertools import dropwhile, takewhile
 from pathlib import Path
 
 import pytest
@@ -35,12 +36,9 @@ def unit_of(module: str) -> str:
     """The longest entry of LAYERS that is ``module`` or a package above it; a module at the package root must be
     listed itself (the root's own entry is its ``__init__`` only)."""
     parts = module.split(".")
-    for end in range(len(parts), 0, -1):
-        candidate = ".".join(parts[:end])
-        if candidate == PACKAGE and module != PACKAGE:
-            break
-        if candidate in LAYERS:
-            return candidate
+    above = (".".join(parts[:end]) for end in range(len(parts), 0, -1))
+    if unit := next((name for name in above if name in LAYERS and (name != PACKAGE or name == module)), None):
+        return unit
     raise AssertionError(f"{module}: not placed in a layer; add its package to LAYERS and docs/architecture.md")
 
 
@@ -128,16 +126,9 @@ def test_every_package_is_placed_and_named_in_the_architecture_note_and_no_modul
 def said_lazy(lines: list[str], number: int) -> bool:
     """Line ``number`` (1-based) is an import that the comment block above it, or its own comment, calls lazy; the
     imports of one group share the block."""
-    if "# lazy" in lines[number - 1].lower():
-        return True
-    above = number - 2
-    while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
-        above -= 1
-    while above >= 0 and lines[above].strip().startswith("#"):
-        if "lazy" in lines[above].lower():
-            return True
-        above -= 1
-    return False
+    above = dropwhile(lambda line: line.strip().startswith(("import ", "from ")), reversed(lines[: number - 1]))
+    block = takewhile(lambda line: line.strip().startswith("#"), above)
+    return "# lazy" in lines[number - 1].lower() or any("lazy" in line.lower() for line in block)
 
 
 def nested_imports(path: Path, text: str | None = None) -> list[str]:
