@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 from functools import cache
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -47,11 +48,8 @@ def _commands_in(text: str) -> list[tuple[str, ...]]:
     """Commands in one piece of text that is a command or holds commands: a line, a code span, a code block."""
     found = []
     for match in _START.finditer(text):
-        words: list[str] = []
-        for word in match.group(1).split(" ")[1:]:
-            if word in _STOP or word.startswith("#") or word == "":
-                break
-            words.append(word.rstrip(".,:)"))
+        ended = takewhile(lambda w: w and w not in _STOP and not w.startswith("#"), match.group(1).split(" ")[1:])
+        words = [word.rstrip(".,:)") for word in ended]
         # Prose that names the front door without a command ("./supersonic <verb>", "for ./supersonic (...)").
         if words and re.fullmatch(r"[a-z][a-z0-9-]*|--help|-h", words[0]):
             found.append(tuple(words))
