@@ -139,9 +139,8 @@ def test_the_supported_range_is_from_the_first_cli_loading_pulumi_yaml_to_the_on
     assert toolchain.version(toolchain.build_for("pulumi")) == top
     pinned = re.search(r"^pulumi-kubernetes==(\S+)$", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
     assert pinned
-    for workflow in ("pull-request.yml", "drift.yml"):
-        document = yaml.safe_load((ROOT / ".github" / "workflows" / workflow).read_text())
-        job = document["jobs"]["preview" if workflow == "pull-request.yml" else "drift"]
+    for workflow, name in (("pull-request.yml", "preview"), ("drift.yml", "drift")):
+        job = yaml.safe_load((ROOT / ".github" / "workflows" / workflow).read_text())["jobs"][name]
         installs = [s for s in job["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
         versions = [s["with"]["pulumi-version"] for s in installs]
         assert versions == [top.removeprefix("v")], f"{workflow} installs the CLI the project is tested with"
