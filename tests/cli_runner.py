@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import subprocess
 from pathlib import Path
 
@@ -16,19 +15,13 @@ from supersonic_interlink.cli.main import main as cli_main
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m supersonic_interlink *args`` in this process: its exit code, stdout and stderr."""
     stdout, stderr = io.StringIO(), io.StringIO()
-    previous = Path.cwd()
-    try:
-        if cwd is not None:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            try:
-                code = cli_main(list(args))
-            except SystemExit as exited:
-                code = exited.code if isinstance(exited.code, int) else (0 if exited.code is None else 1)
-                if isinstance(exited.code, str):
-                    stderr.write(exited.code + "\n")
-    finally:
-        os.chdir(previous)
+    with contextlib.chdir(cwd or "."), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = cli_main(list(args))
+        except SystemExit as exited:
+            code = exited.code if isinstance(exited.code, int) else (0 if exited.code is None else 1)
+            if isinstance(exited.code, str):
+                stderr.write(exited.code + "\n")
     return subprocess.CompletedProcess(["supersonic", *args], code, stdout.getvalue(), stderr.getvalue())
 
 

@@ -11,36 +11,35 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from supersonic_interlink.config import PROJECT, Settings, load_settings
-from supersonic_interlink.config.stack_config import load_stack_config
+from supersonic_interlink.config import stack_config as stacks
 from supersonic_interlink.render.evaluate import Evaluation, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The property tests draw the same examples on every run (a CI failure reproduces on a laptop) and keep no example
-# database in the clone; they assert on what an example gives, never on how fast, so a loaded machine neither fails
-# them on hypothesis's deadline nor on its too-slow health check.
+# The same examples on every run (a CI failure reproduces on a laptop), no example database in the clone, and no
+# deadline or too-slow check: the property tests assert on what an example gives, never on how fast.
 settings.register_profile(
     "supersonic", derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("supersonic")
 
 
-def cli_text(value: Any) -> str:
-    """How the CLI hands a value to the program: strings as they are, everything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def stack_config(stack: str, **overrides: Any) -> dict[str, str]:
-    """A stack's CLI config map with some top-level keys replaced (``scaleFromZero={...}``)."""
-    config = load_stack_config(stack)
+    """A stack's CLI config map with some top-level keys replaced (``scaleFromZero={...}``), as the CLI passes them:
+    strings as they are, everything else as JSON."""
+    config = stacks.load_stack_config(stack)
     for key, value in overrides.items():
-        config[f"{PROJECT}:{key}"] = cli_text(value)
+        config[f"{PROJECT}:{key}"] = value if isinstance(value, str) else json.dumps(value)
     return config
+
+
+def stack_settings(stack: str, **overrides: Any) -> Settings:
+    return load_settings(stack_config(stack, **overrides))
 
 
 def unpinned_config(stack: str) -> dict[str, str]:
     """A stack's CLI config map with its git chart's commit taken out: what a stack looks like before its pin."""
-    config = load_stack_config(stack)
+    config = stacks.load_stack_config(stack)
     release = json.loads(config[f"{PROJECT}:release"])
     release["chart"] = {k: v for k, v in release["chart"].items() if k != "commit"}
     config[f"{PROJECT}:release"] = json.dumps(release)
@@ -49,10 +48,7 @@ def unpinned_config(stack: str) -> dict[str, str]:
 
 @pytest.fixture
 def unpinned_stacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stacks directory whose files are the project's with every ``commit:`` line taken out, in force for the
-    test: how a stack reads before its chart is pinned."""
-    from supersonic_interlink.config import stack_config as stacks
-
+    """The project's stack files with every ``commit:`` line taken out, in force for the test."""
     directory = tmp_path / "unpinned-stacks"
     directory.mkdir()
     for path in stacks.STACKS_DIR.glob("Pulumi.*.yaml"):
@@ -60,10 +56,6 @@ def unpinned_stacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (directory / path.name).write_text("".join(line for line in lines if not line.lstrip().startswith("commit:")))
     monkeypatch.setattr(stacks, "STACKS_DIR", directory)
     return directory
-
-
-def stack_settings(stack: str, **overrides: Any) -> Settings:
-    return load_settings(stack_config(stack, **overrides))
 
 
 @pytest.fixture

@@ -5,58 +5,46 @@ from __future__ import annotations
 
 import ast
 import re
+from graphlib import CycleError, TopologicalSorter
+from itertools import dropwhile, takewhile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
+from conftest import ROOT
+
 PACKAGE = "supersonic_interlink"
 RESOLVED = re.compile(rf"{PACKAGE}(\.\w+)+:\w+")
-
-LAYERS: dict[str, int] = {
-    "supersonic_interlink": 0,  # the package's __init__: ROOT only
-    "supersonic_interlink.contract": 0,
-    "supersonic_interlink.files": 0,
-    "supersonic_interlink.objdiff": 0,
-    "supersonic_interlink.progress": 0,
-    "supersonic_interlink.config": 1,
-    "supersonic_interlink.postrender": 1,
-    "supersonic_interlink.chart": 2,
-    "supersonic_interlink.components": 3,
-    "supersonic_interlink.program": 4,
-    "supersonic_interlink.render": 5,
-    "supersonic_interlink.takeover": 6,
-    "supersonic_interlink.wake": 6,
-    "supersonic_interlink.state": 6,
-    "supersonic_interlink.engine": 6,
-    "supersonic_interlink.drift": 7,
-    "supersonic_interlink.diff": 7,
-    "supersonic_interlink.rehearse": 7,
-    "supersonic_interlink.cli": 8,
-    "supersonic_interlink.__main__": 9,
-}
-"""Layer of each package: contract, files, objdiff < config < chart < components < the program < render < the tools
-(takeover, wake, state, engine) < what combines tools (drift, diff, rehearse) < cli <
-``python -m supersonic_interlink``. Equal layers are siblings: they do not import each other."""
+SOURCES = sorted((ROOT / PACKAGE).rglob("*.py"))
+# The packages by layer, lowest first ("" is the package's __init__: ROOT only). A layer's packages are siblings:
+# they do not import each other.
+ORDER = [
+    ["", ".contract", ".files", ".objdiff", ".progress"],
+    [".config", ".postrender"],
+    [".chart"],
+    [".components"],
+    [".program"],
+    [".render"],
+    [".takeover", ".wake", ".state", ".engine"],
+    [".drift", ".diff", ".rehearse"],
+    [".cli"],
+    [".__main__"],
+]
+LAYERS = {PACKAGE + name: layer for layer, names in enumerate(ORDER) for name in names}
 
 
 def unit_of(module: str) -> str:
     """The longest entry of LAYERS that is ``module`` or a package above it; a module at the package root must be
     listed itself (the root's own entry is its ``__init__`` only)."""
     parts = module.split(".")
-    for end in range(len(parts), 0, -1):
-        candidate = ".".join(parts[:end])
-        if candidate == PACKAGE and module != PACKAGE:
-            break
-        if candidate in LAYERS:
-            return candidate
+    above = (".".join(parts[:end]) for end in range(len(parts), 0, -1))
+    if unit := next((name for name in above if name in LAYERS and (name != PACKAGE or name == module)), None):
+        return unit
     raise AssertionError(f"{module}: not placed in a layer; add its package to LAYERS and docs/architecture.md")
 
 
 def module_name(path: Path) -> str:
-    relative = path.relative_to(ROOT).with_suffix("")
-    parts = list(relative.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
@@ -85,40 +73,31 @@ def _is_module(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def sources() -> list[Path]:
-    return sorted((ROOT / PACKAGE).rglob("*.py"))
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    return imported(ast.parse(path.read_text(), str(path)), module_name(path), path.name == "__init__.py")
 
 
-def violations() -> list[str]:
-    found = []
-    for path in sources():
-        module = module_name(path)
-        unit = unit_of(module)
-        tree = ast.parse(path.read_text(), str(path))
-        for line, name in imported(tree, module, path.name == "__init__.py"):
+def test_imports_point_down_the_layers_and_never_in_a_circle() -> None:
+    imports = {path: imports_of(path) for path in SOURCES}
+    assert len(imports) > 40, "the walk found the package's modules"
+    upward = []
+    for path, found in imports.items():
+        unit = unit_of(module_name(path))
+        for line, name in found:
             target = unit_of(name)
-            if target == unit or LAYERS[target] < LAYERS[unit]:
-                continue
-            found.append(
-                f"{path.relative_to(ROOT)}:{line}: {unit} (layer {LAYERS[unit]}) imports {name} "
-                f"(layer {LAYERS[target]}): imports point down only"
-            )
-    return found
+            if target != unit and LAYERS[target] >= LAYERS[unit]:
+                upward.append(
+                    f"{path.relative_to(ROOT)}:{line}: {unit} (layer {LAYERS[unit]}) imports {name} "
+                    f"(layer {LAYERS[target]}): imports point down only"
+                )
+    assert upward == []
+    graph = {module_name(path): {name for _, name in found} - {module_name(path)} for path, found in imports.items()}
+    TopologicalSorter(graph).prepare()  # raises CycleError naming the modules of a circle
 
 
-def test_every_module_imports_only_its_own_package_and_lower_layers() -> None:
-    checked = sources()
-    assert len(checked) > 40, "the walk found the package's modules"
-    assert violations() == []
-
-
-def test_the_checks_catch_an_unplaced_module_an_import_against_the_direction_and_an_unsaid_nested_import() -> None:
-    try:
+def test_the_checks_catch_an_unplaced_module_an_upward_import_an_unsaid_nested_import_and_a_circle() -> None:
+    with pytest.raises(AssertionError, match="not placed in a layer"):
         unit_of("supersonic_interlink.newpkg.part")
-    except AssertionError as error:
-        assert "not placed in a layer" in str(error)
-    else:
-        raise AssertionError("a module was placed without being listed")
     upward = (
         "def f():\n    from supersonic_interlink.cli.main import VERBS\n    calls('supersonic_interlink.cli.x:run')\n"
     )
@@ -129,43 +108,37 @@ def test_the_checks_catch_an_unplaced_module_an_import_against_the_direction_and
     assert nested_imports(where, nested) == [f"{PACKAGE}/config/example.py:4: import inside f()"]
     said = "def f():\n    # Lazy for start-up time.\n    from supersonic_interlink import contract\n    import yaml\n"
     assert nested_imports(where, said + "    from supersonic_interlink import files\n") == []
+    with pytest.raises(CycleError):
+        TopologicalSorter({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}).prepare()
 
 
-def test_every_package_is_placed_and_named_in_the_architecture_note() -> None:
+def test_every_package_is_placed_and_named_in_the_architecture_note_and_no_module_is_named_command() -> None:
     packages = {p.parent.name for p in (ROOT / PACKAGE).glob("*/__init__.py")}
     placed = {name.split(".")[1] for name in LAYERS if name.count(".") == 1 and not name.endswith("__main__")}
     assert packages <= placed, f"packages without a layer: {sorted(packages - placed)}"
     note = (ROOT / "docs" / "architecture.md").read_text()
     missing = [p for p in sorted(packages) if f"`{p}/`" not in note]
     assert missing == [], f"docs/architecture.md does not describe: {missing}"
+    # A module says what it does; "command" says only that a verb calls it.
+    assert [str(p.relative_to(ROOT)) for p in SOURCES if p.stem in {"command", "commands"}] == []
 
 
 def said_lazy(lines: list[str], number: int) -> bool:
     """Line ``number`` (1-based) is an import that the comment block above it, or its own comment, calls lazy; the
     imports of one group share the block."""
-    if "# lazy" in lines[number - 1].lower():
-        return True
-    above = number - 2
-    while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
-        above -= 1
-    while above >= 0 and lines[above].strip().startswith("#"):
-        if "lazy" in lines[above].lower():
-            return True
-        above -= 1
-    return False
+    above = dropwhile(lambda line: line.strip().startswith(("import ", "from ")), reversed(lines[: number - 1]))
+    block = takewhile(lambda line: line.strip().startswith("#"), above)
+    return "# lazy" in lines[number - 1].lower() or any("lazy" in line.lower() for line in block)
 
 
 def nested_imports(path: Path, text: str | None = None) -> list[str]:
     """Project imports inside a function of ``path`` that no comment calls lazy."""
     lines = (path.read_text() if text is None else text).splitlines()
-    tree = ast.parse("\n".join(lines), str(path))
     found = []
-    for function in ast.walk(tree):
+    for function in ast.walk(ast.parse("\n".join(lines), str(path))):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for node in ast.walk(function):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
+        for node in [n for n in ast.walk(function) if isinstance(n, (ast.Import, ast.ImportFrom))]:
             project = imported(ast.Module([node], []), module_name(path), path.name == "__init__.py")
             if project and not said_lazy(lines, node.lineno):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: import inside {function.name}()")
@@ -173,48 +146,4 @@ def nested_imports(path: Path, text: str | None = None) -> list[str]:
 
 
 def test_project_imports_sit_at_the_top_of_the_module_unless_said_lazy() -> None:
-    assert [problem for path in sources() for problem in nested_imports(path)] == []
-
-
-def module_graph() -> dict[str, set[str]]:
-    """Module -> the project modules it imports (a package import is its ``__init__``)."""
-    graph: dict[str, set[str]] = {}
-    for path in sources():
-        module = module_name(path)
-        tree = ast.parse(path.read_text(), str(path))
-        graph[module] = {name for _, name in imported(tree, module, path.name == "__init__.py") if name != module}
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Each import circle once, as the modules on it (depth-first search, the path on the stack)."""
-    found: list[list[str]] = []
-    done: set[str] = set()
-
-    def visit(module: str, path: list[str]) -> None:
-        if module in path:
-            circle = path[path.index(module) :]
-            if sorted(circle) not in [sorted(c) for c in found]:
-                found.append(circle)
-            return
-        if module in done:
-            return
-        for target in sorted(graph.get(module, ())):
-            visit(target, [*path, module])
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, [])
-    return found
-
-
-def test_no_import_cycle_between_modules() -> None:
-    graph = module_graph()
-    assert len(graph) > 40
-    assert cycles(graph) == []
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-
-
-def test_no_module_is_named_for_being_a_command() -> None:
-    """A module says what it does; "command" says only that a verb calls it."""
-    assert [str(p.relative_to(ROOT)) for p in sources() if p.stem in {"command", "commands"}] == []
+    assert [problem for path in SOURCES for problem in nested_imports(path)] == []

@@ -26,17 +26,14 @@ def test_the_installed_binary_matches_its_pinned_checksum_and_version(name: str)
     )
 
 
-def test_a_missing_binary_names_the_command_that_installs_it(tmp_path, monkeypatch) -> None:
+def test_a_missing_binary_names_its_install_command_a_present_one_is_hashed_once_a_changed_one_is_refused(
+    tmp_path, monkeypatch
+) -> None:
     monkeypatch.setattr(binaries, "TOOLS_DIR", tmp_path / ".tools")
     monkeypatch.setattr(binaries, "ROOT", tmp_path)
     with pytest.raises(binaries.BinaryError, match=r"python -m supersonic_interlink.chart.binaries install helm"):
         binaries.ensure("helm")
-
-
-def test_a_binary_is_hashed_at_its_first_use_only_and_a_changed_one_is_refused(tmp_path, monkeypatch) -> None:
     pinned = b"the pinned bytes"
-    monkeypatch.setattr(binaries, "TOOLS_DIR", tmp_path / ".tools")
-    monkeypatch.setattr(binaries, "ROOT", tmp_path)
     tiny = dataclasses.replace(binaries.BINARIES["helm"], sha256=hashlib.sha256(pinned).hexdigest())
     monkeypatch.setitem(binaries.BINARIES, "tiny", tiny)
     hashed: list[bytes] = []
@@ -52,10 +49,8 @@ def test_a_binary_is_hashed_at_its_first_use_only_and_a_changed_one_is_refused(t
     with pytest.raises(binaries.BinaryError):
         binaries.ensure("tiny")
     target.write_bytes(pinned)
-
     assert binaries.ensure("tiny") == binaries.ensure("tiny") == target
     assert hashed[1:] == [pinned], "hashed once for two uses: a readiness poll calls kubectl many times a second"
-
     replacement = target.with_name("replacement")
     replacement.write_bytes(b"the changed bytes")
     os.replace(replacement, target)

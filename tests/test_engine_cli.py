@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_runner import run_cli
+from conftest import ROOT
 
 from supersonic_interlink.cli.verbs import PULUMI as pulumi_cli
 from supersonic_interlink.engine import run
 from supersonic_interlink.engine.cluster import SCRATCH_PROJECT_ENV
 from supersonic_interlink.engine.gate import stack_removable
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)

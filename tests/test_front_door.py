@@ -5,13 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from cli_runner import run_cli, verb_words
+from conftest import ROOT
 
 from supersonic_interlink.cli.main import VERBS
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -25,14 +23,8 @@ def test_the_program_run_as_a_plain_script_says_it_runs_under_pulumi_and_how_to_
 
 
 def test_a_report_cut_short_by_its_reader_ends_without_a_traceback() -> None:
-    piped = subprocess.run(
-        f"{sys.executable} -m supersonic_interlink probe report examples/wakes.jsonl --json | head -c 60",
-        shell=True,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    command = f"{sys.executable} -m supersonic_interlink probe report examples/wakes.jsonl --json | head -c 60"
+    piped = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert len(piped.stdout) == 60 and piped.stderr == "", piped.stderr
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from supersonic_interlink.cli.verbs import DRIFT as drift_cli
 from supersonic_interlink.cli.verbs import PULUMI as pulumi_cli
 from supersonic_interlink.engine import installed, toolchain
 from supersonic_interlink.engine.run import Engine
 
-ROOT = Path(__file__).resolve().parent.parent
 PROVIDER_VERSION = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
 
 
@@ -51,7 +51,18 @@ def nothing_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[
     return asked
 
 
-def test_the_named_cli_then_pulumi_cli_then_path_then_a_build(tmp_path: Path, nothing_built: list) -> None:
+def test_the_named_cli_then_pulumi_cli_then_path_then_a_build_and_a_named_one_that_does_not_run_is_refused(
+    tmp_path: Path, nothing_built: list, capsys: pytest.CaptureFixture
+) -> None:
+    missing = tmp_path / "no-such-pulumi"
+    with pytest.raises(
+        installed.Unusable, match=rf"pulumi CLI {re.escape(str(missing))} \(--pulumi\) reports no version"
+    ):
+        installed.find_cli(str(missing), {})
+    assert nothing_built == [], "a CLI named on purpose is never replaced by a build"
+    old = fake_cli(tmp_path / "old", "v3.100.0")
+    assert drift_cli.main(["hammer", "--pulumi", str(old)]) == 2, "drift takes the same flag"
+    assert f"pulumi CLI {old} (--pulumi) reports version 'v3.100.0', outside" in capsys.readouterr().err
     path = fake_cli(tmp_path / "path", "v3.274.1")
     from_env = fake_cli(tmp_path / "env", "v3.187.0", name="pulumi-3.187")
     named = fake_cli(tmp_path / "named", "v3.274.1", name="my-pulumi")
@@ -81,23 +92,16 @@ def test_a_cli_outside_the_range_is_refused_in_one_line_saying_what_to_install(
     assert nothing_built == [], "a refused CLI is not passed over for a build, nor for the next on PATH"
 
 
-def test_a_named_cli_that_does_not_run_is_refused_naming_it_and_drift_takes_the_same_flag(
-    tmp_path: Path, nothing_built: list, capsys: pytest.CaptureFixture
-) -> None:
-    missing = tmp_path / "no-such-pulumi"
-    with pytest.raises(
-        installed.Unusable, match=rf"pulumi CLI {re.escape(str(missing))} \(--pulumi\) reports no version"
-    ):
-        installed.find_cli(str(missing), {})
-    assert nothing_built == [], "a CLI named on purpose is never replaced by a build"
-    old = fake_cli(tmp_path / "bin", "v3.100.0")
-    assert drift_cli.main(["hammer", "--pulumi", str(old)]) == 2
-    assert f"pulumi CLI {old} (--pulumi) reports version 'v3.100.0', outside" in capsys.readouterr().err
-
-
-def test_the_provider_is_the_plugin_pulumi_plugin_install_put_in_pulumi_home_unless_half_installed(
+def test_the_provider_is_the_plugin_in_pulumi_home_at_exactly_the_sdks_version_unless_half_installed(
     tmp_path: Path, nothing_built: list
 ) -> None:
+    install_plugin(tmp_path / "other", "v4.30.0")
+    with pytest.raises(installed.Unusable) as refused:
+        installed.find_provider({"PULUMI_HOME": str(tmp_path / "other")})
+    said = "is resource-kubernetes-v4.30.0, but this project's SDK (pulumi-kubernetes==4.25.0) runs exactly v4.25.0"
+    assert said in str(refused.value)
+    assert str(refused.value).endswith(f"pulumi plugin install resource kubernetes {PROVIDER_VERSION}")
+    assert nothing_built == []
     directory = install_plugin(tmp_path / "home", PROVIDER_VERSION)
     found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
     assert (found.path, found.origin, source) == (directory / "pulumi-resource-kubernetes", "installed plugin", None)
@@ -105,18 +109,6 @@ def test_the_provider_is_the_plugin_pulumi_plugin_install_put_in_pulumi_home_unl
     found, source = installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
     assert source == toolchain.path("pulumi-resource-kubernetes"), "built and installed again, as the CLI would"
     assert "building it from Go modules" in found.origin
-
-
-def test_a_provider_of_another_version_is_refused_naming_the_install_command(
-    tmp_path: Path, nothing_built: list
-) -> None:
-    install_plugin(tmp_path / "home", "v4.30.0")
-    with pytest.raises(installed.Unusable) as refused:
-        installed.find_provider({"PULUMI_HOME": str(tmp_path / "home")})
-    said = "is resource-kubernetes-v4.30.0, but this project's SDK (pulumi-kubernetes==4.25.0) runs exactly v4.25.0"
-    assert said in str(refused.value)
-    assert str(refused.value).endswith(f"pulumi plugin install resource kubernetes {PROVIDER_VERSION}")
-    assert nothing_built == []
 
 
 def test_the_first_line_names_the_cli_and_provider_with_versions_and_origins(
@@ -147,9 +139,8 @@ def test_the_supported_range_is_from_the_first_cli_loading_pulumi_yaml_to_the_on
     assert toolchain.version(toolchain.build_for("pulumi")) == top
     pinned = re.search(r"^pulumi-kubernetes==(\S+)$", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
     assert pinned
-    for workflow in ("pull-request.yml", "drift.yml"):
-        document = yaml.safe_load((ROOT / ".github" / "workflows" / workflow).read_text())
-        job = document["jobs"]["preview" if workflow == "pull-request.yml" else "drift"]
+    for workflow, name in (("pull-request.yml", "preview"), ("drift.yml", "drift")):
+        job = yaml.safe_load((ROOT / ".github" / "workflows" / workflow).read_text())["jobs"][name]
         installs = [s for s in job["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
         versions = [s["with"]["pulumi-version"] for s in installs]
         assert versions == [top.removeprefix("v")], f"{workflow} installs the CLI the project is tested with"

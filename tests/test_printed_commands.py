@@ -1,12 +1,7 @@
-"""Every `./supersonic ...` command the project prints runs as printed: in the README, docs/, the stack files'
-comments, the workflows, examples/ and the strings the code prints (error hints, the takeover steps).
-
-A command runs as printed when it needs nothing outside this machine (render without --pin-chart or --fetch-chart,
-takeover steps and values, probe report, help); it runs in this process (tests/cli_runner.py) with a copy
-of the project as working directory, examples/ when its files are there, and a PATH with nothing of .venv on it. A
-command that needs a cluster, a bucket, the network or a value only the reader has (``<stack>``, ``FILE``,
-``{stack}``) runs in its ``--help`` form instead: the verb and sub-verb must exist and every flag it names must be
-one the parser takes. ``test``, ``e2e`` and ``lint`` run in CI exactly as the README prints them."""
+"""Every `./supersonic ...` command the project prints (README, docs/, stack comments, workflows, examples/, the
+code's strings) runs as printed, in a copy of the project with nothing of .venv on PATH, when it needs nothing outside
+this machine; otherwise (a cluster, the network, ``<stack>``) its ``--help`` form runs and takes every flag it names.
+``test``, ``e2e`` and ``lint`` run in CI exactly as the README prints them."""
 
 from __future__ import annotations
 
@@ -15,14 +10,15 @@ import re
 import shutil
 import subprocess
 from functools import cache
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
 from cli_runner import run_cli, verb_words
+from conftest import ROOT
 
 from supersonic_interlink.cli.main import VERBS
 
-ROOT = Path(__file__).resolve().parent.parent
 PROSE = [
     ROOT / "README.md",
     *sorted((ROOT / "docs").glob("*.md")),
@@ -35,31 +31,33 @@ PROSE = [
 CODE = sorted((ROOT / "supersonic_interlink").rglob("*.py"))
 _START = re.compile(r"(?:\.\./|\./)supersonic((?: [^ \n`'\"]+)*)")
 _STOP = (">", ">>", "|", "&&", ";", "||", "2>&1")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_COMMAND_LINE = re.compile(r"^[ \t]*(?:#[ \t]*|-[ \t]+|run:[ \t]*)?((?:\.\./|\./)supersonic .*)$", re.MULTILINE)
+_MODULE_RUN = re.compile(r"(\S*)python3? -m (supersonic_interlink(?:\.\w+)+)")
+_CODE_PATH = re.compile(r"`([\w/.-]+\.(?:py|sh))`")
+EXAMPLES = ROOT / "examples"
+STACKS = {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml")}
+STACK_FIRST = {"render", "probe", "takeover", "pulumi", "drift", "diff"}  # the first positional after any sub-verb
+FRONT_DOOR_ONLY = ("test", "e2e", "lint")  # verbs ``./supersonic`` runs itself
+NEEDS_OUTSIDE = {"--pin-chart", "--fetch-chart", "--live", "--from-cluster", "--record", "--endpoint"}
+_words = cache(verb_words)
 
 
 def _commands_in(text: str) -> list[tuple[str, ...]]:
     """Commands in one piece of text that is a command or holds commands: a line, a code span, a code block."""
     found = []
     for match in _START.finditer(text):
-        words: list[str] = []
-        for word in match.group(1).split(" ")[1:]:
-            if word in _STOP or word.startswith("#") or word == "":
-                break
-            words.append(word.rstrip(".,:)"))
+        ended = takewhile(lambda w: w and w not in _STOP and not w.startswith("#"), match.group(1).split(" ")[1:])
+        words = [word.rstrip(".,:)") for word in ended]
         # Prose that names the front door without a command ("./supersonic <verb>", "for ./supersonic (...)").
         if words and re.fullmatch(r"[a-z][a-z0-9-]*|--help|-h", words[0]):
             found.append(tuple(words))
     return found
 
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
-_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
-_COMMAND_LINE = re.compile(r"^[ \t]*(?:#[ \t]*|-[ \t]+|run:[ \t]*)?((?:\.\./|\./)supersonic .*)$", re.MULTILINE)
-
-
 def _command_texts(text: str) -> list[str]:
-    """Where a document puts commands: code spans, fenced blocks, and lines (or comment lines) that start with one.
-    Running prose that mentions ``./supersonic`` is not a command."""
+    """Code spans, fenced blocks, and lines (or comment lines) that start with a command; not running prose."""
     return [*_CODE_SPAN.findall(text), *_FENCE.findall(text), *_COMMAND_LINE.findall(text)]
 
 
@@ -76,34 +74,19 @@ def _strings(path: Path) -> list[str]:
 
 def printed() -> dict[tuple[str, ...], str]:
     """Each distinct command, with one place it is printed."""
-    commands: dict[tuple[str, ...], str] = {}
-    for path in PROSE:
-        for text in _command_texts(path.read_text()):
-            for command in _commands_in(text):
-                commands.setdefault(command, str(path.relative_to(ROOT)))
+    texts = [(path, text) for path in PROSE for text in _command_texts(path.read_text())]
     for path in CODE:
         for string in _strings(path):
-            for text in [string] if string.startswith("./supersonic") else _command_texts(string):
-                for command in _commands_in(text):
-                    commands.setdefault(command, str(path.relative_to(ROOT)))
+            texts += [(path, t) for t in ([string] if string.startswith("./supersonic") else _command_texts(string))]
+    commands: dict[tuple[str, ...], str] = {}
+    for path, text in texts:
+        for command in _commands_in(text):
+            commands.setdefault(command, str(path.relative_to(ROOT)))
     return commands
 
 
 def _placeholder(word: str) -> bool:
     return bool(re.search(r"[<>\[\]{}$]|\.\.\.|^[A-Z][A-Z_:]*$", word)) or "|" in word
-
-
-@cache
-def _words() -> dict[str, dict[str, list[str]]]:
-    return verb_words()
-
-
-EXAMPLES = ROOT / "examples"
-STACK_FIRST = {"render", "probe", "takeover", "pulumi", "drift", "diff"}
-"""Verbs whose first positional argument (after the sub-verb, if any) is a stack name."""
-FRONT_DOOR_ONLY = ("test", "e2e", "lint")
-"""Verbs ``./supersonic`` runs itself."""
-NEEDS_OUTSIDE = {"--pin-chart", "--fetch-chart", "--live", "--from-cluster", "--record", "--endpoint"}
 
 
 def runs_as_printed(words: tuple[str, ...]) -> bool:
@@ -113,11 +96,11 @@ def runs_as_printed(words: tuple[str, ...]) -> bool:
     if "--help" in words:
         return len(words) > 1
     if verb == "render":
-        return len(words) > 1 and words[1] in _stacks() and not NEEDS_OUTSIDE & set(words)
+        return len(words) > 1 and words[1] in STACKS and not NEEDS_OUTSIDE & set(words)
     if verb == "takeover":
         files = [w for w in words if w.endswith((".yaml", ".yml"))]
         runnable = (words[1:2] == ("steps",) and "--live" not in words) or words[1:2] == ("values",)
-        return runnable and len(words) > 2 and words[2] in _stacks() and all((EXAMPLES / f).is_file() for f in files)
+        return runnable and len(words) > 2 and words[2] in STACKS and all((EXAMPLES / f).is_file() for f in files)
     if verb == "cluster":  # read-only: says whether the local control plane runs, and its environment if it does
         return words[1:] in (("status",), ("env",))
     if verb == "probe":
@@ -125,17 +108,15 @@ def runs_as_printed(words: tuple[str, ...]) -> bool:
     return False
 
 
+def _git_files(*options: str) -> list[str]:
+    listed = subprocess.run(["git", "ls-files", *options], cwd=ROOT, capture_output=True, text=True, check=True)
+    return listed.stdout.splitlines()
+
+
 @pytest.fixture(scope="module")
 def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("printed") / "project"
-    tracked = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    for name in tracked:
+    for name in _git_files("--cached", "--others", "--exclude-standard"):
         if (ROOT / name).is_file() and not name.startswith("tests/"):
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, root / name)
@@ -182,7 +163,7 @@ def test_a_printed_command_runs(words: tuple[str, ...], project_copy: Path, monk
     # The stack a command names must be one of this project's (it comes first, or after the sub-verb).
     positional = [w for w in words[1:] if not w.startswith("-") and w != sub]
     if verb in STACK_FIRST and positional and not _placeholder(positional[0]) and sub != "report":
-        assert positional[0] in _stacks(), f"{where}: ./supersonic {' '.join(words)}: no stack {positional[0]!r}"
+        assert positional[0] in STACKS, f"{where}: ./supersonic {' '.join(words)}: no stack {positional[0]!r}"
 
 
 @cache
@@ -190,15 +171,6 @@ def _help_form(project: Path, verb: str, sub: str | None) -> tuple[int, str]:
     """``./supersonic <verb> [<sub>] --help`` run once per worker, in this process: (exit code, stderr)."""
     helped = run_cli(verb, *([sub] if sub else []), "--help", cwd=project)
     return helped.returncode, helped.stderr
-
-
-@cache
-def _stacks() -> set[str]:
-    return {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml")}
-
-
-_MODULE_RUN = re.compile(r"(\S*)python3? -m (supersonic_interlink(?:\.\w+)+)")
-_CODE_PATH = re.compile(r"`([\w/.-]+\.(?:py|sh))`")
 
 
 def test_a_module_printed_in_the_docs_runs_without_an_activated_venv() -> None:
@@ -215,17 +187,6 @@ def test_a_module_printed_in_the_docs_runs_without_an_activated_venv() -> None:
     assert done.returncode == 0, done.stderr
 
 
-@cache
-def _all_files() -> tuple[str, ...]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return tuple(f"/{line}" for line in listed.splitlines())
-
-
-def _project_files(suffix: str) -> list[str]:
-    """The project's files whose path ends in ``suffix`` (a name the docs give with or without its directories)."""
-    return [name for name in _all_files() if name.endswith(suffix)]
-
-
 def _ours(name: str) -> bool:
     """A bare file name, or a path under one of the project's directories (not the chart's ``cfg/``, say)."""
     first = name.split("/", maxsplit=1)[0]
@@ -233,10 +194,12 @@ def _ours(name: str) -> bool:
 
 
 def test_every_file_the_docs_name_exists() -> None:
+    # A name the docs give with or without its directories.
+    files = [f"/{name}" for name in _git_files()]
     missing = [
         f"{path.name}: {name}"
         for path in PROSE
         for name in _CODE_PATH.findall(path.read_text())
-        if _ours(name) and not _project_files(f"/{name}")
+        if _ours(name) and not any(file.endswith(f"/{name}") for file in files)
     ]
     assert missing == [], "a file the docs point a reader to must be there"

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run_cli
+from conftest import ROOT
 
 from supersonic_interlink.engine import cluster, toolchain
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_provider_is_built_at_the_sdks_pinned_version_from_the_commit_of_its_release_tag() -> None:
@@ -43,14 +42,13 @@ def test_binaries_are_cached_by_name_and_version_in_the_home_cache(monkeypatch: 
     assert not path.is_relative_to(ROOT), "build caches live outside the clone"
 
 
-def test_building_an_unknown_binary_is_a_usage_error() -> None:
+def test_building_an_unknown_binary_is_a_usage_error_and_without_go_a_missing_one_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     done = run_cli("toolchain", "build", "kubelet")
     assert done.returncode == 2 and "argument NAME: unknown binary 'kubelet'; known: " in done.stderr, done.stderr
     with pytest.raises(toolchain.ToolchainError, match="unknown binary 'kubelet'; known: pulumi"):
         toolchain.path("kubelet")
-
-
-def test_without_go_a_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SUPERSONIC_CACHE", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(toolchain.ToolchainError, match="the go command is not on PATH"):

@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-ROOT = Path(__file__).resolve().parent.parent
 TEST_TOOLING = ("pytest", "moto", "mypy", "zizmor", "ruff", "pre-commit", "actionlint")
 
 
@@ -85,19 +86,18 @@ def installed_with(names: set[str]) -> set[str]:
     return seen
 
 
+@cache
+def loaded(imports: str) -> frozenset[str]:
+    """The top-level modules a fresh interpreter holds after ``import sys`` and ``imports``."""
+    code = f"import sys{imports}; print(*{{m.split('.')[0] for m in sys.modules}})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return frozenset(done.stdout.split())
+
+
 @pytest.mark.parametrize(("verb", "module"), VERB_MODULES.items())
 def test_a_verb_imports_only_what_its_requirements_install(verb: str, module: str) -> None:
     """A fresh .venv holds only the verb's requirements file: every module its code loads must come from there."""
     allowed = installed_with(packages(requirements_of(verb)))
-
-    def loaded(imports: str) -> set[str]:
-        code = f"import sys{imports}; print(*{{m.split('.')[0] for m in sys.modules}})"
-        return set(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-            ).stdout.split()
-        )
-
     # What the interpreter loads before any import (site's .pth hooks) is no verb's.
     verb_loads = loaded(f", supersonic_interlink.cli.verbs, supersonic_interlink.{module}") - loaded("")
     owners = metadata.packages_distributions()
