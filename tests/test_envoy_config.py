@@ -3,6 +3,7 @@ the chart's envsubst. That hammer's is the chart's own plus the declared additio
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
@@ -110,12 +111,16 @@ def test_every_retry_back_off_in_milliseconds_becomes_an_exact_duration():
 
 
 @pytest.mark.parametrize("stack", stack_names())
-def test_the_text_is_deterministic_readable_yaml_without_dollar_signs(stack):
+def test_the_text_is_deterministic_readable_yaml_that_the_charts_envsubst_leaves_unchanged(stack):
     settings = stack_settings(stack)
     text = render_envoy_yaml(build_envoy_config(settings))
     again = render_envoy_yaml(build_envoy_config(settings.model_copy()))
     assert text == again, "the ConfigMap name hashes this text; it may only change when the config does"
     assert "$" not in text, "the chart's entrypoint runs envsubst over the file"
+    env = {"POD_NAME": "supersonic-interlink-envoy-0", "PATH": "/usr/bin:/bin"}
+    substituted = subprocess.run(["envsubst"], input=text, capture_output=True, text=True, timeout=10, env=env)
+    assert substituted.returncode == 0, substituted.stderr
+    assert substituted.stdout == text, "the chart's entrypoint pipes the file through envsubst before Envoy reads it"
     assert yaml.safe_load(text) == build_envoy_config(settings), "the text says exactly what the data says"
     assert "&id" not in text and "*id" not in text, "no YAML anchors: a reviewer reads every block where it stands"
     assert text.startswith("admin:\n") and "\nstatic_resources:\n" in text, "written in build order, not sorted"

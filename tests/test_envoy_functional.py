@@ -3,7 +3,6 @@ relies on: holding a wake, retrying, buffering, ejecting a failing Triton."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from concurrent import futures
 
@@ -13,8 +12,6 @@ from chart_fixtures import fixture_chart
 from loopback import OLDER_GENERATION_CHART, infer, loopback_settings, loopback_stack, triton_client, wait_until
 from tritonclient.utils import InferenceServerException
 
-from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
-from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import NEWEST
 from supersonic_interlink.engine.cluster import LOOPBACK
 from supersonic_interlink.rehearse.run import chart_parts
@@ -190,20 +187,3 @@ def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_
             assert overflow > 0 and survived < clients, (
                 "Envoy's default of 3 concurrent retries must show here as overflowing retries and failed clients"
             )
-
-
-@pytest.mark.parametrize("stack", stack_names())
-def test_the_config_text_is_unchanged_by_the_charts_envsubst(stack):
-    from conftest import stack_settings
-
-    text = render_envoy_yaml(build_envoy_config(stack_settings(stack)))
-    result = subprocess.run(
-        ["envsubst"],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=10,
-        env={"POD_NAME": "supersonic-interlink-envoy-0", "PATH": "/usr/bin:/bin"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == text, "the chart's entrypoint pipes the file through envsubst before Envoy reads it"
