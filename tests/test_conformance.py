@@ -23,7 +23,7 @@ from supersonic_interlink.render.conformance import Expected, check, contract_fi
 ROOT = Path(__file__).resolve().parent.parent
 LUA_NOT_MOUNTED = (
     "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in container envoy of supersonic-interlink-envoy is "
-    "no key of a ConfigMap the chart renders (mounted from: none)"
+    "no key of a ConfigMap the chart renders (mounted from: {})"
 )
 
 
@@ -44,13 +44,16 @@ def hammer() -> Expected:
 
 @pytest.fixture(scope="module")
 def hammer_newest() -> Expected:
-    """Hammer unpinned, so rendered for the generation SuperSONIC main carries."""
-    return Expected.from_rendered(rendering.render("hammer"))
+    return Expected.from_rendered(rendering.render("hammer"))  # for the generation SuperSONIC main carries
+
+
+def objects_of(chart: Path, expected: Expected) -> list[dict]:
+    with ChartRenderer(chart, expected.release_name, expected.namespace, expected.served, ROOT / POSTRENDER) as r:
+        return r.render(expected.values)
 
 
 def findings_of(chart: Path, expected: Expected) -> list[str]:
-    with ChartRenderer(chart, expected.release_name, expected.namespace, expected.served, ROOT / POSTRENDER) as r:
-        return contract_findings(r.render(expected.values), expected)
+    return contract_findings(objects_of(chart, expected), expected)
 
 
 @pytest.mark.parametrize(
@@ -64,9 +67,7 @@ def test_a_chart_of_no_one_generation_is_refused_naming_both_blocks(values: dict
 @pytest.mark.parametrize(("chart_name", "stack"), [(CONFORMING, "hammer"), (NEWEST_CHART, "hammer_newest")])
 def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart_name, stack, request, tmp_path):
     expected = request.getfixturevalue(stack)
-    chart = fixture_chart(chart_name, tmp_path)
-    with ChartRenderer(chart, expected.release_name, expected.namespace, expected.served, ROOT / POSTRENDER) as r:
-        objects = r.render(expected.values)
+    objects = objects_of(fixture_chart(chart_name, tmp_path), expected)
     wanted = dict(
         part.split("=", 1) for part in inference_pod_selector(expected.generation, "supersonic-interlink").split(",")
     )
@@ -89,15 +90,8 @@ def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart
             "default-one",
             "ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)",
         ),
-        ("no-lua-mount", LUA_NOT_MOUNTED),
-        (
-            "lua-config-map-skipped",
-            (
-                "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in container envoy of "
-                "supersonic-interlink-envoy is no key of a ConfigMap the chart renders (mounted from: "
-                "supersonic-interlink-lua-config/envoy-filter.lua)"
-            ),
-        ),
+        ("no-lua-mount", LUA_NOT_MOUNTED.format("none")),
+        ("lua-config-map-skipped", LUA_NOT_MOUNTED.format("supersonic-interlink-lua-config/envoy-filter.lua")),
         (
             "wrong-configmap-key",
             (
@@ -199,9 +193,7 @@ BROKEN = {
 
 @pytest.fixture(scope="module")
 def conforming_objects(hammer, tmp_path_factory) -> list:
-    chart = fixture_chart(CONFORMING, tmp_path_factory.mktemp("chart"))
-    with ChartRenderer(chart, hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER) as r:
-        objects = r.render(hammer.values)
+    objects = objects_of(fixture_chart(CONFORMING, tmp_path_factory.mktemp("chart")), hammer)
     assert contract_findings(objects, hammer) == [], "the conforming chart is the baseline each case breaks once"
     return objects
 
