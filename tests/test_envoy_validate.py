@@ -54,45 +54,37 @@ def _retries_out_of_range(config: dict) -> None:
 
 
 VALIDATE = "envoy --mode validate: "
+BREAKS = {
+    "a deprecated field the chart does not use": (
+        lambda config: config["static_resources"]["clusters"][0].update(http2_protocol_options={}),
+        VALIDATE,
+        "Deprecated field: type envoy.config.cluster.v3.Cluster Using deprecated option ",
+    ),
+    "a route to an unknown cluster": (
+        lambda config: dns_cluster(config).update(name="triton_grpc"),
+        VALIDATE,
+        "unknown cluster 'inference_server_grpc_service'",
+    ),
+    "a dollar": (_dollar, "envoy.yaml line 6: ", "contains '$', which the chart's envsubst would substitute"),
+    "proto constraint": (
+        lambda config: dns_cluster(config).update(dns_refresh_rate="0.001s"),
+        VALIDATE,
+        "caused by ClusterValidationError.DnsRefreshRate: value must be greater than 1ms)",
+    ),
+    "nested constraint": (
+        lambda config: config["static_resources"]["clusters"][0]["outlier_detection"].update(max_ejection_percent=500),
+        VALIDATE,
+        "caused by OutlierDetectionValidationError.MaxEjectionPercent: value must be less than or equal to 100)",
+    ),
+    "number out of range": (
+        _retries_out_of_range,
+        VALIDATE,
+        "route.retry_policy.num_retries: message google.protobuf.UInt32Value",
+    ),
+}
 
 
-@pytest.mark.parametrize(
-    ("change", "start", "said"),
-    [
-        (
-            lambda config: config["static_resources"]["clusters"][0].update(http2_protocol_options={}),
-            VALIDATE,
-            "Deprecated field: type envoy.config.cluster.v3.Cluster Using deprecated option ",
-        ),
-        (
-            lambda config: dns_cluster(config).update(name="triton_grpc"),
-            VALIDATE,
-            "unknown cluster 'inference_server_grpc_service'",
-        ),
-        (_dollar, "envoy.yaml line 6: ", "contains '$', which the chart's envsubst would substitute"),
-        (
-            lambda config: dns_cluster(config).update(dns_refresh_rate="0.001s"),
-            VALIDATE,
-            "caused by ClusterValidationError.DnsRefreshRate: value must be greater than 1ms)",
-        ),
-        (
-            lambda config: config["static_resources"]["clusters"][0]["outlier_detection"].update(
-                max_ejection_percent=500
-            ),
-            VALIDATE,
-            "caused by OutlierDetectionValidationError.MaxEjectionPercent: value must be less than or equal to 100)",
-        ),
-        (_retries_out_of_range, VALIDATE, "route.retry_policy.num_retries: message google.protobuf.UInt32Value"),
-    ],
-    ids=[
-        "a deprecated field the chart does not use",
-        "a route to an unknown cluster",
-        "a dollar",
-        "proto constraint",
-        "nested constraint",
-        "number out of range",
-    ],
-)
+@pytest.mark.parametrize(("change", "start", "said"), BREAKS.values(), ids=BREAKS.keys())
 def test_what_would_break_envoy_is_one_finding_in_one_line_without_protobufs_dumps(change, start, said):
     # Envoy prints the offending message as a text dump (or the whole configuration as JSON) around its reason.
     config = build_envoy_config(stack_settings("hammer"))
