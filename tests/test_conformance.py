@@ -129,7 +129,7 @@ def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer,
             "the chart refuses this stack's values: execution error at (supersonic/templates/envoy-config.yaml:12:6): "
             f"ConfigMap cms/{hammer.values['envoy']['external_config']['configmap_name']} not found"
         )
-    ]
+    ], "the chart's own message, verbatim, without Helm's prefix and --debug hint"
 
 
 def _in(objects: list, kind: str, name: str, *path: str) -> dict:
