@@ -35,8 +35,8 @@ def fetched(upstream: Path, tmp_path: Path) -> tuple[str, Path]:
     return commit, fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
 
 
-def test_a_commit_is_fetched_into_the_cache_verified_and_then_used_without_the_network(
-    tmp_path: Path, fetched: tuple[str, Path]
+def test_a_commit_is_fetched_into_the_cache_verified_used_without_the_network_and_refused_once_changed(
+    upstream: Path, tmp_path: Path, fetched: tuple[str, Path]
 ) -> None:
     assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
     commit, chart = fetched
@@ -46,10 +46,6 @@ def test_a_commit_is_fetched_into_the_cache_verified_and_then_used_without_the_n
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name != commit], "no partial fetch left behind"
     gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
     assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
-
-
-def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tuple[str, Path]) -> None:
-    commit, chart = fetched
     (chart / "templates" / "extra.yaml").write_text("kind: ConfigMap\n")
     with pytest.raises(ChartSourceError, match=r"the cached chart is not the pinned commit: .*extra.yaml differs"):
         fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
