@@ -164,8 +164,7 @@ def as_list(*objects: str) -> str:
 
 
 def test_a_scaled_object_inside_a_list_is_patched_there() -> None:
-    stream = DEPLOYMENT + as_list(DEPLOYMENT, SCALED_OBJECT)
-    result = post_render(stream)
+    result = post_render(DEPLOYMENT + as_list(DEPLOYMENT, SCALED_OBJECT))
     assert result.returncode == 0, result.stderr
     (_, listed) = documents(result.stdout)
     assert listed["kind"] == "List" and [i["kind"] for i in listed["items"]] == ["Deployment", "ScaledObject"]
@@ -222,15 +221,12 @@ def test_a_scaled_object_however_spelled_is_found_and_patched(scaled_object: str
     [
         (DEPLOYMENT.encode() + b"\xff\xfe", f"the rendered manifests are not UTF-8 (byte {len(DEPLOYMENT.encode())})"),
         (
-            ("kind: ConfigMap\n...\n" + SCALED_OBJECT.removeprefix("---\n")).encode(),
+            "kind: ConfigMap\n...\n" + SCALED_OBJECT.removeprefix("---\n"),
             "document 1 is not valid YAML: did not find expected <document start>",
         ),
-        (
-            (DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n").encode(),
-            "document 2 is not valid YAML",
-        ),
+        (DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n", "document 2 is not valid YAML"),
     ],
     ids=["not-utf8", "document-after-an-end-marker", "bad-yaml"],
 )
-def test_a_stream_that_cannot_be_read_is_one_line(stream: bytes, message: str) -> None:
+def test_a_stream_that_cannot_be_read_is_one_line(stream: str | bytes, message: str) -> None:
     assert_one_line_error(post_render(stream), message)
