@@ -218,7 +218,6 @@ class LoopbackStack:
 
     @property
     def triton(self) -> TritonStandIn:
-        """The first (often only) stand-in Triton."""
         return self.tritons[0]
 
 

@@ -30,16 +30,12 @@ LUA_NOT_MOUNTED = (
 NEWEST_CHART = "inference-server"
 
 
-def rendered_on(stack: str, chart: Path) -> dict:
-    config = load_stack_config(stack)
-    release = f"{PROJECT}:release"
-    config[release] = json.dumps({**json.loads(config[release]), "chart": {"path": str(chart)}})
-    return rendering.render(stack, config)
-
-
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    return Expected.from_rendered(rendered_on("hammer", CHARTS / CONFORMING))
+    config = load_stack_config("hammer")
+    release = f"{PROJECT}:release"
+    config[release] = json.dumps({**json.loads(config[release]), "chart": {"path": str(CHARTS / CONFORMING)}})
+    return Expected.from_rendered(rendering.render("hammer", config))
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +106,7 @@ def test_each_failure_class_chart_is_exactly_its_finding(hammer, tmp_path, chart
 def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_path) -> None:
     chart = fixture_chart(CONFORMING, tmp_path)
     shutil.copytree(CHARTS / NEWEST_CHART / "cfg", chart / "cfg", dirs_exist_ok=True)
-    found = findings_of(chart, hammer)
-    assert found == [
+    assert findings_of(chart, hammer) == [
         (
             f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's envoy.yaml "
             "defines for it to call"

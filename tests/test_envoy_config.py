@@ -53,24 +53,20 @@ def test_the_wstunnel_additions_and_the_order_the_chart_names_things_in(hammer):
 
 def test_a_stack_on_a_triton_generation_chart_names_the_clusters_as_that_chart_does():
     config = build_envoy_config(loopback_settings("hammer", chart=OLDER_GENERATION_CHART))
-    assert [c["name"] for c in config["static_resources"]["clusters"]] == [
-        "triton_grpc_service",
-        "triton_admission",
-        "envoy_admin",
-    ], "the generation is read from the chart: its values.yaml declares triton:, and its Lua calls triton_*"
-    (group,) = clusters_of(config)["triton_grpc_service"]["load_assignment"]["endpoints"]
-    assert (
-        group["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["address"]
-        == "supersonic-interlink-triton.cms.svc.cluster.local."
+    names = [c["name"] for c in config["static_resources"]["clusters"]]
+    assert names == ["triton_grpc_service", "triton_admission", "envoy_admin"], (
+        "the generation is read from the chart: its values.yaml declares triton:, and its Lua calls triton_*"
     )
+    (group,) = clusters_of(config)["triton_grpc_service"]["load_assignment"]["endpoints"]
+    address = group["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["address"]
+    assert address == "supersonic-interlink-triton.cms.svc.cluster.local."
 
 
 def test_a_repo_chart_is_of_the_triton_generation_only_at_a_published_version() -> None:
     repo = {"repo": "https://fastmachinelearning.org/SuperSONIC", "name": "supersonic"}
     assert select_generation(ChartSource(**repo, version="0.3.1")) == TRITON
-    with pytest.raises(
-        ConfigError, match=r"chart\.version = '0\.4\.0': expected a published SuperSONIC version \(0\.1\.0,"
-    ):
+    unpublished = r"chart\.version = '0\.4\.0': expected a published SuperSONIC version \(0\.1\.0,"
+    with pytest.raises(ConfigError, match=unpublished):
         select_generation(ChartSource(**repo, version="0.4.0"))
 
 
