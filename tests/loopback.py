@@ -1,7 +1,6 @@
-"""The deployed Envoy configuration, run by the real Envoy on loopback (``supersonic_interlink.rehearse.loopback``)
-against scriptable stand-ins for Triton and the admission sidecar, and dnslib's DNS, which publishes a Triton's name
-while it is up, so the Lua filter sees the healthy-host signal it sees in the cluster. Everything binds 127.0.0.1,
-every wait is bounded, every context stops what it started."""
+"""The deployed Envoy configuration, run by the real Envoy on loopback against scriptable stand-ins for Triton and the
+admission sidecar, and a DNS that publishes a Triton's name while it is up (the Lua filter's healthy-host signal).
+Everything binds 127.0.0.1, every wait is bounded, every context stops what it started."""
 
 from __future__ import annotations
 
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import numpy as np
+import tritonclient.grpc as triton_grpc
 from tritonclient.grpc import service_pb2
 
 from supersonic_interlink.config import PROJECT, Settings, deep_merge, load_settings
@@ -33,13 +34,11 @@ from supersonic_interlink.rehearse.loopback import (
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The chart's scale-from-zero Lua filter as the protocol the chart documents, for either generation.
 STANDIN_LUA = ROOT / "tests" / "fixtures" / "wake-filter.lua"
-"""The tests' stand-in for the chart's scale-from-zero Lua filter, written from the protocol the chart documents, for
-either generation (its names and its answer to a timed-out wake filled in by ``standin_lua``)."""
 
-OLDER_GENERATION_CHART = {"path": str(Path(__file__).resolve().parent / "charts" / "conforming")}
-"""A chart of the ``triton`` generation (the tests' own): a stack given it as ``release.chart`` is of that generation,
-read from the chart as for any stack; the stacks' own unpinned charts are of the newest."""
+# A chart of the triton generation (the tests' own); the stacks' own unpinned charts are of the newest.
+OLDER_GENERATION_CHART = {"path": str(ROOT / "tests" / "charts" / "conforming")}
 
 
 def standin_lua(settings: Settings) -> str:
@@ -66,8 +65,7 @@ def loopback_settings(
     envoy: Mapping[str, Any] | None = None,
     chart: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """The stack's settings with the given sub-keys of ``scaleFromZero`` and ``envoy`` changed, and its
-    ``release.chart`` replaced by ``chart`` when given."""
+    """The stack's settings with sub-keys of ``scaleFromZero`` and ``envoy`` changed and ``release.chart`` replaced."""
     config = load_stack_config(stack)
     if chart is not None:
         release = f"{PROJECT}:release"
@@ -83,16 +81,11 @@ def loopback_settings(
 
 def triton_client(target: str):
     """A ``tritonclient`` gRPC client, the one CMSSW sessions use, for ``host:port``."""
-    import tritonclient.grpc as triton_grpc
-
     return triton_grpc.InferenceServerClient(url=target)
 
 
 def infer(client, size_bytes: int = 16, timeout: float | None = 10.0):
     """One ModelInfer of ``size_bytes`` bytes of input to the stand-in model; returns the bytes Triton saw."""
-    import numpy as np
-    import tritonclient.grpc as triton_grpc
-
     data = np.zeros(size_bytes, dtype=np.uint8)
     tensor = triton_grpc.InferInput("INPUT0", [size_bytes], "UINT8")
     tensor.set_data_from_numpy(data)
@@ -133,12 +126,9 @@ class _Servicer(TritonServicer):
         self.enter("ModelInfer", context)
         time.sleep(self.owner.infer_delay_seconds)
         output = service_pb2.ModelInferResponse.InferOutputTensor(name="RECEIVED_BYTES", datatype="INT64", shape=[1])
+        raw = [struct.pack("<q", size)]
         return service_pb2.ModelInferResponse(
-            model_name=MODEL,
-            model_version="1",
-            id=request.id,
-            outputs=[output],
-            raw_output_contents=[struct.pack("<q", size)],
+            model_name=MODEL, model_version="1", id=request.id, outputs=[output], raw_output_contents=raw
         )
 
 
@@ -184,17 +174,16 @@ class TritonStandIn:
             self.infer_sizes.clear()
 
 
+# Above Envoy's 32 MiB buffer, so Envoy is what refuses; and no port reuse, so a stale server cannot answer.
 MESSAGE_LIMITS = [
     ("grpc.max_receive_message_length", 64 << 20),
     ("grpc.max_send_message_length", 64 << 20),
     ("grpc.so_reuseport", 0),
 ]
-"""Above Envoy's 32 MiB buffer, so Envoy is what refuses; and no port reuse, so a stale server cannot answer."""
 
 
 class AdmissionStandIn(HttpStandIn):
-    """The chart's admission sidecar: ``/wake`` (counted; runs ``on_wake`` in the background), ``/sleep``,
-    ``/health``."""
+    """The chart's admission sidecar: ``/wake`` (counted, runs ``on_wake`` in a thread), ``/sleep``, ``/health``."""
 
     def __init__(self, *, on_wake: Callable[[], None] | None = None, sleep_seconds: float = 0.05):
         self.on_wake = on_wake
@@ -229,7 +218,6 @@ class LoopbackStack:
 
     @property
     def triton(self) -> TritonStandIn:
-        """The first (often only) stand-in Triton."""
         return self.tritons[0]
 
 
@@ -245,8 +233,7 @@ def loopback_stack(
     lua: str | None = None,
 ) -> Iterator[LoopbackStack]:
     """Envoy plus ``tritons`` stand-in Tritons (up, and resolved by Envoy, when ``ready``), the admission sidecar and
-    DNS. The first Triton is the Service's FQDN, the others per-pod names under it (loopback has one address).
-    ``lua``: the Lua filter's text (default: the stand-in's, ``standin_lua``)."""
+    DNS; the first Triton is the Service's FQDN, the others pod names under it. ``lua``: default ``standin_lua``'s."""
     with contextlib.ExitStack() as stack:
         dns = stack.enter_context(DnsStandIn())
         service = settings.generation.inference_service_fqdn(settings.release.name, settings.namespace)

@@ -23,11 +23,6 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return chart_repository(tmp_path_factory.mktemp("remote"))
 
 
-@pytest.fixture
-def own_upstream(tmp_path: Path) -> Path:
-    return chart_repository(tmp_path / "remote")
-
-
 def pinned(commit: str, name: str = "supersonic-interlink") -> dict:
     return stack_config(
         "hammer", release={"name": name, "chart": {"git": UPSTREAM, "path": CHART_PATH, "commit": commit}}
@@ -40,8 +35,8 @@ def fetched(upstream: Path, tmp_path: Path) -> tuple[str, Path]:
     return commit, fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
 
 
-def test_a_commit_is_fetched_into_the_cache_verified_and_then_used_without_the_network(
-    tmp_path: Path, fetched: tuple[str, Path]
+def test_a_commit_is_fetched_into_the_cache_verified_used_without_the_network_and_refused_once_changed(
+    upstream: Path, tmp_path: Path, fetched: tuple[str, Path]
 ) -> None:
     assert subprocess.run(["git", "--version"], capture_output=True, check=True).stdout.startswith(b"git version")
     commit, chart = fetched
@@ -51,17 +46,6 @@ def test_a_commit_is_fetched_into_the_cache_verified_and_then_used_without_the_n
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name != commit], "no partial fetch left behind"
     gone = "https://127.0.0.1:1/SuperSONIC"  # nothing listens there
     assert fetch(gone, commit, CHART_PATH, cache=tmp_path / "cache") == tmp_path / "cache" / commit / CHART_PATH
-
-
-def test_an_older_commit_is_fetched_exactly_not_the_branch_tip(own_upstream: Path, tmp_path: Path) -> None:
-    first = git("rev-parse", "HEAD", cwd=own_upstream)
-    commit_chart(own_upstream, "default-one", "a later commit on main")
-    chart = fetch(own_upstream.as_uri(), first, CHART_PATH, cache=tmp_path / "cache")
-    assert "| int" in (chart / "templates" / "keda.yaml").read_text(), "the pinned commit's chart, not main's"
-
-
-def test_a_changed_cache_is_refused(upstream: Path, tmp_path: Path, fetched: tuple[str, Path]) -> None:
-    commit, chart = fetched
     (chart / "templates" / "extra.yaml").write_text("kind: ConfigMap\n")
     with pytest.raises(ChartSourceError, match=r"the cached chart is not the pinned commit: .*extra.yaml differs"):
         fetch(upstream.as_uri(), commit, CHART_PATH, cache=tmp_path / "cache")
@@ -108,10 +92,8 @@ def test_only_the_archives_the_providers_dependency_update_writes_are_allowed_un
         (chart / name).write_text(text)
     problem = verify(chart.parent.parent, commit, CHART_PATH)
     assert problem is not None and f"{CHART_PATH}/{next(iter(planted))}" in problem and "differs" in problem, problem
-    chart_source_setting = load_settings(pinned(commit, "x")).release.chart
-    assert chart_source.chart_on_disk(chart_source_setting, cache=tmp_path / "cache") is None, (
-        "a tampered checkout is never handed to Helm or the conformance check"
-    )
+    setting = load_settings(pinned(commit, "x")).release.chart
+    assert chart_source.chart_on_disk(setting, cache=tmp_path / "cache") is None, "never handed to Helm or the check"
 
 
 def test_a_version_the_lock_file_locks_is_the_one_allowed(fetched: tuple[str, Path]) -> None:
@@ -147,22 +129,18 @@ def test_no_network_is_said_in_one_line(tmp_path: Path) -> None:
     assert "\n" not in message and "needs network access" in message and "127.0.0.1:1" in message
 
 
-def test_a_branch_or_tag_resolves_to_its_commit(own_upstream: Path) -> None:
-    first = git("rev-parse", "HEAD", cwd=own_upstream)
-    git("tag", "-a", "v1", "-m", "release", cwd=own_upstream)
-    second = commit_chart(own_upstream, "default-one", "later")
-    assert resolve(own_upstream.as_uri(), "main") == second
-    assert resolve(own_upstream.as_uri(), "v1") == first, "an annotated tag resolves to the commit, not the tag object"
-    assert resolve(own_upstream.as_uri(), first) == first, "a full commit id is taken as given (fetch then proves it)"
+def test_a_branch_or_tag_resolves_to_its_commit_and_an_older_commit_is_fetched_exactly(tmp_path: Path) -> None:
+    remote = chart_repository(tmp_path / "remote")
+    first = git("rev-parse", "HEAD", cwd=remote)
+    git("tag", "-a", "v1", "-m", "release", cwd=remote)
+    second = commit_chart(remote, "default-one", "a later commit on main")
+    assert resolve(remote.as_uri(), "main") == second
+    assert resolve(remote.as_uri(), "v1") == first, "an annotated tag resolves to the commit, not the tag object"
+    assert resolve(remote.as_uri(), first) == first, "a full commit id is taken as given (fetch then proves it)"
     with pytest.raises(ChartSourceError, match="has no branch or tag named 'nope'"):
-        resolve(own_upstream.as_uri(), "nope")
-
-
-def test_the_release_is_given_the_cached_chart_by_a_path_relative_to_the_project() -> None:
-    chart = load_settings(pinned("a" * 40, "x")).release.chart
-    assert chart_source.release_chart(chart) == f".charts/{'a' * 40}/helm/supersonic", (
-        "the same Release input on every machine; a new commit is a changed input, so preview shows the upgrade"
-    )
+        resolve(remote.as_uri(), "nope")
+    chart = fetch(remote.as_uri(), first, CHART_PATH, cache=tmp_path / "cache")
+    assert "| int" in (chart / "templates" / "keda.yaml").read_text(), "the pinned commit's chart, not main's"
 
 
 def test_preview_and_up_stop_before_registering_anything_while_the_chart_is_unpinned() -> None:
@@ -193,32 +171,22 @@ def test_a_pinned_stack_is_fetched_and_deployed_from_the_cache(
     for key, value in redirect_upstream(upstream).items():
         monkeypatch.setenv(key, value)
     evaluation = evaluate(pinned(commit), "hammer", offline=False)
-    assert evaluation.one(HELM_RELEASE_TYPE).inputs["chart"] == f".charts/{commit}/{CHART_PATH}"
+    assert evaluation.one(HELM_RELEASE_TYPE).inputs["chart"] == f".charts/{commit}/{CHART_PATH}", (
+        "relative to the project: the same input on every machine; a new commit is a changed input, so an upgrade"
+    )
     assert (tmp_path / "cache" / commit / CHART_PATH / "Chart.yaml").is_file(), "fetched before registering"
-
-
-def test_a_fetch_failure_stops_preview_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
-    _unreachable_github(monkeypatch)
-    with pytest.raises(pulumi.RunError) as stopped:
-        evaluate(pinned("b" * 40), "hammer", offline=False)
-    assert "\n" not in str(stopped.value) and "needs network access" in str(stopped.value)
 
 
 GUARDED = "098d4a6c1411d22a748e7a7de4ff30eea10bf32d"
 
 
-def _unreachable_github(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
-    monkeypatch.setenv("GIT_CONFIG_KEY_0", "url.https://127.0.0.1:1/.insteadOf")
-    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/")
-
-
-def test_a_commit_known_to_carry_the_guard_is_refused_before_anything_is_fetched(
+def test_a_known_guarded_commit_is_refused_before_any_fetch_and_a_fetch_failure_stops_preview_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(chart_source, "CACHE_ROOT", tmp_path / "cache")
-    _unreachable_github(monkeypatch)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "url.https://127.0.0.1:1/.insteadOf")  # GitHub unreachable
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "https://github.com/")
     with pytest.raises(pulumi.RunError) as stopped:
         evaluate(pinned(GUARDED), "hammer", offline=False)
     assert str(stopped.value) == (
@@ -227,6 +195,9 @@ def test_a_commit_known_to_carry_the_guard_is_refused_before_anything_is_fetched
         "without that fail (docs/chart.md)"
     ), "named by commit and template line, and not a network error: nothing was fetched"
     assert not (tmp_path / "cache").exists()
+    with pytest.raises(pulumi.RunError) as stopped:
+        evaluate(pinned("b" * 40), "hammer", offline=False)
+    assert "\n" not in str(stopped.value) and "needs network access" in str(stopped.value)
 
 
 def test_a_fetched_commit_whose_templates_carry_the_guard_is_refused_naming_the_line(
@@ -241,7 +212,6 @@ def test_a_fetched_commit_whose_templates_carry_the_guard_is_refused_naming_the_
     guard = r"\(templates/scale-from-zero-guard.yaml:4\)"
     with pytest.raises(ChartSourceError, match=rf"^commit {commit} still refuses .* {guard}"):
         chart_source.prepare(chart, "hammer")
-    # The conforming chart carries no guard: test_a_pinned_stack_is_fetched_and_deployed_from_the_cache prepares it.
 
 
 def test_a_chart_without_scale_from_zero_is_refused_for_a_stack_that_enables_it(tmp_path: Path) -> None:

@@ -23,34 +23,33 @@ from supersonic_interlink.render.conformance import Expected, check, contract_fi
 ROOT = Path(__file__).resolve().parent.parent
 LUA_NOT_MOUNTED = (
     "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in container envoy of supersonic-interlink-envoy is "
-    "no key of a ConfigMap the chart renders (mounted from: none)"
+    "no key of a ConfigMap the chart renders (mounted from: {})"
 )
 
 
 NEWEST_CHART = "inference-server"
 
 
-def rendered_on(stack: str, chart: Path) -> dict:
-    config = load_stack_config(stack)
-    release = f"{PROJECT}:release"
-    config[release] = json.dumps({**json.loads(config[release]), "chart": {"path": str(chart)}})
-    return rendering.render(stack, config)
-
-
 @pytest.fixture(scope="module")
 def hammer() -> Expected:
-    return Expected.from_rendered(rendered_on("hammer", CHARTS / CONFORMING))
+    config = load_stack_config("hammer")
+    release = f"{PROJECT}:release"
+    config[release] = json.dumps({**json.loads(config[release]), "chart": {"path": str(CHARTS / CONFORMING)}})
+    return Expected.from_rendered(rendering.render("hammer", config))
 
 
 @pytest.fixture(scope="module")
 def hammer_newest() -> Expected:
-    """Hammer unpinned, so rendered for the generation SuperSONIC main carries."""
-    return Expected.from_rendered(rendering.render("hammer"))
+    return Expected.from_rendered(rendering.render("hammer"))  # for the generation SuperSONIC main carries
+
+
+def objects_of(chart: Path, expected: Expected) -> list[dict]:
+    with ChartRenderer(chart, expected.release_name, expected.namespace, expected.served, ROOT / POSTRENDER) as r:
+        return r.render(expected.values)
 
 
 def findings_of(chart: Path, expected: Expected) -> list[str]:
-    with ChartRenderer(chart, expected.release_name, expected.namespace, expected.served, ROOT / POSTRENDER) as r:
-        return contract_findings(r.render(expected.values), expected)
+    return contract_findings(objects_of(chart, expected), expected)
 
 
 @pytest.mark.parametrize(
@@ -64,9 +63,7 @@ def test_a_chart_of_no_one_generation_is_refused_naming_both_blocks(values: dict
 @pytest.mark.parametrize(("chart_name", "stack"), [(CONFORMING, "hammer"), (NEWEST_CHART, "hammer_newest")])
 def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart_name, stack, request, tmp_path):
     expected = request.getfixturevalue(stack)
-    chart = fixture_chart(chart_name, tmp_path)
-    with ChartRenderer(chart, expected.release_name, expected.namespace, expected.served, ROOT / POSTRENDER) as r:
-        objects = r.render(expected.values)
+    objects = objects_of(fixture_chart(chart_name, tmp_path), expected)
     wanted = dict(
         part.split("=", 1) for part in inference_pod_selector(expected.generation, "supersonic-interlink").split(",")
     )
@@ -89,15 +86,8 @@ def test_the_cleanup_selector_selects_the_inference_pods_the_chart_renders(chart
             "default-one",
             "ScaledObject supersonic-interlink-keda-so: spec.minReplicaCount is 1, not 0 (keda.minReplicaCount)",
         ),
-        ("no-lua-mount", LUA_NOT_MOUNTED),
-        (
-            "lua-config-map-skipped",
-            (
-                "scale-from-zero Lua filter: /etc/envoy/lua/envoy-filter.lua in container envoy of "
-                "supersonic-interlink-envoy is no key of a ConfigMap the chart renders (mounted from: "
-                "supersonic-interlink-lua-config/envoy-filter.lua)"
-            ),
-        ),
+        ("no-lua-mount", LUA_NOT_MOUNTED.format("none")),
+        ("lua-config-map-skipped", LUA_NOT_MOUNTED.format("supersonic-interlink-lua-config/envoy-filter.lua")),
         (
             "wrong-configmap-key",
             (
@@ -116,8 +106,7 @@ def test_each_failure_class_chart_is_exactly_its_finding(hammer, tmp_path, chart
 def test_a_lua_filter_calling_clusters_of_another_name_is_a_finding(hammer, tmp_path) -> None:
     chart = fixture_chart(CONFORMING, tmp_path)
     shutil.copytree(CHARTS / NEWEST_CHART / "cfg", chart / "cfg", dirs_exist_ok=True)
-    found = findings_of(chart, hammer)
-    assert found == [
+    assert findings_of(chart, hammer) == [
         (
             f"scale-from-zero Lua filter: never names the Envoy cluster {cluster}, which this stack's envoy.yaml "
             "defines for it to call"
@@ -135,7 +124,7 @@ def test_the_envoy_config_map_is_served_so_a_chart_without_it_would_fail(hammer,
             "the chart refuses this stack's values: execution error at (supersonic/templates/envoy-config.yaml:12:6): "
             f"ConfigMap cms/{hammer.values['envoy']['external_config']['configmap_name']} not found"
         )
-    ]
+    ], "the chart's own message, verbatim, without Helm's prefix and --debug hint"
 
 
 def _in(objects: list, kind: str, name: str, *path: str) -> dict:
@@ -199,9 +188,7 @@ BROKEN = {
 
 @pytest.fixture(scope="module")
 def conforming_objects(hammer, tmp_path_factory) -> list:
-    chart = fixture_chart(CONFORMING, tmp_path_factory.mktemp("chart"))
-    with ChartRenderer(chart, hammer.release_name, hammer.namespace, hammer.served, ROOT / POSTRENDER) as r:
-        objects = r.render(hammer.values)
+    objects = objects_of(fixture_chart(CONFORMING, tmp_path_factory.mktemp("chart")), hammer)
     assert contract_findings(objects, hammer) == [], "the conforming chart is the baseline each case breaks once"
     return objects
 

@@ -3,6 +3,7 @@ the chart's envsubst. That hammer's is the chart's own plus the declared additio
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
@@ -52,24 +53,20 @@ def test_the_wstunnel_additions_and_the_order_the_chart_names_things_in(hammer):
 
 def test_a_stack_on_a_triton_generation_chart_names_the_clusters_as_that_chart_does():
     config = build_envoy_config(loopback_settings("hammer", chart=OLDER_GENERATION_CHART))
-    assert [c["name"] for c in config["static_resources"]["clusters"]] == [
-        "triton_grpc_service",
-        "triton_admission",
-        "envoy_admin",
-    ], "the generation is read from the chart: its values.yaml declares triton:, and its Lua calls triton_*"
-    (group,) = clusters_of(config)["triton_grpc_service"]["load_assignment"]["endpoints"]
-    assert (
-        group["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["address"]
-        == "supersonic-interlink-triton.cms.svc.cluster.local."
+    names = [c["name"] for c in config["static_resources"]["clusters"]]
+    assert names == ["triton_grpc_service", "triton_admission", "envoy_admin"], (
+        "the generation is read from the chart: its values.yaml declares triton:, and its Lua calls triton_*"
     )
+    (group,) = clusters_of(config)["triton_grpc_service"]["load_assignment"]["endpoints"]
+    address = group["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["address"]
+    assert address == "supersonic-interlink-triton.cms.svc.cluster.local."
 
 
 def test_a_repo_chart_is_of_the_triton_generation_only_at_a_published_version() -> None:
     repo = {"repo": "https://fastmachinelearning.org/SuperSONIC", "name": "supersonic"}
     assert select_generation(ChartSource(**repo, version="0.3.1")) == TRITON
-    with pytest.raises(
-        ConfigError, match=r"chart\.version = '0\.4\.0': expected a published SuperSONIC version \(0\.1\.0,"
-    ):
+    unpublished = r"chart\.version = '0\.4\.0': expected a published SuperSONIC version \(0\.1\.0,"
+    with pytest.raises(ConfigError, match=unpublished):
         select_generation(ChartSource(**repo, version="0.4.0"))
 
 
@@ -110,12 +107,16 @@ def test_every_retry_back_off_in_milliseconds_becomes_an_exact_duration():
 
 
 @pytest.mark.parametrize("stack", stack_names())
-def test_the_text_is_deterministic_readable_yaml_without_dollar_signs(stack):
+def test_the_text_is_deterministic_readable_yaml_that_the_charts_envsubst_leaves_unchanged(stack):
     settings = stack_settings(stack)
     text = render_envoy_yaml(build_envoy_config(settings))
     again = render_envoy_yaml(build_envoy_config(settings.model_copy()))
     assert text == again, "the ConfigMap name hashes this text; it may only change when the config does"
     assert "$" not in text, "the chart's entrypoint runs envsubst over the file"
+    env = {"POD_NAME": "supersonic-interlink-envoy-0", "PATH": "/usr/bin:/bin"}
+    substituted = subprocess.run(["envsubst"], input=text, capture_output=True, text=True, timeout=10, env=env)
+    assert substituted.returncode == 0, substituted.stderr
+    assert substituted.stdout == text, "the chart's entrypoint pipes the file through envsubst before Envoy reads it"
     assert yaml.safe_load(text) == build_envoy_config(settings), "the text says exactly what the data says"
     assert "&id" not in text and "*id" not in text, "no YAML anchors: a reviewer reads every block where it stands"
     assert text.startswith("admin:\n") and "\nstatic_resources:\n" in text, "written in build order, not sorted"

@@ -3,7 +3,6 @@ relies on: holding a wake, retrying, buffering, ejecting a failing Triton."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from concurrent import futures
 
@@ -13,8 +12,6 @@ from chart_fixtures import fixture_chart
 from loopback import OLDER_GENERATION_CHART, infer, loopback_settings, loopback_stack, triton_client, wait_until
 from tritonclient.utils import InferenceServerException
 
-from supersonic_interlink.config.envoy import build_envoy_config, render_envoy_yaml
-from supersonic_interlink.config.stack_config import stack_names
 from supersonic_interlink.contract import NEWEST
 from supersonic_interlink.engine.cluster import LOOPBACK
 from supersonic_interlink.rehearse.run import chart_parts
@@ -49,52 +46,48 @@ def triton(warm):
     warm.triton.reset_counts()
 
 
-def test_a_repository_index_sent_while_triton_is_down_is_held_and_answered_once_it_comes_up():
-    with loopback_stack(fast_settings(), ready=False, wake_delay_seconds=0.8) as stack:
+def chart_filter(settings, tmp_path) -> str:
+    return chart_parts(settings, fixture_chart("inference-server", tmp_path), 9)[1]
+
+
+@pytest.mark.parametrize(("own_filter", "wakes"), [(False, 1), (True, 2)], ids=["stand-in filter", "chart's filter"])
+def test_a_repository_index_sent_while_triton_is_down_is_held_until_it_comes_up(own_filter, wakes, tmp_path):
+    settings = fast_settings()
+    lua = chart_filter(settings, tmp_path) if own_filter else None
+    with loopback_stack(settings, ready=False, wake_delay_seconds=0.8, lua=lua) as stack:
         client = triton_client(stack.envoy.target)
         started = time.monotonic()
         index = client.get_model_repository_index(client_timeout=10)
         held = time.monotonic() - started
         assert [m.name for m in index.models] == ["standin"], "the held call must be answered by Triton itself"
         assert held >= 0.8, f"answered after {held:.2f} s, before the stand-in Triton was up: nothing was held"
-        assert stack.admission.wakes == 1, "the first RepositoryIndex must ask the admission sidecar to wake Triton"
+        assert stack.admission.wakes == wakes, "woken; the chart's filter renews the hold once Triton is there"
         assert stack.admission.sleeps >= 1, "the wait is paced by the sidecar's /sleep"
         assert stack.triton.calls["RepositoryIndex"] == 1, "held, not failed and retried by the client"
 
 
 @pytest.mark.parametrize(
-    ("chart", "status"),
-    [(None, "StatusCode.UNAVAILABLE"), (OLDER_GENERATION_CHART, "StatusCode.CANCELLED")],
-    ids=["inferenceServer-generation", "triton-generation"],
+    ("chart", "own_filter", "status", "message"),
+    [
+        (None, False, "StatusCode.UNAVAILABLE", "no healthy upstream"),
+        (OLDER_GENERATION_CHART, False, "StatusCode.CANCELLED", ""),
+        (None, True, "StatusCode.UNAVAILABLE", "no healthy upstream"),
+    ],
+    ids=["inferenceServer-generation", "triton-generation", "chart's filter"],
 )
-def test_a_repository_index_is_refused_when_no_triton_comes_up_within_the_ready_timeout(chart, status):
+def test_a_repository_index_is_refused_when_no_triton_comes_up_in_time(chart, own_filter, status, message, tmp_path):
     settings = fast_settings(ready_timeout_seconds=1, chart=chart)
-    with loopback_stack(settings, ready=False) as stack:
+    lua = chart_filter(settings, tmp_path) if own_filter else None
+    with loopback_stack(settings, ready=False, lua=lua) as stack:
         client = triton_client(stack.envoy.target)
         started = time.monotonic()
         with pytest.raises(InferenceServerException) as failure:
             client.get_model_repository_index(client_timeout=10)
         waited = time.monotonic() - started
-        assert failure.value.status() == status, (
-            f"the {settings.generation.name} generation's filter answers so when the wake times out"
-        )
+        answer = (failure.value.status(), failure.value.message())
+        assert answer == (status, message), f"the {settings.generation.name} generation's answer to a timed-out wake"
         assert waited < 4, f"held {waited:.1f} s, well past readyTimeoutSeconds (1 s)"
         assert stack.admission.wakes == 1
-
-
-def test_the_test_charts_own_filter_holds_a_wake_and_answers_a_timed_out_one_with_unavailable(tmp_path):
-    chart = fixture_chart("inference-server", tmp_path)
-    settings = fast_settings(ready_timeout_seconds=2)
-    _, lua, _ = chart_parts(settings, chart, 9)
-    with loopback_stack(settings, ready=False, wake_delay_seconds=0.5, lua=lua) as stack:
-        index = triton_client(stack.envoy.target).get_model_repository_index(client_timeout=10)
-        assert [m.name for m in index.models] == ["standin"], "held, then answered by Triton itself"
-        assert stack.admission.wakes == 2, "woken, then the hold renewed once Triton was there (cfg/envoy-filter.lua)"
-    with loopback_stack(settings, ready=False, lua=lua) as stack:
-        with pytest.raises(InferenceServerException) as failure:
-            triton_client(stack.envoy.target).get_model_repository_index(client_timeout=10)
-        assert failure.value.status() == "StatusCode.UNAVAILABLE"
-        assert "no healthy upstream" in failure.value.message(), failure.value.message()
 
 
 @pytest.mark.parametrize(
@@ -112,9 +105,7 @@ def test_a_31_mib_request_is_replayed_whole_on_retry_and_a_33_mib_one_stops_at_e
     size = 31 * MIB
     triton.fail_next(1, grpc.StatusCode.UNAVAILABLE)
     assert infer(triton_client(warm.envoy.target), size, timeout=30) == size
-    assert triton.infer_sizes == [size, size], (
-        "the buffer holds the whole body, so the retry sends all of it again, not an empty or cut request"
-    )
+    assert triton.infer_sizes == [size, size], "the buffer holds the whole body: the retry sends all of it again"
     triton.reset_counts()
     too_large = warm.envoy.stat("http.ingress_grpc.downstream_rq_too_large")
     with pytest.raises(InferenceServerException, match="Payload Too Large"):
@@ -133,11 +124,8 @@ def test_a_failing_triton_among_two_is_ejected_and_every_call_is_served_by_the_h
         assert good.calls["ModelInfer"] == 12, "each call completed exactly once, on the healthy Triton"
         assert bad.calls["ModelInfer"] >= 5, "the failing Triton was tried (consecutive5xx needs five failures)"
         # UNAVAILABLE is a 503: both the 5xx and the gateway-failure rule count it; whichever reaches 5 ejects.
-        wait_until(
-            lambda: stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_enforced_total"),
-            2.0,
-            "the failing host to be ejected",
-        )
+        ejected = f"{CLUSTER}.outlier_detection.ejections_enforced_total"
+        wait_until(lambda: stack.envoy.stat(ejected), 2.0, "the failing host to be ejected")
         assert stack.envoy.stat(f"{CLUSTER}.outlier_detection.ejections_active") == 1, (
             "one host of two may be ejected under maxEjectionPercent 50"
         )
@@ -190,20 +178,3 @@ def test_concurrent_calls_during_a_triton_restart_survive_only_when_retries_are_
             assert overflow > 0 and survived < clients, (
                 "Envoy's default of 3 concurrent retries must show here as overflowing retries and failed clients"
             )
-
-
-@pytest.mark.parametrize("stack", stack_names())
-def test_the_config_text_is_unchanged_by_the_charts_envsubst(stack):
-    from conftest import stack_settings
-
-    text = render_envoy_yaml(build_envoy_config(stack_settings(stack)))
-    result = subprocess.run(
-        ["envsubst"],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=10,
-        env={"POD_NAME": "supersonic-interlink-envoy-0", "PATH": "/usr/bin:/bin"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == text, "the chart's entrypoint pipes the file through envsubst before Envoy reads it"

