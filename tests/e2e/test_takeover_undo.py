@@ -1,9 +1,6 @@
 """Step 4's undo as `takeover steps` prints it, against the real Pulumi CLI: the protected Release leaves the state.
-
-The state is the one the takeover's `pulumi up` leaves (the root stack, the default Kubernetes provider, the release
-component and its protected Release, by the URNs the steps print), imported into a file backend; forgetting a resource
-needs no provider, so no cluster either. The full scenario, with the release installed, is tests/e2e/test_takeover.py.
-"""
+The state is what the takeover's `pulumi up` leaves, by the URNs the steps print, imported into a file backend;
+forgetting a resource needs no provider, so no cluster either."""
 
 from __future__ import annotations
 
