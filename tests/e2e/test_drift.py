@@ -27,7 +27,7 @@ from supersonic_interlink.drift.report import PULUMI_PART, RELEASE_PART
 from supersonic_interlink.engine.run import Engine
 from supersonic_interlink.render.stack import render
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = pytest.mark.timeout(600)
 
 STACK = "drift-e2e"
 RELEASE = "supersonic-interlink"
@@ -76,6 +76,7 @@ def envoy_checksum(project: Project) -> str:
     return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/envoy-config"])
 
 
+@pytest.mark.timeout(900)  # the install's checks and an upgrade besides the drift
 def test_install_then_kubectl_drift_is_reported_by_field_and_nothing_else_then_corrected_then_an_edit_upgrades(
     project: Project, chart: Path
 ) -> None:
