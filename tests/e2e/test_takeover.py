@@ -1,4 +1,5 @@
-"""Takeover rehearsal: a release installed the way Flux's helm-controller installs it, then adopted by ``pulumi up``.
+"""Takeover rehearsal: a release installed the way Flux's helm-controller installs it, adopted by ``pulumi up``, and
+the printed undo run on the state that leaves.
 
 helm-controller (v1.4.5 ``internal/action/install.go``, ``internal/postrender/common_renderer.go``; v0.36.2
 ``internal/runner/runner.go``) post-renders two origin labels onto every object and nothing onto the release record;
@@ -9,7 +10,9 @@ Envoy ConfigMap is a plain object Flux applies beside the release.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from supersonic_interlink.render.stack import render
 from supersonic_interlink.takeover.objects_diff import EXPECTED_DELETIONS
 from supersonic_interlink.takeover.run import live_findings
 from supersonic_interlink.takeover.run import run_objects as objects_command
+from supersonic_interlink.takeover.steps import format_steps, names
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -175,3 +179,24 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     # Step 5: after the takeover the program is idempotent.
     project.run(STACK, "preview", expect_no_changes=True)
     assert project.changes() == []
+
+    # Step 6: step 4's undo as `takeover steps` prints it, against the real CLI and the state the takeover left.
+    settings = settings_from_config(project.cli_config(STACK))
+    plan = names(STACK, settings)
+    printed = format_steps(STACK, settings).splitlines()
+    command = next(line for line in printed if line.startswith("- pulumi state delete"))[2:].split("   (")[0]
+
+    def shell(line: str) -> subprocess.CompletedProcess[str]:
+        run = ["/bin/sh", "-c", line]
+        return subprocess.run(run, cwd=project.directory, env=project.env, capture_output=True, text=True, timeout=120)
+
+    unforced = shell(shlex.join(word for word in shlex.split(command) if word != "--force"))
+    assert unforced.returncode != 0 and "protected" in unforced.stdout + unforced.stderr, (
+        "without --force the CLI refuses: the undo would stop in the middle of a rollback"
+    )
+    forced = shell(command)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    exported = json.loads(project.pulumi("stack", "export", stack=STACK).stdout)
+    left = [r["urn"] for r in exported["deployment"]["resources"]]
+    assert plan["release_urn"] not in left and plan["component_urn"] in left, left
+    assert helm_revisions(cluster, RELEASE, NAMESPACE) == [(1, "superseded"), (2, "deployed")], "not uninstalled"
