@@ -1,11 +1,6 @@
-"""What the end-to-end scenarios share: a project directory for the real engine, the chart they deploy, and
-readers of the live API and of Helm's release record.
-
-A scenario's project is a temporary directory holding this project's ``Pulumi.yaml``, its post-renderer and
-stack files written by the scenario, with its own file backend; the program is this checkout's (served inline by
-``supersonic_interlink.engine.run``). So ``pulumi stack init`` never writes into ``stacks/`` of the checkout, and
-scenarios do not share state.
-"""
+"""What the end-to-end scenarios share: a project directory per scenario (this checkout's ``Pulumi.yaml`` and
+post-renderer, its own stack files and file backend, so scenarios share no state and never write into ``stacks/``),
+the chart they deploy, and readers of the live API and of Helm's release record."""
 
 from __future__ import annotations
 
@@ -33,14 +28,12 @@ from supersonic_interlink.engine.run import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# kwok holds this namespace's pods on the interLink virtual node in the Slurm queue; every other pod is Ready at once.
 REHEARSAL_NAMESPACE = "e2e-rehearse"
-"""The namespace whose pods on the interLink virtual node kwok holds in the Slurm queue (the cold-start rehearsal);
-every other pod becomes Ready at once, as before."""
 
 
 def e2e_chart(into: Path, name: str = "conforming") -> Path:
-    """A fixture chart (``conforming``, or an overlay of tests/charts) with its one dependency present (as
-    ``dependency_update`` leaves a chart checked out from git), so the real Helm installs it."""
+    """A fixture chart of tests/charts with its one dependency present (as from git), so the real Helm installs it."""
     chart = fixture_chart(name, into)
     grafana = chart / "charts" / "grafana"
     grafana.mkdir(parents=True)
@@ -49,8 +42,7 @@ def e2e_chart(into: Path, name: str = "conforming") -> Path:
 
 
 def hammer_like(namespace: str, release: str, chart: Path, **changes: Any) -> dict[str, Any]:
-    """The hammer stack's config with its own namespace, release name and the chart on disk; ``changes`` replace
-    whole top-level keys (``scaleFromZero={...}``)."""
+    """The hammer stack's config with its own namespace, release and chart; ``changes`` replace whole top-level keys."""
     config = read_stack_document(ROOT / "stacks" / "Pulumi.hammer.yaml")
     config[f"{PROJECT}:namespace"] = namespace
     config[f"{PROJECT}:release"] = {"name": release, "chart": {"path": str(chart)}}
@@ -134,8 +126,7 @@ class Project:
 
 
 def existing_cvmfs_claim(project: Project, namespace: str) -> None:
-    """The namespace's ``cvmfs`` claim, there before the release (as in Geddes' cms namespace, where an earlier
-    install created it and ``helm.sh/resource-policy: keep`` kept it): the chart then renders no claim."""
+    """The ``cvmfs`` claim an earlier install kept (as in Geddes' cms namespace): the chart then renders none."""
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -162,8 +153,7 @@ def providers(pulumi_home: Path) -> list[int]:
 def run_supersonic(
     verb: str, *args: str, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """``./supersonic VERB ARGS`` in a fresh interpreter from ``cwd`` (this checkout, or a copy of it), as a newcomer
-    runs it, with ``env`` added to this process's environment."""
+    """``./supersonic VERB ARGS`` in a fresh interpreter from ``cwd``, with ``env`` added to this environment."""
     return subprocess.run(
         [sys.executable, "-m", "supersonic_interlink", verb, *args],
         capture_output=True,
@@ -192,12 +182,27 @@ def kubectl_json(cluster: LocalCluster, *args: str) -> Any:
     return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
 
 
+def envoy_config_maps(cluster: LocalCluster, release: str, namespace: str) -> dict[str, str]:
+    """Name -> envoy.yaml of every Envoy ConfigMap the program made (the chart's own copy excluded)."""
+    prefix = f"{CHART.envoy_object_name(release)}-external-"
+    items = kubectl_json(cluster, "get", "configmap", "-n", namespace)["items"]
+    return {
+        i["metadata"]["name"]: i["data"][CHART.envoy_config_key]
+        for i in items
+        if i["metadata"]["name"].startswith(prefix)
+    }
+
+
 def helm(cluster: LocalCluster, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return cluster.tool("helm", *args, check=check, timeout=300)
 
 
 def helm_history(cluster: LocalCluster, release: str, namespace: str) -> list[dict[str, Any]]:
     return list(json.loads(helm(cluster, "history", release, "-n", namespace, "-o", "json").stdout))
+
+
+def helm_revisions(cluster: LocalCluster, release: str, namespace: str) -> list[tuple[int, str]]:
+    return [(h["revision"], h["status"]) for h in helm_history(cluster, release, namespace)]
 
 
 def helm_status(cluster: LocalCluster, release: str, namespace: str) -> dict[str, Any]:

@@ -1,8 +1,5 @@
-"""Copies of the project for tests that run it in a fresh interpreter. ``git_project``: a git checkout for tests that
-read a base commit from git (``./supersonic diff``, the pull-request workflow's diff step), the program, its tools
-and stack files copied, plus the stack with secrets from tests/fixtures/stacks/, committed on branch main.
-``project_copy``: a plain copy; ``project_with``: a plain copy holding one given stack file, and ``render_in`` to
-render it there."""
+"""Copies of the project for tests that run it in a fresh interpreter: plain (``project_copy``, ``project_with``), or
+a git checkout for those that read a base commit from git (``git_project``)."""
 
 from __future__ import annotations
 
@@ -45,8 +42,7 @@ def project_copy(into: Path, *, tools: bool = True) -> Path:
 
 
 def git_project(into: Path) -> Path:
-    """A git checkout of the project (branch main, one commit) whose files a test may change; .venv and the pinned
-    tools are shared by link and ignored, as in a real clone."""
+    """A git checkout (branch main, one commit, with the secret stack); the links are ignored, as in a real clone."""
     root = project_copy(into)
     shutil.copy(SECRET_STACK, root / "stacks" / SECRET_STACK.name)
     (root / ".gitignore").write_text(".venv\n.tools\n.charts\n__pycache__/\n")

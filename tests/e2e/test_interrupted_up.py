@@ -1,14 +1,9 @@
-"""An ``up`` killed while Helm waits leaves the release ``pending-upgrade``; what recovers it (docs/takeover.md,
-"An interrupted up").
-
-The upgrade is made to wait (an Envoy nodeSelector no node has: the new Envoy pod stays Pending, Helm's
-``--wait`` holds), and the driver, the CLI and the provider are killed together, as a lost CI runner or a closed
-laptop would.
-"""
+"""An ``up`` killed while Helm waits leaves the release ``pending-upgrade``; what recovers it (docs/takeover.md, "An
+interrupted up"). Helm waits on an Envoy pod no node takes; the driver, the CLI and the provider die together, as with
+a lost CI runner."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -40,7 +35,7 @@ NAMESPACE = "e2e-interrupted"
 
 DRIVER = """
 import sys
-sys.path[:0] = [{root!r}, {tests!r}]
+sys.path[:0] = [{root!r}, {root!r} + "/tests"]
 from pathlib import Path
 from e2e_harness import Project
 from supersonic_interlink.engine.cluster import LocalCluster
@@ -61,13 +56,7 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
     stranded = dict(good)
     stranded["supersonic-interlink:envoy"] = {**good["supersonic-interlink:envoy"], "nodeSelector": {"no-such": "node"}}
     project.write_stack(STACK, stranded)
-    script = DRIVER.format(
-        root=str(ROOT),
-        tests=str(ROOT / "tests"),
-        project=str(project.directory),
-        cluster=str(cluster.directory),
-        stack=STACK,
-    )
+    script = DRIVER.format(root=str(ROOT), project=str(project.directory), cluster=str(cluster.directory), stack=STACK)
     already = set(providers(cluster.pulumi_home))
     driver = subprocess.Popen(
         [sys.executable, "-c", script],
@@ -85,8 +74,7 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
     finally:
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
-        # The CLI starts each plugin in a process group of its own, so the provider outlives the group. Nothing
-        # else runs the engine meanwhile: a provider that was not there before is this run's.
+        # The provider has a process group of its own, so outlives the driver's; any new one is this run's.
         for pid in set(providers(cluster.pulumi_home)) - already:
             os.kill(pid, signal.SIGKILL)
     assert helm_status(cluster, RELEASE, NAMESPACE)["info"]["status"] == "pending-upgrade"
@@ -97,8 +85,8 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
         project.run(STACK, "up")
     done = project.pulumi("cancel", "--yes", stack=STACK)
     assert done.returncode == 0, done.stdout + done.stderr
-    # The hazard: the killed update never recorded its inputs, so the state still holds the last good ones and
-    # an up of the good stack sees nothing to do, while Helm holds the half-applied upgrade, pending.
+    # The hazard: the killed update never recorded its inputs, so an up of the good stack sees nothing to do
+    # while Helm holds the half-applied upgrade, pending.
     project.run(STACK, "up")
     assert project.changes() == [], "the engine sees no difference"
     assert helm_status(cluster, RELEASE, NAMESPACE)["info"]["status"] == "pending-upgrade"
@@ -112,11 +100,8 @@ def test_a_killed_up_leaves_pending_upgrade_and_a_rollback_then_up_recovers(proj
     project.run(STACK, "refresh")
     project.run(STACK, "preview", expect_no_changes=True)
     history = helm_history(cluster, RELEASE, NAMESPACE)
-    assert (history[-1]["revision"], history[-1]["status"], history[-1]["description"]) == (
-        3,
-        "deployed",
-        "Rollback to 1",
-    ), json.dumps(history)
+    last = history[-1]
+    assert (last["revision"], last["status"], last["description"]) == (3, "deployed", "Rollback to 1"), history
 
 
 def _envoy_node_selector(project: Project) -> dict[str, str]:

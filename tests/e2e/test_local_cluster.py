@@ -1,6 +1,5 @@
 """``./supersonic cluster``: kwokctl's control plane on loopback only, its files in the cluster's directory, and no
-component left running once it is stopped, or once the process that started a tied cluster dies. kwokctl detaches
-its components from the session that started them, so each of these is something it would not do by itself."""
+component left running once stopped or once the process that started a tied cluster dies (none kwokctl's default)."""
 
 from __future__ import annotations
 

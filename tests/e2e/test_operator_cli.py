@@ -1,9 +1,6 @@
-"""An operator's own Pulumi CLI: on PATH as ``pulumi``, with an empty toolchain cache and no ``go``, ``./supersonic
-pulumi preview`` and ``up`` run the real engine and build nothing; a CLI outside the supported range is refused.
-
-The stack names its chart by a path relative to the project (``release.chart: {path: charts/e2e}``), and runs through
-``./supersonic cluster env``'s scratch copy of the project, where that path must mean the same directory.
-"""
+"""An operator's own Pulumi CLI on PATH, with an empty toolchain cache and no ``go``: ``./supersonic pulumi preview``
+and ``up`` run the real engine and build nothing; a CLI outside the supported range is refused. The chart's path is
+relative to the project, and must mean the same directory in ``./supersonic cluster env``'s scratch copy of it."""
 
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ PROVIDER = toolchain.version(toolchain.build_for("pulumi-resource-kubernetes"))
 
 
 def operator_machine(tmp_path: Path, cluster: LocalCluster) -> dict[str, str]:
-    """What a machine with the official CLI installed looks like: ``pulumi`` on PATH (the built one, copied), the
-    provider installed by ``pulumi plugin install`` into the Pulumi home, an empty toolchain cache, no Go."""
+    """The built ``pulumi`` copied onto PATH, the provider by ``pulumi plugin install``, an empty cache, no Go."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shutil.copy2(toolchain.path("pulumi"), bin_dir / "pulumi")
@@ -47,14 +43,8 @@ def operator_machine(tmp_path: Path, cluster: LocalCluster) -> dict[str, str]:
     (tmp_path / "backend").mkdir()
     assert shutil.which("go", path=env["PATH"]) is None, "no Go on this machine's PATH"
     provider = str(toolchain.path("pulumi-resource-kubernetes"))
-    install = subprocess.run(
-        [str(bin_dir / "pulumi"), "plugin", "install", "resource", "kubernetes", PROVIDER, "--file", provider],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    argv = [str(bin_dir / "pulumi"), "plugin", "install", "resource", "kubernetes", PROVIDER, "--file", provider]
+    install = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert install.returncode == 0, install.stderr
     return env
 

@@ -1,9 +1,6 @@
-"""No road to ``helm uninstall`` of a release short of ``release.removable`` in a reviewed stack change.
-
-Each road is taken on the local control plane, and what Helm's record says afterwards is the verdict: the same
-revisions, the release still deployed. With ``SUPERSONIC_RECORD_PREVIEWS=DIR`` the scenario also writes the
-``pulumi preview --json`` outputs the gate's unit tests read (tests/fixtures/previews/).
-"""
+"""No road to ``helm uninstall`` of a release short of ``release.removable`` in a reviewed stack change: each road is
+taken on the local control plane, and Helm's record afterwards (the same revisions) is the verdict.
+``SUPERSONIC_RECORD_PREVIEWS=DIR`` also writes the previews the gate's unit tests read (tests/fixtures/previews/)."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_harness import Project, hammer_like, helm_history, kubectl_json
+from e2e_harness import Project, hammer_like, helm_revisions, kubectl_json
 
 from supersonic_interlink import program as program_module
 from supersonic_interlink.engine import run as run_module
@@ -36,7 +33,7 @@ def record(project: Project, name: str, **kwargs: Any) -> None:
 
 
 def revisions(project: Project) -> list[tuple[int, str]]:
-    return [(h["revision"], h["status"]) for h in helm_history(project.cluster, RELEASE, NAMESPACE)]
+    return helm_revisions(project.cluster, RELEASE, NAMESPACE)
 
 
 def test_destroy_removal_and_renames_never_uninstall_the_release(
@@ -62,28 +59,21 @@ def test_destroy_removal_and_renames_never_uninstall_the_release(
         gated(project.engine(STACK), "destroy")
     assert revisions(project) == installed
 
-    # Road 2: renaming the release (release.name) replaces it. The engine refuses to replace the protected
-    # Release, already in the preview.
+    # Road 2: renaming the release (release.name) replaces it: the engine refuses, already in the preview.
     renamed = hammer_like(NAMESPACE, "supersonic-renamed", chart)
     project.write_stack(STACK, renamed)
     with pytest.raises(EngineError, match="marked for protection"):
         gated(project.engine(STACK), "preview")
-    # (`pulumi up` previews first and stops there too; only `--skip-preview` goes on to apply what does not
-    # depend on the Release, docs/engine.md: "Removing or renaming a release".)
-    # The engine allows lifting the protection and replacing in one change: that is the deliberate path, and the
-    # gate lets it through only with release.removable (the recorded preview has the replacement steps).
-    deliberate = {
-        **renamed,
-        "supersonic-interlink:release": {**renamed["supersonic-interlink:release"], "removable": True},
-    }
-    project.write_stack(STACK, deliberate)
+    # The engine allows lifting the protection and replacing in one change (docs/engine.md: "Removing or renaming a
+    # release"): the gate lets that through only with release.removable (the recorded preview has its steps).
+    renamed["supersonic-interlink:release"]["removable"] = True
+    project.write_stack(STACK, renamed)
     gated(project.engine(STACK), "preview")
     record(project, "rename-release")
     assert revisions(project) == installed
     project.write_stack(STACK, stack)
 
-    # Road 3: a component renamed without an alias: a new URN, so the old Release would be deleted. The engine
-    # (CLI 3.274.1) fails the preview already: the protected resource cannot be deleted.
+    # Road 3: a component renamed without an alias (a new URN): the preview fails, the protected Release kept.
     monkeypatch.setattr(program_module, "RELEASE_COMPONENT", "release")
     with pytest.raises(EngineError, match=r"cannot be deleted\s+because it is protected"):
         gated(project.engine(STACK), "preview")
@@ -98,8 +88,8 @@ def test_destroy_removal_and_renames_never_uninstall_the_release(
     gated(project.engine(STACK), "up")
     monkeypatch.undo()
 
-    # Road 4: the Release removed from the program (here: a program that registers nothing), and a plain
-    # `pulumi destroy` without this project's guard: the engine refuses to delete the protected Release.
+    # Road 4: the Release removed from the program (one that registers nothing), and a plain `pulumi destroy`
+    # without this project's guard: the engine refuses to delete the protected Release.
     monkeypatch.setattr(run_module, "program", lambda: None)
     with pytest.raises(EngineError, match=r"cannot be deleted\s+because it is protected"):
         gated(project.engine(STACK), "preview")
@@ -110,8 +100,8 @@ def test_destroy_removal_and_renames_never_uninstall_the_release(
     gated(project.engine(STACK), "up")  # the next up restores whatever the refused destroy removed
     assert kubectl_json(cluster, "get", "cronjobs", "-n", NAMESPACE)["items"], "the cleanup CronJob is there"
 
-    # The deliberate path: release.removable in the stack lifts the protection (one up); after it, the gate is
-    # what stands between a preview and an uninstall, and it lets these through only because of that setting.
+    # The deliberate path: release.removable lifts the protection (one up); then only the gate, because of that
+    # setting, lets these previews and the uninstall through.
     release = {**stack["supersonic-interlink:release"], "removable": True}
     project.write_stack(STACK, {**stack, "supersonic-interlink:release": release})
     gated(project.engine(STACK), "up")

@@ -21,9 +21,8 @@ RELEASE = "supersonic-interlink"
 NAMESPACE = "e2e-secrets"
 MARKER = "e2e-secret-7f3a9c"
 # It selects this release and namespace (serverLoad.metric may not select another's); the marker rides in a label.
-METRIC = (
-    f'sum(rate(nv_inference_queue_duration_us{{release="{RELEASE}", namespace="{NAMESPACE}", probe="{MARKER}"}}[30s]))'
-)
+SELECTOR = f'release="{RELEASE}", namespace="{NAMESPACE}", probe="{MARKER}"'
+METRIC = f"sum(rate(nv_inference_queue_duration_us{{{SELECTOR}}}[30s]))"
 
 
 def test_a_secret_metric_is_deployed_and_never_written_in_clear(project: Project, chart: Path) -> None:
@@ -35,12 +34,10 @@ def test_a_secret_metric_is_deployed_and_never_written_in_clear(project: Project
     project.engine(STACK).workspace_stack()  # `pulumi stack init`: the encryption salt goes into the stack file
 
     # Step 1: the operator sets the metric as a secret, with the real CLI.
-    done = project.pulumi(
-        "config", "set", "--path", "--secret", "supersonic-interlink:serverLoad.metric", METRIC, stack=STACK
-    )
-    assert done.returncode == 0, done.stderr
-    done = project.pulumi("config", "set", "--path", "supersonic-interlink:serverLoad.threshold", "20", stack=STACK)
-    assert done.returncode == 0, done.stderr
+    metric = ["--secret", "supersonic-interlink:serverLoad.metric", METRIC]
+    for setting in (metric, ["supersonic-interlink:serverLoad.threshold", "20"]):
+        done = project.pulumi("config", "set", "--path", *setting, stack=STACK)
+        assert done.returncode == 0, done.stderr
     assert MARKER not in project.stack_file(STACK).read_text(), "the stack file holds the ciphertext only"
 
     # Offline, the stack the real CLI encrypted renders without the passphrase: the secret is its placeholder.
@@ -54,13 +51,11 @@ def test_a_secret_metric_is_deployed_and_never_written_in_clear(project: Project
 
     # Step 2: preview and up print nothing of it.
     # Through the guards, as `./supersonic pulumi` runs them: a stack holding a secret is read without decrypting.
-    gated(project.engine(STACK), "preview", diff=True, on_output=project.output.append)
-    printed = "\n".join(project.output)
-    assert "[secret]" in printed and MARKER not in printed, "preview --diff shows the secret masked"
-    project.output.clear()
-    gated(project.engine(STACK), "up", diff=True, on_output=project.output.append)
-    printed = "\n".join(project.output)
-    assert "[secret]" in printed and MARKER not in printed
+    for action in ("preview", "up"):
+        gated(project.engine(STACK), action, diff=True, on_output=project.output.append)
+        printed = "\n".join(project.output)
+        assert "[secret]" in printed and MARKER not in printed, f"{action} --diff shows the secret masked"
+        project.output.clear()
 
     # It reached the cluster (so the check above is about a value that was really used)...
     scaled = kubectl_json(cluster, "get", "scaledobject", CHART.scaled_object_name(RELEASE), "-n", NAMESPACE)

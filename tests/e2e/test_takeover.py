@@ -1,25 +1,25 @@
-"""Takeover rehearsal: a release installed the way Flux's helm-controller installs it, then adopted by ``pulumi up``.
+"""Takeover rehearsal: a release installed the way Flux's helm-controller installs it, adopted by ``pulumi up``, and
+the printed undo run on the state that leaves.
 
-How helm-controller installs (read in fluxcd/helm-controller: v1.4.5 ``internal/action/install.go``,
-``internal/postrender/common_renderer.go``; v0.36.2 ``internal/runner/runner.go``): ``helm install`` with
-``--wait``, a 5 min timeout, no ``--atomic``, CRDs skipped, and a post-renderer that adds two labels to every
-object's ``metadata.labels``, ``helm.toolkit.fluxcd.io/name`` and ``helm.toolkit.fluxcd.io/namespace`` (the
-HelmRelease's own name and namespace); nothing on the release record. With ``reconcileStrategy: Revision`` the
-chart version carries the commit (source-controller: ``<version>+<first 12 hex of the commit>``). The external
+helm-controller (v1.4.5 ``internal/action/install.go``, ``internal/postrender/common_renderer.go``; v0.36.2
+``internal/runner/runner.go``) post-renders two origin labels onto every object and nothing onto the release record;
+with ``reconcileStrategy: Revision`` the chart version carries the commit (``<version>+<first 12 hex>``). The external
 Envoy ConfigMap is a plain object Flux applies beside the release.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from e2e_harness import ROOT, Project, hammer_like, helm, helm_history, kubectl_json
+from e2e_harness import ROOT, Project, hammer_like, helm, helm_revisions, kubectl_json
 
 from supersonic_interlink.components.supersonic_release import HELM_RELEASE_TYPE
 from supersonic_interlink.config.pulumi_config import settings_from_config
@@ -28,6 +28,7 @@ from supersonic_interlink.render.stack import render
 from supersonic_interlink.takeover.objects_diff import EXPECTED_DELETIONS
 from supersonic_interlink.takeover.run import live_findings
 from supersonic_interlink.takeover.run import run_objects as objects_command
+from supersonic_interlink.takeover.steps import format_steps, names
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -47,31 +48,29 @@ sys.stdout.write(yaml.safe_dump_all(docs))
 """
 
 
-def stand_in_crd(group: str, kind: str, plural: str, version: str) -> dict[str, Any]:
-    """A CRD that accepts any object of Flux's kind. Flux's own CRD manifests are not to be had here (the module
-    proxy serves no fluxcd/helm-controller), and the check reads only fields both API versions share."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
+# A CRD that accepts any HelmRelease: Flux's own CRDs are not to be had here (the module proxy serves no
+# fluxcd/helm-controller), and the check reads only fields both API versions share.
+ANY_OBJECT = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+STAND_IN_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "helmreleases.helm.toolkit.fluxcd.io"},
+    "spec": {
+        "group": "helm.toolkit.fluxcd.io",
+        "names": {
+            "kind": "HelmRelease",
+            "plural": "helmreleases",
+            "singular": "helmrelease",
+            "listKind": "HelmReleaseList",
         },
-    }
+        "scope": "Namespaced",
+        "versions": [{"name": "v2beta1", "served": True, "storage": True, "schema": ANY_OBJECT}],
+    },
+}
 
 
 def flux_helm_release(suspend: bool) -> dict[str, Any]:
-    """Flux's HelmRelease as DOMAIN.md describes the live one (namespaced in the test's)."""
+    """Flux's HelmRelease as DOMAIN.md describes the live one (in the test's namespace)."""
     chart = {"chart": "helm/supersonic", "reconcileStrategy": "Revision", "sourceRef": {"kind": "GitRepository"}}
     return {
         "apiVersion": "helm.toolkit.fluxcd.io/v2beta1",
@@ -114,32 +113,16 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     stack = hammer_like(NAMESPACE, RELEASE, chart)
     project.write_stack(STACK, stack)
     rendered = render(STACK, project.cli_config(STACK))
-    cluster.kubectl(
-        "create",
-        "configmap",
-        envoy["configmap_name"],
-        "-n",
-        NAMESPACE,
-        f"--from-literal={envoy.get('configmap_key', CHART.envoy_config_key)}={rendered['envoy']}",
-    )
+    literal = f"--from-literal={envoy.get('configmap_key', CHART.envoy_config_key)}={rendered['envoy']}"
+    cluster.kubectl("create", "configmap", envoy["configmap_name"], "-n", NAMESPACE, literal)
     post_renderer = tmp_path / "flux-origin-labels"
     post_renderer.write_text(POST_RENDERER)
     post_renderer.chmod(0o755)
     values_file = tmp_path / "live-values.yaml"
     values_file.write_text(yaml.safe_dump(live_values))
     # As helm-controller installs: --wait, a 5 min timeout, no --atomic, CRDs skipped, its post-renderer.
-    flags = ["--wait", "--timeout", "5m", "--skip-crds", "--post-renderer", str(post_renderer)]
-    helm(
-        cluster,
-        "install",
-        RELEASE,
-        str(flux_style_chart(chart, tmp_path)),
-        "-n",
-        NAMESPACE,
-        "-f",
-        str(values_file),
-        *flags,
-    )
+    flags = ["-f", str(values_file), "--wait", "--timeout", "5m", "--skip-crds", "--post-renderer", str(post_renderer)]
+    helm(cluster, "install", RELEASE, str(flux_style_chart(chart, tmp_path)), "-n", NAMESPACE, *flags)
     before = release_objects(project)
     assert before, "the Flux-style install made the release's objects"
     labelled = kubectl_json(cluster, "get", "deployment", CHART.envoy_object_name(RELEASE), "-n", NAMESPACE)
@@ -147,9 +130,8 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
 
     # Step 2: the checks before the import step (`takeover steps --live`), on Flux's objects as they stand.
     monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
-    crd = stand_in_crd("helm.toolkit.fluxcd.io", "HelmRelease", "helmreleases", "v2beta1")
-    cluster.kubectl("apply", "-f", "-", input_text=json.dumps(crd))
-    cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
+    cluster.kubectl("apply", "-f", "-", input_text=json.dumps(STAND_IN_CRD))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/helmreleases.helm.toolkit.fluxcd.io", "--timeout=60s")
     settings = settings_from_config(project.cli_config(STACK))
     cluster.kubectl("apply", "-f", "-", input_text=json.dumps(flux_helm_release(suspend=False)))
     assert [f.split(" (")[0] for f in live_findings(settings)] == [
@@ -185,8 +167,7 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     assert not any("delete" in op or "replace" in op for op, kind in ops if "Release" in kind), ops
 
     # Helm's record: the Flux revision kept, one upgrade on top; never an uninstall and reinstall.
-    history = helm_history(cluster, RELEASE, NAMESPACE)
-    assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "deployed")], history
+    assert helm_revisions(cluster, RELEASE, NAMESPACE) == [(1, "superseded"), (2, "deployed")]
     after = release_objects(project)
     # Nothing deleted that the runbook does not list (it lists none), and the workloads are the same objects.
     deleted = set(before) - set(after)
@@ -198,3 +179,24 @@ def test_adopting_a_flux_installed_release_upgrades_it_in_place(
     # Step 5: after the takeover the program is idempotent.
     project.run(STACK, "preview", expect_no_changes=True)
     assert project.changes() == []
+
+    # Step 6: step 4's undo as `takeover steps` prints it, against the real CLI and the state the takeover left.
+    settings = settings_from_config(project.cli_config(STACK))
+    plan = names(STACK, settings)
+    printed = format_steps(STACK, settings).splitlines()
+    command = next(line for line in printed if line.startswith("- pulumi state delete"))[2:].split("   (")[0]
+
+    def shell(line: str) -> subprocess.CompletedProcess[str]:
+        run = ["/bin/sh", "-c", line]
+        return subprocess.run(run, cwd=project.directory, env=project.env, capture_output=True, text=True, timeout=120)
+
+    unforced = shell(shlex.join(word for word in shlex.split(command) if word != "--force"))
+    assert unforced.returncode != 0 and "protected" in unforced.stdout + unforced.stderr, (
+        "without --force the CLI refuses: the undo would stop in the middle of a rollback"
+    )
+    forced = shell(command)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    exported = json.loads(project.pulumi("stack", "export", stack=STACK).stdout)
+    left = [r["urn"] for r in exported["deployment"]["resources"]]
+    assert plan["release_urn"] not in left and plan["component_urn"] in left, left
+    assert helm_revisions(cluster, RELEASE, NAMESPACE) == [(1, "superseded"), (2, "deployed")], "not uninstalled"

@@ -1,6 +1,5 @@
-"""`./supersonic takeover objects` for a pinned stack, run as an operator runs it in a copy of the project: render
---pin-chart fetches the chart with git, then the command renders it with the real Helm, each in a fresh interpreter.
-The command's logic is tested in tests/test_objects_diff.py."""
+"""`./supersonic takeover objects` for a pinned stack in a copy of the project, each step in a fresh interpreter: the
+command fetches the pinned chart with git and renders it with the real Helm (its logic: tests/test_objects_diff.py)."""
 
 from __future__ import annotations
 
