@@ -85,15 +85,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
 
 
 def cli(directory: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(toolchain.path("pulumi")), *args, "--non-interactive"],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    command = [str(toolchain.path("pulumi")), *args, "--non-interactive"]
+    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 def cli_config_of(project: tuple[Path, dict[str, str]], file: Path) -> subprocess.CompletedProcess[str]:

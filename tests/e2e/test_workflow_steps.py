@@ -12,23 +12,13 @@ from e2e_harness import run_supersonic
 from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin, project_copy, unpin
 from workflow_steps import pull_request_workflow, run_step, step
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def run_diff_step(root: Path, base: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
     marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
     output = tmp_path / "github-output"
-    result = run_step(
-        step("rendered-diff", "diff")["run"],
-        root,
-        timeout=600,
-        MARKER=marker,
-        BASE_SHA=base,
-        GITHUB_OUTPUT=str(output),
-        GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"),
-        HOME=str(tmp_path),
-        **env,
-    )
+    github = {"GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md")}
+    script = step("rendered-diff", "diff")["run"]
+    result = run_step(script, root, timeout=600, MARKER=marker, BASE_SHA=base, HOME=str(tmp_path), **github, **env)
     return result, output.read_text() if output.exists() else ""
 
 
