@@ -1,12 +1,7 @@
-"""The cleanup script against the real kube-apiserver: its label and field selectors, evaluated by the API server
-itself, delete this release's Failed inference-server pods but the newest and nothing else.
-
-The unit tier runs the same script against tests/kube_api_standin.py, which also counts the requests and injects
-faults; this checks that what the stand-in selects is what the API server selects, for every class of bystander.
-The script runs as the container runs it (busybox sh, the real kubectl 1.34, the environment the component
-computes), with the control plane's admin kubeconfig: what the Job's own ServiceAccount may do is
-test_cleanup_authorizer.py's subject.
-"""
+"""The cleanup script against the real kube-apiserver: its selectors, evaluated by the API server itself, delete this
+release's Failed inference-server pods but the newest and no bystander, as tests/kube_api_standin.py (the unit tier's)
+selects them. Run as the container runs it (busybox sh, the real kubectl, the component's environment) with the admin
+kubeconfig; what the Job's own ServiceAccount may do is test_cleanup_authorizer.py's subject."""
 
 from __future__ import annotations
 
@@ -19,13 +14,13 @@ from typing import Any
 import pytest
 import yaml
 from busybox_harness import make_bin, run_script
-from e2e_harness import unscheduled_pod
+from e2e_harness import kubectl_json, unscheduled_pod
 
 from supersonic_interlink.components.failed_pod_cleanup import object_labels, script_environment
 from supersonic_interlink.config import PROJECT, load_settings
 from supersonic_interlink.config.stack_config import load_stack_config
 from supersonic_interlink.contract import CHART, NEWEST
-from supersonic_interlink.engine.cluster import LocalCluster
+from supersonic_interlink.engine.cluster import LocalCluster, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -40,28 +35,24 @@ def make_pod(cluster: LocalCluster, namespace: str, name: str, labels: dict[str,
     """Create a pod and set its phase through the status subresource, as interLink's virtual kubelet does."""
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=yaml.safe_dump(unscheduled_pod(name, labels)))
     if phase != "Pending":
-        status = {"status": {"phase": phase, "reason": "Error: 1"}}
-        cluster.kubectl(
-            "patch", "pod", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", json.dumps(status)
-        )
+        status = json.dumps({"status": {"phase": phase, "reason": "Error: 1"}})
+        cluster.kubectl("patch", "pod", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", status)
 
 
-def wait_for_default_service_account(cluster: LocalCluster, namespace: str, timeout: float = 60.0) -> None:
+def wait_for_default_service_account(cluster: LocalCluster, namespace: str) -> None:
     """A pod is admitted only once the controller-manager has made the namespace's default ServiceAccount."""
-    deadline = time.monotonic() + timeout
-    while cluster.kubectl("get", "serviceaccount", "default", "-n", namespace, check=False).returncode != 0:
-        assert time.monotonic() < deadline, f"no default ServiceAccount in {namespace} after {timeout:g} s"
-        time.sleep(0.5)
+    get = ("get", "serviceaccount", "default", "-n", namespace)
+    wait_until(
+        lambda: cluster.kubectl(*get, check=False).returncode == 0, 60, f"{namespace}'s ServiceAccount", interval=0.5
+    )
 
 
 def pod_names(cluster: LocalCluster, namespace: str) -> set[str]:
-    listed = cluster.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout
-    return {item["metadata"]["name"] for item in json.loads(listed)["items"]}
+    return {item["metadata"]["name"] for item in kubectl_json(cluster, "get", "pods", "-n", namespace)["items"]}
 
 
 def run_cleanup(cluster: LocalCluster, bin_dir: Path, scratch: Path, **cleanup: Any) -> subprocess.CompletedProcess:
-    """The container's command with the container's environment for the hammer stack (``cleanup`` overridden), as
-    busybox_harness runs it, against the control plane."""
+    """The container's command and environment for the hammer stack (``cleanup`` overridden), on the control plane."""
     config = load_stack_config("hammer")
     config[f"{PROJECT}:cleanup"] = json.dumps(cleanup)
     scratch.mkdir()
@@ -88,8 +79,8 @@ def test_the_api_server_deletes_the_releases_failed_pods_but_the_newest_and_no_b
         "unlabelled-failed": ({}, "Failed"),
     }
 
-    # Step 1: the bystanders, then three Failed pods of this release a second apart (creation times have a
-    # resolution of one second), and one in another namespace.
+    # Step 1: the bystanders, three Failed pods of this release a second apart (creation times' resolution), and one
+    # in another namespace.
     for name, (labels, phase) in bystanders.items():
         make_pod(cluster, NAMESPACE, name, labels, phase)
     failed = ["triton-failed-oldest", "triton-failed-middle", "triton-failed-newest"]

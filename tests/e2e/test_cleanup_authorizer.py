@@ -1,14 +1,14 @@
 """The cleanup CronJob under the real API server's RBAC authorizer, with the token of the ServiceAccount it runs as.
 
-kwok simulates pods but runs no containers, so the container's command is run here, by a stand-in for the
-kubelet: busybox (the image's userland) and the real kubectl 1.34, with the container's environment as the
-CronJob's Job declares it, authenticated by a token the API server issued for the Job's ServiceAccount. The
-in-cluster service-account mount is replaced by a kubeconfig holding that token: same identity, same requests.
+kwok runs no containers, so a stand-in kubelet runs the container's command: busybox (the image's userland) and the
+real kubectl 1.34, with the environment the CronJob's Job declares and, in place of the in-cluster service-account
+mount, a kubeconfig holding a token the API server issued for the Job's ServiceAccount: same identity, same requests.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -35,19 +35,10 @@ def make_pods(cluster: LocalCluster, namespace: str, specs: list[tuple[str, dict
     for index, (name, labels, phase) in enumerate(specs):
         if index:
             time.sleep(1.1)
-        cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=_yaml(unscheduled_pod(name, labels)))
+        cluster.kubectl("apply", "-n", namespace, "-f", "-", input_text=yaml.safe_dump(unscheduled_pod(name, labels)))
         if phase != "Pending":
-            cluster.kubectl(
-                "patch",
-                "pod",
-                name,
-                "-n",
-                namespace,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                json.dumps({"status": {"phase": phase, "reason": "Error: 1"}}),
-            )
+            status = json.dumps({"status": {"phase": phase, "reason": "Error: 1"}})
+            cluster.kubectl("patch", "pod", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", status)
 
 
 def pod_names(cluster: LocalCluster, namespace: str) -> set[str]:
@@ -66,8 +57,7 @@ def token_kubeconfig(cluster: LocalCluster, service_account: str, path: Path) ->
 
 def run_container(container: dict[str, Any], kubeconfig: Path, bin_dir: Path, scratch: Path) -> Any:
     """Run a container of a pod template as its kubelet would, env resolved (the downward API's namespace)."""
-    import subprocess
-
+    scratch.mkdir()
     env = {"PATH": str(bin_dir), "HOME": str(scratch), "KUBECONFIG": str(kubeconfig)}
     for item in container.get("env", []):
         if "value" in item:
@@ -91,37 +81,25 @@ def test_cleanup_may_delete_only_pods_of_its_namespace_and_deletes_failed_triton
         cluster.kubectl("create", "namespace", namespace)
     project.write_stack(STACK, hammer_like(NAMESPACE, RELEASE, chart))
     project.run(STACK, "up")
-    cronjob = next(
-        c
-        for c in kubectl_json(cluster, "get", "cronjobs", "-n", NAMESPACE)["items"]
-        if c["metadata"]["name"].startswith(RELEASE)
-    )
+    cronjobs = kubectl_json(cluster, "get", "cronjobs", "-n", NAMESPACE)["items"]
+    cronjob = next(c for c in cronjobs if c["metadata"]["name"].startswith(RELEASE))
     job_spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     account = job_spec["serviceAccountName"]
     subject = f"system:serviceaccount:{NAMESPACE}:{account}"
 
     # Step 1: what the real authorizer lets the cleanup's ServiceAccount do.
     def can(*args: str) -> bool:
-        done = cluster.kubectl("auth", "can-i", *args, f"--as={subject}", check=False)
-        return done.stdout.strip() == "yes"
+        return cluster.kubectl("auth", "can-i", *args, f"--as={subject}", check=False).stdout.strip() == "yes"
 
     # One LIST and one DELETE of the collection (docs/cleanup.md): not even a single pod's get or delete.
-    allowed = {
-        ("list", "pods", "-n", NAMESPACE),
-        ("deletecollection", "pods", "-n", NAMESPACE),
-    }
+    allowed = {("list", "pods", "-n", NAMESPACE), ("deletecollection", "pods", "-n", NAMESPACE)}
     refused = {
-        ("get", "pods", "-n", NAMESPACE),
-        ("delete", "pods", "-n", NAMESPACE),
-        ("create", "pods", "-n", NAMESPACE),
-        ("patch", "pods", "-n", NAMESPACE),
+        *((verb, "pods", "-n", NAMESPACE) for verb in ("get", "delete", "create", "patch")),
+        *((verb, "pods", "-n", OTHER_NAMESPACE) for verb in ("list", "delete", "deletecollection")),
         ("update", "pods/status", "-n", NAMESPACE),
         ("delete", "deployments", "-n", NAMESPACE),
         ("list", "secrets", "-n", NAMESPACE),
         ("delete", "configmaps", "-n", NAMESPACE),
-        ("list", "pods", "-n", OTHER_NAMESPACE),
-        ("delete", "pods", "-n", OTHER_NAMESPACE),
-        ("deletecollection", "pods", "-n", OTHER_NAMESPACE),
         ("list", "pods", "--all-namespaces"),
         ("delete", "nodes"),
     }
@@ -130,14 +108,13 @@ def test_cleanup_may_delete_only_pods_of_its_namespace_and_deletes_failed_triton
 
     # Step 2: Failed pods of this release (three), a Running one, another release's and another namespace's.
     triton = TRITON.inference_pod_labels(RELEASE)
-    other_release = TRITON.inference_pod_labels("another-release")
     make_pods(cluster, OTHER_NAMESPACE, [("triton-elsewhere", triton, "Failed")])
     make_pods(
         cluster,
         NAMESPACE,
         [
             ("triton-failed-oldest", triton, "Failed"),
-            ("other-release-failed", other_release, "Failed"),
+            ("other-release-failed", TRITON.inference_pod_labels("another-release"), "Failed"),
             ("triton-failed-middle", triton, "Failed"),
             ("triton-running", triton, "Running"),
             ("triton-failed-newest", triton, "Failed"),
@@ -148,10 +125,7 @@ def test_cleanup_may_delete_only_pods_of_its_namespace_and_deletes_failed_triton
     # Step 3: the real script, as the CronJob's container, with the ServiceAccount's token.
     bin_dir = make_bin(tmp_path / "bin")
     kubeconfig = token_kubeconfig(cluster, account, tmp_path / "sa-kubeconfig")
-    scratch = tmp_path / "run-1"
-    scratch.mkdir()
-    container = job_spec["containers"][0]
-    done = run_container(container, kubeconfig, bin_dir, scratch)
+    done = run_container(job_spec["containers"][0], kubeconfig, bin_dir, tmp_path / "run-1")
     assert done.returncode == 0, done.stderr
     made = {n for n in before if n.startswith(("triton-", "other-release-"))}
     assert made - pod_names(cluster, NAMESPACE) == {"triton-failed-oldest", "triton-failed-middle"}, done.stdout
@@ -162,22 +136,12 @@ def test_cleanup_may_delete_only_pods_of_its_namespace_and_deletes_failed_triton
     time.sleep(1.1)
     make_pods(cluster, NAMESPACE, [("triton-failed-later", triton, "Failed")])
     cluster.kubectl("create", "job", f"--from=cronjob/{cronjob['metadata']['name']}", "manual-run", "-n", NAMESPACE)
-    job = kubectl_json(cluster, "get", "job", "manual-run", "-n", NAMESPACE)
-    job_pod = job["spec"]["template"]["spec"]
+    job_pod = kubectl_json(cluster, "get", "job", "manual-run", "-n", NAMESPACE)["spec"]["template"]["spec"]
     assert job_pod["serviceAccountName"] == account
-    scratch = tmp_path / "run-2"
-    scratch.mkdir()
     before = pod_names(cluster, NAMESPACE)
-    done = run_container(job_pod["containers"][0], kubeconfig, bin_dir, scratch)
+    done = run_container(job_pod["containers"][0], kubeconfig, bin_dir, tmp_path / "run-2")
     assert done.returncode == 0, done.stderr
     # Only the pods this test made count: the CronJob's own scheduled Jobs come and go beside them.
     deleted = {n for n in before - pod_names(cluster, NAMESPACE) if n.startswith(("triton-", "other-release-"))}
     assert deleted == {"triton-failed-newest"}, (deleted, done.stdout)
-    remaining = pod_names(cluster, NAMESPACE)
-    assert {"triton-running", "other-release-failed", "triton-failed-later"} <= remaining
-
-
-def _yaml(document: dict[str, Any]) -> str:
-    import yaml
-
-    return yaml.safe_dump(document)
+    assert {"triton-running", "other-release-failed", "triton-failed-later"} <= pod_names(cluster, NAMESPACE)

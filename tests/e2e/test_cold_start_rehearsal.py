@@ -1,14 +1,7 @@
-"""A whole cold start rehearsed on the local control plane (``supersonic_interlink.rehearse``): the probe's
-RepositoryIndex through the real Envoy with the computed configuration; the tests' inferenceServer chart rendered by
-Helm (its Lua filter, its admission sidecar as a process, its Triton Deployment and ScaledObject); the real KEDA
-operator; kwok holding each Triton pod Pending for a scripted Slurm queue delay. Hammer's settings, timeouts scaled:
-
-1. a wake with no queue delay measures the overhead around the queue;
-2. with no load, KEDA scales Triton to zero as soon as the hold ends (lastActiveTime unset: no cooldown);
-3. a wake of readyTimeoutSeconds - 3 s, queue and overhead, is served;
-4. a queue of readyTimeoutSeconds + 3 s is refused with the chart filter's status and message, and the Triton that
-   comes up late lives only for what is left of the hold.
-"""
+"""A whole cold start rehearsed on the local control plane (``supersonic_interlink.rehearse``), hammer's settings with
+timeouts scaled: the probe's RepositoryIndex through the real Envoy with the computed configuration, the tests'
+inferenceServer chart rendered by Helm (its Lua filter, its admission sidecar as a process, its Triton Deployment and
+ScaledObject), the real KEDA operator, and kwok holding each Triton pod Pending for a scripted Slurm queue delay."""
 
 from __future__ import annotations
 
@@ -34,8 +27,7 @@ pytestmark = pytest.mark.timeout(900)
 READY_TIMEOUT = 20
 HOLD = 35
 MARGIN = 3
-SCALE_DOWN_WAIT = HOLD + 60
-"""The hold, then at most two of KEDA's 30 s polls."""
+SCALE_DOWN_WAIT = HOLD + 60  # the hold, then at most two of KEDA's 30 s polls
 
 
 def rehearsal_settings() -> Settings:

@@ -1,14 +1,8 @@
-"""The stack-file reader against the real Pulumi CLI: ``pulumi config --json --show-secrets`` over every stack in
-``stacks/`` and every stack file in ``tests/fixtures/config/``.
-
-- A file the reader accepts: the CLI lists the same config, key for key and value for value, as the program
-  receives it (``cli_config``: ``Pulumi.yaml``'s defaults merged under the stack's values).
-- A file the reader refuses: the CLI refuses it too, or reads it differently from a YAML 1.1 reader (PyYAML), so
-  which one a person or a tool gets depends on the reader; ``REFUSED`` says which, per file.
-- A file the reader reads but the stack checks refuse (its shape): ``SHAPE`` says what the CLI does with it.
-
-The CLI runs with a private ``PULUMI_HOME``, a file backend and a passphrase, offline; it needs no cluster.
-"""
+"""The stack-file reader against the real Pulumi CLI (``pulumi config --json --show-secrets``, offline, private
+``PULUMI_HOME``, file backend) over every stack in ``stacks/`` and every file in ``tests/fixtures/config/``: what the
+reader accepts, the CLI lists key for key and value for value as the program receives it (``cli_config``); what it
+refuses, the CLI refuses too or reads differently from a YAML 1.1 reader (``REFUSED``); ``SHAPE``: what the CLI does
+with a file the stack checks refuse."""
 
 from __future__ import annotations
 
@@ -21,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError as RuamelError
 
 from supersonic_interlink.config import ConfigError
 from supersonic_interlink.config.pulumi_yaml import YAMLInputError, read_pulumi_yaml
@@ -89,15 +85,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
 
 
 def cli(directory: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(toolchain.path("pulumi")), *args, "--non-interactive"],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    command = [str(toolchain.path("pulumi")), *args, "--non-interactive"]
+    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 def cli_config_of(project: tuple[Path, dict[str, str]], file: Path) -> subprocess.CompletedProcess[str]:
@@ -123,7 +112,6 @@ def canonical(texts: dict[str, str]) -> dict[str, str]:
 
 def other_reader(file: Path, load: Callable[[bytes], Any]) -> dict[str, str] | None:
     """The config another YAML reader makes of the file, merged as the CLI merges; None if it refuses the file."""
-    from ruamel.yaml.error import YAMLError as RuamelError
 
     def text(key: Any) -> str:  # a key that is not text: the text Python's json gives it (a date: its ISO text)
         return key if isinstance(key, str) else str(key) if isinstance(key, datetime.date) else json.dumps(key)
@@ -142,23 +130,25 @@ def other_reader(file: Path, load: Callable[[bytes], Any]) -> dict[str, str] | N
         return None
 
 
-def pyyaml(data: bytes) -> Any:
-    return yaml.safe_load(data)
-
-
-def ruamel12(data: bytes) -> Any:
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe", pure=True).load(data)
-
-
 def what_the_cli_does(file: Path, listed: subprocess.CompletedProcess[str]) -> str:
     if listed.returncode != 0:
         return "refuses"
     cli_view = canonical({key: entry["value"] for key, entry in json.loads(listed.stdout).items()})
-    if other_reader(file, pyyaml) != cli_view:
+    if other_reader(file, yaml.safe_load) != cli_view:
         return "yaml11"
-    return "yaml12" if other_reader(file, ruamel12) != cli_view else "alike"
+    return "yaml12" if other_reader(file, YAML(typ="safe", pure=True).load) != cli_view else "alike"
+
+
+def reader_view(file: Path) -> dict[str, str] | str:
+    """The config the program receives from the file, or "refused" (by the reader) or "shape" (by the stack checks)."""
+    try:
+        read_pulumi_yaml(file.read_bytes())
+    except YAMLInputError:
+        return "refused"
+    try:
+        return cli_config(read_stack_document(file))
+    except ConfigError:
+        return "shape"
 
 
 @pytest.mark.parametrize("file", STACKS + FIXTURES, ids=[f.stem for f in STACKS + FIXTURES])
@@ -166,15 +156,12 @@ def test_the_cli_lists_what_the_reader_reads_and_refuses_or_misreads_what_it_ref
     project: tuple[Path, dict[str, str]], file: Path
 ) -> None:
     listed = cli_config_of(project, file)
-    try:
-        read_pulumi_yaml(file.read_bytes())
-    except YAMLInputError:
+    texts = reader_view(file)
+    if texts == "refused":
         assert what_the_cli_does(file, listed) == REFUSED[file.stem], listed.stderr
         return
     assert file.stem not in REFUSED, f"{file.name}: the reader accepts it now"
-    try:
-        texts = cli_config(read_stack_document(file))
-    except ConfigError:
+    if isinstance(texts, str):  # "shape": the stack checks refuse it
         assert ("refuses" if listed.returncode != 0 else "reads") == SHAPE[file.stem], listed.stderr
         return
     assert listed.returncode == 0, f"{file.name}: the reader reads it, the CLI refuses it: {listed.stderr}"
@@ -184,18 +171,9 @@ def test_the_cli_lists_what_the_reader_reads_and_refuses_or_misreads_what_it_ref
 
 
 def test_every_refused_and_shape_file_is_listed() -> None:
-    refused, shape = set(), set()
-    for file in FIXTURES:
-        try:
-            read_pulumi_yaml(file.read_bytes())
-        except YAMLInputError:
-            refused.add(file.stem)
-            continue
-        try:
-            cli_config(read_stack_document(file))
-        except ConfigError:
-            shape.add(file.stem)
-    assert (refused, shape) == (set(REFUSED), set(SHAPE))
+    views = {file.stem: reader_view(file) for file in FIXTURES}
+    assert {stem for stem, view in views.items() if view == "refused"} == set(REFUSED)
+    assert {stem for stem, view in views.items() if view == "shape"} == set(SHAPE)
 
 
 def test_each_accepted_form_reaches_the_program_as_the_cli_hands_it_on(

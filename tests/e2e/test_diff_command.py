@@ -1,8 +1,5 @@
-"""./supersonic diff, run as a reviewer runs it in a git checkout, and lint's stack check (scripts/check-stacks.sh).
-
-Each case renders the stack at the base and in the working tree in interpreters of their own, with the real Helm when
-a chart is pinned: seconds of CPU per case, so they run in this tier rather than the unit tier. The diff's pure parts
-are tested in tests/test_diff.py."""
+"""./supersonic diff, run as a reviewer runs it in a git checkout, and lint's stack check (scripts/check-stacks.sh):
+each renders both sides in interpreters of their own with the real Helm (seconds of CPU); pure parts: test_diff.py."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ from pathlib import Path
 
 from chart_fixtures import chart_repository, commit_chart, git, redirect_upstream
 from e2e_harness import run_supersonic
-from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin, unpin
+from project_copies import commit_all, edit, git_project, pin, unpin
 
 from supersonic_interlink.render.stack import render
 
@@ -80,28 +77,9 @@ def test_a_chart_commit_bump_shows_each_chart_object_it_changes(tmp_path: Path) 
     assert out.count("\n~ ") == 2 and "0 added, 0 removed" in out, "the chart's other objects are unchanged"
 
 
-def test_a_stack_with_secrets_diffs_without_any_ciphertext(tmp_path: Path) -> None:
-    root = git_project(tmp_path)
-    stack = root / "stacks" / SECRET_STACK.name
-    edit(stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
-    # `pulumi config set --secret` again: a new ciphertext, whatever the value.
-    edit(stack, "bA==:bm9uY2UtMDI=", "bA==:bm9uY2UtMDM=")
-
-    result = run_supersonic("diff", "secret-example", "--chart", str(CONFORMING), "--markdown", cwd=root)
-
-    assert result.returncode == 0, result.stdout + result.stderr
-    printed = result.stdout + result.stderr
-    assert "<details><summary><b>secret-example</b>: 2 changed, 0 replaced" in printed
-    assert "1 secret(s) changed</summary>" in printed
-    assert (
-        "secret supersonic-interlink:triton.podAnnotations.example.org/pull-token: set again (its ciphertext changed; "
-        "the value, changed or not, is not shown)"
-    ) in printed, "a secret set again is said, though its placeholder renders the same on both sides"
-    assert "    spec.maxReplicaCount\n-       10\n+       12\n" in printed, "the ScaledObject the chart renders"
-    assert not [c for c in CIPHERTEXTS if c in printed], "a secret's ciphertext must never be printed"
-
-
-def test_an_unpinned_chart_is_named_as_not_compared_and_fails_under_strict(tmp_path: Path) -> None:
+def test_an_unpinned_chart_is_not_compared_failing_diff_under_strict_and_lint_checks_it_without_unless_unreadable(
+    tmp_path: Path,
+) -> None:
     root = git_project(tmp_path)
     unpin(root / "stacks" / "Pulumi.hammer.yaml")
     commit_all(root, "hammer before its pin")
@@ -112,19 +90,31 @@ def test_an_unpinned_chart_is_named_as_not_compared_and_fails_under_strict(tmp_p
     ) in result.stdout
     assert "no change" in result.stdout
     assert "--strict: the chart's objects were not compared (exit 3)" in result.stderr
+    linted = check_stacks(root, "stacks/Pulumi.hammer.yaml")
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert (
+        "check-stacks: stack hammer: chart not pinned: checked without --strict, the chart conformance check skipped"
+    ) in linted.stdout
+    edit(
+        root / "supersonic_interlink" / "render" / "stack.py",
+        "def chart_pinned(stack: str) -> bool:\n",
+        "def chart_pinned(stack: str) -> bool:\n    raise RuntimeError('broken')\n",
+    )
+    broken = check_stacks(root, "stacks/Pulumi.hammer.yaml")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "check-stacks: stack hammer failed: whether its chart is pinned could not be read (exit 1)" in broken.stderr
+    assert "chart not pinned" not in broken.stdout, "a pin lint cannot read is failed, not checked as unpinned"
 
 
-def test_a_stack_new_in_the_working_tree_is_all_added(tmp_path: Path) -> None:
+def test_a_new_stack_is_all_added_and_a_base_not_a_commit_or_a_stack_neither_side_has_is_one_line(
+    tmp_path: Path,
+) -> None:
     root = git_project(tmp_path)
     shutil.copy(root / "stacks" / "Pulumi.geddes-gpu.yaml", root / "stacks" / "Pulumi.second.yaml")
     result = run_supersonic("diff", "second", cwd=root)
     assert result.returncode == 0, result.stderr
     assert "the stack has no stack file at the base: every object is added" in result.stdout
     assert "+ Release.helm.sh/cms/supersonic-gpu (added)" in result.stdout
-
-
-def test_a_base_that_is_not_a_commit_or_a_stack_neither_side_has_is_one_line(tmp_path: Path) -> None:
-    root = git_project(tmp_path)
     result = run_supersonic("diff", "hammer", "--base", "no-such-ref", cwd=root)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "stack hammer: --base 'no-such-ref': not a commit in this repository"
@@ -137,41 +127,14 @@ def test_a_base_that_is_not_a_commit_or_a_stack_neither_side_has_is_one_line(tmp
 
 
 def check_stacks(root: Path, *files: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["scripts/check-stacks.sh", *files],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=root,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+    command = ["scripts/check-stacks.sh", *files]
+    environment = {**os.environ, **(env or {})}
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=root, env=environment, check=False)
 
 
-def test_lint_checks_an_unpinned_stack_without_strict_and_says_its_chart_check_is_skipped(tmp_path: Path) -> None:
-    root = git_project(tmp_path)
-    unpin(root / "stacks" / "Pulumi.hammer.yaml")
-    result = check_stacks(root, "stacks/Pulumi.hammer.yaml")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert (
-        "check-stacks: stack hammer: chart not pinned: checked without --strict, the chart conformance check skipped"
-    ) in result.stdout
-
-
-def test_lint_fails_a_stack_whose_pin_it_cannot_read_rather_than_check_it_as_unpinned(tmp_path: Path) -> None:
-    root = git_project(tmp_path)
-    edit(
-        root / "supersonic_interlink" / "render" / "stack.py",
-        "def chart_pinned(stack: str) -> bool:\n",
-        "def chart_pinned(stack: str) -> bool:\n    raise RuntimeError('broken')\n",
-    )
-    result = check_stacks(root, "stacks/Pulumi.hammer.yaml")
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "check-stacks: stack hammer failed: whether its chart is pinned could not be read (exit 1)" in result.stderr
-    assert "chart not pinned" not in result.stdout
-
-
-def test_lint_checks_a_pinned_stack_it_cannot_fetch_without_network_and_says_so(tmp_path: Path) -> None:
+def test_lint_names_a_pinned_chart_it_cannot_fetch_and_fetches_one_it_can_failing_it_on_any_finding(
+    tmp_path: Path,
+) -> None:
     root = git_project(tmp_path)
     offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
     result = check_stacks(
@@ -182,10 +145,6 @@ def test_lint_checks_a_pinned_stack_it_cannot_fetch_without_network_and_says_so(
         "check-stacks: stack hammer: its pinned chart cannot be fetched here (no network access to its repository): "
         "checked without --strict, the chart checks skipped"
     ) in result.stdout, "the skipped chart checks are named, never passed over; the pull-request workflow runs them"
-
-
-def test_lint_fetches_a_pinned_stacks_chart_and_fails_it_on_any_finding(tmp_path: Path) -> None:
-    root = git_project(tmp_path)
     upstream = chart_repository(tmp_path / "remote")
     pin(root / "stacks" / "Pulumi.hammer.yaml", git("rev-parse", "HEAD", cwd=upstream))
     redirect = redirect_upstream(upstream)

@@ -1,17 +1,6 @@
-"""The inferenceServer generation installed for real: ``./supersonic pulumi up`` of a hammer-like stack whose chart is
-the tests' model of SuperSONIC 42b2b933 (tests/charts/inference-server/ over conforming/, a path source), with scale
-from zero, on the local control plane, and the real KEDA operator watching the namespace.
-
-Steps, as an operator checks them on the live API:
-
-1. ``./supersonic pulumi up`` installs the release (one Helm revision, deployed);
-2. the ScaledObject's floor is 0 and, with the KEDA operator running, the inference-server Deployment goes to 0
-   replicas (its load, from a Prometheus stand-in, is 0);
-3. the chart's ``<release>-envoy-config`` holds the Envoy configuration this program computed, copied by ``lookup``
-   from the program's ConfigMap;
-4. the Lua filter ConfigMap and the admission sidecar, its code and its RBAC are there;
-5. a second ``./supersonic pulumi preview --expect-no-changes`` finds nothing to change.
-"""
+"""The inferenceServer generation installed for real: ``./supersonic pulumi up`` of a hammer-like stack with scale from
+zero whose chart is the tests' model of SuperSONIC 42b2b933 (tests/charts/inference-server/, a path source), on the
+local control plane with the real KEDA operator, checked step by step as an operator checks the live API."""
 
 from __future__ import annotations
 

@@ -12,22 +12,15 @@ def _matches(stage: dict, pod: dict) -> bool:
     for expression in stage["spec"]["selector"]["matchExpressions"]:
         key = expression["key"]
         if key.startswith(".metadata.annotations["):
-            name = key[len('.metadata.annotations["') : -2]
-            value = pod["metadata"].get("annotations", {}).get(name)
+            value = pod["metadata"].get("annotations", {}).get(key[len('.metadata.annotations["') : -2])
         else:
             value = pod
             for part in key.strip(".").split("."):
                 value = value.get(part) if isinstance(value, dict) else None
-        operator = expression["operator"]
-        values = expression.get("values", [])
         found = value if isinstance(value, list) else ([] if value is None else [value])
-        if operator == "Exists" and not found:
-            return False
-        if operator == "DoesNotExist" and found:
-            return False
-        if operator == "In" and not set(found) & set(values):
-            return False
-        if operator == "NotIn" and set(found) & set(values):
+        common = [v for v in found if v in expression.get("values", [])]
+        holds = {"Exists": bool(found), "DoesNotExist": not found, "In": bool(common), "NotIn": not common}
+        if not holds[expression["operator"]]:
             return False
     return True
 

@@ -1,8 +1,6 @@
 """render --pin-chart, --fetch-chart and --check with a pinned chart, run as a newcomer runs them in a copy of the
-project: git fetching from a chart repository, the real Helm rendering the fetched chart, a fresh interpreter each.
-
-Seconds of CPU per case, so they run in this tier; the chart source's own logic is tested in
-tests/test_chart_source.py and render's other paths in tests/test_render.py."""
+project (git fetching from a chart repository, the real Helm, a fresh interpreter each: seconds of CPU per case);
+the chart source's own logic is tested in tests/test_chart_source.py, render's other paths in tests/test_render.py."""
 
 from __future__ import annotations
 
@@ -18,7 +16,9 @@ GUARDED = "098d4a6c1411d22a748e7a7de4ff30eea10bf32d"
 """A commit of the chart's repository known to carry the guard (``contract.CHART.guarded_commits``)."""
 
 
-def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_renders_that_chart(tmp_path: Path) -> None:
+def test_pin_chart_writes_mains_commit_check_renders_that_chart_and_names_an_edited_copy_as_modified(
+    tmp_path: Path,
+) -> None:
     root = project_copy(tmp_path)
     upstream = chart_repository(tmp_path / "remote")
     commit = git("rev-parse", "HEAD", cwd=upstream)
@@ -46,13 +46,37 @@ def test_pin_chart_writes_mains_commit_into_the_stack_file_and_check_then_render
         checked.stdout
     ), "the summary names the pinned commit"
 
+    values = root / ".charts" / commit / "helm" / "supersonic" / "values.yaml"
+    values.write_text(values.read_text() + "# edited by hand\n")
+    checked = run_supersonic("render", "hammer", "--check", cwd=root)
+    strict = run_supersonic("render", "hammer", "--check", "--strict", cwd=root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        f"stack hammer: check skipped: chart conformance: the fetched copy of commit {commit} is modified: "
+        f"{root / '.charts' / commit}: helm/supersonic/values.yaml differs from commit {commit} (M) (delete "
+        f".charts/{commit} and run `./supersonic render hammer --fetch-chart`)"
+    ) in checked.stdout, "the real cause, not 'not fetched'"
+    assert "not fetched" not in checked.stdout and "checks passed" not in checked.stdout
+    assert strict.returncode == 3, strict.stdout + strict.stderr
 
-def test_pin_chart_refuses_a_commit_that_still_carries_the_guard_and_writes_nothing(tmp_path: Path) -> None:
+
+def test_pin_chart_without_network_or_to_a_commit_that_still_carries_the_guard_says_why_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
     root = project_copy(tmp_path)
+    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
+    offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
+    result = run_supersonic(
+        "render", "hammer", "--pin-chart", env={**offline, "GIT_CONFIG_VALUE_0": "https://github.com/"}, cwd=root
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    *progress, last = result.stderr.strip().splitlines()
+    assert all(line.startswith("stack hammer: resolving main and fetching the chart") for line in progress), progress
+    assert "needs network access" in last, "one line says why, after the step's own progress lines"
+    assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before
+
     upstream = chart_repository(tmp_path / "remote", "refuses-external-config")
     commit = git("rev-parse", "HEAD", cwd=upstream)
-    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
-
     refused = run_supersonic("render", "hammer", "--pin-chart", env=redirect_upstream(upstream), cwd=root)
 
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
@@ -90,41 +114,6 @@ def test_pin_chart_takes_a_full_commit_only_if_the_repository_has_it(tmp_path: P
     assert f"commit: {first}" in (root / "stacks" / "Pulumi.hammer.yaml").read_text(), "a failed pin writes nothing"
     short = run_supersonic("render", "hammer", "--pin-chart", first[:7], env=env, cwd=root)
     assert short.returncode == 1 and "give a branch, a tag or a full 40-hex commit" in short.stderr
-
-
-def test_pin_chart_without_network_says_so_in_one_line(tmp_path: Path) -> None:
-    root = project_copy(tmp_path)
-    before = (root / "stacks" / "Pulumi.hammer.yaml").read_text()
-    offline = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "url.https://127.0.0.1:1/.insteadOf"}
-    result = run_supersonic(
-        "render", "hammer", "--pin-chart", env={**offline, "GIT_CONFIG_VALUE_0": "https://github.com/"}, cwd=root
-    )
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    *progress, last = result.stderr.strip().splitlines()
-    assert all(line.startswith("stack hammer: resolving main and fetching the chart") for line in progress), progress
-    assert "needs network access" in last, "one line says why, after the step's own progress lines"
-    assert (root / "stacks" / "Pulumi.hammer.yaml").read_text() == before
-
-
-def test_an_edited_fetched_chart_is_named_as_modified_not_as_not_fetched(tmp_path: Path) -> None:
-    root = project_copy(tmp_path)
-    upstream = chart_repository(tmp_path / "remote")
-    commit = git("rev-parse", "HEAD", cwd=upstream)
-    assert run_supersonic("render", "hammer", "--pin-chart", env=redirect_upstream(upstream), cwd=root).returncode == 0
-    values = root / ".charts" / commit / "helm" / "supersonic" / "values.yaml"
-    values.write_text(values.read_text() + "# edited by hand\n")
-
-    checked = run_supersonic("render", "hammer", "--check", cwd=root)
-    strict = run_supersonic("render", "hammer", "--check", "--strict", cwd=root)
-
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert (
-        f"stack hammer: check skipped: chart conformance: the fetched copy of commit {commit} is modified: "
-        f"{root / '.charts' / commit}: helm/supersonic/values.yaml differs from commit {commit} (M) (delete "
-        f".charts/{commit} and run `./supersonic render hammer --fetch-chart`)"
-    ) in checked.stdout, "the real cause, not 'not fetched'"
-    assert "not fetched" not in checked.stdout and "checks passed" not in checked.stdout
-    assert strict.returncode == 3, strict.stdout + strict.stderr
 
 
 def test_without_the_pinned_helm_the_check_says_how_to_install_it(tmp_path: Path) -> None:

@@ -23,8 +23,7 @@ RELEASE = "supersonic-interlink"
 
 
 def release_objects(config: dict[str, Any], chart: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every object the stack deploys (the program's manifests and the chart's objects) and what render --check's
-    object checks find in them."""
+    """Every object the stack deploys (the program's and the chart's) and what render --check's checks find in them."""
     cli = {key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()}
     rendered = render("dry-run-e2e", cli, chart_dir=chart)
     objects = [*rendered["manifests"], *chart_objects(chart, rendered)]
@@ -33,17 +32,9 @@ def release_objects(config: dict[str, Any], chart: Path) -> tuple[list[dict[str,
 
 def dry_run_create(cluster: LocalCluster, objects: list[dict[str, Any]]) -> str:
     """The API server's answer to creating every object at once with dryRun=All: "" when it takes them all."""
+    listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
     done = cluster.kubectl(
-        "create",
-        "--dry-run=server",
-        "-n",
-        NAMESPACE,
-        "-o",
-        "name",
-        "-f",
-        "-",
-        input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
-        check=False,
+        "create", "--dry-run=server", "-n", NAMESPACE, "-o", "name", "-f", "-", input_text=listed, check=False
     )
     return "" if done.returncode == 0 else done.stderr.strip()
 

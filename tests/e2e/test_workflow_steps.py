@@ -1,9 +1,6 @@
-"""The pull-request workflow's steps that run `./supersonic` render or diff, run as the runner runs them: the chart
-fetch of an unpinned stack, and the rendered-diff step over every stack of a checkout of the pull request's merge,
-then the comment it writes.
-
-Each starts the front door and renders in interpreters of their own (the diff step: over a minute of CPU for its two
-cases), so they run in this tier; the workflows' other checks are in tests/test_workflows.py."""
+"""The pull-request workflow's steps that run `./supersonic` render or diff, run as the runner runs them (the chart
+fetch of an unpinned stack; the rendered-diff step over every stack of the merge's checkout, and its comment): each
+starts the front door and renders in interpreters of their own; the workflows' other checks: tests/test_workflows.py."""
 
 from __future__ import annotations
 
@@ -15,23 +12,13 @@ from e2e_harness import run_supersonic
 from project_copies import CIPHERTEXTS, SECRET_STACK, commit_all, edit, git_project, pin, project_copy, unpin
 from workflow_steps import pull_request_workflow, run_step, step
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def run_diff_step(root: Path, base: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, str]:
     marker = pull_request_workflow()["jobs"]["rendered-diff"]["env"]["MARKER"]
     output = tmp_path / "github-output"
-    result = run_step(
-        step("rendered-diff", "diff")["run"],
-        root,
-        timeout=600,
-        MARKER=marker,
-        BASE_SHA=base,
-        GITHUB_OUTPUT=str(output),
-        GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"),
-        HOME=str(tmp_path),
-        **env,
-    )
+    github = {"GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md")}
+    script = step("rendered-diff", "diff")["run"]
+    result = run_step(script, root, timeout=600, MARKER=marker, BASE_SHA=base, HOME=str(tmp_path), **github, **env)
     return result, output.read_text() if output.exists() else ""
 
 
@@ -44,6 +31,7 @@ def test_the_pull_request_comment_is_the_text_of_supersonic_diff_secrets_and_all
     pin(secret_stack, git("rev-parse", "HEAD", cwd=upstream))
     base = commit_all(root, "the base branch")
     edit(secret_stack, "maxReplicaCount: 10", "maxReplicaCount: 12")
+    edit(secret_stack, "bA==:bm9uY2UtMDI=", "bA==:bm9uY2UtMDM=")  # `config set --secret` again: a new ciphertext
     edit(root / "stacks" / "Pulumi.hammer.yaml", "readyTimeoutSeconds: 900", "readyTimeoutSeconds: 1200")
     edit(root / "stacks" / "Pulumi.hammer.yaml", "holdMinReplicasSeconds: 900", "holdMinReplicasSeconds: 1200")
     commit_all(root, "the pull request, as it would merge")
@@ -61,10 +49,17 @@ def test_the_pull_request_comment_is_the_text_of_supersonic_diff_secrets_and_all
     assert "chart objects: compared" in local.stdout and "    spec.maxReplicaCount\n-       10\n+       12\n" in (
         local.stdout
     ), "the chart's ScaledObject, rendered from the pinned commit on both sides"
+    assert "<details><summary><b>secret-example</b>: 2 changed, 0 replaced" in local.stdout
+    assert "1 secret(s) changed</summary>" in local.stdout
+    assert (
+        "secret supersonic-interlink:triton.podAnnotations.example.org/pull-token: set again (its ciphertext changed; "
+        "the value, changed or not, is not shown)"
+    ) in local.stdout, "a secret set again is said, though its placeholder renders the same on both sides"
     assert "<details><summary><b>hammer</b>: 1 changed, 1 replaced, 0 added, 0 removed" in comment
     assert "    options.timeout\n-       1200\n+       1500\n" in comment, "the Helm timeout of hammer's release"
     assert "- **geddes-gpu**" not in comment and "<b>geddes-gpu</b>: no change; chart objects not compared" in comment
-    assert not [c for c in CIPHERTEXTS if c in comment + result.stdout + result.stderr], "no ciphertext anywhere"
+    printed = comment + result.stdout + result.stderr + local.stderr
+    assert not [c for c in CIPHERTEXTS if c in printed], "a secret's ciphertext is never printed"
     assert output == "failed= geddes-gpu hammer\n", "unpinned charts could not be compared: the job fails on them"
     failing = run_step(
         step("rendered-diff", "Fail on a stack that could not be diffed in full")["run"], root, FAILED=" hammer"
