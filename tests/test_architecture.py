@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from graphlib import CycleError, TopologicalSorter
+from graphlib import TopologicalSorter
 from itertools import dropwhile, takewhile
 from pathlib import Path
 
@@ -92,10 +92,11 @@ def test_imports_point_down_the_layers_and_never_in_a_circle() -> None:
                 )
     assert upward == []
     graph = {module_name(path): {name for _, name in found} - {module_name(path)} for path, found in imports.items()}
+    assert sum(map(len, graph.values())) > 40, "the graph holds the package's imports"
     TopologicalSorter(graph).prepare()  # raises CycleError naming the modules of a circle
 
 
-def test_the_checks_catch_an_unplaced_module_an_upward_import_an_unsaid_nested_import_and_a_circle() -> None:
+def test_the_checks_catch_an_unplaced_module_an_upward_import_and_an_unsaid_nested_import() -> None:
     with pytest.raises(AssertionError, match="not placed in a layer"):
         unit_of("supersonic_interlink.newpkg.part")
     upward = (
@@ -108,8 +109,6 @@ def test_the_checks_catch_an_unplaced_module_an_upward_import_an_unsaid_nested_i
     assert nested_imports(where, nested) == [f"{PACKAGE}/config/example.py:4: import inside f()"]
     said = "def f():\n    # Lazy for start-up time.\n    from supersonic_interlink import contract\n    import yaml\n"
     assert nested_imports(where, said + "    from supersonic_interlink import files\n") == []
-    with pytest.raises(CycleError):
-        TopologicalSorter({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}).prepare()
 
 
 def test_every_package_is_placed_and_named_in_the_architecture_note_and_no_module_is_named_command() -> None:
